@@ -1,0 +1,41 @@
+# minbw — the two commands: `make demo` and `make test`. Each sets itself up from a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+PY := $(VENV)/bin/python
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: setup collection demo test unit bench sanity cloud-up cloud-down clean
+
+setup: $(VENV)/.setup-done
+
+$(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e 'python[placement]' -r requirements-test.txt
+	touch $@
+
+collection: setup
+	bash tests/ansible/install_collection.sh
+
+demo: setup collection
+	$(VENV)/bin/ansible-playbook playbooks/demo.yml
+
+unit: setup
+	$(PY) -m pytest -q tests/unit
+
+test: setup collection
+	$(PY) -m pytest -q -p no:cacheprovider tests
+	bash tests/ansible/sanity.sh
+
+bench: setup
+	$(PY) -m minbw.bench
+
+cloud-up: setup
+	bash tests/minicloud/cloud.sh up
+
+cloud-down:
+	bash tests/minicloud/cloud.sh down
+
+clean:
+	rm -rf $(VENV) .venv-cloud .state

@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright: minbw developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Shared plumbing of the minbw.openstack modules: auth options, a lazy connection,
+one place that turns errors into a failed task, and the result shape (changed, diff)."""
+
+from __future__ import annotations
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    import openstack
+    from openstack import exceptions as sdk_exceptions
+    from keystoneauth1 import exceptions as ksa_exceptions
+except ImportError:
+    HAS_OPENSTACKSDK = False
+    OPENSTACKSDK_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_OPENSTACKSDK = True
+    OPENSTACKSDK_IMPORT_ERROR = None
+
+try:
+    from minbw import errors as minbw_errors
+except ImportError:
+    HAS_MINBW = False
+    MINBW_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_MINBW = True
+    MINBW_IMPORT_ERROR = None
+
+# Named as openstack.cloud names them (doc fragment minbw.openstack.auth).
+AUTH_ARGUMENT_SPEC = dict(
+    cloud=dict(type='raw'),
+    auth=dict(type='dict', no_log=True),
+    auth_type=dict(type='str'),
+    region_name=dict(type='str'),
+    interface=dict(type='str', default='public', choices=['admin', 'internal', 'public'],
+                   aliases=['endpoint_type']),
+    validate_certs=dict(type='bool', aliases=['verify']),
+    ca_cert=dict(type='str', aliases=['cacert']),
+    client_cert=dict(type='str', aliases=['cert']),
+    client_key=dict(type='str', no_log=True, aliases=['key']),
+    api_timeout=dict(type='int'),
+)
+
+# Module option -> openstack.connect() keyword.
+_CONNECT_KWARGS = dict(auth='auth', auth_type='auth_type', region_name='region_name',
+                       interface='interface', validate_certs='verify', ca_cert='cacert',
+                       client_cert='cert', client_key='key', api_timeout='api_timeout')
+
+
+class MinbwModule:
+    """An AnsibleModule with the auth options, that connects on first use of ``conn``.
+
+    ``run(func)`` calls ``func(module)``, exits with the dict it returns (build it with
+    ``result()``) and reports every minbw, Placement and SDK error once, as a failed task.
+    """
+
+    def __init__(self, argument_spec, supports_check_mode=True, **module_kwargs):
+        spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec)
+        self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
+                                     **module_kwargs)
+        self.params = self.ansible.params
+        self.check_mode = self.ansible.check_mode
+        self._conn = None
+        for found, lib, error in ((HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR),
+                                  (HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR)):
+            if not found:
+                self.ansible.fail_json(msg=missing_required_lib(lib), exception=error)
+
+    @property
+    def conn(self):
+        """The openstacksdk Connection, made on first use (inside ``run``, so errors are reported)."""
+        if self._conn is None:
+            self._conn = openstack.connect(**self.connect_kwargs())
+        return self._conn
+
+    def connect_kwargs(self):
+        cloud = self.params['cloud']
+        given = {opt: self.params[opt] for opt in _CONNECT_KWARGS if self.params[opt] is not None}
+        if isinstance(cloud, dict):
+            # A whole cloud config: mixing it with single options is ambiguous (as in openstack.cloud).
+            clash = sorted(opt for opt in given if not (opt == 'interface' and given[opt] == 'public'))
+            if clash:
+                self.ansible.fail_json(msg='cloud is a cloud config dict; leave out: %s' % ', '.join(clash))
+            return dict(cloud)
+        return dict({_CONNECT_KWARGS[opt]: value for opt, value in given.items()}, cloud=cloud)
+
+    def result(self, changed, diff=None, **values):
+        """The module result; ``diff`` ({'before', 'after'} or a list of them) only in diff mode."""
+        values['changed'] = bool(changed)
+        if diff is not None and self.ansible._diff:
+            values['diff'] = diff
+        return values
+
+    def run(self, func):
+        try:
+            result = func(self)
+        except minbw_errors.PlacementError as e:
+            self.ansible.fail_json(**dict(e.to_dict(), msg=str(e)))
+        except minbw_errors.MinbwError as e:
+            self.ansible.fail_json(msg=str(e))
+        except sdk_exceptions.HttpException as e:
+            self.ansible.fail_json(msg=str(e), status=e.status_code, request_id=e.request_id,
+                                   method=e.method, url=e.url, details=e.details)
+        except (sdk_exceptions.SDKException, ksa_exceptions.ClientException) as e:
+            self.ansible.fail_json(msg='%s: %s' % (type(e).__name__, e))
+        self.ansible.exit_json(**result)

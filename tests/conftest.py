@@ -1,0 +1,124 @@
+"""Shared fixtures: a real openstack-placement (the embedded default) for the whole session."""
+from __future__ import annotations
+
+import collections
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MINBW = [sys.executable, "-m", "minbw.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PlacementServer:
+    """``minbw placement serve`` in a subprocess."""
+
+    def __init__(self, state_dir: Path):
+        self.state_dir = state_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.clouds_yaml = state_dir / "clouds.yaml"
+        self.log = state_dir / "serve.out"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 60) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        out = open(self.log, "w")
+        self.proc = subprocess.Popen(MINBW + ["placement", "serve", "--port", str(self.port),
+                                              "--state-dir", str(self.state_dir)], stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if "placement ready on" in self.log.read_text():
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"placement did not start:\n{self.log.read_text()}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+    def env(self) -> dict:
+        return {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml), "OS_CLOUD": "minbw-local"}
+
+    def connect(self):
+        import openstack.config
+        from openstack import connection
+        cfg = openstack.config.OpenStackConfig(config_files=[str(self.clouds_yaml)])
+        return connection.Connection(config=cfg.get_one(cloud="minbw-local"))
+
+
+class CallCounter:
+    """Counts every HTTP request the connection really sends (requests' response hook)."""
+
+    def __init__(self, conn):
+        self.calls: list[tuple[str, str]] = []
+        conn.session.session.hooks["response"].append(self._hook)
+
+    def _hook(self, resp, *args, **kwargs):
+        self.calls.append((resp.request.method, resp.request.path_url))
+
+    def reset(self) -> None:
+        self.calls.clear()
+
+    @property
+    def total(self) -> int:
+        return len(self.calls)
+
+    @property
+    def writes(self) -> int:
+        return sum(1 for m, _ in self.calls if m != "GET")
+
+    def by_method(self) -> dict:
+        return dict(collections.Counter(m for m, _ in self.calls))
+
+
+def wipe(api) -> None:
+    """Remove every allocation and provider: each test starts from an empty Placement."""
+    provs = api.list_providers()
+    consumers = set()
+    for p in provs:
+        consumers |= set(api.provider_allocations(p.uuid))
+    for c in consumers:
+        api._call("delete", f"/allocations/{c}", "1.0")
+    by_uuid = {p.uuid: p for p in provs}
+
+    def depth(p):
+        d = 0
+        while p.parent_uuid and p.parent_uuid in by_uuid:
+            p, d = by_uuid[p.parent_uuid], d + 1
+        return d
+    for p in sorted(provs, key=depth, reverse=True):
+        api.delete_provider(p.uuid)
+
+
+@pytest.fixture(scope="session")
+def placement_server(tmp_path_factory):
+    server = PlacementServer(tmp_path_factory.mktemp("placement"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def placement(placement_server):
+    """A Placement API client on an empty real Placement, with an HTTP call counter."""
+    from minbw.placement import Placement
+    conn = placement_server.connect()
+    api = Placement(conn)
+    wipe(api)
+    api.counter = CallCounter(conn)
+    return api

@@ -1,0 +1,315 @@
+"""Provider sync against the real embedded Placement."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid as uuidlib
+
+import pytest
+from neutron_lib.exceptions.placement import PlacementClientError
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from minbw import sync as s
+from minbw.agentconf import load_agent_ini
+from minbw.errors import ConcurrentUpdate, ConfigError, RootProviderNotFound
+from minbw.plan import make_plan
+from minbw.providers import desired_state
+from tests.oracle import neutron_sync as oracle
+
+OVS_INI = """[ovs]
+resource_provider_bandwidths = br-test:1500:1500,br-ex::1
+bridge_mappings = public:br-ex,physnet0:br-test
+"""
+SRIOV_INI = """[sriov_nic]
+physical_device_mappings = physnet0:ens5
+resource_provider_bandwidths = ens5:100000:100000
+"""
+SEED_003 = {  # uuid: (name, parent uuid or "root", traits, {class: total})
+    "89ca1421-5117-5348-acab-6d0e2054239c": ("devstack0:Open vSwitch agent", "root", None, {}),
+    "4a8a819d-61f9-5822-8c5c-3e9c7cb942d6": ("devstack0:NIC Switch agent", "root", None, {}),
+    "f9c9ce07-679d-5d72-ac5f-31720811629a": ("devstack0:Open vSwitch agent:br-test",
+                                             "89ca1421-5117-5348-acab-6d0e2054239c", "CUSTOM_PHYSNET_PHYSNET0",
+                                             {"NET_BW_EGR_KILOBIT_PER_SEC": 1500, "NET_BW_IGR_KILOBIT_PER_SEC": 1500}),
+    "193134fd-464c-5545-9d20-df7d58c0166f": ("devstack0:Open vSwitch agent:br-ex",
+                                             "89ca1421-5117-5348-acab-6d0e2054239c", "CUSTOM_PHYSNET_PUBLIC",
+                                             {"NET_BW_IGR_KILOBIT_PER_SEC": 1}),
+    "1c7e83f0-108d-5c35-ada7-7ebebbe43aad": ("devstack0:NIC Switch agent:ens5",
+                                             "4a8a819d-61f9-5822-8c5c-3e9c7cb942d6", "CUSTOM_PHYSNET_PHYSNET0",
+                                             {"NET_BW_EGR_KILOBIT_PER_SEC": 100000, "NET_BW_IGR_KILOBIT_PER_SEC": 100000}),
+}
+
+
+def desired(*inis, host="devstack0"):
+    return desired_state([load_agent_ini(t, source=f"agent{i}.ini", host=host) for i, t in enumerate(inis)])
+
+
+def make_root(api, name="devstack0"):
+    """A compute node root provider, as nova-compute creates it (seed 003's UUID for devstack0)."""
+    uuid = "3b36d91e-bf60-460f-b1f8-3322dee5cdfd" if name == "devstack0" else str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, name))
+    return api.create_provider(uuid, name, None).uuid
+
+
+def tree(api, root_name="devstack0"):
+    """The provider tree as stored: {uuid: (name, parent, traits, inventories)} (generations left out)."""
+    root = api.list_providers(name=root_name)[0]
+    out = {}
+    for p in api.list_providers(in_tree=root.uuid):
+        if p.uuid == root.uuid:
+            continue
+        out[p.uuid] = (p.name, p.parent_uuid, sorted(api.get_provider_traits(p.uuid)[0]),
+                       api.get_inventories(p.uuid)[0])
+    return out
+
+
+def test_seed_003_gives_neutrons_providers(placement):
+    root = make_root(placement)
+    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    assert result.writes == len(plan.ops) > 0
+    got = tree(placement)
+    assert set(got) == set(SEED_003)
+    for uuid, (name, parent, physnet, totals) in SEED_003.items():
+        g_name, g_parent, g_traits, g_inv = got[uuid]
+        assert g_name == name
+        assert g_parent == (root if parent == "root" else parent)
+        if physnet:
+            assert physnet in g_traits
+        assert {rc: inv["total"] for rc, inv in g_inv.items()} == totals
+        for inv in g_inv.values():
+            assert (inv["min_unit"], inv["step_size"], inv["reserved"], inv["allocation_ratio"]) == (1, 1, 0, 1.0)
+    assert got["1c7e83f0-108d-5c35-ada7-7ebebbe43aad"][2] == [
+        "CUSTOM_PHYSNET_PHYSNET0", "CUSTOM_VNIC_TYPE_ACCELERATOR_DIRECT", "CUSTOM_VNIC_TYPE_DIRECT",
+        "CUSTOM_VNIC_TYPE_DIRECT_PHYSICAL", "CUSTOM_VNIC_TYPE_MACVTAP"]
+
+
+def test_identical_to_neutrons_own_sync_for_seed_003(placement, placement_server):
+    """Neutron's PlacementState executed by neutron-lib's client, then ours: the same tree."""
+    make_root(placement)
+    client = oracle.neutron_client(placement_server.url)
+    for text in (OVS_INI, SRIOV_INI):
+        oracle.neutron_sync(client, *oracle.agent_from_ini(text, "devstack0"))
+    theirs = tree(placement)
+    placement.counter.reset()
+    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    assert plan.ops == () and result is None, [str(o) for o in plan.ops]
+    assert placement.counter.writes == 0
+    assert set(theirs) == set(SEED_003)
+
+
+ini_cases = st.builds(
+    lambda kind, pairs, bws, inv, hyp: (kind, pairs, bws, inv, hyp),
+    st.sampled_from(["openvswitch", "sriov"]),
+    st.lists(st.tuples(st.sampled_from(["physnet0", "ph-1.x", "public"]), st.sampled_from(["br-a", "br-b", "ens5"])),
+             min_size=1, max_size=3, unique_by=lambda t: t[1]),
+    st.lists(st.tuples(st.sampled_from(["br-a", "br-b", "ens5", "rp_tunnelled"]),
+                       st.sampled_from(["", "0", "1000"]), st.sampled_from(["", "5", "2000"])),
+             max_size=3, unique_by=lambda t: t[0]),
+    st.sampled_from(["", "min_unit:2", "allocation_ratio:1.5,reserved:10,max_unit:100"]),
+    st.sampled_from(["", "br-a:hv-other"]),
+)
+
+
+def ini_text(kind, pairs, bws, inv, hyp):
+    if kind == "openvswitch":
+        pairs = list({p: d for p, d in pairs}.items())  # bridge_mappings: one bridge per physnet
+        head = "[ovs]\nbridge_mappings = " + ",".join(f"{p}:{d}" for p, d in pairs)
+        known = {d for _, d in pairs} | {"rp_tunnelled"}
+    else:
+        head = "[sriov_nic]\nphysical_device_mappings = " + ",".join(f"{p}:{d}" for p, d in pairs)
+        known = {d for _, d in pairs}
+    bws = [b for b in bws if b[0] in known]
+    lines = [head, "resource_provider_bandwidths = " + ",".join(f"{d}:{e}:{i}" for d, e, i in bws)]
+    if inv:
+        lines.append("resource_provider_inventory_defaults = " + inv)
+    if hyp:
+        lines.append("resource_provider_hypervisors = " + hyp)
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ini_cases)
+def test_differential_against_neutron_on_generated_configs(placement, placement_server, case):
+    """For generated agent configs: Neutron's sync and ours, each into an empty Placement, store the same tree."""
+    from tests.conftest import wipe
+    text = ini_text(*case)
+    results = []
+    for runner in ("neutron", "minbw"):
+        wipe(placement)
+        make_root(placement, "devstack0")
+        make_root(placement, "hv-other")
+        try:
+            if runner == "neutron":
+                oracle.neutron_sync(oracle.neutron_client(placement_server.url),
+                                    *oracle.agent_from_ini(text, "devstack0"))
+            else:
+                s.sync(placement, desired(text))
+        except (ValueError, PlacementClientError) as e:  # Placement refused what Neutron sent / we refused first
+            results.append(("refused", type(e).__name__))
+            continue
+        results.append({h: tree(placement, h) for h in ("devstack0", "hv-other")})
+    if isinstance(results[0], tuple):
+        assert results[1] == ("refused", "ConfigError"), text  # we refuse before writing anything
+    else:
+        assert results[0] == results[1], text
+
+
+def test_second_run_makes_no_writes_and_few_calls(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    placement.counter.reset()
+    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    assert plan.ops == () and result is None
+    assert placement.counter.writes == 0
+    # 2 tree look-ups + 1 trait check + traits and inventories of 5 providers (the version is known)
+    assert placement.counter.total == 3 + 2 * 5, placement.counter.calls
+
+
+def test_changed_bandwidth_is_one_inventory_write(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    placement.counter.reset()
+    plan, result = s.sync(placement, desired(OVS_INI.replace("br-test:1500:1500", "br-test:2000:1500"), SRIOV_INI))
+    assert [o.action for o in plan.ops] == ["set_inventories"]
+    assert placement.counter.writes == 1
+    assert [c for c in placement.counter.calls if c[0] != "GET"] == [
+        ("PUT", "/resource_providers/f9c9ce07-679d-5d72-ac5f-31720811629a/inventories")]
+    inv, _ = placement.get_inventories("f9c9ce07-679d-5d72-ac5f-31720811629a")
+    assert inv["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 2000
+
+
+def test_deleted_ovs_providers_come_back_with_the_same_uuids(placement):
+    """Seed 003's re-sync: delete the OVS agent's providers (leaves first), sync again."""
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    before = tree(placement)
+    for uuid in ("f9c9ce07-679d-5d72-ac5f-31720811629a", "193134fd-464c-5545-9d20-df7d58c0166f",
+                 "89ca1421-5117-5348-acab-6d0e2054239c"):
+        placement.delete_provider(uuid)
+    assert len(tree(placement)) == 2
+    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    assert {o.uuid for o in plan.ops if o.action == "create_provider"} == {
+        "f9c9ce07-679d-5d72-ac5f-31720811629a", "193134fd-464c-5545-9d20-df7d58c0166f",
+        "89ca1421-5117-5348-acab-6d0e2054239c"}
+    assert tree(placement) == before
+
+
+def test_concurrent_writer_conflict_is_retried_and_converges(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    want = desired(OVS_INI.replace("br-test:1500:1500", "br-test:3000:3000"), SRIOV_INI)
+    observed = s.observe(placement, want)
+    plan = make_plan(want, observed)
+    # another writer changes the provider between our read and our write: its generation moves on
+    uuid = "f9c9ce07-679d-5d72-ac5f-31720811629a"
+    inv, gen = placement.get_inventories(uuid)
+    placement.set_inventories(uuid, {rc: {**i, "total": 2500} for rc, i in inv.items()}, gen)
+    result = s.apply(placement, plan, observed)
+    assert result.retries == 1
+    assert placement.get_inventories(uuid)[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 3000
+    assert s.sync(placement, want)[0].ops == ()
+
+
+def test_pinned_generation_is_not_retried(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    want = desired(OVS_INI.replace("br-test:1500:1500", "br-test:3000:3000"), SRIOV_INI)
+    observed = s.observe(placement, want)
+    plan = make_plan(want, observed)
+    uuid = "f9c9ce07-679d-5d72-ac5f-31720811629a"
+    inv, gen = placement.get_inventories(uuid)
+    placement.set_inventories(uuid, {rc: {**i, "reserved": 1} for rc, i in inv.items()}, gen)
+    with pytest.raises(ConcurrentUpdate) as err:
+        s.apply(placement, plan, observed, pinned={uuid: gen})
+    assert err.value.code == "placement.concurrent_update" and err.value.status == 409
+    assert "0 of 1 planned writes succeeded" in str(err.value)
+
+
+def _allocate(placement, consumer, rp, resources):
+    placement._call("put", f"/allocations/{consumer}", "1.28", json={
+        "allocations": {rp: {"resources": resources}}, "project_id": "p", "user_id": "u", "consumer_generation": None})
+
+
+def test_removed_bridge_with_allocation_is_kept_and_the_consumer_named(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    consumer = "71cb7e04-3d5a-40f9-a99f-07f0d0831741"
+    _allocate(placement, consumer, "f9c9ce07-679d-5d72-ac5f-31720811629a", {"NET_BW_EGR_KILOBIT_PER_SEC": 1000})
+    no_br_test = "[ovs]\nresource_provider_bandwidths = br-ex::1\nbridge_mappings = public:br-ex\n"
+    plan, result = s.sync(placement, desired(no_br_test, SRIOV_INI))
+    assert [k.uuid for k in plan.kept] == ["f9c9ce07-679d-5d72-ac5f-31720811629a"]
+    assert consumer in str(plan.kept[0]) and "NET_BW_EGR_KILOBIT_PER_SEC=1000" in str(plan.kept[0])
+    assert "f9c9ce07-679d-5d72-ac5f-31720811629a" in tree(placement)
+    # once freed, the next sync removes it
+    placement._call("delete", f"/allocations/{consumer}", "1.0")
+    plan, result = s.sync(placement, desired(no_br_test, SRIOV_INI))
+    assert [(o.action, o.uuid) for o in plan.ops] == [("delete_provider", "f9c9ce07-679d-5d72-ac5f-31720811629a")]
+    assert "f9c9ce07-679d-5d72-ac5f-31720811629a" not in tree(placement)
+
+
+def test_inventory_placement_would_refuse_is_a_config_error(placement):
+    make_root(placement)
+    placement.counter.reset()
+    with pytest.raises(ConfigError) as err:
+        s.sync(placement, desired(OVS_INI + "resource_provider_inventory_defaults = reserved:2000\n"))
+    assert "Placement would refuse the NET_BW_EGR_KILOBIT_PER_SEC inventory of device br-test: reserved (2000) " \
+           "is greater than total (1500)" in str(err.value)
+    assert placement.counter.total == 0
+
+
+def test_bad_configuration_is_a_clear_error_and_zero_writes(placement):
+    make_root(placement)
+    placement.counter.reset()
+    with pytest.raises(ConfigError) as err:
+        s.sync(placement, desired(OVS_INI.replace("br-ex::1", "br-missing::1"), SRIOV_INI))
+    assert "agent0.ini: resource_provider_bandwidths: Invalid resource_provider_bandwidths: " \
+           "Device name br-missing is missing from device mappings" == str(err.value)
+    assert placement.counter.total == 0
+
+
+def test_missing_root_names_the_hypervisor_and_the_fix(placement):
+    placement.counter.reset()
+    with pytest.raises(RootProviderNotFound) as err:
+        s.sync(placement, desired(OVS_INI, host="compute-1.example.org"))
+    assert "'compute-1.example.org'" in str(err.value) and "resource_provider_default_hypervisor" in str(err.value)
+    assert "create_root" in str(err.value)
+    assert placement.counter.writes == 0
+    plan, result = s.sync(placement, desired(OVS_INI, host="compute-1.example.org"), create_root=True,
+                          root_inventories={"VCPU": {"total": 8}})
+    assert [o.action for o in plan.ops].count("create_root") == 1
+    assert placement.get_inventories(placement.list_providers(name="compute-1.example.org")[0].uuid)[0]["VCPU"]["total"] == 8
+
+
+def test_check_mode_plan_writes_nothing_and_diff_ignores_generations(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    placement.counter.reset()
+    plan, result = s.sync(placement, desired(OVS_INI.replace("br-ex::1", "br-ex::7"), SRIOV_INI), check=True)
+    assert result is None and placement.counter.writes == 0
+    diff = plan.diff()
+    uuid = "193134fd-464c-5545-9d20-df7d58c0166f"
+    assert list(diff["before"]) == [uuid] == list(diff["after"])
+    assert diff["before"][uuid]["inventories"]["NET_BW_IGR_KILOBIT_PER_SEC"]["total"] == 1
+    assert diff["after"][uuid]["inventories"]["NET_BW_IGR_KILOBIT_PER_SEC"]["total"] == 7
+    assert "generation" not in json.dumps(diff)
+
+
+def test_cli_plan_sync_show_json(placement, placement_server, tmp_path):
+    make_root(placement)
+    (tmp_path / "ovs.ini").write_text(OVS_INI)
+    (tmp_path / "sriov.ini").write_text(SRIOV_INI)
+    args = ["--agent-config", str(tmp_path / "ovs.ini"), "--agent-config", str(tmp_path / "sriov.ini"),
+            "--host", "devstack0", "--json"]
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+                              env=placement_server.env(), timeout=120)
+    out = run("providers", "plan", *args)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["writes"] > 0 and tree(placement) == {}
+    assert run("providers", "sync", *args).returncode == 0
+    again = json.loads(run("providers", "sync", *args).stdout)
+    assert again["writes"] == 0 and again["changed"] is False
+    shown = json.loads(run("providers", "show", "--hypervisor", "devstack0", "--json").stdout)
+    assert {p["uuid"] for p in shown} >= set(SEED_003)
+    bad = run("providers", "sync", "--agent-config", str(tmp_path / "missing.ini"), "--host", "h")
+    assert bad.returncode == 1 and "missing.ini" in bad.stderr

@@ -1,0 +1,902 @@
+#!/usr/bin/env bash
+# minicloud: a real, small OpenStack control plane on 127.0.0.1 for minbw's tests.
+#
+#   cloud.sh up              wipe state, install if needed, configure, start, wait until ready
+#   cloud.sh down            stop every process (own pid files / process groups), incl. MariaDB, RabbitMQ
+#   cloud.sh status          one line per process, plus a readiness summary
+#   cloud.sh logs [N]        tail (default 30 lines) of every service log
+#   cloud.sh restart-agents  restart only the two L2 agent emulators (re-read their ini files)
+#   cloud.sh install         only install (apt + venv); idempotent
+#
+# Env:
+#   MINICLOUD_PLACEMENT_PLUGIN=1|0  enable neutron's `placement` service plugin (default 1)
+#   MINICLOUD_SRIOV_COMPUTE=1|0     nova-compute uses fake.FakeDriverWithPciResources (default 0)
+#   MINICLOUD_OVS_INI=path          ini read by the OVS agent emulator   (default .state/minicloud/agents/openvswitch_agent.ini)
+#   MINICLOUD_SRIOV_INI=path        ini read by the SR-IOV agent emulator (default .state/minicloud/agents/sriov_agent.ini)
+#   MINICLOUD_AGENTS=1|0            start the agent emulators at all (default 1)
+#   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services (default 1)
+#   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
+#   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+S=${MINICLOUD_STATE:-$ROOT/.state/minicloud}
+VENV=${MINICLOUD_VENV:-$ROOT/.venv-cloud}
+PY=$VENV/bin/python
+ETC=$S/etc
+LOG=$S/log
+RUN=$S/run
+AGENTS_DIR=$S/agents
+OVS_INI=${MINICLOUD_OVS_INI:-$AGENTS_DIR/openvswitch_agent.ini}
+SRIOV_INI=${MINICLOUD_SRIOV_INI:-$AGENTS_DIR/sriov_agent.ini}
+PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
+SRIOV_COMPUTE=${MINICLOUD_SRIOV_COMPUTE:-0}
+START_AGENTS=${MINICLOUD_AGENTS:-1}
+DEBUG=$([ "${MINICLOUD_DEBUG:-1}" = 1 ] && echo True || echo False)
+HOSTNAME_NOVA=devstack0
+
+# Ports (all on 127.0.0.1). DB and AMQP use non-default ports so that a packaged
+# instance, if any, does not collide.
+IP=127.0.0.1
+DB_PORT=13306
+AMQP_PORT=15673
+EPMD_PORT=14369
+DIST_PORT=35673
+KEYSTONE_PORT=5000
+PLACEMENT_PORT=8778
+NOVA_PORT=8774
+NEUTRON_PORT=9696
+GLANCE_PORT=9292
+
+PASS=minicloud-secret
+DB_USER=openstack
+DB_PASS=openstack-db
+DBURL="mysql+pymysql://$DB_USER:$DB_PASS@$IP:$DB_PORT"
+TRANSPORT="rabbit://guest:guest@$IP:$AMQP_PORT/"
+KS="http://$IP:$KEYSTONE_PORT"
+
+PINS=(nova==34.0.0 neutron==29.0.0 keystone==30.0.0 openstack-placement==16.0.0 'glance>=33,<34' pymysql uwsgi)
+
+T0=$(date +%s)
+say() { printf '[minicloud %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- install
+apt_install() {
+    local need=()
+    command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
+    [ ${#need[@]} -eq 0 ] && return 0
+    [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian packages: ${need[*]}"
+    say "apt-get install ${need[*]}"
+    apt-get update -q >"$S/install-apt.log" 2>&1 || { tail -20 "$S/install-apt.log"; die "apt-get update failed"; }
+    # policy-rc.d or not: we never use the packaged services, only their binaries.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >>"$S/install-apt.log" 2>&1 \
+        || { tail -20 "$S/install-apt.log"; die "apt-get install failed"; }
+    # In case a packaged service did get started (non-container hosts), it is not ours:
+    # we leave it alone; our instances use their own ports.
+}
+
+venv_ok() {
+    [ -x "$PY" ] || return 1
+    "$PY" - <<'EOF' 2>/dev/null
+import importlib.metadata as m, sys
+want = {'nova': '34.0.0', 'neutron': '29.0.0', 'keystone': '30.0.0', 'openstack-placement': '16.0.0'}
+for k, v in want.items():
+    if m.version(k) != v:
+        sys.exit(1)
+assert m.version('glance').startswith('33.')
+for k in ('pymysql', 'uwsgi', 'openstacksdk'):
+    m.version(k)
+EOF
+}
+
+pip_install() {
+    venv_ok && return 0
+    [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
+    say "creating/updating venv $VENV (pip install, ~1.5 min)"
+    [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed (apt-get install python3-venv?)"
+    local c=()
+    [ -f "$HERE/constraints.txt" ] && c=(-c "$HERE/constraints.txt")
+    { "$PY" -m pip install -q -U pip wheel setuptools &&
+      "$PY" -m pip install -q "${c[@]}" "${PINS[@]}"; } >"$S/install-pip.log" 2>&1 \
+        || { tail -30 "$S/install-pip.log"; die "pip install failed"; }
+    venv_ok || die "venv still not right after pip install"
+}
+
+ensure_python3_venv() {
+    # venv/ensurepip to create the venv; a C compiler and Python.h because uWSGI builds from source
+    [ -x "$PY" ] && venv_ok && return 0
+    python3 -c 'import venv, ensurepip, os, sysconfig, sys
+sys.exit(0 if os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")) else 1)' 2>/dev/null \
+        && command -v cc >/dev/null 2>&1 && return 0
+    [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "python3-venv / python3-dev / a C compiler missing"
+    say "apt-get install python3-venv python3-dev build-essential"
+    apt-get update -q >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv python3-dev build-essential >/dev/null 2>&1 \
+        || die "cannot install python3-venv python3-dev build-essential"
+}
+
+do_install() {
+    mkdir -p "$S"
+    ensure_python3_venv
+    apt_install &
+    local apt_pid=$!
+    pip_install
+    wait $apt_pid || die "apt install failed"
+}
+
+# ---------------------------------------------------------------- process helpers
+# start NAME cmd...   : run in its own session/process group, stdout+stderr to $LOG/NAME.out
+start() {
+    local name=$1; shift
+    setsid "$@" </dev/null >"$LOG/$name.out" 2>&1 &
+    echo $! >"$RUN/$name.pid"
+}
+
+alive() { local f=$RUN/$1.pid; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+# stop NAME [grace]: TERM the process group, KILL after grace
+stop() {
+    local name=$1 grace=${2:-15} f=$RUN/$1.pid pid
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f")
+    local t=$SECONDS
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+        local i
+        for ((i = 0; i < grace * 5; i++)); do
+            kill -0 -- "-$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        if kill -0 -- "-$pid" 2>/dev/null; then
+            say "$name did not stop in ${grace}s: SIGKILL"
+            kill -KILL -- "-$pid" 2>/dev/null || true
+        fi
+    fi
+    [ $((SECONDS - t)) -ge 3 ] && say "stopped $name in $((SECONDS - t))s"
+    rm -f "$f"
+}
+
+fail_service() {
+    local name=$1 msg=${2:-failed}
+    say "$name: $msg"
+    for f in "$LOG/$name.log" "$LOG/$name.out"; do
+        [ -s "$f" ] && { echo "----- tail $f" >&2; tail -n 40 "$f" >&2; }
+    done
+    exit 1
+}
+
+# wait_for DESC TIMEOUT SERVICE cmd... : poll cmd every 0.5 s; fail with SERVICE's log
+wait_for() {
+    local desc=$1 t=$2 svc=$3; shift 3
+    local end=$(( $(date +%s) + t ))
+    while ! "$@" >/dev/null 2>&1; do
+        if [ -n "$svc" ]; then
+            for s in $svc; do alive "$s" || fail_service "$s" "exited while waiting for: $desc"; done
+        fi
+        [ "$(date +%s)" -ge "$end" ] && fail_service "${svc%% *}" "timeout (${t}s) waiting for: $desc"
+        sleep 0.5
+    done
+    say "ready: $desc"
+}
+
+http_ok() { "$PY" -c "import sys,urllib.request as u; u.urlopen(sys.argv[1], timeout=3)" "$1" 2>/dev/null || \
+            "$PY" -c "import sys,urllib.request as u,urllib.error as e
+try: u.urlopen(sys.argv[1], timeout=3)
+except e.HTTPError as x: sys.exit(0 if x.code < 500 else 1)
+except Exception: sys.exit(1)" "$1"; }
+
+# ---------------------------------------------------------------- MariaDB / RabbitMQ
+rabbit_env() {
+    export HOME=$S/rabbitmq/home ERL_EPMD_PORT=$EPMD_PORT ERL_EPMD_ADDRESS=$IP \
+        RABBITMQ_NODENAME=minicloud@localhost RABBITMQ_NODE_IP_ADDRESS=$IP RABBITMQ_NODE_PORT=$AMQP_PORT \
+        RABBITMQ_CONFIG_FILE=$S/rabbitmq/rabbitmq.conf RABBITMQ_ENABLED_PLUGINS_FILE=$S/rabbitmq/enabled_plugins \
+        RABBITMQ_MNESIA_BASE=$S/rabbitmq/mnesia RABBITMQ_LOG_BASE=$LOG/rabbitmq RABBITMQ_PID_FILE=$RUN/rabbitmq.beam.pid \
+        RABBITMQ_DIST_PORT=$DIST_PORT \
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+        RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
+}
+
+start_rabbit() {
+    mkdir -p "$S/rabbitmq/home" "$S/rabbitmq/mnesia" "$LOG/rabbitmq"
+    cat >"$S/rabbitmq/rabbitmq.conf" <<EOF
+listeners.tcp.1 = $IP:$AMQP_PORT
+loopback_users.guest = true
+log.file.level = info
+EOF
+    echo '[].' >"$S/rabbitmq/enabled_plugins"
+    (
+        rabbit_env
+        cd "$S/rabbitmq"
+        start epmd epmd -port "$EPMD_PORT" -address "$IP"
+        sleep 0.3
+        start rabbitmq /usr/lib/rabbitmq/bin/rabbitmq-server
+    )
+}
+
+wait_rabbit() {
+    (
+        rabbit_env
+        cd "$S/rabbitmq"
+        timeout 90 /usr/lib/rabbitmq/bin/rabbitmqctl wait --timeout 80 "$RUN/rabbitmq.beam.pid" >"$LOG/rabbitmq-wait.out" 2>&1
+    ) || fail_service rabbitmq "did not start"
+    say "ready: rabbitmq on $IP:$AMQP_PORT"
+}
+
+start_mariadb() {
+    mkdir -p "$S/mysql"
+    mariadb-install-db --no-defaults --datadir="$S/mysql" --user=root --auth-root-authentication-method=normal \
+        --skip-test-db >"$LOG/mariadb-install.out" 2>&1 || fail_service mariadb-install "mariadb-install-db failed"
+    start mariadb mariadbd --no-defaults --datadir="$S/mysql" --user=root --bind-address=$IP --port=$DB_PORT \
+        --socket="$RUN/mysql.sock" --pid-file="$RUN/mariadbd.pid" --log-error="$LOG/mariadb.log" \
+        --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 \
+        --innodb-doublewrite=0 --sync-binlog=0 --skip-log-bin --max-connections=1000 \
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
+}
+
+wait_mariadb() {
+    wait_for "mariadb on $IP:$DB_PORT" 60 mariadb mariadb-admin --socket="$RUN/mysql.sock" -uroot ping
+    local sql="CREATE USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$DB_PASS'; CREATE USER '$DB_USER'@'localhost' IDENTIFIED BY '$DB_PASS';"
+    local db
+    for db in keystone placement nova_api nova_cell0 nova neutron; do
+        sql+="CREATE DATABASE $db CHARACTER SET utf8mb4; GRANT ALL ON $db.* TO '$DB_USER'@'127.0.0.1'; GRANT ALL ON $db.* TO '$DB_USER'@'localhost';"
+    done
+    mariadb --socket="$RUN/mysql.sock" -uroot -e "$sql" || fail_service mariadb "creating databases failed"
+}
+
+# ---------------------------------------------------------------- configuration
+auth_section() {  # auth_section SECTION USER
+    cat <<EOF
+[$1]
+auth_url = $KS/v3
+auth_type = password
+username = $2
+password = $PASS
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = RegionOne
+EOF
+}
+
+authtoken() {  # authtoken USER
+    cat <<EOF
+[keystone_authtoken]
+www_authenticate_uri = $KS/v3
+auth_url = $KS/v3
+auth_type = password
+username = $1
+password = $PASS
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = RegionOne
+service_token_roles_required = true
+EOF
+}
+
+uwsgi_ini() {  # uwsgi_ini NAME PORT MODULE PROCESSES ENV...
+    local name=$1 port=$2 module=$3 procs=$4; shift 4
+    {
+        cat <<EOF
+[uwsgi]
+http-socket = $IP:$port
+module = $module
+home = $VENV
+master = true
+processes = $procs
+threads = 1
+enable-threads = true
+lazy-apps = true
+die-on-term = true
+hook-master-start = unix_signal:15 gracefully_kill_them_all
+worker-reload-mercy = 5
+buffer-size = 65535
+add-header = Connection: close
+http-keepalive = false
+need-app = true
+EOF
+        for e in "$@"; do echo "env = $e"; done
+    } >"$ETC/uwsgi-$name.ini"
+}
+
+write_configs() {
+    mkdir -p "$ETC"/{keystone,placement,nova,neutron,glance} "$S"/{keystone,nova/instances,neutron,glance/images,glance/staging,glance/tasks,lock}
+
+    # ---- keystone
+    cat >"$ETC/keystone/keystone.conf" <<EOF
+[DEFAULT]
+debug = $DEBUG
+log_file = $LOG/keystone.log
+[database]
+connection = $DBURL/keystone
+[token]
+provider = fernet
+[fernet_tokens]
+key_repository = $S/keystone/fernet-keys
+[fernet_receipts]
+key_repository = $S/keystone/fernet-keys
+[credential]
+key_repository = $S/keystone/credential-keys
+[identity]
+password_hash_rounds = 4
+[oslo_policy]
+enforce_new_defaults = true
+enforce_scope = true
+EOF
+    uwsgi_ini keystone $KEYSTONE_PORT keystone.wsgi.api:application 2 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
+
+    # ---- placement
+    {
+        cat <<EOF
+[DEFAULT]
+debug = $DEBUG
+log_file = $LOG/placement.log
+[api]
+auth_strategy = keystone
+[placement_database]
+connection = $DBURL/placement
+EOF
+        authtoken placement
+    } >"$ETC/placement/placement.conf"
+    uwsgi_ini placement $PLACEMENT_PORT placement.wsgi.api:application 2 "OS_PLACEMENT_CONFIG_DIR=$ETC/placement"
+
+    # ---- glance (sqlite, file store)
+    cp "$VENV/etc/glance/glance-api-paste.ini" "$ETC/glance/"
+    {
+        cat <<EOF
+[DEFAULT]
+debug = $DEBUG
+log_file = $LOG/glance.log
+enabled_backends = fs:file
+bind_host = $IP
+bind_port = $GLANCE_PORT
+image_cache_dir = $S/glance/cache
+[database]
+connection = sqlite:///$S/glance/glance.sqlite
+[glance_store]
+default_backend = fs
+[fs]
+filesystem_store_datadir = $S/glance/images
+[os_glance_staging_store]
+filesystem_store_datadir = $S/glance/staging
+[os_glance_tasks_store]
+filesystem_store_datadir = $S/glance/tasks
+[paste_deploy]
+flavor = keystone
+[oslo_concurrency]
+lock_path = $S/lock
+EOF
+        authtoken glance
+    } >"$ETC/glance/glance-api.conf"
+    uwsgi_ini glance $GLANCE_PORT glance.wsgi.api:application 1 "OS_GLANCE_CONFIG_DIR=$ETC/glance"
+
+    # ---- neutron
+    local plugins=qos
+    [ "$PLACEMENT_PLUGIN" = 1 ] && plugins=qos,placement
+    {
+        cat <<EOF
+[DEFAULT]
+debug = $DEBUG
+core_plugin = ml2
+service_plugins = $plugins
+auth_strategy = keystone
+transport_url = $TRANSPORT
+state_path = $S/neutron
+rpc_workers = 1
+rpc_state_report_workers = 1
+api_workers = 1
+dhcp_agent_notification = false
+notify_nova_on_port_status_changes = true
+notify_nova_on_port_data_changes = true
+host = $HOSTNAME_NOVA
+[database]
+connection = $DBURL/neutron
+[oslo_concurrency]
+lock_path = $S/lock
+[agent]
+report_interval = 10
+[securitygroup]
+firewall_driver = noop
+EOF
+        authtoken neutron
+        auth_section nova neutron
+        auth_section placement neutron
+    } >"$ETC/neutron/neutron.conf"
+    cat >"$ETC/neutron/ml2_conf.ini" <<EOF
+[ml2]
+type_drivers = flat,vlan
+tenant_network_types = vlan
+mechanism_drivers = openvswitch,sriovnicswitch
+extension_drivers = qos,port_security
+[ml2_type_vlan]
+network_vlan_ranges = physnet0:100:200
+[ml2_type_flat]
+flat_networks = *
+[securitygroup]
+firewall_driver = noop
+EOF
+    cp "$VENV/etc/neutron/api-paste.ini" "$ETC/neutron/"
+    printf '[DEFAULT]\nlog_file = %s\napi_paste_config = %s\n' "$LOG/neutron-api.log" "$ETC/neutron/api-paste.ini" >"$ETC/neutron/neutron-api.conf"
+    uwsgi_ini neutron-api $NEUTRON_PORT neutron.wsgi.api:application 1 \
+        "OS_NEUTRON_CONFIG_DIR=$ETC/neutron" "OS_NEUTRON_CONFIG_FILES=neutron.conf;ml2_conf.ini;neutron-api.conf"
+
+    # ---- nova
+    local driver=fake.FakeDriver extra=""
+    if [ "$SRIOV_COMPUTE" = 1 ]; then
+        driver=fake.FakeDriverWithPciResources
+        extra=$(sriov_nova_pci)
+    fi
+    cp "$VENV/etc/nova/api-paste.ini" "$ETC/nova/"
+    {
+        cat <<EOF
+[DEFAULT]
+debug = $DEBUG
+host = $HOSTNAME_NOVA
+my_ip = $IP
+compute_driver = $driver
+transport_url = $TRANSPORT
+state_path = $S/nova
+instances_path = $S/nova/instances
+vif_plugging_timeout = 0
+vif_plugging_is_fatal = false
+osapi_compute_workers = 1
+metadata_workers = 1
+reserved_host_memory_mb = 0
+[wsgi]
+api_paste_config = $ETC/nova/api-paste.ini
+[api_database]
+connection = $DBURL/nova_api
+[database]
+connection = $DBURL/nova
+[oslo_concurrency]
+lock_path = $S/lock
+[scheduler]
+workers = 1
+discover_hosts_in_cells_interval = -1
+[conductor]
+workers = 1
+[glance]
+region_name = RegionOne
+[cinder]
+os_region_name = RegionOne
+[os_vif_ovs]
+ovsdb_connection = tcp:127.0.0.1:6640
+$extra
+EOF
+        authtoken nova
+        auth_section placement nova
+        auth_section neutron nova
+        echo "service_metadata_proxy = false"
+    } >"$ETC/nova/nova.conf"
+    printf '[DEFAULT]\nlog_file = %s\n' "$LOG/nova-api.log" >"$ETC/nova/nova-api.conf"
+    uwsgi_ini nova-api $NOVA_PORT nova.wsgi.osapi_compute:application 1 \
+        "OS_NOVA_CONFIG_DIR=$ETC/nova" "OS_NOVA_CONFIG_FILES=api-paste.ini;nova.conf;nova-api.conf"
+
+    # ---- clouds.yaml + env
+    cat >"$S/clouds.yaml" <<EOF
+clouds:
+  minicloud:
+    auth:
+      auth_url: $KS/v3
+      username: admin
+      password: $PASS
+      project_name: admin
+      user_domain_name: Default
+      project_domain_name: Default
+    identity_api_version: 3
+    region_name: RegionOne
+    interface: public
+  minicloud-placement-noauth: null
+EOF
+    sed -i '/minicloud-placement-noauth/d' "$S/clouds.yaml"
+    write_env
+}
+
+write_env() {
+    cat >"$S/env" <<EOF
+# source me: minicloud paths (written by tests/minicloud/cloud.sh up)
+export MINICLOUD_STATE=$S
+export MINICLOUD_VENV=$VENV
+export OS_CLIENT_CONFIG_FILE=$S/clouds.yaml
+export OS_CLOUD=minicloud
+export MINICLOUD_LOG_DIR=$LOG
+export MINICLOUD_ETC=$ETC
+export MINICLOUD_NEUTRON_CONF=$ETC/neutron/neutron.conf
+export MINICLOUD_ML2_INI=$ETC/neutron/ml2_conf.ini
+export MINICLOUD_NOVA_CONF=$ETC/nova/nova.conf
+export MINICLOUD_PLACEMENT_CONF=$ETC/placement/placement.conf
+export MINICLOUD_OVS_INI=$OVS_INI
+export MINICLOUD_SRIOV_INI=$SRIOV_INI
+export MINICLOUD_PLACEMENT_PLUGIN=$PLACEMENT_PLUGIN
+export MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE
+export MINICLOUD_HYPERVISOR=$HOSTNAME_NOVA
+export MINICLOUD_KEYSTONE_URL=$KS/v3
+export MINICLOUD_PLACEMENT_URL=http://$IP:$PLACEMENT_PORT
+EOF
+}
+
+write_agent_inis() {
+    mkdir -p "$AGENTS_DIR"
+    # Defaults reproduce seed 003; `up` writes them into the wiped state dir. The project's own
+    # ini files (e.g. rendered by its Ansible module) are used instead when MINICLOUD_OVS_INI /
+    # MINICLOUD_SRIOV_INI point at them (for `up` and for `restart-agents`).
+    [ -f "$OVS_INI" ] || cat >"$OVS_INI" <<EOF
+[ovs]
+bridge_mappings = physnet0:br-test,public:br-ex
+resource_provider_bandwidths = br-test:1500:1500,br-ex::1
+[agent]
+extensions = qos
+[securitygroup]
+firewall_driver = noop
+EOF
+    local sdev=ens5
+    # with the PCI fake driver the PF names nova knows are "<host>-ensN"
+    [ "$SRIOV_COMPUTE" = 1 ] && sdev=$HOSTNAME_NOVA-ens1
+    [ -f "$SRIOV_INI" ] || cat >"$SRIOV_INI" <<EOF
+[sriov_nic]
+physical_device_mappings = physnet0:$sdev
+resource_provider_bandwidths = $sdev:100000:100000
+[agent]
+extensions = qos
+EOF
+}
+
+# SR-IOV compute (optional): FakeDriverWithPciResources exposes PFs ens1..ens3 (one VF each).
+sriov_nova_pci() {
+    # FakeDriverWithPciResources reports PFs 0000:0N:00.0 (N=1..3) with one VF 0000:0N:00.1 each,
+    # the VF's parent_ifname being "<host>-ensN". Glob address specs: no sysfs lookups needed.
+    cat <<'EOF2'
+[pci]
+device_spec = {"address": "0000:01:00.*", "physical_network": "physnet0"}
+device_spec = {"address": "0000:02:00.*", "physical_network": "physnet0"}
+device_spec = {"address": "0000:03:00.*", "physical_network": "physnet0"}
+[filter_scheduler]
+enabled_filters = ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,PciPassthroughFilter
+EOF2
+}
+
+# nova-compute; with the PCI fake driver, answer the two sysfs look-ups that nova's own
+# FakeDriverWithPciResourcesConfigFixture mocks (only used for direct-physical / PF ports).
+start_nova_compute() {
+    if [ "$SRIOV_COMPUTE" = 1 ]; then
+        start nova-compute "$PY" -c '
+import sys
+from nova.cmd import compute
+import nova.pci.utils as pu
+pu.get_mac_by_pci_address = lambda *a, **k: "52:54:00:1e:59:c6"
+pu.get_vf_num_by_pci_address = lambda *a, **k: 1
+# The fake driver reports vendor_id/product_id "fake-vendor_id"/"fake-product_id"; nova s
+# pci_devices columns are VARCHAR(4): fine on sqlite (nova s functional tests), rejected by
+# MariaDB in strict mode. Report Intel 82599 ids instead (PF 10fb, VF 10ed).
+from oslo_serialization import jsonutils
+from nova.virt import fake
+_orig = fake.FakeDriverWithPciResources.get_available_resource
+def _gar(self, nodename):
+    r = _orig(self, nodename)
+    devs = jsonutils.loads(r["pci_passthrough_devices"])
+    for d in devs:
+        d["vendor_id"] = "8086"
+        d["product_id"] = "10fb" if d["dev_type"] == "type-PF" else "10ed"
+    r["pci_passthrough_devices"] = jsonutils.dumps(devs)
+    return r
+fake.FakeDriverWithPciResources.get_available_resource = _gar
+sys.argv[0] = "nova-compute"
+sys.exit(compute.main())' --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-compute.log"
+    else
+        start nova-compute "$VENV/bin/nova-compute" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-compute.log"
+    fi
+}
+
+# ---------------------------------------------------------------- db setup (parallel)
+bg_step() {  # bg_step NAME cmd... : run in background, log to $LOG/setup-NAME.out
+    local name=$1; shift
+    ( "$@" ) >"$LOG/setup-$name.out" 2>&1 &
+    echo "$! $name" >>"$RUN/setup.jobs"
+}
+
+wait_steps() {
+    local pid name rc=0
+    while read -r pid name; do
+        if ! wait "$pid"; then
+            say "setup step $name failed"; tail -n 30 "$LOG/setup-$name.out" >&2; rc=1
+        fi
+    done <"$RUN/setup.jobs"
+    rm -f "$RUN/setup.jobs"
+    [ $rc = 0 ] || exit 1
+}
+
+setup_keystone() {
+    local km=("$VENV/bin/keystone-manage" --config-file "$ETC/keystone/keystone.conf")
+    "${km[@]}" db_sync
+    "${km[@]}" fernet_setup --keystone-user root --keystone-group root
+    "${km[@]}" credential_setup --keystone-user root --keystone-group root
+    "${km[@]}" bootstrap --bootstrap-password "$PASS" --bootstrap-username admin \
+        --bootstrap-project-name admin --bootstrap-role-name admin --bootstrap-service-name keystone \
+        --bootstrap-region-id RegionOne --bootstrap-admin-url "$KS/v3" \
+        --bootstrap-internal-url "$KS/v3" --bootstrap-public-url "$KS/v3"
+}
+
+setup_nova() {
+    local nm=("$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf")
+    "${nm[@]}" api_db sync
+    "${nm[@]}" cell_v2 map_cell0 --database_connection "$DBURL/nova_cell0"
+    "${nm[@]}" cell_v2 create_cell --name cell1 --verbose
+    "${nm[@]}" db sync
+}
+
+register_catalog() {
+    "$PY" - "$KS/v3" "$PASS" <<'EOF'
+import sys
+from keystoneauth1 import session
+from keystoneauth1.identity import v3
+from keystoneclient.v3 import client
+url, pw = sys.argv[1:3]
+auth = v3.Password(auth_url=url, username='admin', password=pw, project_name='admin',
+                   user_domain_id='default', project_domain_id='default')
+ks = client.Client(session=session.Session(auth=auth), interface='public')
+svc_project = ks.projects.create('service', 'default', description='service project')
+roles = {r.name: r for r in ks.roles.list()}
+if 'service' not in roles:
+    roles['service'] = ks.roles.create('service')
+for user in ('nova', 'neutron', 'placement', 'glance'):
+    u = ks.users.create(user, domain='default', password=pw, default_project=svc_project)
+    for role in ('admin', 'service'):
+        ks.roles.grant(roles[role], user=u, project=svc_project)
+base = 'http://127.0.0.1'
+for name, typ, url in (('nova', 'compute', base + ':8774/v2.1'),
+                       ('placement', 'placement', base + ':8778'),
+                       ('neutron', 'network', base + ':9696'),
+                       ('glance', 'image', base + ':9292')):
+    s = ks.services.create(name, type=typ)
+    for iface in ('public', 'internal', 'admin'):
+        ks.endpoints.create(s, url, interface=iface, region='RegionOne')
+print('catalog registered')
+EOF
+}
+
+# ---------------------------------------------------------------- checks (python, openstacksdk)
+check() {  # check WHAT  -> exit 0 when satisfied
+    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml "$PY" - "$@" <<'EOF'
+import sys, warnings
+warnings.filterwarnings('ignore')
+import openstack
+what = sys.argv[1]
+c = openstack.connect(cloud='minicloud')
+host = 'devstack0'
+if what == 'token':
+    c.authorize()
+elif what == 'compute-up':
+    ok = [s for s in c.compute.services() if s.binary == 'nova-compute' and s.host == host and s.state == 'up']
+    sys.exit(0 if ok else 1)
+elif what == 'compute-rp':
+    r = c.placement.get('/resource_providers?name=' + host, microversion='1.14').json()
+    sys.exit(0 if r['resource_providers'] else 1)
+elif what == 'hypervisor':
+    hv = list(c.compute.hypervisors())
+    sys.exit(0 if any(h.name == host for h in hv) else 1)
+elif what == 'services-up':
+    bad = [(s.binary, s.state) for s in c.compute.services() if s.state != 'up']
+    names = {s.binary for s in c.compute.services()}
+    sys.exit(0 if not bad and {'nova-conductor', 'nova-scheduler', 'nova-compute'} <= names else 1)
+elif what == 'network-api':
+    list(c.network.extensions())
+elif what == 'image-api':
+    list(c.image.images())
+elif what == 'agents':
+    # argv[2:]: agent types that must be alive (and resources_synced when argv says so)
+    want = sys.argv[2].split(',') if len(sys.argv) > 2 and sys.argv[2] else []
+    synced = len(sys.argv) > 3 and sys.argv[3] == '1'
+    agents = {a.agent_type: a for a in c.network.agents(host=host)}
+    for t in want:
+        a = agents.get(t)
+        if not a or not a.is_alive:
+            sys.exit(1)
+        if synced and a.resources_synced is not True:
+            sys.exit(1)
+elif what == 'agent-inventories':
+    # every device the emulators reported with a bandwidth has that inventory in placement,
+    # under neutron's uuid5 provider UUIDs (agent host -> hypervisor from the report)
+    import json, uuid
+    ns = {'Open vSwitch agent': '87ee7d5c-73bb-11e8-9008-c4d987b2a692',
+          'NIC Switch agent': '87f1895c-73bb-11e8-9008-c4d987b2a692'}
+    for path in sys.argv[2:]:
+        rep = json.load(open(path))
+        conf = rep['configurations']
+        hyps = conf.get('resource_provider_hypervisors', {})
+        for dev, bw in conf.get('resource_provider_bandwidths', {}).items():
+            rp = uuid.uuid5(uuid.UUID(ns[rep['agent_type']]), '%s:%s' % (hyps.get(dev, rep['host']), dev))
+            r = c.placement.get('/resource_providers/%s/inventories' % rp, microversion='1.14')
+            if r.status_code != 200:
+                sys.exit(1)
+            inv = r.json()['inventories']
+            for d, rc in (('egress', 'NET_BW_EGR_KILOBIT_PER_SEC'), ('ingress', 'NET_BW_IGR_KILOBIT_PER_SEC')):
+                want = bw.get(d)
+                have = inv.get(rc, {}).get('total')
+                if (want or None) != have:
+                    sys.exit(1)
+elif what == 'bw-provider':
+    r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1',
+                        microversion='1.14').json()
+    sys.exit(0 if r['resource_providers'] else 1)
+else:
+    sys.exit(2)
+EOF
+}
+
+# ---------------------------------------------------------------- services
+start_api() {  # start_api NAME
+    start "$1" "$VENV/bin/uwsgi" --ini "$ETC/uwsgi-$1.ini"
+}
+
+start_agents() {
+    [ "$START_AGENTS" = 1 ] || return 0
+    printf 'OVS_INI=%q\nSRIOV_INI=%q\n' "$OVS_INI" "$SRIOV_INI" >"$RUN/agents.env"
+    rm -f "$RUN/agent-ovs.json" "$RUN/agent-sriov.json"
+    [ -f "$OVS_INI" ] || die "OVS agent ini $OVS_INI missing"
+    [ -f "$SRIOV_INI" ] || die "SR-IOV agent ini $SRIOV_INI missing"
+    start agent-ovs "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host $HOSTNAME_NOVA \
+        --config-file "$ETC/neutron/neutron.conf" --config-file "$OVS_INI" --log-file "$LOG/agent-ovs.log" \
+        --status-file "$RUN/agent-ovs.json"
+    start agent-sriov "$PY" "$HERE/agent_emulator.py" --kind sriov --host $HOSTNAME_NOVA \
+        --config-file "$ETC/neutron/neutron.conf" --config-file "$SRIOV_INI" --log-file "$LOG/agent-sriov.log" \
+        --status-file "$RUN/agent-sriov.json"
+}
+
+wait_agents() {
+    [ "$START_AGENTS" = 1 ] || return 0
+    local synced=0
+    [ "$PLACEMENT_PLUGIN" = 1 ] && synced=1
+    wait_for "emulators' first heartbeat" 60 "agent-ovs agent-sriov" \
+        test -s "$RUN/agent-ovs.json" -a -s "$RUN/agent-sriov.json"
+    if ! ( wait_for "L2 agents alive (resources_synced=$synced)" "${1:-120}" "agent-ovs agent-sriov neutron-rpc" \
+            check agents "Open vSwitch agent,NIC Switch agent" $synced ); then
+        say "neutron's last placement sync errors (neutron-rpc.log):"
+        grep -h "placement client call failed\|Synchronization of resources" "$LOG"/neutron-rpc.log 2>/dev/null \
+            | tail -n 6 | cut -c1-600 >&2
+        exit 1
+    fi
+    if [ "$synced" = 1 ]; then
+        wait_for "placement inventories match the agents' reports" 60 "agent-ovs agent-sriov neutron-rpc" \
+            check agent-inventories "$RUN/agent-ovs.json" "$RUN/agent-sriov.json"
+    fi
+}
+
+SERVICES=(agent-ovs agent-sriov nova-compute nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone)
+
+do_down() {
+    # State is wiped by the next `up`, so no graceful ordering is needed: TERM every process
+    # group at once, SIGKILL what is still there after the grace period.
+    local grace=${MINICLOUD_STOP_GRACE:-5} s
+    for s in "${SERVICES[@]}" rabbitmq mariadb; do stop "$s" "$grace" & done
+    wait
+    stop epmd 3
+    # any leftover pid file of ours
+    if [ -d "$RUN" ]; then
+        for f in "$RUN"/*.pid; do
+            [ -e "$f" ] || continue
+            case $(basename "$f") in rabbitmq.beam.pid|mariadbd.pid) rm -f "$f"; continue;; esac
+            stop "$(basename "$f" .pid)" 3
+        done
+    fi
+}
+
+do_up() {
+    mkdir -p "$S"
+    if [ -d "$RUN" ] && ls "$RUN"/*.pid >/dev/null 2>&1; then
+        say "stopping a previous minicloud first"
+        do_down
+    fi
+    do_install
+    say "wiping $S"
+    find "$S" -mindepth 1 -maxdepth 1 ! -name 'install-*.log' -exec rm -rf {} +
+    mkdir -p "$ETC" "$LOG" "$RUN"
+    : >"$RUN/setup.jobs"
+
+    start_mariadb
+    start_rabbit
+    write_configs
+    write_agent_inis
+    wait_mariadb
+
+    say "db migrations (parallel)"
+    bg_step keystone setup_keystone
+    bg_step placement "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync
+    bg_step nova setup_nova
+    bg_step neutron "$VENV/bin/neutron-db-manage" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" upgrade heads
+    bg_step glance "$VENV/bin/glance-manage" --config-dir "$ETC/glance" db_sync
+    wait_rabbit
+    wait_steps
+    say "migrations done"
+
+    start_api keystone
+    wait_for "keystone token" 60 keystone check token
+    register_catalog >"$LOG/setup-catalog.out" 2>&1 || { cat "$LOG/setup-catalog.out" >&2; die "catalog registration failed"; }
+    say "catalog registered"
+
+    start_api placement
+    start_api glance
+    start_api neutron-api
+    start neutron-rpc "$VENV/bin/neutron-rpc-server" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-rpc.log"
+    start neutron-periodic "$VENV/bin/neutron-periodic-workers" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-periodic.log"
+    start_api nova-api
+    start nova-conductor "$VENV/bin/nova-conductor" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
+    start nova-scheduler "$VENV/bin/nova-scheduler" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
+    start_nova_compute
+    start_agents
+
+    wait_for "placement API" 60 placement http_ok "http://$IP:$PLACEMENT_PORT/"
+    wait_for "neutron API" 90 "neutron-api neutron-rpc neutron-periodic" check network-api
+    wait_for "glance API" 60 glance check image-api
+    wait_for "compute service up" 120 "nova-api nova-conductor nova-compute" check compute-up
+    wait_for "compute node provider in placement" 90 nova-compute check compute-rp
+    "$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf" cell_v2 discover_hosts --verbose \
+        >"$LOG/setup-discover.out" 2>&1 || { cat "$LOG/setup-discover.out" >&2; die "discover_hosts failed"; }
+    wait_for "hypervisor $HOSTNAME_NOVA mapped" 60 "nova-api nova-compute" check hypervisor
+    wait_for "nova services up" 60 "nova-scheduler nova-conductor" check services-up
+    wait_agents
+    if [ "$START_AGENTS" = 1 ] && [ "$PLACEMENT_PLUGIN" = 1 ]; then
+        wait_for "bandwidth provider in placement" 60 neutron-rpc check bw-provider
+    fi
+    say "minicloud is up: OS_CLIENT_CONFIG_FILE=$S/clouds.yaml OS_CLOUD=minicloud (env: $S/env)"
+}
+
+do_restart_agents() {
+    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    # ini paths: env overrides, else the ones `up` used
+    if [ -f "$RUN/agents.env" ]; then
+        local o=${MINICLOUD_OVS_INI:-} r=${MINICLOUD_SRIOV_INI:-}
+        . "$RUN/agents.env"
+        [ -n "$o" ] && OVS_INI=$o
+        [ -n "$r" ] && SRIOV_INI=$r
+    fi
+    PLACEMENT_PLUGIN=$(grep -q '^service_plugins = .*placement' "$ETC/neutron/neutron.conf" && echo 1 || echo 0)
+    say "restarting agent emulators with $OVS_INI and $SRIOV_INI"
+    stop agent-ovs 10 &
+    stop agent-sriov 10 &
+    wait
+    START_AGENTS=1
+    start_agents
+    wait_agents 60
+}
+
+do_status() {
+    local s rc=0
+    for s in mariadb epmd rabbitmq "${SERVICES[@]}"; do
+        if alive "$s"; then
+            local pid; pid=$(cat "$RUN/$s.pid")
+            local rss; rss=$(ps -o rss= -g "$pid" 2>/dev/null | awk '{s+=$1} END {printf "%d", s/1024}')
+            printf '%-18s running  pid %-7s rss %5s MB\n' "$s" "$pid" "$rss"
+        else
+            printf '%-18s stopped\n' "$s"; rc=1
+        fi
+    done
+    return $rc
+}
+
+do_logs() {
+    local n=${1:-30} f
+    [ -d "$LOG" ] || die "no logs at $LOG"
+    for f in "$LOG"/*.log "$LOG"/*.out "$LOG"/rabbitmq/*.log; do
+        [ -s "$f" ] || continue
+        echo "===== $f"
+        tail -n "$n" "$f"
+    done
+}
+
+cmd=${1:-}
+shift || true
+case $cmd in
+    up) do_up ;;
+    down) do_down; say "minicloud stopped" ;;
+    status) do_status ;;
+    logs) do_logs "$@" ;;
+    restart-agents) do_restart_agents ;;
+    install) do_install ;;
+    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
