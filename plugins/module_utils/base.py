@@ -101,7 +101,9 @@ class MinbwModule:
         except minbw_errors.PlacementError as e:
             self.ansible.fail_json(**dict(e.to_dict(), msg=str(e)))
         except minbw_errors.MinbwError as e:
-            self.ansible.fail_json(msg=str(e))
+            # errors that carry data (NoValidHost's per-group diagnosis) return it with the failure
+            details = e.to_dict() if hasattr(e, 'to_dict') else {}
+            self.ansible.fail_json(**dict(details, msg=str(e)))
         except sdk_exceptions.HttpException as e:
             self.ansible.fail_json(msg=str(e), status=e.status_code, request_id=e.request_id,
                                    method=e.method, url=e.url, details=e.details)

@@ -147,6 +147,176 @@ def cmd_providers_show(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- requests, candidates, claims
+
+def parse_resources(text: str, option: str = "--resources") -> dict[str, int]:
+    """``VCPU:1,MEMORY_MB:256`` → {class: amount}."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        rc, sep, amount = item.partition(":")
+        if not sep or not amount.strip().isdigit():
+            raise MinbwError(f"{option}: expected CLASS:AMOUNT[,CLASS:AMOUNT...], got {item!r}")
+        out[rc.strip()] = int(amount)
+    return out
+
+
+def load_port_request(spec: str) -> dict:
+    """``[PORT_ID=]FILE``: a port's resource_request JSON (either format), or a port as Neutron shows it."""
+    port_id, sep, path = spec.partition("=")
+    if not sep:
+        port_id, path = None, spec
+    try:
+        value = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise MinbwError(f"--port-request {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise MinbwError(f"--port-request {path}: not JSON: {e}") from None
+    if isinstance(value, dict) and "resource_request" in value:  # a whole port (openstack port show -f json)
+        return {"port_id": port_id or value.get("id"), "resource_request": value["resource_request"]}
+    return {"port_id": port_id, "resource_request": value}
+
+
+def server_request(args):
+    from minbw.claims import server_request as build
+    return build(parse_resources(args.resources or ""), filter(None, (args.required or "").split(",")),
+                 [load_port_request(x) for x in args.port_request or ()], group_policy=args.group_policy,
+                 in_tree=args.in_tree, root_required=filter(None, (args.root_required or "").split(",")),
+                 limit=args.limit)
+
+
+def cmd_request(args) -> int:
+    from minbw.request import QosRule, Segment, build_port_request
+    rules = []
+    for i, spec in enumerate(args.rule or ()):
+        parts = spec.split(":")
+        if len(parts) not in (3, 4) or parts[0] not in ("min_bw", "min_pps") or not parts[2].isdigit():
+            raise MinbwError(f"--rule {spec!r}: expected min_bw:DIRECTION:KBPS[:RULE_ID] or "
+                             f"min_pps:DIRECTION:KPPS[:RULE_ID]")
+        kind = "minimum_bandwidth" if parts[0] == "min_bw" else "minimum_packet_rate"
+        rule_id = parts[3] if len(parts) == 4 else str(__import__("uuid").uuid5(
+            __import__("uuid").UUID(args.port_id), f"rule-{i}"))
+        rules.append(QosRule(rule_id, kind, parts[1], int(parts[2])))
+    segments = []
+    for spec in args.segment or ("vlan:physnet0",):
+        net_type, _, physnet = spec.partition(":")
+        segments.append(Segment(net_type, physnet or None))
+    pr = build_port_request(args.port_id, rules, segments, args.vnic_type, agent_kind=args.agent_type,
+                            any_traits=args.any_traits)
+    value = None if pr is None else (pr.to_legacy() if args.legacy else pr.to_neutron())
+    if args.json:
+        _json({"resource_request": value, "mode": pr.mode if pr else None, "notes": list(pr.notes) if pr else []})
+    else:
+        print(json.dumps(value, indent=2))
+        for note in (pr.notes if pr else ()):
+            print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _names(api) -> dict[str, str]:
+    return {p.uuid: p.name for p in api.list_providers()}
+
+
+def candidate_rows(cands, req, names) -> list[list]:
+    from minbw.mapping import mapping_from_candidate
+    rows = []
+    for i, ar in enumerate(cands.allocation_requests, 1):
+        result = mapping_from_candidate(ar, cands.provider_summaries, req)
+        host = names.get(cands.root_of(next(iter(ar["allocations"]))), "?")
+        if result.status == "unique":
+            groups = "; ".join(f"{gid or 'flavor'} → {names.get(rps[0], rps[0])}" for gid, rps in result.solutions[0].items())
+        else:
+            groups = result.describe()
+        rows.append([i, host, groups])
+    return rows
+
+
+def cmd_candidates(args) -> int:
+    from minbw import claims, tables
+    from minbw.diagnose import diagnose, summary
+    api = _api(args)
+    req = server_request(args)
+    cands = claims.get_candidates(api, req)
+    diagnosis = diagnose(api, req) if not cands.allocation_requests else []
+    if args.json:
+        _json({**cands.to_dict(), "diagnosis": diagnosis})
+    else:
+        from minbw.query import query_string
+        print(f"GET /allocation_candidates?{query_string(cands.params)}  (microversion {cands.microversion})")
+        if cands.allocation_requests:
+            print(tables.table(("#", "host", "request group → provider"), candidate_rows(cands, req, _names(api))))
+        else:
+            print("No allocation candidates. " + summary(diagnosis))
+    return 0 if cands.allocation_requests else 1
+
+
+def cmd_claim(args) -> int:
+    from minbw import claims
+    api = _api(args)
+    req = server_request(args)
+    try:
+        claim = claims.claim(api, args.consumer, req, project_id=args.consumer_project_id, user_id=args.consumer_user_id,
+                             consumer_type=args.consumer_type, max_hosts=args.max_hosts)
+    except claims.NoValidHost as e:
+        if args.json:
+            _json({"claimed": False, **e.to_dict()})
+        print(f"minbw: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        _json({"claimed": True, **claim.to_dict()})
+    else:
+        names = _names(api)
+        print(f"claimed for consumer {claim.consumer} on {claim.host_name} ({claim.host})")
+        for rp, alloc in claim.allocations.items():
+            print(f"  {names.get(rp, rp)}: " + ", ".join(f"{rc}={n}" for rc, n in alloc["resources"].items()))
+        for port, value in claim.binding_profiles.items():
+            print(f"  port {port} binding:profile.allocation = {json.dumps(value)}")
+    return 0
+
+
+def cmd_free(args) -> int:
+    from minbw import claims
+    freed = claims.free(_api(args), args.consumer)
+    if args.json:
+        _json({"changed": freed, "consumer": args.consumer})
+    else:
+        print(f"freed the allocations of {args.consumer}" if freed else f"{args.consumer} has no allocations")
+    return 0
+
+
+def cmd_usage(args) -> int:
+    from minbw import tables
+    api = _api(args)
+    if args.provider:
+        provs = [api.get_provider(args.provider)]
+    else:
+        report = provider_report(api, args.hypervisor)
+        provs = [api.get_provider(p["uuid"]) for p in report if p["inventories"]]
+    out = []
+    for p in provs:
+        out.append({"uuid": p.uuid, "name": p.name, "generation": p.generation,
+                    "usages": api.provider_usages(p.uuid), "allocations": api.provider_allocations(p.uuid)})
+    if args.json:
+        _json(out)
+        return 0
+    for p in out:
+        print(tables.fields([("uuid", p["uuid"]), ("name", p["name"]), ("generation", p["generation"]),
+                             ("allocations", json.dumps({c: a["resources"] for c, a in p["allocations"].items()}))]))
+        print(tables.usage_table(p["usages"]))
+    return 0
+
+
+def _server_request_arguments(sp) -> None:
+    sp.add_argument("--resources", metavar="CLASS:N,...", help="the flavor's resources, e.g. VCPU:1,MEMORY_MB:256,DISK_GB:1")
+    sp.add_argument("--required", metavar="TRAIT,...", help="traits the flavor requires")
+    sp.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
+                    help="a port's resource_request JSON (either format) or the port JSON; repeat per port")
+    sp.add_argument("--group-policy", choices=("none", "isolate"), help="default: none with several port groups (as Nova)")
+    sp.add_argument("--root-required", metavar="TRAIT,...")
+    sp.add_argument("--in-tree", metavar="UUID")
+    sp.add_argument("--limit", type=int)
+    sp.add_argument("--json", action="store_true")
+
+
 # ---------------------------------------------------------------- main
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,6 +351,47 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true")
     add_cloud_arguments(show)
     show.set_defaults(func=cmd_providers_show)
+
+    rq = sub.add_parser("request", help="a port's resource_request from QoS rules, segments and vnic_type (as Neutron)")
+    rq.add_argument("--port-id", required=True)
+    rq.add_argument("--rule", action="append", metavar="min_bw|min_pps:DIRECTION:VALUE[:RULE_ID]",
+                    help="e.g. min_bw:egress:1000, min_pps:any:100; repeat in the policy's rule order")
+    rq.add_argument("--segment", action="append", metavar="TYPE[:PHYSNET]", help="default vlan:physnet0; repeat")
+    rq.add_argument("--vnic-type", default="normal")
+    rq.add_argument("--agent-type", choices=("openvswitch", "sriov"))
+    rq.add_argument("--any-traits", action="store_true", help="multi-segment networks: required=in:A,B (Placement 1.39)")
+    rq.add_argument("--legacy", action="store_true", help="print the legacy single-group format")
+    rq.add_argument("--json", action="store_true")
+    rq.set_defaults(func=cmd_request)
+
+    cand = sub.add_parser("candidates", help="one GET /allocation_candidates for a server and its QoS ports")
+    _server_request_arguments(cand)
+    add_cloud_arguments(cand)
+    cand.set_defaults(func=cmd_candidates)
+
+    cl = sub.add_parser("claim", help="claim a server's resources atomically; explains a failure per request group")
+    cl.add_argument("--consumer", required=True, metavar="UUID")
+    # dest names of their own: openstacksdk reads project_id/user_id in the namespace as auth options
+    cl.add_argument("--project-id", required=True, dest="consumer_project_id")
+    cl.add_argument("--user-id", required=True, dest="consumer_user_id")
+    cl.add_argument("--consumer-type", help="e.g. INSTANCE (Placement 1.38)")
+    cl.add_argument("--max-hosts", type=int, default=3, help="hosts to try, as Nova's alternates (default 3)")
+    _server_request_arguments(cl)
+    add_cloud_arguments(cl)
+    cl.set_defaults(func=cmd_claim)
+
+    fr = sub.add_parser("free", help="free a consumer's allocations (safe delete at its generation)")
+    fr.add_argument("--consumer", required=True, metavar="UUID")
+    fr.add_argument("--json", action="store_true")
+    add_cloud_arguments(fr)
+    fr.set_defaults(func=cmd_free)
+
+    us = sub.add_parser("usage", help="usage and allocations of providers with inventory")
+    us.add_argument("--hypervisor", help="only this compute node's tree")
+    us.add_argument("--provider", metavar="UUID", help="only this provider")
+    us.add_argument("--json", action="store_true")
+    add_cloud_arguments(us)
+    us.set_defaults(func=cmd_usage)
     return p
 
 

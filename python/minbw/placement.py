@@ -13,6 +13,7 @@ from minbw.errors import MicroversionUnsupported, placement_error
 
 # The microversion each kind of call is made at (the lowest that has what we need).
 MV_PROVIDERS = "1.14"      # parent/root in provider bodies, in_tree
+MV_PROVIDERS_REQUIRED = "1.18"  # the required= trait filter on provider listings
 MV_CREATE_BODY = "1.20"    # POST /resource_providers returns the provider (its generation)
 MV_TRAITS = "1.6"
 MV_INVENTORIES = "1.26"   # reserved may equal total (as Neutron, which uses 1.37)
@@ -49,10 +50,13 @@ class Placement:
         self._max_version: tuple[int, int] | None = None
 
     # ------------------------------------------------------------ plumbing
-    def _call(self, method: str, url: str, microversion: str, json: Any = None, ok=(200, 201, 204)):
-        kwargs = {"microversion": microversion, "raise_exc": False}
+    def _call(self, method: str, url: str, microversion: str, json: Any = None, ok=(200, 201, 204),
+              params: Mapping[str, Any] | None = None):
+        kwargs: dict[str, Any] = {"microversion": microversion, "raise_exc": False}
         if json is not None:
             kwargs["json"] = json
+        if params:
+            kwargs["params"] = params
         resp = getattr(self.proxy, method)(url, **kwargs)
         if resp.status_code not in ok:
             try:
@@ -84,8 +88,12 @@ class Placement:
     # ------------------------------------------------------------ providers
     def list_providers(self, **filters: str) -> list[Provider]:
         query = ("?" + urllib.parse.urlencode(filters)) if filters else ""
-        body = self._call("get", "/resource_providers" + query, MV_PROVIDERS)
+        mv = MV_PROVIDERS_REQUIRED if "required" in filters else MV_PROVIDERS
+        body = self._call("get", "/resource_providers" + query, mv)
         return [Provider.from_api(p) for p in body["resource_providers"]]
+
+    def get_provider(self, uuid: str) -> Provider:
+        return Provider.from_api(self._call("get", f"/resource_providers/{uuid}", MV_PROVIDERS))
 
     def create_provider(self, uuid: str, name: str, parent_uuid: str | None) -> Provider:
         body = {"uuid": uuid, "name": name}

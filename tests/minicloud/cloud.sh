@@ -30,6 +30,7 @@ RUN=$S/run
 AGENTS_DIR=$S/agents
 OVS_INI=${MINICLOUD_OVS_INI:-$AGENTS_DIR/openvswitch_agent.ini}
 SRIOV_INI=${MINICLOUD_SRIOV_INI:-$AGENTS_DIR/sriov_agent.ini}
+OVS_INI=$(realpath -m "$OVS_INI"); SRIOV_INI=$(realpath -m "$SRIOV_INI")
 PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
 SRIOV_COMPUTE=${MINICLOUD_SRIOV_COMPUTE:-0}
 START_AGENTS=${MINICLOUD_AGENTS:-1}
@@ -850,10 +851,9 @@ do_restart_agents() {
     [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
     # ini paths: env overrides, else the ones `up` used
     if [ -f "$RUN/agents.env" ]; then
-        local o=${MINICLOUD_OVS_INI:-} r=${MINICLOUD_SRIOV_INI:-}
         . "$RUN/agents.env"
-        [ -n "$o" ] && OVS_INI=$o
-        [ -n "$r" ] && SRIOV_INI=$r
+        [ -n "${MINICLOUD_OVS_INI:-}" ] && OVS_INI=$(realpath -m "$MINICLOUD_OVS_INI")
+        [ -n "${MINICLOUD_SRIOV_INI:-}" ] && SRIOV_INI=$(realpath -m "$MINICLOUD_SRIOV_INI")
     fi
     PLACEMENT_PLUGIN=$(grep -q '^service_plugins = .*placement' "$ETC/neutron/neutron.conf" && echo 1 || echo 0)
     say "restarting agent emulators with $OVS_INI and $SRIOV_INI"

@@ -1,0 +1,23 @@
+# -*- coding: utf-8 -*-
+# Copyright: minbw developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The options that describe what a server asks Placement for, shared by allocation modules."""
+
+from __future__ import annotations
+
+SERVER_REQUEST_SPEC = dict(
+    resources=dict(type='dict', default={}),
+    required=dict(type='list', elements='str', default=[]),
+    port_requests=dict(type='list', elements='dict', default=[]),
+    group_policy=dict(type='str', choices=['none', 'isolate']),
+    in_tree=dict(type='str'),
+    root_required=dict(type='list', elements='str', default=[]),
+    limit=dict(type='int'),
+)
+
+
+def server_request(params):
+    from minbw.claims import server_request as build
+    return build({rc: int(n) for rc, n in params['resources'].items()}, params['required'],
+                 params['port_requests'], group_policy=params['group_policy'], in_tree=params['in_tree'],
+                 root_required=params['root_required'], limit=params['limit'])

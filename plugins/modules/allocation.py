@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: minbw developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: allocation
+short_description: Claim or free a consumer's resources in Placement, QoS ports included
+description:
+  - C(state=present) claims everything a server asks for (flavor resources and every QoS port's request
+    groups) in one atomic C(PUT /allocations/{consumer}) on a candidate from one allocation candidates query.
+    A capacity conflict moves to the next candidate, then the next host (as Nova's alternates); a provider
+    generation conflict is retried with jittered backoff; a consumer generation conflict fails.
+  - The result names the host, the allocations, which provider fulfils each request group, and each port's
+    C(binding:profile.allocation) value.
+  - When nothing fits, the task fails with a per-group diagnosis (C(diagnosis)).
+  - A consumer that already has allocations satisfying the request is left as it is (idempotent).
+  - C(state=absent) frees the consumer's allocations with a safe delete (at its consumer generation).
+version_added: 0.1.0
+author: minbw developers (@minbw)
+extends_documentation_fragment:
+  - minbw.openstack.auth
+  - minbw.openstack.server_request
+options:
+  consumer:
+    description: The consumer UUID (a server's UUID).
+    type: str
+    required: true
+  state:
+    description: C(present) claims, C(absent) frees.
+    type: str
+    choices: [present, absent]
+    default: present
+  project_id:
+    description: Project of the consumer; required to claim.
+    type: str
+  user_id:
+    description: User of the consumer; required to claim.
+    type: str
+  consumer_type:
+    description: Consumer type, for example C(INSTANCE) (Placement 1.38).
+    type: str
+  max_hosts:
+    description: How many hosts to try before giving up (Nova's alternates).
+    type: int
+    default: 3
+'''
+
+EXAMPLES = r'''
+- name: Claim vm0 with its QoS port
+  minbw.openstack.allocation:
+    cloud: minbw-local
+    consumer: 71cb7e04-3d5a-40f9-a99f-07f0d0831741
+    project_id: demo
+    user_id: demo
+    resources: {VCPU: 1, MEMORY_MB: 256, DISK_GB: 1}
+    port_requests:
+      - port_id: 99a97b12-6364-4d10-8d8e-c3dab4161691
+        resource_request: "{{ request.resource_request }}"
+  register: vm0
+
+- name: Free it
+  minbw.openstack.allocation:
+    cloud: minbw-local
+    consumer: 71cb7e04-3d5a-40f9-a99f-07f0d0831741
+    state: absent
+'''
+
+RETURN = r'''
+claim:
+  description: The consumer's claim (absent after freeing or when nothing was claimed).
+  returned: state=present
+  type: dict
+  contains:
+    host: {description: Root provider (compute node) UUID., type: str}
+    host_name: {description: Its name., type: str}
+    allocations: {description: "Provider UUID to C({resources: {class: amount}}).", type: dict}
+    mapping: {description: "Request group id (C('') for the flavor) to provider UUIDs.", type: dict}
+    binding_profiles: {description: "Port id to its C(binding:profile.allocation) value.", type: dict}
+    attempts: {description: Each claim attempt and its outcome., type: list}
+diagnosis:
+  description: When nothing fits, per request group why.
+  returned: failure
+  type: list
+'''
+
+from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+from ansible_collections.minbw.openstack.plugins.module_utils.server_request import (
+    SERVER_REQUEST_SPEC, server_request)
+
+
+def ensure(module):
+    from minbw import claims
+    from minbw.placement import Placement
+
+    api = Placement(module.conn)
+    consumer = module.params['consumer']
+    if module.params['state'] == 'absent':
+        had = bool((claims.consumer_allocations(api, consumer).get('allocations')))
+        if had and not module.check_mode:
+            had = claims.free(api, consumer)
+        return module.result(had, diff=dict(before={'claimed': had}, after={'claimed': False}))
+
+    req = server_request(module.params)
+    existing = claims.existing_claim(api, consumer, req)
+    if existing is not None:
+        return module.result(False, claim=existing.to_dict())
+    if not module.params['project_id'] or not module.params['user_id']:
+        module.ansible.fail_json(msg='claiming needs project_id and user_id')
+    if module.check_mode:
+        cands = claims.get_candidates(api, req)
+        if not cands.allocation_requests:
+            raise claims.claims_failure(api, req)
+        host = cands.by_host()[0][0]
+        return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': host}),
+                             claim=dict(host=host, candidates=len(cands.allocation_requests)))
+    claim = claims.claim(api, consumer, req, project_id=module.params['project_id'],
+                         user_id=module.params['user_id'], consumer_type=module.params['consumer_type'],
+                         max_hosts=module.params['max_hosts'])
+    return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': claim.host}),
+                         claim=claim.to_dict())
+
+
+def main():
+    spec = dict(SERVER_REQUEST_SPEC, consumer=dict(type='str', required=True),
+                state=dict(type='str', default='present', choices=['present', 'absent']),
+                project_id=dict(type='str'), user_id=dict(type='str'), consumer_type=dict(type='str'),
+                max_hosts=dict(type='int', default=3))
+    MinbwModule(spec).run(ensure)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,143 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: minbw developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: port_resource_request_info
+short_description: A port's resource_request, computed exactly as Neutron does, or read from Neutron
+description:
+  - Computes the request groups a port with minimum bandwidth / minimum packet rate QoS rules asks Placement
+    for, from its QoS rules, its network's segments and its vnic_type, exactly as Neutron's QoS plugin does
+    (group ids C(uuid5(port id, rule ids)), physnet or tunnel trait, vnic type trait, C(same_subtree)).
+  - With O(port), reads the port, its QoS policy and its network from Neutron, and also returns Neutron's own
+    C(resource_request) when the caller may see it (admin), saying whether both agree.
+  - Multi-segment networks - Neutron uses only the first segment; with O(any_traits) the bandwidth group
+    accepts any segment's physnet (C(required=in:A,B), Placement 1.39).
+version_added: 0.1.0
+author: minbw developers (@minbw)
+extends_documentation_fragment:
+  - minbw.openstack.auth
+options:
+  port:
+    description: Name or id of an existing port to read from Neutron. Mutually exclusive with O(port_id).
+    type: str
+  port_id:
+    description: The port UUID, to compute a request without Neutron (with O(qos_rules) and O(segments)).
+    type: str
+  qos_rules:
+    description:
+      - The QoS policy's rules in the policy's order, as the network API shows them (C(id), C(type)
+        C(minimum_bandwidth) or C(minimum_packet_rate), C(direction), C(min_kbps) or C(min_kpps)).
+        Other rule types are ignored.
+    type: list
+    elements: dict
+    default: []
+  segments:
+    description: The network's segments (C(network_type), C(physical_network)); a tunnelled one has no physnet.
+    type: list
+    elements: dict
+    default: []
+  vnic_type:
+    description: The port's C(binding:vnic_type).
+    type: str
+    default: normal
+  agent_type:
+    description: Check that this agent kind can serve the rules and vnic_type.
+    type: str
+    choices: [openvswitch, sriov]
+  any_traits:
+    description: Use any-traits for multi-segment networks instead of Neutron's first-segment behaviour.
+    type: bool
+    default: false
+'''
+
+EXAMPLES = r'''
+- name: Seed 003's port, without Neutron
+  minbw.openstack.port_resource_request_info:
+    port_id: 99a97b12-6364-4d10-8d8e-c3dab4161691
+    qos_rules:
+      - {id: dea6c72e-fd80-44fb-8975-949d88bf1007, type: minimum_bandwidth, direction: egress, min_kbps: 1000}
+      - {id: 74048477-5fe3-43a4-a678-39c154e9ed97, type: minimum_bandwidth, direction: ingress, min_kbps: 1000}
+    segments: [{network_type: vlan, physical_network: physnet0}]
+    vnic_type: normal
+  register: request
+
+- name: A real port
+  minbw.openstack.port_resource_request_info:
+    cloud: mycloud
+    port: port-normal-qos
+'''
+
+RETURN = r'''
+resource_request:
+  description: The request in Neutron's request-groups format (null when the port has no minimum rules).
+  returned: always
+  type: dict
+legacy:
+  description: The same request in the legacy single-group format, when it can be expressed so.
+  returned: always
+  type: dict
+mode:
+  description: C(neutron) (first segment only) or C(any-traits).
+  returned: always
+  type: str
+notes:
+  description: What the chosen mode excludes, for multi-segment networks.
+  returned: always
+  type: list
+neutron_resource_request:
+  description: Neutron's own value (with O(port); null when not visible to the caller).
+  returned: when port is given
+  type: dict
+matches_neutron:
+  description: Whether the computed request equals Neutron's (null when Neutron's is not visible).
+  returned: when port is given
+  type: bool
+'''
+
+from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+
+
+def request_info(module):
+    from minbw import neutron
+    from minbw.errors import RequestError
+    from minbw.request import Segment, build_port_request, min_rules
+
+    p = module.params
+    extra = {}
+    if p['port']:
+        facts = neutron.port_facts(module.conn, p['port'])
+        pr = neutron.computed_request(facts, p['agent_type'], p['any_traits'])
+        theirs = neutron.reported_request(facts)
+        extra = dict(neutron_resource_request=theirs.to_neutron() if theirs else None,
+                     matches_neutron=None if facts.port.get('resource_request') is None else (
+                         (pr.to_neutron() if pr else None) == theirs.to_neutron()),
+                     port_id=facts.port['id'])
+    else:
+        rules = min_rules(p['qos_rules'])
+        segments = [Segment.from_neutron(s) for s in p['segments']]
+        pr = build_port_request(p['port_id'], rules, segments, p['vnic_type'], agent_kind=p['agent_type'],
+                                any_traits=p['any_traits'])
+    legacy = None
+    if pr is not None:
+        try:
+            legacy = pr.to_legacy()
+        except RequestError:
+            legacy = None
+    return module.result(False, resource_request=pr.to_neutron() if pr else None, legacy=legacy,
+                         mode=pr.mode if pr else None, notes=list(pr.notes) if pr else [], **extra)
+
+
+def main():
+    spec = dict(port=dict(type='str'), port_id=dict(type='str'), qos_rules=dict(type='list', elements='dict', default=[]),
+                segments=dict(type='list', elements='dict', default=[]), vnic_type=dict(type='str', default='normal'),
+                agent_type=dict(type='str', choices=['openvswitch', 'sriov']),
+                any_traits=dict(type='bool', default=False))
+    MinbwModule(spec, mutually_exclusive=[('port', 'port_id')], required_one_of=[('port', 'port_id')]).run(request_info)
+
+
+if __name__ == '__main__':
+    main()
