@@ -107,7 +107,7 @@ class Plan:
 
     def diff(self) -> dict:
         """Each provider before/after, only those that change (Ansible's diff shape)."""
-        changed = sorted({op.uuid for op in self.ops if op.uuid} | {op.name for op in self.ops if not op.uuid})
+        changed = sorted({op.uuid or op.name for op in self.ops})
         before = {u: self.before[u] for u in changed if u in self.before}
         after = {u: self.after[u] for u in changed if u in self.after}
         return {"before": before, "after": after}
@@ -120,6 +120,30 @@ class Plan:
 def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
     return {"name": name, "parent_provider_uuid": parent, "traits": sorted(traits or ()),
             "inventories": thaw_inventories(inventories or {})}
+
+
+def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
+    """Remove the agents' providers (devices, then agents); a provider with allocations is kept and
+    so is its agent provider, with the consumers named."""
+    ops: list[Op] = []
+    kept: list[Kept] = []
+    before: dict[str, dict] = {}
+    ours = {p.uuid for p in desired.providers}
+    agents = {p.uuid for p in desired.providers if p.role == "agent"}
+    present = [p for p in observed.providers.values() if p.uuid in ours or p.parent_uuid in agents]
+    blocked_parents: set[str] = set()
+    # leaves first: devices (children of our agents), then the agents themselves
+    for prov in sorted(present, key=lambda p: (p.uuid in agents, p.name)):
+        before[prov.uuid] = snapshot(prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
+                                     observed.inventories.get(prov.uuid))
+        consumers = observed.allocations.get(prov.uuid, {})
+        if consumers or prov.uuid in blocked_parents:
+            if consumers:
+                kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
+            blocked_parents.add(prov.parent_uuid)
+            continue
+        ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
+    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after={})
 
 
 def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,

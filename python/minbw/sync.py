@@ -13,7 +13,7 @@ from typing import Callable, Iterable, Mapping
 
 from minbw.errors import ConcurrentUpdate, MinbwError
 from minbw.placement import Placement, Provider
-from minbw.plan import Kept, Observed, Op, Plan, make_plan
+from minbw.plan import Kept, Observed, Op, Plan, make_absent_plan, make_plan
 from minbw.providers import DesiredState, freeze_inventories
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
@@ -26,7 +26,8 @@ def _quiet(msg: str) -> None:
     pass
 
 
-def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet) -> Observed:
+def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, *,
+            allocations_of_all: bool = False) -> Observed:
     hyps = desired.hypervisors
     providers: dict[str, Provider] = {}
     roots: dict[str, Provider] = {}
@@ -54,7 +55,7 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet) 
         inventories[u] = freeze_inventories(inv)
         if i % 500 == 0:
             progress(f"read {i}/{len(present)} providers")
-    allocations = {u: api.provider_allocations(u) for u in stale}
+    allocations = {u: api.provider_allocations(u) for u in (present if allocations_of_all else stale)}
     return Observed(providers=providers, roots=roots, traits=traits, inventories=inventories,
                     existing_traits=frozenset(api.existing_traits(desired.traits)),
                     allocations=allocations, max_version=api.max_version())
@@ -156,10 +157,14 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
 
 
 def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_root: bool = False,
-         root_inventories: Mapping[str, Mapping] | None = None, progress: Progress = _quiet
-         ) -> tuple[Plan, ApplyResult | None]:
-    observed = observe(api, desired, progress)
-    plan = make_plan(desired, observed, create_root=create_root, root_inventories=root_inventories)
+         root_inventories: Mapping[str, Mapping] | None = None, absent: bool = False,
+         progress: Progress = _quiet) -> tuple[Plan, ApplyResult | None]:
+    """Make Placement match ``desired`` (or, ``absent``, remove those providers where nothing is allocated)."""
+    observed = observe(api, desired, progress, allocations_of_all=absent)
+    if absent:
+        plan = make_absent_plan(desired, observed)
+    else:
+        plan = make_plan(desired, observed, create_root=create_root, root_inventories=root_inventories)
     if check or not plan.ops:
         return plan, None
     return plan, apply(api, plan, observed, progress=progress)

@@ -313,3 +313,19 @@ def test_cli_plan_sync_show_json(placement, placement_server, tmp_path):
     assert {p["uuid"] for p in shown} >= set(SEED_003)
     bad = run("providers", "sync", "--agent-config", str(tmp_path / "missing.ini"), "--host", "h")
     assert bad.returncode == 1 and "missing.ini" in bad.stderr
+
+
+def test_absent_removes_an_agents_providers_and_keeps_allocated_ones(placement):
+    make_root(placement)
+    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    consumer = "71cb7e04-3d5a-40f9-a99f-07f0d0831741"
+    _allocate(placement, consumer, "193134fd-464c-5545-9d20-df7d58c0166f", {"NET_BW_IGR_KILOBIT_PER_SEC": 1})
+    plan, result = s.sync(placement, desired(OVS_INI), absent=True, check=True)
+    assert [o.uuid for o in plan.ops] == ["f9c9ce07-679d-5d72-ac5f-31720811629a"]  # br-ex and its agent stay
+    assert [k.uuid for k in plan.kept] == ["193134fd-464c-5545-9d20-df7d58c0166f"] and consumer in str(plan.kept[0])
+    placement._call("delete", f"/allocations/{consumer}", "1.0")
+    plan, result = s.sync(placement, desired(OVS_INI), absent=True)
+    assert [o.name for o in plan.ops] == ["devstack0:Open vSwitch agent:br-ex", "devstack0:Open vSwitch agent:br-test",
+                                          "devstack0:Open vSwitch agent"]
+    assert set(tree(placement)) == {"4a8a819d-61f9-5822-8c5c-3e9c7cb942d6", "1c7e83f0-108d-5c35-ada7-7ebebbe43aad"}
+    assert s.sync(placement, desired(OVS_INI), absent=True)[0].ops == ()
