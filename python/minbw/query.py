@@ -164,6 +164,11 @@ class ServerRequest:
 
     def same_subtrees(self) -> tuple[tuple[str, ...], ...]:
         """Each port's same_subtree, minus one-group lists of groups with resources (always true)."""
+        return self._same_subtrees
+
+    @cached_property
+    def _same_subtrees(self) -> tuple[tuple[str, ...], ...]:
+        # cached for the same reason as _groups: asked once per candidate when mapping
         resourceless = {g.id for g in self.request_groups() if not g.resources}
         out = []
         for port in self.ports:

@@ -356,3 +356,52 @@ def test_solver_agrees_with_placements_mappings(placement, hosts, ports, policy)
         assert theirs in [dict(s) for s in ours.solutions], (theirs, ours.describe())
         if ours.status == "unique":
             assert ours.solutions[0] == theirs
+
+
+def test_post_allocations_moves_a_claim_between_consumers_atomically(placement):
+    """POST /allocations: a migration record takes over a server's allocations in one call (moves)."""
+    host(placement, "devstack0", SEED_OVS)
+    req = ServerRequest(extra_resources=FLAVOR, ports=(port_request(),))
+    server = claims.claim(placement, str(uuid.uuid4()), req, project_id="p", user_id="u")
+    migration = str(uuid.uuid4())
+    current = claims.consumer_allocations(placement, server.consumer)
+    claims.post_allocations(placement, {
+        migration: {"allocations": current["allocations"], "project_id": "p", "user_id": "u",
+                    "consumer_generation": None},
+        server.consumer: {"allocations": {}, "project_id": "p", "user_id": "u",
+                          "consumer_generation": current["consumer_generation"]}})
+    assert claims.consumer_allocations(placement, server.consumer)["allocations"] == {}
+    assert claims.consumer_allocations(placement, migration)["allocations"][BR_TEST]["resources"] == {
+        "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
+
+
+def test_cli_claim_and_free_json(placement, placement_server, tmp_path):
+    import json
+    import subprocess
+    import sys
+    host(placement, "devstack0", SEED_OVS)
+    port = tmp_path / "port.json"
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+                              env=placement_server.env(), timeout=120)
+    made = run("request", "--port-id", "99a97b12-6364-4d10-8d8e-c3dab4161691", "--rule", "min_bw:egress:1000",
+               "--rule", "min_bw:ingress:1000")
+    assert made.returncode == 0, made.stderr
+    port.write_text(made.stdout)
+    args = ["--project-id", "p", "--user-id", "u", "--resources", "VCPU:1,MEMORY_MB:256,DISK_GB:1",
+            "--port-request", f"99a97b12-6364-4d10-8d8e-c3dab4161691={port}", "--json"]
+    ok = run("claim", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", *args)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["host_name"] == "devstack0"
+    no = run("claim", "--consumer", "0d4b5cf1-6a3c-4a4e-9a52-3b0c1e7f7a11", *args)
+    assert no.returncode == 1
+    out = json.loads(no.stdout)
+    assert out["claimed"] is False and out["diagnosis"][1]["fits_alone"] is False
+    assert "largest free amount is 500" in no.stderr
+    cands = run("candidates", *args[4:])
+    assert cands.returncode == 1 and json.loads(cands.stdout)["allocation_requests"] == []
+    freed = run("free", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "--json")
+    assert json.loads(freed.stdout) == {"changed": True, "consumer": "71cb7e04-3d5a-40f9-a99f-07f0d0831741"}
+    bad = run("claim", "--consumer", "x", "--project-id", "p", "--user-id", "u", "--resources", "VCPU")
+    assert bad.returncode == 1 and "expected CLASS:AMOUNT" in bad.stderr
