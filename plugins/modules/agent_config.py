@@ -210,22 +210,6 @@ except ImportError:
 else:
     MINBW_IMPORT_ERROR = None
 
-# Option -> (how a value is rendered, how the file's raw value is compared). Comparing parsed
-# lists/dicts (oslo.config ListOpt/DictOpt) keeps a value that differs only in spacing.
-if MINBW_IMPORT_ERROR is None:
-    AGENT_OPTIONS = {
-        'bridge_mappings': (agentconf.render_mappings, agentconf.parse_list),
-        'physical_device_mappings': (agentconf.render_mappings, agentconf.parse_list),
-        agentconf.BANDWIDTHS: (agentconf.render_bandwidths, agentconf.parse_list),
-        agentconf.INVENTORY: (agentconf.render_dict, agentconf.parse_dict),
-        agentconf.HYPERVISORS: (agentconf.render_dict, agentconf.parse_dict),
-        agentconf.DEFAULT_HYPERVISOR: (str, str.strip),
-        agentconf.PP_WITHOUT: (agentconf.render_pp_without_direction, agentconf.parse_list),
-        agentconf.PP_WITH: (agentconf.render_pp_with_direction, agentconf.parse_list),
-        agentconf.PP_INVENTORY: (agentconf.render_dict, agentconf.parse_dict),
-    }
-    DIRECTIONAL = (agentconf.BANDWIDTHS, agentconf.PP_WITH)
-
 # agent_type -> (section, list option, entries it must include)
 SERVER_LISTS = {
     'neutron_server': ('DEFAULT', 'service_plugins', ('qos', 'placement')),
@@ -238,34 +222,10 @@ ALIASES = {
 }
 
 
-def _same(raw, value, parse):
-    try:
-        return raw is not None and parse(raw) == parse(value)
-    except ValueError:
-        return False
-
-
 def agent_updates(params, kind, current):
     """The options to write: rendered values that differ from the file's (None = remove)."""
-    updates = {}
-    for option in agentconf.OPTIONS[kind]:
-        value = params[option]
-        if value is None:
-            continue
-        if option in DIRECTIONAL:
-            for name, rates in value.items():
-                if rates is not None and (not isinstance(rates, dict) or set(rates) - {'egress', 'ingress'}):
-                    raise ConfigError('%s: expected a dict with the keys egress and/or ingress, got %r'
-                                      % (name, rates), option=option)
-        render, parse = AGENT_OPTIONS[option]
-        try:
-            rendered = render(value) if value not in ({}, '') else None
-        except (TypeError, ValueError) as e:
-            raise ConfigError('cannot render %r: %s' % (value, e), option=option)
-        raw = current.get(option)
-        if (rendered is None and raw is not None) or (rendered is not None and not _same(raw, rendered, parse)):
-            updates[option] = rendered
-    return updates
+    rendered = agentconf.render_options(kind, {o: params[o] for o in agentconf.RENDER})
+    return {o: v for o, v in rendered.items() if not agentconf.same_value(o, current.get(o), v)}
 
 
 def server_updates(kind, current):
@@ -302,8 +262,7 @@ def ensure(module):
     if not os.path.isfile(path):
         raise ConfigError('does not exist or is not a file: agent_config edits an existing file', source=path)
     agent = kind in naming.AGENT_KINDS
-    allowed = agentconf.OPTIONS[kind] if agent else ()
-    wrong = sorted(o for o in AGENT_OPTIONS if params[o] is not None and o not in allowed)
+    wrong = sorted(o for o in agentconf.RENDER if params[o] is not None) if not agent else []
     if wrong:
         raise ConfigError('not an option of agent_type %s' % kind, option=', '.join(wrong))
 

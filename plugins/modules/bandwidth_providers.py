@@ -30,7 +30,23 @@ options:
       - The agent type of each file is told by its C(bridge_mappings) or C(physical_device_mappings).
     type: list
     elements: path
-    required: true
+  agents:
+    description:
+      - The same values as options instead of files, one dict per agent, with C(agent_type)
+        (C(openvswitch) or C(sriov)), an optional C(host), and the option names of
+        M(minbw.openstack.agent_config) (C(bridge_mappings), C(physical_device_mappings),
+        C(resource_provider_bandwidths), ...) with the same value shapes.
+      - At least one of O(agent_configs) and O(agents) is required; both may be given.
+    type: list
+    elements: dict
+  state:
+    description:
+      - C(present) makes Placement match the configuration.
+      - C(absent) removes these agents' providers (devices, then the agent provider); a provider with
+        allocations is kept (and so is its agent provider) and reported in RV(kept) with its consumers.
+    type: str
+    choices: [present, absent]
+    default: present
   host:
     description:
       - The agents' host, which is also the default hypervisor name (the name of the root provider).
@@ -84,6 +100,21 @@ EXAMPLES = r'''
     root_inventories:
       VCPU: 8
       MEMORY_MB: {total: 16384, reserved: 512}
+
+- name: The same values as options, without ini files
+  minbw.openstack.bandwidth_providers:
+    cloud: mycloud
+    host: compute-1
+    agents:
+      - agent_type: openvswitch
+        bridge_mappings: {physnet0: br-test, public: br-ex}
+        resource_provider_bandwidths: {br-test: {egress: 1500, ingress: 1500}, br-ex: {ingress: 1}}
+
+- name: Decommission this host's OVS agent providers (kept where something is still allocated)
+  minbw.openstack.bandwidth_providers:
+    cloud: mycloud
+    agent_configs: [/etc/neutron/plugins/ml2/openvswitch_agent.ini]
+    state: absent
 '''
 
 RETURN = r'''
@@ -155,7 +186,7 @@ kept:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 try:
-    from minbw.agentconf import load_agent_ini
+    from minbw.agentconf import load_agent_ini, load_agent_values
     from minbw.errors import ConfigError, MinbwError
     from minbw.placement import Placement
     from minbw.providers import desired_state
@@ -164,9 +195,16 @@ except ImportError:
     pass  # MinbwModule reports the missing library
 
 
-def read_configs(paths, host):
+def read_configs(paths, agents, host):
     configs = []
-    for path in paths:
+    for i, values in enumerate(agents or ()):
+        values = dict(values)
+        kind = values.pop('agent_type', None)
+        if kind not in ('openvswitch', 'sriov'):
+            raise ConfigError('agent_type must be openvswitch or sriov, got %r' % kind, source='agents[%d]' % i)
+        agent_host = values.pop('host', None) or host
+        configs.append(load_agent_values(kind, values, agent_host, source='agents[%d]' % i))
+    for path in paths or ():
         try:
             with open(path) as f:
                 text = f.read()
@@ -200,8 +238,8 @@ def provider_diffs(plan):
 
 def ensure(module):
     params = module.params
-    desired = desired_state(read_configs(params['agent_configs'], params['host']))
-    plan, applied = sync(Placement(module.conn), desired, check=module.check_mode,
+    desired = desired_state(read_configs(params['agent_configs'], params['agents'], params['host']))
+    plan, applied = sync(Placement(module.conn), desired, check=module.check_mode, absent=params['state'] == 'absent',
                          create_root=params['create_root'], root_inventories=root_inventories(params['root_inventories']))
     planned = plan.to_dict()
     return module.result(plan.changed, diff=provider_diffs(plan), writes=plan.writes(),
@@ -211,11 +249,13 @@ def ensure(module):
 
 def main():
     MinbwModule(dict(
-        agent_configs=dict(type='list', elements='path', required=True),
+        agent_configs=dict(type='list', elements='path'),
+        agents=dict(type='list', elements='dict'),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
         host=dict(type='str'),
         create_root=dict(type='bool', default=False),
         root_inventories=dict(type='dict'),
-    )).run(ensure)
+    ), required_one_of=[('agent_configs', 'agents')]).run(ensure)
 
 
 if __name__ == '__main__':

@@ -97,7 +97,7 @@ providers:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 try:
-    from minbw.cli import provider_report
+    from minbw.report import provider_report
     from minbw.placement import Placement
 except ImportError:
     pass  # MinbwModule reports the missing library

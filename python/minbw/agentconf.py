@@ -437,3 +437,61 @@ def render_pp_with_direction(rates: Mapping[str, Mapping[str, int | None]]) -> s
 
 def render_pp_without_direction(rates: Mapping[str, int | None]) -> str:
     return ",".join(f"{hyp}:{_rate(r)}" for hyp, r in rates.items())
+
+
+# How each option's structured value is rendered, and how a raw value is parsed to compare two
+# (parsed lists/dicts, so a value that differs only in spacing is the same).
+RENDER = {
+    "bridge_mappings": (render_mappings, parse_list),
+    "physical_device_mappings": (render_mappings, parse_list),
+    BANDWIDTHS: (render_bandwidths, parse_list),
+    INVENTORY: (render_dict, parse_dict),
+    HYPERVISORS: (render_dict, parse_dict),
+    DEFAULT_HYPERVISOR: (str, str.strip),
+    PP_WITHOUT: (render_pp_without_direction, parse_list),
+    PP_WITH: (render_pp_with_direction, parse_list),
+    PP_INVENTORY: (render_dict, parse_dict),
+}
+_DIRECTIONAL = (BANDWIDTHS, PP_WITH)
+
+
+def render_options(kind: str, values: Mapping[str, object]) -> dict[str, str | None]:
+    """Structured option values (dicts as the modules take them) → ini strings; ``{}``/``''`` → None
+    (remove the option). Options left out or None are not in the result. Raises ConfigError."""
+    allowed = OPTIONS[kind]
+    wrong = sorted(o for o, v in values.items() if v is not None and o not in allowed)
+    if wrong:
+        raise ConfigError(f"not an option of the {naming.AGENT_KINDS[kind].agent_type} "
+                          f"({', '.join(allowed)})", option=", ".join(wrong))
+    out: dict[str, str | None] = {}
+    for option in allowed:
+        value = values.get(option)
+        if value is None:
+            continue
+        if option in _DIRECTIONAL:
+            for name, rates in value.items():
+                if rates is not None and (not isinstance(rates, Mapping) or set(rates) - {"egress", "ingress"}):
+                    raise ConfigError(f"{name}: expected a dict with the keys egress and/or ingress, got {rates!r}",
+                                      option=option)
+        try:
+            out[option] = RENDER[option][0](value) if value not in ({}, "") else None
+        except (TypeError, ValueError, AttributeError) as e:
+            raise ConfigError(f"cannot render {value!r}: {e}", option=option) from None
+    return out
+
+
+def same_value(option: str, raw: str | None, rendered: str | None) -> bool:
+    """Whether the file's raw value already says what ``rendered`` says."""
+    if raw is None or rendered is None:
+        return raw is rendered
+    parse = RENDER[option][1]
+    try:
+        return parse(raw) == parse(rendered)
+    except ValueError:
+        return False
+
+
+def load_agent_values(kind: str, values: Mapping[str, object], host: str, source: str = "options") -> AgentConfig:
+    """An AgentConfig from structured option values instead of an ini file."""
+    rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
+    return load_agent_config(kind, rendered, host, source=source)

@@ -45,8 +45,8 @@ class RootProviderNotFound(PlanError):
         super().__init__(
             f"No resource provider named {hypervisor!r} in Placement{devs}: the agent providers "
             f"hang under the compute node's root provider, looked up by hypervisor name. Fix: set "
-            f"resource_provider_hypervisors / resource_provider_default_hypervisor (module option "
-            f"'hypervisor' / CLI --hypervisor) to the name nova-compute reports (see "
+            f"resource_provider_hypervisors / resource_provider_default_hypervisor in the agent's ini file, or "
+            f"the agent host (module option 'host' / CLI --host), to the name nova-compute reports (see "
             f"'openstack hypervisor list'), or let minbw create the root with create_root / --create-root."
         )
 

@@ -125,7 +125,7 @@ def test_agent_config_module(tmp_path, playbook):
     assert "configuration options are mutually exclusive" in r["bad_packet_rate"]["msg"]
     assert r["ovs_before_bad"] == r["ovs_after_bad"]
     assert base64.b64decode(r["ovs_after_bad"]).decode() == expected_ovs
-    assert r["bad_option"]["msg"] == "bridge_mappings: not an option of agent_type sriov"
+    assert r["bad_option"]["msg"].startswith("bridge_mappings: not an option of the NIC Switch agent (physical_device_mappings")
     assert "does not exist" in r["bad_path"]["msg"]
 
     # neutron-server: qos and placement appended, the others kept as written

@@ -206,3 +206,19 @@ def test_inventory_checks_agree_with_placement(inv):
     except jsonschema.ValidationError:
         accepted = False
     assert (inventory_problems(inv) == []) == accepted
+
+
+def test_render_options_then_load_equals_the_ini_route():
+    values = {"bridge_mappings": {"public": "br-ex", "physnet0": "br-test"},
+              "resource_provider_bandwidths": {"br-test": {"egress": 1500, "ingress": 1500}, "br-ex": {"ingress": 1}},
+              "resource_provider_inventory_defaults": {"min_unit": 2}}
+    from_values = ac.load_agent_values("openvswitch", values, "devstack0")
+    text = "[ovs]\n" + "".join(f"{k} = {v}\n" for k, v in ac.render_options("openvswitch", values).items())
+    from_ini = ac.load_agent_ini(text, source="x", host="devstack0")
+    assert from_values.configurations() == from_ini.configurations()
+    assert ac.render_options("openvswitch", {"resource_provider_hypervisors": {}}) == {"resource_provider_hypervisors": None}
+    assert ac.same_value("bridge_mappings", "a:b , c:d", "a:b,c:d") and not ac.same_value("bridge_mappings", None, "a:b")
+    with pytest.raises(ConfigError, match="not an option of the NIC Switch agent"):
+        ac.render_options("sriov", {"bridge_mappings": {"a": "b"}})
+    with pytest.raises(ConfigError, match="expected a dict with the keys egress and/or ingress"):
+        ac.render_options("sriov", {"resource_provider_bandwidths": {"ens5": {"up": 1}}})

@@ -1,0 +1,222 @@
+"""The end-to-end suite's mini-cloud: real Keystone, Placement, Neutron, Nova and Glance (tests/minicloud).
+
+One cloud runs at a time (fixed ports). The suite starts it at most twice: first as configured by default
+(Neutron's placement plugin on), then, for the tests that use ``cloud_plugin_off``, with the plugin off and
+nova-compute reporting SR-IOV PFs. Those tests are run last. A cloud that cannot start fails the tests with
+cloud.sh's output (which carries the failing service's log); nothing is skipped.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLOUD_SH = REPO / "tests" / "minicloud" / "cloud.sh"
+STATE = REPO / ".state" / "minicloud"
+BIN = Path(sys.executable).parent
+RECAP = re.compile(r"^localhost\s+:\s+(.*)$", re.M)
+HYPERVISOR = "devstack0"
+PLUGIN_OFF = "cloud_plugin_off"
+
+
+def pytest_collection_modifyitems(items):
+    # the second cold start happens once, after every test of the default cloud
+    items.sort(key=lambda item: PLUGIN_OFF in getattr(item, "fixturenames", ()))
+    for item in items:
+        item.add_marker(pytest.mark.cloud)
+
+
+class MiniCloud:
+    """The running mini-cloud: its environment, connections, and the ini files its agent emulators read."""
+
+    def __init__(self, mode: dict):
+        self.mode = mode
+        self.env = dict(os.environ, **mode)
+        for line in (STATE / "env").read_text().splitlines():
+            m = re.match(r"export (\w+)=(.*)$", line)
+            if m:
+                self.env[m.group(1)] = m.group(2)
+        self.ovs_ini = Path(self.env["MINICLOUD_OVS_INI"])
+        self.sriov_ini = Path(self.env["MINICLOUD_SRIOV_INI"])
+
+    def connect(self, **auth):
+        import openstack
+        from openstack import connection
+        warnings.filterwarnings("ignore")
+        if auth:  # another user of the same cloud (e.g. a service user)
+            return connection.Connection(auth=dict(auth_url=self.env["MINICLOUD_KEYSTONE_URL"], user_domain_name="Default",
+                                                   project_domain_name="Default", **auth),
+                                         auth_type="password", region_name="RegionOne")
+        import openstack.config
+        cfg = openstack.config.OpenStackConfig(config_files=[self.env["OS_CLIENT_CONFIG_FILE"]])
+        return openstack.connection.Connection(config=cfg.get_one(cloud="minicloud"))
+
+
+class CloudManager:
+    def __init__(self):
+        self.current: MiniCloud | None = None
+        self.timings: dict[str, float] = {}
+
+    def ensure(self, **mode) -> MiniCloud:
+        mode = {"MINICLOUD_PLACEMENT_PLUGIN": "1", "MINICLOUD_SRIOV_COMPUTE": "0", **mode}
+        if self.current is not None and self.current.mode == mode:
+            return self.current
+        self.down()
+        t = time.monotonic()
+        proc = subprocess.run(["bash", str(CLOUD_SH), "up"], cwd=REPO, env=dict(os.environ, **mode),
+                              capture_output=True, text=True, timeout=900, check=False)
+        self.timings["up " + ",".join(f"{k}={v}" for k, v in mode.items())] = time.monotonic() - t
+        if proc.returncode != 0:
+            subprocess.run(["bash", str(CLOUD_SH), "down"], cwd=REPO, capture_output=True, check=False)
+            pytest.fail(f"the mini-cloud did not start (cloud.sh up exit {proc.returncode}):\n"
+                        f"{proc.stdout[-4000:]}\n{proc.stderr[-12000:]}", pytrace=False)
+        self.current = MiniCloud(mode)
+        return self.current
+
+    def down(self) -> None:
+        if self.current is not None:
+            subprocess.run(["bash", str(CLOUD_SH), "down"], cwd=REPO, capture_output=True, check=False, timeout=300)
+            self.current = None
+
+
+@pytest.fixture(scope="session")
+def cloud_manager():
+    manager = CloudManager()
+    yield manager
+    manager.down()
+    sys.stderr.write(f"\nmini-cloud starts: {json.dumps({k: round(v, 1) for k, v in manager.timings.items()})}\n")
+
+
+@pytest.fixture(scope="session")
+def installed_collection(tmp_path_factory) -> Path:
+    """The collection built from this tree into a private path, out of reach of concurrent re-installs."""
+    dest = tmp_path_factory.mktemp("collections")
+    subprocess.run(["bash", str(REPO / "tests" / "ansible" / "install_collection.sh"), str(dest)], check=True,
+                   capture_output=True)
+    return dest
+
+
+@pytest.fixture
+def cloud(cloud_manager) -> MiniCloud:
+    """The default mini-cloud: Neutron's placement plugin reports the bandwidth providers."""
+    return cloud_manager.ensure()
+
+
+@pytest.fixture
+def cloud_plugin_off(cloud_manager) -> MiniCloud:
+    """Neutron's placement plugin off (nothing reports bandwidth providers), nova-compute with SR-IOV PFs."""
+    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SRIOV_COMPUTE="1")
+
+
+class Demo:
+    """Seed 003's fixtures in a cloud (network, subnet, flavor, image), and clean-up of what tests make."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.servers: list = []
+        self.ports: list = []
+        self.policies: list = []
+        self.networks: list = []
+        net = conn.network.find_network("e2e-net0")
+        if net is None:
+            net = conn.network.create_network(name="e2e-net0", provider_network_type="vlan",
+                                              provider_physical_network="physnet0", provider_segmentation_id=101)
+            conn.network.create_subnet(name="e2e-subnet0", network_id=net.id, ip_version=4, cidr="10.0.5.0/24")
+        self.net = net
+        self.flavor = conn.compute.find_flavor("e2e-tiny") or conn.compute.create_flavor(
+            name="e2e-tiny", ram=256, vcpus=1, disk=1)
+        self.image = conn.image.find_image("e2e-image") or conn.image.create_image(
+            name="e2e-image", data=b"e2e image\n", disk_format="raw", container_format="bare", wait=True)
+
+    def policy(self, name, bw=(), pps=()):
+        """A policy with minimum_bandwidth rules ``bw`` and minimum_packet_rate rules ``pps`` ((direction, value))."""
+        pol = self.conn.network.create_qos_policy(name=name)
+        self.policies.append(pol)
+        for direction, kbps in bw:
+            self.conn.network.create_qos_minimum_bandwidth_rule(pol, min_kbps=kbps, direction=direction)
+        for direction, kpps in pps:
+            self.conn.network.create_qos_minimum_packet_rate_rule(pol, min_kpps=kpps, direction=direction)
+        return self.conn.network.get_qos_policy(pol.id)
+
+    def port(self, name, policy=None, vnic_type="normal", network=None):
+        port = self.conn.network.create_port(name=name, network_id=(network or self.net).id,
+                                             qos_policy_id=policy.id if policy else None, binding_vnic_type=vnic_type)
+        self.ports.append(port)
+        return port
+
+    def boot(self, name, ports, wait=True):
+        server = self.conn.compute.create_server(name=name, flavor_id=self.flavor.id, image_id=self.image.id,
+                                                 networks=[{"port": p.id} for p in ports])
+        self.servers.append(server)
+        if wait:
+            server = self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], wait=180)
+        return self.conn.compute.get_server(server.id)
+
+    def cleanup(self):
+        for s in self.servers:
+            self.conn.compute.delete_server(s, ignore_missing=True)
+        for s in self.servers:
+            self.conn.compute.wait_for_delete(s, wait=120)
+        for p in self.ports:
+            self.conn.network.delete_port(p, ignore_missing=True)
+        for p in self.policies:
+            self.conn.network.delete_qos_policy(p, ignore_missing=True)
+        for n in self.networks:
+            self.conn.network.delete_network(n, ignore_missing=True)
+
+
+@pytest.fixture
+def demo(cloud):
+    d = Demo(cloud.connect())
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def demo_plugin_off(cloud_plugin_off):
+    d = Demo(cloud_plugin_off.connect())
+    yield d
+    d.cleanup()
+
+
+class Run:
+    """One ansible-playbook run: the PLAY RECAP counts, the output, and the result file it wrote (if any)."""
+
+    def __init__(self, proc: subprocess.CompletedProcess, result_file: Path):
+        self.output = proc.stdout + proc.stderr
+        match = RECAP.search(proc.stdout)
+        assert match, self.output
+        self.recap = {k: int(v) for k, v in (item.split("=") for item in match.group(1).split())}
+        self.result = json.loads(result_file.read_text()) if result_file.exists() else None
+
+    @property
+    def changed(self) -> bool:
+        return self.recap["changed"] > 0
+
+    @property
+    def failed(self) -> bool:
+        return self.recap["failed"] > 0
+
+
+@pytest.fixture
+def playbook(cloud_manager, installed_collection, tmp_path):
+    """``playbook(path, extra_vars, check=False, diff=False)`` against the running mini-cloud; the playbook
+    may write ``result_file`` (an extra var given to it)."""
+    def run(path, extra_vars: dict, check: bool = False, diff: bool = False) -> Run:
+        result_file = tmp_path / f"result-{time.monotonic_ns()}.json"
+        cmd = [str(BIN / "ansible-playbook"), str(path), "-e",
+               json.dumps(dict(extra_vars, result_file=str(result_file)))]
+        cmd += (["--check"] if check else []) + (["--diff"] if diff else [])
+        env = dict(cloud_manager.current.env, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_COLLECTIONS_PATH=str(installed_collection))
+        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+        return Run(proc, result_file)
+    return run
