@@ -29,7 +29,7 @@ test: setup collection
 	bash tests/ansible/sanity.sh
 
 bench: setup
-	$(PY) -m minbw.bench
+	$(PY) bench/run.py
 
 cloud-up: setup
 	bash tests/minicloud/cloud.sh up

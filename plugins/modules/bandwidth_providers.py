@@ -39,6 +39,15 @@ options:
       - At least one of O(agent_configs) and O(agents) is required; both may be given.
     type: list
     elements: dict
+  cache_file:
+    description:
+      - A file (on the target) where the sync remembers what it read and wrote. The next sync re-reads
+        only the providers whose generation moved since, so a sync that finds nothing changed is one
+        listing instead of two reads per provider.
+      - Placement bumps a provider's generation on every trait, inventory or allocation change; a
+        provider deleted and re-created by someone else at the very same generation with other content
+        would go unnoticed until the file is removed.
+    type: path
   state:
     description:
       - C(present) makes Placement match the configuration.
@@ -190,7 +199,7 @@ try:
     from minbw.errors import ConfigError, MinbwError
     from minbw.placement import Placement
     from minbw.providers import desired_state
-    from minbw.sync import sync
+    from minbw.sync import ProviderCache, sync
 except ImportError:
     pass  # MinbwModule reports the missing library
 
@@ -239,7 +248,9 @@ def provider_diffs(plan):
 def ensure(module):
     params = module.params
     desired = desired_state(read_configs(params['agent_configs'], params['agents'], params['host']))
-    plan, applied = sync(Placement(module.conn), desired, check=module.check_mode, absent=params['state'] == 'absent',
+    api = Placement(module.conn)
+    cache = ProviderCache(params['cache_file'], api.endpoint()) if params['cache_file'] else None
+    plan, applied = sync(api, desired, check=module.check_mode, absent=params['state'] == 'absent', cache=cache,
                          create_root=params['create_root'], root_inventories=root_inventories(params['root_inventories']))
     planned = plan.to_dict()
     return module.result(plan.changed, diff=provider_diffs(plan), writes=plan.writes(),
@@ -252,6 +263,7 @@ def main():
         agent_configs=dict(type='list', elements='path'),
         agents=dict(type='list', elements='dict'),
         state=dict(type='str', default='present', choices=['present', 'absent']),
+        cache_file=dict(type='path'),
         host=dict(type='str'),
         create_root=dict(type='bool', default=False),
         root_inventories=dict(type='dict'),

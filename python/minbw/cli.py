@@ -75,8 +75,9 @@ def cmd_providers(args) -> int:
     desired = _desired(args)
     api = _api(args)
     root_inv = parse_inventory_spec(args.root_inventory) if args.root_inventory else None
+    cache = s.ProviderCache(args.cache, api.endpoint()) if args.cache else None
     plan, result = s.sync(api, desired, check=args.action == "plan", create_root=args.create_root,
-                          root_inventories=root_inv, absent=args.absent, progress=_progress)
+                          root_inventories=root_inv, absent=args.absent, progress=_progress, cache=cache)
     if args.json:
         out = plan.to_dict()
         out["diff"] = plan.diff()
@@ -309,6 +310,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="create a missing compute node root provider, as nova-compute would")
         sp.add_argument("--root-inventory", metavar="CLASS=TOTAL,...",
                         help="with --create-root: the root's inventories, e.g. VCPU=8,MEMORY_MB=16384,DISK_GB=100")
+        sp.add_argument("--cache", metavar="FILE",
+                        help="remember what this sync read and wrote; the next sync re-reads only providers "
+                             "whose generation moved (a warm sync is then one listing)")
         sp.add_argument("--absent", action="store_true",
                         help="remove these agents' providers instead (kept where something is allocated)")
         sp.add_argument("--json", action="store_true")

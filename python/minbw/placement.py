@@ -69,6 +69,9 @@ class Placement:
             return None
         return resp.json()
 
+    def endpoint(self) -> str:
+        return self.proxy.get_endpoint()
+
     def max_version(self) -> tuple[int, int]:
         if self._max_version is None:
             body = self._call("get", "/", "1.0")

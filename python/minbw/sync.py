@@ -6,9 +6,14 @@ whose generation the caller did not pin.
 """
 from __future__ import annotations
 
+import json
+import os
 import random
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 from minbw.errors import ConcurrentUpdate, MinbwError
@@ -19,6 +24,7 @@ from minbw.providers import DesiredState, freeze_inventories
 # With this many hypervisors or more, one listing of all providers is cheaper than
 # two look-ups (by name, then the tree) per hypervisor.
 LIST_ALL_FROM = 3
+READERS = 4  # concurrent provider reads
 Progress = Callable[[str], None]
 
 
@@ -26,8 +32,51 @@ def _quiet(msg: str) -> None:
     pass
 
 
+class ProviderCache:
+    """Traits and inventories a previous sync read or wrote, by provider, trusted only while the
+    provider's generation, name and parent are unchanged (Placement bumps the generation on every
+    trait, inventory or allocation change). Opt-in: a provider deleted and re-created by someone
+    else at the very same generation with other content would go unnoticed until the cache is
+    dropped. Kept per Placement endpoint in one JSON file."""
+
+    VERSION = 1
+
+    def __init__(self, path: str | os.PathLike, endpoint: str):
+        self.path = Path(path)
+        self.endpoint = endpoint
+        self.entries: dict[str, dict] = {}
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            data = {}
+        if data.get("version") == self.VERSION and data.get("endpoint") == endpoint:
+            self.entries = data.get("providers", {})
+        self.hits = 0
+
+    def get(self, prov: Provider) -> tuple[frozenset[str], Mapping] | None:
+        e = self.entries.get(prov.uuid)
+        if e and (e["generation"], e["name"], e["parent"]) == (prov.generation, prov.name, prov.parent_uuid):
+            self.hits += 1
+            return frozenset(e["traits"]), freeze_inventories(e["inventories"])
+        return None
+
+    def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories) -> None:
+        self.entries[uuid] = {"generation": generation, "name": name, "parent": parent,
+                              "traits": sorted(traits), "inventories": {rc: dict(i) for rc, i in inventories.items()}}
+
+    def drop(self, uuid: str) -> None:
+        self.entries.pop(uuid, None)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
+        with os.fdopen(fd, "w") as f:
+            json.dump({"version": self.VERSION, "endpoint": self.endpoint, "providers": self.entries}, f)
+        os.replace(tmp, self.path)
+
+
 def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, *,
-            allocations_of_all: bool = False) -> Observed:
+            allocations_of_all: bool = False, cache: ProviderCache | None = None) -> Observed:
     hyps = desired.hypervisors
     providers: dict[str, Provider] = {}
     roots: dict[str, Provider] = {}
@@ -48,13 +97,28 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
     present = [u for u in wanted if u in providers] + stale
     traits: dict[str, frozenset[str]] = {}
     inventories: dict[str, Mapping] = {}
-    for i, u in enumerate(present, 1):
-        t, _ = api.get_provider_traits(u)
-        inv, _ = api.get_inventories(u)
-        traits[u] = frozenset(t)
-        inventories[u] = freeze_inventories(inv)
-        if i % 500 == 0:
-            progress(f"read {i}/{len(present)} providers")
+    to_read = []
+    for u in present:
+        hit = cache.get(providers[u]) if cache else None
+        if hit:
+            traits[u], inventories[u] = hit
+        else:
+            to_read.append(u)
+
+    def read(u):
+        t, gen_t = api.get_provider_traits(u)
+        inv, gen_i = api.get_inventories(u)
+        return u, frozenset(t), freeze_inventories(inv), gen_t == gen_i == providers[u].generation
+
+    # Independent reads overlap: the client's work and the network with the server's work.
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        for i, (u, t, inv, unmoved) in enumerate(pool.map(read, to_read), 1):
+            traits[u], inventories[u] = t, inv
+            p = providers[u]
+            if cache and unmoved:  # nothing moved between the listing and the reads
+                cache.put(u, p.generation, p.name, p.parent_uuid, t, inv)
+            if i % 500 == 0:
+                progress(f"read {i}/{len(to_read)} providers")
     allocations = {u: api.provider_allocations(u) for u in (present if allocations_of_all else stale)}
     return Observed(providers=providers, roots=roots, traits=traits, inventories=inventories,
                     existing_traits=frozenset(api.existing_traits(desired.traits)),
@@ -156,15 +220,42 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
     return applier.result
 
 
+def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
+    """What the sync left in Placement, at the generations its own writes returned."""
+    for op in result.applied:
+        if op.action == "delete_provider":
+            cache.drop(op.uuid)
+    for uuid, gen in result.generations.items():
+        after = plan.after.get(uuid)
+        if after is not None:
+            cache.put(uuid, gen, after["name"], after["parent_provider_uuid"], after["traits"], after["inventories"])
+
+
 def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_root: bool = False,
          root_inventories: Mapping[str, Mapping] | None = None, absent: bool = False,
-         progress: Progress = _quiet) -> tuple[Plan, ApplyResult | None]:
-    """Make Placement match ``desired`` (or, ``absent``, remove those providers where nothing is allocated)."""
-    observed = observe(api, desired, progress, allocations_of_all=absent)
+         progress: Progress = _quiet, cache: ProviderCache | None = None) -> tuple[Plan, ApplyResult | None]:
+    """Make Placement match ``desired`` (or, ``absent``, remove those providers where nothing is allocated).
+
+    With a ``cache``, providers whose generation did not move since the last sync are not read again.
+    """
+    observed = observe(api, desired, progress, allocations_of_all=absent, cache=cache)
     if absent:
         plan = make_absent_plan(desired, observed)
     else:
         plan = make_plan(desired, observed, create_root=create_root, root_inventories=root_inventories)
     if check or not plan.ops:
+        if cache and not check:
+            cache.save()
         return plan, None
-    return plan, apply(api, plan, observed, progress=progress)
+    try:
+        result = apply(api, plan, observed, progress=progress)
+    except MinbwError:
+        if cache:  # what was written is uncertain: forget the providers the plan touches
+            for op in plan.ops:
+                cache.drop(op.uuid or "")
+            cache.save()
+        raise
+    if cache:
+        remember(cache, plan, result)
+        cache.save()
+    return plan, result

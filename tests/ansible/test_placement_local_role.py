@@ -6,59 +6,22 @@ stdout callback); the playbook writes the role's facts and an openstacksdk query
 """
 from __future__ import annotations
 
-import json
 import os
-import re
-import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
+from tests.playbook_runner import run_playbook
 
-REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
-RECAP = re.compile(r"^localhost\s+:\s+(.*)$", re.M)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def installed_collection():
-    subprocess.run([str(HERE / "install_collection.sh")], check=True, capture_output=True)
-
-
-@pytest.fixture
-def placement(tmp_path):
-    """Port and state dir of a Placement that is stopped (by pid file) whatever the test did."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    state_dir = tmp_path / "placement"
-    yield port, state_dir
-    pidfile = state_dir / "placement.pid"
-    if pidfile.exists():
-        pid = int(pidfile.read_text())
-        cmdline = Path(f"/proc/{pid}/cmdline")
-        if cmdline.exists() and str(state_dir).encode() in cmdline.read_bytes().split(b"\0"):
-            os.kill(pid, signal.SIGTERM)
 
 
 def play(tmp_path, port, state_dir, state="started", check=False, **extra):
-    result_file = tmp_path / "result.json"
-    result_file.unlink(missing_ok=True)
     extra_vars = dict(placement_local_state=state, placement_local_port=port,
-                      placement_local_state_dir=str(state_dir), result_file=str(result_file), **extra)
-    cmd = [str(BIN / "ansible-playbook"), str(HERE / "playbooks" / "placement_local.yml"),
-           "-e", json.dumps(extra_vars)] + (["--check"] if check else [])
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
-    match = RECAP.search(proc.stdout)
-    assert match, proc.stdout + proc.stderr
-    recap = {k: int(v) for k, v in (item.split("=") for item in match.group(1).split())}
-    result = json.loads(result_file.read_text()) if result_file.exists() else None
-    return recap, result, proc.stdout + proc.stderr
+                      placement_local_state_dir=str(state_dir), **extra)
+    run = run_playbook(HERE / "playbooks" / "placement_local.yml", extra_vars, check=check,
+                       result_file=tmp_path / "result.json")
+    return run.recap, run.result, run.output
 
 
 def answers(port):
@@ -69,8 +32,8 @@ def answers(port):
         return False
 
 
-def test_start_stop_cycle_in_check_mode_and_for_real(tmp_path, placement):
-    port, state_dir = placement
+def test_start_stop_cycle_in_check_mode_and_for_real(tmp_path, placement_local):
+    port, state_dir = placement_local
     pidfile = state_dir / "placement.pid"
 
     def step(state, check=False, changed=None, **extra):
@@ -115,8 +78,8 @@ def test_start_stop_cycle_in_check_mode_and_for_real(tmp_path, placement):
     step("stopped", changed=True)
 
 
-def test_stale_pid_file_is_not_trusted(tmp_path, placement):
-    port, state_dir = placement
+def test_stale_pid_file_is_not_trusted(tmp_path, placement_local):
+    port, state_dir = placement_local
     state_dir.mkdir(parents=True)
     # The pid of a live process that is not a Placement (this test's own).
     (state_dir / "placement.pid").write_text(f"{os.getpid()}\n")
@@ -132,8 +95,8 @@ def test_stale_pid_file_is_not_trusted(tmp_path, placement):
     assert recap["failed"] == 0 and recap["changed"] > 0, out
 
 
-def test_port_taken_by_another_process_fails_fast(tmp_path, placement):
-    port, state_dir = placement
+def test_port_taken_by_another_process_fails_fast(tmp_path, placement_local):
+    port, state_dir = placement_local
     with socket.socket() as other:
         other.bind(("127.0.0.1", port))
         other.listen()
@@ -142,8 +105,8 @@ def test_port_taken_by_another_process_fails_fast(tmp_path, placement):
     assert f"Port {port} on 127.0.0.1 is in use" in out
 
 
-def test_server_that_exits_fails_with_its_log(tmp_path, placement):
-    port, state_dir = placement
+def test_server_that_exits_fails_with_its_log(tmp_path, placement_local):
+    port, state_dir = placement_local
     failing = tmp_path / "minbw"
     failing.write_text("#!/bin/sh\necho 'cannot serve: broken configuration' >&2\nexit 3\n")
     failing.chmod(0o755)

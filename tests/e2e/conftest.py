@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.playbook_runner import Run, run_playbook
+
 REPO = Path(__file__).resolve().parents[2]
 CLOUD_SH = REPO / "tests" / "minicloud" / "cloud.sh"
 STATE = REPO / ".state" / "minicloud"
-BIN = Path(sys.executable).parent
-RECAP = re.compile(r"^localhost\s+:\s+(.*)$", re.M)
 HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
 
@@ -30,8 +30,10 @@ PLUGIN_OFF = "cloud_plugin_off"
 def pytest_collection_modifyitems(items):
     # the second cold start happens once, after every test of the default cloud
     items.sort(key=lambda item: PLUGIN_OFF in getattr(item, "fixturenames", ()))
-    for item in items:
-        item.add_marker(pytest.mark.cloud)
+    here = Path(__file__).resolve().parent
+    for item in items:  # this hook sees the whole session's items: mark only the e2e ones
+        if here in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.cloud)
 
 
 class MiniCloud:
@@ -187,36 +189,12 @@ def demo_plugin_off(cloud_plugin_off):
     d.cleanup()
 
 
-class Run:
-    """One ansible-playbook run: the PLAY RECAP counts, the output, and the result file it wrote (if any)."""
-
-    def __init__(self, proc: subprocess.CompletedProcess, result_file: Path):
-        self.output = proc.stdout + proc.stderr
-        match = RECAP.search(proc.stdout)
-        assert match, self.output
-        self.recap = {k: int(v) for k, v in (item.split("=") for item in match.group(1).split())}
-        self.result = json.loads(result_file.read_text()) if result_file.exists() else None
-
-    @property
-    def changed(self) -> bool:
-        return self.recap["changed"] > 0
-
-    @property
-    def failed(self) -> bool:
-        return self.recap["failed"] > 0
-
-
 @pytest.fixture
 def playbook(cloud_manager, installed_collection, tmp_path):
     """``playbook(path, extra_vars, check=False, diff=False)`` against the running mini-cloud; the playbook
     may write ``result_file`` (an extra var given to it)."""
     def run(path, extra_vars: dict, check: bool = False, diff: bool = False) -> Run:
-        result_file = tmp_path / f"result-{time.monotonic_ns()}.json"
-        cmd = [str(BIN / "ansible-playbook"), str(path), "-e",
-               json.dumps(dict(extra_vars, result_file=str(result_file)))]
-        cmd += (["--check"] if check else []) + (["--diff"] if diff else [])
-        env = dict(cloud_manager.current.env, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_COLLECTIONS_PATH=str(installed_collection))
-        proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
-        return Run(proc, result_file)
+        env = dict(cloud_manager.current.env, ANSIBLE_COLLECTIONS_PATH=str(installed_collection))
+        return run_playbook(path, extra_vars, check=check, diff=diff, env=env,
+                            result_file=tmp_path / f"result-{time.monotonic_ns()}.json")
     return run

@@ -10,7 +10,7 @@ import pytest
 from neutron_lib.exceptions.placement import PlacementClientError
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from minbw import sync as s
+from minbw import naming, sync as s
 from minbw.agentconf import load_agent_ini
 from minbw.errors import ConcurrentUpdate, ConfigError, RootProviderNotFound
 from minbw.plan import make_plan
@@ -329,3 +329,41 @@ def test_absent_removes_an_agents_providers_and_keeps_allocated_ones(placement):
                                           "devstack0:Open vSwitch agent"]
     assert set(tree(placement)) == {"4a8a819d-61f9-5822-8c5c-3e9c7cb942d6", "1c7e83f0-108d-5c35-ada7-7ebebbe43aad"}
     assert s.sync(placement, desired(OVS_INI), absent=True)[0].ops == ()
+
+
+def test_cache_makes_a_warm_sync_one_listing_and_still_sees_changes(placement, tmp_path):
+    for h in ("hv1", "hv2", "hv3"):  # three hypervisors: one listing of all providers
+        make_root(placement, h)
+    want = desired_state([load_agent_ini(OVS_INI, source=f"{h}.ini", host=h) for h in ("hv1", "hv2", "hv3")])
+    cache_file = tmp_path / "cache.json"
+    cache = lambda: s.ProviderCache(cache_file, placement.endpoint())  # noqa: E731
+    s.sync(placement, want, cache=cache())
+    placement.counter.reset()
+    plan, result = s.sync(placement, want, cache=cache())
+    assert plan.ops == () and placement.counter.total == 2  # the listing and the trait check
+    # someone else changes one provider: its generation moves, so only it is read again, and fixed
+    uuid = naming.device_rp_uuid(naming.AGENT_KINDS["openvswitch"], "hv2", "br-test")
+    inv, gen = placement.get_inventories(uuid)
+    placement.set_inventories(uuid, {rc: {**i, "total": 7} for rc, i in inv.items()}, gen)
+    placement.counter.reset()
+    plan, result = s.sync(placement, want, cache=cache())
+    assert [(o.action, o.uuid) for o in plan.ops] == [("set_inventories", uuid)]
+    assert placement.counter.total == 2 + 2 + 1  # listing, traits check, 2 reads of that provider, 1 write
+    placement.counter.reset()
+    assert s.sync(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2
+    # a cache of another endpoint is not used
+    assert s.ProviderCache(cache_file, "http://elsewhere").entries == {}
+
+
+def test_cli_cache_option(placement, placement_server, tmp_path):
+    make_root(placement)
+    (tmp_path / "ovs.ini").write_text(OVS_INI)
+    args = ["providers", "sync", "--agent-config", str(tmp_path / "ovs.ini"), "--host", "devstack0",
+            "--cache", str(tmp_path / "cache.json"), "--json"]
+    for expected in (True, False):
+        out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
+                             env=placement_server.env(), timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert json.loads(out.stdout)["changed"] is expected
+    cached = json.loads((tmp_path / "cache.json").read_text())
+    assert set(cached["providers"]) >= {"89ca1421-5117-5348-acab-6d0e2054239c", "f9c9ce07-679d-5d72-ac5f-31720811629a"}

@@ -1,0 +1,1 @@
+"""minbw benchmarks: ``python bench/run.py`` (``make bench``). Results are written up in docs/benchmarks.md."""

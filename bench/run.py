@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""minbw benchmarks (``make bench``): tables on stdout, progress on stderr, ``--json`` for machines.
+
+Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIONS):
+
+- ``sync``   issue 2: provider sync for N hosts, minbw vs Neutron's own algorithm, same Placement.
+
+Issue 3's benchmarks go in as further sections with the same shape (rows + targets):
+``query`` (query build + parse + mapping overhead at 1,000 candidates beside the raw GET) and
+``claims`` (claim throughput vs raw PUT, 1 and 8 claimers).
+
+Exit status: 0 done (targets met or not: see the Targets tables; ``--strict`` makes a missed
+target exit 2); 1 when a correctness check inside a benchmark failed or a run broke.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import common  # noqa: E402
+from bench.common import BenchError, Context, Servers, progress  # noqa: E402
+
+
+def _sync(ctx):
+    from bench import sync_bench
+    return sync_bench.run(ctx)
+
+
+SECTIONS = {
+    "sync": _sync,
+    # "query": ...,   issue 3: client overhead at 1,000 candidates vs raw GET
+    # "claims": ...,  issue 3: claim throughput vs raw PUT, 1 and 8 claimers
+}
+DEFAULT_SIZES = (10, 100, 500)
+
+
+def parse_sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(s) for s in text.split(",") if s.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers separated by commas, got {text!r}") from None
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes must be positive")
+    return sizes
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="bench/run.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", type=parse_sizes, default=list(DEFAULT_SIZES),
+                   help="numbers of hosts for the sync benchmark (default: 10,100,500)")
+    p.add_argument("--sections", default=",".join(SECTIONS),
+                   help=f"which sections to run, comma-separated (default and choices: {','.join(SECTIONS)})")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    p.add_argument("--json-out", type=Path, help="also write the JSON document to this file")
+    p.add_argument("--diagnose", choices=("auto", "always", "never"), default="auto",
+                   help="measure where minbw's warm sync time goes: when a speed target is missed (auto)")
+    p.add_argument("--state-dir", type=Path, help="where the Placements keep their state (default: a temp dir)")
+    p.add_argument("--keep-state", action="store_true", help="do not remove the state directory afterwards")
+    p.add_argument("--strict", action="store_true", help="exit 2 when a target is not met")
+    args = p.parse_args(argv)
+    names = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = [s for s in names if s not in SECTIONS]
+    if unknown:
+        p.error(f"unknown section(s) {', '.join(unknown)}; known: {', '.join(SECTIONS)}")
+
+    warnings.filterwarnings("ignore")
+    state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="minbw-bench-"))
+    state_dir.mkdir(parents=True, exist_ok=True)
+    servers = Servers(state_dir)
+    ctx = Context(sizes=args.sizes, servers=servers, state_dir=state_dir, diagnose=args.diagnose)
+    started = time.perf_counter()
+    load_at_start = common.loadavg()
+    sections = []
+    status = 0
+    try:
+        for name in names:
+            progress(f"section {name}")
+            sections.append(SECTIONS[name](ctx))
+    except BenchError as e:
+        print(f"\nBENCHMARK FAILED (correctness): {e}", file=sys.stderr)
+        status = 1
+    except Exception:  # a broken run must not look like a result
+        traceback.print_exc()
+        print("\nBENCHMARK FAILED: the run broke (see above)", file=sys.stderr)
+        status = 1
+    finally:
+        servers.stop_all()
+        if not args.keep_state and not args.state_dir:
+            shutil.rmtree(state_dir, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    if status:
+        return status
+
+    facts = {**common.machine(), "loadavg_1min_at_start": load_at_start}
+    missed = [t for s in sections for t in s.targets if not t.met]
+    doc = {"command": " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
+           "machine": facts, "elapsed_s": elapsed, "sections": [s.to_dict() for s in sections],
+           "targets_missed": len(missed)}
+    if args.json_out:
+        args.json_out.write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    if args.json:
+        print(json.dumps(doc, indent=2, default=str))
+    else:
+        v = facts["versions"]
+        print(f"minbw benchmarks — {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory_gib']} GiB, "
+              f"Python {facts['python']}, openstack-placement {v['openstack-placement']} (embedded, SQLite), "
+              f"openstacksdk {v['openstacksdk']}, neutron {v['neutron']}, neutron-lib {v['neutron-lib']}; "
+              f"load average {facts['loadavg_1min_at_start']} at start, {facts['loadavg_1min_at_end']} at end")
+        for s in sections:
+            print()
+            print(s.render())
+        print()
+        print(f"{len(missed)} target(s) not met; {elapsed / 60:.1f} minutes" if missed
+              else f"all targets met; {elapsed / 60:.1f} minutes")
+    return 2 if missed and args.strict else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

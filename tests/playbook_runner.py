@@ -1,0 +1,44 @@
+"""ansible-playbook runs for the tests: the PLAY RECAP counts, the output, and the result file
+the playbook wrote (ansible-core 2.19 ships no JSON stdout callback, so results go to a file)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+RECAP = re.compile(r"^localhost\s+:\s+(.*)$", re.M)
+
+
+class Run:
+    def __init__(self, proc: subprocess.CompletedProcess, result_file: Path | None = None):
+        self.output = proc.stdout + proc.stderr
+        match = RECAP.search(proc.stdout)
+        assert match, self.output
+        self.recap = {k: int(v) for k, v in (item.split("=") for item in match.group(1).split())}
+        self.result = json.loads(result_file.read_text()) if result_file and result_file.exists() else None
+
+    @property
+    def changed(self) -> bool:
+        return self.recap["changed"] > 0
+
+    @property
+    def failed(self) -> bool:
+        return self.recap["failed"] > 0
+
+
+def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = False, env: dict | None = None,
+                 result_file: Path | None = None) -> Run:
+    """Run ``path`` with the repository's ansible.cfg; ``result_file`` (if given) is passed as an extra var."""
+    if result_file is not None:
+        result_file.unlink(missing_ok=True)
+        extra_vars = dict(extra_vars, result_file=str(result_file))
+    cmd = [str(BIN / "ansible-playbook"), str(path), "-e", json.dumps(extra_vars)]
+    cmd += (["--check"] if check else []) + (["--diff"] if diff else [])
+    env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return Run(proc, result_file)
