@@ -10,7 +10,8 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 setup: $(VENV)/.setup-done
 
 $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	# Debian's own python3 needs python3-venv for `-m venv`; install it only when venv is missing
+	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e 'python[placement]' -r requirements-test.txt
 	touch $@
