@@ -193,16 +193,25 @@ def test_deleted_ovs_providers_come_back_with_the_same_uuids(placement):
     assert tree(placement) == before
 
 
-def test_concurrent_writer_conflict_is_retried_and_converges(placement):
+def _plan_then_concurrent_write(placement, change):
+    """Plan br-test's bandwidth 3000, then another writer changes br-test before we apply: its generation
+    moves on. Returns (desired, observed, plan, the generation the plan saw)."""
     make_root(placement)
     s.sync(placement, desired(OVS_INI, SRIOV_INI))
     want = desired(OVS_INI.replace("br-test:1500:1500", "br-test:3000:3000"), SRIOV_INI)
     observed = s.observe(placement, want)
     plan = make_plan(want, observed)
-    # another writer changes the provider between our read and our write: its generation moves on
-    uuid = "f9c9ce07-679d-5d72-ac5f-31720811629a"
-    inv, gen = placement.get_inventories(uuid)
-    placement.set_inventories(uuid, {rc: {**i, "total": 2500} for rc, i in inv.items()}, gen)
+    inv, gen = placement.get_inventories(BR_TEST)
+    placement.set_inventories(BR_TEST, {rc: {**i, **change} for rc, i in inv.items()}, gen)
+    return want, observed, plan, gen
+
+
+BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
+
+
+def test_concurrent_writer_conflict_is_retried_and_converges(placement):
+    want, observed, plan, _ = _plan_then_concurrent_write(placement, {"total": 2500})
+    uuid = BR_TEST
     result = s.apply(placement, plan, observed)
     assert result.retries == 1
     assert placement.get_inventories(uuid)[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 3000
@@ -210,16 +219,9 @@ def test_concurrent_writer_conflict_is_retried_and_converges(placement):
 
 
 def test_pinned_generation_is_not_retried(placement):
-    make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
-    want = desired(OVS_INI.replace("br-test:1500:1500", "br-test:3000:3000"), SRIOV_INI)
-    observed = s.observe(placement, want)
-    plan = make_plan(want, observed)
-    uuid = "f9c9ce07-679d-5d72-ac5f-31720811629a"
-    inv, gen = placement.get_inventories(uuid)
-    placement.set_inventories(uuid, {rc: {**i, "reserved": 1} for rc, i in inv.items()}, gen)
+    want, observed, plan, gen = _plan_then_concurrent_write(placement, {"reserved": 1})
     with pytest.raises(ConcurrentUpdate) as err:
-        s.apply(placement, plan, observed, pinned={uuid: gen})
+        s.apply(placement, plan, observed, pinned={BR_TEST: gen})
     assert err.value.code == "placement.concurrent_update" and err.value.status == 409
     assert "0 of 1 planned writes succeeded" in str(err.value)
 
