@@ -288,3 +288,14 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
     t = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t
+
+
+def percentile(values, p: float) -> float:
+    """The p-th percentile (0-100) of ``values``, linear between closest ranks (numpy's default)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("percentile of no values")
+    k = (len(xs) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)

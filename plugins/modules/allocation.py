@@ -116,9 +116,10 @@ def ensure(module):
         host = cands.by_host()[0][0]
         return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': host}),
                              claim=dict(host=host, candidates=len(cands.allocation_requests)))
-    claim = claims.claim(api, consumer, req, project_id=module.params['project_id'],
-                         user_id=module.params['user_id'], consumer_type=module.params['consumer_type'],
-                         max_hosts=module.params['max_hosts'])
+    claim = claims.named(api, claims.claim(api, consumer, req, project_id=module.params['project_id'],
+                                           user_id=module.params['user_id'],
+                                           consumer_type=module.params['consumer_type'],
+                                           max_hosts=module.params['max_hosts']))
     return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': claim.host}),
                          claim=claim.to_dict())
 

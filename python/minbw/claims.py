@@ -13,6 +13,7 @@ code and by the consumer's state, never by message text:
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -113,7 +114,7 @@ def _unknown_traits(api: Placement, req: ServerRequest) -> set[str]:
 class Claim:
     consumer: str
     host: str                      # root provider uuid
-    host_name: str | None
+    host_name: str | None          # None from claim(): naming costs a GET, see named()
     allocations: Mapping[str, dict]  # {rp: {"resources": {...}}}
     mapping: Mapping[str, list[str]]  # {suffix: [rp]}
     binding_profiles: Mapping[str, Any]  # {port id: binding:profile.allocation value}
@@ -125,6 +126,13 @@ class Claim:
                 "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
                 "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,
                 "binding_profiles": dict(self.binding_profiles), "attempts": list(self.attempts)}
+
+
+def named(api: Placement, claim: Claim) -> Claim:
+    """The claim with its host's name (one GET, kept off the claim path itself)."""
+    if claim.host_name is not None:
+        return claim
+    return dataclasses.replace(claim, host_name=api.get_provider(claim.host).name)
 
 
 def _allocation_body(ar: dict, project_id: str, user_id: str, generation: int | None,
@@ -168,7 +176,7 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
             attempts.append({"host": host, "outcome": outcome})
             if outcome == "claimed":
                 groups = result.group_providers()
-                return Claim(consumer=consumer, host=host, host_name=api.get_provider(host).name,
+                return Claim(consumer=consumer, host=host, host_name=None,
                              allocations=body["allocations"], mapping=result.solutions[0],
                              binding_profiles=binding_allocations(req.ports, groups), attempts=tuple(attempts),
                              mapping_source=result.source)

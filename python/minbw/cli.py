@@ -220,8 +220,9 @@ def cmd_claim(args) -> int:
     api = _api(args)
     req = server_request(args)
     try:
-        claim = claims.claim(api, args.consumer, req, project_id=args.consumer_project_id, user_id=args.consumer_user_id,
-                             consumer_type=args.consumer_type, max_hosts=args.max_hosts)
+        claim = claims.named(api, claims.claim(
+            api, args.consumer, req, project_id=args.consumer_project_id, user_id=args.consumer_user_id,
+            consumer_type=args.consumer_type, max_hosts=args.max_hosts))
     except claims.NoValidHost as e:
         if args.json:
             _json({"claimed": False, **e.to_dict()})

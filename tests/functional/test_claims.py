@@ -62,7 +62,7 @@ def test_seed_003_scenario(placement):
     host(placement, "devstack0", SEED_OVS, SEED_SRIOV)
     vm0 = claims.claim(placement, str(uuid.uuid4()), ServerRequest(extra_resources=FLAVOR, ports=(port_request(),)),
                        project_id="p", user_id="u")
-    assert vm0.host_name == "devstack0"
+    assert vm0.host_name is None and claims.named(placement, vm0).host_name == "devstack0"
     assert vm0.allocations[BR_TEST]["resources"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
     (port, profile), = vm0.binding_profiles.items()
     assert list(profile.values()) == [BR_TEST]

@@ -1,0 +1,314 @@
+"""Issue 3: claim throughput against raw PUT throughput, with 1 and 8 claimer processes.
+
+Workload: the query section's Placement (1,000 hosts, each root + OVS agent + one 10 Gbit/s
+bridge on physnet0; roots with VCPU 100,000), a fresh server process on a copy of its database
+(built here when the query section did not run). Every claim asks for the query section's request
+(VCPU:1, MEMORY_MB:256, DISK_GB:1 + one port 1000/1000 kbps on physnet0, vnic normal) and lands
+on the first candidate's host, which has room for every claim of the run, so every claim succeeds.
+
+Claimers are long-lived processes (spawned and warmed up before any timing), each with its own
+openstacksdk connection. For one timed run the parent hands each claimer its consumers and a
+common start instant; throughput = all claims / (last claimer's end - start).
+
+- raw: PUT /allocations/{consumer} of a precomputed body (the first candidate's allocations,
+  project/user, consumer_generation null) through the placement proxy's keystoneauth adapter;
+- minbw: ``claims.claim(api, consumer, req, project_id=, user_id=, candidates=cands)`` with the
+  CandidateSet fetched beforehand (not timed): the claim path (mapping, body, PUT, error handling);
+- end to end, for information: raw = GET the candidates + PUT the first; minbw = ``claims.claim``
+  without candidates (get_candidates per claim).
+
+Rounds alternate which system goes first. After every run the usages of the host's root and
+bridge must have grown by exactly what the run claimed (else BenchError).
+
+The embedded Placement serves one request at a time (wsgiref, SQLite), so with 8 claimers the
+requests queue at the server: the 8-claimer figures show queueing, not parallel capacity.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import statistics
+import time
+import uuid as uuidlib
+import warnings
+
+from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, cpu_seconds, loadavg,
+                          progress)
+
+ROUNDS = 5
+CLAIMS_1 = 100          # consumers per run with 1 claimer
+CLAIMS_8 = 25           # consumers per claimer per run with 8 claimers
+E2E_ROUNDS = 2
+E2E_1 = 10
+E2E_8 = 2
+RATIO_MIN = 0.90
+PROJECT, USER = "bench-project", "bench-user"
+MV_CLAIM = "1.28"
+
+
+# ---------------------------------------------------------------- the claimer process
+
+def _claimer(pipe, clouds_yaml: str, req, cands, query_url: str, query_mv: str) -> None:
+    warnings.filterwarnings("ignore")
+    import openstack.config
+    from openstack import connection
+
+    from minbw import claims
+    from minbw.placement import Placement
+
+    cfg = openstack.config.OpenStackConfig(config_files=[clouds_yaml])
+    conn = connection.Connection(config=cfg.get_one(cloud="minbw-local"))
+    api = Placement(conn)
+    proxy = conn.placement
+    api.max_version()
+    host, host_cands = cands.by_host()[0]
+    allocs = {rp: {"resources": dict(a["resources"])} for rp, a in host_cands[0]["allocations"].items()}
+
+    def raw_put(consumer, body):
+        r = proxy.put(f"/allocations/{consumer}", json=body, microversion=MV_CLAIM, raise_exc=False)
+        if r.status_code != 204:
+            raise RuntimeError(f"raw PUT {consumer}: {r.status_code} {r.text[:300]}")
+
+    def body_of(ar_allocs):
+        return {"allocations": ar_allocs, "project_id": PROJECT, "user_id": USER, "consumer_generation": None}
+
+    def minbw(consumer, c=cands, a=api):
+        got = claims.claim(a, consumer, req, project_id=PROJECT, user_id=USER, candidates=c)
+        if got.host != host or len(got.attempts) != 1:
+            raise RuntimeError(f"minbw claim {consumer}: host {got.host}, attempts {got.attempts}")
+
+    def raw_e2e(consumer, _):
+        r = proxy.get(query_url, microversion=query_mv, raise_exc=False)
+        if r.status_code != 200:
+            raise RuntimeError(f"raw GET: {r.status_code}")
+        first = r.json()["allocation_requests"][0]["allocations"]
+        raw_put(consumer, body_of({rp: {"resources": a["resources"]} for rp, a in first.items()}))
+
+    def minbw_e2e(consumer, _):
+        got = claims.claim(api, consumer, req, project_id=PROJECT, user_id=USER)
+        if got.host != host:
+            raise RuntimeError(f"minbw e2e claim {consumer}: host {got.host}")
+
+    # warm-up: every code path once (these consumers are counted in the usage checks by the parent)
+    counter = HttpCounter(conn.session.session)
+    warm = [str(uuidlib.uuid4()) for _ in range(2)]
+    raw_put(warm[0], body_of(allocs))
+    minbw(warm[1])
+    pipe.send(("ready", warm))
+
+    modes = {"raw": lambda c, body: raw_put(c, body), "minbw": lambda c, _: minbw(c),
+             "raw-e2e": raw_e2e, "minbw-e2e": minbw_e2e}
+    while True:
+        cmd = pipe.recv()
+        if cmd[0] == "stop":
+            break
+        _, mode, consumers, start_at = cmd
+        # precomputed, not timed: the raw claimer's bodies
+        work = [(c, body_of(allocs) if mode == "raw" else None) for c in consumers]
+        fn = modes[mode]
+        counter.calls.clear()
+        errors = []
+        time.sleep(max(0.0, start_at - time.monotonic()))
+        cpu0, t0 = time.process_time(), time.monotonic()
+        for c, body in work:
+            try:
+                fn(c, body)
+            except Exception as e:  # reported to the parent, which fails the run
+                errors.append(f"{type(e).__name__}: {e}")
+        end = time.monotonic()
+        pipe.send({"mode": mode, "n": len(work), "start": t0, "end": end, "cpu": time.process_time() - cpu0,
+                   "errors": errors[:5], "n_errors": len(errors), "kinds": counter.kinds()})
+
+
+class Claimers:
+    """``n`` long-lived claimer processes (spawn), warmed up before anything is timed."""
+
+    def __init__(self, n: int, server, req, cands, query_url: str, query_mv: str):
+        ctx = multiprocessing.get_context("spawn")
+        self.procs, self.pipes = [], []
+        self.warm_consumers: list[str] = []
+        for _ in range(n):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_claimer, args=(child, str(server.clouds_yaml), req, cands, query_url, query_mv),
+                            daemon=True)
+            p.start()
+            self.procs.append(p)
+            self.pipes.append(parent)
+        for pipe in self.pipes:
+            if not pipe.poll(180):
+                raise BenchError("a claimer process did not start within 180 s")
+            status, warm = pipe.recv()
+            self.warm_consumers += warm
+
+    def run(self, mode: str, claimers: int, per_claimer: int) -> dict:
+        consumers = [[str(uuidlib.uuid4()) for _ in range(per_claimer)] for _ in range(claimers)]
+        start_at = time.monotonic() + 0.3
+        for pipe, mine in zip(self.pipes, consumers):
+            pipe.send(("run", mode, mine, start_at))
+        results = [pipe.recv() for pipe in self.pipes[:claimers]]
+        n = sum(r["n"] for r in results)
+        seconds = max(r["end"] for r in results) - start_at
+        errors = [e for r in results for e in r["errors"]]
+        kinds: dict[str, dict] = {}
+        for r in results:
+            for k, v in r["kinds"].items():
+                a = kinds.setdefault(k, {"calls": 0, "http_s": 0.0})
+                a["calls"] += v["calls"]
+                a["http_s"] += v["http_s"]
+        return {"mode": mode, "claimers": claimers, "claims": n, "seconds": seconds, "claims_per_s": n / seconds,
+                "client_cpu": sum(r["cpu"] for r in results), "n_errors": sum(r["n_errors"] for r in results),
+                "errors": errors, "kinds": kinds, "consumers": [c for cs in consumers for c in cs]}
+
+    def stop(self) -> None:
+        for pipe in self.pipes:
+            try:
+                pipe.send(("stop",))
+            except (BrokenPipeError, OSError):
+                pass
+        for p in self.procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+
+
+# ---------------------------------------------------------------- the section
+
+def _usage(api, root: str, bridge: str) -> tuple[int, int]:
+    return api.provider_usages(root).get("VCPU", 0), api.provider_usages(bridge).get("NET_BW_EGR_KILOBIT_PER_SEC", 0)
+
+
+def run(ctx: Context) -> Section:
+    warnings.filterwarnings("ignore")
+    from bench import query_bench as qb
+    from minbw import claims
+    from minbw.placement import Placement
+    from minbw.query import build_query, format_microversion, query_string
+
+    section = Section("claims", "Claim throughput: minbw's claim path vs raw PUT /allocations, 1 and 8 claimers")
+    server, setup_s = qb.build_placement(ctx, "claims")
+    claimers = None
+    try:
+        api = Placement(server.connect())
+        req = qb.server_request()
+        cands = claims.get_candidates(api, req)
+        if len(cands.allocation_requests) != qb.HOSTS:
+            raise BenchError(f"expected {qb.HOSTS} candidates, got {len(cands.allocation_requests)}")
+        params, mv = build_query(req, format_microversion(api.max_version()))
+        query_url = "/allocation_candidates?" + query_string(params)
+        host, host_cands = cands.by_host()[0]
+        first = host_cands[0]
+        bridge = next(rp for rp in first["allocations"] if rp != host)
+        pid = server.proc.pid
+
+        progress(f"claims: starting 8 claimer processes (load {loadavg()})")
+        claimers = Claimers(8, server, req, cands, query_url, mv)
+        expected = [len(claimers.warm_consumers), len(claimers.warm_consumers) * qb.KBPS]
+        if list(_usage(api, host, bridge)) != expected:
+            raise BenchError(f"after warm-up: usage {_usage(api, host, bridge)}, expected {expected}")
+
+        def one(mode: str, k: int, per: int, rnd: int) -> dict:
+            s0 = cpu_seconds(pid)
+            r = claimers.run(mode, k, per)
+            r["server_cpu"] = cpu_seconds(pid) - s0
+            r["load"] = loadavg()
+            r["round"] = rnd
+            if r["n_errors"]:
+                raise BenchError(f"{mode} with {k} claimers: {r['n_errors']} claims failed, e.g. {r['errors'][:3]}")
+            expected[0] += r["claims"]
+            expected[1] += r["claims"] * qb.KBPS
+            got = list(_usage(api, host, bridge))
+            if got != expected:
+                raise BenchError(f"{mode} with {k} claimers: usage (VCPU, egress kbps) {got}, expected {expected}")
+            progress(f"claims: round {rnd} {mode:9s} x{k}: {r['claims_per_s']:6.1f} claims/s "
+                     f"({r['claims']} in {r['seconds']:.2f} s, load {r['load']})")
+            return r
+
+        runs: list[dict] = []
+        for rnd in range(1, ROUNDS + 1):
+            for k, per in ((1, CLAIMS_1), (8, CLAIMS_8)):
+                order = ("raw", "minbw") if (rnd + k) % 2 == 0 else ("minbw", "raw")
+                for mode in order:
+                    runs.append(one(mode, k, per, rnd))
+        for rnd in range(1, E2E_ROUNDS + 1):
+            for k, per in ((1, E2E_1), (8, E2E_8)):
+                order = ("raw-e2e", "minbw-e2e") if (rnd + k) % 2 == 0 else ("minbw-e2e", "raw-e2e")
+                for mode in order:
+                    runs.append(one(mode, k, per, rnd))
+
+        # sample: every claimed consumer of one minbw run holds exactly the first candidate's allocations
+        sample = next(r for r in runs if r["mode"] == "minbw" and r["claimers"] == 8)["consumers"][:5]
+        for c in sample:
+            allocs = claims.consumer_allocations(api, c)["allocations"]
+            if {rp: a["resources"] for rp, a in allocs.items()} != {rp: a["resources"] for rp, a in
+                                                                   first["allocations"].items()}:
+                raise BenchError(f"consumer {c}: allocations {allocs} are not the first candidate's")
+
+        # ---------------------------------------------------------------- tables
+        rows, targets = [], []
+        per_claim_rows = []
+        labels = {"raw": "raw PUT", "minbw": "minbw claim",
+                  "raw-e2e": "raw GET + PUT", "minbw-e2e": "minbw claim incl. get_candidates"}
+        for modes, label in ((("raw", "minbw"), "claim path"), (("raw-e2e", "minbw-e2e"), "end to end")):
+            for k in (1, 8):
+                sel = {m: sorted((r for r in runs if r["mode"] == m and r["claimers"] == k), key=lambda r: r["round"])
+                       for m in modes}
+                med = {m: statistics.median(r["claims_per_s"] for r in sel[m]) for m in modes}
+                paired = {m: [b["claims_per_s"] / a["claims_per_s"] for a, b in zip(sel[modes[0]], sel[m])]
+                          for m in modes[1:]}
+                for m in modes:
+                    rs = sel[m]
+                    n = sum(r["claims"] for r in rs)
+                    loads = [r["load"] for r in rs if r["load"] is not None]
+                    rows.append({"kind": label, "system": labels[m], "claimers": k, "runs": len(rs),
+                                 "claims_per_run": rs[0]["claims"], "cps_p50": med[m],
+                                 "cps_min": min(r["claims_per_s"] for r in rs),
+                                 "cps_max": max(r["claims_per_s"] for r in rs),
+                                 "ms_per_claim": 1000 / med[m],
+                                 "client_cpu_ms": 1000 * sum(r["client_cpu"] for r in rs) / n,
+                                 "server_cpu_ms": 1000 * sum(r["server_cpu"] for r in rs) / n,
+                                 "ratio": statistics.median(paired[m]) if m in paired else None,
+                                 "load": f"{min(loads)}–{max(loads)}" if loads else None})
+                    kinds: dict[str, int] = {}
+                    for r in rs:
+                        for kk, v in r["kinds"].items():
+                            kk = kk.split("?")[0] + "?…" if "?" in kk else kk
+                            kinds[kk] = kinds.get(kk, 0) + v["calls"]
+                    per_claim_rows.append({"system": labels[m], "claimers": k,
+                                           "calls": "; ".join(f"{kk} ×{v / n:.2g}" for kk, v in sorted(kinds.items())),
+                                           "wait_ms": 1000 * sum(v["http_s"] for r in rs for v in r["kinds"].values()) / n})
+                if label == "claim path":
+                    targets.append(Target("claim throughput minbw ÷ raw PUT (median of paired rounds)",
+                                           f"{k} claimer{'s' if k > 1 else ''}", round(statistics.median(paired["minbw"]), 3),
+                                           ">=", RATIO_MIN))
+                    section.data[f"paired_ratios_{k}"] = paired
+                    section.data[f"ratio_of_medians_{k}"] = med["minbw"] / med["raw"]
+        table = Table("Throughput (median over rounds; ratio = median of the per-round minbw ÷ raw)",
+                      [Column("kind", "kind"), Column("system", "system"), Column("claimers", "claimers"),
+                       Column("runs", "runs"), Column("claims_per_run", "claims/run"),
+                       Column("cps_p50", "claims/s p50", "{:.1f}"), Column("cps_min", "min", "{:.1f}"),
+                       Column("cps_max", "max", "{:.1f}"), Column("ms_per_claim", "ms/claim", "{:.1f}"),
+                       Column("client_cpu_ms", "client CPU ms/claim", "{:.1f}"),
+                       Column("server_cpu_ms", "Placement CPU ms/claim", "{:.1f}"),
+                       Column("ratio", "÷ raw", "{:.3f}"), Column("load", "load")], rows)
+        calls = Table("HTTP calls per claim and time waiting on Placement (response.elapsed, summed over claimers)",
+                      [Column("system", "system"), Column("claimers", "claimers"), Column("calls", "calls per claim"),
+                       Column("wait_ms", "waiting ms/claim", "{:.1f}")], per_claim_rows)
+        section.tables = [table, calls]
+        section.targets = targets
+        section.notes += [
+            f"{ROUNDS} rounds of {CLAIMS_1} claims (1 claimer) and 8 x {CLAIMS_8} claims (8 claimers) per system, "
+            f"the order of the systems alternating; end to end: {E2E_ROUNDS} rounds of {E2E_1} and 8 x {E2E_8}. "
+            f"Every claim succeeded and the host's usage grew by exactly what was claimed (checked after each run).",
+            "The embedded Placement serves one request at a time: with 8 claimers the requests queue at the "
+            "server, so 8 claimers show queueing, not parallel capacity; 8 processes also share this machine's "
+            "CPUs with the server.",
+            "Placement: " + ("built here" if setup_s else "a fresh server process on a copy of the query "
+                             "section's database") + f" ({qb.HOSTS} hosts); all claims land on the first "
+                             f"candidate's host.",
+        ]
+        section.data.update({"runs": [{k: v for k, v in r.items() if k not in ("consumers", "errors")} for r in runs],
+                             "setup_s": setup_s})
+    finally:
+        if claimers is not None:
+            claimers.stop()
+        ctx.servers.stop(server)
+    return section
