@@ -93,7 +93,7 @@ def wipe(api) -> None:
     for p in provs:
         consumers |= set(api.provider_allocations(p.uuid))
     for c in consumers:
-        api._call("delete", f"/allocations/{c}", "1.0")
+        api.request("delete", f"/allocations/{c}", "1.0")
     by_uuid = {p.uuid: p for p in provs}
 
     def depth(p):

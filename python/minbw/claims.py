@@ -94,7 +94,7 @@ def server_request(resources: Mapping[str, int] | None = None, required=(), port
 def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
     params, mv = build_query(req, format_microversion(api.max_version()))
     try:
-        body = api._call("get", "/allocation_candidates", mv, params=params)
+        body = api.request("get", "/allocation_candidates", mv, params=params)
     except PlacementError as e:
         # Placement answers 400 for a trait it has never heard of; no provider can have it,
         # so that is "no candidates" (and the diagnosis names the trait), not a bad query.
@@ -147,11 +147,11 @@ def _allocation_body(ar: dict, project_id: str, user_id: str, generation: int | 
 
 def consumer_allocations(api: Placement, consumer: str) -> dict:
     """``{"allocations": {...}, "consumer_generation": n|None, "project_id", "user_id"}``."""
-    return api._call("get", f"/allocations/{consumer}", MV_CLAIM)
+    return api.request("get", f"/allocations/{consumer}", MV_CLAIM)
 
 
 def put_allocations(api: Placement, consumer: str, body: dict, microversion: str = MV_CLAIM) -> None:
-    api._call("put", f"/allocations/{consumer}", microversion, json=body)
+    api.request("put", f"/allocations/{consumer}", microversion, json=body)
 
 
 def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str, user_id: str,
@@ -273,4 +273,4 @@ def free(api: Placement, consumer: str, retries: int = 3) -> bool:
 
 def post_allocations(api: Placement, bodies: Mapping[str, dict], microversion: str = MV_CLAIM) -> None:
     """``POST /allocations``: several consumers' allocations in one atomic call (moves, swaps)."""
-    api._call("post", "/allocations", microversion, json=dict(bodies))
+    api.request("post", "/allocations", microversion, json=dict(bodies))

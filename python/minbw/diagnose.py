@@ -36,7 +36,7 @@ def _alone_params(g: RequestGroup, resources=None) -> tuple[dict, str]:
 
 
 def _candidates(api: Placement, params, mv) -> dict:
-    return api._call("get", "/allocation_candidates", mv, params=params)
+    return api.request("get", "/allocation_candidates", mv, params=params)
 
 
 def _trait_problems(api: Placement, g: RequestGroup) -> list[str]:

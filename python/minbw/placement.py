@@ -50,8 +50,10 @@ class Placement:
         self._max_version: tuple[int, int] | None = None
 
     # ------------------------------------------------------------ plumbing
-    def _call(self, method: str, url: str, microversion: str, json: Any = None, ok=(200, 201, 204),
-              params: Mapping[str, Any] | None = None):
+    def request(self, method: str, url: str, microversion: str, json: Any = None, ok=(200, 201, 204),
+                params: Mapping[str, Any] | None = None):
+        """One call through the placement proxy at ``microversion``; an error answer raises the
+        PlacementError subclass of its ``errors[0].code``. Returns the JSON body (None when empty)."""
         kwargs: dict[str, Any] = {"microversion": microversion, "raise_exc": False}
         if json is not None:
             kwargs["json"] = json
@@ -74,7 +76,7 @@ class Placement:
 
     def max_version(self) -> tuple[int, int]:
         if self._max_version is None:
-            body = self._call("get", "/", "1.0")
+            body = self.request("get", "/", "1.0")
             versions = body.get("versions") or [body.get("version", {})]
             self._max_version = parse_version(versions[0].get("max_version") or "1.0")
         return self._max_version
@@ -92,63 +94,63 @@ class Placement:
     def list_providers(self, **filters: str) -> list[Provider]:
         query = ("?" + urllib.parse.urlencode(filters)) if filters else ""
         mv = MV_PROVIDERS_REQUIRED if "required" in filters else MV_PROVIDERS
-        body = self._call("get", "/resource_providers" + query, mv)
+        body = self.request("get", "/resource_providers" + query, mv)
         return [Provider.from_api(p) for p in body["resource_providers"]]
 
     def get_provider(self, uuid: str) -> Provider:
-        return Provider.from_api(self._call("get", f"/resource_providers/{uuid}", MV_PROVIDERS))
+        return Provider.from_api(self.request("get", f"/resource_providers/{uuid}", MV_PROVIDERS))
 
     def create_provider(self, uuid: str, name: str, parent_uuid: str | None) -> Provider:
         body = {"uuid": uuid, "name": name}
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
-        return Provider.from_api(self._call("post", "/resource_providers", MV_CREATE_BODY, json=body, ok=(200,)))
+        return Provider.from_api(self.request("post", "/resource_providers", MV_CREATE_BODY, json=body, ok=(200,)))
 
     def update_provider(self, uuid: str, name: str, parent_uuid: str | None, reparent: bool = False) -> Provider:
         body = {"name": name}
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
         mv = MV_REPARENT if reparent else MV_CREATE_BODY
-        return Provider.from_api(self._call("put", f"/resource_providers/{uuid}", mv, json=body))
+        return Provider.from_api(self.request("put", f"/resource_providers/{uuid}", mv, json=body))
 
     def delete_provider(self, uuid: str) -> None:
-        self._call("delete", f"/resource_providers/{uuid}", MV_PROVIDERS)
+        self.request("delete", f"/resource_providers/{uuid}", MV_PROVIDERS)
 
     # ------------------------------------------------------------ traits
     def existing_traits(self, names: Iterable[str]) -> set[str]:
         names = sorted(set(names))
         if not names:
             return set()
-        body = self._call("get", "/traits?name=in:" + ",".join(names), MV_TRAITS)
+        body = self.request("get", "/traits?name=in:" + ",".join(names), MV_TRAITS)
         return set(body["traits"])
 
     def create_trait(self, name: str) -> None:
-        self._call("put", f"/traits/{name}", MV_TRAITS)
+        self.request("put", f"/traits/{name}", MV_TRAITS)
 
     def get_provider_traits(self, uuid: str) -> tuple[set[str], int]:
-        body = self._call("get", f"/resource_providers/{uuid}/traits", MV_TRAITS)
+        body = self.request("get", f"/resource_providers/{uuid}/traits", MV_TRAITS)
         return set(body["traits"]), body["resource_provider_generation"]
 
     def set_provider_traits(self, uuid: str, traits: Iterable[str], generation: int) -> int:
-        body = self._call("put", f"/resource_providers/{uuid}/traits", MV_TRAITS,
+        body = self.request("put", f"/resource_providers/{uuid}/traits", MV_TRAITS,
                           json={"traits": sorted(traits), "resource_provider_generation": generation})
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ inventories
     def get_inventories(self, uuid: str) -> tuple[dict[str, dict], int]:
-        body = self._call("get", f"/resource_providers/{uuid}/inventories", MV_INVENTORIES)
+        body = self.request("get", f"/resource_providers/{uuid}/inventories", MV_INVENTORIES)
         return body["inventories"], body["resource_provider_generation"]
 
     def set_inventories(self, uuid: str, inventories: Mapping[str, Mapping], generation: int) -> int:
-        body = self._call("put", f"/resource_providers/{uuid}/inventories", MV_INVENTORIES,
+        body = self.request("put", f"/resource_providers/{uuid}/inventories", MV_INVENTORIES,
                           json={"inventories": {rc: dict(inv) for rc, inv in inventories.items()},
                                 "resource_provider_generation": generation})
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ usage and allocations
     def provider_allocations(self, uuid: str) -> dict[str, dict]:
-        body = self._call("get", f"/resource_providers/{uuid}/allocations", MV_PROVIDERS)
+        body = self.request("get", f"/resource_providers/{uuid}/allocations", MV_PROVIDERS)
         return body["allocations"]
 
     def provider_usages(self, uuid: str) -> dict[str, int]:
-        return self._call("get", f"/resource_providers/{uuid}/usages", MV_PROVIDERS)["usages"]
+        return self.request("get", f"/resource_providers/{uuid}/usages", MV_PROVIDERS)["usages"]

@@ -239,7 +239,7 @@ def test_provider_generation_conflicts_are_retried_then_reported():
             self.failures = failures
             self.puts = 0
 
-        def _call(self, method, url, mv, json=None, **kw):
+        def request(self, method, url, mv, json=None, **kw):
             if method == "put":
                 self.puts += 1
                 if self.puts <= self.failures:

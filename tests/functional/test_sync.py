@@ -227,7 +227,7 @@ def test_pinned_generation_is_not_retried(placement):
 
 
 def _allocate(placement, consumer, rp, resources):
-    placement._call("put", f"/allocations/{consumer}", "1.28", json={
+    placement.request("put", f"/allocations/{consumer}", "1.28", json={
         "allocations": {rp: {"resources": resources}}, "project_id": "p", "user_id": "u", "consumer_generation": None})
 
 
@@ -242,7 +242,7 @@ def test_removed_bridge_with_allocation_is_kept_and_the_consumer_named(placement
     assert consumer in str(plan.kept[0]) and "NET_BW_EGR_KILOBIT_PER_SEC=1000" in str(plan.kept[0])
     assert "f9c9ce07-679d-5d72-ac5f-31720811629a" in tree(placement)
     # once freed, the next sync removes it
-    placement._call("delete", f"/allocations/{consumer}", "1.0")
+    placement.request("delete", f"/allocations/{consumer}", "1.0")
     plan, result = s.sync(placement, desired(no_br_test, SRIOV_INI))
     assert [(o.action, o.uuid) for o in plan.ops] == [("delete_provider", "f9c9ce07-679d-5d72-ac5f-31720811629a")]
     assert "f9c9ce07-679d-5d72-ac5f-31720811629a" not in tree(placement)
@@ -325,7 +325,7 @@ def test_absent_removes_an_agents_providers_and_keeps_allocated_ones(placement):
     plan, result = s.sync(placement, desired(OVS_INI), absent=True, check=True)
     assert [o.uuid for o in plan.ops] == ["f9c9ce07-679d-5d72-ac5f-31720811629a"]  # br-ex and its agent stay
     assert [k.uuid for k in plan.kept] == ["193134fd-464c-5545-9d20-df7d58c0166f"] and consumer in str(plan.kept[0])
-    placement._call("delete", f"/allocations/{consumer}", "1.0")
+    placement.request("delete", f"/allocations/{consumer}", "1.0")
     plan, result = s.sync(placement, desired(OVS_INI), absent=True)
     assert [o.name for o in plan.ops] == ["devstack0:Open vSwitch agent:br-ex", "devstack0:Open vSwitch agent:br-test",
                                           "devstack0:Open vSwitch agent"]
