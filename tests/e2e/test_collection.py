@@ -42,6 +42,9 @@ def test_qos_policy_and_port_modules(playbook, demo):
         port = conn.network.find_port("e2e-port")
         assert port.qos_policy_id == policy.id
         assert run.result["port"]["resource_request"] == port.resource_request
+        info = run.result["request_info"]  # port_resource_request_info with port: Neutron's and ours agree
+        assert info["matches_neutron"] is True and info["neutron_resource_request"] == port.resource_request
+        assert info["resource_request"] == port.resource_request and info["mode"] == "neutron"
         groups = port.resource_request["request_groups"]
         assert groups[0]["resources"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
         rule_ids = {r["direction"]: r["id"] for r in policy.rules}
@@ -65,6 +68,7 @@ def test_qos_policy_and_port_modules(playbook, demo):
         run = step(playbook, True, **other)
         assert [c["action"] for c in run.result["policy"]["changes"]] == ["delete_rule", "create_rule"]
         rr = conn.network.get_port(port.id).resource_request
+        assert run.result["request_info"]["matches_neutron"] is True  # with a packet-rate group too
         assert {tuple(sorted(g["resources"])) for g in rr["request_groups"]} == {
             ("NET_BW_IGR_KILOBIT_PER_SEC",), ("NET_PACKET_RATE_KILOPACKET_PER_SEC",)}
         step(playbook, False, **other)
