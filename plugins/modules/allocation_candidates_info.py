@@ -70,7 +70,7 @@ def candidates_info(module):
     api = Placement(module.conn)
     req = server_request(module.params)
     cands = get_candidates(api, req)
-    names = {p.uuid: p.name for p in api.list_providers()} if cands.allocation_requests else {}
+    names = api.provider_names() if cands.allocation_requests else {}
     out = []
     for ar in cands.allocation_requests:
         host = cands.root_of(next(iter(ar['allocations'])))

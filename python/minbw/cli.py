@@ -178,10 +178,6 @@ def cmd_request(args) -> int:
     return 0
 
 
-def _names(api) -> dict[str, str]:
-    return {p.uuid: p.name for p in api.list_providers()}
-
-
 def candidate_rows(cands, req, names) -> list[list]:
     from minbw.mapping import mapping_from_candidate
     rows = []
@@ -209,7 +205,7 @@ def cmd_candidates(args) -> int:
         from minbw.query import query_string
         print(f"GET /allocation_candidates?{query_string(cands.params)}  (microversion {cands.microversion})")
         if cands.allocation_requests:
-            print(tables.table(("#", "host", "request group → provider"), candidate_rows(cands, req, _names(api))))
+            print(tables.table(("#", "host", "request group → provider"), candidate_rows(cands, req, api.provider_names())))
         else:
             print("No allocation candidates. " + summary(diagnosis))
     return 0 if cands.allocation_requests else 1
@@ -231,7 +227,7 @@ def cmd_claim(args) -> int:
     if args.json:
         _json({"claimed": True, **claim.to_dict()})
     else:
-        names = _names(api)
+        names = api.provider_names()
         print(f"claimed for consumer {claim.consumer} on {claim.host_name} ({claim.host})")
         for rp, alloc in claim.allocations.items():
             print(f"  {names.get(rp, rp)}: " + ", ".join(f"{rc}={n}" for rc, n in alloc["resources"].items()))

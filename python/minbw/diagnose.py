@@ -111,8 +111,9 @@ def _capacity_problems(api: Placement, g: RequestGroup, names: dict) -> list[str
 
 def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
     """One entry per request group (and one for the combination when each group fits alone)."""
-    names = {p.uuid: p.name for p in api.list_providers()}
-    roots = {p.uuid: p.root_uuid for p in api.list_providers()} if names else {}
+    providers = api.list_providers()  # one listing gives both the names and the roots
+    names = {p.uuid: p.name for p in providers}
+    roots = {p.uuid: p.root_uuid for p in providers}
     out = []
     fits: dict[str, dict[str, set[str]]] = {}  # group → host → providers that could serve it there
     for g in req.request_groups():

@@ -97,6 +97,10 @@ class Placement:
         body = self.request("get", "/resource_providers" + query, mv)
         return [Provider.from_api(p) for p in body["resource_providers"]]
 
+    def provider_names(self, **filters: str) -> dict[str, str]:
+        """``{uuid: name}`` of the listed providers (summaries and mappings carry only UUIDs)."""
+        return {p.uuid: p.name for p in self.list_providers(**filters)}
+
     def get_provider(self, uuid: str) -> Provider:
         return Provider.from_api(self.request("get", f"/resource_providers/{uuid}", MV_PROVIDERS))
 

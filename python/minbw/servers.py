@@ -143,7 +143,7 @@ def verify(conn, name_or_id: str, api: Placement | None = None) -> dict:
         claim_error = str(e)
     providers = {}
     if claim is not None:
-        names = {p.uuid: p.name for p in api.list_providers(in_tree=claim.host)}
+        names = api.provider_names(in_tree=claim.host)
         for rp in claim.allocations:
             providers[rp] = {"name": names.get(rp), "usages": api.provider_usages(rp),
                              "allocations": api.provider_allocations(rp)}
