@@ -52,8 +52,8 @@ def _claimer(pipe, clouds_yaml: str, req, cands, query_url: str, query_mv: str) 
     import openstack.config
     from openstack import connection
 
-    from minbw import claims
-    from minbw.placement import Placement
+    from minbw.ops import claims
+    from minbw.placement.client import Placement
 
     cfg = openstack.config.OpenStackConfig(config_files=[clouds_yaml])
     conn = connection.Connection(config=cfg.get_one(cloud="minbw-local"))
@@ -179,9 +179,9 @@ def _usage(api, root: str, bridge: str) -> tuple[int, int]:
 def run(ctx: Context) -> Section:
     warnings.filterwarnings("ignore")
     from bench import query_bench as qb
-    from minbw import claims
-    from minbw.placement import Placement
-    from minbw.query import build_query, format_microversion, query_string
+    from minbw.ops import claims
+    from minbw.placement.client import Placement
+    from minbw.placement.query import build_query, query_string
 
     section = Section("claims", "Claim throughput: minbw's claim path vs raw PUT /allocations, 1 and 8 claimers")
     server, setup_s = qb.build_placement(ctx, "claims")
@@ -192,7 +192,7 @@ def run(ctx: Context) -> Section:
         cands = claims.get_candidates(api, req)
         if len(cands.allocation_requests) != qb.HOSTS:
             raise BenchError(f"expected {qb.HOSTS} candidates, got {len(cands.allocation_requests)}")
-        params, mv = build_query(req, format_microversion(api.max_version()))
+        params, mv = build_query(req, api.max_version())
         query_url = "/allocation_candidates?" + query_string(params)
         host, host_cands = cands.by_host()[0]
         first = host_cands[0]
@@ -237,7 +237,7 @@ def run(ctx: Context) -> Section:
         # sample: every claimed consumer of one minbw run holds exactly the first candidate's allocations
         sample = next(r for r in runs if r["mode"] == "minbw" and r["claimers"] == 8)["consumers"][:5]
         for c in sample:
-            allocs = claims.consumer_allocations(api, c)["allocations"]
+            allocs = api.get_allocations(c)["allocations"]
             if {rp: a["resources"] for rp, a in allocs.items()} != {rp: a["resources"] for rp, a in
                                                                    first["allocations"].items()}:
                 raise BenchError(f"consumer {c}: allocations {allocs} are not the first candidate's")

@@ -62,8 +62,8 @@ def root_uuid(host: str) -> str:
 
 def server_request():
     """The one server request both sections use (flavor + one QoS port, 1000/1000 kbps, physnet0, normal)."""
-    from minbw.query import ServerRequest
-    from minbw.request import QosRule, Segment, build_port_request
+    from minbw.model.requests import ServerRequest
+    from minbw.neutron.port_request import QosRule, Segment, build_port_request
     rules = [QosRule(RULE_IDS[0], "minimum_bandwidth", "egress", KBPS),
              QosRule(RULE_IDS[1], "minimum_bandwidth", "ingress", KBPS)]
     port = build_port_request(PORT_ID, rules, [Segment("vlan", "physnet0")], "normal")
@@ -73,10 +73,11 @@ def server_request():
 def build_placement(ctx: Context, name: str):
     """A Placement with HOSTS hosts (root + OVS agent + one bridge). Built once per bench run; a
     later section gets a fresh server process on a copy of the database (sqlite3 backup)."""
-    from minbw import sync
-    from minbw.agentconf import load_agent_ini
-    from minbw.placement import Placement
-    from minbw.providers import desired_state, freeze_inventories
+    from minbw.ops import sync
+    from minbw.neutron.agentconf import load_agent_ini
+    from minbw.placement.client import Placement
+    from minbw.neutron.provider_tree import desired_state
+    from minbw.model.providers import freeze_inventories
 
     cached = ctx.options.get(DB_KEY)
     if cached and Path(cached).exists():
@@ -124,9 +125,9 @@ def _stats(xs: list[float]) -> dict:
 
 def _inprocess(body_bytes: bytes, req, max_mv: str, repeat: int) -> dict[str, dict]:
     """CPU and wall ms of each client-side step on the same JSON body, no HTTP."""
-    from minbw.claims import CandidateSet
-    from minbw.mapping import mapping_from_candidate
-    from minbw.query import build_query
+    from minbw.ops.claims import CandidateSet
+    from minbw.placement.mapping import mapping_from_candidate
+    from minbw.placement.query import build_query
 
     params, mv = build_query(req, max_mv)
     body = json.loads(body_bytes)
@@ -159,10 +160,10 @@ def _inprocess(body_bytes: bytes, req, max_mv: str, repeat: int) -> dict[str, di
 
 def run(ctx: Context) -> Section:
     warnings.filterwarnings("ignore")
-    from minbw import claims
-    from minbw.mapping import mapping_from_candidate
-    from minbw.placement import Placement
-    from minbw.query import build_query, format_microversion, query_string
+    from minbw.ops import claims
+    from minbw.placement.mapping import mapping_from_candidate
+    from minbw.placement.client import Placement
+    from minbw.placement.query import build_query, query_string
 
     section = Section("query", f"Allocation candidates at {HOSTS:,} candidates: minbw's client overhead "
                                f"beside the raw GET")
@@ -173,7 +174,7 @@ def run(ctx: Context) -> Section:
         proxy = conn.placement
         counter = HttpCounter(conn.session.session)
         req = server_request()
-        max_mv = format_microversion(api.max_version())
+        max_mv = api.max_version()
         params, mv = build_query(req, max_mv)
         url = "/allocation_candidates?" + query_string(params)
         section.data.update({"hosts": HOSTS, "setup_s": setup_s, "query": url, "microversion": mv,
@@ -189,7 +190,7 @@ def run(ctx: Context) -> Section:
             raise BenchError(f"raw GET: {resp.status_code}, not {HOSTS} candidates")
         body_bytes = resp.content
         bad = [ar for ar in cands.allocation_requests
-               if mapping_from_candidate(ar, cands.provider_summaries, req).status != "unique"]
+               if not mapping_from_candidate(ar, cands.provider_summaries, req).unique]
         if bad:
             raise BenchError(f"{len(bad)} candidates have no unique mapping, e.g. {bad[0]}")
 
@@ -213,7 +214,7 @@ def run(ctx: Context) -> Section:
             t2 = time.perf_counter()
             allm = [mapping_from_candidate(ar, cs.provider_summaries, req) for ar in cs.allocation_requests]
             map_all = time.perf_counter() - t2
-            if len(cs.allocation_requests) != HOSTS or m.status != "unique" or len(allm) != HOSTS:
+            if len(cs.allocation_requests) != HOSTS or not m.unique or len(allm) != HOSTS:
                 raise BenchError("minbw: wrong candidates or mapping")
             if len(counter.calls) != 1:
                 raise BenchError(f"minbw sent {len(counter.calls)} requests for one get_candidates, expected 1")

@@ -3,10 +3,10 @@
 
 Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIONS):
 
-- ``sync``   issue 2: provider sync for N hosts, minbw vs Neutron's own algorithm, same Placement.
-- ``query``  issue 3: client overhead (query build + parse + mapping) at 1,000 candidates beside
+- ``sync``   provider sync for N hosts, minbw vs Neutron's own algorithm, same Placement.
+- ``query``  client overhead (query build + parse + mapping) at 1,000 candidates beside
              the raw GET through openstacksdk's placement adapter.
-- ``claims`` issue 3: claim throughput vs raw PUT throughput, 1 and 8 claimer processes.
+- ``claims`` claim throughput vs raw PUT throughput, 1 and 8 claimer processes.
 
 ``query`` and ``claims`` use the same 1,000-host Placement: built once per run, copied for the
 second (each still gets its own fresh server process).
@@ -49,8 +49,8 @@ def _claims(ctx):
 
 SECTIONS = {
     "sync": _sync,
-    "query": _query,     # issue 3: client overhead at 1,000 candidates vs raw GET
-    "claims": _claims,   # issue 3: claim throughput vs raw PUT, 1 and 8 claimers
+    "query": _query,     # client overhead at 1,000 candidates vs raw GET
+    "claims": _claims,   # claim throughput vs raw PUT, 1 and 8 claimers
 }
 DEFAULT_SIZES = (10, 100, 500)
 

@@ -79,8 +79,8 @@ def write_agent_files(directory: Path, n: int) -> dict[str, list[Path]]:
 
 
 def make_roots(server, hosts: list[str]) -> None:
-    from minbw.placement import Placement
-    from minbw.providers import freeze_inventories
+    from minbw.placement.client import Placement
+    from minbw.model.providers import freeze_inventories
     api = Placement(server.connect())
     invs = freeze_inventories(ROOT_INVENTORIES)
     for host in hosts:
@@ -136,10 +136,10 @@ class _Meter:
 
 def run_minbw(server, files: dict[str, list[Path]], phase: str,
               cache_file: Path | None = None) -> tuple[Run, object, object]:
-    from minbw import sync as s
-    from minbw.agentconf import load_agent_ini
-    from minbw.placement import Placement
-    from minbw.providers import desired_state
+    from minbw.ops import sync as s
+    from minbw.neutron.agentconf import load_agent_ini
+    from minbw.placement.client import Placement
+    from minbw.neutron.provider_tree import desired_state
 
     conn = server.connect()
     conn.placement.get("/", microversion="1.0")    # load the client's code paths; not counted
@@ -200,7 +200,7 @@ def sample_hosts(hosts: list[str], seed: int) -> list[str]:
 
 
 def check_same_trees(minbw_server, neutron_server, hosts: list[str], seed: int, when: str) -> int:
-    from minbw.placement import Placement
+    from minbw.placement.client import Placement
     a, b = Placement(minbw_server.connect()), Placement(neutron_server.connect())
     checked = sample_hosts(hosts, seed)
     for host in checked:
@@ -220,10 +220,10 @@ def check_same_trees(minbw_server, neutron_server, hosts: list[str], seed: int, 
 
 def check_minbw_plan_empty(neutron_server, files: dict[str, list[Path]]) -> None:
     """minbw's desired state for every host against Neutron's result: nothing to write."""
-    from minbw import sync as s
-    from minbw.agentconf import load_agent_ini
-    from minbw.placement import Placement
-    from minbw.providers import desired_state
+    from minbw.ops import sync as s
+    from minbw.neutron.agentconf import load_agent_ini
+    from minbw.placement.client import Placement
+    from minbw.neutron.provider_tree import desired_state
     configs = [load_agent_ini(p.read_text(), source=str(p)) for host in files for p in files[host]]
     plan, _ = s.sync(Placement(neutron_server.connect()), desired_state(configs), check=True)
     if plan.ops or plan.kept:
@@ -290,7 +290,7 @@ def run(ctx: Context) -> Section:
             srv_m = ctx.servers.start(f"n{n}-minbw")
             make_roots(srv_m, hosts)
             if "placement_max_microversion" not in section.data:
-                from minbw.placement import Placement
+                from minbw.placement.client import Placement
                 section.data["placement_max_microversion"] = "%d.%d" % Placement(srv_m.connect()).max_version()
                 section.notes.append(f"Placement serves microversions up to {section.data['placement_max_microversion']}.")
             progress(f"N={n}: minbw cold")

@@ -14,7 +14,7 @@ On the minbw server of the largest size, after its warm run:
 """
 from __future__ import annotations
 
-from minbw.sync import READERS
+from minbw.placement.client import READERS
 
 import io
 import statistics
@@ -53,16 +53,17 @@ def _wsgi_get(app, path: str, microversion: str) -> None:
 def get_cost_stack(server, uuids: list[str]) -> dict:
     """Median ms of one GET of a provider's traits / inventories through each layer (interleaved)."""
     import requests
-    from minbw.placement import MV_INVENTORIES, MV_TRAITS, Placement
-    from minbw.serve import load_app
+    from minbw.model import microversions
+    from minbw.placement.client import Placement
+    from minbw.deploy.serve import load_app
     from tests.oracle import neutron_sync as oracle
 
     app = load_app(server.state_dir / "placement.conf")   # same database, no HTTP
     conn = server.connect()
     api = Placement(conn)
     client = oracle.neutron_client(server.url)
-    paths = {"traits": ("/resource_providers/{}/traits", MV_TRAITS),
-             "inventories": ("/resource_providers/{}/inventories", MV_INVENTORIES)}
+    paths = {"traits": ("/resource_providers/{}/traits", microversions.format(microversions.TRAITS)),
+             "inventories": ("/resource_providers/{}/inventories", microversions.format(microversions.INVENTORIES))}
 
     def layers(what):
         tmpl, mv = paths[what]
@@ -96,7 +97,7 @@ def get_cost_stack(server, uuids: list[str]) -> dict:
 
 def concurrent_reads(server, uuids: list[str], workers: int) -> dict:
     """GET traits + inventories of the given providers with ``workers`` threads (one connection each)."""
-    from minbw.placement import Placement
+    from minbw.placement.client import Placement
     apis = [Placement(server.connect()) for _ in range(workers)]
     chunks = [uuids[i::workers] for i in range(workers)]
 
@@ -113,8 +114,8 @@ def concurrent_reads(server, uuids: list[str], workers: int) -> dict:
 
 def diagnose(server, files: dict[str, list[Path]], size_data: dict) -> Diagnosis:
     """``size_data``: the sync section's data for this size (its runs, with calls and waits by kind)."""
-    from minbw.agentconf import load_agent_ini
-    from minbw.providers import desired_state
+    from minbw.neutron.agentconf import load_agent_ini
+    from minbw.neutron.provider_tree import desired_state
 
     n = len(files)
     d = Diagnosis()

@@ -116,7 +116,7 @@ def placement_server(tmp_path_factory):
 @pytest.fixture
 def placement(placement_server):
     """A Placement API client on an empty real Placement, with an HTTP call counter."""
-    from minbw.placement import Placement
+    from minbw.placement.client import Placement
     conn = placement_server.connect()
     api = Placement(conn)
     wipe(api)

@@ -17,6 +17,7 @@ try:
 except ImportError:
     HAS_OPENSTACKSDK = False
     OPENSTACKSDK_IMPORT_ERROR = traceback.format_exc()
+    sdk_exceptions = ksa_exceptions = None
 else:
     HAS_OPENSTACKSDK = True
     OPENSTACKSDK_IMPORT_ERROR = None
@@ -58,15 +59,18 @@ class MinbwModule:
     ``result()``) and reports every minbw, Placement and SDK error once, as a failed task.
     """
 
-    def __init__(self, argument_spec, supports_check_mode=True, **module_kwargs):
-        spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec)
+    def __init__(self, argument_spec, supports_check_mode=True, cloud=True, **module_kwargs):
+        """``cloud=False``: a module that talks to no cloud (no auth options, no openstacksdk)."""
+        spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec) if cloud else argument_spec
         self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
                                      **module_kwargs)
         self.params = self.ansible.params
         self.check_mode = self.ansible.check_mode
         self._conn = None
-        for found, lib, error in ((HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR),
-                                  (HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR)):
+        needed = [(HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR)]
+        if cloud:
+            needed.append((HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR))
+        for found, lib, error in needed:
             if not found:
                 self.ansible.fail_json(msg=missing_required_lib(lib), exception=error)
 
@@ -95,18 +99,23 @@ class MinbwModule:
             values['diff'] = diff
         return values
 
+    def plan_result(self, plan, **values):
+        """The result of a core plan: changed from its ops, the diff from its before/after."""
+        return self.result(plan.changed, diff=plan.diff(), **values)
+
     def run(self, func):
         try:
             result = func(self)
-        except minbw_errors.PlacementError as e:
-            self.ansible.fail_json(**dict(e.to_dict(), msg=str(e)))
         except minbw_errors.MinbwError as e:
-            # errors that carry data (NoValidHost's per-group diagnosis) return it with the failure
-            details = e.to_dict() if hasattr(e, 'to_dict') else {}
-            self.ansible.fail_json(**dict(details, msg=str(e)))
-        except sdk_exceptions.HttpException as e:
-            self.ansible.fail_json(msg=str(e), status=e.status_code, request_id=e.request_id,
-                                   method=e.method, url=e.url, details=e.details)
-        except (sdk_exceptions.SDKException, ksa_exceptions.ClientException) as e:
-            self.ansible.fail_json(msg='%s: %s' % (type(e).__name__, e))
+            # what the error carries (Placement's code, the option, NoValidHost's diagnosis) comes along
+            self.ansible.fail_json(**dict(e.to_dict(), msg=str(e)))
+        except Exception as e:  # pylint: disable=broad-except
+            if not HAS_OPENSTACKSDK:
+                raise
+            if isinstance(e, sdk_exceptions.HttpException):
+                self.ansible.fail_json(msg=str(e), status=e.status_code, request_id=e.request_id,
+                                       method=e.method, url=e.url, details=e.details)
+            if isinstance(e, (sdk_exceptions.SDKException, ksa_exceptions.ClientException)):
+                self.ansible.fail_json(msg='%s: %s' % (type(e).__name__, e))
+            raise
         self.ansible.exit_json(**result)

@@ -16,8 +16,7 @@ SERVER_REQUEST_SPEC = dict(
 )
 
 
-def server_request(params):
-    from minbw.claims import server_request as build
-    return build({rc: int(n) for rc, n in params['resources'].items()}, params['required'],
-                 params['port_requests'], group_policy=params['group_policy'], in_tree=params['in_tree'],
-                 root_required=params['root_required'], limit=params['limit'])
+def server_request_of(params):
+    """The core's ServerRequest from the SERVER_REQUEST_SPEC options."""
+    from minbw.model.requests import ServerRequest
+    return ServerRequest.from_options(**{opt: params[opt] for opt in SERVER_REQUEST_SPEC})

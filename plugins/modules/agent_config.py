@@ -195,123 +195,56 @@ backup_file:
 '''
 
 import os
-import socket
 import tempfile
-import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 try:
-    from minbw import agentconf, naming, providers
     from minbw.errors import ConfigError
+    from minbw.neutron.agentconf import RENDER
+    from minbw.ops.agent_files import plan_agent_file
 except ImportError:
-    MINBW_IMPORT_ERROR = traceback.format_exc()
-else:
-    MINBW_IMPORT_ERROR = None
-
-# agent_type -> (section, list option, entries it must include)
-SERVER_LISTS = {
-    'neutron_server': ('DEFAULT', 'service_plugins', ('qos', 'placement')),
-    'ml2': ('ml2', 'extension_drivers', ('qos',)),
-}
-# service_plugins may name a plugin by its class instead of its alias.
-ALIASES = {
-    'qos': ('neutron.services.qos.qos_plugin.QoSPlugin',),
-    'placement': ('neutron.services.placement_report.plugin.PlacementReportPlugin',),
-}
-
-
-def agent_updates(params, kind, current):
-    """The options to write: rendered values that differ from the file's (None = remove)."""
-    rendered = agentconf.render_options(kind, {o: params[o] for o in agentconf.RENDER})
-    return {o: v for o, v in rendered.items() if not agentconf.same_value(o, current.get(o), v)}
-
-
-def server_updates(kind, current):
-    section, option, wanted = SERVER_LISTS[kind]
-    raw = (current.get(option) or '').strip().rstrip(',').rstrip()
-    items = agentconf.parse_list(raw)
-    missing = [w for w in wanted if w not in items and not set(ALIASES.get(w, ())) & set(items)]
-    # appended to the value as written, so the entries already there keep their spelling
-    return {option: ','.join(([raw] if raw else []) + missing)} if missing else {}
-
-
-def validate(module, kind, text):
-    """Parse the new text as the agent would; raise ConfigError (Neutron's message) if it would not start."""
-    path = module.params['path']
-    sections = agentconf.read_ini(text, source=path)
-    if kind in SERVER_LISTS:
-        return None
-    host = module.params['host'] or sections.get('DEFAULT', {}).get('host', '').strip() or socket.gethostname()
-    config = agentconf.load_agent_ini(text, source=path, host=host, kind=kind)
-    providers.desired_state([config])  # what Placement would refuse (e.g. reserved > total)
-    return config.configurations()
-
-
-def write(module, path, text):
-    fd, tmp = tempfile.mkstemp(dir=module.tmpdir)
-    with os.fdopen(fd, 'wb') as f:
-        f.write(to_bytes(text))
-    module.atomic_move(tmp, path, unsafe_writes=False)
+    pass  # MinbwModule reports the missing library
 
 
 def ensure(module):
     params = module.params
-    kind, path = params['agent_type'], params['path']
+    path = params['path']
     if not os.path.isfile(path):
         raise ConfigError('does not exist or is not a file: agent_config edits an existing file', source=path)
-    agent = kind in naming.AGENT_KINDS
-    wrong = sorted(o for o in agentconf.RENDER if params[o] is not None) if not agent else []
-    if wrong:
-        raise ConfigError('not an option of agent_type %s' % kind, option=', '.join(wrong))
-
     with open(path, 'rb') as f:
         before = to_text(f.read(), errors='surrogate_or_strict')
-    section = naming.AGENT_KINDS[kind].ini_section if agent else SERVER_LISTS[kind][0]
-    current = agentconf.read_ini(before, source=path).get(section, {})
-    updates = agent_updates(params, kind, current) if agent else server_updates(kind, current)
-    after = agentconf.edit_ini(before, section, updates) if updates else before
-    configurations = validate(module, kind, after)
-
-    result = dict(changed=after != before, path=path, section=section, updates=updates)
-    if configurations is not None:
-        result['configurations'] = configurations
-    if module._diff:
-        result['diff'] = dict(before=before, after=after, before_header=path, after_header=path)
-    if result['changed'] and not module.check_mode:
+    edit = plan_agent_file(path, before, params['agent_type'], {o: params[o] for o in RENDER}, host=params['host'])
+    result = dict(path=path, section=edit.section, updates=dict(edit.updates))
+    if edit.configurations is not None:
+        result['configurations'] = edit.configurations
+    if edit.changed and not module.check_mode:
         if params['backup']:
-            result['backup_file'] = module.backup_local(path)
-        write(module, path, after)
-    return result
+            result['backup_file'] = module.ansible.backup_local(path)
+        fd, tmp = tempfile.mkstemp(dir=module.ansible.tmpdir)
+        with os.fdopen(fd, 'wb') as f:
+            f.write(to_bytes(edit.after))
+        module.ansible.atomic_move(tmp, path, unsafe_writes=False)
+    return module.result(edit.changed, diff=edit.diff(), **result)
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            path=dict(type='path', required=True),
-            agent_type=dict(type='str', required=True, choices=['openvswitch', 'sriov', 'neutron_server', 'ml2']),
-            host=dict(type='str'),
-            bridge_mappings=dict(type='dict'),
-            physical_device_mappings=dict(type='dict'),
-            resource_provider_bandwidths=dict(type='dict'),
-            resource_provider_inventory_defaults=dict(type='dict'),
-            resource_provider_hypervisors=dict(type='dict'),
-            resource_provider_default_hypervisor=dict(type='str'),
-            resource_provider_packet_processing_without_direction=dict(type='dict'),
-            resource_provider_packet_processing_with_direction=dict(type='dict'),
-            resource_provider_packet_processing_inventory_defaults=dict(type='dict'),
-            backup=dict(type='bool', default=False),
-        ),
-        supports_check_mode=True,
-    )
-    if MINBW_IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib('minbw'), exception=MINBW_IMPORT_ERROR)
-    try:
-        result = ensure(module)
-    except ConfigError as e:
-        module.fail_json(msg=to_native(e), option=e.option)
-    module.exit_json(**result)
+    MinbwModule(dict(
+        path=dict(type='path', required=True),
+        agent_type=dict(type='str', required=True, choices=['openvswitch', 'sriov', 'neutron_server', 'ml2']),
+        host=dict(type='str'),
+        bridge_mappings=dict(type='dict'),
+        physical_device_mappings=dict(type='dict'),
+        resource_provider_bandwidths=dict(type='dict'),
+        resource_provider_inventory_defaults=dict(type='dict'),
+        resource_provider_hypervisors=dict(type='dict'),
+        resource_provider_default_hypervisor=dict(type='str'),
+        resource_provider_packet_processing_without_direction=dict(type='dict'),
+        resource_provider_packet_processing_with_direction=dict(type='dict'),
+        resource_provider_packet_processing_inventory_defaults=dict(type='dict'),
+        backup=dict(type='bool', default=False),
+    ), cloud=False).run(ensure)
 
 
 if __name__ == '__main__':

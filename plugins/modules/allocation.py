@@ -70,7 +70,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 claim:
-  description: The consumer's claim (absent after freeing or when nothing was claimed).
+  description: >-
+    The consumer's claim (absent after freeing or when nothing was claimed). In check mode, the claim
+    the real run makes first: the same plan, the same host and providers (without C(host_name) and
+    C(attempts)).
   returned: state=present
   type: dict
   contains:
@@ -80,6 +83,12 @@ claim:
     mapping: {description: "Request group id (C('') for the flavor) to provider UUIDs.", type: dict}
     binding_profiles: {description: "Port id to its C(binding:profile.allocation) value.", type: dict}
     attempts: {description: Each claim attempt and its outcome., type: list}
+planned:
+  description: >-
+    In check mode, the claim plan: C(ops) (the claim), C(attempts) (how many candidates the real run
+    would try at most) and C(skipped) (candidates without a single group-to-provider mapping, and why).
+  returned: check mode, state=present, when a claim is needed
+  type: dict
 diagnosis:
   description: When nothing fits, per request group why.
   returned: failure
@@ -88,38 +97,35 @@ diagnosis:
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 from ansible_collections.minbw.openstack.plugins.module_utils.server_request import (
-    SERVER_REQUEST_SPEC, server_request)
+    SERVER_REQUEST_SPEC, server_request_of)
 
 
 def ensure(module):
-    from minbw import claims
-    from minbw.placement import Placement
+    from minbw.ops import claims
+    from minbw.placement.client import Placement
+    from minbw.plan.allocations import plan_free
 
+    p = module.params
     api = Placement(module.conn)
-    consumer = module.params['consumer']
-    if module.params['state'] == 'absent':
-        had = bool((claims.consumer_allocations(api, consumer).get('allocations')))
-        if had and not module.check_mode:
-            had = claims.free(api, consumer)
-        return module.result(had, diff=dict(before={'claimed': had}, after={'claimed': False}))
+    consumer = p['consumer']
+    if p['state'] == 'absent':
+        plan = plan_free(consumer, api.get_allocations(consumer))
+        freed = plan.changed and (module.check_mode or claims.free(api, consumer))
+        return module.result(freed, diff=plan.diff())
 
-    req = server_request(module.params)
+    req = server_request_of(p)
     existing = claims.existing_claim(api, consumer, req)
     if existing is not None:
         return module.result(False, claim=existing.to_dict())
-    if not module.params['project_id'] or not module.params['user_id']:
+    if not p['project_id'] or not p['user_id']:
         module.ansible.fail_json(msg='claiming needs project_id and user_id')
+    # check mode shows the claim the real run makes first: the same plan, from the same candidates
+    plan = claims.plan(api, consumer, req, max_hosts=p['max_hosts'])
     if module.check_mode:
-        cands = claims.get_candidates(api, req)
-        if not cands.allocation_requests:
-            raise claims.claims_failure(api, req)
-        host = cands.by_host()[0][0]
-        return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': host}),
-                             claim=dict(host=host, candidates=len(cands.allocation_requests)))
-    claim = claims.named(api, claims.claim(api, consumer, req, project_id=module.params['project_id'],
-                                           user_id=module.params['user_id'],
-                                           consumer_type=module.params['consumer_type'],
-                                           max_hosts=module.params['max_hosts']))
+        return module.plan_result(plan, claim=plan.ops[0].to_dict(), planned=plan.to_dict())
+    claim = claims.named(api, claims.claim(api, consumer, req, project_id=p['project_id'], user_id=p['user_id'],
+                                           consumer_type=p['consumer_type'], max_hosts=p['max_hosts'],
+                                           candidates=plan.candidates))
     return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': claim.host}),
                          claim=claim.to_dict())
 

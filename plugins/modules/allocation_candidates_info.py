@@ -58,31 +58,22 @@ diagnosis:
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 from ansible_collections.minbw.openstack.plugins.module_utils.server_request import (
-    SERVER_REQUEST_SPEC, server_request)
+    SERVER_REQUEST_SPEC, server_request_of)
 
 
 def candidates_info(module):
-    from minbw.claims import get_candidates
-    from minbw.diagnose import diagnose
-    from minbw.mapping import binding_allocations, mapping_from_candidate
-    from minbw.placement import Placement
+    from minbw.ops.claims import get_candidates
+    from minbw.placement.client import Placement
+    from minbw.reports.candidates import candidate_view
+    from minbw.reports.diagnose import diagnose
 
     api = Placement(module.conn)
-    req = server_request(module.params)
+    req = server_request_of(module.params)
     cands = get_candidates(api, req)
     names = api.provider_names() if cands.allocation_requests else {}
-    out = []
-    for ar in cands.allocation_requests:
-        host = cands.root_of(next(iter(ar['allocations'])))
-        result = mapping_from_candidate(ar, cands.provider_summaries, req)
-        unique = result.status == 'unique'
-        out.append(dict(host=host, host_name=names.get(host), allocations=ar['allocations'],
-                        mapping=result.solutions[0] if unique else None, mapping_source=result.source,
-                        binding_profiles=binding_allocations(req.ports, result.group_providers()) if unique else None,
-                        mapping_problem=None if unique else result.describe()))
+    out = candidate_view(cands, req, names)
     return module.result(False, candidates=out, count=len(out), query=dict(cands.params),
-                         microversion=cands.microversion,
-                         diagnosis=[] if out else diagnose(api, req))
+                         microversion=cands.microversion, diagnosis=[] if out else diagnose(api, req))
 
 
 def main():

@@ -195,43 +195,13 @@ kept:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 try:
-    from minbw.agentconf import load_agent_ini, load_agent_values
-    from minbw.errors import ConfigError, MinbwError
-    from minbw.placement import Placement
-    from minbw.providers import desired_state
-    from minbw.sync import ProviderCache, sync
+    from minbw.model.providers import root_inventories
+    from minbw.neutron.provider_tree import desired_state
+    from minbw.ops.agent_files import read_agent_configs
+    from minbw.ops.sync import ProviderCache, sync
+    from minbw.placement.client import Placement
 except ImportError:
     pass  # MinbwModule reports the missing library
-
-
-def read_configs(paths, agents, host):
-    configs = []
-    for i, values in enumerate(agents or ()):
-        values = dict(values)
-        kind = values.pop('agent_type', None)
-        if kind not in ('openvswitch', 'sriov'):
-            raise ConfigError('agent_type must be openvswitch or sriov, got %r' % kind, source='agents[%d]' % i)
-        agent_host = values.pop('host', None) or host
-        configs.append(load_agent_values(kind, values, agent_host, source='agents[%d]' % i))
-    for path in paths or ():
-        try:
-            with open(path) as f:
-                text = f.read()
-        except OSError as e:
-            raise ConfigError(e.strerror, option='agent_configs', source=path)
-        configs.append(load_agent_ini(text, source=path, host=host))
-    return configs
-
-
-def root_inventories(values):
-    inventories = {}
-    for rc, value in (values or {}).items():
-        try:
-            inventories[rc] = dict(value) if isinstance(value, dict) else {'total': int(value)}
-        except (TypeError, ValueError):
-            raise MinbwError('root_inventories: %s: expected a total or a dict of inventory fields, got %r'
-                             % (rc, value))
-    return inventories
 
 
 def provider_diffs(plan):
@@ -247,7 +217,7 @@ def provider_diffs(plan):
 
 def ensure(module):
     params = module.params
-    desired = desired_state(read_configs(params['agent_configs'], params['agents'], params['host']))
+    desired = desired_state(read_agent_configs(params['agent_configs'], params['agents'], params['host']))
     api = Placement(module.conn)
     cache = ProviderCache(params['cache_file'], api.endpoint()) if params['cache_file'] else None
     plan, applied = sync(api, desired, check=module.check_mode, absent=params['state'] == 'absent', cache=cache,

@@ -97,8 +97,8 @@ providers:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 try:
-    from minbw.report import provider_report
-    from minbw.placement import Placement
+    from minbw.reports.providers import provider_report
+    from minbw.placement.client import Placement
 except ImportError:
     pass  # MinbwModule reports the missing library
 

@@ -128,28 +128,29 @@ def fixed_ip(net, entry):
 
 
 def ensure(module):
-    from minbw import qos
+    from minbw.ops import neutron
+    from minbw.plan import ports
 
     p, net = module.params, module.conn.network
     network_id = net.find_network(p['network'], ignore_missing=False).id if p['network'] else None
     found = net.find_port(p['name'], ignore_missing=True, **({'network_id': network_id} if network_id else {}))
-    current = qos.port_view(found)
+    current = ports.port_view(found)
     desired = None
     if p['state'] == 'present':
-        desired = qos.PortSpec(
+        desired = ports.PortSpec(
             name=found.name if found is not None else p['name'],  # found by id: keep its name
             network_id=network_id, vnic_type=p['vnic_type'],
             qos_policy_id=net.find_qos_policy(p['qos_policy'], ignore_missing=False).id if p['qos_policy'] else None,
             fixed_ips=None if p['fixed_ips'] is None else tuple(fixed_ip(net, f) for f in p['fixed_ips']))
-    action, attrs = qos.plan_port(desired, current)
-    if module.check_mode or action is None:
-        after = qos.predict_port(current, action, attrs)
-        request = found.resource_request if found is not None and action is None else None
+    plan = ports.plan_port(desired, current)
+    if module.check_mode or not plan.changed:
+        after = plan.after
+        request = found.resource_request if found is not None and not plan.changed else None
     else:
-        after = qos.apply_port(module.conn, found, action, attrs)
+        after = neutron.apply_port(module.conn, found, plan)
         request = net.get_port(after['id']).resource_request if after else None
     extra = dict(resource_request=request) if p['state'] == 'present' else {}
-    return module.result(action is not None, diff=dict(before=current or {}, after=after or {}), port=after, **extra)
+    return module.result(plan.changed, diff=dict(before=current or {}, after=after or {}), port=after, **extra)
 
 
 def main():

@@ -102,33 +102,18 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def request_info(module):
-    from minbw import neutron
-    from minbw.errors import RequestError
-    from minbw.request import Segment, build_port_request, min_rules
+    from minbw.model.requests import request_view
+    from minbw.neutron.port_request import Segment, build_port_request
+    from minbw.neutron.qos import min_rules
+    from minbw.ops import neutron
 
     p = module.params
-    extra = {}
     if p['port']:
-        facts = neutron.port_facts(module.conn, p['port'])
-        pr = neutron.computed_request(facts, p['agent_type'], p['any_traits'])
-        theirs = neutron.reported_request(facts)
-        extra = dict(neutron_resource_request=theirs.to_neutron() if theirs else None,
-                     matches_neutron=None if facts.port.get('resource_request') is None else (
-                         (pr.to_neutron() if pr else None) == theirs.to_neutron()),
-                     port_id=facts.port['id'])
-    else:
-        rules = min_rules(p['qos_rules'])
-        segments = [Segment.from_neutron(s) for s in p['segments']]
-        pr = build_port_request(p['port_id'], rules, segments, p['vnic_type'], agent_kind=p['agent_type'],
-                                any_traits=p['any_traits'])
-    legacy = None
-    if pr is not None:
-        try:
-            legacy = pr.to_legacy()
-        except RequestError:
-            legacy = None
-    return module.result(False, resource_request=pr.to_neutron() if pr else None, legacy=legacy,
-                         mode=pr.mode if pr else None, notes=list(pr.notes) if pr else [], **extra)
+        compared = neutron.request_against_neutron(module.conn, p['port'], p['agent_type'], p['any_traits'])
+        return module.result(False, **compared)
+    pr = build_port_request(p['port_id'], min_rules(p['qos_rules']), [Segment.from_neutron(s) for s in p['segments']],
+                            p['vnic_type'], agent_kind=p['agent_type'], any_traits=p['any_traits'])
+    return module.result(False, **request_view(pr))
 
 
 def main():

@@ -142,10 +142,11 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw import qos
+    from minbw.ops import neutron
+    from minbw.plan import qos
 
     p = module.params
-    found = qos.find_policy(module.conn, p['name'])
+    found = neutron.find_policy(module.conn, p['name'])
     current = qos.policy_view(found)
     desired = None
     if p['state'] == 'present':
@@ -154,13 +155,10 @@ def ensure(module):
         desired = qos.PolicySpec(name=p['name'] if found is None or found.name == p['name'] else found.name,
                                  description=p['description'], shared=p['shared'],
                                  is_default=p['is_default'], rules=rules)
-    changes = qos.plan_policy(desired, current)
-    if module.check_mode or not changes:
-        after = qos.predict_policy(current, changes)
-    else:
-        after = qos.apply_policy(module.conn, found, changes)
-    return module.result(bool(changes), diff=dict(before=current or {}, after=after or {}), policy=after,
-                         changes=[c.to_dict() for c in changes])
+    plan = qos.plan_policy(desired, current)
+    after = plan.after if module.check_mode or not plan.changed else neutron.apply_policy(module.conn, found, plan)
+    return module.result(plan.changed, diff=dict(before=current or {}, after=after or {}), policy=after,
+                         changes=[op.to_dict() for op in plan.ops])
 
 
 def main():

@@ -101,18 +101,21 @@ def view(server):
 
 
 def ensure(module):
-    from minbw import servers
+    from minbw.ops import servers
 
     p, compute = module.params, module.conn.compute
     found = compute.find_server(p['name'], ignore_missing=True)
+    existing = compute.get_server(found.id) if found is not None else None
+    before = view(existing) if existing is not None else {}
     if p['state'] == 'absent':
+        diff = dict(before=before, after={})
         if found is None or module.check_mode:
-            return module.result(found is not None)
-        return module.result(True, release=servers.delete(module.conn, found.id, timeout=p['timeout']))
+            return module.result(found is not None, diff=diff)
+        return module.result(True, diff=diff, release=servers.delete(module.conn, found.id, timeout=p['timeout']))
     if found is not None:
-        server, changed = compute.get_server(found.id), False
+        server, changed = existing, False
     elif module.check_mode:
-        return module.result(True, server=None)
+        return module.result(True, diff=dict(before={}, after=dict(name=p['name'], status='ACTIVE')), server=None)
     else:
         missing = [o for o in ('flavor', 'image', 'ports') if not p[o]]
         if missing:
@@ -121,7 +124,7 @@ def ensure(module):
         changed = True
     if server.status == 'ERROR':
         raise servers.explain_failure(module.conn, server, p['ports'])
-    return module.result(changed, server=view(server))
+    return module.result(changed, diff=dict(before=before, after=view(server)), server=view(server))
 
 
 def main():

@@ -102,7 +102,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def info(module):
-    from minbw import servers
+    from minbw.ops import servers
 
     return module.result(False, **servers.verify(module.conn, module.params['server']))
 

@@ -4,6 +4,11 @@ One cloud runs at a time (fixed ports). The suite starts it at most twice: first
 (Neutron's placement plugin on), then, for the tests that use ``cloud_plugin_off``, with the plugin off and
 nova-compute reporting SR-IOV PFs. Those tests are run last. A cloud that cannot start fails the tests with
 cloud.sh's output (which carries the failing service's log); nothing is skipped.
+
+The default cloud has two computes, devstack0 and devstack1, but devstack1 starts as a spare (nova-compute up,
+mapped and disabled, no agents, so no bandwidth): the single-host tests see one host with bandwidth, as they were
+written for. ``cloud_two_hosts`` brings devstack1 into service (``cloud.sh activate-spare``) for the tests of
+moves between hosts; those run after the single-host tests and before the plugin-off ones, on the same cloud.
 """
 from __future__ import annotations
 
@@ -25,11 +30,14 @@ CLOUD_SH = REPO / "tests" / "minicloud" / "cloud.sh"
 STATE = REPO / ".state" / "minicloud"
 HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
+TWO_HOSTS = "cloud_two_hosts"
 
 
 def pytest_collection_modifyitems(items):
-    # the second cold start happens once, after every test of the default cloud
-    items.sort(key=lambda item: PLUGIN_OFF in getattr(item, "fixturenames", ()))
+    # the second cold start happens once, after every test of the default cloud; on the default cloud, the
+    # tests that bring the spare devstack1 into service come after the single-host ones
+    items.sort(key=lambda item: (PLUGIN_OFF in getattr(item, "fixturenames", ()),
+                                 TWO_HOSTS in getattr(item, "fixturenames", ())))
     here = Path(__file__).resolve().parent
     for item in items:  # this hook sees the whole session's items: mark only the e2e ones
         if here in Path(str(item.fspath)).resolve().parents:
@@ -48,6 +56,16 @@ class MiniCloud:
                 self.env[m.group(1)] = m.group(2)
         self.ovs_ini = Path(self.env["MINICLOUD_OVS_INI"])
         self.sriov_ini = Path(self.env["MINICLOUD_SRIOV_INI"])
+        self.spare_active = False
+
+    def cloud_sh(self, *args: str, timeout: int = 300) -> str:
+        """Run ``cloud.sh ARGS`` against this cloud; fail the test with its output when it fails."""
+        proc = subprocess.run(["bash", str(CLOUD_SH), *args], cwd=REPO, env=self.env, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+        if proc.returncode != 0:
+            pytest.fail(f"cloud.sh {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n"
+                        f"{proc.stderr[-8000:]}", pytrace=False)
+        return proc.stdout + proc.stderr
 
     def connect(self, **auth):
         import openstack
@@ -67,10 +85,19 @@ class CloudManager:
         self.current: MiniCloud | None = None
         self.timings: dict[str, float] = {}
 
-    def ensure(self, **mode) -> MiniCloud:
-        mode = {"MINICLOUD_PLACEMENT_PLUGIN": "1", "MINICLOUD_SRIOV_COMPUTE": "0", **mode}
-        if self.current is not None and self.current.mode == mode:
-            return self.current
+    def ensure(self, *, two_hosts: bool = False, **mode) -> MiniCloud:
+        mode = {"MINICLOUD_PLACEMENT_PLUGIN": "1", "MINICLOUD_SRIOV_COMPUTE": "0", "MINICLOUD_COMPUTES": "2",
+                "MINICLOUD_SPARE_COMPUTE": "1", **mode}
+        current = self.current
+        # a spare brought into service cannot be taken out again (Neutron keeps its providers): single-host
+        # tests after it would need a new cloud (the test order avoids that)
+        if current is not None and current.mode == mode and (two_hosts or not current.spare_active):
+            if two_hosts and not current.spare_active:
+                t = time.monotonic()
+                current.cloud_sh("activate-spare")
+                self.timings["activate-spare"] = time.monotonic() - t
+                current.spare_active = True
+            return current
         self.down()
         t = time.monotonic()
         proc = subprocess.run(["bash", str(CLOUD_SH), "up"], cwd=REPO, env=dict(os.environ, **mode),
@@ -81,7 +108,7 @@ class CloudManager:
             pytest.fail(f"the mini-cloud did not start (cloud.sh up exit {proc.returncode}):\n"
                         f"{proc.stdout[-4000:]}\n{proc.stderr[-12000:]}", pytrace=False)
         self.current = MiniCloud(mode)
-        return self.current
+        return self.ensure(two_hosts=two_hosts, **mode) if two_hosts else self.current
 
     def down(self) -> None:
         if self.current is not None:
@@ -113,9 +140,17 @@ def cloud(cloud_manager) -> MiniCloud:
 
 
 @pytest.fixture
+def cloud_two_hosts(cloud_manager) -> MiniCloud:
+    """The default mini-cloud with devstack1 in service too: two computes with the same bandwidth, for moves."""
+    return cloud_manager.ensure(two_hosts=True)
+
+
+@pytest.fixture
 def cloud_plugin_off(cloud_manager) -> MiniCloud:
-    """Neutron's placement plugin off (nothing reports bandwidth providers), nova-compute with SR-IOV PFs."""
-    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SRIOV_COMPUTE="1")
+    """Neutron's placement plugin off (nothing reports bandwidth providers), nova-compute with SR-IOV PFs (one
+    compute, as before the second one existed)."""
+    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SRIOV_COMPUTE="1", MINICLOUD_COMPUTES="1",
+                                MINICLOUD_SPARE_COMPUTE="0")
 
 
 class Demo:
@@ -154,9 +189,11 @@ class Demo:
         self.ports.append(port)
         return port
 
-    def boot(self, name, ports, wait=True):
+    def boot(self, name, ports, wait=True, host=None):
+        """``host``: the compute host to boot on (compute API 2.74+, still checked by the scheduler)."""
+        extra = {"host": host} if host else {}
         server = self.conn.compute.create_server(name=name, flavor_id=self.flavor.id, image_id=self.image.id,
-                                                 networks=[{"port": p.id} for p in ports])
+                                                 networks=[{"port": p.id} for p in ports], **extra)
         self.servers.append(server)
         if wait:
             server = self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], wait=180)
@@ -178,6 +215,13 @@ class Demo:
 @pytest.fixture
 def demo(cloud):
     d = Demo(cloud.connect())
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def demo_two_hosts(cloud_two_hosts):
+    d = Demo(cloud_two_hosts.connect())
     yield d
     d.cleanup()
 

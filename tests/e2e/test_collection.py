@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from minbw import claims
-from minbw.placement import Placement
+from minbw.ops import claims
+from minbw.placement.client import Placement
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -118,9 +118,9 @@ def test_server_bandwidth_info_reports_what_is_wrong(playbook, demo, cloud):
     # the allocation loses its bandwidth (a real PUT /allocations with the consumer generation)
     nova.network.update_port(port.id, binding_profile={"allocation": {group: BR_TEST}})
     api = Placement(conn)
-    current = claims.consumer_allocations(api, server.id)
+    current = api.get_allocations(server.id)
     flavor_only = {rp: a for rp, a in current["allocations"].items() if rp != BR_TEST}
-    claims.put_allocations(api, server.id, {"allocations": flavor_only, "consumer_generation": current["consumer_generation"],
+    api.put_allocations(server.id, {"allocations": flavor_only, "consumer_generation": current["consumer_generation"],
                                             "project_id": current["project_id"], "user_id": current["user_id"]})
     result = info(playbook, server.id)
     assert result["ok"] is False

@@ -2,13 +2,15 @@
 resource_request it computes, and the provider Nova picks are what minbw predicts."""
 from __future__ import annotations
 
-from minbw import claims, neutron, servers
-from minbw.agentconf import load_agent_ini
-from minbw.mapping import mapping_from_candidate
-from minbw.placement import Placement
-from minbw.providers import desired_state
-from minbw.query import ServerRequest
-from minbw.sync import sync
+from minbw.ops import claims
+from minbw.ops import neutron
+from minbw.ops import servers
+from minbw.neutron.agentconf import load_agent_ini
+from minbw.placement.mapping import mapping_from_candidate
+from minbw.placement.client import Placement
+from minbw.neutron.provider_tree import desired_state
+from minbw.model.requests import ServerRequest
+from minbw.ops.sync import sync
 
 HYPERVISOR = "devstack0"
 
@@ -78,14 +80,14 @@ def test_nova_picks_one_of_our_candidates_and_our_mapping_agrees(demo):
     ours = [{rp: a["resources"] for rp, a in ar["allocations"].items()} for ar in cands.allocation_requests]
 
     server = demo.boot("e2e-pick", [port])
-    allocs = claims.consumer_allocations(api, server.id)["allocations"]
+    allocs = api.get_allocations(server.id)["allocations"]
     claimed = {rp: a["resources"] for rp, a in allocs.items()}
     assert claimed in ours, f"Nova claimed {claimed}, not one of our candidates {ours}"
 
     # our mapping of the candidate Nova took (Placement's mappings) and of the claim (our exact solver) ...
     taken = cands.allocation_requests[ours.index(claimed)]
     by_placement = mapping_from_candidate(taken, cands.provider_summaries, req).group_providers()
-    claim = claims.existing_claim(api, server.id, servers.server_request(server, [servers.port_state(conn, port.id)]))
+    claim = claims.existing_claim(api, server.id, servers.request_of_server(server, [servers.port_state(conn, port.id)]))
     assert claim.mapping_source == "solver"
     # ... agree with each other and with what Nova wrote on the port
     binding = conn.network.get_port(port.id).binding_profile["allocation"]

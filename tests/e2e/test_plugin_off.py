@@ -2,11 +2,13 @@
 bind - an OVS port on br-test and an SR-IOV direct port on a VF of nova's fake PCI PFs."""
 from __future__ import annotations
 
-from minbw import claims, naming, servers
-from minbw.agentconf import load_agent_ini
-from minbw.placement import Placement
-from minbw.providers import desired_state
-from minbw.sync import sync
+from minbw.ops import claims
+from minbw.neutron import naming
+from minbw.ops import servers
+from minbw.neutron.agentconf import load_agent_ini
+from minbw.placement.client import Placement
+from minbw.neutron.provider_tree import desired_state
+from minbw.ops.sync import sync
 
 HYPERVISOR = "devstack0"
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
@@ -29,7 +31,7 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
     server = demo_plugin_off.boot("e2e-off-normal", [port])
     assert server.status == "ACTIVE"
     group = port.resource_request["request_groups"][0]["id"]
-    allocs = claims.consumer_allocations(api, server.id)["allocations"]
+    allocs = api.get_allocations(server.id)["allocations"]
     assert allocs[BR_TEST]["resources"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
     bound = conn.network.get_port(port.id)
     assert bound.binding_profile["allocation"] == {group: BR_TEST}
@@ -48,7 +50,7 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
     direct_group = direct.resource_request["request_groups"][0]["id"]
     assert bound.binding_profile["allocation"] == {direct_group: pf_rp}
     assert bound.binding_vif_type == "hw_veb" and bound.binding_profile["physical_network"] == "physnet0"
-    assert claims.consumer_allocations(api, vm.id)["allocations"][pf_rp]["resources"] == {
+    assert api.get_allocations(vm.id)["allocations"][pf_rp]["resources"] == {
         "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
     verdict = servers.verify(conn, vm.id)
     assert verdict["ok"], verdict["problems"]

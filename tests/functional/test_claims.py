@@ -7,13 +7,16 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from minbw import claims, sync
-from minbw.agentconf import load_agent_ini
+from minbw.ops import claims
+from minbw.ops import sync
+from minbw.neutron.agentconf import load_agent_ini
 from minbw.errors import ConcurrentUpdate, MicroversionUnsupported
-from minbw.mapping import solve
-from minbw.providers import desired_state
-from minbw.query import ServerRequest, build_query
-from minbw.request import QosRule, Segment, build_port_request
+from minbw.placement.mapping import mapping_from_candidate, solve
+from minbw.neutron.provider_tree import desired_state
+from minbw.model.requests import ServerRequest
+from minbw.placement.query import build_query
+from minbw.neutron.port_request import Segment, build_port_request
+from minbw.neutron.qos import QosRule
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 
@@ -82,7 +85,7 @@ def test_seed_003_scenario(placement):
 def test_legacy_port_request_gets_a_single_uuid_binding(placement):
     host(placement, "devstack0", SEED_OVS)
     pid = "99a97b12-6364-4d10-8d8e-c3dab4161691"
-    req = claims.server_request(FLAVOR, ports=[{"port_id": pid, "resource_request": {
+    req = ServerRequest.from_options(FLAVOR, port_requests=[{"port_id": pid, "resource_request": {
         "required": ["CUSTOM_PHYSNET_PHYSNET0", "CUSTOM_VNIC_TYPE_NORMAL"],
         "resources": {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}}}])
     vm0 = claims.claim(placement, str(uuid.uuid4()), req, project_id="p", user_id="u")
@@ -106,7 +109,7 @@ def test_two_qos_ports_group_policy_none_and_isolate(placement):
         cands = claims.get_candidates(placement, req)
         out = set()
         for ar in cands.allocation_requests:
-            m = claims.mapping_from_candidate(ar, cands.provider_summaries, req).group_providers()
+            m = mapping_from_candidate(ar, cands.provider_summaries, req).group_providers()
             out.add((n[m[p1.groups[0].id]].split(":")[-1], n[m[p2.groups[0].id]].split(":")[-1]))
         return out
     # direct ports: OVS (switchdev) and SR-IOV both advertise direct
@@ -122,7 +125,7 @@ def test_sriov_two_pfs_on_one_physnet(placement):
     req = ServerRequest(extra_resources=FLAVOR, ports=(port_request(vnic="direct", kbps=6000),))
     cands = claims.get_candidates(placement, req)
     n = names(placement)
-    pfs = sorted(n[claims.mapping_from_candidate(ar, cands.provider_summaries, req).group_providers()[
+    pfs = sorted(n[mapping_from_candidate(ar, cands.provider_summaries, req).group_providers()[
         req.ports[0].groups[0].id]] for ar in cands.allocation_requests)
     assert pfs == ["h1:NIC Switch agent:ens5", "h1:NIC Switch agent:ens6"]
     first = claims.claim(placement, str(uuid.uuid4()), req, project_id="p", user_id="u")
@@ -158,7 +161,7 @@ def test_multi_segment_any_traits_and_the_neutron_fallback(placement):
         req = ServerRequest(extra_resources=FLAVOR, ports=(pr,))
         cands = claims.get_candidates(placement, req)
         assert cands.microversion == ("1.39" if any_traits else "1.34")
-        got = {n[claims.mapping_from_candidate(ar, cands.provider_summaries, req).group_providers()[
+        got = {n[mapping_from_candidate(ar, cands.provider_summaries, req).group_providers()[
             pr.groups[0].id]].split(":")[-1] for ar in cands.allocation_requests}
         assert got == expected
 
@@ -239,25 +242,25 @@ def test_provider_generation_conflicts_are_retried_then_reported():
             self.failures = failures
             self.puts = 0
 
-        def request(self, method, url, mv, json=None, **kw):
-            if method == "put":
-                self.puts += 1
-                if self.puts <= self.failures:
-                    raise ConcurrentUpdate("generation conflict", status=409)
-                return None
+        def put_allocations(self, consumer, body):
+            self.puts += 1
+            if self.puts <= self.failures:
+                raise ConcurrentUpdate("generation conflict", status=409)
+
+        def get_allocations(self, consumer):
             return {"allocations": {}, "consumer_generation": None}
     sleeps = []
     ok = Flaky(2)
-    assert claims._put_new_consumer(ok, "c", {}, "1.28", retries=4, sleep=sleeps.append) == "claimed"
+    assert claims._put_new_consumer(ok, "c", {}, retries=4, sleep=sleeps.append) == "claimed"
     assert ok.puts == 3 and len(sleeps) == 2
-    assert claims._put_new_consumer(Flaky(99), "c", {}, "1.28", retries=4, sleep=sleeps.append) == "provider-conflict"
+    assert claims._put_new_consumer(Flaky(99), "c", {}, retries=4, sleep=sleeps.append) == "provider-conflict"
 
 
 def _claimer(args):
     clouds_yaml, consumers, kbps = args
     import openstack.config
     from openstack import connection
-    from minbw.placement import Placement
+    from minbw.placement.client import Placement
     cfg = openstack.config.OpenStackConfig(config_files=[clouds_yaml])
     api = Placement(connection.Connection(config=cfg.get_one(cloud="minbw-local")))
     out = []
@@ -290,11 +293,11 @@ def test_eight_processes_claiming_for_200_consumers(placement, placement_server)
     for rp in bridges:
         assert placement.provider_usages(rp.uuid)["NET_BW_EGR_KILOBIT_PER_SEC"] <= capacity
     for c, _, h in claimed:
-        allocs = claims.consumer_allocations(placement, c)["allocations"]
+        allocs = placement.get_allocations(c)["allocations"]
         assert sum(a["resources"].get("NET_BW_EGR_KILOBIT_PER_SEC", 0) for a in allocs.values()) == 500
     for c, _, why in failed:
         assert "No valid host" in why and ("largest free amount is" in why or "taken by others" in why), why
-        assert not claims.consumer_allocations(placement, c)["allocations"]
+        assert not placement.get_allocations(c)["allocations"]
 
 
 # ---------------------------------------------------------------- solver vs Placement's own mappings
@@ -364,14 +367,14 @@ def test_post_allocations_moves_a_claim_between_consumers_atomically(placement):
     req = ServerRequest(extra_resources=FLAVOR, ports=(port_request(),))
     server = claims.claim(placement, str(uuid.uuid4()), req, project_id="p", user_id="u")
     migration = str(uuid.uuid4())
-    current = claims.consumer_allocations(placement, server.consumer)
-    claims.post_allocations(placement, {
+    current = placement.get_allocations(server.consumer)
+    placement.post_allocations({
         migration: {"allocations": current["allocations"], "project_id": "p", "user_id": "u",
                     "consumer_generation": None},
         server.consumer: {"allocations": {}, "project_id": "p", "user_id": "u",
                           "consumer_generation": current["consumer_generation"]}})
-    assert claims.consumer_allocations(placement, server.consumer)["allocations"] == {}
-    assert claims.consumer_allocations(placement, migration)["allocations"][BR_TEST]["resources"] == {
+    assert placement.get_allocations(server.consumer)["allocations"] == {}
+    assert placement.get_allocations(migration)["allocations"][BR_TEST]["resources"] == {
         "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
 
 

@@ -10,11 +10,12 @@ import pytest
 from neutron_lib.exceptions.placement import PlacementClientError
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from minbw import naming, sync as s
-from minbw.agentconf import load_agent_ini
-from minbw.errors import ConcurrentUpdate, ConfigError, RootProviderNotFound
-from minbw.plan import make_plan
-from minbw.providers import desired_state
+from minbw.neutron import naming
+from minbw.ops import sync as s
+from minbw.neutron.agentconf import load_agent_ini
+from minbw.errors import ConcurrentUpdate, ConfigError, PartialApply, RootProviderNotFound
+from minbw.plan.providers import make_plan
+from minbw.neutron.provider_tree import desired_state
 from tests.oracle import neutron_sync as oracle
 
 OVS_INI = """[ovs]
@@ -220,8 +221,9 @@ def test_concurrent_writer_conflict_is_retried_and_converges(placement):
 
 def test_pinned_generation_is_not_retried(placement):
     want, observed, plan, gen = _plan_then_concurrent_write(placement, {"reserved": 1})
-    with pytest.raises(ConcurrentUpdate) as err:
+    with pytest.raises(PartialApply) as err:
         s.apply(placement, plan, observed, pinned={BR_TEST: gen})
+    assert isinstance(err.value.cause, ConcurrentUpdate)
     assert err.value.code == "placement.concurrent_update" and err.value.status == 409
     assert "0 of 1 planned writes succeeded" in str(err.value)
 

@@ -40,6 +40,7 @@ from neutron_lib.placement import utils as place_utils
 from neutron_lib.utils import helpers
 from oslo_config import cfg
 from oslo_log import log as logging
+import oslo_messaging
 
 from neutron.agent.common import utils as agent_utils
 from neutron.agent.l2 import l2_agent_extensions_manager
@@ -178,6 +179,9 @@ class Emulator:
     }
 
     def __init__(self, kind, conf, state, interval, status_file=None):
+        # The RPC versions of the real agents' endpoints (OVSNeutronAgent 1.7,
+        # SriovNicSwitchRpcCallbacks 1.6): binding_activate/deactivate (1.5) need them.
+        self.target = oslo_messaging.Target(version='1.7' if kind == 'openvswitch' else '1.6')
         self.status_file = status_file
         self.kind = kind
         self.conf = conf
@@ -208,7 +212,12 @@ class Emulator:
         pass
 
     def binding_activate(self, context, **kwargs):
-        pass
+        # A live migration activates the port's inactive binding for the destination host; the
+        # real agent then treats the port as updated and reports it up from there.
+        if kwargs.get('host') == self.host and kwargs.get('port_id'):
+            LOG.info('binding of port %s activated on %s: reporting it up', kwargs['port_id'], self.host)
+            self.ports_up.discard(kwargs['port_id'])
+            self.todo.put(kwargs['port_id'])
 
     def binding_deactivate(self, context, **kwargs):
         pass

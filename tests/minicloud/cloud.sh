@@ -5,7 +5,9 @@
 #   cloud.sh down            stop every process (own pid files / process groups), incl. MariaDB, RabbitMQ
 #   cloud.sh status          one line per process, plus a readiness summary
 #   cloud.sh logs [N]        tail (default 30 lines) of every service log
-#   cloud.sh restart-agents  restart only the two L2 agent emulators (re-read their ini files)
+#   cloud.sh restart-agents [HOST]  restart only HOST's two L2 agent emulators (default devstack0; re-read their inis)
+#   cloud.sh activate-spare  bring the spare compute devstack1 into service (MINICLOUD_SPARE_COMPUTE=1)
+#   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
 #   cloud.sh install         only install (apt + venv); idempotent
 #
 # Env:
@@ -13,6 +15,11 @@
 #   MINICLOUD_SRIOV_COMPUTE=1|0     nova-compute uses fake.FakeDriverWithPciResources (default 0)
 #   MINICLOUD_OVS_INI=path          ini read by the OVS agent emulator   (default .state/minicloud/agents/openvswitch_agent.ini)
 #   MINICLOUD_SRIOV_INI=path        ini read by the SR-IOV agent emulator (default .state/minicloud/agents/sriov_agent.ini)
+#   MINICLOUD_COMPUTES=2|1          fake computes: devstack0 and devstack1 (default 2), or devstack0 only
+#   MINICLOUD_OVS_INI_1=path        devstack1's OVS agent ini   (default .state/minicloud/agents/devstack1/openvswitch_agent.ini)
+#   MINICLOUD_SRIOV_INI_1=path      devstack1's SR-IOV agent ini (default .state/minicloud/agents/devstack1/sriov_agent.ini)
+#   MINICLOUD_SPARE_COMPUTE=0|1     devstack1 comes up as a spare: nova-compute up, mapped and disabled, no agents,
+#                                   so no bandwidth; `activate-spare` brings it into service (default 0)
 #   MINICLOUD_AGENTS=1|0            start the agent emulators at all (default 1)
 #   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services (default 1)
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
@@ -31,11 +38,25 @@ AGENTS_DIR=$S/agents
 OVS_INI=${MINICLOUD_OVS_INI:-$AGENTS_DIR/openvswitch_agent.ini}
 SRIOV_INI=${MINICLOUD_SRIOV_INI:-$AGENTS_DIR/sriov_agent.ini}
 OVS_INI=$(realpath -m "$OVS_INI"); SRIOV_INI=$(realpath -m "$SRIOV_INI")
+OVS_INI_1=$(realpath -m "${MINICLOUD_OVS_INI_1:-$AGENTS_DIR/devstack1/openvswitch_agent.ini}")
+SRIOV_INI_1=$(realpath -m "${MINICLOUD_SRIOV_INI_1:-$AGENTS_DIR/devstack1/sriov_agent.ini}")
+COMPUTES=${MINICLOUD_COMPUTES:-2}
+SPARE=${MINICLOUD_SPARE_COMPUTE:-0}
 PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
 SRIOV_COMPUTE=${MINICLOUD_SRIOV_COMPUTE:-0}
 START_AGENTS=${MINICLOUD_AGENTS:-1}
 DEBUG=$([ "${MINICLOUD_DEBUG:-1}" = 1 ] && echo True || echo False)
 HOSTNAME_NOVA=devstack0
+HOST1=devstack1
+case $COMPUTES in 1|2) ;; *) echo "MINICLOUD_COMPUTES must be 1 or 2, got '$COMPUTES'" >&2; exit 2;; esac
+[ "$SPARE" = 1 ] && [ "$COMPUTES" != 2 ] && { echo "MINICLOUD_SPARE_COMPUTE=1 needs MINICLOUD_COMPUTES=2" >&2; exit 2; }
+# The compute hosts of this cloud; each has its own nova-compute and two agent emulators.
+HOSTS=("$HOSTNAME_NOVA")
+[ "$COMPUTES" = 2 ] && HOSTS+=("$HOST1")
+# Process / log / pid names of a host's processes: devstack0 keeps the single-compute names.
+sfx() { [ "$1" = "$HOSTNAME_NOVA" ] && echo "" || echo "-$1"; }
+ovs_ini_of() { [ "$1" = "$HOSTNAME_NOVA" ] && echo "$OVS_INI" || echo "$OVS_INI_1"; }
+sriov_ini_of() { [ "$1" = "$HOSTNAME_NOVA" ] && echo "$SRIOV_INI" || echo "$SRIOV_INI_1"; }
 
 # Ports (all on 127.0.0.1). DB and AMQP use non-default ports so that a packaged
 # instance, if any, does not collide.
@@ -425,9 +446,13 @@ EOF
         "OS_NEUTRON_CONFIG_DIR=$ETC/neutron" "OS_NEUTRON_CONFIG_FILES=neutron.conf;ml2_conf.ini;neutron-api.conf"
 
     # ---- nova
-    local driver=fake.FakeDriver extra=""
+    # The live-migration variants of the fake drivers: FakeDriver's own live_migration never
+    # removes the guest from the source; these destroy it there (post_live_migration) as a real
+    # driver does, after a 5 s "copy". Everything else (boot, cold migrate, resize, evacuate,
+    # shelve) is FakeDriver's.
+    local driver=fake.FakeLiveMigrateDriver extra=""
     if [ "$SRIOV_COMPUTE" = 1 ]; then
-        driver=fake.FakeDriverWithPciResources
+        driver=fake.FakeLiveMigrateDriverWithPciResources
         extra=$(sriov_nova_pci)
     fi
     cp "$VENV/etc/nova/api-paste.ini" "$ETC/nova/"
@@ -443,6 +468,8 @@ state_path = $S/nova
 instances_path = $S/nova/instances
 vif_plugging_timeout = 0
 vif_plugging_is_fatal = false
+# moves go to the other compute (FakeDriver: supports_migrate_to_same_host = False too)
+allow_resize_to_same_host = false
 osapi_compute_workers = 1
 metadata_workers = 1
 reserved_host_memory_mb = 0
@@ -473,6 +500,14 @@ EOF
         echo "service_metadata_proxy = false"
     } >"$ETC/nova/nova.conf"
     printf '[DEFAULT]\nlog_file = %s\n' "$LOG/nova-api.log" >"$ETC/nova/nova-api.conf"
+    # devstack1's nova-compute: nova.conf plus this override (its host, its own state and instances
+    # dirs; same DB, cell, RabbitMQ). As a spare it registers its service disabled.
+    mkdir -p "$S/nova-$HOST1/instances"
+    {
+        printf '[DEFAULT]\nhost = %s\nstate_path = %s\ninstances_path = %s\n' \
+            "$HOST1" "$S/nova-$HOST1" "$S/nova-$HOST1/instances"
+        [ "$SPARE" = 1 ] && echo "enable_new_services = false"
+    } >"$ETC/nova/nova-compute-$HOST1.conf"
     uwsgi_ini nova-api $NOVA_PORT nova.wsgi.osapi_compute:application 1 \
         "OS_NOVA_CONFIG_DIR=$ETC/nova" "OS_NOVA_CONFIG_FILES=api-paste.ini;nova.conf;nova-api.conf"
 
@@ -514,17 +549,28 @@ export MINICLOUD_SRIOV_INI=$SRIOV_INI
 export MINICLOUD_PLACEMENT_PLUGIN=$PLACEMENT_PLUGIN
 export MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE
 export MINICLOUD_HYPERVISOR=$HOSTNAME_NOVA
+export MINICLOUD_COMPUTES=$COMPUTES
+export MINICLOUD_HYPERVISORS="${HOSTS[*]}"
+export MINICLOUD_HYPERVISOR_1=$HOST1
+export MINICLOUD_OVS_INI_1=$OVS_INI_1
+export MINICLOUD_SRIOV_INI_1=$SRIOV_INI_1
+export MINICLOUD_SPARE_COMPUTE=$SPARE
+export MINICLOUD_NOVA_COMPUTE_CONF_1=$ETC/nova/nova-compute-$HOST1.conf
 export MINICLOUD_KEYSTONE_URL=$KS/v3
 export MINICLOUD_PLACEMENT_URL=http://$IP:$PLACEMENT_PORT
 EOF
 }
 
 write_agent_inis() {
-    mkdir -p "$AGENTS_DIR"
-    # Defaults reproduce seed 003; `up` writes them into the wiped state dir. The project's own
-    # ini files (e.g. rendered by its Ansible module) are used instead when MINICLOUD_OVS_INI /
-    # MINICLOUD_SRIOV_INI point at them (for `up` and for `restart-agents`).
-    [ -f "$OVS_INI" ] || cat >"$OVS_INI" <<EOF
+    # Defaults reproduce seed 003 (devstack1: the same bandwidth on its own devices); `up` writes
+    # them into the wiped state dir. The project's own ini files (e.g. rendered by its Ansible
+    # module) are used instead when MINICLOUD_OVS_INI / MINICLOUD_SRIOV_INI (devstack1:
+    # MINICLOUD_OVS_INI_1 / MINICLOUD_SRIOV_INI_1) point at them (for `up` and `restart-agents`).
+    local h ovs sriov sdev
+    for h in "${HOSTS[@]}"; do
+        ovs=$(ovs_ini_of "$h"); sriov=$(sriov_ini_of "$h")
+        mkdir -p "$(dirname "$ovs")" "$(dirname "$sriov")"
+        [ -f "$ovs" ] || cat >"$ovs" <<EOF
 [ovs]
 bridge_mappings = physnet0:br-test,public:br-ex
 resource_provider_bandwidths = br-test:1500:1500,br-ex::1
@@ -533,16 +579,17 @@ extensions = qos
 [securitygroup]
 firewall_driver = noop
 EOF
-    local sdev=ens5
-    # with the PCI fake driver the PF names nova knows are "<host>-ensN"
-    [ "$SRIOV_COMPUTE" = 1 ] && sdev=$HOSTNAME_NOVA-ens1
-    [ -f "$SRIOV_INI" ] || cat >"$SRIOV_INI" <<EOF
+        sdev=ens5
+        # with the PCI fake driver the PF names nova knows are "<host>-ensN"
+        [ "$SRIOV_COMPUTE" = 1 ] && sdev=$h-ens1
+        [ -f "$sriov" ] || cat >"$sriov" <<EOF
 [sriov_nic]
 physical_device_mappings = physnet0:$sdev
 resource_provider_bandwidths = $sdev:100000:100000
 [agent]
 extensions = qos
 EOF
+    done
 }
 
 # SR-IOV compute (optional): FakeDriverWithPciResources exposes PFs ens1..ens3 (one VF each).
@@ -559,36 +606,55 @@ enabled_filters = ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,
 EOF2
 }
 
-# nova-compute; with the PCI fake driver, answer the two sysfs look-ups that nova's own
-# FakeDriverWithPciResourcesConfigFixture mocks (only used for direct-physical / PF ports).
-start_nova_compute() {
-    if [ "$SRIOV_COMPUTE" = 1 ]; then
-        start nova-compute "$PY" -c '
+# nova-compute, started through a short wrapper that
+# (1) gives the fake driver a stable node identity, as nova's own FakeDriverWithoutFakeNodes does:
+#     FakeDriver names its node with a per-process uuidsentinel and writes no compute_id, so a
+#     second start of the same host is refused ("No local node identity found, but this is not
+#     our first startup on this host"); a host coming back after an evacuation must restart.
+#     The identity goes to [DEFAULT] state_path/compute_id (one state_path per compute);
+# (2) with the PCI fake driver, answers the two sysfs look-ups that nova's own
+#     FakeDriverWithPciResourcesConfigFixture mocks (only used for direct-physical / PF ports) and
+#     reports real vendor/product ids (see README).
+start_nova_compute() {  # start_nova_compute [HOST] (default devstack0)
+    local h=${1:-$HOSTNAME_NOVA} name conf=(--config-file "$ETC/nova/nova.conf")
+    name=nova-compute$(sfx "$h")
+    [ "$h" = "$HOSTNAME_NOVA" ] || conf+=(--config-file "$ETC/nova/nova-compute-$h.conf")
+    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE start "$name" "$PY" -c '
+import os
 import sys
 from nova.cmd import compute
-import nova.pci.utils as pu
-pu.get_mac_by_pci_address = lambda *a, **k: "52:54:00:1e:59:c6"
-pu.get_vf_num_by_pci_address = lambda *a, **k: 1
-# The fake driver reports vendor_id/product_id "fake-vendor_id"/"fake-product_id"; nova s
-# pci_devices columns are VARCHAR(4): fine on sqlite (nova s functional tests), rejected by
-# MariaDB in strict mode. Report Intel 82599 ids instead (PF 10fb, VF 10ed).
-from oslo_serialization import jsonutils
+import nova.virt.node
 from nova.virt import fake
-_orig = fake.FakeDriverWithPciResources.get_available_resource
-def _gar(self, nodename):
-    r = _orig(self, nodename)
-    devs = jsonutils.loads(r["pci_passthrough_devices"])
-    for d in devs:
-        d["vendor_id"] = "8086"
-        d["product_id"] = "10fb" if d["dev_type"] == "type-PF" else "10ed"
-    r["pci_passthrough_devices"] = jsonutils.dumps(devs)
+sriov = os.environ.get("MINICLOUD_SRIOV_COMPUTE") == "1"
+if sriov:
+    import nova.pci.utils as pu
+    pu.get_mac_by_pci_address = lambda *a, **k: "52:54:00:1e:59:c6"
+    pu.get_vf_num_by_pci_address = lambda *a, **k: 1
+    # The fake driver reports vendor_id/product_id "fake-vendor_id"/"fake-product_id"; nova s
+    # pci_devices columns are VARCHAR(4): fine on sqlite (nova s functional tests), rejected by
+    # MariaDB in strict mode. Report Intel 82599 ids instead (PF 10fb, VF 10ed).
+    from oslo_serialization import jsonutils
+    _orig = fake.FakeDriverWithPciResources.get_available_resource
+    def _gar(self, nodename):
+        r = _orig(self, nodename)
+        devs = jsonutils.loads(r["pci_passthrough_devices"])
+        for d in devs:
+            d["vendor_id"] = "8086"
+            d["product_id"] = "10fb" if d["dev_type"] == "type-PF" else "10ed"
+        r["pci_passthrough_devices"] = jsonutils.dumps(devs)
+        return r
+    fake.FakeDriverWithPciResources.get_available_resource = _gar
+cls = fake.FakeLiveMigrateDriverWithPciResources if sriov else fake.FakeLiveMigrateDriver
+_resources = cls.get_available_resource
+def _stable_resources(self, nodename):
+    r = _resources(self, nodename)
+    if r:
+        r["uuid"] = nova.virt.node.get_local_node_uuid()
     return r
-fake.FakeDriverWithPciResources.get_available_resource = _gar
+cls.get_available_resource = _stable_resources
+cls.get_nodenames_by_uuid = fake.FakeDriverWithoutFakeNodes.get_nodenames_by_uuid
 sys.argv[0] = "nova-compute"
-sys.exit(compute.main())' --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-compute.log"
-    else
-        start nova-compute "$VENV/bin/nova-compute" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-compute.log"
-    fi
+sys.exit(compute.main())' "${conf[@]}" --log-file "$LOG/$name.log"
 }
 
 # ---------------------------------------------------------------- db setup (parallel)
@@ -659,29 +725,59 @@ EOF
 }
 
 # ---------------------------------------------------------------- checks (python, openstacksdk)
-check() {  # check WHAT  -> exit 0 when satisfied
-    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml "$PY" - "$@" <<'EOF'
-import sys, warnings
+check() {  # check WHAT [args] -> exit 0 when satisfied; CHECK_HOST (agents), CHECK_HOSTS (computes)
+    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml CHECK_HOST=${CHECK_HOST:-$HOSTNAME_NOVA} CHECK_HOSTS="${CHECK_HOSTS:-${HOSTS[*]}}" \
+        "$PY" - "$@" <<'EOF'
+import os, sys, warnings
 warnings.filterwarnings('ignore')
 import openstack
 what = sys.argv[1]
 c = openstack.connect(cloud='minicloud')
-host = 'devstack0'
+host = os.environ['CHECK_HOST']
+hosts = set(os.environ['CHECK_HOSTS'].split())
 if what == 'token':
     c.authorize()
 elif what == 'compute-up':
-    ok = [s for s in c.compute.services() if s.binary == 'nova-compute' and s.host == host and s.state == 'up']
-    sys.exit(0 if ok else 1)
+    up = {s.host for s in c.compute.services() if s.binary == 'nova-compute' and s.state == 'up'}
+    sys.exit(0 if hosts <= up else 1)
 elif what == 'compute-rp':
-    r = c.placement.get('/resource_providers?name=' + host, microversion='1.14').json()
-    sys.exit(0 if r['resource_providers'] else 1)
+    for h in hosts:
+        r = c.placement.get('/resource_providers?name=' + h, microversion='1.14').json()
+        if not r['resource_providers']:
+            sys.exit(1)
 elif what == 'hypervisor':
-    hv = list(c.compute.hypervisors())
-    sys.exit(0 if any(h.name == host for h in hv) else 1)
+    hv = {h.name for h in c.compute.hypervisors()}
+    sys.exit(0 if hosts <= hv else 1)
 elif what == 'services-up':
-    bad = [(s.binary, s.state) for s in c.compute.services() if s.state != 'up']
-    names = {s.binary for s in c.compute.services()}
-    sys.exit(0 if not bad and {'nova-conductor', 'nova-scheduler', 'nova-compute'} <= names else 1)
+    services = list(c.compute.services())
+    bad = [(s.binary, s.state) for s in services if s.state != 'up']
+    names = {s.binary for s in services}
+    computes = {s.host for s in services if s.binary == 'nova-compute'}
+    sys.exit(0 if not bad and {'nova-conductor', 'nova-scheduler', 'nova-compute'} <= names and hosts <= computes
+             else 1)
+elif what == 'compute-reported':
+    # the host's nova-compute wrote its service record (a heartbeat) after epoch argv[2]; its
+    # state may still be "down" when the service is forced down
+    import calendar, time
+    since = float(sys.argv[2])
+    for s in c.compute.services(binary='nova-compute', host=host):
+        if s.updated_at and calendar.timegm(time.strptime(s.updated_at[:19], '%Y-%m-%dT%H:%M:%S')) > since:
+            sys.exit(0)
+    sys.exit(1)
+elif what == 'compute-enabled':
+    svc = [s for s in c.compute.services(binary='nova-compute', host=host) if s.status == 'enabled']
+    rps = c.placement.get('/resource_providers?name=' + host, microversion='1.14').json()['resource_providers']
+    if not svc or not rps:
+        sys.exit(1)
+    traits = c.placement.get('/resource_providers/%s/traits' % rps[0]['uuid'], microversion='1.14').json()['traits']
+    sys.exit(1 if 'COMPUTE_STATUS_DISABLED' in traits else 0)
+elif what == 'enable-compute':
+    # enable the host's nova-compute service (a spare brought into service)
+    for s in c.compute.services(binary='nova-compute', host=host):
+        if s.status != 'enabled':
+            c.compute.enable_service(s, host, 'nova-compute')
+        sys.exit(0)
+    sys.exit(1)
 elif what == 'network-api':
     list(c.network.extensions())
 elif what == 'image-api':
@@ -732,40 +828,66 @@ start_api() {  # start_api NAME
     start "$1" "$VENV/bin/uwsgi" --ini "$ETC/uwsgi-$1.ini"
 }
 
+# start_agents [HOST]: HOST's two emulators (default devstack0), named agent-ovs/agent-sriov for
+# devstack0 (the single-compute names) and agent-ovs-HOST/agent-sriov-HOST for the others.
 start_agents() {
     [ "$START_AGENTS" = 1 ] || return 0
-    printf 'OVS_INI=%q\nSRIOV_INI=%q\n' "$OVS_INI" "$SRIOV_INI" >"$RUN/agents.env"
-    rm -f "$RUN/agent-ovs.json" "$RUN/agent-sriov.json"
-    [ -f "$OVS_INI" ] || die "OVS agent ini $OVS_INI missing"
-    [ -f "$SRIOV_INI" ] || die "SR-IOV agent ini $SRIOV_INI missing"
-    start agent-ovs "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host $HOSTNAME_NOVA \
-        --config-file "$ETC/neutron/neutron.conf" --config-file "$OVS_INI" --log-file "$LOG/agent-ovs.log" \
-        --status-file "$RUN/agent-ovs.json"
-    start agent-sriov "$PY" "$HERE/agent_emulator.py" --kind sriov --host $HOSTNAME_NOVA \
-        --config-file "$ETC/neutron/neutron.conf" --config-file "$SRIOV_INI" --log-file "$LOG/agent-sriov.log" \
-        --status-file "$RUN/agent-sriov.json"
+    local h=${1:-$HOSTNAME_NOVA} x ovs sriov
+    x=$(sfx "$h"); ovs=$(ovs_ini_of "$h"); sriov=$(sriov_ini_of "$h")
+    save_agents_env
+    rm -f "$RUN/agent-ovs$x.json" "$RUN/agent-sriov$x.json"
+    [ -f "$ovs" ] || die "OVS agent ini $ovs missing"
+    [ -f "$sriov" ] || die "SR-IOV agent ini $sriov missing"
+    start "agent-ovs$x" "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
+        --config-file "$ETC/neutron/neutron.conf" --config-file "$ovs" --log-file "$LOG/agent-ovs$x.log" \
+        --status-file "$RUN/agent-ovs$x.json"
+    start "agent-sriov$x" "$PY" "$HERE/agent_emulator.py" --kind sriov --host "$h" \
+        --config-file "$ETC/neutron/neutron.conf" --config-file "$sriov" --log-file "$LOG/agent-sriov$x.log" \
+        --status-file "$RUN/agent-sriov$x.json"
 }
 
+save_agents_env() {  # the ini paths in use, for restart-agents / activate-spare
+    printf 'OVS_INI=%q\nSRIOV_INI=%q\nOVS_INI_1=%q\nSRIOV_INI_1=%q\n' "$OVS_INI" "$SRIOV_INI" "$OVS_INI_1" \
+        "$SRIOV_INI_1" >"$RUN/agents.env"
+}
+
+# wait_agents HOST [TIMEOUT]
 wait_agents() {
     [ "$START_AGENTS" = 1 ] || return 0
-    local synced=0
+    local h=${1:-$HOSTNAME_NOVA} x synced=0
+    x=$(sfx "$h")
     [ "$PLACEMENT_PLUGIN" = 1 ] && synced=1
-    wait_for "emulators' first heartbeat" 60 "agent-ovs agent-sriov" \
-        test -s "$RUN/agent-ovs.json" -a -s "$RUN/agent-sriov.json"
-    if ! ( wait_for "L2 agents alive (resources_synced=$synced)" "${1:-120}" "agent-ovs agent-sriov neutron-rpc" \
-            check agents "Open vSwitch agent,NIC Switch agent" $synced ); then
+    wait_for "$h: emulators' first heartbeat" 60 "agent-ovs$x agent-sriov$x" \
+        test -s "$RUN/agent-ovs$x.json" -a -s "$RUN/agent-sriov$x.json"
+    if ! ( CHECK_HOST=$h wait_for "$h: L2 agents alive (resources_synced=$synced)" "${2:-120}" \
+            "agent-ovs$x agent-sriov$x neutron-rpc" check agents "Open vSwitch agent,NIC Switch agent" $synced ); then
         say "neutron's last placement sync errors (neutron-rpc.log):"
         grep -h "placement client call failed\|Synchronization of resources" "$LOG"/neutron-rpc.log 2>/dev/null \
             | tail -n 6 | cut -c1-600 >&2
         exit 1
     fi
     if [ "$synced" = 1 ]; then
-        wait_for "placement inventories match the agents' reports" 60 "agent-ovs agent-sriov neutron-rpc" \
-            check agent-inventories "$RUN/agent-ovs.json" "$RUN/agent-sriov.json"
+        wait_for "$h: placement inventories match the agents' reports" 60 "agent-ovs$x agent-sriov$x neutron-rpc" \
+            check agent-inventories "$RUN/agent-ovs$x.json" "$RUN/agent-sriov$x.json"
     fi
 }
 
-SERVICES=(agent-ovs agent-sriov nova-compute nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone)
+SERVICES=(agent-ovs agent-sriov nova-compute agent-ovs-$HOST1 agent-sriov-$HOST1 nova-compute-$HOST1
+          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone)
+
+# The running cloud's mode (written by `up`): later commands act on what runs, not on their env.
+save_mode() {
+    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\n' \
+        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" >"$RUN/mode.env"
+}
+
+load_mode() {
+    [ -f "$RUN/mode.env" ] || return 0
+    . "$RUN/mode.env"
+    HOSTS=("$HOSTNAME_NOVA")
+    [ "$COMPUTES" = 2 ] && HOSTS+=("$HOST1")
+    return 0
+}
 
 do_down() {
     # State is wiped by the next `up`, so no graceful ordering is needed: TERM every process
@@ -828,52 +950,123 @@ do_up() {
     start_api nova-api
     start nova-conductor "$VENV/bin/nova-conductor" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
     start nova-scheduler "$VENV/bin/nova-scheduler" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
-    start_nova_compute
-    start_agents
+    local h computes=""
+    for h in "${HOSTS[@]}"; do
+        start_nova_compute "$h"
+        computes+=" nova-compute$(sfx "$h")"
+    done
+    SPARE_ACTIVE=0
+    save_mode
+    for h in $(agent_hosts); do start_agents "$h"; done
 
     wait_for "placement API" 60 placement http_ok "http://$IP:$PLACEMENT_PORT/"
     wait_for "neutron API" 90 "neutron-api neutron-rpc neutron-periodic" check network-api
     wait_for "glance API" 60 glance check image-api
-    wait_for "compute service up" 120 "nova-api nova-conductor nova-compute" check compute-up
-    wait_for "compute node provider in placement" 90 nova-compute check compute-rp
+    wait_for "compute services up (${HOSTS[*]})" 120 "nova-api nova-conductor$computes" check compute-up
+    wait_for "compute node providers in placement (${HOSTS[*]})" 90 "${computes# }" check compute-rp
+    # one discovery maps every compute node of the cell
     "$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf" cell_v2 discover_hosts --verbose \
         >"$LOG/setup-discover.out" 2>&1 || { cat "$LOG/setup-discover.out" >&2; die "discover_hosts failed"; }
-    wait_for "hypervisor $HOSTNAME_NOVA mapped" 60 "nova-api nova-compute" check hypervisor
+    wait_for "hypervisors mapped (${HOSTS[*]})" 60 "nova-api$computes" check hypervisor
     wait_for "nova services up" 60 "nova-scheduler nova-conductor" check services-up
-    wait_agents
+    for h in $(agent_hosts); do wait_agents "$h"; done
     if [ "$START_AGENTS" = 1 ] && [ "$PLACEMENT_PLUGIN" = 1 ]; then
         wait_for "bandwidth provider in placement" 60 neutron-rpc check bw-provider
     fi
+    [ "$SPARE" = 1 ] && say "$HOST1 is a spare (nova-compute disabled, no agents): cloud.sh activate-spare"
     say "minicloud is up: OS_CLIENT_CONFIG_FILE=$S/clouds.yaml OS_CLOUD=minicloud (env: $S/env)"
 }
 
-do_restart_agents() {
+# the hosts whose agent emulators run: every compute, but a spare devstack1 only once activated
+agent_hosts() {
+    [ "$START_AGENTS" = 1 ] || return 0
+    local h
+    for h in "${HOSTS[@]}"; do
+        [ "$h" = "$HOST1" ] && [ "$SPARE" = 1 ] && [ "${SPARE_ACTIVE:-0}" != 1 ] && continue
+        echo "$h"
+    done
+}
+
+do_activate_spare() {
     [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    load_mode
+    [ "$COMPUTES" = 2 ] && [ "$SPARE" = 1 ] || die "no spare compute in this cloud (started without MINICLOUD_SPARE_COMPUTE=1)"
+    if [ "$SPARE_ACTIVE" = 1 ]; then say "$HOST1 is already in service"; return 0; fi
+    [ -f "$RUN/agents.env" ] && . "$RUN/agents.env"
+    [ -n "${MINICLOUD_OVS_INI_1:-}" ] && OVS_INI_1=$(realpath -m "$MINICLOUD_OVS_INI_1")
+    [ -n "${MINICLOUD_SRIOV_INI_1:-}" ] && SRIOV_INI_1=$(realpath -m "$MINICLOUD_SRIOV_INI_1")
+    say "bringing the spare $HOST1 into service: its agents ($OVS_INI_1, $SRIOV_INI_1), then nova-compute enabled"
+    SPARE_ACTIVE=1
+    if [ "$START_AGENTS" = 1 ]; then
+        start_agents "$HOST1"
+        wait_agents "$HOST1" 90
+    fi
+    CHECK_HOST=$HOST1 check enable-compute || die "cannot enable nova-compute on $HOST1"
+    CHECK_HOST=$HOST1 wait_for "$HOST1: nova-compute enabled, COMPUTE_STATUS_DISABLED gone" 60 \
+        "nova-compute-$HOST1" check compute-enabled
+    save_mode
+}
+
+do_stop_compute() {  # a host failure: its nova-compute stops (its service goes down after the report timeout)
+    local h=${1:?usage: cloud.sh stop-compute HOST}
+    load_mode
+    [[ " ${HOSTS[*]} " == *" $h "* ]] || die "no compute $h in this cloud (${HOSTS[*]})"
+    stop "nova-compute$(sfx "$h")" "${MINICLOUD_STOP_GRACE:-5}"
+    say "nova-compute on $h stopped"
+}
+
+do_start_compute() {  # the host is back: nova-compute starts (init_host cleans up evacuated instances)
+    local h=${1:?usage: cloud.sh start-compute HOST} since
+    load_mode
+    [[ " ${HOSTS[*]} " == *" $h "* ]] || die "no compute $h in this cloud (${HOSTS[*]})"
+    alive "nova-compute$(sfx "$h")" && die "nova-compute on $h is already running"
+    since=$(date +%s)
+    start_nova_compute "$h"
+    CHECK_HOST=$h wait_for "$h: nova-compute started and reporting" 120 "nova-compute$(sfx "$h")" \
+        check compute-reported "$since"
+}
+
+do_restart_agents() {  # do_restart_agents [HOST]
+    local h=${1:-$HOSTNAME_NOVA} x
+    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    load_mode
+    [[ " ${HOSTS[*]} " == *" $h "* ]] || die "no compute $h in this cloud (${HOSTS[*]})"
+    [ "$h" = "$HOST1" ] && [ "$SPARE" = 1 ] && [ "$SPARE_ACTIVE" != 1 ] && die "$h is a spare: cloud.sh activate-spare"
     # ini paths: env overrides, else the ones `up` used
     if [ -f "$RUN/agents.env" ]; then
         . "$RUN/agents.env"
         [ -n "${MINICLOUD_OVS_INI:-}" ] && OVS_INI=$(realpath -m "$MINICLOUD_OVS_INI")
         [ -n "${MINICLOUD_SRIOV_INI:-}" ] && SRIOV_INI=$(realpath -m "$MINICLOUD_SRIOV_INI")
+        [ -n "${MINICLOUD_OVS_INI_1:-}" ] && OVS_INI_1=$(realpath -m "$MINICLOUD_OVS_INI_1")
+        [ -n "${MINICLOUD_SRIOV_INI_1:-}" ] && SRIOV_INI_1=$(realpath -m "$MINICLOUD_SRIOV_INI_1")
     fi
     PLACEMENT_PLUGIN=$(grep -q '^service_plugins = .*placement' "$ETC/neutron/neutron.conf" && echo 1 || echo 0)
-    say "restarting agent emulators with $OVS_INI and $SRIOV_INI"
-    stop agent-ovs 10 &
-    stop agent-sriov 10 &
+    x=$(sfx "$h")
+    say "restarting $h's agent emulators with $(ovs_ini_of "$h") and $(sriov_ini_of "$h")"
+    stop "agent-ovs$x" 10 &
+    stop "agent-sriov$x" 10 &
     wait
     START_AGENTS=1
-    start_agents
-    wait_agents 60
+    start_agents "$h"
+    wait_agents "$h" 60
 }
 
 do_status() {
     local s rc=0
+    load_mode
     for s in mariadb epmd rabbitmq "${SERVICES[@]}"; do
+        case $s in
+            *-$HOST1) if [ "$COMPUTES" != 2 ]; then continue; fi
+                      if [[ $s == agent-* ]] && [ "$SPARE" = 1 ] && [ "${SPARE_ACTIVE:-0}" != 1 ]; then
+                          printf '%-26s spare (not started: cloud.sh activate-spare)\n' "$s"; continue
+                      fi ;;
+        esac
         if alive "$s"; then
             local pid; pid=$(cat "$RUN/$s.pid")
             local rss; rss=$(ps -o rss= -g "$pid" 2>/dev/null | awk '{s+=$1} END {printf "%d", s/1024}')
-            printf '%-18s running  pid %-7s rss %5s MB\n' "$s" "$pid" "$rss"
+            printf '%-26s running  pid %-7s rss %5s MB\n' "$s" "$pid" "$rss"
         else
-            printf '%-18s stopped\n' "$s"; rc=1
+            printf '%-26s stopped\n' "$s"; rc=1
         fi
     done
     return $rc
@@ -896,7 +1089,10 @@ case $cmd in
     down) do_down; say "minicloud stopped" ;;
     status) do_status ;;
     logs) do_logs "$@" ;;
-    restart-agents) do_restart_agents ;;
+    restart-agents) do_restart_agents "$@" ;;
+    activate-spare) do_activate_spare ;;
+    stop-compute) do_stop_compute "$@" ;;
+    start-compute) do_start_compute "$@" ;;
     install) do_install ;;
-    *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

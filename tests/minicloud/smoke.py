@@ -138,8 +138,9 @@ def main():
     want_rp = str(uuid.uuid5(ns, '%s:%s' % (args.hypervisor, dev)))
 
     t = time.time()
+    # on --hypervisor (compute API 2.74+, still through the scheduler): the cloud has two computes
     srv = conn.compute.create_server(name=names['server'], flavor_id=fl.id, image_id=img.id,
-                                     networks=[{'port': port.id}])
+                                     networks=[{'port': port.id}], host=args.hypervisor)
     try:
         srv = conn.compute.wait_for_server(srv, status='ACTIVE', wait=args.timeout)
         boot_ok = True

@@ -7,9 +7,12 @@ from neutron_lib.placement import utils as place_utils
 from neutron_lib.utils import helpers
 from oslo_config import types
 
-from minbw import agentconf as ac
+from minbw.neutron import agentconf as ac
 from minbw.errors import ConfigError
 from tests.oracle import neutron_sync as oracle
+from minbw.neutron import naming
+from minbw.neutron.provider_tree import desired_state
+from minbw.plan.drift import snapshots
 
 FAST = settings(max_examples=300, deadline=None)
 
@@ -109,6 +112,15 @@ def test_agent_configuration_matches_the_agents(case):
     ours = ac.load_agent_config(kind, section, "host0").configurations()
     for key, value in ours.items():
         assert value == theirs[key], key
+    # and the heartbeat Neutron stores stands for the same providers as the ini (what `minbw drift` compares)
+    agent_type = naming.AGENT_KINDS[kind].agent_type
+    try:
+        mine = snapshots(desired_state([ac.load_agent_config(kind, section, "host0")]))
+    except ConfigError:
+        with pytest.raises(ConfigError):
+            desired_state([ac.config_from_report(agent_type, "host0", theirs)])
+    else:
+        assert snapshots(desired_state([ac.config_from_report(agent_type, "host0", theirs)])) == mine
     if kind == "openvswitch":
         assert ac.load_agent_config(kind, section, "host0").packet_processing == (
             theirs[ac.PP_WITHOUT] or theirs[ac.PP_WITH])
@@ -199,7 +211,7 @@ def test_inventory_checks_agree_with_placement(inv):
     """Our pre-flight inventory check accepts exactly what Placement's schema and capacity check accept."""
     import jsonschema
     from placement.schemas import inventory as schema
-    from minbw.providers import inventory_problems
+    from minbw.model.providers import inventory_problems
     try:
         jsonschema.validate({"inventories": {"X": inv}, "resource_provider_generation": 0}, schema.PUT_INVENTORY_SCHEMA)
         accepted = (inv["total"] - inv["reserved"]) * inv["allocation_ratio"] >= 0  # handlers.inventory, >= 1.26

@@ -5,14 +5,12 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from minbw import naming
-from minbw.mapping import (AMBIGUOUS, NO_SOLUTION, PLACEMENT, SOLVER, UNIQUE, MappingError,
-                           binding_allocation, binding_allocations, mapping_from_candidate,
-                           same_subtree_holds, solve)
-from minbw.errors import RequestError
-from minbw.query import ServerRequest
-from minbw.request import (MIN_BW, MIN_PPS, PortRequest, QosRule, Segment,
-                           build_port_request)
+from minbw.neutron import naming
+from minbw.placement.mapping import AMBIGUOUS, NO_SOLUTION, PLACEMENT, SOLVER, UNIQUE, binding_allocation, binding_allocations, mapping_from_candidate, same_subtree_holds, solve
+from minbw.errors import MappingError, RequestError
+from minbw.model.requests import PortRequest, ServerRequest
+from minbw.neutron.port_request import Segment, build_port_request
+from minbw.neutron.qos import MIN_BW, MIN_PPS, QosRule
 
 OVS = naming.AGENT_KINDS[naming.OVS]
 SRIOV = naming.AGENT_KINDS[naming.SRIOV]

@@ -16,10 +16,11 @@ from placement import util as placement_util
 from placement.handlers import allocation_candidate as ac_handler
 
 from minbw.errors import MicroversionUnsupported, RequestError
-from minbw.query import (MIN_MICROVERSION, ServerRequest, build_query, format_microversion,
-                         microversion_at_least, parse_microversion, query_string,
-                         required_microversion)
-from minbw.request import MIN_BW, MIN_PPS, PortRequest, QosRule, Segment, build_port_request
+from minbw.model import microversions
+from minbw.model.requests import PortRequest, ServerRequest
+from minbw.neutron.port_request import Segment, build_port_request
+from minbw.neutron.qos import MIN_BW, MIN_PPS, QosRule
+from minbw.placement.query import build_query, query_string, required_microversion
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LATEST = placement_mv.max_version_string()
@@ -121,7 +122,7 @@ def server_requests(draw):
 
 
 def previous(mv):
-    major, minor = parse_microversion(mv)
+    major, minor = microversions.parse(mv)
     return f"{major}.{minor - 1}"
 
 
@@ -131,12 +132,12 @@ def test_placement_parses_every_query_to_the_same_request(sr):
     params, mv = build_query(sr, LATEST)
     assert_same_as_placement(sr, params, mv)
     need, _ = required_microversion(sr)
-    assert mv == format_microversion(max(need, (1, 34)))
+    assert mv == microversions.format(max(need, (1, 34)))
     # also at the lowest microversion we claim, and nothing lower expresses it
     params_low, mv_low = build_query(sr, LATEST, mappings=False)
-    assert mv_low == format_microversion(need)
+    assert mv_low == microversions.format(need)
     assert_same_as_placement(sr, params_low, mv_low)
-    if need > MIN_MICROVERSION:
+    if need > microversions.NESTED_CANDIDATES:
         try:
             assert_same_as_placement(sr, params_low, previous(mv_low))
         except (webob.exc.HTTPBadRequest, AssertionError):
@@ -276,13 +277,13 @@ def test_too_old_placement():
 
 
 def test_microversions():
-    assert parse_microversion("1.36") == (1, 36)
-    assert parse_microversion("placement 1.9") == (1, 9)
-    assert parse_microversion((1, 2)) == (1, 2)
-    assert format_microversion((1, 39)) == "1.39"
-    assert microversion_at_least("1.10", "1.9") and not microversion_at_least("1.9", "1.10")
+    assert microversions.parse("1.36") == (1, 36)
+    assert microversions.parse("placement 1.9") == (1, 9)
+    assert microversions.parse((1, 2)) == (1, 2)
+    assert microversions.format((1, 39)) == "1.39"
+    assert microversions.at_least("1.10", "1.9") and not microversions.at_least("1.9", "1.10")
     with pytest.raises(ValueError):
-        parse_microversion("latest")
+        microversions.parse("latest")
 
 
 def test_from_nova_flavor():

@@ -10,11 +10,11 @@ import warnings
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from minbw import naming
+from minbw.neutron import naming
 from minbw.errors import RequestError
-from minbw.request import (MAX_RULE_VALUE, MIN_BW, MIN_PPS, MODE_ANY_TRAITS, MODE_NEUTRON,
-                           QOS_MIN_RULE_TYPES, VNIC_TYPES, PortRequest, QosRule, RequestGroup,
-                           Segment, build_port_request, min_rules, segments_of_network)
+from minbw.neutron.port_request import QOS_MIN_RULE_TYPES, Segment, build_port_request, segments_of_network
+from minbw.neutron.qos import MAX_RULE_VALUE, MIN_BW, MIN_PPS, VNIC_TYPES, QosRule, min_rules
+from minbw.model.requests import MODE_ANY_TRAITS, MODE_NEUTRON, PortRequest, RequestGroup
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # eventlet deprecation noise on import

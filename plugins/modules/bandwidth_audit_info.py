@@ -1,0 +1,96 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: minbw developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: bandwidth_audit_info
+short_description: Find leaked bandwidth allocations, stale binding allocations and over-allocated servers
+description:
+  - Reads every resource provider with a bandwidth or packet-rate inventory and its allocations, the live
+    servers and in-progress migrations (Nova) and the ports with a C(resource_request) or a
+    C(binding:profile.allocation) (Neutron), and reports, one finding each,
+  - C(leaked-allocation), a consumer holding bandwidth or packet rate that is neither a live server nor an
+    in-progress migration;
+  - C(stale-binding), a port whose C(binding:profile.allocation) names a provider that holds nothing of its
+    request for its server, or a port bound to no server;
+  - C(over-allocation), a server holding more of a class than its ports request in all.
+  - With O(fix=true) (off by default), leaked bandwidth is removed from its consumer (its other allocations stay)
+    and stale binding allocations are cleared; over-allocation is reported only. Needs admin credentials.
+version_added: 0.2.0
+author: minbw developers (@minbw)
+extends_documentation_fragment:
+  - minbw.openstack.auth
+  - ansible.builtin.action_common_attributes
+options:
+  fix:
+    description: Apply the fixes. In check mode nothing is changed and RV(fixes) is empty.
+    type: bool
+    default: false
+  ignore_consumers:
+    description: Consumers that are not Nova's (claims made with M(minbw.openstack.allocation), bare metal).
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+'''
+
+EXAMPLES = r'''
+- name: Audit bandwidth allocations (a CI gate)
+  minbw.openstack.bandwidth_audit_info:
+    cloud: mycloud
+  register: audit
+  failed_when: not audit.ok
+'''
+
+RETURN = r'''
+ok:
+  description: No finding (or every finding was fixed).
+  returned: always
+  type: bool
+findings:
+  description: C(kind), C(subject) (consumer or port), C(detail) and the C(fix) it would take (or null).
+  returned: always
+  type: list
+  elements: dict
+fixes:
+  description: With O(fix=true), each fix applied, with C(done) and C(error).
+  returned: always
+  type: list
+  elements: dict
+checked:
+  description: How many consumers with bandwidth and ports with requests were checked.
+  returned: always
+  type: dict
+'''
+
+from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+
+
+def audit(module):
+    from minbw.ops.audit import apply_fixes, run_audit
+    from minbw.placement.client import Placement
+
+    api = Placement(module.conn)
+    plan = run_audit(module.conn, api, ignore=module.params['ignore_consumers'])
+    fixes = apply_fixes(module.conn, api, plan) if module.params['fix'] and not module.check_mode else []
+    report = plan.to_dict()
+    return module.result(any(f['done'] for f in fixes), ok=all(f['done'] for f in fixes) if fixes else plan.ok,
+                         findings=report['findings'], fixes=fixes, checked=report['checked'])
+
+
+def main():
+    MinbwModule(dict(fix=dict(type='bool', default=False),
+                     ignore_consumers=dict(type='list', elements='str', default=[]))).run(audit)
+
+
+if __name__ == '__main__':
+    main()

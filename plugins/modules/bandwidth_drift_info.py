@@ -1,0 +1,87 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: minbw developers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r'''
+module: bandwidth_drift_info
+short_description: Compare agent ini files, what the agents report to Neutron, and Placement's providers
+description:
+  - Turns each source into the bandwidth resource providers it stands for (Neutron's uuid5 UUIDs, names,
+    traits, inventories) and compares them provider by provider, the agents' ini files (O(agent_configs),
+    read on the host the module runs on), the C(configurations) the L2 agents report in their heartbeat
+    (Neutron's agent list, O(neutron)), and what Placement holds.
+  - A provider missing from one side, or with other traits or inventories there, is a row with its
+    C(differences). Parents are not compared (the compute node's UUID is known to Placement only).
+version_added: 0.2.0
+author: minbw developers (@minbw)
+extends_documentation_fragment:
+  - minbw.openstack.auth
+  - ansible.builtin.action_common_attributes
+options:
+  agent_configs:
+    description: OVS and SR-IOV agent ini files to compare (leave out to compare Neutron with Placement only).
+    type: list
+    elements: path
+    default: []
+  host:
+    description: The agent host, when the ini files do not set C([DEFAULT] host).
+    type: str
+  neutron:
+    description: Read the agents' reports from Neutron (needs the network service in the catalog).
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+'''
+
+EXAMPLES = r'''
+- name: Is Placement what the agents' files say?
+  minbw.openstack.bandwidth_drift_info:
+    cloud: mycloud
+    agent_configs: [/etc/neutron/plugins/ml2/openvswitch_agent.ini]
+  register: drift
+  failed_when: not drift.ok
+'''
+
+RETURN = r'''
+ok:
+  description: Every side agrees on every provider.
+  returned: always
+  type: bool
+providers:
+  description: >-
+    One row per provider, C(uuid), C(name), C(agree), C(differences) and the provider as each side has it
+    (C(ini), C(agent), C(placement); null where it is missing, left out where that side was not read).
+  returned: always
+  type: list
+  elements: dict
+'''
+
+from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+
+
+def drift(module):
+    from minbw.ops.drift import run_drift
+    from minbw.placement.client import Placement
+
+    p = module.params
+    rows = run_drift(module.conn, Placement(module.conn), agent_configs=p['agent_configs'], host=p['host'],
+                     neutron=p['neutron'])
+    return module.result(False, ok=all(r.agree for r in rows), providers=[r.to_dict() for r in rows])
+
+
+def main():
+    MinbwModule(dict(agent_configs=dict(type='list', elements='path', default=[]), host=dict(type='str'),
+                     neutron=dict(type='bool', default=True))).run(drift)
+
+
+if __name__ == '__main__':
+    main()

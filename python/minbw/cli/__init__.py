@@ -1,0 +1,1 @@
+"""The ``minbw`` command."""

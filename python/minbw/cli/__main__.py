@@ -1,0 +1,5 @@
+import sys
+
+from minbw.cli.main import main
+
+sys.exit(main())

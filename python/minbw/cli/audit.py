@@ -1,0 +1,41 @@
+"""``minbw audit``: leaked bandwidth allocations, stale binding allocations, over-allocated servers."""
+from __future__ import annotations
+
+EXIT_FINDINGS = 3  # the audit found something (and --fix did not fix all of it); 1 is an error
+
+
+def register(sub) -> None:
+    from minbw.cli.cloud import add_cloud_arguments
+    sp = sub.add_parser("audit", help="find leaked bandwidth allocations, stale binding allocations and servers "
+                                      "holding more than their ports request (exit 3 when something is found)")
+    sp.add_argument("--fix", action="store_true",
+                    help="remove leaked bandwidth from their consumers and clear stale binding allocations")
+    sp.add_argument("--ignore-consumer", action="append", default=[], metavar="UUID",
+                    help="a consumer that is not Nova's (e.g. a claim made with `minbw claim`); repeat")
+    sp.add_argument("--json", action="store_true")
+    add_cloud_arguments(sp)
+    sp.set_defaults(func=cmd_audit)
+
+
+def cmd_audit(args) -> int:
+    from minbw.cli import tables
+    from minbw.cli.cloud import connect
+    from minbw.cli.main import print_json
+    from minbw.ops.audit import apply_fixes, run_audit
+    from minbw.placement.client import Placement
+
+    conn = connect(args)
+    api = Placement(conn)
+    plan = run_audit(conn, api, ignore=args.ignore_consumer)
+    fixes = apply_fixes(conn, api, plan) if args.fix else []
+    unfixed = len(plan.findings) - sum(1 for f in fixes if f["done"])
+    if args.json:
+        print_json({**plan.to_dict(), "fixes": fixes})
+    else:
+        if plan.ok:
+            print(f"ok: {plan.consumers} consumers with bandwidth, {plan.ports} ports with requests checked")
+        else:
+            print(tables.table(("kind", "subject", "detail"), [[f.kind, f.subject, f.detail] for f in plan.findings]))
+        for fix in fixes:
+            print(f"fix {fix['action']} {fix['subject']}: " + ("done" if fix["done"] else f"FAILED: {fix['error']}"))
+    return EXIT_FINDINGS if unfixed else 0

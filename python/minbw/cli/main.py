@@ -1,0 +1,457 @@
+"""The ``minbw`` command."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from minbw import __version__
+from minbw.errors import InvalidInput, MinbwError, NoValidHost
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+def _progress(msg: str) -> None:
+    print(f"minbw: {msg}", file=sys.stderr, flush=True)
+
+
+def _api(args):
+    from minbw.cli.cloud import connect
+    from minbw.placement.client import Placement
+    return Placement(connect(args))
+
+
+def parse_inventory_spec(text: str) -> dict[str, dict]:
+    """``VCPU=8,MEMORY_MB=16384`` → inventories (totals, Placement defaults for the rest)."""
+    from minbw.model.providers import root_inventories
+    totals = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        rc, sep, total = item.partition("=")
+        if not sep or not total.strip().isdigit():
+            raise InvalidInput(f"--root-inventory: expected CLASS=TOTAL[,CLASS=TOTAL...], got {item!r}")
+        totals[rc.strip()] = total
+    return root_inventories(totals, option="--root-inventory")
+
+
+# ---------------------------------------------------------------- placement serve
+
+def cmd_placement_serve(args) -> int:
+    if not args.daemon:
+        given = [opt for opt, value in (("--pid-file", args.pid_file), ("--log-file", args.log_file),
+                                        ("--timeout", args.timeout), ("--json", args.json or None))
+                 if value is not None]
+        if given:
+            args.json = False
+            raise InvalidInput(f"{', '.join(given)}: only with --daemon (without it, serve runs in the foreground)")
+        from minbw.deploy.serve import serve
+        return serve(args.port, args.state_dir, host=args.host)
+    from minbw.deploy import daemon
+    result = daemon.start(args.state_dir, args.port, pid_file=args.pid_file, log_file=args.log_file,
+                          timeout=daemon.START_TIMEOUT if args.timeout is None else args.timeout, host=args.host)
+    if args.json:
+        print_json(result)
+    elif result["changed"]:
+        print(f"minbw: placement started on {result['url']} (pid {result['pid']}, log {result['log_file']}, "
+              f"cloud {result['cloud']!r} in {result['clouds_yaml']})")
+    else:
+        print(f"minbw: placement already running on {result['url']} (pid {result['pid']})")
+    return 0
+
+
+def cmd_placement_stop(args) -> int:
+    from minbw.deploy import daemon
+    result = daemon.stop(args.state_dir, pid_file=args.pid_file, timeout=args.timeout)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"minbw: placement stopped (pid {result['pid']})" if result["changed"]
+              else f"minbw: placement of {result['state_dir']} is not running")
+    return 0
+
+
+def cmd_placement_status(args) -> int:
+    from minbw.deploy import daemon
+    result = daemon.status(args.state_dir, port=args.port, pid_file=args.pid_file, host=args.host)
+    if args.json:
+        print_json(result)
+    elif result["running"]:
+        print(f"minbw: placement running on {result['url']} (pid {result['pid']}, state {result['state_dir']})")
+    else:
+        why = (f"its process (pid {result['pid']}) does not answer on {result['url']}" if result["ours"]
+               else f"{result['url']} is held by another process" if result["port_in_use"] else "")
+        print(f"minbw: placement of {result['state_dir']} is not running" + (f": {why}" if why else ""))
+    return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+# ---------------------------------------------------------------- providers
+
+def _desired(args):
+    from minbw.neutron.provider_tree import desired_state
+    from minbw.ops.agent_files import read_agent_configs
+    return desired_state(read_agent_configs(args.agent_config, host=args.host, paths_option="--agent-config"))
+
+
+def _print_plan(plan, result=None) -> None:
+    if not plan.ops:
+        print("Placement already matches the configuration: 0 writes.")
+    for op in plan.ops:
+        print(("  done: " if result else "  plan: ") + str(op))
+    for k in plan.kept:
+        print("  " + str(k))
+    if result:
+        print(f"{result.writes} writes" + (f", {result.retries} retried after concurrent updates" if result.retries else ""))
+    elif plan.ops:
+        print(f"{len(plan.ops)} writes planned (nothing written)")
+
+
+def cmd_providers(args) -> int:
+    from minbw.ops import sync as s
+    desired = _desired(args)
+    api = _api(args)
+    root_inv = parse_inventory_spec(args.root_inventory) if args.root_inventory else None
+    cache = s.ProviderCache(args.cache, api.endpoint()) if args.cache else None
+    plan, result = s.sync(api, desired, check=args.action == "plan", create_root=args.create_root,
+                          root_inventories=root_inv, absent=args.absent, progress=_progress, cache=cache)
+    if args.json:
+        out = plan.to_dict()
+        out["diff"] = plan.diff()
+        if result is not None:
+            out["result"] = result.to_dict()
+        print_json(out)
+    else:
+        _print_plan(plan, result)
+    return 0
+
+
+def print_provider_report(report: list[dict], only_with_inventory: bool = False) -> None:
+    from minbw.cli import tables
+    print(tables.provider_table(report))
+    for p in report:
+        if only_with_inventory and not p["inventories"]:
+            continue
+        print(f"\n{p['name']} ({p['uuid']})")
+        if p["traits"]:
+            print(tables.table(("trait",), [[t] for t in p["traits"]]))
+        if p["inventories"]:
+            print(tables.inventory_table(p["inventories"]))
+            print(tables.usage_table(p["usages"]))
+
+
+def cmd_providers_show(args) -> int:
+    from minbw.reports.providers import provider_report
+    report = provider_report(_api(args), args.hypervisor)
+    if args.json:
+        print_json(report)
+    else:
+        print_provider_report(report)
+    return 0
+
+
+# ---------------------------------------------------------------- requests, candidates, claims
+
+def parse_resources(text: str, option: str = "--resources") -> dict[str, int]:
+    """``VCPU:1,MEMORY_MB:256`` → {class: amount}."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        rc, sep, amount = item.partition(":")
+        if not sep or not amount.strip().isdigit():
+            raise InvalidInput(f"{option}: expected CLASS:AMOUNT[,CLASS:AMOUNT...], got {item!r}")
+        out[rc.strip()] = int(amount)
+    return out
+
+
+def load_port_request(spec: str) -> dict:
+    """``[PORT_ID=]FILE``: a port's resource_request JSON (either format), or a port as Neutron shows it."""
+    port_id, sep, path = spec.partition("=")
+    if not sep:
+        port_id, path = None, spec
+    try:
+        value = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise InvalidInput(f"--port-request {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise InvalidInput(f"--port-request {path}: not JSON: {e}") from None
+    if isinstance(value, dict) and "resource_request" in value:  # a whole port (openstack port show -f json)
+        return {"port_id": port_id or value.get("id"), "resource_request": value["resource_request"]}
+    return {"port_id": port_id, "resource_request": value}
+
+
+def request_from_args(args):
+    """The server's request from the candidates/claim options."""
+    from minbw.model.requests import ServerRequest
+    return ServerRequest.from_options(
+        parse_resources(args.resources or ""), filter(None, (args.required or "").split(",")),
+        [load_port_request(x) for x in args.port_request or ()], group_policy=args.group_policy,
+        in_tree=args.in_tree, root_required=filter(None, (args.root_required or "").split(",")), limit=args.limit)
+
+
+def cmd_request(args) -> int:
+    from minbw.neutron.port_request import Segment, build_port_request
+    from minbw.neutron.qos import QosRule
+    rules = []
+    for i, spec in enumerate(args.rule or ()):
+        parts = spec.split(":")
+        if len(parts) not in (3, 4) or parts[0] not in ("min_bw", "min_pps") or not parts[2].isdigit():
+            raise InvalidInput(f"--rule {spec!r}: expected min_bw:DIRECTION:KBPS[:RULE_ID] or "
+                             f"min_pps:DIRECTION:KPPS[:RULE_ID]")
+        kind = "minimum_bandwidth" if parts[0] == "min_bw" else "minimum_packet_rate"
+        rule_id = parts[3] if len(parts) == 4 else str(__import__("uuid").uuid5(
+            __import__("uuid").UUID(args.port_id), f"rule-{i}"))
+        rules.append(QosRule(rule_id, kind, parts[1], int(parts[2])))
+    segments = []
+    for spec in args.segment or ("vlan:physnet0",):
+        net_type, _, physnet = spec.partition(":")
+        segments.append(Segment(net_type, physnet or None))
+    pr = build_port_request(args.port_id, rules, segments, args.vnic_type, agent_kind=args.agent_type,
+                            any_traits=args.any_traits)
+    value = None if pr is None else (pr.to_legacy() if args.legacy else pr.to_neutron())
+    if args.json:
+        print_json({"resource_request": value, "mode": pr.mode if pr else None, "notes": list(pr.notes) if pr else []})
+    else:
+        print(json.dumps(value, indent=2))
+        for note in (pr.notes if pr else ()):
+            print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def candidate_rows(view: list[dict], names) -> list[list]:
+    rows = []
+    for i, cand in enumerate(view, 1):
+        if cand["mapping"] is not None:
+            groups = "; ".join(f"{gid or 'flavor'} → {names.get(rps[0], rps[0])}" for gid, rps in cand["mapping"].items())
+        else:
+            groups = cand["mapping_problem"]
+        rows.append([i, cand["host_name"] or "?", groups])
+    return rows
+
+
+def cmd_candidates(args) -> int:
+    from minbw.ops import claims
+    from minbw.cli import tables
+    from minbw.reports.diagnose import diagnose, summary
+    api = _api(args)
+    req = request_from_args(args)
+    cands = claims.get_candidates(api, req)
+    diagnosis = diagnose(api, req) if not cands.allocation_requests else []
+    if args.json:
+        print_json({**cands.to_dict(), "diagnosis": diagnosis})
+    else:
+        from minbw.placement.query import query_string
+        print(f"GET /allocation_candidates?{query_string(cands.params)}  (microversion {cands.microversion})")
+        if cands.allocation_requests:
+            from minbw.reports.candidates import candidate_view
+            names = api.provider_names()
+            print(tables.table(("#", "host", "request group → provider"),
+                               candidate_rows(candidate_view(cands, req, names), names)))
+        else:
+            print("No allocation candidates. " + summary(diagnosis))
+    return 0 if cands.allocation_requests else 1
+
+
+def cmd_claim(args) -> int:
+    from minbw.ops import claims
+    api = _api(args)
+    req = request_from_args(args)
+    try:
+        claim = claims.named(api, claims.claim(
+            api, args.consumer, req, project_id=args.consumer_project_id, user_id=args.consumer_user_id,
+            consumer_type=args.consumer_type, max_hosts=args.max_hosts))
+    except NoValidHost as e:
+        if args.json:
+            print_json({"claimed": False, **e.to_dict()})
+        print(f"minbw: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print_json({"claimed": True, **claim.to_dict()})
+    else:
+        names = api.provider_names()
+        print(f"claimed for consumer {claim.consumer} on {claim.host_name} ({claim.host})")
+        for rp, alloc in claim.allocations.items():
+            print(f"  {names.get(rp, rp)}: " + ", ".join(f"{rc}={n}" for rc, n in alloc["resources"].items()))
+        for port, value in claim.binding_profiles.items():
+            print(f"  port {port} binding:profile.allocation = {json.dumps(value)}")
+    return 0
+
+
+def cmd_free(args) -> int:
+    from minbw.ops import claims
+    freed = claims.free(_api(args), args.consumer)
+    if args.json:
+        print_json({"changed": freed, "consumer": args.consumer})
+    else:
+        print(f"freed the allocations of {args.consumer}" if freed else f"{args.consumer} has no allocations")
+    return 0
+
+
+def cmd_usage(args) -> int:
+    from minbw.cli import tables
+    api = _api(args)
+    if args.provider:
+        provs = [api.get_provider(args.provider)]
+    else:
+        from minbw.reports.providers import provider_report
+        report = provider_report(api, args.hypervisor)
+        provs = [api.get_provider(p["uuid"]) for p in report if p["inventories"]]
+    out = []
+    for p in provs:
+        out.append({"uuid": p.uuid, "name": p.name, "generation": p.generation,
+                    "usages": api.provider_usages(p.uuid), "allocations": api.provider_allocations(p.uuid)})
+    if args.json:
+        print_json(out)
+        return 0
+    for p in out:
+        print(tables.fields([("uuid", p["uuid"]), ("name", p["name"]), ("generation", p["generation"]),
+                             ("allocations", json.dumps({c: a["resources"] for c, a in p["allocations"].items()}))]))
+        print(tables.usage_table(p["usages"]))
+    return 0
+
+
+def _server_request_arguments(sp) -> None:
+    sp.add_argument("--resources", metavar="CLASS:N,...", help="the flavor's resources, e.g. VCPU:1,MEMORY_MB:256,DISK_GB:1")
+    sp.add_argument("--required", metavar="TRAIT,...", help="traits the flavor requires")
+    sp.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
+                    help="a port's resource_request JSON (either format) or the port JSON; repeat per port")
+    sp.add_argument("--group-policy", choices=("none", "isolate"), help="default: none with several port groups (as Nova)")
+    sp.add_argument("--root-required", metavar="TRAIT,...")
+    sp.add_argument("--in-tree", metavar="UUID")
+    sp.add_argument("--limit", type=int)
+    sp.add_argument("--json", action="store_true")
+
+
+# ---------------------------------------------------------------- main
+
+def build_parser() -> argparse.ArgumentParser:
+    from minbw.cli.cloud import add_cloud_arguments
+    p = argparse.ArgumentParser(prog="minbw", description="Guaranteed minimum bandwidth for OpenStack, end to end.")
+    p.add_argument("--version", action="version", version=f"minbw {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    pl = sub.add_parser("placement", help="the embedded real Placement").add_subparsers(dest="sub", required=True)
+    serve = pl.add_parser("serve", help="run openstack-placement on 127.0.0.1 (SQLite, noauth2) in the foreground, "
+                                        "or in the background with --daemon")
+    serve.add_argument("--port", type=int, default=8780)
+    serve.add_argument("--state-dir", required=True, help="SQLite database, placement.conf, clouds.yaml, log")
+    serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    serve.add_argument("--daemon", action="store_true",
+                       help="start it detached and return once it answers; does nothing when this state dir's "
+                            "Placement already runs (idempotent)")
+    serve.add_argument("--pid-file", metavar="FILE", help="with --daemon: default STATE_DIR/placement.pid")
+    serve.add_argument("--log-file", metavar="FILE", help="with --daemon: default STATE_DIR/placement.log")
+    serve.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                       help="with --daemon: how long to wait until it is ready (default 120)")
+    serve.add_argument("--json", action="store_true",
+                       help='with --daemon: print {"changed", "pid", "url", "clouds_yaml", ...}')
+    serve.set_defaults(func=cmd_placement_serve)
+    pstop = pl.add_parser("stop", help="stop the Placement that serve --daemon started (idempotent)")
+    pstop.add_argument("--state-dir", required=True)
+    pstop.add_argument("--pid-file", metavar="FILE", help="default STATE_DIR/placement.pid")
+    pstop.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
+                       help="SIGKILL when it has not exited this long after SIGTERM (default 30)")
+    pstop.add_argument("--json", action="store_true", help='print {"changed", "pid"}')
+    pstop.set_defaults(func=cmd_placement_stop)
+    pstatus = pl.add_parser("status", help="is the Placement of a state dir running? (read-only)")
+    pstatus.add_argument("--state-dir", required=True)
+    pstatus.add_argument("--pid-file", metavar="FILE", help="default STATE_DIR/placement.pid")
+    pstatus.add_argument("--port", type=int, help="default: the port of its running process, else 8780")
+    pstatus.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    pstatus.add_argument("--json", action="store_true", help='print {"running", "pid", "url", "ours", ...}')
+    pstatus.set_defaults(func=cmd_placement_status)
+
+    prov = sub.add_parser("providers", help="bandwidth resource providers").add_subparsers(dest="action", required=True)
+    for name, helptext in (("plan", "show the writes a sync would make (writes nothing)"),
+                           ("sync", "make Placement match the agents' configuration")):
+        sp = prov.add_parser(name, help=helptext)
+        sp.add_argument("--agent-config", action="append", required=True, metavar="FILE",
+                        help="an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file; repeat for several")
+        sp.add_argument("--host", help="the agent host ([DEFAULT] host); also the default hypervisor name")
+        sp.add_argument("--create-root", action="store_true",
+                        help="create a missing compute node root provider, as nova-compute would")
+        sp.add_argument("--root-inventory", metavar="CLASS=TOTAL,...",
+                        help="with --create-root: the root's inventories, e.g. VCPU=8,MEMORY_MB=16384,DISK_GB=100")
+        sp.add_argument("--cache", metavar="FILE",
+                        help="remember what this sync read and wrote; the next sync re-reads only providers "
+                             "whose generation moved (a warm sync is then one listing)")
+        sp.add_argument("--absent", action="store_true",
+                        help="remove these agents' providers instead (kept where something is allocated)")
+        sp.add_argument("--json", action="store_true")
+        add_cloud_arguments(sp)
+        sp.set_defaults(func=cmd_providers)
+    show = prov.add_parser("show", help="providers with traits, inventories and usage")
+    show.add_argument("--hypervisor", help="only this compute node's tree")
+    show.add_argument("--json", action="store_true")
+    add_cloud_arguments(show)
+    show.set_defaults(func=cmd_providers_show)
+
+    rq = sub.add_parser("request", help="a port's resource_request from QoS rules, segments and vnic_type (as Neutron)")
+    rq.add_argument("--port-id", required=True)
+    rq.add_argument("--rule", action="append", metavar="min_bw|min_pps:DIRECTION:VALUE[:RULE_ID]",
+                    help="e.g. min_bw:egress:1000, min_pps:any:100; repeat in the policy's rule order")
+    rq.add_argument("--segment", action="append", metavar="TYPE[:PHYSNET]", help="default vlan:physnet0; repeat")
+    rq.add_argument("--vnic-type", default="normal")
+    rq.add_argument("--agent-type", choices=("openvswitch", "sriov"))
+    rq.add_argument("--any-traits", action="store_true", help="multi-segment networks: required=in:A,B (Placement 1.39)")
+    rq.add_argument("--legacy", action="store_true", help="print the legacy single-group format")
+    rq.add_argument("--json", action="store_true")
+    rq.set_defaults(func=cmd_request)
+
+    cand = sub.add_parser("candidates", help="one GET /allocation_candidates for a server and its QoS ports")
+    _server_request_arguments(cand)
+    add_cloud_arguments(cand)
+    cand.set_defaults(func=cmd_candidates)
+
+    cl = sub.add_parser("claim", help="claim a server's resources atomically; explains a failure per request group")
+    cl.add_argument("--consumer", required=True, metavar="UUID")
+    # dest names of their own: openstacksdk reads project_id/user_id in the namespace as auth options
+    cl.add_argument("--project-id", required=True, dest="consumer_project_id")
+    cl.add_argument("--user-id", required=True, dest="consumer_user_id")
+    cl.add_argument("--consumer-type", help="e.g. INSTANCE (Placement 1.38)")
+    cl.add_argument("--max-hosts", type=int, default=3, help="hosts to try, as Nova's alternates (default 3)")
+    _server_request_arguments(cl)
+    add_cloud_arguments(cl)
+    cl.set_defaults(func=cmd_claim)
+
+    fr = sub.add_parser("free", help="free a consumer's allocations (safe delete at its generation)")
+    fr.add_argument("--consumer", required=True, metavar="UUID")
+    fr.add_argument("--json", action="store_true")
+    add_cloud_arguments(fr)
+    fr.set_defaults(func=cmd_free)
+
+    us = sub.add_parser("usage", help="usage and allocations of providers with inventory")
+    us.add_argument("--hypervisor", help="only this compute node's tree")
+    us.add_argument("--provider", metavar="UUID", help="only this provider")
+    us.add_argument("--json", action="store_true")
+    add_cloud_arguments(us)
+    us.set_defaults(func=cmd_usage)
+    # command groups with a module of their own: minbw move [confirm|revert], audit, drift, heal, capacity
+    from minbw.cli import audit, capacity, drift, heal, moves
+    for group in (moves, audit, drift, heal, capacity):
+        group.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except MinbwError as e:
+        if getattr(args, "json", False):
+            print_json({"error": e.to_dict()})
+        print(f"minbw: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

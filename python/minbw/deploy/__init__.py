@@ -1,0 +1,1 @@
+"""Running Placement: the embedded real openstack-placement."""

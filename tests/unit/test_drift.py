@@ -1,0 +1,63 @@
+"""Drift between ini files, agents' reports and Placement (plan/drift.py, agentconf.config_from_report)."""
+from __future__ import annotations
+
+import pytest
+
+from minbw.errors import ConfigError
+from minbw.neutron.agentconf import config_from_report, load_agent_ini
+from minbw.neutron.provider_tree import desired_state
+from minbw.plan.drift import drift, snapshots
+
+OVS = """[DEFAULT]
+host = devstack0
+[ovs]
+bridge_mappings = physnet0:br-test,public:br-ex
+resource_provider_bandwidths = br-test:1500:1500,br-ex::1
+resource_provider_packet_processing_with_direction = :1000:2000
+"""
+SRIOV = """[DEFAULT]
+host = devstack0
+[sriov_nic]
+physical_device_mappings = physnet0:ens5,physnet1:ens6
+resource_provider_bandwidths = ens5:100000:100000,ens6:5:
+resource_provider_inventory_defaults = reserved:1,allocation_ratio:2.0
+"""
+BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
+
+
+def state(*texts):
+    return desired_state([load_agent_ini(t, source=f"f{i}.ini") for i, t in enumerate(texts)])
+
+
+@pytest.mark.parametrize("text", [OVS, SRIOV])
+def test_a_report_stands_for_the_same_providers_as_its_ini(text):
+    cfg = load_agent_ini(text, source="x.ini")
+    reported = config_from_report(cfg.agent_kind.agent_type, cfg.host, cfg.configurations())
+    assert snapshots(desired_state([reported])) == snapshots(desired_state([cfg]))
+
+
+def test_agreeing_sides_show_no_drift():
+    ini = state(OVS, SRIOV)
+    rows = drift(ini, ini, snapshots(ini))
+    assert rows and all(r.agree for r in rows)
+    assert {s for r in rows for s in r.sides} == {"ini", "agent", "placement"}
+
+
+def test_each_kind_of_drift_is_named():
+    ini = state(OVS, SRIOV)
+    agent = state(OVS.replace("br-test:1500:1500", "br-test:3000:1500"), SRIOV)
+    placement = snapshots(ini)
+    placement.pop(BR_TEST)
+    rows = {r.uuid: r for r in drift(ini, agent, placement)}
+    row = rows[BR_TEST]
+    assert not row.agree and row.differences[0] == "missing from placement"
+    assert row.differences[1].startswith("inventories differ: ini: ") and "3000" in row.differences[1]
+    assert sum(not r.agree for r in rows.values()) == 1
+    # a side not read is not a side: only ini vs placement here
+    only = drift(ini, None, placement)
+    assert {s for r in only for s in r.sides} == {"ini", "placement"}
+
+
+def test_report_of_an_agent_without_bandwidth_is_refused():
+    with pytest.raises(ConfigError, match="reports no bandwidth"):
+        config_from_report("DHCP agent", "devstack0", {})
