@@ -46,6 +46,9 @@ AUTH_ARGUMENT_SPEC = dict(
     api_timeout=dict(type='int'),
 )
 
+# Modules that write ports' binding:profile (doc fragment minbw.openstack.service_cloud).
+SERVICE_CLOUD_SPEC = dict(service_cloud=dict(type='raw'))
+
 # Module option -> openstack.connect() keyword.
 _CONNECT_KWARGS = dict(auth='auth', auth_type='auth_type', region_name='region_name',
                        interface='interface', validate_certs='verify', ca_cert='cacert',
@@ -80,6 +83,14 @@ class MinbwModule:
         if self._conn is None:
             self._conn = openstack.connect(**self.connect_kwargs())
         return self._conn
+
+    def service_conn(self):
+        """The connection for writes Neutron allows to the service role only (``binding:profile``): the
+        module's O(service_cloud) (a clouds.yaml name or a cloud config dict) when given, else ``conn``."""
+        service = self.params.get('service_cloud')
+        if not service:
+            return self.conn
+        return openstack.connect(**(dict(service) if isinstance(service, dict) else dict(cloud=service)))
 
     def connect_kwargs(self):
         cloud = self.params['cloud']

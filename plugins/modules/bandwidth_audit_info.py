@@ -23,6 +23,7 @@ version_added: 0.2.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - minbw.openstack.service_cloud
   - ansible.builtin.action_common_attributes
 options:
   fix:
@@ -72,7 +73,7 @@ checked:
   type: dict
 '''
 
-from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVICE_CLOUD_SPEC, MinbwModule
 
 
 def audit(module):
@@ -81,14 +82,15 @@ def audit(module):
 
     api = Placement(module.conn)
     plan = run_audit(module.conn, api, ignore=module.params['ignore_consumers'])
-    fixes = apply_fixes(module.conn, api, plan) if module.params['fix'] and not module.check_mode else []
+    fixes = (apply_fixes(module.conn, api, plan, binding_conn=module.service_conn())
+             if module.params['fix'] and not module.check_mode else [])
     report = plan.to_dict()
     return module.result(any(f['done'] for f in fixes), ok=all(f['done'] for f in fixes) if fixes else plan.ok,
                          findings=report['findings'], fixes=fixes, checked=report['checked'])
 
 
 def main():
-    MinbwModule(dict(fix=dict(type='bool', default=False),
+    MinbwModule(dict(SERVICE_CLOUD_SPEC, fix=dict(type='bool', default=False),
                      ignore_consumers=dict(type='list', elements='str', default=[]))).run(audit)
 
 

@@ -20,11 +20,13 @@ description:
   - The allocation is written first (at the server's consumer generation), then the bindings; when a write
     fails, what was written is undone and the failure says so. A server that cannot be healed (no provider
     has the traits or the room) is left as it is and reported.
-  - Needs admin credentials (C(binding:profile) is admin-only in Neutron).
+  - Needs admin credentials to read (C(binding:profile) is admin-only in Neutron) and the service role to write
+    the bindings (O(service_cloud)).
 version_added: 0.2.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - minbw.openstack.service_cloud
   - ansible.builtin.action_common_attributes
 options:
   servers:
@@ -67,13 +69,14 @@ unhealed:
   elements: str
 '''
 
-from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVICE_CLOUD_SPEC, MinbwModule
 
 
 def ensure(module):
     from minbw.ops.heal import heal
 
-    results = heal(module.conn, names=module.params['servers'], check=module.check_mode)
+    results = heal(module.conn, names=module.params['servers'], check=module.check_mode,
+                   binding_conn=None if module.check_mode else module.service_conn())
     needed = [r for r in results if (r.get('plan') or {}).get('ops')]
     diffs = [dict(r['diff'], before_header=r['name'], after_header=r['name']) for r in needed]
     changed = bool(needed) if module.check_mode else any(r.get('healed') for r in needed)
@@ -82,7 +85,7 @@ def ensure(module):
 
 
 def main():
-    MinbwModule(dict(servers=dict(type='list', elements='str', default=[]))).run(ensure)
+    MinbwModule(dict(SERVICE_CLOUD_SPEC, servers=dict(type='list', elements='str', default=[]))).run(ensure)
 
 
 if __name__ == '__main__':

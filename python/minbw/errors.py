@@ -46,6 +46,10 @@ class RequestError(InvalidInput):
     """A resource request that cannot be built or expressed."""
 
 
+class BindingNotAllowed(MinbwError):
+    """Neutron refused to write a port's ``binding:profile``: its policy gives that to the service role only."""
+
+
 class ObjectNotFound(MinbwError, LookupError):
     """A named object (provider, server, port, policy) does not exist."""
 
@@ -60,14 +64,15 @@ class PartialApply(MinbwError):
     Running the same desired state again resumes from what is there.
     """
 
-    def __init__(self, cause: Exception, applied: list, planned: int, result=None):
+    def __init__(self, cause: Exception, applied: list, planned: int, result=None,
+                 then: str = "running the sync again resumes from what is in Placement"):
         self.cause = cause
         self.applied = list(applied)
         self.planned = planned
         self.result = result
         last = self.applied[-1] if self.applied else "none"
         super().__init__(f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
-                         f"(the last: {last}); running the sync again resumes from what is in Placement")
+                         f"(the last: {last}); {then}")
 
     @property
     def code(self) -> str | None:

@@ -525,6 +525,17 @@ clouds:
     identity_api_version: 3
     region_name: RegionOne
     interface: public
+  minicloud-nova:
+    auth:
+      auth_url: $KS/v3
+      username: nova
+      password: $PASS
+      project_name: service
+      user_domain_name: Default
+      project_domain_name: Default
+    identity_api_version: 3
+    region_name: RegionOne
+    interface: public
   minicloud-placement-noauth: null
 EOF
     sed -i '/minicloud-placement-noauth/d' "$S/clouds.yaml"

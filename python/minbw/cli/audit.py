@@ -5,7 +5,7 @@ EXIT_FINDINGS = 3  # the audit found something (and --fix did not fix all of it)
 
 
 def register(sub) -> None:
-    from minbw.cli.cloud import add_cloud_arguments
+    from minbw.cli.cloud import add_cloud_arguments, add_service_cloud_argument
     sp = sub.add_parser("audit", help="find leaked bandwidth allocations, stale binding allocations and servers "
                                       "holding more than their ports request (exit 3 when something is found)")
     sp.add_argument("--fix", action="store_true",
@@ -13,13 +13,14 @@ def register(sub) -> None:
     sp.add_argument("--ignore-consumer", action="append", default=[], metavar="UUID",
                     help="a consumer that is not Nova's (e.g. a claim made with `minbw claim`); repeat")
     sp.add_argument("--json", action="store_true")
+    add_service_cloud_argument(sp)
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_audit)
 
 
 def cmd_audit(args) -> int:
     from minbw.cli import tables
-    from minbw.cli.cloud import connect
+    from minbw.cli.cloud import connect, service_connect
     from minbw.cli.main import print_json
     from minbw.ops.audit import apply_fixes, run_audit
     from minbw.placement.client import Placement
@@ -27,7 +28,7 @@ def cmd_audit(args) -> int:
     conn = connect(args)
     api = Placement(conn)
     plan = run_audit(conn, api, ignore=args.ignore_consumer)
-    fixes = apply_fixes(conn, api, plan) if args.fix else []
+    fixes = apply_fixes(conn, api, plan, binding_conn=service_connect(args)) if args.fix else []
     unfixed = len(plan.findings) - sum(1 for f in fixes if f["done"])
     if args.json:
         print_json({**plan.to_dict(), "fixes": fixes})

@@ -26,3 +26,16 @@ def connect(args: argparse.Namespace | None = None, **kwargs) -> connection.Conn
                 kwargs.setdefault(key, getattr(args, opt))
     region = openstack.config.OpenStackConfig().get_one(**kwargs)
     return connection.Connection(config=region)
+
+
+def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
+    """--service-cloud: the user that writes ports' binding:profile (Neutron gives that to the service role)."""
+    parser.add_argument("--service-cloud", metavar="NAME",
+                        help="the clouds.yaml entry of a service user (Nova's or Neutron's) that writes ports' "
+                             "binding:profile, which Neutron allows to the service role only (default: the "
+                             "--os-cloud user)")
+
+
+def service_connect(args: argparse.Namespace) -> connection.Connection | None:
+    """The --service-cloud connection, or None (then the main connection writes the bindings)."""
+    return connect(cloud=args.service_cloud) if getattr(args, "service_cloud", None) else None

@@ -5,23 +5,25 @@ EXIT_UNHEALED = 3  # some server could not be healed (or, with --dry-run, needs 
 
 
 def register(sub) -> None:
-    from minbw.cli.cloud import add_cloud_arguments
+    from minbw.cli.cloud import add_cloud_arguments, add_service_cloud_argument
     sp = sub.add_parser("heal", help="add missing port allocations and binding:profile.allocation to servers "
                                      "(what nova-manage placement heal_allocations does, deterministic)")
     sp.add_argument("--server", action="append", default=[], metavar="NAME|ID", help="only these; repeat")
     sp.add_argument("--dry-run", action="store_true", help="show each server's plan, write nothing")
     sp.add_argument("--json", action="store_true")
+    add_service_cloud_argument(sp)
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_heal)
 
 
 def cmd_heal(args) -> int:
     from minbw.cli import tables
-    from minbw.cli.cloud import connect
+    from minbw.cli.cloud import connect, service_connect
     from minbw.cli.main import print_json
     from minbw.ops.heal import heal
 
-    results = heal(connect(args), names=args.server, check=args.dry_run)
+    results = heal(connect(args), names=args.server, check=args.dry_run,
+                   binding_conn=None if args.dry_run else service_connect(args))
     if args.json:
         print_json(results)
     else:

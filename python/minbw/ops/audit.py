@@ -8,6 +8,7 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import ConcurrentUpdate, ConsumerConflict, MinbwError
 from minbw.model.requests import PortRequest
+from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.plan.audit import GUARANTEED_CLASSES, MIGRATION_DONE, AuditPlan, PortBinding, audit, trimmed
 
@@ -50,8 +51,9 @@ def run_audit(conn, api: Placement | None = None, *, ignore: Iterable[str] = ())
     return audit(allocations, servers, migrations, port_bindings(conn), names, ignore)
 
 
-def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3) -> list[dict]:
-    """Apply the plan's fixes one by one; returns what was done (each op with ``done`` and ``error``)."""
+def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding_conn=None) -> list[dict]:
+    """Apply the plan's fixes one by one; returns what was done (each op with ``done`` and ``error``).
+    ``binding_conn``: the connection that clears ``binding:profile`` (Neutron's service role), default ``conn``."""
     done = []
     for op in plan.ops:
         try:
@@ -59,8 +61,8 @@ def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3) -> list
                 _trim(api, op.subject, op.classes, retries)
             else:
                 port = conn.network.get_port(op.subject)
-                profile = {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"}
-                conn.network.update_port(port, binding_profile=profile)
+                write_binding_profile(binding_conn or conn, port,
+                                      {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"})
             done.append({**op.to_dict(), "done": True, "error": None})
         except (MinbwError, sdk_exceptions.SDKException) as e:  # each fix is independent: report, go on
             done.append({**op.to_dict(), "done": False, "error": f"{type(e).__name__}: {e}"})

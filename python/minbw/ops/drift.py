@@ -15,7 +15,7 @@ from minbw.plan.providers import snapshot
 def reported_state(conn, hosts: Iterable[str] | None = None):
     """The desired state the bandwidth-reporting agents' heartbeats stand for (Neutron's agent list)."""
     hosts = set(hosts or ())
-    configs = [config_from_report(a.agent_type, a.host, a.configurations or {})
+    configs = [config_from_report(a.agent_type, a.host, a.configuration or {})
                for a in conn.network.agents() if a.agent_type in naming.AGENT_KIND_BY_TYPE
                and (not hosts or a.host in hosts)]
     return desired_state(configs)

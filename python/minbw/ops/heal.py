@@ -8,6 +8,7 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import MinbwError, ObjectNotFound, PartialApply
 from minbw.ops import servers as server_ops
+from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.plan.heal import HealPlan, plan_heal
 
@@ -32,9 +33,10 @@ def server_plan(conn, api: Placement, server) -> tuple[HealPlan, list, dict]:
     return plan, ports, current
 
 
-def apply(conn, api: Placement, server, plan: HealPlan, ports, current) -> dict:
-    """Write the allocation, then each binding; on a failure undo what was written, then raise
-    PartialApply saying what was written and undone."""
+def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_conn=None) -> dict:
+    """Write the allocation, then each binding (with ``binding_conn``, a service user's connection, when
+    given); on a failure undo what was written, then raise PartialApply saying what was written and undone."""
+    binding_conn = binding_conn or conn
     done = []
     by_id = {p.id: p for p in ports}
     try:
@@ -45,16 +47,17 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current) -> dict:
                     "project_id": current.get("project_id") or server.project_id,
                     "user_id": current.get("user_id") or server.user_id})
             else:
-                profile = dict(by_id[op.port].binding_profile, allocation=op.binding)
-                conn.network.update_port(op.port, binding_profile=profile)
+                write_binding_profile(binding_conn, op.port,
+                                      dict(by_id[op.port].binding_profile, allocation=op.binding))
             done.append(op)
     except (MinbwError, sdk_exceptions.SDKException) as e:
-        undone = _roll_back(conn, api, server, done, by_id, current)
-        raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone}) from e
+        undone = _roll_back(binding_conn, api, server, done, by_id, current)
+        raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
+                           then=f"undone: {', '.join(undone) or 'nothing was written'}") from e
     return {"healed": True, "writes": len(done)}
 
 
-def _roll_back(conn, api, server, done, by_id, current) -> list[str]:
+def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
     undone = []
     for op in reversed(done):
         try:
@@ -64,16 +67,18 @@ def _roll_back(conn, api, server, done, by_id, current) -> list[str]:
                                                 "allocations": current.get("allocations") or {},
                                                 "consumer_generation": now.get("consumer_generation")})
             else:
-                conn.network.update_port(op.port, binding_profile=dict(by_id[op.port].binding_profile))
+                write_binding_profile(binding_conn, op.port, dict(by_id[op.port].binding_profile))
             undone.append(f"{op.action} {op.consumer or op.port}")
         except (MinbwError, sdk_exceptions.SDKException) as e:
             undone.append(f"{op.action} {op.consumer or op.port}: NOT undone ({e})")
     return undone
 
 
-def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False) -> list[dict]:
+def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False,
+         binding_conn=None) -> list[dict]:
     """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
-    the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised."""
+    the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised.
+    ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``."""
     api = api or Placement(conn)
     found = ([server_ops.find_server(conn, n) for n in names] if names else
              [conn.compute.get_server(s.id) for s in conn.compute.servers(all_projects=True)])
@@ -92,7 +97,7 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
             entry.update(healed=False, error=None)
         else:
             try:
-                entry.update(apply(conn, api, server, plan, ports, current), error=None)
+                entry.update(apply(conn, api, server, plan, ports, current, binding_conn), error=None)
             except PartialApply as e:
                 entry.update(healed=False, error=str(e), rolled_back=e.result["rolled_back"])
         results.append(entry)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minbw.errors import ObjectNotFound
+from openstack import exceptions as sdk_exceptions
+
+from minbw.errors import BindingNotAllowed, ObjectNotFound
 from minbw.model.requests import PortRequest, request_view
 from minbw.neutron.port_request import build_port_request, segments_of_network
 from minbw.neutron.qos import MIN_BW, MIN_PPS, min_rules
@@ -34,6 +36,20 @@ def port_facts(conn, name_or_id: str) -> PortFacts:
         rules = tuple(dict(r) for r in (net.get_qos_policy(policy_id).rules or ()))
     return PortFacts(port=port.to_dict(computed=False), network=network.to_dict(computed=False),
                      rules=rules, policy_id=policy_id)
+
+
+def write_binding_profile(conn, port, profile: dict):
+    """Set a port's ``binding:profile`` (``port``: an id or an openstacksdk Port). Neutron lets only the
+    service role write it (``update_port:binding:profile`` is ``rule:service_api``): connect as a service
+    user (Nova's or Neutron's) for this write."""
+    try:
+        return conn.network.update_port(port, binding_profile=profile)
+    except sdk_exceptions.ForbiddenException as e:
+        port_id = getattr(port, "id", port)
+        raise BindingNotAllowed(
+            f"Neutron refused to write binding:profile of port {port_id} ({e.details or e}): its policy lets only "
+            f"the service role write it; connect as a service user (Nova's or Neutron's) for the binding writes: "
+            f"--service-cloud NAME (CLI) or service_cloud (modules), a clouds.yaml entry of that user") from e
 
 
 def network_dict(network: dict) -> dict:

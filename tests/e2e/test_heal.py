@@ -1,0 +1,111 @@
+"""Healing QoS port allocations in the real cloud, beside ``nova-manage placement heal_allocations``.
+
+Three ways an upgrade or a failure leaves a server: its allocation lacks the port's bandwidth (a server
+from before Nova allocated port resources), its port lost ``binding:profile.allocation`` (cleared with
+the service role), or both. minbw heals each; what nova-manage does with the same case is recorded in
+``tests/output/heal_comparison.json`` (the table in docs/lifecycle.md comes from it)."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from minbw.neutron import naming
+from minbw.ops import servers
+from minbw.ops.heal import heal
+from minbw.placement.client import Placement
+
+OUT = Path(__file__).resolve().parents[2] / "tests" / "output"
+
+
+def break_allocation(api, server_id):
+    """The server's allocation without its ports' bandwidth (as a server from before port allocations)."""
+    now = api.get_allocations(server_id)
+    kept = {}
+    for rp, a in now["allocations"].items():
+        res = {rc: n for rc, n in a["resources"].items() if rc not in naming.GUARANTEED_CLASSES}
+        if res:
+            kept[rp] = {"resources": res}
+    api.put_allocations(server_id, {"allocations": kept, "consumer_generation": now["consumer_generation"],
+                                    "project_id": now["project_id"], "user_id": now["user_id"]})
+
+
+def state(api, conn, server_id, port_id):
+    """What heal may change: the server's allocated resources per provider and the port's binding allocation."""
+    allocs = {rp: a["resources"] for rp, a in api.get_allocations(server_id)["allocations"].items()}
+    return allocs, (conn.network.get_port(port_id).binding_profile or {}).get("allocation")
+
+
+def break_binding(service_conn, port_id):
+    port = service_conn.network.get_port(port_id)
+    service_conn.network.update_port(port, binding_profile={k: v for k, v in (port.binding_profile or {}).items()
+                                                             if k != "allocation"})
+
+
+def nova_manage(cloud, server_id) -> dict:
+    venv = Path(cloud.env["MINICLOUD_VENV"])
+    proc = subprocess.run([str(venv / "bin" / "nova-manage"), "--config-file", cloud.env["MINICLOUD_NOVA_CONF"],
+                           "placement", "heal_allocations", "--instance", server_id, "--verbose"],
+                          capture_output=True, text=True, timeout=300)
+    noise = ("eventlet", "Eventlet", "we strongly recommend", "framework.  For more", "migration.html", "# noqa")
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines()
+             if line.strip() and not any(n in line for n in noise)]
+    return {"exit": proc.returncode, "output": "\n".join(lines)[-1500:]}
+
+
+@pytest.mark.parametrize("case", ["allocation", "binding", "both"])
+def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
+    conn = demo.conn
+    api = Placement(conn)
+    service = cloud.connect(username="nova", password="minicloud-secret", project_name="service")
+    policy = demo.policy(f"e2e-heal-{case}", bw=[("egress", 1000), ("ingress", 1000)])
+    port = demo.port(f"e2e-heal-{case}", policy)
+    vm = demo.boot(f"e2e-heal-{case}", [port])
+    healthy = state(api, conn, vm.id, port.id)
+    assert healthy[1], healthy
+
+    def damage():
+        if case in ("allocation", "both"):
+            break_allocation(api, vm.id)
+        if case in ("binding", "both"):
+            break_binding(service, port.id)
+        assert not servers.verify(conn, vm.id, api)["ok"]
+
+    damage()
+    broken = state(api, conn, vm.id, port.id)
+    assert broken != healthy
+    planned = heal(conn, api, [vm.id], check=True)[0]
+    assert planned["plan"]["healable"] and planned["plan"]["ops"], planned
+    assert [g["status"] for g in planned["plan"]["groups"]] == [case]
+    assert state(api, conn, vm.id, port.id) == broken  # check mode wrote nothing
+    if case != "allocation":
+        # admin alone may not write binding:profile (Neutron: service role only): nothing is left half-healed
+        refused = heal(conn, api, [vm.id])[0]
+        assert refused["healed"] is False and "service role" in refused["error"], refused
+        assert state(api, conn, vm.id, port.id) == broken
+        if case == "both":  # the allocation written first was rolled back
+            assert refused["rolled_back"] and "NOT undone" not in " ".join(refused["rolled_back"]), refused
+    done = heal(conn, api, [vm.id], binding_conn=service)[0]
+    assert done["healed"] is True and done["error"] is None, done
+    assert servers.verify(conn, vm.id, api)["ok"], servers.verify(conn, vm.id, api)["problems"]
+    assert state(api, conn, vm.id, port.id) == healthy
+    assert heal(conn, api, [vm.id])[0]["plan"]["ops"] == []  # healed: nothing left to do
+
+    # the same damage, healed by nova-manage: record what it did
+    damage()
+    ran = nova_manage(cloud, vm.id)
+    after = servers.verify(conn, vm.id, api)
+    allocs_after, binding_after = state(api, conn, vm.id, port.id)
+    final = heal(conn, api, [vm.id], binding_conn=service)[0]
+    record = {"case": case, "nova_manage_exit": ran["exit"], "guarantee_holds_after": after["ok"],
+              "allocation_as_healthy": allocs_after == healthy[0], "binding_as_healthy": binding_after == healthy[1],
+              "problems_after": after["problems"], "output": ran["output"],
+              "minbw_after_nova_manage": {"healed": final.get("healed"), "error": final.get("error"),
+                                          "guarantee_holds": servers.verify(conn, vm.id, api)["ok"]}}
+    OUT.mkdir(exist_ok=True)
+    path = OUT / "heal_comparison.json"
+    table = json.loads(path.read_text()) if path.exists() else {}
+    table[case] = record
+    path.write_text(json.dumps(table, indent=2, sort_keys=True))
