@@ -116,3 +116,10 @@ def test_every_exception_lives_in_errors():
                 bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
                 assert not bases & {"Exception", "MinbwError", "ValueError", "PlacementError"}, \
                     f"{name}.{node.name} is an exception outside errors.py"
+
+
+def test_test_files_have_unique_names():
+    # tests/ has no __init__.py: pytest imports test files by basename, so two with one name break collection
+    tests = Path(__file__).resolve().parents[1]
+    names = [p.name for p in tests.rglob("test_*.py") if ".venv" not in p.parts]
+    assert sorted(n for n in set(names) if names.count(n) > 1) == []
