@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from openstack import exceptions as sdk_exceptions
 
-from minbw.errors import BindingNotAllowed, ObjectNotFound
+from minbw.errors import BindingNotAllowed, MinbwError, ObjectNotFound, PartialApply
 from minbw.model.requests import PortRequest, request_view
 from minbw.neutron.port_request import build_port_request, segments_of_network
 from minbw.neutron.qos import MIN_BW, MIN_PPS, min_rules
@@ -100,9 +100,18 @@ def find_policy(conn, name_or_id: str):
 
 def _apply(plan: base.Plan, obj, attrs: dict, verbs: dict):
     """Run the plan's ops in order: ``verbs[action](obj, op, sdk_values)`` returns the object as it is
-    after the op (None once it is deleted); API attribute names become openstacksdk's by ``attrs``."""
+    after the op (None once it is deleted); API attribute names become openstacksdk's by ``attrs``.
+    A failure after some writes is a PartialApply naming the ops that were applied."""
+    done: list[base.Op] = []
     for op in plan.ops:
-        obj = verbs[op.action](obj, op, {attrs.get(k, k): v for k, v in op.values.items()})
+        try:
+            obj = verbs[op.action](obj, op, {attrs.get(k, k): v for k, v in op.values.items()})
+        except (MinbwError, sdk_exceptions.SDKException) as e:
+            if not done:
+                raise  # nothing was written: the error as it is
+            raise PartialApply(e, done, len(plan.ops),
+                               then="running the same desired state again applies the rest") from e
+        done.append(op)
         if obj is None:
             return None
     return obj
