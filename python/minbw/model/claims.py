@@ -8,6 +8,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 
+def resources_by_provider(allocations: Mapping[str, Mapping] | None) -> dict[str, dict[str, int]]:
+    """Placement's ``{rp: {"resources": {...}, "generation": n}}`` as ``{rp: {class: amount}}``."""
+    return {rp: dict(a.get("resources", {})) for rp, a in (allocations or {}).items()}
+
+
 @dataclass(frozen=True)
 class CandidateSet:
     """Placement's answer: allocation requests in Placement's order, provider summaries, the query."""

@@ -139,16 +139,26 @@ def existing_claim(api: Placement, consumer: str, req: ServerRequest) -> Claim |
     Raises MappingError when they do not satisfy ``req`` (or satisfy it in several ways).
     """
     allocs = api.get_allocations(consumer).get("allocations") or {}
-    if not allocs:
-        return None
+    return mapped_claim(api, consumer, allocs, req) if allocs else None
+
+
+def mapped_claim(api: Placement, consumer: str, allocs, req: ServerRequest, *, host: str | None = None,
+                 host_name: str | None = None, attempts: tuple = ()) -> Claim:
+    """The claim ``allocs`` (``{rp: {"resources": ...}}``, made or about to be) are for ``req``, mapped by
+    the local solver (existing allocations carry no mappings); ``host`` defaults to their root provider.
+
+    Raises MappingError unless exactly one mapping fits.
+    """
     summaries = provider_summaries(api, allocs)
     result = solve({"allocations": allocs}, summaries, req)
-    groups = result.group_providers()  # raises MappingError unless exactly one mapping fits
-    host = summaries[next(iter(allocs))]["root_provider_uuid"]
-    return Claim(consumer=consumer, host=host, host_name=summaries[host]["name"],
+    groups = result.group_providers()
+    if host is None:
+        host = summaries[next(iter(allocs))]["root_provider_uuid"]
+        host_name = summaries[host]["name"]
+    return Claim(consumer=consumer, host=host, host_name=host_name,
                  allocations={rp: {"resources": dict(a["resources"])} for rp, a in allocs.items()},
                  mapping=result.solutions[0], binding_profiles=binding_allocations(req.ports, groups),
-                 mapping_source=result.source)
+                 attempts=attempts, mapping_source=result.source)
 
 
 def free(api: Placement, consumer: str, retries: int = 3) -> bool:

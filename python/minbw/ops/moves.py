@@ -24,7 +24,6 @@ from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims
 from minbw.placement.client import Placement
-from minbw.placement.mapping import binding_allocations, solve
 from minbw.plan import base
 from minbw.reports.diagnose import diagnose
 from minbw.plan.moves import (ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move,
@@ -89,15 +88,9 @@ def _conflict(api: Placement, used: list[ConsumerState], what: str, tries: int) 
 
 def _claim_on(api: Placement, consumer: str, allocations: Mapping[str, Mapping], req: ServerRequest,
               host: str, host_name: str | None, attempts: tuple = ()) -> Claim:
-    """The claim ``allocations`` make for ``req``, mapped by the local solver (existing allocations
-    carry no mappings); raises MappingError when they do not satisfy ``req`` in exactly one way."""
-    summaries = claims.provider_summaries(api, allocations)
-    result = solve({"allocations": allocations}, summaries, req)
-    groups = result.group_providers()
-    return Claim(consumer=consumer, host=host, host_name=host_name,
-                 allocations={rp: {"resources": dict(a["resources"])} for rp, a in allocations.items()},
-                 mapping=result.solutions[0], binding_profiles=binding_allocations(req.ports, groups),
-                 attempts=attempts, mapping_source=result.source)
+    """The claim ``allocations`` make for ``req`` on ``host``; raises MappingError when they do not
+    satisfy ``req`` in exactly one way."""
+    return claims.mapped_claim(api, consumer, allocations, req, host=host, host_name=host_name, attempts=attempts)
 
 
 def on_target(diagnosis: list[dict], name: str) -> list[str]:

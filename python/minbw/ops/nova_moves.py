@@ -19,6 +19,8 @@ from typing import Callable, Iterable
 from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import InvalidInput, MappingError, NovaMoveFailed, ObjectNotFound
+from minbw.model.claims import resources_by_provider
+from minbw.model.providers import stocks_of
 from minbw.ops import claims
 from minbw.ops.servers import find_server, port_state, request_of_server
 from minbw.placement.client import Placement
@@ -60,12 +62,6 @@ def _server_view(server) -> dict:
             "fault": server.fault or None}
 
 
-def _capacity(inventories: dict) -> dict[str, int]:
-    # what Placement lets consumers use: (total - reserved) * allocation_ratio
-    return {rc: int((inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0))
-            for rc, inv in inventories.items()}
-
-
 def read_trees(api: Placement, roots: Iterable[str]) -> dict[str, ProviderState]:
     """Every provider of the given host trees, with traits, capacity, usage and consumers."""
     out: dict[str, ProviderState] = {}
@@ -78,14 +74,14 @@ def read_trees(api: Placement, roots: Iterable[str]) -> dict[str, ProviderState]
             consumers = api.provider_allocations(p.uuid) if d.inventories else {}
             out[p.uuid] = ProviderState(
                 uuid=p.uuid, name=p.name, root_uuid=p.root_uuid, parent_uuid=p.parent_uuid, traits=d.traits,
-                capacity=_capacity(d.inventories), usages=dict(d.usages or {}),
-                consumers={c: dict(a.get("resources", {})) for c, a in consumers.items()})
+                capacity={rc: s.capacity for rc, s in stocks_of(p.uuid, d.inventories, None).items()},
+                usages=dict(d.usages or {}),
+                consumers=resources_by_provider(consumers))
     return out
 
 
 def _allocations(api: Placement, consumer: str) -> dict[str, dict[str, int]]:
-    allocs = api.get_allocations(consumer).get("allocations") or {}
-    return {rp: dict(a.get("resources", {})) for rp, a in allocs.items()}
+    return resources_by_provider(api.get_allocations(consumer).get("allocations"))
 
 
 def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts:

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from minbw.errors import MappingError, RequestError
+from minbw.model.claims import resources_by_provider
 from minbw.model.requests import PortRequest, RequestGroup, ServerRequest
 
 UNIQUE = "unique"
@@ -66,8 +67,7 @@ def _request_parts(request, same_subtree, group_policy):
 
 def _allocations(allocation_request: Mapping) -> dict[str, dict[str, int]]:
     # Accept one allocation_requests item ({"allocations": ..., "mappings": ...}) or its allocations.
-    allocs = allocation_request.get("allocations", allocation_request)
-    return {rp: dict(a.get("resources", {})) for rp, a in allocs.items()}
+    return resources_by_provider(allocation_request.get("allocations", allocation_request))
 
 
 def _ancestors(rp: str, summaries: Mapping) -> set[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from minbw.model.claims import resources_by_provider
 from minbw.model.providers import Stock, stocks_of
 from minbw.model.requests import RequestGroup
 from minbw.neutron import naming
@@ -115,7 +116,7 @@ def _choose(port: PortState, group: RequestGroup, fits: list[str], tree: Mapping
 def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: Mapping[str, Mapping]) -> HealPlan:
     """``server``: ``id``; ``current``: its GET /allocations body; ``tree``: rp → ``{name, traits,
     inventories, usages}`` for the server's compute tree (ProviderDetail-like dicts)."""
-    allocs = {rp: dict(a["resources"]) for rp, a in (current.get("allocations") or {}).items()}
+    allocs = resources_by_provider(current.get("allocations"))
     stocks = {rp: stocks_of(rp, info.get("inventories"), info.get("usages")) for rp, info in tree.items()}
     tree = {rp: {**info, "traits": set(info.get("traits", ())), "stocks": stocks[rp]} for rp, info in tree.items()}
     unexplained = {rp: {rc: n for rc, n in res.items() if rc in naming.GUARANTEED_CLASSES} for rp, res in allocs.items()}
