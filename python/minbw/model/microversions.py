@@ -9,6 +9,7 @@ ROOT = (1, 0)                    # GET / (the version document)
 TRAITS = (1, 6)
 PROVIDERS = (1, 14)              # parent/root in provider bodies, in_tree
 PROVIDERS_REQUIRED = (1, 18)     # the required= trait filter on provider listings
+AGGREGATES = (1, 19)             # provider aggregates with the provider generation
 CREATE_RETURNS_BODY = (1, 20)    # POST /resource_providers returns the provider (its generation)
 INVENTORIES = (1, 26)            # reserved may equal total (Neutron uses 1.37)
 CONSUMER_GENERATIONS = (1, 28)   # consumer_generation in allocation bodies

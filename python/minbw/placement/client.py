@@ -115,6 +115,17 @@ class Placement:
                           json={"traits": sorted(traits), "resource_provider_generation": generation})
         return body["resource_provider_generation"]
 
+    # ------------------------------------------------------------ aggregates
+    def get_provider_aggregates(self, uuid: str) -> tuple[set[str], int]:
+        body = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
+        return set(body["aggregates"]), body["resource_provider_generation"]
+
+    def set_provider_aggregates(self, uuid: str, aggregates: Iterable[str], generation: int) -> int:
+        """Replace a provider's aggregates at ``generation`` (callers add to what they read)."""
+        body = self.request("put", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES,
+                            json={"aggregates": sorted(aggregates), "resource_provider_generation": generation})
+        return body["resource_provider_generation"]
+
     # ------------------------------------------------------------ inventories
     def get_inventories(self, uuid: str) -> tuple[dict[str, dict], int]:
         body = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
