@@ -6,6 +6,7 @@
 #   cloud.sh status          one line per process, plus a readiness summary
 #   cloud.sh logs [N]        tail (default 30 lines) of every service log
 #   cloud.sh restart-agents [HOST]  restart only HOST's two L2 agent emulators (default devstack0; re-read their inis)
+#   cloud.sh stop-agents [HOST]     stop HOST's two L2 agent emulators (Neutron sees them dead after agent_down_time)
 #   cloud.sh activate-spare  bring the spare compute devstack1 into service (MINICLOUD_SPARE_COMPUTE=1)
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
 #   cloud.sh install         only install (apt + venv); idempotent
@@ -396,8 +397,9 @@ EOF
     uwsgi_ini glance $GLANCE_PORT glance.wsgi.api:application 1 "OS_GLANCE_CONFIG_DIR=$ETC/glance"
 
     # ---- neutron
-    local plugins=qos
-    [ "$PLACEMENT_PLUGIN" = 1 ] && plugins=qos,placement
+    # segments: routed networks (a provider with IPV4_ADDRESS per segment, hosts in its aggregate)
+    local plugins=qos,segments
+    [ "$PLACEMENT_PLUGIN" = 1 ] && plugins=qos,segments,placement
     {
         cat <<EOF
 [DEFAULT]
@@ -434,7 +436,7 @@ tenant_network_types = vlan
 mechanism_drivers = openvswitch,sriovnicswitch
 extension_drivers = qos,port_security
 [ml2_type_vlan]
-network_vlan_ranges = physnet0:100:200
+network_vlan_ranges = physnet0:100:200,rack0:300:399,rack1:300:399
 [ml2_type_flat]
 flat_networks = *
 [securitygroup]
@@ -484,6 +486,8 @@ lock_path = $S/lock
 [scheduler]
 workers = 1
 discover_hosts_in_cells_interval = -1
+# routed networks: member_of the ports' segments' aggregates (Nova's prefilter)
+query_placement_for_routed_network_aggregates = true
 [conductor]
 workers = 1
 [glance]
@@ -577,14 +581,15 @@ write_agent_inis() {
     # them into the wiped state dir. The project's own ini files (e.g. rendered by its Ansible
     # module) are used instead when MINICLOUD_OVS_INI / MINICLOUD_SRIOV_INI (devstack1:
     # MINICLOUD_OVS_INI_1 / MINICLOUD_SRIOV_INI_1) point at them (for `up` and `restart-agents`).
+    # rackN (devstackN only, bridge br-rack): the physnets of the routed network's segments
     local h ovs sriov sdev
     for h in "${HOSTS[@]}"; do
         ovs=$(ovs_ini_of "$h"); sriov=$(sriov_ini_of "$h")
         mkdir -p "$(dirname "$ovs")" "$(dirname "$sriov")"
         [ -f "$ovs" ] || cat >"$ovs" <<EOF
 [ovs]
-bridge_mappings = physnet0:br-test,public:br-ex
-resource_provider_bandwidths = br-test:1500:1500,br-ex::1
+bridge_mappings = physnet0:br-test,public:br-ex,rack${h#devstack}:br-rack
+resource_provider_bandwidths = br-test:1500:1500,br-ex::1,br-rack:1000:1000
 [agent]
 extensions = qos
 [securitygroup]
@@ -1062,6 +1067,19 @@ do_restart_agents() {  # do_restart_agents [HOST]
     wait_agents "$h" 60
 }
 
+do_stop_agents() {  # do_stop_agents [HOST]: HOST's two L2 agent emulators stop (Neutron sees them dead
+    # after agent_down_time); restart-agents HOST brings them back
+    local h=${1:-$HOSTNAME_NOVA} x
+    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    load_mode
+    [[ " ${HOSTS[*]} " == *" $h "* ]] || die "no compute $h in this cloud (${HOSTS[*]})"
+    x=$(sfx "$h")
+    say "stopping $h's agent emulators"
+    stop "agent-ovs$x" 10 &
+    stop "agent-sriov$x" 10 &
+    wait
+}
+
 do_status() {
     local s rc=0
     load_mode
@@ -1101,6 +1119,7 @@ case $cmd in
     status) do_status ;;
     logs) do_logs "$@" ;;
     restart-agents) do_restart_agents "$@" ;;
+    stop-agents) do_stop_agents "$@" ;;
     activate-spare) do_activate_spare ;;
     stop-compute) do_stop_compute "$@" ;;
     start-compute) do_start_compute "$@" ;;

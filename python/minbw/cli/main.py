@@ -436,8 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_cloud_arguments(us)
     us.set_defaults(func=cmd_usage)
     # command groups with a module of their own: minbw move [confirm|revert], audit, drift, heal, capacity
-    from minbw.cli import audit, capacity, drift, heal, moves
-    for group in (moves, audit, drift, heal, capacity):
+    from minbw.cli import audit, capacity, drift, heal, moves, schedule
+    for group in (moves, audit, drift, heal, capacity, schedule):
         group.register(sub)
     return p
 

@@ -88,7 +88,7 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
                 "consumer_generation": None}
         if consumer_type:
             body["consumer_type"] = consumer_type
-        outcome = _put_new_consumer(api, consumer, body, retries, sleep)
+        outcome = put_new_consumer(api, consumer, body, retries, sleep)
         attempts.append({"host": op.host, "outcome": outcome})
         if outcome == "claimed":
             return Claim(consumer=consumer, host=op.host, host_name=None, allocations=op.allocations,
@@ -100,7 +100,7 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
                             f"({len(attempts)} attempts on {hosts} host(s))")
 
 
-def _put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sleep) -> str:
+def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sleep) -> str:
     for attempt in range(retries + 1):
         try:
             api.put_allocations(consumer, body)

@@ -1,0 +1,219 @@
+"""Routed networks: what Neutron's segments plugin reports to Placement, and what a port's segment asks.
+
+Pure: no I/O. Neutron (``neutron/services/segments/plugin.py``, ``NovaSegmentNotifier``) gives each
+segment with an IPv4 subnet one resource provider: uuid = the segment id, name
+``Neutron segment id <id>``, an ``IPV4_ADDRESS`` inventory summed over the segment's IPv4 subnets
+(:func:`ipv4_inventory`, its ``_calculate_inventory_total_and_reserved``), and an aggregate that the
+compute hosts mapped to the segment join. Hosts map to a segment as ``services/segments/db.py`` maps
+them: an agent on the host has the segment's physical network in its bridge/interface/device
+mappings and its driver accepts the segment's network type (:func:`hosts_of_segment`).
+
+Nova's routed-network prefilter (``nova/scheduler/request_filter.py`` ``routed_networks_filter``)
+adds one ``member_of=in:...`` per port: the aggregates of the segment of each fixed IP's subnet, or,
+for a port without an IP yet, of every segment of its network (:func:`port_member_of`). We do the
+same, minus the segments whose subnets have no free address left (Nova would pick such a host and
+fail at binding).
+"""
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from minbw.errors import NoValidHost
+
+IPV4_ADDRESS = "IPV4_ADDRESS"
+SEGMENT_NAME = "Neutron segment id %s"
+# network types an L2 agent serves without tunnel_types (AgentMechanismDriverBase.get_allowed_network_types
+# for OVS; the SR-IOV driver takes flat and vlan)
+_PHYSNET_TYPES = ("flat", "vlan")
+_MAPPING_KEYS = ("bridge_mappings", "interface_mappings", "device_mappings")
+
+
+def subnet_total_reserved(subnet: Mapping) -> tuple[int, int]:
+    """One IPv4 subnet's (total, reserved), as Neutron's ``_calculate_inventory_total_and_reserved``:
+    every pool address, plus the gateway (total and reserved), plus one reserved for DHCP."""
+    total = reserved = 0
+    for pool in subnet.get("allocation_pools") or []:
+        total += int(ipaddress.ip_address(pool["end"])) - int(ipaddress.ip_address(pool["start"])) + 1
+    if total:
+        if subnet.get("gateway_ip"):
+            total += 1
+            reserved += 1
+        if subnet.get("enable_dhcp"):
+            reserved += 1
+    return total, reserved
+
+
+def ipv4_inventory(subnets: Iterable[Mapping]) -> dict[str, dict] | None:
+    """The segment provider's inventory for its subnets (IPv4 only), None when it has no addresses.
+
+    Neutron creates the inventory with the first subnet and adds each later one's total and reserved."""
+    total = reserved = 0
+    for s in subnets:
+        if int(s.get("ip_version") or 4) != 4:
+            continue
+        t, r = subnet_total_reserved(s)
+        total, reserved = total + t, reserved + r
+    if not total:
+        return None
+    return {IPV4_ADDRESS: {"total": total, "reserved": reserved, "min_unit": 1, "max_unit": 1,
+                           "step_size": 1, "allocation_ratio": 1.0}}
+
+
+def agent_physnets(agent: Mapping) -> set[str]:
+    """Physical networks in an agent's reported mappings (Neutron's ``_get_phys_nets``)."""
+    conf = agent.get("configurations") or agent.get("configuration") or {}
+    out: set[str] = set()
+    for key in _MAPPING_KEYS:
+        out |= set((conf.get(key) or {}).keys())
+    return out
+
+
+def agent_serves(segment: Mapping, agent: Mapping) -> bool:
+    """Can ``agent`` bind ports on ``segment`` (its driver's ``check_segment_for_agent``)?"""
+    conf = agent.get("configurations") or agent.get("configuration") or {}
+    network_type = segment.get("network_type")
+    allowed = set(_PHYSNET_TYPES) | set(conf.get("tunnel_types") or ())
+    if network_type not in allowed:
+        return False
+    if network_type in _PHYSNET_TYPES:
+        return segment.get("physical_network") in agent_physnets(agent)
+    return True
+
+
+def hosts_of_segment(segment: Mapping, agents: Iterable[Mapping]) -> tuple[str, ...]:
+    """The hosts Neutron maps to a segment with a physical network (none for tunnelled segments)."""
+    if not segment.get("physical_network"):
+        return ()
+    return tuple(sorted({a["host"] for a in agents if agent_serves(segment, a)}))
+
+
+@dataclass(frozen=True)
+class RoutedSegment:
+    """A segment of a routed network as Placement should show it, and how many addresses are left."""
+
+    id: str
+    network_id: str
+    name: str | None
+    network_type: str
+    physical_network: str | None
+    subnets: tuple[str, ...]
+    inventory: Mapping[str, Mapping] | None
+    hosts: tuple[str, ...]
+    free_ips: int | None = None  # from Neutron's IP availability; None when unknown
+
+    @property
+    def provider_name(self) -> str:
+        return SEGMENT_NAME % self.id
+
+    @property
+    def label(self) -> str:
+        where = self.physical_network or self.network_type
+        return f"segment {self.name or self.id} ({where})"
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "network_id": self.network_id, "name": self.name, "network_type": self.network_type,
+                "physical_network": self.physical_network, "subnets": list(self.subnets),
+                "provider": {"uuid": self.id, "name": self.provider_name,
+                             "inventories": {rc: dict(i) for rc, i in (self.inventory or {}).items()}},
+                "hosts": list(self.hosts), "free_ips": self.free_ips}
+
+
+def routed_segments(segments: Iterable[Mapping], subnets: Iterable[Mapping], agents: Iterable[Mapping],
+                    ip_availability: Mapping[str, Mapping] | None = None) -> tuple[RoutedSegment, ...]:
+    """Every segment of the given networks with what Neutron reports for it.
+
+    ``segments``/``subnets``/``agents`` are Neutron API dicts (``segment_id`` on subnets);
+    ``ip_availability`` maps subnet id → ``{"total_ips", "used_ips"}`` (Neutron's
+    network-ip-availabilities); a segment's ``free_ips`` sums its IPv4 subnets' free addresses."""
+    agents = list(agents)
+    by_segment: dict[str, list[Mapping]] = {}
+    for s in subnets:
+        if s.get("segment_id"):
+            by_segment.setdefault(s["segment_id"], []).append(s)
+    out = []
+    for seg in sorted(segments, key=lambda s: (s.get("network_id") or "", s["id"])):
+        mine = by_segment.get(seg["id"], [])
+        v4 = [s for s in mine if int(s.get("ip_version") or 4) == 4]
+        free = None
+        if ip_availability is not None:
+            free = sum(max(0, int(ip_availability[s["id"]]["total_ips"]) - int(ip_availability[s["id"]]["used_ips"]))
+                       for s in v4 if s["id"] in ip_availability)
+        out.append(RoutedSegment(
+            id=seg["id"], network_id=seg.get("network_id") or "", name=seg.get("name") or None,
+            network_type=seg.get("network_type") or "", physical_network=seg.get("physical_network") or None,
+            subnets=tuple(sorted(s["id"] for s in v4)), inventory=ipv4_inventory(v4),
+            hosts=hosts_of_segment(seg, agents), free_ips=free))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SegmentChoice:
+    """The segments a port may use, the aggregates that express them, and the ones left out (why)."""
+
+    port_id: str
+    candidates: tuple[str, ...]        # segment ids the port may land on
+    aggregates: tuple[str, ...]        # member_of=in: these
+    excluded: tuple[tuple[str, str], ...] = ()  # (segment id, why)
+
+    def to_dict(self) -> dict:
+        return {"port_id": self.port_id, "segments": list(self.candidates), "member_of": list(self.aggregates),
+                "excluded": [{"segment": s, "why": w} for s, w in self.excluded]}
+
+
+def port_segments(port: Mapping, segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str]) -> tuple[str, ...]:
+    """The segments a port can use (Nova's prefilter): its fixed IPs' subnets' segments, else all of its network's."""
+    fixed = [ip.get("subnet_id") for ip in port.get("fixed_ips") or []]
+    if fixed:
+        return tuple(sorted({subnet_segment[s] for s in fixed if subnet_segment.get(s)}))
+    return tuple(sorted(s.id for s in segments if s.network_id == port.get("network_id")))
+
+
+def port_member_of(port: Mapping, segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str],
+                   aggregates: Mapping[str, Iterable[str]]) -> SegmentChoice | None:
+    """The ``member_of`` a port on a routed network adds to its server's query (None: not routed).
+
+    ``aggregates`` maps segment id → the aggregates of its Placement provider. A segment without a
+    provider, without hosts, or (for a port that still needs an address) without a free address is
+    left out and said why; when none is left, NoValidHost names every reason."""
+    segments = tuple(segments)
+    wanted = port_segments(port, segments, subnet_segment)
+    if not wanted:
+        return None
+    by_id = {s.id: s for s in segments}
+    needs_address = not port.get("fixed_ips")
+    keep, aggs, excluded = [], set(), []
+    for sid in wanted:
+        seg = by_id.get(sid)
+        label = seg.label if seg else f"segment {sid}"
+        seg_aggs = set(aggregates.get(sid) or ())
+        if not seg_aggs:
+            excluded.append((sid, f"{label}: Placement has no provider with an aggregate for it (no IPv4 subnet, "
+                                  f"or nobody reported it: run `minbw segments --sync`)"))
+        elif seg is not None and not seg.hosts:
+            excluded.append((sid, f"{label}: no host has an agent mapping physical network "
+                                  f"{seg.physical_network!r}"))
+        elif needs_address and seg is not None and seg.free_ips == 0:
+            excluded.append((sid, f"{label}: no host in its aggregate has free IPv4 addresses (its subnets "
+                                  f"{', '.join(seg.subnets)} are exhausted)"))
+        else:
+            keep.append(sid)
+            aggs |= seg_aggs
+    if not keep:
+        raise NoValidHost(f"No valid host: port {port.get('id')}: no segment of its network can take it: "
+                           + "; ".join(w for _, w in excluded) + ". Fix: add addresses (a subnet or a larger "
+                           "allocation pool) to a segment, or map a host to it.")
+    return SegmentChoice(port_id=port.get("id") or "", candidates=tuple(keep), aggregates=tuple(sorted(aggs)),
+                         excluded=tuple(excluded))
+
+
+def host_not_in_segments(host: str, choice: SegmentChoice, segments: Iterable[RoutedSegment]) -> str:
+    """Why ``host`` cannot take the port ("" when it can): "host H is not in segment S"."""
+    by_id = {s.id: s for s in segments}
+    if any(host in by_id[s].hosts for s in choice.candidates if s in by_id):
+        return ""
+    names = ", ".join(by_id[s].label if s in by_id else s for s in choice.candidates)
+    return f"host {host} is not in {names}"
+
+

@@ -1,0 +1,166 @@
+"""Routed networks: read Neutron's segments, predict and read their Placement providers, sync them.
+
+Reads: Neutron's networks, segments, subnets, agents and IP availability (openstacksdk's network
+proxy, admin) and Placement through :class:`minbw.placement.Placement`. The prediction and the plan
+are pure (:mod:`minbw.neutron.segments`, :mod:`minbw.plan.segments`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from minbw.errors import ConcurrentUpdate, MinbwError, ObjectNotFound, PartialApply, ProviderNotFound
+from minbw.neutron.segments import RoutedSegment, port_member_of, routed_segments
+from minbw.placement.client import Placement
+from minbw.plan import base
+from minbw.plan.segments import ObservedSegments, SegmentOp, plan_segments, segment_aggregates
+
+RETRIES = 4
+
+
+@dataclass(frozen=True)
+class NeutronSegments:
+    segments: tuple[RoutedSegment, ...]
+    subnet_segment: dict            # subnet id → segment id
+
+    def of_network(self, network_id: str) -> tuple[RoutedSegment, ...]:
+        return tuple(s for s in self.segments if s.network_id == network_id)
+
+
+def _network_ids(conn, networks: Iterable[str] | None) -> list[str]:
+    if networks:
+        out = []
+        for n in networks:
+            net = conn.network.find_network(n, ignore_missing=True)
+            if net is None:
+                raise ObjectNotFound(f"no network {n!r} in Neutron. Fix: pass a network name or id that "
+                                     f"`openstack network list` shows.")
+            out.append(net.id)
+        return out
+    # every network with more than one segment, or a segment that has subnets bound to it (routed)
+    ids = {s.network_id for s in conn.network.segments()}
+    return sorted(i for i in ids if any(sub.segment_id for sub in conn.network.subnets(network_id=i)))
+
+
+def read_neutron(conn, networks: Iterable[str] | None = None) -> NeutronSegments:
+    """The routed segments of ``networks`` (default: every network with subnets on segments)."""
+    segs, subnets, availability = [], [], {}
+    for net_id in _network_ids(conn, networks):
+        segs += [s.to_dict(computed=False) for s in conn.network.segments(network_id=net_id)]
+        subnets += [s.to_dict(computed=False) for s in conn.network.subnets(network_id=net_id)]
+        avail = conn.network.get_network_ip_availability(net_id)
+        for sub in avail.subnet_ip_availability or []:
+            availability[sub["subnet_id"]] = sub
+    agents = [{"host": a.host, "configurations": a.configuration or {}, "alive": a.is_alive}
+              for a in conn.network.agents()]
+    segments = routed_segments(segs, subnets, agents, availability)
+    return NeutronSegments(segments, {s["id"]: s["segment_id"] for s in subnets if s.get("segment_id")})
+
+
+def observe(api: Placement, segments: Iterable[RoutedSegment]) -> ObservedSegments:
+    providers, inventories, aggregates, roots = {}, {}, {}, {}
+    for seg in segments:
+        try:
+            providers[seg.id] = api.get_provider(seg.id)
+        except ProviderNotFound:
+            continue
+        inventories[seg.id] = api.get_inventories(seg.id)[0]
+        aggregates[seg.id] = frozenset(api.get_provider_aggregates(seg.id)[0])
+    for host in sorted({h for s in segments for h in s.hosts}):
+        found = api.list_providers(name=host)
+        if found:
+            roots[host] = found[0]
+            aggregates[found[0].uuid] = frozenset(api.get_provider_aggregates(found[0].uuid)[0])
+    return ObservedSegments(providers, inventories, aggregates, roots)
+
+
+def report(conn, api: Placement, networks: Iterable[str] | None = None) -> dict:
+    """Each segment as Neutron would report it, what Placement holds, and the writes a sync would make."""
+    facts = read_neutron(conn, networks)
+    observed = observe(api, facts.segments)
+    plan, warnings = plan_segments(facts.segments, observed)
+    return {"segments": [_segment_view(s, observed) for s in facts.segments], "plan": plan.to_dict(),
+            "in_sync": not plan.changed, "warnings": warnings, "diff": plan.diff()}
+
+
+def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> dict:
+    d = seg.to_dict()
+    d["placement"] = None if seg.id not in observed.providers else {
+        "inventories": observed.inventories.get(seg.id, {}),
+        "aggregates": sorted(observed.aggregates.get(seg.id, ())),
+        "hosts_in_aggregate": sorted(h for h, r in observed.roots.items()
+                                     if observed.aggregates.get(seg.id, frozenset())
+                                     & observed.aggregates.get(r.uuid, frozenset()))}
+    return d
+
+
+def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: bool = False) -> dict:
+    """Make Placement hold the routed segments' providers (check: only plan). Idempotent: warm, 0 writes."""
+    facts = read_neutron(conn, networks)
+    observed = observe(api, facts.segments)
+    plan, warnings = plan_segments(facts.segments, observed)
+    result = {"changed": plan.changed, "plan": plan.to_dict(), "steps": [str(op) for op in plan.ops],
+              "warnings": warnings, "diff": plan.diff(),
+              "segments": [s.to_dict() for s in facts.segments]}
+    if check or not plan.changed:
+        return result
+    apply(api, plan)
+    return result
+
+
+def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
+    applied: list[SegmentOp] = []
+    try:
+        for op in plan.ops:
+            _apply_op(api, op)
+            applied.append(op)
+    except MinbwError as e:
+        raise PartialApply(e, applied, len(plan.ops), then="running the segment sync again resumes from "
+                                                            "what is in Placement") from e
+    return applied
+
+
+def _apply_op(api: Placement, op: SegmentOp) -> None:
+    if op.action == "create_provider":
+        api.create_provider(op.uuid, op.name, None)
+        return
+    for _ in range(RETRIES + 1):
+        try:
+            if op.action == "set_inventories":
+                gen = api.get_provider(op.uuid).generation
+                api.set_inventories(op.uuid, op.inventories, gen)
+            else:  # set_aggregates / add_root_to_aggregate: add to what is there (Nova owns the rest)
+                have, gen = api.get_provider_aggregates(op.uuid)
+                api.set_provider_aggregates(op.uuid, have | set(op.aggregates[:1]), gen)
+            return
+        except ConcurrentUpdate:
+            continue
+    raise ConcurrentUpdate(f"provider {op.name} ({op.uuid}) kept changing during `{op}` ({RETRIES + 1} tries)",
+                           status=409)
+
+
+def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
+                        facts: NeutronSegments | None = None) -> tuple[tuple[tuple[str, ...], ...], list[dict], NeutronSegments]:
+    """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice."""
+    ports = list(ports)
+    if facts is None:
+        facts = read_neutron(conn, sorted({p["network_id"] for p in ports}))
+    routed = {s.network_id for s in facts.segments if s.subnets}
+    aggregates = {}
+    for seg in facts.segments:
+        try:
+            aggregates[seg.id] = api.get_provider_aggregates(seg.id)[0]
+        except ProviderNotFound:
+            aggregates[seg.id] = set()
+    member_of, choices = [], []
+    for port in ports:
+        if port["network_id"] not in routed:
+            continue
+        choice = port_member_of(port, facts.segments, facts.subnet_segment, aggregates)
+        if choice is not None:
+            member_of.append(choice.aggregates)
+            choices.append(choice.to_dict())
+    return tuple(member_of), choices, facts
+
+
+__all__ = ["read_neutron", "observe", "report", "sync", "apply", "member_of_for_ports", "segment_aggregates"]
