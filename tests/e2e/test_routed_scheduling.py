@@ -222,3 +222,26 @@ def test_a_qos_port_on_a_multi_physnet_network_uses_any_segment_with_any_traits(
             release(service, api, rb)
     finally:
         release(service, api, ra)
+
+
+def test_the_module_plans_in_check_mode_binds_and_claims_then_is_idempotent(demo_two_hosts, service, playbook):
+    conn, api = demo_two_hosts.conn, Placement(demo_two_hosts.conn)
+    pol = demo_two_hosts.policy("e2e-sched-mod", bw=[("egress", 200)])
+    port = demo_two_hosts.port("e2e-sched-mod-port", pol)
+    path = Path(__file__).resolve().parent / "playbooks" / "placement_schedule.yml"
+    extra = {"ports": [port.id], "consumer": "7e2f5b3d-6c4f-4d8e-8f90-1b2c3d4e5f60"}
+    check = playbook(path, extra, check=True)
+    assert not check.failed and check.result["changed"] and check.result["host"] in ("devstack0", "devstack1")
+    assert not conn.network.get_port(port.id).binding_host_id  # check mode binds nothing
+    assert not api.get_allocations(extra["consumer"]).get("allocations")
+    done = playbook(path, extra)
+    try:
+        assert not done.failed and done.result["changed"], done.output
+        bound = conn.network.get_port(port.id)
+        assert bound.binding_host_id == done.result["host"]
+        assert bound.binding_profile == done.result["bindings"][0]["binding_profile"]
+        assert set(api.get_allocations(extra["consumer"])["allocations"]) == set(done.result["allocations"])
+        again = playbook(path, extra)
+        assert not again.failed and not again.result["changed"], again.output
+    finally:
+        release(service, api, {"consumer": extra["consumer"], "bindings": [{"port": port.id}]})
