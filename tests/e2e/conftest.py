@@ -88,6 +88,11 @@ class CloudManager:
     def ensure(self, *, two_hosts: bool = False, **mode) -> MiniCloud:
         mode = {"MINICLOUD_PLACEMENT_PLUGIN": "1", "MINICLOUD_SRIOV_COMPUTE": "0", "MINICLOUD_COMPUTES": "2",
                 "MINICLOUD_SPARE_COMPUTE": "1", **mode}
+        if self.current is None and os.environ.get("MINICLOUD_REUSE") == "1" and (STATE / "env").exists():
+            # a developer's running cloud (`cloud.sh up`, with the same mode): adopted, never stopped
+            self.current = MiniCloud(mode)
+            self.current.spare_active = os.environ.get("MINICLOUD_REUSE_SPARE") == "active"
+            self.reused = True
         current = self.current
         # a spare brought into service cannot be taken out again (Neutron keeps its providers): single-host
         # tests after it would need a new cloud (the test order avoids that)
@@ -111,7 +116,7 @@ class CloudManager:
         return self.ensure(two_hosts=two_hosts, **mode) if two_hosts else self.current
 
     def down(self) -> None:
-        if self.current is not None:
+        if self.current is not None and not getattr(self, "reused", False):
             subprocess.run(["bash", str(CLOUD_SH), "down"], cwd=REPO, capture_output=True, check=False, timeout=300)
             self.current = None
 

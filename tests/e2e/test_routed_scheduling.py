@@ -59,19 +59,35 @@ class Routed:
                                                                  fixed_ips=[{"subnet_id": sub.id}]))
 
 
-def wait_reported(api, seg_ids, hosts, timeout=90):
-    """Neutron reports segment providers asynchronously (its Nova notifier batches): wait for them."""
+def _reported(api, seg_ids, hosts):
+    """Each segment's (generation, aggregates) once its provider has IPV4_ADDRESS and its host is in the aggregate."""
+    state = {}
+    for s in seg_ids:
+        aggs, gen = api.get_provider_aggregates(s)
+        if not aggs or "IPV4_ADDRESS" not in api.get_inventories(s)[0]:
+            return None
+        state[s] = (gen, sorted(aggs))
+    for h in hosts:
+        root = api.list_providers(name=h)[0].uuid
+        if not any(set(a) & api.get_provider_aggregates(root)[0] for _, a in state.values()):
+            return None
+    return state
+
+
+def wait_reported(api, seg_ids, hosts, timeout=120, quiet=10):
+    """Neutron reports segment providers asynchronously (its Nova notifier batches, and may go over a segment
+    again): wait until every provider is complete and nothing changed for ``quiet`` seconds."""
     deadline = time.monotonic() + timeout
-    last = None
+    last, since = None, time.monotonic()
     while time.monotonic() < deadline:
         try:
-            last = {s: sorted(api.get_provider_aggregates(s)[0]) for s in seg_ids}
-            roots = {h: api.list_providers(name=h)[0].uuid for h in hosts}
-            if all(last.values()) and all(
-                    any(set(last[s]) & api.get_provider_aggregates(roots[h])[0] for s in seg_ids) for h in hosts):
-                return last
+            now = _reported(api, seg_ids, hosts)
         except Exception as e:  # noqa: BLE001 - not there yet
-            last = repr(e)
+            now = repr(e)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif isinstance(now, dict) and time.monotonic() - since >= quiet:
+            return now
         time.sleep(2)
     pytest.fail(f"Neutron did not report the segment providers in {timeout}s: {last}")
 
@@ -79,8 +95,20 @@ def wait_reported(api, seg_ids, hosts, timeout=90):
 @pytest.fixture
 def routed(demo_two_hosts):
     r = Routed(demo_two_hosts, f"e2e-routed-{next(_vlan)}")
-    wait_reported(Placement(r.conn), [s.id for s in r.seg.values()], ["devstack0", "devstack1"])
-    return r
+    api = Placement(r.conn)
+    wait_reported(api, [s.id for s in r.seg.values()], ["devstack0", "devstack1"])
+    yield r
+    # the demo fixture deletes the network after this; Neutron then deletes the segment providers itself,
+    # but not one it found half-made (as after a test removed it): remove what is left
+    for p in r.demo.ports:
+        r.conn.network.delete_port(p, ignore_missing=True)
+    r.demo.ports.clear()
+    r.conn.network.delete_network(r.net, ignore_missing=True)
+    for s in r.seg.values():
+        try:
+            api.delete_provider(s.id)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
 
 
 @pytest.fixture
@@ -97,30 +125,35 @@ def release(service, api, result):
 def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(routed, playbook):
     conn, api = routed.conn, Placement(routed.conn)
     report = segments.report(conn, api, [routed.net.id])
-    assert report["in_sync"], report
     by_name = {s["name"]: s for s in report["segments"]}
+    neutron_totals = {}
     for i, rack in enumerate(("rack0", "rack1")):
         seg = by_name[f"{routed.net.name}-{rack}"]
         assert seg["hosts"] == [f"devstack{i}"]
         # Neutron's default pool of a /29: 5 addresses, plus the gateway (counted and reserved)
-        assert seg["provider"]["inventories"]["IPV4_ADDRESS"]["total"] == 6
-        inv = api.get_inventories(seg["id"])[0]["IPV4_ADDRESS"]
-        assert (inv["total"], inv["reserved"]) == (seg["provider"]["inventories"]["IPV4_ADDRESS"]["total"],
-                                                   seg["provider"]["inventories"]["IPV4_ADDRESS"]["reserved"])
+        assert (seg["provider"]["inventories"]["IPV4_ADDRESS"]["total"],
+                seg["provider"]["inventories"]["IPV4_ADDRESS"]["reserved"]) == (6, 1)
         assert seg["placement"]["hosts_in_aggregate"] == [f"devstack{i}"]
         assert api.get_provider(seg["id"]).name == f"Neutron segment id {seg['id']}"
+        neutron_totals[rack] = api.get_inventories(seg["id"])[0]["IPV4_ADDRESS"]["total"]
+    # Neutron 29 counts a subnet twice when it is not the network's first (its notifier gets the subnet's
+    # create and an update "from no segment", treated as a create): seen as 12 for rack1; minbw reports it
+    assert set(neutron_totals.values()) <= {6, 12}, neutron_totals
+    assert report["in_sync"] == (set(neutron_totals.values()) == {6}), report["plan"]
 
     # the rack1 provider lost (as when Neutron could not reach Placement or Nova): the module puts it back
     gone = routed.seg["rack1"].id
     api.delete_provider(gone)
     path = Path(__file__).resolve().parent / "playbooks" / "segment_providers.yml"
     check = playbook(path, {"networks": [routed.net.id]}, check=True)
-    assert not check.failed and check.result["changed"] and check.result["plan"]["writes"] == 3, check.output
+    assert not check.failed and check.result["changed"], check.output
+    assert {"create_provider", "set_inventories", "set_aggregates"} <= {op["action"] for op in check.result["plan"]["ops"]}
     with pytest.raises(Exception):
         api.get_provider(gone)  # check mode wrote nothing
     done = playbook(path, {"networks": [routed.net.id]})
     assert not done.failed and done.result["changed"], done.output
-    assert api.get_inventories(gone)[0]["IPV4_ADDRESS"]["total"] == inv["total"]
+    assert {s.id: api.get_inventories(s.id)[0]["IPV4_ADDRESS"]["total"] for s in routed.seg.values()} == \
+        {s.id: 6 for s in routed.seg.values()}
     warm = playbook(path, {"networks": [routed.net.id]})
     assert not warm.failed and not warm.result["changed"] and warm.result["plan"]["writes"] == 0, warm.output
     assert segments.report(conn, api, [routed.net.id])["in_sync"]

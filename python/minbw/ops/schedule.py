@@ -193,11 +193,11 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
         try:
             for p in port_plans:
                 say(f"binding port {p.name or p.id} to {host}")
+                bound.append(p.id)  # a failed binding still sets binding:host_id: unbind it too
                 why = _bind(svc, p, host, op.binding_profiles.get(p.id) if p.request else None)
                 if why:
                     why = f"port {p.name or p.id}: {why}"
                     break
-                bound.append(p.id)
             if not why:
                 body = {"allocations": op.allocations, "project_id": project_id, "user_id": user_id,
                         "consumer_generation": None}

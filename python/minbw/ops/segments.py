@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from minbw.errors import ConcurrentUpdate, MinbwError, ObjectNotFound, PartialApply, ProviderNotFound
+from minbw.errors import ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound, PartialApply, ProviderNotFound
 from minbw.neutron.segments import RoutedSegment, port_member_of, routed_segments
 from minbw.placement.client import Placement
 from minbw.plan import base
@@ -62,7 +62,7 @@ def observe(api: Placement, segments: Iterable[RoutedSegment]) -> ObservedSegmen
     for seg in segments:
         try:
             providers[seg.id] = api.get_provider(seg.id)
-        except ProviderNotFound:
+        except (ProviderNotFound, NotFound):
             continue
         inventories[seg.id] = api.get_inventories(seg.id)[0]
         aggregates[seg.id] = frozenset(api.get_provider_aggregates(seg.id)[0])
@@ -150,7 +150,7 @@ def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
     for seg in facts.segments:
         try:
             aggregates[seg.id] = api.get_provider_aggregates(seg.id)[0]
-        except ProviderNotFound:
+        except (ProviderNotFound, NotFound):
             aggregates[seg.id] = set()
     member_of, choices = [], []
     for port in ports:
