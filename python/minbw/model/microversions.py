@@ -15,6 +15,7 @@ INVENTORIES = (1, 26)            # reserved may equal total (Neutron uses 1.37)
 CONSUMER_GENERATIONS = (1, 28)   # consumer_generation in allocation bodies
 NESTED_CANDIDATES = (1, 29)      # candidates with nested providers; summaries with parent/root
 IN_TREE = (1, 31)
+FORBIDDEN_AGGREGATES = (1, 32)  # member_of=!in:A,B
 STRING_SUFFIXES = (1, 33)
 MAPPINGS = (1, 34)
 ROOT_REQUIRED = (1, 35)
