@@ -56,7 +56,7 @@ options:
           - C(strict) also makes a server with QoS ports land on a reserved host (C(root_required=TRAIT) or
             C(member_of=AGGREGATE)).
         type: str
-        choices: [off, avoid, strict]
+        choices: ['off', avoid, strict]
         default: 'off'
       trait:
         description: The trait on the reserved hosts' root providers (C(CUSTOM_) and A-Z, 0-9, _).
