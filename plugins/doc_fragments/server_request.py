@@ -44,4 +44,25 @@ options:
   limit:
     description: At most this many allocation candidates.
     type: int
+  separation:
+    description:
+      - Hosts reserved for servers with QoS ports (see M(minbw.openstack.host_separation)). Off unless given.
+    type: dict
+    suboptions:
+      mode:
+        description:
+          - C(off) changes nothing. C(avoid) keeps a server without QoS ports off the reserved hosts
+            (C(root_required=!TRAIT), Placement 1.35, or C(member_of=!in:AGGREGATE), 1.32).
+          - C(strict) also makes a server with QoS ports land on a reserved host (C(root_required=TRAIT) or
+            C(member_of=AGGREGATE)).
+        type: str
+        choices: ['off', avoid, strict]
+        default: 'off'
+      trait:
+        description: The trait on the reserved hosts' root providers (C(CUSTOM_) and A-Z, 0-9, _).
+        type: str
+        default: CUSTOM_MINBW_QOS_HOST
+      aggregate:
+        description: Reserved hosts are this Placement aggregate's members instead (a UUID).
+        type: str
 '''

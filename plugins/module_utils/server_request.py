@@ -13,10 +13,18 @@ SERVER_REQUEST_SPEC = dict(
     in_tree=dict(type='str'),
     root_required=dict(type='list', elements='str', default=[]),
     limit=dict(type='int'),
+    separation=dict(type='dict', options=dict(
+        mode=dict(type='str', default='off', choices=['off', 'avoid', 'strict']),
+        trait=dict(type='str', default='CUSTOM_MINBW_QOS_HOST'),
+        aggregate=dict(type='str'),
+    )),
 )
 
 
 def server_request_of(params):
-    """The core's ServerRequest from the SERVER_REQUEST_SPEC options."""
+    """The core's ServerRequest from the SERVER_REQUEST_SPEC options (kept off or onto the hosts reserved
+    for QoS ports as O(separation) says)."""
     from minbw.model.requests import ServerRequest
-    return ServerRequest.from_options(**{opt: params[opt] for opt in SERVER_REQUEST_SPEC})
+    from minbw.plan.separation import separate, separation_of
+    req = ServerRequest.from_options(**{opt: params[opt] for opt in SERVER_REQUEST_SPEC if opt != 'separation'})
+    return separate(req, separation_of(option='separation', **(params['separation'] or {})))

@@ -59,6 +59,7 @@ def assert_same_as_placement(sr: ServerRequest, params, mv):
         assert pg.forbidden_traits == set(g.forbidden)
         if suffix == "":
             assert {frozenset(m) for m in pg.member_of} == {frozenset(m) for m in sr.member_of}
+            assert pg.forbidden_aggs == set(sr.forbidden_member_of)
         if sr.in_tree and (suffix == "" or "" not in groups):
             assert pg.in_tree == sr.in_tree
     assert rw.group_policy == sr.effective_group_policy()
@@ -116,6 +117,7 @@ def server_requests(draw):
         root_required=root[:n_rr], root_forbidden=root[n_rr:n_rr + n_rf],
         member_of=tuple(tuple(map(str, m)) for m in draw(
             st.lists(st.lists(st.uuids(), min_size=1, max_size=2), max_size=2))) if has_flavor else (),
+        forbidden_member_of=tuple(map(str, draw(st.lists(st.uuids(), max_size=2)))) if has_flavor else (),
         in_tree=draw(st.one_of(st.none(), st.uuids().map(str))),
         limit=draw(st.one_of(st.none(), st.integers(1, 1000))),
     )

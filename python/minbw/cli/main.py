@@ -191,11 +191,14 @@ def load_port_request(spec: str) -> dict:
 
 def request_from_args(args):
     """The server's request from the candidates/claim options."""
+    from minbw.cli.separation import separation_from_args
     from minbw.model.requests import ServerRequest
-    return ServerRequest.from_options(
+    from minbw.plan.separation import separate
+    return separate(ServerRequest.from_options(
         parse_resources(args.resources or ""), filter(None, (args.required or "").split(",")),
         [load_port_request(x) for x in args.port_request or ()], group_policy=args.group_policy,
-        in_tree=args.in_tree, root_required=filter(None, (args.root_required or "").split(",")), limit=args.limit)
+        in_tree=args.in_tree, root_required=filter(None, (args.root_required or "").split(",")), limit=args.limit),
+        separation_from_args(args))
 
 
 def cmd_request(args) -> int:
@@ -328,6 +331,8 @@ def _server_request_arguments(sp) -> None:
     sp.add_argument("--root-required", metavar="TRAIT,...")
     sp.add_argument("--in-tree", metavar="UUID")
     sp.add_argument("--limit", type=int)
+    from minbw.cli.separation import add_request_arguments
+    add_request_arguments(sp)
     sp.add_argument("--json", action="store_true")
 
 
@@ -436,8 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_cloud_arguments(us)
     us.set_defaults(func=cmd_usage)
     # command groups with a module of their own: minbw move [confirm|revert], audit, drift, heal, capacity
-    from minbw.cli import audit, capacity, drift, heal, moves, schedule
-    for group in (moves, audit, drift, heal, capacity, schedule):
+    from minbw.cli import audit, capacity, drift, heal, moves, schedule, separation
+    for group in (moves, audit, drift, heal, capacity, schedule, separation):
         group.register(sub)
     return p
 

@@ -11,10 +11,12 @@ PROVIDERS = (1, 14)              # parent/root in provider bodies, in_tree
 PROVIDERS_REQUIRED = (1, 18)     # the required= trait filter on provider listings
 AGGREGATES = (1, 19)             # provider aggregates with the provider generation
 CREATE_RETURNS_BODY = (1, 20)    # POST /resource_providers returns the provider (its generation)
+ERROR_CODES = (1, 23)            # errors[0].code in error bodies (placement.concurrent_update, ...)
 INVENTORIES = (1, 26)            # reserved may equal total (Neutron uses 1.37)
 CONSUMER_GENERATIONS = (1, 28)   # consumer_generation in allocation bodies
 NESTED_CANDIDATES = (1, 29)      # candidates with nested providers; summaries with parent/root
 IN_TREE = (1, 31)
+FORBIDDEN_AGGREGATES = (1, 32)  # member_of=!in:A,B
 STRING_SUFFIXES = (1, 33)
 MAPPINGS = (1, 34)
 ROOT_REQUIRED = (1, 35)

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -202,12 +203,14 @@ class ServerRequest:
     root_forbidden: tuple[str, ...] = ()
     # AND of ORs: each inner tuple is one member_of=in:A,B
     member_of: tuple[tuple[str, ...], ...] = ()
+    # member_of=!in:A,B (Placement 1.32): in none of these aggregates
+    forbidden_member_of: tuple[str, ...] = ()
     in_tree: str | None = None
     limit: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "extra_resources", _pairs(self.extra_resources))
-        for name in ("required", "forbidden", "root_required", "root_forbidden"):
+        for name in ("required", "forbidden", "root_required", "root_forbidden", "forbidden_member_of"):
             object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
         object.__setattr__(self, "ports", tuple(p for p in self.ports if p is not None))
         object.__setattr__(self, "member_of", tuple(tuple(sorted(set(m))) for m in self.member_of))
@@ -263,6 +266,13 @@ class ServerRequest:
         return cls(vcpus=int(flavor.get("vcpus") or 0), memory_mb=int(flavor.get("ram") or 0),
                    disk_gb=disk, extra_resources=extra, required=tuple(required),
                    forbidden=tuple(forbidden), ports=tuple(ports), **kwargs)
+
+    def without_forbidden(self, traits) -> ServerRequest:
+        """This request without forbidding ``traits`` (flavor and root): forbidding a trait that does not
+        exist excludes nothing, but Placement refuses a query naming it (400)."""
+        drop = set(traits)
+        return dataclasses.replace(self, forbidden=tuple(t for t in self.forbidden if t not in drop),
+                                   root_forbidden=tuple(t for t in self.root_forbidden if t not in drop))
 
     def flavor_resources(self) -> dict[str, int]:
         extra = dict(self.extra_resources)

@@ -37,15 +37,24 @@ def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
     except PlacementError as e:
         # Placement answers 400 for a trait it has never heard of; no provider can have it,
         # so that is "no candidates" (and the diagnosis names the trait), not a bad query.
-        if e.status == 400 and _unknown_traits(api, req):
+        unknown = _unknown_traits(api, req) if e.status == 400 else set()
+        lighter = req.without_forbidden(unknown)
+        if unknown and not unknown & _required_traits(req) and lighter != req:
+            # only forbidden ones (a separation trait not created yet): forbidding them excludes nothing
+            return get_candidates(api, lighter)
+        if unknown:
             return CandidateSet((), {}, params, version)
         raise
     return CandidateSet(tuple(body["allocation_requests"]), body["provider_summaries"], params, version)
 
 
+def _required_traits(req: ServerRequest) -> set[str]:
+    return {t for g in req.request_groups() for t in (*g.required, *(x for a in g.required_any for x in a))
+            } | set(req.root_required)
+
+
 def _unknown_traits(api: Placement, req: ServerRequest) -> set[str]:
-    wanted = {t for g in req.request_groups() for t in (*g.required, *g.forbidden, *(x for a in g.required_any for x in a))}
-    wanted |= set(req.root_required) | set(req.root_forbidden)
+    wanted = _required_traits(req) | {t for g in req.request_groups() for t in g.forbidden} | set(req.root_forbidden)
     return wanted - api.existing_traits(wanted)
 
 

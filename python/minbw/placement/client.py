@@ -111,7 +111,8 @@ class Placement:
         return set(body["traits"]), body["resource_provider_generation"]
 
     def set_provider_traits(self, uuid: str, traits: Iterable[str], generation: int) -> int:
-        body = self.request("put", f"/resource_providers/{uuid}/traits", mv.TRAITS,
+        # at ERROR_CODES: a generation conflict must carry its code (placement.concurrent_update) to be retried
+        body = self.request("put", f"/resource_providers/{uuid}/traits", mv.ERROR_CODES,
                           json={"traits": sorted(traits), "resource_provider_generation": generation})
         return body["resource_provider_generation"]
 
@@ -122,7 +123,7 @@ class Placement:
 
     def set_provider_aggregates(self, uuid: str, aggregates: Iterable[str], generation: int) -> int:
         """Replace a provider's aggregates at ``generation`` (callers add to what they read)."""
-        body = self.request("put", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES,
+        body = self.request("put", f"/resource_providers/{uuid}/aggregates", mv.ERROR_CODES,
                             json={"aggregates": sorted(aggregates), "resource_provider_generation": generation})
         return body["resource_provider_generation"]
 

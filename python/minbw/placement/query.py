@@ -64,10 +64,11 @@ def _validate(req: ServerRequest, groups: tuple[RequestGroup, ...]) -> None:
     if flavor is not None and not flavor.resources:
         raise RequestError("the flavor requests traits but no resources; Placement refuses an "
                            "unsuffixed group without resources. Fix: give the flavor resources.")
-    if req.member_of and flavor is None:
+    if (req.member_of or req.forbidden_member_of) and flavor is None:
         raise RequestError("member_of applies to the flavor's (unsuffixed) group, and this request "
                            "has no flavor resources. Fix: add flavor resources or drop member_of.")
-    for agg in (*(a for m in req.member_of for a in m), *([req.in_tree] if req.in_tree else [])):
+    for agg in (*(a for m in req.member_of for a in m), *req.forbidden_member_of,
+                *([req.in_tree] if req.in_tree else [])):
         if not _UUID.match(agg):
             raise RequestError(f"{agg!r} is not a UUID (member_of / in_tree take UUIDs).")
     if not any(g.resources for g in groups):
@@ -90,6 +91,8 @@ def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tup
         why.append((mv.STRING_SUFFIXES, "string group suffixes (the ports' request group ids)"))
     if req.in_tree:
         why.append((mv.IN_TREE, "in_tree"))
+    if req.forbidden_member_of:
+        why.append((mv.FORBIDDEN_AGGREGATES, "forbidden aggregates member_of=!in:"))
     if req.root_required or req.root_forbidden:
         why.append((mv.ROOT_REQUIRED, "root_required"))
     if req.same_subtrees():
@@ -101,7 +104,8 @@ def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tup
     return max(v for v, _ in why), why
 
 
-def group_params(g: RequestGroup, in_tree: str | None = None, member_of=()) -> list[tuple[str, str]]:
+def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
+                 forbidden_member_of=()) -> list[tuple[str, str]]:
     """One group's query parameters, suffixed with its id (none for the unsuffixed group)."""
     s = g.id
     out = [(f"resources{s}", ",".join(f"{rc}:{a}" for rc, a in g.resources))] if g.resources else []
@@ -110,6 +114,8 @@ def group_params(g: RequestGroup, in_tree: str | None = None, member_of=()) -> l
         out.append((f"required{s}", plain))
     out += [(f"required{s}", "in:" + ",".join(a)) for a in g.required_any]
     out += [(f"member_of{s}", "in:" + ",".join(m) if len(m) > 1 else m[0]) for m in member_of]
+    if forbidden_member_of:
+        out.append((f"member_of{s}", "!in:" + ",".join(forbidden_member_of)))
     if in_tree:
         out.append((f"in_tree{s}", in_tree))
     return out
@@ -145,8 +151,8 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
     for g in groups:
         # request-wide filters ride on the flavor's group; without one, in_tree on every group
         on_this = not g.id or not has_flavor
-        pairs += group_params(g, req.in_tree if on_this else None,
-                               req.member_of if not g.id else ())
+        pairs += group_params(g, req.in_tree if on_this else None, req.member_of if not g.id else (),
+                              req.forbidden_member_of if not g.id else ())
     policy = req.effective_group_policy()
     if policy:
         pairs.append(("group_policy", policy))

@@ -133,14 +133,22 @@ def _combined(req: ServerRequest, fits: dict, names: dict) -> dict:
     entry["hosts"] = sorted(names.get(h, h) for h in common)
     groups = {g.id: g for g in req.request_groups()}
     policy = req.effective_group_policy()
+    filters = " ".join(
+        [f"root_required={','.join([*req.root_required, *(f'!{t}' for t in req.root_forbidden)])}"] * bool(
+            req.root_required or req.root_forbidden)
+        + [f"member_of={','.join(m)}" for m in req.member_of]
+        + [f"member_of=!in:{','.join(req.forbidden_member_of)}"] * bool(req.forbidden_member_of))
     for host in sorted(common):
         demand: dict[str, int] = {}
         for gid, hosts in fits.items():
             for rc, amount in groups[gid].resources:
                 demand[rc] = demand.get(rc, 0) + amount
-        shared = set.intersection(*(fits[gid][host] for gid in fits if gid))
+        numbered = [fits[gid][host] for gid in fits if gid]
+        shared = set.intersection(*numbered) if numbered else set()
         detail = f"on {names.get(host, host)} the groups need {', '.join(f'{rc}={n}' for rc, n in sorted(demand.items()))} together"
-        if policy == "isolate" and len([gid for gid in fits if gid]) > 1 and shared and \
+        if filters:
+            detail += f", and the request-wide filters {filters} rule hosts out (a reserved host, see host separation)"
+        elif policy == "isolate" and len([gid for gid in fits if gid]) > 1 and shared and \
                 all(len(fits[gid][host]) == 1 for gid in fits if gid):
             detail += f", but group_policy=isolate forbids the numbered groups from sharing {names.get(next(iter(shared)), '')}"
         else:
