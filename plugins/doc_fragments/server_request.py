@@ -27,6 +27,21 @@ options:
     type: list
     elements: dict
     default: []
+  ports:
+    description:
+      - Neutron ports (names or ids), read from Neutron as an admin: each port's C(resource_request) joins the
+        request and, for a port on a routed network, C(member_of) the aggregates of its segments (its fixed IPs'
+        segments, or every segment of its network for a port without an address yet), leaving out segments
+        without free IPv4 addresses, as Nova's routed-network prefilter does.
+    type: list
+    elements: str
+    default: []
+  any_traits:
+    description:
+      - With O(ports), a port on a network with several physnet segments may get its bandwidth on any of them
+        (C(required=in:A,B), Placement 1.39); Neutron's own request uses only the first segment.
+    type: bool
+    default: false
   group_policy:
     description:
       - How numbered groups may share providers. Placement requires it with more than one numbered group;

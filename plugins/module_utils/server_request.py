@@ -9,6 +9,8 @@ SERVER_REQUEST_SPEC = dict(
     resources=dict(type='dict', default={}),
     required=dict(type='list', elements='str', default=[]),
     port_requests=dict(type='list', elements='dict', default=[]),
+    ports=dict(type='list', elements='str', default=[]),
+    any_traits=dict(type='bool', default=False),
     group_policy=dict(type='str', choices=['none', 'isolate']),
     in_tree=dict(type='str'),
     root_required=dict(type='list', elements='str', default=[]),
@@ -21,10 +23,15 @@ SERVER_REQUEST_SPEC = dict(
 )
 
 
-def server_request_of(params):
+def server_request_of(params, api=None):
     """The core's ServerRequest from the SERVER_REQUEST_SPEC options (kept off or onto the hosts reserved
-    for QoS ports as O(separation) says)."""
+    for QoS ports as O(separation) says); O(ports) are read from Neutron through ``api``'s connection."""
     from minbw.model.requests import ServerRequest
     from minbw.plan.separation import separate, separation_of
-    req = ServerRequest.from_options(**{opt: params[opt] for opt in SERVER_REQUEST_SPEC if opt != 'separation'})
+    plain = [opt for opt in SERVER_REQUEST_SPEC if opt not in ('separation', 'ports', 'any_traits')]
+    req = ServerRequest.from_options(**{opt: params[opt] for opt in plain})
+    if params.get('ports'):
+        from minbw.ops.schedule import read_ports, with_ports
+        req = with_ports(api.conn, api, req, read_ports(api.conn, params['ports'], any_traits=params['any_traits'],
+                                                        allow_bound=True))[0]
     return separate(req, separation_of(option='separation', **(params['separation'] or {})))

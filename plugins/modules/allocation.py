@@ -113,7 +113,7 @@ def ensure(module):
         freed = plan.changed and (module.check_mode or claims.free(api, consumer))
         return module.result(freed, diff=plan.diff())
 
-    req = server_request_of(p)
+    req = server_request_of(p, api)
     existing = claims.existing_claim(api, consumer, req)
     if existing is not None:
         return module.result(False, claim=existing.to_dict())

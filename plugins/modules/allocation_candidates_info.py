@@ -68,7 +68,7 @@ def candidates_info(module):
     from minbw.reports.diagnose import diagnose
 
     api = Placement(module.conn)
-    req = server_request_of(module.params)
+    req = server_request_of(module.params, api)
     cands = get_candidates(api, req)
     names = api.provider_names() if cands.allocation_requests else {}
     out = candidate_view(cands, req, names)

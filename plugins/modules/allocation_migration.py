@@ -170,12 +170,12 @@ def ensure(module):
         result = moves.confirm(api, p['migration'], retries=p['retries'], check=check)
         return module.result(result.changed, diff=result.diff(), **_values(result, check))
     if p['state'] == 'reverted':
-        given = p['resources'] or p['port_requests'] or p['required']
-        result = moves.revert(api, p['consumer'], p['migration'], server_request_of(p) if given else None,
+        given = p['resources'] or p['port_requests'] or p['ports'] or p['required']
+        result = moves.revert(api, p['consumer'], p['migration'], server_request_of(p, api) if given else None,
                               retries=p['retries'], check=check)
         return module.result(result.changed, diff=result.diff(), **_values(result, check))
 
-    req = server_request_of(p)
+    req = server_request_of(p, api)
     try:
         result = moves.move(api, p['consumer'], req, p['target_host'], p['migration'], retries=p['retries'],
                             check=check)

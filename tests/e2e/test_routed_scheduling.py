@@ -14,6 +14,9 @@ a small IPv4 subnet, and each host has a br-rack bridge with 1000 kbps each way 
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -116,6 +119,17 @@ def service(cloud_two_hosts):
     return cloud_two_hosts.connect(username="nova", password="minicloud-secret", project_name="service")
 
 
+def cloud_env(routed):
+    return routed.demo.env
+
+
+def minbw(env, *args, exit_code=0):
+    proc = subprocess.run([sys.executable, "-m", "minbw.cli", *args, "--json"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == exit_code, proc.stdout + proc.stderr
+    return json.loads(proc.stdout)
+
+
 def release(service, api, result):
     claims.free(api, result["consumer"])
     for b in result["bindings"]:
@@ -159,8 +173,9 @@ def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(rout
     assert segments.report(conn, api, [routed.net.id])["in_sync"]
 
 
-def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explained(routed, service):
+def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explained(routed, service, cloud_two_hosts):
     conn, api = routed.conn, Placement(routed.conn)
+    routed.demo.env = dict(cloud_two_hosts.env, OS_CLOUD="minicloud")
     routed.fill("rack0")
     port = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred")
     routed.demo.ports.append(port)
@@ -178,6 +193,33 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
         assert set(api.get_allocations(result["consumer"])["allocations"]) == {root1}
     finally:
         release(service, api, result)
+
+    # minbw candidates --port: the same segment filter, never devstack0 (its segment has no address left)
+    probe = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred-probe")
+    routed.demo.ports.append(probe)
+    out = minbw(cloud_env(routed), "candidates", "--port", probe.id, "--resources", "VCPU:1,MEMORY_MB:128,DISK_GB:1")
+    roots = {p["root_provider_uuid"] for ar in out["allocation_requests"] for rp in ar["allocations"]
+             for p in [out["provider_summaries"][rp]]}
+    assert roots == {api.list_providers(name="devstack1")[0].uuid}, out
+    assert "free IPv4 addresses" in out["segments"][0]["excluded"][0]["why"]
+
+    # a port with an address in rack0 and a filter only devstack1 passes: no candidate, and the hosts with room
+    # are named as outside the port's segment
+    root1 = api.list_providers(name="devstack1")[0].uuid
+    traits, gen = api.get_provider_traits(root1)
+    api.create_trait("CUSTOM_E2E_RACK1_ONLY")
+    api.set_provider_traits(root1, traits | {"CUSTOM_E2E_RACK1_ONLY"}, gen)
+    try:
+        taken = next(p for p in routed.demo.ports if p.fixed_ips and
+                     p.fixed_ips[0]["subnet_id"] == routed.subnet["rack0"].id)
+        out = minbw(cloud_env(routed), "candidates", "--port", taken.id, "--resources", "VCPU:1,MEMORY_MB:128,DISK_GB:1",
+                    "--root-required", "CUSTOM_E2E_RACK1_ONLY", exit_code=1)
+        assert out["allocation_requests"] == []
+        problems = [p for d in out["diagnosis"] if d["group"] == "member_of" for p in d["problems"]]
+        assert problems == [f"host devstack1 is not in segment(s) {routed.seg['rack0'].id} of the ports' network"], out
+    finally:
+        traits, gen = api.get_provider_traits(root1)
+        api.set_provider_traits(root1, traits - {"CUSTOM_E2E_RACK1_ONLY"}, gen)
 
     routed.fill("rack1")
     late = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred-late")

@@ -201,6 +201,15 @@ def request_from_args(args):
         separation_from_args(args))
 
 
+def with_neutron_ports(api, args, req):
+    """``req`` plus the --port Neutron ports (their groups, their routed segments); and each port's segments."""
+    if not getattr(args, "port", None):
+        return req, []
+    from minbw.ops.schedule import read_ports, with_ports
+    return with_ports(api.conn, api, req, read_ports(api.conn, args.port, any_traits=args.any_traits,
+                                                     allow_bound=True))
+
+
 def cmd_request(args) -> int:
     from minbw.neutron.port_request import Segment, build_port_request
     from minbw.neutron.qos import QosRule
@@ -246,11 +255,16 @@ def cmd_candidates(args) -> int:
     from minbw.cli import tables
     from minbw.reports.diagnose import diagnose, summary
     api = _api(args)
-    req = request_from_args(args)
+    req, segments = with_neutron_ports(api, args, request_from_args(args))
     cands = claims.get_candidates(api, req)
     diagnosis = diagnose(api, req) if not cands.allocation_requests else []
+    if diagnosis and segments:
+        from minbw.ops.schedule import hosts_outside_segments
+        outside = hosts_outside_segments(api, req, segments)
+        if outside:
+            diagnosis.append({"group": "member_of", "label": "the ports' segments", "problems": [outside]})
     if args.json:
-        print_json({**cands.to_dict(), "diagnosis": diagnosis})
+        print_json({**cands.to_dict(), "diagnosis": diagnosis, "segments": segments})
     else:
         from minbw.placement.query import query_string
         print(f"GET /allocation_candidates?{query_string(cands.params)}  (microversion {cands.microversion})")
@@ -267,12 +281,15 @@ def cmd_candidates(args) -> int:
 def cmd_claim(args) -> int:
     from minbw.ops import claims
     api = _api(args)
-    req = request_from_args(args)
+    req, segments = with_neutron_ports(api, args, request_from_args(args))
     try:
         claim = claims.named(api, claims.claim(
             api, args.consumer, req, project_id=args.consumer_project_id, user_id=args.consumer_user_id,
             consumer_type=args.consumer_type, max_hosts=args.max_hosts))
     except NoValidHost as e:
+        if segments:
+            from minbw.ops.schedule import explain_segments
+            e = explain_segments(api, req, segments, e)
         if args.json:
             print_json({"claimed": False, **e.to_dict()})
         print(f"minbw: {e}", file=sys.stderr)
@@ -327,6 +344,12 @@ def _server_request_arguments(sp) -> None:
     sp.add_argument("--required", metavar="TRAIT,...", help="traits the flavor requires")
     sp.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
                     help="a port's resource_request JSON (either format) or the port JSON; repeat per port")
+    sp.add_argument("--port", action="append", metavar="NAME|ID",
+                    help="a Neutron port: its resource_request and, on a routed network, member_of its segments' "
+                         "aggregates (segments without free addresses left out); repeat per port")
+    sp.add_argument("--any-traits", action="store_true",
+                    help="with --port: a port on a network with several physnet segments may use any of them "
+                         "(Neutron's own request uses only the first)")
     sp.add_argument("--group-policy", choices=("none", "isolate"), help="default: none with several port groups (as Nova)")
     sp.add_argument("--root-required", metavar="TRAIT,...")
     sp.add_argument("--in-tree", metavar="UUID")

@@ -46,10 +46,11 @@ class PortPlan:
                 "mode": self.request.mode if self.request else None, "notes": list(self.notes)}
 
 
-def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False) -> list[PortPlan]:
+def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bound: bool = False) -> list[PortPlan]:
     """Each port with the request Neutron gave it (or, with ``any_traits``, the one accepting every segment).
 
-    A bound port is refused: the workflow binds ports itself, and rebinding a port in use would move it."""
+    A bound port is refused unless ``allow_bound`` (read-only uses): the workflow binds ports itself, and
+    rebinding a port in use would move it."""
     out, seen = [], set()
     for name_or_id in ports:
         facts = neutron.port_facts(conn, name_or_id)
@@ -57,7 +58,7 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False) -> list[
         if port["id"] in seen:
             raise InvalidInput(f"port {name_or_id!r} is given twice. Fix: list each port once.")
         seen.add(port["id"])
-        if port.get("binding_host_id"):
+        if port.get("binding_host_id") and not allow_bound:
             raise InvalidInput(f"port {port.get('name') or port['id']} is already bound to host "
                                f"{port['binding_host_id']}. Fix: unbind it (or leave it out); the workflow binds "
                                f"the ports itself, to the host it picks.")
@@ -69,33 +70,36 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False) -> list[
             notes.append("Neutron did not show a resource_request (not an admin?); computed as Neutron does")
         out.append(PortPlan(port["id"], port.get("name"), port["network_id"], tuple(port.get("fixed_ips") or ()),
                             request, tuple(notes)))
-    if not out:
-        raise InvalidInput("no ports given. Fix: pass at least one port (name or id).")
     return out
+
+
+def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan]) -> tuple[ServerRequest, list[dict]]:
+    """``req`` plus the Neutron ports' request groups and, for ports on routed networks, ``member_of`` their
+    segments' aggregates (Nova's routed-network prefilter, minus segments without free addresses)."""
+    member_of, choices, _ = segments.member_of_for_ports(
+        conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports])
+    if member_of and not req.flavor_resources():
+        raise RequestError("the ports are on a routed network, whose segments are chosen with member_of on the "
+                           "consumer's own resources, and no resources were given. Fix: pass resources "
+                           "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1).")
+    return dataclasses.replace(req, ports=req.ports + tuple(p.request for p in ports if p.request),
+                               member_of=req.member_of + member_of), choices
 
 
 def build_request(conn, api: Placement, ports: list[PortPlan], resources: Mapping[str, int], *,
                   required=(), forbidden=(), root_forbidden=(), root_required=(), group_policy=None,
                   limit=None) -> tuple[ServerRequest, list[dict]]:
-    """The one query's request: flavor-like ``resources``, every port's groups, and ``member_of`` for the
-    ports on routed networks (their segments' aggregates)."""
-    member_of, choices, _ = segments.member_of_for_ports(
-        conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports])
+    """The one query's request: flavor-like ``resources`` and every port (:func:`with_ports`)."""
     amounts = {}
     for rc, amount in (resources or {}).items():
         try:
             amounts[rc] = int(amount)
         except (TypeError, ValueError):
             raise RequestError(f"resources: {rc}: expected a whole number, got {amount!r}.") from None
-    if member_of and not amounts:
-        raise RequestError("the ports are on a routed network, whose segments are chosen with member_of on the "
-                           "consumer's own resources, and no resources were given. Fix: pass resources "
-                           "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1).")
     req = ServerRequest(extra_resources=amounts, required=tuple(required), forbidden=tuple(forbidden),
-                        ports=tuple(p.request for p in ports if p.request), member_of=member_of,
                         root_required=tuple(root_required), root_forbidden=tuple(root_forbidden),
                         group_policy=group_policy, limit=limit)
-    return req, choices
+    return with_ports(conn, api, req, ports)
 
 
 def _binding_host(api_names: Mapping[str, str], attempt_op, root_name: str) -> str:
@@ -161,6 +165,8 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     except ValueError:
         raise InvalidInput(f"consumer {consumer!r} is not a UUID. Fix: pass a UUID (or none for a new one).") from None
     port_plans = read_ports(conn, ports, any_traits=any_traits)
+    if not port_plans:
+        raise InvalidInput("no ports given. Fix: pass at least one port (name or id).")
     req, choices = build_request(conn, api, port_plans, resources or {}, required=required, forbidden=forbidden,
                                  root_required=root_required, root_forbidden=root_forbidden,
                                  group_policy=group_policy, limit=limit)
@@ -168,7 +174,7 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     try:
         plan = claims.plan(api, consumer, req, max_hosts=max_hosts)
     except NoValidHost as e:
-        raise _explained(conn, api, req, choices, e) from None
+        raise explain_segments(api, req, choices, e) from None
     first = plan.ops[0]
     names = api.provider_names()
     if check:
@@ -236,17 +242,26 @@ def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> list[dict]
              "binding_profile": {"allocation": profiles.get(p.id)} if p.request else {}} for p in ports]
 
 
-def _explained(conn, api: Placement, req: ServerRequest, choices: list[dict], err: NoValidHost) -> NoValidHost:
-    """NoValidHost for a routed request: which hosts had room but are outside the ports' segments."""
-    if not req.member_of:
-        return err
-    loose = dataclasses.replace(req, member_of=())
+def hosts_outside_segments(api: Placement, req: ServerRequest, choices: list[dict]) -> str:
+    """Which hosts would have room without the ports' segment filter ("host H is not in segment(s) S"); ""
+    when there are none (the segments are not what stands in the way)."""
+    ours = {tuple(c["member_of"]) for c in choices}
+    if not ours:
+        return ""
+    loose = dataclasses.replace(req, member_of=tuple(m for m in req.member_of if m not in ours))
     cands = claims.get_candidates(api, loose)
     if not cands.allocation_requests:
-        return err
+        return ""
     names = api.provider_names()
-    outside = sorted({names.get(h, h) for h, _ in cands.by_host()})
     segs = ", ".join(sorted({s for c in choices for s in c["segments"]}))
-    why = "; ".join(f"host {h} is not in segment(s) {segs} of the ports' network" for h in outside)
+    return "; ".join(f"host {names.get(h, h)} is not in segment(s) {segs} of the ports' network"
+                     for h in sorted({h for h, _ in cands.by_host()}))
+
+
+def explain_segments(api: Placement, req: ServerRequest, choices: list[dict], err: NoValidHost) -> NoValidHost:
+    """NoValidHost for a routed request, naming the hosts that had room but are outside the ports' segments."""
+    why = hosts_outside_segments(api, req, choices)
+    if not why:
+        return err
     return NoValidHost(f"{err} Without the segment filter these hosts have room: {why}.", err.diagnosis,
                        err.attempts)
