@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from minbw.neutron import naming
-from minbw.errors import ConfigError
+from ..errors import ConfigError
+from . import naming
 
 INVENTORY_OPTIONS = frozenset({"allocation_ratio", "max_unit", "min_unit", "reserved", "step_size"})
 INVENTORY_DEFAULTS = MappingProxyType({"allocation_ratio": 1.0, "min_unit": 1, "step_size": 1, "reserved": 0})

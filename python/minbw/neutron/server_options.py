@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from minbw.neutron.agentconf import parse_list
+from .agentconf import parse_list
 
 # agent_type -> (section, list option, entries it must include)
 SERVER_LISTS = {
