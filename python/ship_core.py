@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Ship the core's pure agent-configuration code with the collection, as plugins/module_utils/core.
 
+Its filter plugins (neutron_overrides) use it too, so the controller needs no minbw package for them.
+
 Why: agent_config (and agent_config_info) run on computes, where RHEL 9 / Ubuntu 22.04 have Python
 3.9 / 3.10 and no minbw package. The code they need - parsing, validating, rendering and editing
 agent ini files as Neutron does, and the provider tree Placement would accept - is pure and uses the
@@ -25,8 +27,9 @@ from pathlib import Path
 
 CORE = Path(__file__).resolve().parent / "minbw"
 DEST = Path(__file__).resolve().parents[1] / "plugins" / "module_utils" / "core"
-# What the modules that run on computes import; the closure of their relative imports is shipped.
-ROOTS = ("plan/agent_file.py", "neutron/agentconf.py")
+# What the modules that run on computes and the filter plugins import; the closure of their relative
+# imports is shipped.
+ROOTS = ("plan/agent_file.py", "neutron/agentconf.py", "neutron/overrides.py")
 
 
 def relative_imports(path: Path) -> list[Path]:
