@@ -10,6 +10,7 @@ from typing import Any, Mapping
 
 from ..errors import RequestError
 
+
 @dataclass(frozen=True)
 class Provider:
     uuid: str
