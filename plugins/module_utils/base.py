@@ -124,7 +124,9 @@ class MinbwModule:
             result = func(self)
         except MINBW_ERRORS as e:
             # what the error carries (Placement's code, the option, NoValidHost's diagnosis) comes along
-            self.ansible.fail_json(**dict(e.to_dict(), msg=str(e)))
+            details = e.to_dict()
+            details['msg'] = str(e)
+            self.ansible.fail_json(**details)
         except Exception as e:  # pylint: disable=broad-except
             if not HAS_OPENSTACKSDK:
                 raise

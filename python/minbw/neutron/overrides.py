@@ -34,7 +34,7 @@ def server_sections(kind: str, current: str = "") -> dict[str, dict[str, str]]:
     if kind not in server_options.SERVER_LISTS:
         raise ConfigError(f"agent_type must be one of {', '.join(server_options.SERVER_LISTS)} for "
                           f"neutron-server, got {kind!r}", option="agent_type")
-    section, option, _ = server_options.SERVER_LISTS[kind]
+    section, option = server_options.SERVER_LISTS[kind][:2]
     updates = server_options.server_updates(kind, {option: current})
     return {section: {option: updates.get(option, current.strip())}}
 
