@@ -11,15 +11,17 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-RECAP = re.compile(r"^localhost\s+:\s+(.*)$", re.M)
+RECAP = re.compile(r"^(\S+)\s+:\s+(ok=.*)$", re.M)
 
 
 class Run:
     def __init__(self, proc: subprocess.CompletedProcess, result_file: Path | None = None):
         self.output = proc.stdout + proc.stderr
-        match = RECAP.search(proc.stdout)
-        assert match, self.output
-        self.recap = {k: int(v) for k, v in (item.split("=") for item in match.group(1).split())}
+        # per host, and summed over the hosts
+        self.recaps = {host: {k: int(v) for k, v in (item.split("=") for item in counts.split())}
+                       for host, counts in RECAP.findall(proc.stdout)}
+        assert self.recaps, self.output
+        self.recap = {k: sum(r[k] for r in self.recaps.values()) for k in next(iter(self.recaps.values()))}
         self.result = json.loads(result_file.read_text()) if result_file and result_file.exists() else None
 
     @property
@@ -32,13 +34,13 @@ class Run:
 
 
 def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = False, env: dict | None = None,
-                 result_file: Path | None = None) -> Run:
+                 result_file: Path | None = None, inventory: Path | None = None) -> Run:
     """Run ``path`` with the repository's ansible.cfg; ``result_file`` (if given) is passed as an extra var."""
     if result_file is not None:
         result_file.unlink(missing_ok=True)
         extra_vars = dict(extra_vars, result_file=str(result_file))
     cmd = [str(BIN / "ansible-playbook"), str(path), "-e", json.dumps(extra_vars)]
-    cmd += (["--check"] if check else []) + (["--diff"] if diff else [])
+    cmd += (["--check"] if check else []) + (["--diff"] if diff else []) + (["-i", str(inventory)] if inventory else [])
     env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     return Run(proc, result_file)

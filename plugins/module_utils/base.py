@@ -9,6 +9,8 @@ from __future__ import annotations
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+# minbw's exceptions as shipped with the collection (module_utils/core, python/ship_core.py)
+from ansible_collections.minbw.openstack.plugins.module_utils.core import errors as core_errors
 
 try:
     import openstack
@@ -30,6 +32,9 @@ except ImportError:
 else:
     HAS_MINBW = True
     MINBW_IMPORT_ERROR = None
+
+# The modules that run on computes without the minbw package raise the shipped copies of minbw's errors.
+MINBW_ERRORS = (core_errors.MinbwError,) + ((minbw_errors.MinbwError,) if HAS_MINBW else ())
 
 # Named as openstack.cloud names them (doc fragment minbw.openstack.auth).
 AUTH_ARGUMENT_SPEC = dict(
@@ -63,16 +68,16 @@ class MinbwModule:
     """
 
     def __init__(self, argument_spec, supports_check_mode=True, cloud=True, **module_kwargs):
-        """``cloud=False``: a module that talks to no cloud (no auth options, no openstacksdk)."""
+        """``cloud=False``: a module that talks to no cloud (no auth options, no openstacksdk, and no minbw
+        package: it uses the core's pure code shipped in module_utils/core)."""
         spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec) if cloud else argument_spec
         self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
                                      **module_kwargs)
         self.params = self.ansible.params
         self.check_mode = self.ansible.check_mode
         self._conn = None
-        needed = [(HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR)]
-        if cloud:
-            needed.append((HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR))
+        needed = [(HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR),
+                  (HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR)] if cloud else []
         for found, lib, error in needed:
             if not found:
                 self.ansible.fail_json(msg=missing_required_lib(lib), exception=error)
@@ -117,9 +122,11 @@ class MinbwModule:
     def run(self, func):
         try:
             result = func(self)
-        except minbw_errors.MinbwError as e:
+        except MINBW_ERRORS as e:
             # what the error carries (Placement's code, the option, NoValidHost's diagnosis) comes along
-            self.ansible.fail_json(**dict(e.to_dict(), msg=str(e)))
+            details = e.to_dict()
+            details['msg'] = str(e)
+            self.ansible.fail_json(**details)
         except Exception as e:  # pylint: disable=broad-except
             if not HAS_OPENSTACKSDK:
                 raise

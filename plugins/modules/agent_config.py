@@ -101,8 +101,8 @@ notes:
   - An empty value (V({}) or V('')) removes the option from the file, so Neutron's default applies.
   - The file is written through a temporary file and an atomic rename; its mode and owner are kept.
 requirements:
-  - python >= 3.11
-  - minbw (the Python core of this project)
+  - python >= 3.9 on the target. Nothing else - the code that parses and validates the files travels
+    with the module (the collection's C(module_utils/core), the same code as the C(minbw) Python core).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -195,17 +195,15 @@ backup_file:
 '''
 
 import os
+import socket
 import tempfile
 
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
-
-try:
-    from minbw.errors import ConfigError
-    from minbw.neutron.agentconf import RENDER
-    from minbw.ops.agent_files import plan_agent_file
-except ImportError:
-    pass  # MinbwModule reports the missing library
+# The core's own code, shipped with the collection: this module needs no minbw package on the host.
+from ansible_collections.minbw.openstack.plugins.module_utils.core.errors import ConfigError
+from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron.agentconf import RENDER
+from ansible_collections.minbw.openstack.plugins.module_utils.core.plan.agent_file import plan_agent_file
 
 
 def ensure(module):
@@ -215,7 +213,8 @@ def ensure(module):
         raise ConfigError('does not exist or is not a file: agent_config edits an existing file', source=path)
     with open(path, 'rb') as f:
         before = to_text(f.read(), errors='surrogate_or_strict')
-    edit = plan_agent_file(path, before, params['agent_type'], {o: params[o] for o in RENDER}, host=params['host'])
+    edit = plan_agent_file(path, before, params['agent_type'], {o: params[o] for o in RENDER}, host=params['host'],
+                           machine_host=socket.gethostname())
     result = dict(path=path, section=edit.section, updates=dict(edit.updates))
     if edit.configurations is not None:
         result['configurations'] = edit.configurations

@@ -37,7 +37,6 @@ class ConfigError(InvalidInput):
         super().__init__(where + message)
         self.neutron_message = message
 
-
     def to_dict(self) -> dict:
         return {"msg": str(self), "option": self.option, "source": self.source}
 

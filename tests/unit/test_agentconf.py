@@ -1,6 +1,7 @@
 """Agent configuration parsing: differential against oslo.config, neutron-lib and neutron."""
 from __future__ import annotations
 
+import dataclasses
 import pytest
 from hypothesis import given, settings, strategies as st
 from neutron_lib.placement import utils as place_utils
@@ -234,3 +235,44 @@ def test_render_options_then_load_equals_the_ini_route():
         ac.render_options("sriov", {"bridge_mappings": {"a": "b"}})
     with pytest.raises(ConfigError, match="expected a dict with the keys egress and/or ingress"):
         ac.render_options("sriov", {"resource_provider_bandwidths": {"ens5": {"up": 1}}})
+
+
+@settings(max_examples=300, deadline=None)
+@given(agent_sections())
+def test_agent_values_load_back_to_the_same_agent(case):
+    """An ini read on a compute, sent as values (agent_config_info → bandwidth_providers' agents): same agent."""
+    kind, section = case
+    try:
+        cfg = ac.load_agent_config(kind, section, "host0")
+    except ConfigError:
+        return
+    values = ac.agent_values(cfg)
+    assert (values.pop("agent_type"), values.pop("host")) == (kind, "host0")
+    again = ac.load_agent_values(kind, values, "host0")
+    # an option set to '' gives the agent no inventory defaults at all, where the values spell out
+    # Placement's own defaults: the same providers, so only there the parsed defaults may differ
+    same = {f: getattr(cfg, f) for f in ("inventory_defaults", "packet_processing_inventory_defaults")
+            if section.get(f"resource_provider_{'packet_processing_' * ('packet' in f)}inventory_defaults") == ""}
+    assert dataclasses.replace(again, source=cfg.source, **same) == cfg
+    try:
+        assert snapshots(desired_state([again])) == snapshots(desired_state([cfg]))
+    except ConfigError:
+        with pytest.raises(ConfigError):
+            desired_state([cfg])
+
+
+def test_agent_values_of_seed_003():
+    cfg = ac.load_agent_ini("[DEFAULT]\nhost = devstack0\n[ovs]\nbridge_mappings = public:br-ex,physnet0:br-test\n"
+                            "resource_provider_bandwidths = br-test:1500:1500,br-ex::1\n"
+                            "resource_provider_packet_processing_without_direction = :1000\n", source="x")
+    assert ac.agent_values(cfg) == {
+        "agent_type": "openvswitch", "host": "devstack0",
+        "bridge_mappings": {"public": "br-ex", "physnet0": "br-test"},
+        "resource_provider_bandwidths": {"br-test": {"egress": 1500, "ingress": 1500}, "br-ex": {"egress": None, "ingress": 1}},
+        "resource_provider_inventory_defaults": dict(ac.INVENTORY_DEFAULTS),
+        "resource_provider_hypervisors": {"br-ex": "devstack0", "br-test": "devstack0", "rp_tunnelled": "devstack0"},
+        ac.PP_WITHOUT: {"devstack0": 1000},
+        ac.PP_INVENTORY: dict(ac.INVENTORY_DEFAULTS)}
+    # without [DEFAULT] host and --host, the agent's host is the machine's name
+    assert ac.load_agent_ini("[sriov_nic]\nphysical_device_mappings = p:ens5\n", source="x",
+                             machine_host="cmp7").host == "cmp7"

@@ -36,6 +36,21 @@ def test_group_uuid_matches_neutron_lib(port, rules):
         place_utils.resource_request_group_uuid(port, [Rule(r) for r in rules]))
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=30))
+def test_custom_trait_is_os_traits_normalize_name(name):
+    import os_traits
+    assert naming.custom_trait(name) == os_traits.normalize_name(name)
+
+
+def test_resource_classes_are_os_resource_classes():
+    import os_resource_classes as orc
+    assert naming.BW_CLASSES == {"egress": orc.NET_BW_EGR_KILOBIT_PER_SEC, "ingress": orc.NET_BW_IGR_KILOBIT_PER_SEC}
+    assert naming.PPS_CLASSES == {"egress": orc.NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC,
+                                  "ingress": orc.NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC,
+                                  "any": orc.NET_PACKET_RATE_KILOPACKET_PER_SEC}
+
+
 def test_namespaces_and_vnic_types_are_the_drivers():
     from neutron.plugins.ml2.drivers.mech_sriov.mech_driver import mech_driver as sriov
     assert str(naming.AGENT_KINDS["openvswitch"].namespace) == oracle.OVS_NS

@@ -13,7 +13,7 @@ from minbw.model.requests import PortRequest, RequestGroup, ServerRequest
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.neutron.qos import QosRule
-from minbw.ops.agent_files import plan_agent_file
+from minbw.plan.agent_file import plan_agent_file
 from minbw.plan.allocations import plan_claim, plan_free
 from minbw.plan.guarantee import PortState, check_guarantee
 from minbw.plan.ports import PortSpec, plan_port

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from minbw.errors import RequestError
+from ..errors import RequestError
+
 
 @dataclass(frozen=True)
 class Provider:

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from minbw.neutron import naming
-from minbw.errors import ConfigError
+from ..errors import ConfigError
+from . import naming
 
 INVENTORY_OPTIONS = frozenset({"allocation_ratio", "max_unit", "min_unit", "reserved", "step_size"})
 INVENTORY_DEFAULTS = MappingProxyType({"allocation_ratio": 1.0, "min_unit": 1, "step_size": 1, "reserved": 0})
@@ -344,15 +344,18 @@ def detect_kind(sections: Mapping[str, Mapping[str, str]], source: str) -> str:
     return kinds[0]
 
 
-def load_agent_ini(text: str, *, source: str, host: str | None = None, kind: str | None = None) -> AgentConfig:
+def load_agent_ini(text: str, *, source: str, host: str | None = None, kind: str | None = None,
+                   machine_host: str = "") -> AgentConfig:
     """An agent ini file (openvswitch_agent.ini / ml2_conf.ini / sriov_agent.ini) → AgentConfig.
 
-    ``host`` overrides ``[DEFAULT] host``; ``[ml2] tunnelled_network_rp_name`` is honoured.
+    ``host`` overrides ``[DEFAULT] host``; without either the agent's host is ``machine_host`` (the
+    caller's ``socket.gethostname()``, as the agent's own default). ``[ml2] tunnelled_network_rp_name``
+    is honoured.
     """
     sections = read_ini(text, source)
     kind = kind or detect_kind(sections, source)
     section = naming.AGENT_KINDS[kind].ini_section
-    host = host or sections.get("DEFAULT", {}).get("host", "").strip()
+    host = host or sections.get("DEFAULT", {}).get("host", "").strip() or machine_host
     tun = sections.get("ml2", {}).get("tunnelled_network_rp_name", naming.RP_TUNNELLED).strip()
     return load_agent_config(kind, sections.get(section, {}), host, source=source, tunnelled_rp_name=tun)
 
@@ -500,6 +503,29 @@ def load_agent_values(kind: str, values: Mapping[str, object], host: str, source
     """An AgentConfig from structured option values instead of an ini file."""
     rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
     return load_agent_config(kind, rendered, host, source=source)
+
+
+def agent_values(cfg: AgentConfig) -> dict:
+    """The agent as structured option values with its ``agent_type`` and ``host``: what
+    bandwidth_providers' ``agents`` (and :func:`load_agent_values`) take, so an ini file read on a
+    compute can be synced from elsewhere. Defaults are spelled out (hypervisors resolved, inventory
+    defaults filled in), so the values mean the same wherever they are read."""
+    values: dict = {"agent_type": cfg.kind, "host": cfg.host}
+    if cfg.kind == naming.OVS:
+        values["bridge_mappings"] = {p: devs[0] for p, devs in cfg.device_mappings.items()}
+    else:
+        values["physical_device_mappings"] = {p: list(devs) for p, devs in cfg.device_mappings.items()}
+    values[BANDWIDTHS] = {d: dict(bw) for d, bw in cfg.bandwidths.items()}
+    values[INVENTORY] = dict(cfg.inventory_defaults)
+    values[HYPERVISORS] = dict(cfg.hypervisors)
+    if cfg.kind == naming.OVS:
+        directed = any("any" not in rates for rates in cfg.packet_processing.values())
+        if directed:
+            values[PP_WITH] = {hyp: dict(rates) for hyp, rates in cfg.packet_processing.items()}
+        else:
+            values[PP_WITHOUT] = {hyp: rates["any"] for hyp, rates in cfg.packet_processing.items()}
+        values[PP_INVENTORY] = dict(cfg.packet_processing_inventory_defaults)
+    return values
 
 
 def config_from_report(agent_type: str, host: str, configurations: Mapping) -> AgentConfig:

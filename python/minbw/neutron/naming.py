@@ -2,14 +2,15 @@
 
 Pure functions that reproduce neutron-lib's ``placement.utils`` and the ML2
 mechanism drivers' constants exactly; tests compare them with neutron-lib.
+Standard library only (no os-traits / os-resource-classes): the collection ships this
+module to computes that have nothing but Python and Ansible (python/ship_core.py);
+tests/unit/test_naming.py compares the names below with os-traits and os-resource-classes.
 """
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
-
-import os_resource_classes as orc
-import os_traits
 
 OVS = "openvswitch"
 SRIOV = "sriov"
@@ -58,23 +59,30 @@ AGENT_KIND_BY_TYPE = {k.agent_type: k for k in AGENT_KINDS.values()}
 RP_TUNNELLED = "rp_tunnelled"
 TRAIT_NETWORK_TUNNEL = "CUSTOM_NETWORK_TUNNEL_PROVIDER"
 
-BW_EGRESS = orc.NET_BW_EGR_KILOBIT_PER_SEC
-BW_INGRESS = orc.NET_BW_IGR_KILOBIT_PER_SEC
-PPS_ANY = orc.NET_PACKET_RATE_KILOPACKET_PER_SEC
-PPS_EGRESS = orc.NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC
-PPS_INGRESS = orc.NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC
+# os_resource_classes' standard classes (Placement's names, fixed by its API)
+BW_EGRESS = "NET_BW_EGR_KILOBIT_PER_SEC"
+BW_INGRESS = "NET_BW_IGR_KILOBIT_PER_SEC"
+PPS_ANY = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
+PPS_EGRESS = "NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC"
+PPS_INGRESS = "NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC"
 
 BW_CLASSES = {"egress": BW_EGRESS, "ingress": BW_INGRESS}
 PPS_CLASSES = {"egress": PPS_EGRESS, "ingress": PPS_INGRESS, "any": PPS_ANY}
 # What a port's minimum rules reserve: the classes a bandwidth guarantee is about.
 GUARANTEED_CLASSES = frozenset({*BW_CLASSES.values(), *PPS_CLASSES.values()})
 
+
+def custom_trait(name: str) -> str:
+    """os_traits.normalize_name: CUSTOM_ + the name upper-cased, each run of other characters an underscore."""
+    return "CUSTOM_" + re.sub("[^0-9A-Za-z]+", "_", name).upper()
+
+
 def physnet_trait(physnet: str) -> str:
-    return os_traits.normalize_name("PHYSNET_" + physnet)
+    return custom_trait("PHYSNET_" + physnet)
 
 
 def vnic_type_trait(vnic_type: str) -> str:
-    return os_traits.normalize_name("VNIC_TYPE_" + vnic_type)
+    return custom_trait("VNIC_TYPE_" + vnic_type)
 
 
 def agent_rp_uuid(kind: AgentKind, hypervisor: str) -> str:

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from minbw.errors import ConfigError
-from minbw.model.providers import (DesiredState, ProviderSpec, freeze_inventories, inventory_problems,
-                                   normalize_inventory)
-from minbw.neutron import naming
-from minbw.neutron.agentconf import AgentConfig
+from ..errors import ConfigError
+from ..model.providers import (DesiredState, ProviderSpec, freeze_inventories, inventory_problems,
+                               normalize_inventory)
+from . import naming
+from .agentconf import AgentConfig
 
 
 def _inventories(values: Mapping[str, int | None], classes: Mapping[str, str], defaults: Mapping,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from minbw.neutron.agentconf import parse_list
+from .agentconf import parse_list
 
 # agent_type -> (section, list option, entries it must include)
 SERVER_LISTS = {
@@ -20,7 +20,7 @@ ALIASES = {
 
 def server_updates(kind: str, current: Mapping[str, str]) -> dict[str, str]:
     """The list option with the missing entries appended (empty when nothing is missing)."""
-    _, option, wanted = SERVER_LISTS[kind]
+    option, wanted = SERVER_LISTS[kind][1:]
     raw = (current.get(option) or "").strip().rstrip(",").rstrip()
     items = parse_list(raw)
     missing = [w for w in wanted if w not in items and not set(ALIASES.get(w, ())) & set(items)]

@@ -1,0 +1,292 @@
+"""One exception hierarchy for minbw.
+
+Placement errors are classified by ``errors[0].code`` (stable by Placement's
+contract), never by message text.
+"""
+from __future__ import annotations
+
+
+class MinbwError(Exception):
+    """Base of every error minbw raises on purpose."""
+
+    def to_dict(self) -> dict:
+        """What a module's failed result or the CLI's --json error carries besides the message."""
+        return {"msg": str(self)}
+
+
+class InvalidInput(MinbwError, ValueError):
+    """Input that cannot be used as given (nothing was written)."""
+
+
+class ConfigError(InvalidInput):
+    """Bad agent configuration: the message is Neutron's own where it has one.
+
+    ``option`` names the option, ``source`` the file (or "options").
+    """
+
+    def __init__(self, message: str, option: str | None = None, source: str | None = None):
+        self.option = option
+        self.source = source
+        where = ""
+        if source and option:
+            where = f"{source}: {option}: "
+        elif option:
+            where = f"{option}: "
+        elif source:
+            where = f"{source}: "
+        super().__init__(where + message)
+        self.neutron_message = message
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "option": self.option, "source": self.source}
+
+
+class RequestError(InvalidInput):
+    """A resource request that cannot be built or expressed."""
+
+
+class BindingNotAllowed(MinbwError):
+    """Neutron refused to write a port's ``binding:profile``: its policy gives that to the service role only."""
+
+
+class ObjectNotFound(MinbwError, LookupError):
+    """A named object (provider, server, port, policy) does not exist."""
+
+
+class PlanError(MinbwError):
+    """A desired state that cannot be reached safely (nothing was written)."""
+
+
+class PartialApply(MinbwError):
+    """A plan stopped part-way: ``applied`` of ``planned`` writes were made; ``cause`` stopped it.
+
+    Running the same desired state again resumes from what is there.
+    """
+
+    def __init__(self, cause: Exception, applied: list, planned: int, result=None,
+                 then: str = "running the sync again resumes from what is in Placement"):
+        self.cause = cause
+        self.applied = list(applied)
+        self.planned = planned
+        self.result = result
+        last = self.applied[-1] if self.applied else "none"
+        super().__init__(f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
+                         f"(the last: {last}); {then}")
+
+    @property
+    def code(self) -> str | None:
+        """The cause's Placement error code (callers decide on codes, never on text)."""
+        return getattr(self.cause, "code", None)
+
+    @property
+    def status(self) -> int | None:
+        return getattr(self.cause, "status", None)
+
+    def to_dict(self) -> dict:
+        inner = self.cause.to_dict() if isinstance(self.cause, MinbwError) else {}
+        return {**inner, "msg": str(self), "writes_done": len(self.applied), "writes_planned": self.planned,
+                "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied]}
+
+
+class MappingError(MinbwError):
+    """No single group-to-provider mapping: there is none, or there are several (``result`` says)."""
+
+    def __init__(self, result):
+        self.result = result
+        super().__init__(result.describe())
+
+
+class NoValidHost(MinbwError):
+    """No allocation candidate, or every candidate was taken: with a per-group diagnosis."""
+
+    def __init__(self, message: str, diagnosis: list[dict] | None = None, attempts: list[dict] | None = None):
+        self.diagnosis = diagnosis or []
+        self.attempts = attempts or []
+        super().__init__(message)
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "diagnosis": self.diagnosis, "attempts": self.attempts}
+
+
+class ConsumerConflict(MinbwError):
+    """The consumer's allocations changed under us (someone else claimed or freed for it)."""
+
+
+class ServerFailed(MinbwError):
+    """A server went to ERROR for a reason other than "No valid host" (Nova's fault message says why)."""
+
+
+class RootProviderNotFound(PlanError):
+    def __init__(self, hypervisor: str, devices: list[str] | None = None):
+        self.hypervisor = hypervisor
+        devs = f" (for devices {', '.join(sorted(devices))})" if devices else ""
+        super().__init__(
+            f"No resource provider named {hypervisor!r} in Placement{devs}: the agent providers "
+            f"hang under the compute node's root provider, looked up by hypervisor name. Fix: set "
+            f"resource_provider_hypervisors / resource_provider_default_hypervisor in the agent's ini file, or "
+            f"the agent host (module option 'host' / CLI --host), to the name nova-compute reports (see "
+            f"'openstack hypervisor list'), or let minbw create the root with create_root / --create-root."
+        )
+
+
+class PlacementError(MinbwError):
+    """An error answer from Placement."""
+
+    code: str | None = None
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
+                 request_id: str | None = None, method: str | None = None, url: str | None = None):
+        self.status = status
+        if code is not None:
+            self.code = code
+        self.request_id = request_id
+        self.method = method
+        self.url = url
+        self.detail = message
+        where = f"{method} {url}: " if method and url else ""
+        tail = []
+        if status:
+            tail.append(f"status {status}")
+        if self.code:
+            tail.append(f"code {self.code}")
+        if request_id:
+            tail.append(f"request {request_id}")
+        super().__init__(f"{where}{message}" + (f" ({', '.join(tail)})" if tail else ""))
+
+    def to_dict(self) -> dict:
+        return {"msg": self.detail, "status": self.status, "code": self.code,
+                "request_id": self.request_id, "method": self.method, "url": self.url}
+
+
+class ConcurrentUpdate(PlacementError):
+    code = "placement.concurrent_update"
+
+
+class InventoryInUse(PlacementError):
+    code = "placement.inventory.inuse"
+
+
+class DuplicateName(PlacementError):
+    code = "placement.duplicate_name"
+
+
+class ProviderInUse(PlacementError):
+    code = "placement.resource_provider.inuse"
+
+
+class CannotDeleteParent(PlacementError):
+    code = "placement.resource_provider.cannot_delete_parent"
+
+
+class ProviderNotFound(PlacementError):
+    code = "placement.resource_provider.not_found"
+
+
+class UndefinedCode(PlacementError):
+    """Placement's catch-all code; also what a 'would exceed capacity' 409 carries."""
+
+    code = "placement.undefined_code"
+
+
+class NotFound(PlacementError):
+    """A 404 without a more specific code."""
+
+
+class MicroversionUnsupported(MinbwError):
+    """The server cannot express a request at any microversion it offers."""
+
+
+_BY_CODE = {cls.code: cls for cls in (ConcurrentUpdate, InventoryInUse, DuplicateName, ProviderInUse,
+                                      CannotDeleteParent, ProviderNotFound, UndefinedCode)}
+
+
+def placement_error(status: int | None, body: dict | None, *, request_id: str | None = None,
+                    method: str | None = None, url: str | None = None,
+                    fallback_message: str = "") -> PlacementError:
+    """Build the right PlacementError subclass from an error response body."""
+    code = None
+    message = fallback_message
+    errors = (body or {}).get("errors") if isinstance(body, dict) else None
+    if errors:
+        first = errors[0]
+        code = first.get("code")
+        message = first.get("detail") or first.get("title") or message
+        request_id = request_id or first.get("request_id")
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        cls = NotFound if status == 404 else PlacementError
+    return cls(message.strip(), status=status, code=code, request_id=request_id, method=method, url=url)
+
+
+class DaemonError(MinbwError):
+    """The embedded Placement could not be started, found or stopped in the background
+    (``minbw placement serve --daemon`` / ``stop``): the port is held by another process, the server
+    did not become ready, or it would not exit. ``log_tail`` holds the last lines of its log."""
+
+    def __init__(self, message: str, *, port: int | None = None, pid: int | None = None,
+                 log_file: str | None = None, log_tail: str | None = None):
+        self.port = port
+        self.pid = pid
+        self.log_file = log_file
+        self.log_tail = log_tail
+        self.reason = message
+        if log_tail is not None:
+            message += f"\nLog {log_file} (last lines):\n{log_tail}" if log_tail else f"\nLog {log_file}: empty"
+        super().__init__(message)
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "reason": self.reason, "port": self.port, "pid": self.pid,
+                "log_file": self.log_file, "log_tail": self.log_tail}
+
+
+class MoveRefused(PlanError):
+    """A move, confirm or revert that must not be made as asked (nothing was written).
+
+    ``reason`` is the rule that refused it, for callers to decide on (never on the text):
+    ``no-allocations`` (the consumer holds nothing to move), ``same-host`` (it is already on the
+    target), ``in-progress`` (the migration consumer already holds allocations: confirm or revert
+    that move first), ``several-hosts`` (its allocations span more than one provider tree),
+    ``mismatch`` (a revert whose consumer is not of the migration record's project and user).
+    """
+
+    def __init__(self, message: str, *, reason: str, consumer: str | None = None,
+                 migration: str | None = None, host: str | None = None):
+        self.reason = reason
+        self.consumer = consumer
+        self.migration = migration
+        self.host = host
+        super().__init__(message)
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "reason": self.reason, "consumer": self.consumer,
+                "migration": self.migration, "host": self.host}
+
+
+class MissingDependency(MinbwError):
+    """An optional library a feature needs is not installed (the message names the pip extra)."""
+
+
+class NovaMoveFailed(MinbwError):
+    """A move of a server through Nova (migrate, resize, confirm, revert, live migration, evacuation,
+    shelve, unshelve) did not reach the state it waits for: the server went to ERROR, its migration
+    to ``error``/``failed``, Nova refused the request, or the bounded wait ran out (``timed_out``).
+    Names the server, the migration and the statuses last seen against the ones expected."""
+
+    def __init__(self, message: str, *, action: str, server: str | None = None, migration: str | None = None,
+                 status: str | None = None, task_state: str | None = None, migration_status: str | None = None,
+                 expected: dict | None = None, timed_out: bool = False, fault: str | None = None):
+        self.action = action
+        self.server = server
+        self.migration = migration
+        self.status = status
+        self.task_state = task_state
+        self.migration_status = migration_status
+        self.expected = expected or {}
+        self.timed_out = timed_out
+        self.fault = fault
+        super().__init__(message)
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "action": self.action, "server": self.server, "migration": self.migration,
+                "status": self.status, "task_state": self.task_state, "migration_status": self.migration_status,
+                "expected": dict(self.expected), "timed_out": self.timed_out, "fault": self.fault}

@@ -1,0 +1,175 @@
+"""Resource providers: as Placement returns them, as Neutron would create them, and their inventories.
+
+Pure: no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from ..errors import RequestError
+
+
+@dataclass(frozen=True)
+class Provider:
+    uuid: str
+    name: str
+    generation: int
+    parent_uuid: str | None
+    root_uuid: str
+
+    @classmethod
+    def from_api(cls, body: Mapping[str, Any]) -> "Provider":
+        return cls(uuid=body["uuid"], name=body["name"], generation=body["generation"],
+                   parent_uuid=body.get("parent_provider_uuid"),
+                   root_uuid=body.get("root_provider_uuid") or body["uuid"])
+
+
+@dataclass(frozen=True)
+class ProviderDetail:
+    """A provider with what was read about it: traits, inventories (as Placement returns them; empty
+    when not read) and usages (None when not read). ``unmoved``: the reads saw the listing's generation."""
+
+    provider: Provider
+    traits: frozenset[str]
+    inventories: Mapping[str, Mapping]
+    usages: Mapping[str, int] | None
+    unmoved: bool
+
+
+MAX_INT = 2147483647
+# What Placement fills in for fields an inventory leaves out (placement.handlers.inventory).
+PLACEMENT_INVENTORY_DEFAULTS = MappingProxyType(
+    {"reserved": 0, "min_unit": 1, "max_unit": MAX_INT, "step_size": 1, "allocation_ratio": 1.0})
+INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
+
+
+def normalize_inventory(inv: Mapping) -> dict:
+    """An inventory as Placement stores it: every field present, ratio a float."""
+    full = {**PLACEMENT_INVENTORY_DEFAULTS, **{k: v for k, v in inv.items() if k in INVENTORY_FIELDS}}
+    full["allocation_ratio"] = float(full["allocation_ratio"])
+    for k in ("total", "reserved", "min_unit", "max_unit", "step_size"):
+        full[k] = int(full[k])
+    return full
+
+
+SQL_FLOAT_MAX = 3.40282e38  # placement.db.constants.SQL_SP_FLOAT_MAX
+
+
+def inventory_problems(inv: Mapping) -> list[str]:
+    """Why Placement (microversion >= 1.26) would refuse this inventory; empty when it accepts it."""
+    problems = []
+    for key, low in (("total", 1), ("reserved", 0), ("min_unit", 1), ("max_unit", 1), ("step_size", 1)):
+        if not low <= inv[key] <= MAX_INT:
+            problems.append(f"{key} must be between {low} and {MAX_INT}, got {inv[key]}")
+    if inv["allocation_ratio"] > SQL_FLOAT_MAX:
+        problems.append(f"allocation_ratio must be at most {SQL_FLOAT_MAX}, got {inv['allocation_ratio']}")
+    elif not problems and (inv["total"] - inv["reserved"]) * inv["allocation_ratio"] < 0:
+        problems.append(f"reserved ({inv['reserved']}) is greater than total ({inv['total']})")
+    return problems
+
+
+def freeze_inventories(invs: Mapping[str, Mapping]) -> Mapping[str, Mapping]:
+    return MappingProxyType({rc: MappingProxyType(normalize_inventory(inv)) for rc, inv in sorted(invs.items())})
+
+
+def thaw_inventories(invs: Mapping[str, Mapping]) -> dict[str, dict]:
+    return {rc: dict(inv) for rc, inv in invs.items()}
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One resource provider as Neutron would create it.
+
+    ``parent_uuid`` is None for an agent provider, whose parent is the root
+    provider named ``hypervisor`` (found in Placement by name).
+    """
+
+    uuid: str
+    name: str
+    hypervisor: str
+    kind: str
+    role: str  # "agent" | "device"
+    parent_uuid: str | None
+    traits: frozenset[str]
+    inventories: Mapping[str, Mapping]
+    device: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"uuid": self.uuid, "name": self.name, "hypervisor": self.hypervisor, "kind": self.kind,
+                "role": self.role, "device": self.device, "parent_provider_uuid": self.parent_uuid,
+                "traits": sorted(self.traits), "inventories": thaw_inventories(self.inventories)}
+
+
+@dataclass(frozen=True)
+class DesiredState:
+    providers: tuple[ProviderSpec, ...]
+    traits: frozenset[str]  # custom traits Neutron ensures exist (PUT /traits/X)
+
+    @property
+    def hypervisors(self) -> tuple[str, ...]:
+        return tuple(sorted({p.hypervisor for p in self.providers}))
+
+    def by_uuid(self) -> dict[str, ProviderSpec]:
+        return {p.uuid: p for p in self.providers}
+
+
+@dataclass(frozen=True)
+class Stock:
+    """One inventory of one provider, with its usage."""
+
+    provider: str
+    resource_class: str
+    total: int
+    reserved: int
+    min_unit: int
+    max_unit: int
+    step_size: int
+    allocation_ratio: float
+    used: int
+
+    @property
+    def capacity(self) -> int:
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+    @property
+    def free(self) -> int:
+        return max(self.capacity - self.used, 0)
+
+    def refuses(self, amount: int) -> str:
+        """Why one allocation of ``amount`` is refused whatever the usage ("" when it is accepted)."""
+        if amount < self.min_unit:
+            return f"{amount} is below min_unit {self.min_unit}"
+        if amount > self.max_unit:
+            return f"{amount} is above max_unit {self.max_unit}"
+        if amount % self.step_size:
+            return f"{amount} is not a multiple of step_size {self.step_size}"
+        return ""
+
+    def copies(self, amount: int) -> int:
+        return 0 if self.refuses(amount) else self.free // amount
+
+
+def stocks_of(provider: str, inventories: Mapping[str, Mapping] | None,
+              usages: Mapping[str, int] | None) -> dict[str, Stock]:
+    """A provider's inventories (as Placement returns them) with their usages, by class."""
+    usages = usages or {}
+    out = {}
+    for rc, inv in (inventories or {}).items():
+        full = normalize_inventory(inv)
+        out[rc] = Stock(provider, rc, full["total"], full["reserved"], full["min_unit"], full["max_unit"],
+                        full["step_size"], full["allocation_ratio"], int(usages.get(rc, 0)))
+    return out
+
+
+def root_inventories(values: Mapping[str, Any] | None, option: str = "root_inventories") -> dict[str, dict]:
+    """A compute root's inventories from ``{CLASS: total}`` or ``{CLASS: {inventory fields}}``."""
+    inventories = {}
+    for rc, value in (values or {}).items():
+        try:
+            inventories[rc] = dict(value) if isinstance(value, Mapping) else {"total": int(value)}
+        except (TypeError, ValueError):
+            raise RequestError(f"{option}: {rc}: expected a total or a dict of inventory fields, "
+                               f"got {value!r}") from None
+    return inventories

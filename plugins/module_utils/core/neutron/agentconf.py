@@ -1,0 +1,551 @@
+"""Agent configuration: parse, validate and render bandwidth options exactly as Neutron.
+
+The parsers reproduce oslo.config's ListOpt/DictOpt value syntax, neutron-lib's
+``placement.utils.parse_*`` and ``helpers.parse_mappings``, and the agents' own
+checks, with Neutron's error messages (tests compare them with upstream). Errors
+are raised as :class:`minbw.errors.ConfigError` naming the option and the file.
+"""
+from __future__ import annotations
+
+import configparser
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ..errors import ConfigError
+from . import naming
+
+INVENTORY_OPTIONS = frozenset({"allocation_ratio", "max_unit", "min_unit", "reserved", "step_size"})
+INVENTORY_DEFAULTS = MappingProxyType({"allocation_ratio": 1.0, "min_unit": 1, "step_size": 1, "reserved": 0})
+
+BANDWIDTHS = "resource_provider_bandwidths"
+INVENTORY = "resource_provider_inventory_defaults"
+HYPERVISORS = "resource_provider_hypervisors"
+DEFAULT_HYPERVISOR = "resource_provider_default_hypervisor"
+PP_WITHOUT = "resource_provider_packet_processing_without_direction"
+PP_WITH = "resource_provider_packet_processing_with_direction"
+PP_INVENTORY = "resource_provider_packet_processing_inventory_defaults"
+
+# The options this project reads and writes, per agent kind (bandwidth options only).
+OPTIONS = {
+    naming.OVS: ("bridge_mappings", BANDWIDTHS, INVENTORY, HYPERVISORS, DEFAULT_HYPERVISOR,
+                 PP_WITHOUT, PP_WITH, PP_INVENTORY),
+    naming.SRIOV: ("physical_device_mappings", BANDWIDTHS, INVENTORY, HYPERVISORS, DEFAULT_HYPERVISOR),
+}
+
+
+# ---------------------------------------------------------------- oslo.config value syntax
+
+def parse_list(value: str) -> list[str]:
+    """oslo.config ``ListOpt`` of strings (no quote handling, as ListOpt's String())."""
+    s = value.strip().rstrip(",")
+    return [item.strip() for item in s.split(",")] if s else []
+
+
+def parse_dict(value: str) -> dict[str, str]:
+    """oslo.config ``DictOpt`` of strings: a pair without ':' is joined with the next one."""
+    s = value.strip()
+    result: dict[str, str] = {}
+    pairs = s.split(",") if s else []
+    while pairs:
+        pair = pairs.pop(0)
+        while ":" not in pair:
+            if not pairs:
+                raise ValueError('Value should be NAME:VALUE pairs separated by ","')
+            pair += "," + pairs.pop(0)
+        key, val = (x.strip() for x in pair.split(":", 1))
+        if key == "":
+            raise ValueError("Key name should not be empty")
+        if key in result:
+            raise ValueError(f"Duplicate key {key}")
+        result[key] = val
+    return result
+
+
+# ---------------------------------------------------------------- neutron-lib parsers
+
+def parse_mappings(mapping_list: list[str], unique_values: bool = True, unique_keys: bool = True) -> dict:
+    """neutron_lib.utils.helpers.parse_mappings."""
+    mappings: dict = {}
+    for mapping in mapping_list:
+        mapping = mapping.strip()
+        if not mapping:
+            continue
+        split_result = mapping.split(":")
+        if len(split_result) != 2:
+            raise ValueError(f"Invalid mapping: '{mapping}'")
+        key = split_result[0].strip()
+        if not key:
+            raise ValueError(f"Missing key in mapping: '{mapping}'")
+        value = split_result[1].strip()
+        if not value:
+            raise ValueError(f"Missing value in mapping: '{mapping}'")
+        if unique_keys:
+            if key in mappings:
+                raise ValueError(f"Key {key} in mapping: '{mapping}' not unique")
+            if unique_values and value in mappings.values():
+                raise ValueError(f"Value {value} in mapping: '{mapping}' not unique")
+            mappings[key] = value
+        else:
+            mappings.setdefault(key, [])
+            if value not in mappings[key]:
+                mappings[key].append(value)
+    return mappings
+
+
+def _parse_rate(rate_str: str) -> int | None:
+    try:
+        rate = None
+        if rate_str:
+            rate = int(rate_str)
+            if rate < 0:
+                raise ValueError()
+    except ValueError as e:
+        raise ValueError("Cannot parse string value to an integer. "
+                         f"Expected: non-negative integer value, got: {rate_str}") from e
+    return rate
+
+
+def _parse_rp_options(options: list[str], keys: tuple[str, ...]) -> dict[str, dict[str, int | None]]:
+    rv: dict[str, dict[str, int | None]] = {}
+    for option in options:
+        if ":" not in option:
+            option += ":" * len(keys)
+        values = option.split(":")
+        if len(values) != len(keys) + 1:
+            raise ValueError(f"Expected a tuple with {len(keys) + 1} values, got: {option}")
+        name = values.pop(0)
+        if name in rv:
+            raise ValueError(f'Same resource name listed multiple times: "{name}"')
+        rv[name] = dict(zip(keys, [_parse_rate(v) for v in values]))
+    return rv
+
+
+def parse_rp_bandwidths(bandwidths: list[str]) -> dict[str, dict[str, int | None]]:
+    try:
+        return _parse_rp_options(bandwidths, ("egress", "ingress"))
+    except ValueError as e:
+        raise ValueError(f"Cannot parse resource_provider_bandwidths. {e}") from e
+
+
+def _pp_default_hypervisor(cfg: dict, host: str) -> None:
+    if cfg.get("") and cfg.get(host):
+        raise ValueError(f'Found configuration for "{host}" hypervisor and one without '
+                         "hypervisor name specified that would override it.")
+    if cfg.get(""):
+        cfg[host] = cfg.pop("")
+
+
+def parse_rp_pp_with_direction(pkt_rates: list[str], host: str) -> dict:
+    try:
+        cfg = _parse_rp_options(pkt_rates, ("egress", "ingress"))
+        _pp_default_hypervisor(cfg, host)
+    except ValueError as e:
+        raise ValueError(f"Cannot parse {PP_WITH}. {e}") from e
+    return cfg
+
+
+def parse_rp_pp_without_direction(pkt_rates: list[str], host: str) -> dict:
+    try:
+        cfg = _parse_rp_options(pkt_rates, ("any",))
+        _pp_default_hypervisor(cfg, host)
+    except ValueError as e:
+        raise ValueError(f"Cannot parse {PP_WITHOUT}. {e}") from e
+    return cfg
+
+
+def parse_rp_inventory_defaults(inventory_defaults: dict) -> dict:
+    inventory_defaults = dict(inventory_defaults)
+    unexpected = set(inventory_defaults) - INVENTORY_OPTIONS
+    if unexpected:
+        raise ValueError("Cannot parse inventory_defaults. Unexpected options: " + ",".join(unexpected))
+    try:
+        if "allocation_ratio" in inventory_defaults:
+            inventory_defaults["allocation_ratio"] = float(inventory_defaults["allocation_ratio"])
+            if inventory_defaults["allocation_ratio"] < 0:
+                raise ValueError()
+    except ValueError as e:
+        raise ValueError("Cannot parse inventory_defaults.allocation_ratio. "
+                         f"Expected: non-negative float, got: {inventory_defaults['allocation_ratio']}") from e
+    for key in ("min_unit", "max_unit", "reserved", "step_size"):
+        try:
+            if key in inventory_defaults:
+                inventory_defaults[key] = int(inventory_defaults[key])
+                if inventory_defaults[key] < 0:
+                    raise ValueError()
+        except ValueError as e:
+            raise ValueError(f"Cannot parse inventory_defaults.{key}. "
+                             f"Expected: non-negative int, got: {inventory_defaults[key]}") from e
+    return inventory_defaults
+
+
+def validate_rp_bandwidth(rp_bandwidths: Mapping, device_names: set, tunnelled_network_rp_name: str | None = None):
+    """neutron.common.utils.validate_rp_bandwidth."""
+    if tunnelled_network_rp_name:
+        device_names = device_names | {tunnelled_network_rp_name}
+    for dev_name in rp_bandwidths:
+        if dev_name not in device_names:
+            raise ValueError("Invalid resource_provider_bandwidths: "
+                             f"Device name {dev_name} is missing from device mappings")
+
+
+def default_rp_hypervisors(hypervisors: Mapping, device_mappings: Mapping, default_hypervisor: str,
+                           tunnelled_network_rp_name: str | None = None) -> dict[str, str]:
+    """neutron.agent.common.utils.default_rp_hypervisors (the default hypervisor given)."""
+    devices = {dev for devs in device_mappings.values() for dev in devs}
+    if tunnelled_network_rp_name:
+        devices.add(tunnelled_network_rp_name)
+    return {device: hypervisors.get(device) or default_hypervisor for device in devices}
+
+
+# ---------------------------------------------------------------- the parsed configuration
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """One agent's bandwidth configuration, parsed and validated (what its heartbeat reports)."""
+
+    kind: str
+    host: str
+    device_mappings: Mapping[str, tuple[str, ...]]
+    bandwidths: Mapping[str, Mapping[str, int | None]]
+    inventory_defaults: Mapping[str, float | int]
+    hypervisors: Mapping[str, str]
+    packet_processing: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
+    packet_processing_inventory_defaults: Mapping[str, float | int] = field(default_factory=dict)
+    tunnelled_rp_name: str = naming.RP_TUNNELLED
+    source: str = "options"
+
+    @property
+    def agent_kind(self) -> naming.AgentKind:
+        return naming.AGENT_KINDS[self.kind]
+
+    def configurations(self) -> dict:
+        """The ``configurations`` the real agent puts in its heartbeat (placement keys)."""
+        conf = {
+            BANDWIDTHS: {d: dict(v) for d, v in self.bandwidths.items()},
+            INVENTORY: dict(self.inventory_defaults),
+            HYPERVISORS: dict(self.hypervisors),
+        }
+        if self.kind == naming.OVS:
+            conf["bridge_mappings"] = {p: devs[0] for p, devs in self.device_mappings.items()}
+            # the agent reports both packet-rate options; the one not configured is empty
+            directed = any("any" not in rates for rates in self.packet_processing.values())
+            pp = {hyp: dict(rates) for hyp, rates in self.packet_processing.items()}
+            conf[PP_WITHOUT] = {} if directed else pp
+            conf[PP_WITH] = pp if directed else {}
+            conf[PP_INVENTORY] = dict(self.packet_processing_inventory_defaults)
+        else:
+            conf["device_mappings"] = {p: list(devs) for p, devs in self.device_mappings.items()}
+        return conf
+
+
+def _opt(options: Mapping[str, str], name: str, parser, source: str):
+    raw = options.get(name)
+    try:
+        return parser(raw if raw is not None else "")
+    except ValueError as e:
+        raise ConfigError(str(e), option=name, source=source) from None
+
+
+def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, source: str = "options",
+                      tunnelled_rp_name: str = naming.RP_TUNNELLED) -> AgentConfig:
+    """Parse the agent section's raw string values as the agent does at start-up."""
+    if kind not in naming.AGENT_KINDS:
+        raise ConfigError(f"unknown agent kind {kind!r}; expected one of {sorted(naming.AGENT_KINDS)}",
+                          source=source)
+    if not host:
+        raise ConfigError("the agent host is empty: give --host (module option 'host') or [DEFAULT] host",
+                          source=source)
+    if kind == naming.OVS:
+        def _bridges(v):
+            try:
+                return parse_mappings(parse_list(v))
+            except ValueError as e:
+                raise ValueError(f"Parsing bridge_mappings failed: {e}.") from e
+        bridges = _opt(options, "bridge_mappings", _bridges, source)
+        device_mappings = {p: (b,) for p, b in bridges.items()}
+    else:
+        raw = _opt(options, "physical_device_mappings",
+                   lambda v: parse_mappings(parse_list(v), unique_keys=False), source)
+        device_mappings = {p: tuple(devs) for p, devs in raw.items()}
+
+    # The order of checks is the agents' own, so the first error reported is theirs too.
+    bandwidths = _opt(options, BANDWIDTHS, lambda v: parse_rp_bandwidths(parse_list(v)), source)
+    devices = {d for devs in device_mappings.values() for d in devs}
+    tunnelled = tunnelled_rp_name if kind == naming.OVS else None
+
+    def validate():
+        try:
+            validate_rp_bandwidth(bandwidths, devices, tunnelled_network_rp_name=tunnelled)
+        except ValueError as e:
+            raise ConfigError(str(e), option=BANDWIDTHS, source=source) from None
+
+    pp: dict = {}
+    pp_defaults: dict = {}
+    if kind == naming.OVS:
+        without = _opt(options, PP_WITHOUT, lambda v: parse_rp_pp_without_direction(parse_list(v), host), source)
+        with_dir = _opt(options, PP_WITH, lambda v: parse_rp_pp_with_direction(parse_list(v), host), source)
+        if without and with_dir:
+            raise ConfigError(f"{PP_WITHOUT} and {PP_WITH} configuration options are mutually exclusive.",
+                              option=f"{PP_WITHOUT}/{PP_WITH}", source=source)
+        pp = without or with_dir
+        validate()
+    inventory_defaults = _inventory_defaults(options, INVENTORY, source)
+    if kind == naming.OVS:
+        pp_defaults = _inventory_defaults(options, PP_INVENTORY, source)
+    hyp_map = _opt(options, HYPERVISORS, parse_dict, source)
+    default_hyp = (options.get(DEFAULT_HYPERVISOR) or "").strip() or host
+    hypervisors = default_rp_hypervisors(hyp_map, device_mappings, default_hyp, tunnelled_network_rp_name=tunnelled)
+    if kind == naming.SRIOV:
+        validate()
+    return AgentConfig(
+        kind=kind, host=host,
+        device_mappings=MappingProxyType(device_mappings),
+        bandwidths=MappingProxyType(bandwidths),
+        inventory_defaults=MappingProxyType(inventory_defaults),
+        hypervisors=MappingProxyType(hypervisors),
+        packet_processing=MappingProxyType(pp),
+        packet_processing_inventory_defaults=MappingProxyType(pp_defaults),
+        tunnelled_rp_name=tunnelled_rp_name,
+        source=source,
+    )
+
+
+def _inventory_defaults(options: Mapping[str, str], name: str, source: str) -> dict:
+    if options.get(name) is None:
+        return dict(INVENTORY_DEFAULTS)
+    return _opt(options, name, lambda v: parse_rp_inventory_defaults(parse_dict(v)), source)
+
+
+# ---------------------------------------------------------------- ini files
+
+def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
+    """Sections → raw option strings, as oslo.config sees them (last value wins)."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None, default_section="\0none",
+                                       comment_prefixes=("#", ";"), inline_comment_prefixes=None)
+    parser.optionxform = str  # keep option names as written
+    try:
+        parser.read_string(text, source=source)
+    except configparser.Error as e:
+        raise ConfigError(f"not a valid ini file: {e}", source=source) from None
+    return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def detect_kind(sections: Mapping[str, Mapping[str, str]], source: str) -> str:
+    kinds = [k for k, ak in naming.AGENT_KINDS.items()
+             if ak.ini_section in sections and ak.mappings_option in sections[ak.ini_section]]
+    if len(kinds) != 1:
+        found = ", ".join(f"[{naming.AGENT_KINDS[k].ini_section}] {naming.AGENT_KINDS[k].mappings_option}"
+                          for k in kinds) or "neither"
+        raise ConfigError("cannot tell the agent kind: expected exactly one of [ovs] bridge_mappings "
+                          f"(Open vSwitch agent) or [sriov_nic] physical_device_mappings (SR-IOV agent), "
+                          f"found {found}; pass the kind explicitly", source=source)
+    return kinds[0]
+
+
+def load_agent_ini(text: str, *, source: str, host: str | None = None, kind: str | None = None,
+                   machine_host: str = "") -> AgentConfig:
+    """An agent ini file (openvswitch_agent.ini / ml2_conf.ini / sriov_agent.ini) → AgentConfig.
+
+    ``host`` overrides ``[DEFAULT] host``; without either the agent's host is ``machine_host`` (the
+    caller's ``socket.gethostname()``, as the agent's own default). ``[ml2] tunnelled_network_rp_name``
+    is honoured.
+    """
+    sections = read_ini(text, source)
+    kind = kind or detect_kind(sections, source)
+    section = naming.AGENT_KINDS[kind].ini_section
+    host = host or sections.get("DEFAULT", {}).get("host", "").strip() or machine_host
+    tun = sections.get("ml2", {}).get("tunnelled_network_rp_name", naming.RP_TUNNELLED).strip()
+    return load_agent_config(kind, sections.get(section, {}), host, source=source, tunnelled_rp_name=tun)
+
+
+_SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
+_KEY = re.compile(r"^([^\s#;=:][^=:]*?)\s*[=:]")
+
+
+def edit_ini(text: str, section: str, updates: Mapping[str, str | None]) -> str:
+    """Set (or, with None, remove) options in one section; keep every other line as it is.
+
+    The first occurrence of an option is replaced in place; later duplicates (which
+    oslo.config would let win) and their continuation lines are removed.
+    """
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    out: list[str] = []
+    current = None
+    done: set[str] = set()
+    last_in_section = None  # index in out after the last non-blank line of the section
+    skipping = False
+    for line in lines:
+        m = _SECTION.match(line)
+        if m:
+            current = m.group(1).strip()
+            skipping = False
+            out.append(line)
+            if current == section:
+                last_in_section = len(out)
+            continue
+        if skipping and line[:1] in (" ", "\t") and line.strip():
+            continue  # continuation of a removed value
+        skipping = False
+        if current == section:
+            k = _KEY.match(line)
+            key = k.group(1).strip() if k else None
+            if key in updates:
+                skipping = True
+                if key not in done and updates[key] is not None:
+                    out.append(f"{key} = {updates[key]}\n")
+                    last_in_section = len(out)
+                done.add(key)
+                continue
+            if line.strip():
+                last_in_section = len(out) + 1
+        out.append(line)
+    missing = [(k, v) for k, v in updates.items() if k not in done and v is not None]
+    if missing:
+        new = [f"{k} = {v}\n" for k, v in missing]
+        if last_in_section is None:
+            if out and out[-1].strip():
+                out.append("\n")
+            out.append(f"[{section}]\n")
+            out.extend(new)
+        else:
+            out[last_in_section:last_in_section] = new
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- rendering structured values
+
+def render_mappings(mappings: Mapping[str, str | list[str] | tuple[str, ...]]) -> str:
+    items = []
+    for physnet, devs in mappings.items():
+        for dev in ([devs] if isinstance(devs, str) else devs):
+            items.append(f"{physnet}:{dev}")
+    return ",".join(items)
+
+
+def _rate(v) -> str:
+    return "" if v is None else str(int(v))
+
+
+def render_bandwidths(bandwidths: Mapping[str, Mapping[str, int | None] | None]) -> str:
+    return ",".join(f"{dev}:{_rate((bw or {}).get('egress'))}:{_rate((bw or {}).get('ingress'))}"
+                    for dev, bw in bandwidths.items())
+
+
+def render_dict(values: Mapping[str, object]) -> str:
+    return ",".join(f"{k}:{v}" for k, v in values.items())
+
+
+def render_pp_with_direction(rates: Mapping[str, Mapping[str, int | None]]) -> str:
+    return render_bandwidths(rates)
+
+
+def render_pp_without_direction(rates: Mapping[str, int | None]) -> str:
+    return ",".join(f"{hyp}:{_rate(r)}" for hyp, r in rates.items())
+
+
+# How each option's structured value is rendered, and how a raw value is parsed to compare two
+# (parsed lists/dicts, so a value that differs only in spacing is the same).
+RENDER = {
+    "bridge_mappings": (render_mappings, parse_list),
+    "physical_device_mappings": (render_mappings, parse_list),
+    BANDWIDTHS: (render_bandwidths, parse_list),
+    INVENTORY: (render_dict, parse_dict),
+    HYPERVISORS: (render_dict, parse_dict),
+    DEFAULT_HYPERVISOR: (str, str.strip),
+    PP_WITHOUT: (render_pp_without_direction, parse_list),
+    PP_WITH: (render_pp_with_direction, parse_list),
+    PP_INVENTORY: (render_dict, parse_dict),
+}
+_DIRECTIONAL = (BANDWIDTHS, PP_WITH)
+
+
+def render_options(kind: str, values: Mapping[str, object]) -> dict[str, str | None]:
+    """Structured option values (dicts as the modules take them) → ini strings; ``{}``/``''`` → None
+    (remove the option). Options left out or None are not in the result. Raises ConfigError."""
+    allowed = OPTIONS[kind]
+    wrong = sorted(o for o, v in values.items() if v is not None and o not in allowed)
+    if wrong:
+        raise ConfigError(f"not an option of the {naming.AGENT_KINDS[kind].agent_type} "
+                          f"({', '.join(allowed)})", option=", ".join(wrong))
+    out: dict[str, str | None] = {}
+    for option in allowed:
+        value = values.get(option)
+        if value is None:
+            continue
+        if option in _DIRECTIONAL:
+            for name, rates in value.items():
+                if rates is not None and (not isinstance(rates, Mapping) or set(rates) - {"egress", "ingress"}):
+                    raise ConfigError(f"{name}: expected a dict with the keys egress and/or ingress, got {rates!r}",
+                                      option=option)
+        try:
+            out[option] = RENDER[option][0](value) if value not in ({}, "") else None
+        except (TypeError, ValueError, AttributeError) as e:
+            raise ConfigError(f"cannot render {value!r}: {e}", option=option) from None
+    return out
+
+
+def same_value(option: str, raw: str | None, rendered: str | None) -> bool:
+    """Whether the file's raw value already says what ``rendered`` says."""
+    if raw is None or rendered is None:
+        return raw is rendered
+    parse = RENDER[option][1]
+    try:
+        return parse(raw) == parse(rendered)
+    except ValueError:
+        return False
+
+
+def load_agent_values(kind: str, values: Mapping[str, object], host: str, source: str = "options") -> AgentConfig:
+    """An AgentConfig from structured option values instead of an ini file."""
+    rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
+    return load_agent_config(kind, rendered, host, source=source)
+
+
+def agent_values(cfg: AgentConfig) -> dict:
+    """The agent as structured option values with its ``agent_type`` and ``host``: what
+    bandwidth_providers' ``agents`` (and :func:`load_agent_values`) take, so an ini file read on a
+    compute can be synced from elsewhere. Defaults are spelled out (hypervisors resolved, inventory
+    defaults filled in), so the values mean the same wherever they are read."""
+    values: dict = {"agent_type": cfg.kind, "host": cfg.host}
+    if cfg.kind == naming.OVS:
+        values["bridge_mappings"] = {p: devs[0] for p, devs in cfg.device_mappings.items()}
+    else:
+        values["physical_device_mappings"] = {p: list(devs) for p, devs in cfg.device_mappings.items()}
+    values[BANDWIDTHS] = {d: dict(bw) for d, bw in cfg.bandwidths.items()}
+    values[INVENTORY] = dict(cfg.inventory_defaults)
+    values[HYPERVISORS] = dict(cfg.hypervisors)
+    if cfg.kind == naming.OVS:
+        directed = any("any" not in rates for rates in cfg.packet_processing.values())
+        if directed:
+            values[PP_WITH] = {hyp: dict(rates) for hyp, rates in cfg.packet_processing.items()}
+        else:
+            values[PP_WITHOUT] = {hyp: rates["any"] for hyp, rates in cfg.packet_processing.items()}
+        values[PP_INVENTORY] = dict(cfg.packet_processing_inventory_defaults)
+    return values
+
+
+def config_from_report(agent_type: str, host: str, configurations: Mapping) -> AgentConfig:
+    """The AgentConfig an agent's heartbeat ``configurations`` (as Neutron stores them: parsed values)
+    stands for: what Neutron's placement plugin builds the providers from."""
+    kind = naming.AGENT_KIND_BY_TYPE.get(agent_type)
+    if kind is None:
+        raise ConfigError(f"agent type {agent_type!r} reports no bandwidth; expected one of "
+                          f"{', '.join(naming.AGENT_KIND_BY_TYPE)}", source=f"agent on {host}")
+    c = configurations
+    if kind.key == naming.OVS:
+        devices = {p: (b,) for p, b in (c.get("bridge_mappings") or {}).items()}
+    else:
+        devices = {p: tuple(d) for p, d in (c.get("device_mappings") or {}).items()}
+    pp = c.get(PP_WITH) or {h: dict(r) for h, r in (c.get(PP_WITHOUT) or {}).items()}
+    return AgentConfig(
+        kind=kind.key, host=host, device_mappings=MappingProxyType(devices),
+        bandwidths=MappingProxyType({d: dict(bw) for d, bw in (c.get(BANDWIDTHS) or {}).items()}),
+        inventory_defaults=MappingProxyType(dict(c.get(INVENTORY) or INVENTORY_DEFAULTS)),
+        hypervisors=MappingProxyType(dict(c.get(HYPERVISORS) or {})),
+        packet_processing=MappingProxyType(pp),
+        packet_processing_inventory_defaults=MappingProxyType(dict(c.get(PP_INVENTORY) or {})),
+        source=f"{agent_type} on {host} (Neutron's agent list)")
