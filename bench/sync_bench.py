@@ -151,7 +151,7 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
         desired = desired_state(configs)
         parse_s = time.perf_counter() - t
         cache = s.ProviderCache(cache_file, api.endpoint()) if cache_file else None
-        plan, result = s.sync(api, desired, progress=lambda msg: progress(f"minbw {phase}: {msg}"), cache=cache)
+        plan, result = s.sync(api, desired, progress=lambda step, done, total: done % 500 or progress(f"minbw {phase}: {step} {done}/{total}"), cache=cache)
     counter.detach()
     if result is not None and result.writes != counter.writes:
         raise BenchError(f"minbw {phase}: {result.writes} writes applied but {counter.writes} write calls seen")

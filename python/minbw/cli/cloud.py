@@ -1,31 +1,77 @@
-"""Connections: clouds.yaml / OS_CLOUD / OS_* variables, as python-openstackclient reads them."""
+"""Connections: clouds.yaml / OS_CLOUD / OS_* variables and every ``--os-*`` option of openstacksdk's
+config (``register_argparse_arguments``), as python-openstackclient reads them; and what a failed
+connection means, in one line."""
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import openstack.config
+from keystoneauth1 import exceptions as ksa_exceptions
 from openstack import connection
+from openstack import exceptions as sdk_exceptions
+
+from minbw.errors import CloudError, PlacementError
+
+_TEMPLATE: list[argparse.ArgumentParser] = []  # the --os-* options, registered once per process
+_CONNECTED: list = []  # the CloudRegion of each connection made, to name it when a call fails
 
 
-def add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
-    """--os-cloud and friends. Looked up when connecting, not while parsing: an OS_CLOUD that is
-    not (yet) in clouds.yaml must not break commands that need no cloud."""
-    group = parser.add_argument_group("cloud (clouds.yaml or OS_* variables)")
-    group.add_argument("--os-cloud", default=os.environ.get("OS_CLOUD"), metavar="NAME",
-                       help="the clouds.yaml entry (default: $OS_CLOUD)")
-    group.add_argument("--os-region-name", default=os.environ.get("OS_REGION_NAME"), metavar="REGION")
-    group.add_argument("--os-interface", default=os.environ.get("OS_INTERFACE"), metavar="INTERFACE",
-                       choices=("public", "internal", "admin", None))
+def _cloud_template(argv: list[str]) -> argparse.ArgumentParser:
+    """openstacksdk's own options; it peeks at ``argv`` (and OS_CLOUD) for the auth type to offer that
+    plugin's options. A cloud it cannot find yet is not an error here: commands that need no cloud
+    must work, and the connection names the unknown cloud (with the fix) when one is needed."""
+    if not _TEMPLATE:
+        template = argparse.ArgumentParser(add_help=False)
+        try:
+            openstack.config.OpenStackConfig().register_argparse_arguments(template, list(argv), service_keys=[])
+        except sdk_exceptions.ConfigException:
+            template = argparse.ArgumentParser(add_help=False)
+            openstack.config.OpenStackConfig(load_envvars=False).register_argparse_arguments(template, [],
+                                                                                            service_keys=[])
+        _TEMPLATE.append(template)
+    return _TEMPLATE[0]
+
+
+def add_cloud_arguments(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> None:
+    """--os-cloud, --os-auth-url, --os-region-name, --os-interface, --os-cacert, --insecure, ... Looked up
+    when connecting, not while parsing: an OS_CLOUD that is not (yet) in clouds.yaml must not break
+    commands that need no cloud."""
+    template = _cloud_template(sys.argv[1:] if argv is None else argv)
+    group = parser.add_argument_group("cloud (clouds.yaml, OS_* variables or these --os-* options, "
+                                      "as the openstack client)")
+    for action in template._actions:
+        if action.dest != "help":
+            group._add_action(action)
+    parser.set_defaults(cloud_dests=tuple(a.dest for a in template._actions if a.dest != "help"))
+
+
+def _options(args: argparse.Namespace) -> argparse.Namespace:
+    """Only the --os-* options: the command's own (--resources, --timeout of serve, ...) are not config."""
+    return argparse.Namespace(**{d: getattr(args, d, None) for d in getattr(args, "cloud_dests", ())})
 
 
 def connect(args: argparse.Namespace | None = None, **kwargs) -> connection.Connection:
-    if args is not None:
-        for opt, key in (("os_cloud", "cloud"), ("os_region_name", "region_name"), ("os_interface", "interface")):
-            if getattr(args, opt, None):
-                kwargs.setdefault(key, getattr(args, opt))
-    region = openstack.config.OpenStackConfig().get_one(**kwargs)
+    config = openstack.config.OpenStackConfig()
+    try:
+        if args is not None and getattr(args, "cloud_dests", None):
+            region = config.get_one(argparse=_options(args), **kwargs)
+        else:
+            region = config.get_one(**kwargs)
+    except sdk_exceptions.ConfigException as e:
+        raise CloudError(f"{str(e).rstrip('.')}. Fix: name a cloud of {_config_files(config)} with --os-cloud "
+                         f"or OS_CLOUD, or give --os-auth-url and the credentials") from None
+    except ksa_exceptions.ClientException as e:  # e.g. an auth plugin that is missing an option
+        raise CloudError(f"{type(e).__name__}: {e}. Fix: complete the cloud's auth in clouds.yaml or the "
+                         f"--os-* options") from None
+    _CONNECTED.append(region)
     return connection.Connection(config=region)
+
+
+def _config_files(config) -> str:
+    found = [f for f in config._config_files if os.path.exists(f)]
+    return " or ".join(found) if found else "clouds.yaml (none found: set OS_CLIENT_CONFIG_FILE)"
 
 
 def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
@@ -39,3 +85,41 @@ def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
 def service_connect(args: argparse.Namespace) -> connection.Connection | None:
     """The --service-cloud connection, or None (then the main connection writes the bindings)."""
     return connect(cloud=args.service_cloud) if getattr(args, "service_cloud", None) else None
+
+
+def _where() -> str:
+    """The cloud being talked to: its name and where it authenticates (or its Placement endpoint)."""
+    if not _CONNECTED:
+        return "the cloud"
+    region = _CONNECTED[-1]
+    auth = region.config.get("auth") or {}
+    url = (auth.get("auth_url") or auth.get("endpoint") or region.config.get("placement_endpoint_override")
+           or "?")
+    return f"cloud {region.name!r} ({url})"
+
+
+def explain(e: Exception) -> CloudError | None:
+    """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
+    if isinstance(e, PlacementError) and e.status in (401, 403):
+        verb = "rejected the credentials" if e.status == 401 else "refused the request"
+        return CloudError(f"{_where()} {verb} (HTTP {e.status}: {e}). Fix: check the cloud's credentials "
+                          f"(password, token, project, domain); Placement needs the admin role")
+    if isinstance(e, ksa_exceptions.Unauthorized):
+        return CloudError(f"{_where()} rejected the credentials: {e}. Fix: check the cloud's username, password "
+                          f"or token, project and domains in clouds.yaml / the --os-* options")
+    if isinstance(e, (ksa_exceptions.ConnectFailure, ksa_exceptions.ConnectTimeout)):
+        return CloudError(f"cannot reach {_where()}: {_first_line(e)}. Fix: check the URL and that the service "
+                          f"runs (and --os-cloud / OS_CLOUD names the right cloud)")
+    if isinstance(e, ksa_exceptions.SSLError):
+        return CloudError(f"TLS verification of {_where()} failed: {_first_line(e)}. Fix: give the CA with "
+                          f"--os-cacert (cacert: in clouds.yaml); --insecure turns verification off")
+    if isinstance(e, ksa_exceptions.EndpointNotFound):
+        return CloudError(f"{_where()}: {e}. Fix: the catalog has no such endpoint; check --os-region-name and "
+                          f"--os-interface")
+    if isinstance(e, (ksa_exceptions.ClientException, sdk_exceptions.SDKException)):
+        return CloudError(f"{_where()}: {type(e).__name__}: {_first_line(e)}")
+    return None
+
+
+def _first_line(e: Exception) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
