@@ -14,31 +14,33 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import CloudError, PlacementError
 
-_TEMPLATE: list[argparse.ArgumentParser] = []  # the --os-* options, registered once per process
+_TEMPLATE: dict[tuple[str, ...], argparse.ArgumentParser] = {}  # the --os-* options, by command line
 _CONNECTED: list = []  # the CloudRegion of each connection made, to name it when a call fails
 
 
-def _cloud_template(argv: list[str]) -> argparse.ArgumentParser:
+def cloud_template(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """openstacksdk's own options; it peeks at ``argv`` (and OS_CLOUD) for the auth type to offer that
-    plugin's options. A cloud it cannot find yet is not an error here: commands that need no cloud
-    must work, and the connection names the unknown cloud (with the fix) when one is needed."""
-    if not _TEMPLATE:
+    plugin's options (--os-auth-type token: --os-token). A cloud it cannot find yet is not an error here:
+    commands that need no cloud must work, and the connection names the unknown cloud (with the fix)."""
+    key = tuple(sys.argv[1:] if argv is None else argv)
+    if key not in _TEMPLATE:
         template = argparse.ArgumentParser(add_help=False)
         try:
-            openstack.config.OpenStackConfig().register_argparse_arguments(template, list(argv), service_keys=[])
+            openstack.config.OpenStackConfig().register_argparse_arguments(template, list(key), service_keys=[])
         except sdk_exceptions.ConfigException:
             template = argparse.ArgumentParser(add_help=False)
             openstack.config.OpenStackConfig(load_envvars=False).register_argparse_arguments(template, [],
                                                                                             service_keys=[])
-        _TEMPLATE.append(template)
-    return _TEMPLATE[0]
+        _TEMPLATE.clear()  # one command line per parser tree
+        _TEMPLATE[key] = template
+    return _TEMPLATE[key]
 
 
-def add_cloud_arguments(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> None:
+def add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
     """--os-cloud, --os-auth-url, --os-region-name, --os-interface, --os-cacert, --insecure, ... Looked up
     when connecting, not while parsing: an OS_CLOUD that is not (yet) in clouds.yaml must not break
     commands that need no cloud."""
-    template = _cloud_template(sys.argv[1:] if argv is None else argv)
+    template = next(iter(_TEMPLATE.values()), None) or cloud_template()
     group = parser.add_argument_group("cloud (clouds.yaml, OS_* variables or these --os-* options, "
                                       "as the openstack client)")
     for action in template._actions:
@@ -63,7 +65,7 @@ def connect(args: argparse.Namespace | None = None, **kwargs) -> connection.Conn
         raise CloudError(f"{str(e).rstrip('.')}. Fix: name a cloud of {_config_files(config)} with --os-cloud "
                          f"or OS_CLOUD, or give --os-auth-url and the credentials") from None
     except ksa_exceptions.ClientException as e:  # e.g. an auth plugin that is missing an option
-        raise CloudError(f"{type(e).__name__}: {e}. Fix: complete the cloud's auth in clouds.yaml or the "
+        raise CloudError(f"{type(e).__name__}: {_one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the "
                          f"--os-* options") from None
     _CONNECTED.append(region)
     return connection.Connection(config=region)
@@ -100,26 +102,29 @@ def _where() -> str:
 
 def explain(e: Exception) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
+    where = _where()
     if isinstance(e, PlacementError) and e.status in (401, 403):
-        verb = "rejected the credentials" if e.status == 401 else "refused the request"
-        return CloudError(f"{_where()} {verb} (HTTP {e.status}: {e}). Fix: check the cloud's credentials "
-                          f"(password, token, project, domain); Placement needs the admin role")
+        said = ("rejected the credentials" if e.status == 401
+                else f"refused the request: {_one_line(e.detail)}")
+        return CloudError(f"{where} {said} (HTTP {e.status}{', request ' + e.request_id if e.request_id else ''}). "
+                          f"Fix: check the cloud's credentials (password or token, project, domains) in "
+                          f"clouds.yaml / the --os-* options; Placement needs an admin")
     if isinstance(e, ksa_exceptions.Unauthorized):
-        return CloudError(f"{_where()} rejected the credentials: {e}. Fix: check the cloud's username, password "
-                          f"or token, project and domains in clouds.yaml / the --os-* options")
-    if isinstance(e, (ksa_exceptions.ConnectFailure, ksa_exceptions.ConnectTimeout)):
-        return CloudError(f"cannot reach {_where()}: {_first_line(e)}. Fix: check the URL and that the service "
-                          f"runs (and --os-cloud / OS_CLOUD names the right cloud)")
+        return CloudError(f"{where} rejected the credentials: {_one_line(e)}. Fix: check the cloud's username, "
+                          f"password or token, project and domains in clouds.yaml / the --os-* options")
     if isinstance(e, ksa_exceptions.SSLError):
-        return CloudError(f"TLS verification of {_where()} failed: {_first_line(e)}. Fix: give the CA with "
-                          f"--os-cacert (cacert: in clouds.yaml); --insecure turns verification off")
+        return CloudError(f"TLS verification of {where} failed: {_one_line(e)}. Fix: give its CA with "
+                          f"--os-cacert (cacert: in clouds.yaml); only --insecure turns verification off")
+    if isinstance(e, (ksa_exceptions.ConnectFailure, ksa_exceptions.ConnectTimeout, ksa_exceptions.DiscoveryFailure)):
+        return CloudError(f"cannot reach {where}: {_one_line(e)}. Fix: check the URL, that the service runs and, "
+                          f"for https, its CA (--os-cacert); --os-cloud / OS_CLOUD picks the cloud")
     if isinstance(e, ksa_exceptions.EndpointNotFound):
-        return CloudError(f"{_where()}: {e}. Fix: the catalog has no such endpoint; check --os-region-name and "
-                          f"--os-interface")
+        return CloudError(f"{where}: {_one_line(e)}. Fix: the catalog has no such endpoint; check --os-region-name "
+                          f"and --os-interface")
     if isinstance(e, (ksa_exceptions.ClientException, sdk_exceptions.SDKException)):
-        return CloudError(f"{_where()}: {type(e).__name__}: {_first_line(e)}")
+        return CloudError(f"{where}: {type(e).__name__}: {_one_line(e)}")
     return None
 
 
-def _first_line(e: Exception) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+def _one_line(text) -> str:
+    return " ".join(str(text).split()).rstrip(".") or "no message"

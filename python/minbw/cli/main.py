@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -359,8 +360,10 @@ def _server_request_arguments(sp, columns: tuple[str, ...]) -> None:
 
 # ---------------------------------------------------------------- main
 
-def build_parser() -> argparse.ArgumentParser:
-    from minbw.cli.cloud import add_cloud_arguments
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command tree; ``argv`` tells openstacksdk which auth plugin's --os-* options to offer."""
+    from minbw.cli.cloud import add_cloud_arguments, cloud_template
+    cloud_template(argv)
     p = argparse.ArgumentParser(prog="minbw", description="Guaranteed minimum bandwidth for OpenStack, end to end.")
     p.add_argument("--version", action="version", version=f"minbw {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -472,7 +475,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from minbw.cli.cloud import explain
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return args.func(args)
     except Exception as e:  # noqa: BLE001 - only ours and the cloud's failures are explained; others re-raise
@@ -486,6 +489,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("minbw: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `minbw ... | head`: the reader left; no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":
