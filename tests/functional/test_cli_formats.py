@@ -141,7 +141,8 @@ def test_connection_failures_are_one_line_naming_the_cloud(placement_server, tmp
     _one_line_error(run(env, "usage", "--os-cloud", "down"), "cannot reach cloud 'down' (http://127.0.0.1:1)",
                     "Fix:")
     _one_line_error(run(env, "providers", "show", "--os-cloud", "badcreds"),
-                    f"cloud 'badcreds' ({url}) rejected the credentials (HTTP 401", "Fix: check the cloud's credentials")
+                    f"cloud 'badcreds' ({url}) rejected the credentials (HTTP 401",
+                    "Fix: check the cloud's credentials")
     _one_line_error(run(env, "usage", "--os-cloud", "notadmin"), "cloud 'notadmin'", "HTTP 403",
                     "Placement needs an admin")
     as_json = run(env, "usage", "--os-cloud", "down", "-f", "json")

@@ -14,7 +14,9 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import CloudError, PlacementError
 
-_TEMPLATE: dict[tuple[str, ...], argparse.ArgumentParser] = {}  # the --os-* options, by command line
+# the --os-* options registered for a command line, and the config that registered them (it remembers
+# what it peeked, e.g. whether --timeout was given, for get_one)
+_TEMPLATE: dict[tuple[str, ...], tuple[argparse.ArgumentParser, openstack.config.OpenStackConfig]] = {}
 _CONNECTED: list = []  # the CloudRegion of each connection made, to name it when a call fails
 
 
@@ -24,23 +26,23 @@ def cloud_template(argv: list[str] | None = None) -> argparse.ArgumentParser:
     commands that need no cloud must work, and the connection names the unknown cloud (with the fix)."""
     key = tuple(sys.argv[1:] if argv is None else argv)
     if key not in _TEMPLATE:
-        template = argparse.ArgumentParser(add_help=False)
+        template, config = argparse.ArgumentParser(add_help=False), openstack.config.OpenStackConfig()
         try:
-            openstack.config.OpenStackConfig().register_argparse_arguments(template, list(key), service_keys=[])
+            config.register_argparse_arguments(template, list(key), service_keys=[])
         except sdk_exceptions.ConfigException:
-            template = argparse.ArgumentParser(add_help=False)
+            template, config = argparse.ArgumentParser(add_help=False), openstack.config.OpenStackConfig()
             openstack.config.OpenStackConfig(load_envvars=False).register_argparse_arguments(template, [],
                                                                                             service_keys=[])
         _TEMPLATE.clear()  # one command line per parser tree
-        _TEMPLATE[key] = template
-    return _TEMPLATE[key]
+        _TEMPLATE[key] = template, config
+    return _TEMPLATE[key][0]
 
 
 def add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
     """--os-cloud, --os-auth-url, --os-region-name, --os-interface, --os-cacert, --insecure, ... Looked up
     when connecting, not while parsing: an OS_CLOUD that is not (yet) in clouds.yaml must not break
     commands that need no cloud."""
-    template = next(iter(_TEMPLATE.values()), None) or cloud_template()
+    template = next(iter(_TEMPLATE.values()))[0] if _TEMPLATE else cloud_template()
     group = parser.add_argument_group("cloud (clouds.yaml, OS_* variables or these --os-* options, "
                                       "as the openstack client)")
     for action in template._actions:
@@ -55,9 +57,10 @@ def _options(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def connect(args: argparse.Namespace | None = None, **kwargs) -> connection.Connection:
-    config = openstack.config.OpenStackConfig()
+    from_options = args is not None and bool(getattr(args, "cloud_dests", None)) and bool(_TEMPLATE)
+    config = next(iter(_TEMPLATE.values()))[1] if from_options else openstack.config.OpenStackConfig()
     try:
-        if args is not None and getattr(args, "cloud_dests", None):
+        if from_options:
             region = config.get_one(argparse=_options(args), **kwargs)
         else:
             region = config.get_one(**kwargs)

@@ -29,8 +29,9 @@ def bash_script(parser: argparse.ArgumentParser, prog: str = "minbw") -> str:
         key = shlex.quote(" ".join(path))
         words.append(f"        {key}) echo {shlex.quote(' '.join(subs + options))} ;;")
         subcommands.append(f"        {key}) echo {shlex.quote(' '.join(subs))} ;;")
-        for opt, values_ in choices.items():
-            values.append(f"        {shlex.quote(' '.join(path) + '|' + opt)}) echo {shlex.quote(' '.join(values_))} ;;")
+        for opt, words_ in choices.items():
+            key_opt = shlex.quote(" ".join(path) + "|" + opt)
+            values.append(f"        {key_opt}) echo {shlex.quote(' '.join(words_))} ;;")
     fn = f"_{prog}"
     return "\n".join([
         f"# bash completion for {prog}: source <({prog} completion bash)",
