@@ -168,3 +168,27 @@ def test_options_instead_of_clouds_yaml(cloud, placement_server):
 def test_the_embedded_clouds_yaml_is_private(placement_server):
     mode = stat.S_IMODE(os.stat(placement_server.clouds_yaml).st_mode)
     assert mode == 0o600, oct(mode)
+
+
+def test_sync_draws_a_progress_bar_on_a_terminal_only(placement, placement_server, tmp_path):
+    import pty
+    import re
+    ini = tmp_path / "openvswitch_agent.ini"
+    ini.write_text(OVS)
+    args = [ENTRY, "providers", "sync", "--agent-config", str(ini), "--create-root", "-f", "value", "-c", "step"]
+    master, slave = pty.openpty()
+    with os.fdopen(master, "rb", buffering=0) as tty:
+        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=slave, env=placement_server.env(), timeout=120)
+        os.close(slave)
+        drawn = b""
+        try:
+            while chunk := tty.read(4096):
+                drawn += chunk
+        except OSError:  # EIO: the terminal's other end is closed
+            pass
+    assert proc.returncode == 0, drawn
+    writes = proc.stdout.decode().splitlines()
+    assert writes and set(writes) == {"done"}  # stdout is the result only
+    assert re.search(rf"\r\x1b\[Kminbw: writes done \[#+\] {len(writes)}/{len(writes)}\r?\n", drawn.decode()), drawn
+    plain = run(placement_server.env(), "providers", "sync", "--agent-config", ini, "--absent")
+    assert plain.returncode == 0 and "\r" not in plain.stderr and "[#" not in plain.stderr, plain.stderr

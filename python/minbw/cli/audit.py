@@ -23,12 +23,14 @@ def register(sub) -> None:
 def cmd_audit(args) -> int:
     from minbw.cli.cloud import connect, service_connect
     from minbw.cli.output import Output, emit
+    from minbw.cli.progress import progress_of
     from minbw.ops.audit import apply_fixes, run_audit
     from minbw.placement.client import Placement
 
     conn = connect(args)
     api = Placement(conn)
-    plan = run_audit(conn, api, ignore=args.ignore_consumer)
+    with progress_of(args) as progress:
+        plan = run_audit(conn, api, ignore=args.ignore_consumer, progress=progress)
     fixes = apply_fixes(conn, api, plan, binding_conn=service_connect(args)) if args.fix else []
     unfixed = len(plan.findings) - sum(1 for f in fixes if f["done"])
     emit(args, Output(
