@@ -145,13 +145,18 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
     conn.placement.get("/", microversion="1.0")    # load the client's code paths; not counted
     counter = HttpCounter(conn.session.session)
     api = Placement(conn)                            # fresh: discovers the server's version, as a CLI run does
+
+    def every_500(step, done, total):
+        if done % 500 == 0:
+            progress(f"minbw {phase}: {step} {done}/{total}")
+
     with _Meter(server) as m:
         t = time.perf_counter()
         configs = [load_agent_ini(p.read_text(), source=str(p)) for host in files for p in files[host]]
         desired = desired_state(configs)
         parse_s = time.perf_counter() - t
         cache = s.ProviderCache(cache_file, api.endpoint()) if cache_file else None
-        plan, result = s.sync(api, desired, progress=lambda msg: progress(f"minbw {phase}: {msg}"), cache=cache)
+        plan, result = s.sync(api, desired, progress=every_500, cache=cache)
     counter.detach()
     if result is not None and result.writes != counter.writes:
         raise BenchError(f"minbw {phase}: {result.writes} writes applied but {counter.writes} write calls seen")

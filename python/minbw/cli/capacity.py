@@ -105,14 +105,14 @@ def notes(report: dict) -> list[str]:
     return out
 
 
-def print_report(report: dict) -> None:
-    from minbw.cli import tables
-    print(tables.table(("host", "physnet", "fits", "limited by"), rows(report), align_right=("fits",)))
-    for p in report["physnets"]:
-        print(f"{p['physnet']}: {p['fits']} more server(s) on {p['hosts']} host(s)")
-    print(f"total: {report['total']} more server(s)")
-    for n in notes(report):
-        print(f"note: {n}")
+COLUMNS = ("host", "physnet", "fits", "limited by")
+
+
+def report_output(report: dict):
+    from minbw.cli.output import Output
+    tail = tuple(f"{p['physnet']}: {p['fits']} more server(s) on {p['hosts']} host(s)" for p in report["physnets"])
+    tail += (f"total: {report['total']} more server(s)",) + tuple(f"note: {n}" for n in notes(report))
+    return Output(report, COLUMNS, tuple(tuple(r) for r in rows(report)), align_right=("fits",), tail=tail)
 
 
 # ---------------------------------------------------------------- the picture
@@ -186,7 +186,7 @@ def render_png(report: dict) -> bytes:
 
 def render_html(report: dict, png: bytes) -> str:
     esc = html.escape
-    head = "".join(f"<th>{esc(h)}</th>" for h in ("host", "physnet", "fits", "limited by"))
+    head = "".join(f"<th>{esc(h)}</th>" for h in COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows(report))
     totals = "".join(f"<li>{esc(p['physnet'])}: {p['fits']} more server(s) on {p['hosts']} host(s)</li>"
                      for p in report["physnets"])
@@ -204,7 +204,7 @@ def render_html(report: dict, png: bytes) -> str:
 
 def cmd_capacity(args) -> int:
     from minbw.cli.cloud import connect
-    from minbw.cli.main import print_json
+    from minbw.cli.output import emit
     from minbw.placement.client import Placement
     from minbw.reports.capacity import capacity_report
     req = request_from_args(args)  # bad input fails before anything is read
@@ -219,15 +219,13 @@ def cmd_capacity(args) -> int:
         if args.html:
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(render_html(report, png))
-    if args.json:
-        print_json(report)
-    else:
-        print_report(report)
+    emit(args, report_output(report))
     return 0
 
 
 def register(subparsers) -> None:
     from minbw.cli.cloud import add_cloud_arguments
+    from minbw.cli.output import add_output_arguments
     sp = subparsers.add_parser("capacity", help="how many more servers of one shape fit, per host and physnet "
                                                 "(read-only)")
     sp.add_argument("--resources", metavar="CLASS:N,...", help="the flavor's resources, e.g. VCPU:1,MEMORY_MB:256,DISK_GB:1")
@@ -239,6 +237,6 @@ def register(subparsers) -> None:
     sp.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
     sp.add_argument("--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host (matplotlib)")
     sp.add_argument("--html", metavar="FILE", help="the table and the picture in one HTML file (matplotlib)")
-    sp.add_argument("--json", action="store_true", help="the same data as JSON")
+    add_output_arguments(sp, COLUMNS)
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_capacity)

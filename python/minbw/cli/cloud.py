@@ -1,31 +1,82 @@
-"""Connections: clouds.yaml / OS_CLOUD / OS_* variables, as python-openstackclient reads them."""
+"""Connections: clouds.yaml / OS_CLOUD / OS_* variables and every ``--os-*`` option of openstacksdk's
+config (``register_argparse_arguments``), as python-openstackclient reads them; and what a failed
+connection means, in one line."""
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 import openstack.config
+from keystoneauth1 import exceptions as ksa_exceptions
 from openstack import connection
+from openstack import exceptions as sdk_exceptions
+
+from minbw.errors import CloudError, PlacementError
+
+# the --os-* options registered for a command line, and the config that registered them (it remembers
+# what it peeked, e.g. whether --timeout was given, for get_one)
+_TEMPLATE: dict[tuple[str, ...], tuple[argparse.ArgumentParser, openstack.config.OpenStackConfig]] = {}
+_CONNECTED: list = []  # the CloudRegion of each connection made, to name it when a call fails
+
+
+def cloud_template(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """openstacksdk's own options; it peeks at ``argv`` (and OS_CLOUD) for the auth type to offer that
+    plugin's options (--os-auth-type token: --os-token). A cloud it cannot find yet is not an error here:
+    commands that need no cloud must work, and the connection names the unknown cloud (with the fix)."""
+    key = tuple(sys.argv[1:] if argv is None else argv)
+    if key not in _TEMPLATE:
+        template, config = argparse.ArgumentParser(add_help=False), openstack.config.OpenStackConfig()
+        try:
+            config.register_argparse_arguments(template, list(key), service_keys=[])
+        except sdk_exceptions.ConfigException:
+            template, config = argparse.ArgumentParser(add_help=False), openstack.config.OpenStackConfig()
+            openstack.config.OpenStackConfig(load_envvars=False).register_argparse_arguments(template, [],
+                                                                                            service_keys=[])
+        _TEMPLATE.clear()  # one command line per parser tree
+        _TEMPLATE[key] = template, config
+    return _TEMPLATE[key][0]
 
 
 def add_cloud_arguments(parser: argparse.ArgumentParser) -> None:
-    """--os-cloud and friends. Looked up when connecting, not while parsing: an OS_CLOUD that is
-    not (yet) in clouds.yaml must not break commands that need no cloud."""
-    group = parser.add_argument_group("cloud (clouds.yaml or OS_* variables)")
-    group.add_argument("--os-cloud", default=os.environ.get("OS_CLOUD"), metavar="NAME",
-                       help="the clouds.yaml entry (default: $OS_CLOUD)")
-    group.add_argument("--os-region-name", default=os.environ.get("OS_REGION_NAME"), metavar="REGION")
-    group.add_argument("--os-interface", default=os.environ.get("OS_INTERFACE"), metavar="INTERFACE",
-                       choices=("public", "internal", "admin", None))
+    """--os-cloud, --os-auth-url, --os-region-name, --os-interface, --os-cacert, --insecure, ... Looked up
+    when connecting, not while parsing: an OS_CLOUD that is not (yet) in clouds.yaml must not break
+    commands that need no cloud."""
+    template = next(iter(_TEMPLATE.values()))[0] if _TEMPLATE else cloud_template()
+    group = parser.add_argument_group("cloud (clouds.yaml, OS_* variables or these --os-* options, "
+                                      "as the openstack client)")
+    for action in template._actions:
+        if action.dest != "help":
+            group._add_action(action)
+    parser.set_defaults(cloud_dests=tuple(a.dest for a in template._actions if a.dest != "help"))
+
+
+def _options(args: argparse.Namespace) -> argparse.Namespace:
+    """Only the --os-* options: the command's own (--resources, --timeout of serve, ...) are not config."""
+    return argparse.Namespace(**{d: getattr(args, d, None) for d in getattr(args, "cloud_dests", ())})
 
 
 def connect(args: argparse.Namespace | None = None, **kwargs) -> connection.Connection:
-    if args is not None:
-        for opt, key in (("os_cloud", "cloud"), ("os_region_name", "region_name"), ("os_interface", "interface")):
-            if getattr(args, opt, None):
-                kwargs.setdefault(key, getattr(args, opt))
-    region = openstack.config.OpenStackConfig().get_one(**kwargs)
+    from_options = args is not None and bool(getattr(args, "cloud_dests", None)) and bool(_TEMPLATE)
+    config = next(iter(_TEMPLATE.values()))[1] if from_options else openstack.config.OpenStackConfig()
+    try:
+        if from_options:
+            region = config.get_one(argparse=_options(args), **kwargs)
+        else:
+            region = config.get_one(**kwargs)
+    except sdk_exceptions.ConfigException as e:
+        raise CloudError(f"{str(e).rstrip('.')}. Fix: name a cloud of {_config_files(config)} with --os-cloud "
+                         f"or OS_CLOUD, or give --os-auth-url and the credentials") from None
+    except ksa_exceptions.ClientException as e:  # e.g. an auth plugin that is missing an option
+        raise CloudError(f"{type(e).__name__}: {_one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the "
+                         f"--os-* options") from None
+    _CONNECTED.append(region)
     return connection.Connection(config=region)
+
+
+def _config_files(config) -> str:
+    found = [f for f in config._config_files if os.path.exists(f)]
+    return " or ".join(found) if found else "clouds.yaml (none found: set OS_CLIENT_CONFIG_FILE)"
 
 
 def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
@@ -39,3 +90,44 @@ def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
 def service_connect(args: argparse.Namespace) -> connection.Connection | None:
     """The --service-cloud connection, or None (then the main connection writes the bindings)."""
     return connect(cloud=args.service_cloud) if getattr(args, "service_cloud", None) else None
+
+
+def _where() -> str:
+    """The cloud being talked to: its name and where it authenticates (or its Placement endpoint)."""
+    if not _CONNECTED:
+        return "the cloud"
+    region = _CONNECTED[-1]
+    auth = region.config.get("auth") or {}
+    url = (auth.get("auth_url") or auth.get("endpoint") or region.config.get("placement_endpoint_override")
+           or "?")
+    return f"cloud {region.name!r} ({url})"
+
+
+def explain(e: Exception) -> CloudError | None:
+    """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
+    where = _where()
+    if isinstance(e, PlacementError) and e.status in (401, 403):
+        said = ("rejected the credentials" if e.status == 401
+                else f"refused the request: {_one_line(e.detail)}")
+        return CloudError(f"{where} {said} (HTTP {e.status}{', request ' + e.request_id if e.request_id else ''}). "
+                          f"Fix: check the cloud's credentials (password or token, project, domains) in "
+                          f"clouds.yaml / the --os-* options; Placement needs an admin")
+    if isinstance(e, ksa_exceptions.Unauthorized):
+        return CloudError(f"{where} rejected the credentials: {_one_line(e)}. Fix: check the cloud's username, "
+                          f"password or token, project and domains in clouds.yaml / the --os-* options")
+    if isinstance(e, ksa_exceptions.SSLError):
+        return CloudError(f"TLS verification of {where} failed: {_one_line(e)}. Fix: give its CA with "
+                          f"--os-cacert (cacert: in clouds.yaml); only --insecure turns verification off")
+    if isinstance(e, (ksa_exceptions.ConnectFailure, ksa_exceptions.ConnectTimeout, ksa_exceptions.DiscoveryFailure)):
+        return CloudError(f"cannot reach {where}: {_one_line(e)}. Fix: check the URL, that the service runs and, "
+                          f"for https, its CA (--os-cacert); --os-cloud / OS_CLOUD picks the cloud")
+    if isinstance(e, ksa_exceptions.EndpointNotFound):
+        return CloudError(f"{where}: {_one_line(e)}. Fix: the catalog has no such endpoint; check --os-region-name "
+                          f"and --os-interface")
+    if isinstance(e, (ksa_exceptions.ClientException, sdk_exceptions.SDKException)):
+        return CloudError(f"{where}: {type(e).__name__}: {_one_line(e)}")
+    return None
+
+
+def _one_line(text) -> str:
+    return " ".join(str(text).split()).rstrip(".") or "no message"

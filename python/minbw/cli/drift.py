@@ -2,10 +2,13 @@
 from __future__ import annotations
 
 EXIT_DRIFT = 3  # some provider differs between the sides; 1 is an error
+SIDES = ("ini", "agent", "placement")
+COLUMNS = ("provider", *SIDES, "differences")
 
 
 def register(sub) -> None:
     from minbw.cli.cloud import add_cloud_arguments
+    from minbw.cli.output import add_output_arguments
     sp = sub.add_parser("drift", help="compare agent ini files, what the agents report to Neutron, and Placement "
                                       "(exit 3 when they differ)")
     sp.add_argument("--agent-config", action="append", default=[], metavar="FILE",
@@ -13,26 +16,23 @@ def register(sub) -> None:
     sp.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
     sp.add_argument("--no-neutron", dest="neutron", action="store_false",
                     help="do not read the agents from Neutron (e.g. against the embedded Placement)")
-    sp.add_argument("--json", action="store_true")
+    add_output_arguments(sp, COLUMNS)
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_drift)
 
 
 def cmd_drift(args) -> int:
-    from minbw.cli import tables
     from minbw.cli.cloud import connect
-    from minbw.cli.main import print_json
+    from minbw.cli.output import Output, emit
     from minbw.ops.drift import run_drift
     from minbw.placement.client import Placement
 
     conn = connect(args)
     rows = run_drift(conn, Placement(conn), agent_configs=args.agent_config, host=args.host, neutron=args.neutron)
     ok = all(r.agree for r in rows)
-    if args.json:
-        print_json({"ok": ok, "providers": [r.to_dict() for r in rows]})
-    else:
-        sides = [s for s in ("ini", "agent", "placement") if any(s in r.sides for r in rows)]
-        print(tables.table(("provider", *sides, "differences"), [
-            [r.name, *("yes" if r.sides.get(s) else "MISSING" for s in sides), "; ".join(r.differences) or "-"]
-            for r in rows]))
+    compared = [s for s in SIDES if any(s in r.sides for r in rows)]
+    # a side that was not compared (no ini files, --no-neutron) shows "-"
+    emit(args, Output({"ok": ok, "providers": [r.to_dict() for r in rows]}, COLUMNS, tuple(
+        (r.name, *(("yes" if r.sides.get(s) else "MISSING") if s in compared else "-" for s in SIDES),
+         "; ".join(r.differences) or "-") for r in rows)))
     return 0 if ok else EXIT_DRIFT

@@ -3,19 +3,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from minbw import __version__
+from minbw.cli import tables
+from minbw.cli.output import Output, Section, add_output_arguments, emit, wants_json
+from minbw.cli.progress import progress_of
 from minbw.errors import InvalidInput, MinbwError, NoValidHost
 
-
-def print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, sort_keys=True, default=str))
-
-
-def _progress(msg: str) -> None:
-    print(f"minbw: {msg}", file=sys.stderr, flush=True)
+EXIT_ERROR = 1       # an error: bad input, a refusal, an unreachable cloud, bad credentials
+EXIT_USAGE = 2       # argparse: an unknown option or a bad value, found before anything is read
+EXIT_FINDINGS = 3    # audit / drift / heal found something that is left (a CI gate)
+EXIT_NO_VALID_HOST = 4  # claim, candidates, move: Placement has no host for the request (not an error)
 
 
 def _api(args):
@@ -41,48 +42,51 @@ def parse_inventory_spec(text: str) -> dict[str, dict]:
 def cmd_placement_serve(args) -> int:
     if not args.daemon:
         given = [opt for opt, value in (("--pid-file", args.pid_file), ("--log-file", args.log_file),
-                                        ("--timeout", args.timeout), ("--json", args.json or None))
+                                        ("--timeout", args.timeout), ("-f/--json/-c", args.format or args.columns))
                  if value is not None]
         if given:
-            args.json = False
+            args.format = None
             raise InvalidInput(f"{', '.join(given)}: only with --daemon (without it, serve runs in the foreground)")
         from minbw.deploy.serve import serve
         return serve(args.port, args.state_dir, host=args.host)
     from minbw.deploy import daemon
     result = daemon.start(args.state_dir, args.port, pid_file=args.pid_file, log_file=args.log_file,
                           timeout=daemon.START_TIMEOUT if args.timeout is None else args.timeout, host=args.host)
-    if args.json:
-        print_json(result)
-    elif result["changed"]:
-        print(f"minbw: placement started on {result['url']} (pid {result['pid']}, log {result['log_file']}, "
-              f"cloud {result['cloud']!r} in {result['clouds_yaml']})")
-    else:
-        print(f"minbw: placement already running on {result['url']} (pid {result['pid']})")
+    said = (f"minbw: placement started on {result['url']} (pid {result['pid']}, log {result['log_file']}, "
+            f"cloud {result['cloud']!r} in {result['clouds_yaml']})" if result["changed"]
+            else f"minbw: placement already running on {result['url']} (pid {result['pid']})")
+    emit(args, fields_output(result, DAEMON_COLUMNS, said))
     return 0
+
+
+DAEMON_COLUMNS = ("changed", "running", "pid", "url", "port", "cloud", "clouds_yaml", "state_dir", "pid_file",
+                  "log_file", "ours", "port_in_use")
+
+
+def fields_output(document: dict, columns: tuple[str, ...], said: str) -> Output:
+    """A one-object result: the sentence in -f table, its fields for -c / -f value."""
+    return Output(document, columns, (tuple(document.get(c) for c in columns),), fields=True, head=(said,),
+                  show_table=False)
 
 
 def cmd_placement_stop(args) -> int:
     from minbw.deploy import daemon
     result = daemon.stop(args.state_dir, pid_file=args.pid_file, timeout=args.timeout)
-    if args.json:
-        print_json(result)
-    else:
-        print(f"minbw: placement stopped (pid {result['pid']})" if result["changed"]
-              else f"minbw: placement of {result['state_dir']} is not running")
+    emit(args, fields_output(result, DAEMON_COLUMNS, f"minbw: placement stopped (pid {result['pid']})"
+                             if result["changed"] else f"minbw: placement of {result['state_dir']} is not running"))
     return 0
 
 
 def cmd_placement_status(args) -> int:
     from minbw.deploy import daemon
     result = daemon.status(args.state_dir, port=args.port, pid_file=args.pid_file, host=args.host)
-    if args.json:
-        print_json(result)
-    elif result["running"]:
-        print(f"minbw: placement running on {result['url']} (pid {result['pid']}, state {result['state_dir']})")
+    if result["running"]:
+        said = f"minbw: placement running on {result['url']} (pid {result['pid']}, state {result['state_dir']})"
     else:
         why = (f"its process (pid {result['pid']}) does not answer on {result['url']}" if result["ours"]
                else f"{result['url']} is held by another process" if result["port_in_use"] else "")
-        print(f"minbw: placement of {result['state_dir']} is not running" + (f": {why}" if why else ""))
+        said = f"minbw: placement of {result['state_dir']} is not running" + (f": {why}" if why else "")
+    emit(args, fields_output(result, DAEMON_COLUMNS, said))
     return 0
 
 
@@ -104,17 +108,24 @@ def _desired(args):
     return desired_state(read_agent_configs(args.agent_config, host=args.host, paths_option="--agent-config"))
 
 
-def _print_plan(plan, result=None) -> None:
-    if not plan.ops:
-        print("Placement already matches the configuration: 0 writes.")
-    for op in plan.ops:
-        print(("  done: " if result else "  plan: ") + str(op))
-    for k in plan.kept:
-        print("  " + str(k))
+PLAN_COLUMNS = ("step", "write")
+
+
+def plan_output(plan, result=None) -> Output:
+    """The writes of a providers plan (or sync): a row each; what was kept and the count under them."""
+    out = plan.to_dict()
+    out["diff"] = plan.diff()
+    if result is not None:
+        out["result"] = result.to_dict()
+    head = () if plan.ops else ("Placement already matches the configuration: 0 writes.",)
+    tail = tuple("  " + str(k) for k in plan.kept)
     if result:
-        print(f"{result.writes} writes" + (f", {result.retries} retried after concurrent updates" if result.retries else ""))
+        tail += (f"{result.writes} writes" + (f", {result.retries} retried after concurrent updates"
+                                              if result.retries else ""),)
     elif plan.ops:
-        print(f"{len(plan.ops)} writes planned (nothing written)")
+        tail += (f"{len(plan.ops)} writes planned (nothing written)",)
+    rows = tuple(("done" if result else "plan", str(op)) for op in plan.ops)
+    return Output(out, PLAN_COLUMNS, rows, head=head, tail=tail, show_table=bool(rows))
 
 
 def cmd_providers(args) -> int:
@@ -123,40 +134,33 @@ def cmd_providers(args) -> int:
     api = _api(args)
     root_inv = parse_inventory_spec(args.root_inventory) if args.root_inventory else None
     cache = s.ProviderCache(args.cache, api.endpoint()) if args.cache else None
-    plan, result = s.sync(api, desired, check=args.action == "plan", create_root=args.create_root,
-                          root_inventories=root_inv, absent=args.absent, progress=_progress, cache=cache)
-    if args.json:
-        out = plan.to_dict()
-        out["diff"] = plan.diff()
-        if result is not None:
-            out["result"] = result.to_dict()
-        print_json(out)
-    else:
-        _print_plan(plan, result)
+    with progress_of(args) as progress:
+        plan, result = s.sync(api, desired, check=args.action == "plan", create_root=args.create_root,
+                              root_inventories=root_inv, absent=args.absent, progress=progress, cache=cache)
+    emit(args, plan_output(plan, result))
     return 0
 
 
-def print_provider_report(report: list[dict], only_with_inventory: bool = False) -> None:
-    from minbw.cli import tables
-    print(tables.provider_table(report))
+def provider_report_output(report: list[dict]) -> Output:
+    """osc-placement's provider list, then each provider's traits and inventories (with ``used``)."""
+    sections = []
     for p in report:
-        if only_with_inventory and not p["inventories"]:
-            continue
-        print(f"\n{p['name']} ({p['uuid']})")
+        title = f"{p['name']} ({p['uuid']})"
         if p["traits"]:
-            print(tables.table(("trait",), [[t] for t in p["traits"]]))
+            sections.append(Section(title, ("trait",), tuple((t,) for t in p["traits"])))
+            title = ""
         if p["inventories"]:
-            print(tables.inventory_table(p["inventories"]))
-            print(tables.usage_table(p["usages"]))
+            sections.append(Section(title, tables.INVENTORY_COLUMNS,
+                                    tables.inventory_rows(p["inventories"], p["usages"]),
+                                    align_right=tables.INVENTORY_COLUMNS[1:]))
+    return Output(report, tables.PROVIDER_COLUMNS, tables.provider_rows(report), align_right=("generation",),
+                  sections=tuple(sections))
 
 
 def cmd_providers_show(args) -> int:
     from minbw.reports.providers import provider_report
     report = provider_report(_api(args), args.hypervisor)
-    if args.json:
-        print_json(report)
-    else:
-        print_provider_report(report)
+    emit(args, provider_report_output(report))
     return 0
 
 
@@ -229,30 +233,43 @@ def cmd_request(args) -> int:
         segments.append(Segment(net_type, physnet or None))
     pr = build_port_request(args.port_id, rules, segments, args.vnic_type, agent_kind=args.agent_type,
                             any_traits=args.any_traits)
-    value = None if pr is None else (pr.to_legacy() if args.legacy else pr.to_neutron())
-    if args.json:
-        print_json({"resource_request": value, "mode": pr.mode if pr else None, "notes": list(pr.notes) if pr else []})
-    else:
-        print(json.dumps(value, indent=2))
-        for note in (pr.notes if pr else ()):
-            print(f"note: {note}", file=sys.stderr)
+    for note in (pr.notes if pr else ()):
+        print(f"note: {note}", file=sys.stderr)
+    emit(args, request_output(args.port_id, pr, legacy=args.legacy))
     return 0
 
 
-def candidate_rows(view: list[dict], names) -> list[list]:
+REQUEST_COLUMNS = ("group", "resources", "required")
+
+
+def request_output(port_id: str, pr, legacy: bool = False) -> Output:
+    """The port as ``--port-request`` reads it back (``id`` and ``resource_request``, as Neutron shows a
+    port), and a row per request group for -f table/value."""
+    value = None if pr is None else (pr.to_legacy() if legacy else pr.to_neutron())
+    document = {"id": port_id, "resource_request": value, "mode": pr.mode if pr else None,
+                "notes": list(pr.notes) if pr else []}
+    groups = ((value or {}).get("request_groups") or [dict(value, id="")]) if value else []
+    rows = tuple((g.get("id", ""), ",".join(f"{rc}:{n}" for rc, n in sorted(g.get("resources", {}).items())),
+                  ",".join(g.get("required", []))) for g in groups)
+    return Output(document, REQUEST_COLUMNS, rows)
+
+
+CANDIDATE_COLUMNS = ("#", "host", "request group → provider")
+
+
+def candidate_rows(view: list[dict], names) -> tuple[tuple, ...]:
     rows = []
     for i, cand in enumerate(view, 1):
         if cand["mapping"] is not None:
             groups = "; ".join(f"{gid or 'flavor'} → {names.get(rps[0], rps[0])}" for gid, rps in cand["mapping"].items())
         else:
             groups = cand["mapping_problem"]
-        rows.append([i, cand["host_name"] or "?", groups])
-    return rows
+        rows.append((i, cand["host_name"] or "?", groups))
+    return tuple(rows)
 
 
 def cmd_candidates(args) -> int:
     from minbw.ops import claims
-    from minbw.cli import tables
     from minbw.reports.diagnose import diagnose, summary
     api = _api(args)
     req, segments = with_neutron_ports(api, args, request_from_args(args))
@@ -263,19 +280,18 @@ def cmd_candidates(args) -> int:
         outside = hosts_outside_segments(api, req, segments)
         if outside:
             diagnosis.append({"group": "member_of", "label": "the ports' segments", "problems": [outside]})
-    if args.json:
-        print_json({**cands.to_dict(), "diagnosis": diagnosis, "segments": segments})
+    from minbw.placement.query import query_string
+    head = (f"GET /allocation_candidates?{query_string(cands.params)}  (microversion {cands.microversion})",)
+    rows = ()
+    if cands.allocation_requests:
+        from minbw.reports.candidates import candidate_view
+        names = api.provider_names()
+        rows = candidate_rows(candidate_view(cands, req, names), names)
     else:
-        from minbw.placement.query import query_string
-        print(f"GET /allocation_candidates?{query_string(cands.params)}  (microversion {cands.microversion})")
-        if cands.allocation_requests:
-            from minbw.reports.candidates import candidate_view
-            names = api.provider_names()
-            print(tables.table(("#", "host", "request group → provider"),
-                               candidate_rows(candidate_view(cands, req, names), names)))
-        else:
-            print("No allocation candidates. " + summary(diagnosis))
-    return 0 if cands.allocation_requests else 1
+        head += ("No allocation candidates. " + summary(diagnosis),)
+    emit(args, Output({**cands.to_dict(), "diagnosis": diagnosis, "segments": segments}, CANDIDATE_COLUMNS, rows, head=head,
+                      show_table=bool(rows)))
+    return 0 if cands.allocation_requests else EXIT_NO_VALID_HOST
 
 
 def cmd_claim(args) -> int:
@@ -290,34 +306,43 @@ def cmd_claim(args) -> int:
         if segments:
             from minbw.ops.schedule import explain_segments
             e = explain_segments(api, req, segments, e)
-        if args.json:
-            print_json({"claimed": False, **e.to_dict()})
+        if wants_json(args):
+            emit(args, Output({"claimed": False, **e.to_dict()}))
         print(f"minbw: {e}", file=sys.stderr)
-        return 1
-    if args.json:
-        print_json({"claimed": True, **claim.to_dict()})
-    else:
-        names = api.provider_names()
-        print(f"claimed for consumer {claim.consumer} on {claim.host_name} ({claim.host})")
-        for rp, alloc in claim.allocations.items():
-            print(f"  {names.get(rp, rp)}: " + ", ".join(f"{rc}={n}" for rc, n in alloc["resources"].items()))
-        for port, value in claim.binding_profiles.items():
-            print(f"  port {port} binding:profile.allocation = {json.dumps(value)}")
+        return EXIT_NO_VALID_HOST
+    names = api.provider_names()
+    rows = tuple((names.get(rp, rp), rp, ",".join(f"{rc}={n}" for rc, n in alloc["resources"].items()))
+                 for rp, alloc in claim.allocations.items())
+    emit(args, Output({"claimed": True, **claim.to_dict()}, CLAIM_COLUMNS, rows,
+                      head=(f"claimed for consumer {claim.consumer} on {claim.host_name} ({claim.host})",),
+                      sections=binding_sections(claim.binding_profiles)))
     return 0
+
+
+CLAIM_COLUMNS = ("provider", "uuid", "resources")
+
+
+def binding_sections(binding_profiles: dict) -> tuple[Section, ...]:
+    """Each port's binding:profile.allocation (what Nova writes to the port), a table under the main one."""
+    if not binding_profiles:
+        return ()
+    return (Section("", ("port", "binding:profile.allocation"),
+                    tuple((port, json.dumps(value)) for port, value in binding_profiles.items())),)
 
 
 def cmd_free(args) -> int:
     from minbw.ops import claims
     freed = claims.free(_api(args), args.consumer)
-    if args.json:
-        print_json({"changed": freed, "consumer": args.consumer})
-    else:
-        print(f"freed the allocations of {args.consumer}" if freed else f"{args.consumer} has no allocations")
+    emit(args, fields_output({"changed": freed, "consumer": args.consumer}, ("changed", "consumer"),
+                             f"freed the allocations of {args.consumer}" if freed
+                             else f"{args.consumer} has no allocations"))
     return 0
 
 
+USAGE_COLUMNS = ("uuid", "name", "generation", "resource_class", "used", "total")
+
+
 def cmd_usage(args) -> int:
-    from minbw.cli import tables
     api = _api(args)
     if args.provider:
         provs = [api.get_provider(args.provider)]
@@ -325,21 +350,23 @@ def cmd_usage(args) -> int:
         from minbw.reports.providers import provider_report
         report = provider_report(api, args.hypervisor)
         provs = [api.get_provider(p["uuid"]) for p in report if p["inventories"]]
-    out = []
+    out, rows, sections = [], [], []
     for p in provs:
+        inventories = api.get_inventories(p.uuid)[0]
         out.append({"uuid": p.uuid, "name": p.name, "generation": p.generation,
                     "usages": api.provider_usages(p.uuid), "allocations": api.provider_allocations(p.uuid)})
-    if args.json:
-        print_json(out)
-        return 0
-    for p in out:
-        print(tables.fields([("uuid", p["uuid"]), ("name", p["name"]), ("generation", p["generation"]),
-                             ("allocations", json.dumps({c: a["resources"] for c, a in p["allocations"].items()}))]))
-        print(tables.usage_table(p["usages"]))
+        usages = out[-1]["usages"]
+        rows += [(p.uuid, p.name, p.generation, rc, usages.get(rc, 0), inventories[rc]["total"])
+                 for rc in sorted(inventories)]
+        sections.append(Section(f"{p.name} ({p.uuid}): allocations", ("consumer", "resources"), tuple(
+            (c, ",".join(f"{rc}={n}" for rc, n in sorted(a["resources"].items())))
+            for c, a in sorted(out[-1]["allocations"].items()))))
+    emit(args, Output(out, USAGE_COLUMNS, tuple(rows), align_right=("generation", "used", "total"),
+                      sections=tuple(sections)))
     return 0
 
 
-def _server_request_arguments(sp) -> None:
+def _server_request_arguments(sp, columns: tuple[str, ...]) -> None:
     sp.add_argument("--resources", metavar="CLASS:N,...", help="the flavor's resources, e.g. VCPU:1,MEMORY_MB:256,DISK_GB:1")
     sp.add_argument("--required", metavar="TRAIT,...", help="traits the flavor requires")
     sp.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
@@ -356,13 +383,15 @@ def _server_request_arguments(sp) -> None:
     sp.add_argument("--limit", type=int)
     from minbw.cli.separation import add_request_arguments
     add_request_arguments(sp)
-    sp.add_argument("--json", action="store_true")
+    add_output_arguments(sp, columns)
 
 
 # ---------------------------------------------------------------- main
 
-def build_parser() -> argparse.ArgumentParser:
-    from minbw.cli.cloud import add_cloud_arguments
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The command tree; ``argv`` tells openstacksdk which auth plugin's --os-* options to offer."""
+    from minbw.cli.cloud import add_cloud_arguments, cloud_template
+    cloud_template(argv)
     p = argparse.ArgumentParser(prog="minbw", description="Guaranteed minimum bandwidth for OpenStack, end to end.")
     p.add_argument("--version", action="version", version=f"minbw {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -380,22 +409,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-file", metavar="FILE", help="with --daemon: default STATE_DIR/placement.log")
     serve.add_argument("--timeout", type=_seconds, metavar="SECONDS",
                        help="with --daemon: how long to wait until it is ready (default 120)")
-    serve.add_argument("--json", action="store_true",
-                       help='with --daemon: print {"changed", "pid", "url", "clouds_yaml", ...}')
+    add_output_arguments(serve, DAEMON_COLUMNS)  # with --daemon
     serve.set_defaults(func=cmd_placement_serve)
     pstop = pl.add_parser("stop", help="stop the Placement that serve --daemon started (idempotent)")
     pstop.add_argument("--state-dir", required=True)
     pstop.add_argument("--pid-file", metavar="FILE", help="default STATE_DIR/placement.pid")
     pstop.add_argument("--timeout", type=_seconds, default=30.0, metavar="SECONDS",
                        help="SIGKILL when it has not exited this long after SIGTERM (default 30)")
-    pstop.add_argument("--json", action="store_true", help='print {"changed", "pid"}')
+    add_output_arguments(pstop, DAEMON_COLUMNS)
     pstop.set_defaults(func=cmd_placement_stop)
     pstatus = pl.add_parser("status", help="is the Placement of a state dir running? (read-only)")
     pstatus.add_argument("--state-dir", required=True)
     pstatus.add_argument("--pid-file", metavar="FILE", help="default STATE_DIR/placement.pid")
     pstatus.add_argument("--port", type=int, help="default: the port of its running process, else 8780")
     pstatus.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
-    pstatus.add_argument("--json", action="store_true", help='print {"running", "pid", "url", "ours", ...}')
+    add_output_arguments(pstatus, DAEMON_COLUMNS)
     pstatus.set_defaults(func=cmd_placement_status)
 
     prov = sub.add_parser("providers", help="bandwidth resource providers").add_subparsers(dest="action", required=True)
@@ -414,12 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "whose generation moved (a warm sync is then one listing)")
         sp.add_argument("--absent", action="store_true",
                         help="remove these agents' providers instead (kept where something is allocated)")
-        sp.add_argument("--json", action="store_true")
+        add_output_arguments(sp, PLAN_COLUMNS)
         add_cloud_arguments(sp)
         sp.set_defaults(func=cmd_providers)
     show = prov.add_parser("show", help="providers with traits, inventories and usage")
     show.add_argument("--hypervisor", help="only this compute node's tree")
-    show.add_argument("--json", action="store_true")
+    add_output_arguments(show, tables.PROVIDER_COLUMNS)
     add_cloud_arguments(show)
     show.set_defaults(func=cmd_providers_show)
 
@@ -432,11 +460,12 @@ def build_parser() -> argparse.ArgumentParser:
     rq.add_argument("--agent-type", choices=("openvswitch", "sriov"))
     rq.add_argument("--any-traits", action="store_true", help="multi-segment networks: required=in:A,B (Placement 1.39)")
     rq.add_argument("--legacy", action="store_true", help="print the legacy single-group format")
-    rq.add_argument("--json", action="store_true")
+    # JSON by default: `minbw request ... > port.json` is what --port-request reads (with the port id)
+    add_output_arguments(rq, REQUEST_COLUMNS, default="json")
     rq.set_defaults(func=cmd_request)
 
     cand = sub.add_parser("candidates", help="one GET /allocation_candidates for a server and its QoS ports")
-    _server_request_arguments(cand)
+    _server_request_arguments(cand, CANDIDATE_COLUMNS)
     add_cloud_arguments(cand)
     cand.set_defaults(func=cmd_candidates)
 
@@ -447,38 +476,50 @@ def build_parser() -> argparse.ArgumentParser:
     cl.add_argument("--user-id", required=True, dest="consumer_user_id")
     cl.add_argument("--consumer-type", help="e.g. INSTANCE (Placement 1.38)")
     cl.add_argument("--max-hosts", type=int, default=3, help="hosts to try, as Nova's alternates (default 3)")
-    _server_request_arguments(cl)
+    _server_request_arguments(cl, CLAIM_COLUMNS)
     add_cloud_arguments(cl)
     cl.set_defaults(func=cmd_claim)
 
     fr = sub.add_parser("free", help="free a consumer's allocations (safe delete at its generation)")
     fr.add_argument("--consumer", required=True, metavar="UUID")
-    fr.add_argument("--json", action="store_true")
+    add_output_arguments(fr, ("changed", "consumer"))
     add_cloud_arguments(fr)
     fr.set_defaults(func=cmd_free)
 
     us = sub.add_parser("usage", help="usage and allocations of providers with inventory")
     us.add_argument("--hypervisor", help="only this compute node's tree")
     us.add_argument("--provider", metavar="UUID", help="only this provider")
-    us.add_argument("--json", action="store_true")
+    add_output_arguments(us, USAGE_COLUMNS)
     add_cloud_arguments(us)
     us.set_defaults(func=cmd_usage)
     # command groups with a module of their own: minbw move [confirm|revert], audit, drift, heal, capacity
     from minbw.cli import audit, capacity, drift, heal, moves, schedule, separation
     for group in (moves, audit, drift, heal, capacity, schedule, separation):
         group.register(sub)
+    from minbw.cli import completion
+    completion.register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from minbw.cli.cloud import explain
+    args = build_parser(argv).parse_args(argv)
     try:
         return args.func(args)
-    except MinbwError as e:
-        if getattr(args, "json", False):
-            print_json({"error": e.to_dict()})
-        print(f"minbw: error: {e}", file=sys.stderr)
-        return 1
+    except Exception as e:  # noqa: BLE001 - only ours and the cloud's failures are explained; others re-raise
+        error = explain(e) or (e if isinstance(e, MinbwError) else None)
+        if error is None:
+            raise
+        if wants_json(args):
+            emit(args, Output({"error": error.to_dict()}))
+        print(f"minbw: error: {error}", file=sys.stderr)
+        return EXIT_NO_VALID_HOST if isinstance(error, NoValidHost) else EXIT_ERROR
+    except KeyboardInterrupt:
+        print("minbw: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `minbw ... | head`: the reader left; no traceback at exit either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

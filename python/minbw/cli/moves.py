@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+from minbw.cli.output import Output, emit
 from minbw.errors import InvalidInput
+
+# the one atomic POST /allocations of a move or revert: who holds what afterwards
+COLUMNS = ("role", "uuid", "consumer_generation", "resources")
 
 
 def _placement(args):
@@ -18,27 +22,29 @@ def _resources(providers: dict) -> str:
                      for name, res in providers.items()) or "nothing"
 
 
-def _print_bindings(result) -> None:
-    for port, value in result.binding_profiles.items():
-        print(f"  port {port} binding:profile.allocation = {json.dumps(value)}")
+def _bindings(result) -> tuple[str, ...]:
+    return tuple(f"  port {port} binding:profile.allocation = {json.dumps(value)}"
+                 for port, value in result.binding_profiles.items())
 
 
-def _print_post(result) -> None:
-    """The POST body in words: who holds what afterwards, at which consumer generation."""
+def _post_rows(result) -> tuple[tuple, ...]:
+    """The POST body: who holds what afterwards, at which consumer generation (None: a new consumer)."""
+    if not result.changed:
+        return ()
     op = result.plan.ops[0]
     after = result.plan.after
-    print("  POST /allocations (one atomic call):")
-    for role in ("migration", "consumer"):
-        view = after.get(role)
-        if view is None:
-            continue
-        gen = op.body[view["uuid"]]["consumer_generation"]
-        at = "a new consumer" if gen is None else f"at consumer generation {gen}"
-        print(f"    {role} {view['uuid']} ({at}): {_resources(view['providers'])}")
+    return tuple((role, after[role]["uuid"], op.body[after[role]["uuid"]]["consumer_generation"],
+                  _resources(after[role]["providers"])) for role in ("migration", "consumer") if after.get(role))
+
+
+def _output(result, said: str, tail: tuple[str, ...] = ()) -> Output:
+    rows = _post_rows(result)
+    head = (said,) + (("POST /allocations (one atomic call):",) if rows else ())
+    return Output(result.to_dict(), COLUMNS, rows, head=head, tail=_bindings(result) + tail, show_table=bool(rows))
 
 
 def cmd_move(args) -> int:
-    from minbw.cli.main import print_json, request_from_args
+    from minbw.cli.main import request_from_args
     from minbw.ops import moves
     for option, value in (("--consumer", args.consumer), ("--target-host", args.target_host)):
         if not value:
@@ -46,73 +52,65 @@ def cmd_move(args) -> int:
     api = _placement(args)
     result = moves.move(api, args.consumer, request_from_args(args), args.target_host, args.migration,
                         retries=args.retries, check=args.dry_run)
-    if args.json:
-        print_json(result.to_dict())
-        return 0
     before, after = result.plan.before, result.plan.after
     if not result.changed:
-        print(f"consumer {args.consumer} is already on {after['consumer']['host']} and migration {result.migration} "
-              f"holds its source on {after['migration']['host']}: nothing to do")
-        _print_bindings(result)
+        emit(args, _output(result, f"consumer {args.consumer} is already on {after['consumer']['host']} and "
+                                   f"migration {result.migration} holds its source on {after['migration']['host']}: "
+                                   f"nothing to do"))
         return 0
     move = f"consumer {args.consumer} from {before['consumer']['host']} → {after['consumer']['host']}"
     if result.check:
-        print(f"plan (nothing written): move {move}; migration {result.migration} keeps the source until "
-              f"confirm or revert")
+        said = (f"plan (nothing written): move {move}; migration {result.migration} keeps the source until "
+                f"confirm or revert")
     else:
-        print(f"moved {move} in one POST /allocations; migration {result.migration} holds the source")
-    _print_post(result)
-    _print_bindings(result)
-    if not result.check:
-        print(f"next: minbw move confirm --migration {result.migration}  (release {before['consumer']['host']})\n"
-              f"  or: minbw move revert --consumer {args.consumer} --migration {result.migration}  (go back)")
+        said = f"moved {move} in one POST /allocations; migration {result.migration} holds the source"
+    nxt = () if result.check else (
+        f"next: minbw move confirm --migration {result.migration}  (release {before['consumer']['host']})",
+        f"  or: minbw move revert --consumer {args.consumer} --migration {result.migration}  (go back)")
+    emit(args, _output(result, said, nxt))
     return 0
 
 
 def cmd_move_confirm(args) -> int:
-    from minbw.cli.main import print_json
     from minbw.ops import moves
     result = moves.confirm(_placement(args), args.migration, retries=args.retries, check=args.dry_run)
-    if args.json:
-        print_json(result.to_dict())
-    elif not result.changed:
-        print(f"migration {args.migration} holds no allocations: nothing to confirm")
+    if not result.changed:
+        said = f"migration {args.migration} holds no allocations: nothing to confirm"
     else:
         held = result.plan.before["migration"]
         verb = "plan (nothing written): release" if result.check else "released"
-        print(f"{verb} the source: migration {args.migration}'s allocations on {held['host']} "
-              f"({_resources(held['providers'])})")
+        said = (f"{verb} the source: migration {args.migration}'s allocations on {held['host']} "
+                f"({_resources(held['providers'])})")
+    # confirm deletes the migration consumer's allocations: no POST to show
+    emit(args, Output(result.to_dict(), COLUMNS, (), head=(said,), show_table=False))
     return 0
 
 
 def cmd_move_revert(args) -> int:
-    from minbw.cli.main import print_json, request_from_args
+    from minbw.cli.main import request_from_args
     from minbw.ops import moves
     # the request is optional here: given, the result maps the source again (the ports' old bindings)
     req = request_from_args(args) if (args.resources or args.port_request or args.required) else None
     result = moves.revert(_placement(args), args.consumer, args.migration, req, retries=args.retries,
                           check=args.dry_run)
-    if args.json:
-        print_json(result.to_dict())
-        return 0
     if not result.changed:
-        print(f"migration {args.migration} holds no allocations: nothing to revert")
+        emit(args, _output(result, f"migration {args.migration} holds no allocations: nothing to revert"))
         return 0
     before, after = result.plan.before, result.plan.after
     if result.check:
-        print(f"plan (nothing written): revert consumer {args.consumer} to {after['consumer']['host']}, "
-              f"releasing {before['consumer']['host']}")
+        said = (f"plan (nothing written): revert consumer {args.consumer} to {after['consumer']['host']}, "
+                f"releasing {before['consumer']['host']}")
     else:
-        print(f"reverted consumer {args.consumer} to {after['consumer']['host']} in one POST /allocations; "
-              f"its allocations on {before['consumer']['host']} are released")
-    _print_post(result)
-    _print_bindings(result)
+        said = (f"reverted consumer {args.consumer} to {after['consumer']['host']} in one POST /allocations; "
+                f"its allocations on {before['consumer']['host']} are released")
+    emit(args, _output(result, said))
     return 0
 
 
 def register(subparsers) -> None:
     from minbw.cli.cloud import add_cloud_arguments
     from minbw.cli.main import _server_request_arguments
+    from minbw.cli.output import add_output_arguments
     mv = subparsers.add_parser(
         "move", help="move a consumer's allocations to another host in one atomic POST; the source is held by a "
                      "migration consumer until 'move confirm' or 'move revert'",
@@ -126,7 +124,7 @@ def register(subparsers) -> None:
                                                         "(default: a new UUID, printed)")
     mv.add_argument("--retries", type=int, default=4, help="re-reads after consumer generation conflicts (default 4)")
     mv.add_argument("--dry-run", action="store_true", help="show the plan (the POST body), write nothing")
-    _server_request_arguments(mv)
+    _server_request_arguments(mv, COLUMNS)
     add_cloud_arguments(mv)
     mv.set_defaults(func=cmd_move)
 
@@ -136,7 +134,7 @@ def register(subparsers) -> None:
     conf.add_argument("--migration", metavar="UUID", required=True)
     conf.add_argument("--retries", type=int, default=4)
     conf.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
-    conf.add_argument("--json", action="store_true")
+    add_output_arguments(conf, COLUMNS)
     add_cloud_arguments(conf)
     conf.set_defaults(func=cmd_move_confirm)
 
@@ -146,6 +144,6 @@ def register(subparsers) -> None:
     rev.add_argument("--migration", metavar="UUID", required=True)
     rev.add_argument("--retries", type=int, default=4)
     rev.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
-    _server_request_arguments(rev)  # optional: with them, the ports' source binding allocations are shown
+    _server_request_arguments(rev, COLUMNS)  # optional: with them, the ports' source binding allocations are shown
     add_cloud_arguments(rev)
     rev.set_defaults(func=cmd_move_revert)

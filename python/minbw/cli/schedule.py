@@ -1,9 +1,14 @@
 """``minbw schedule`` (the ports-first workflow) and ``minbw segments`` (routed networks' providers)."""
 from __future__ import annotations
 
+SCHEDULE_COLUMNS = ("port", "name", "host", "binding:profile.allocation")
+SEGMENT_COLUMNS = ("segment", "physnet", "hosts", "ipv4_total", "ipv4_reserved", "free_ips", "in_placement")
+STEP_COLUMNS = ("step",)
+
 
 def register(sub) -> None:
     from minbw.cli.cloud import add_cloud_arguments, add_service_cloud_argument
+    from minbw.cli.output import add_output_arguments
     sp = sub.add_parser("schedule", help="ports first: one candidates query for the ports and resources, bind "
                                          "every port to the host picked (retrying on alternates), then claim")
     sp.add_argument("--port", action="append", default=[], required=True, metavar="NAME|ID",
@@ -17,7 +22,7 @@ def register(sub) -> None:
                     help="a port on a network with several physnet segments may get its bandwidth on any of them "
                          "(required=in:A,B, Placement 1.39); Neutron's own request uses only the first segment")
     sp.add_argument("--dry-run", action="store_true", help="show the host and bindings it would make; write nothing")
-    sp.add_argument("--json", action="store_true")
+    add_output_arguments(sp, SCHEDULE_COLUMNS)
     add_service_cloud_argument(sp)
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_schedule)
@@ -29,47 +34,51 @@ def register(sub) -> None:
     mode = sg.add_mutually_exclusive_group()
     mode.add_argument("--sync", action="store_true", help="write what is missing (providers, inventories, aggregates)")
     mode.add_argument("--dry-run", action="store_true", help="with --sync's plan, write nothing")
-    sg.add_argument("--json", action="store_true")
+    add_output_arguments(sg, SEGMENT_COLUMNS + STEP_COLUMNS)
     add_cloud_arguments(sg)
     sg.set_defaults(func=cmd_segments)
 
 
+def _say(msg: str) -> None:
+    import sys
+    sys.stderr.write(f"minbw: {msg}\n")
+
+
 def cmd_schedule(args) -> int:
-    from minbw.cli import tables
     from minbw.cli.cloud import connect, service_connect
-    from minbw.cli.main import _progress, parse_resources, print_json
+    from minbw.cli.main import EXIT_NO_VALID_HOST, parse_resources
+    from minbw.cli.output import Output, emit, wants_json
+    from minbw.errors import NoValidHost
     from minbw.ops.schedule import schedule
     from minbw.placement.client import Placement
 
     conn = connect(args)
-    result = schedule(conn, Placement(conn), args.port, parse_resources(args.resources),
-                      consumer=args.consumer, max_hosts=args.max_hosts, any_traits=args.any_traits,
-                      check=args.dry_run, service_conn=None if args.dry_run else service_connect(args),
-                      progress=None if args.json else _progress)
-    if args.json:
-        print_json(result)
-        return 0
-    verb = "would bind" if args.dry_run else "bound"
-    print(f"consumer {result['consumer']}: {'plan: ' if args.dry_run else ''}host {result['host']}")
-    print(tables.table(("port", "name", verb, "binding:profile.allocation"),
-                       [(b["port"], b["name"] or "", b["host"], (b["binding_profile"] or {}).get("allocation") or "")
-                        for b in result["bindings"]]))
-    for seg in result["segments"]:
-        print(f"port {seg['port_id']}: segments {', '.join(seg['segments'])} (member_of {','.join(seg['member_of'])})"
-              + "".join(f"; left out: {x['why']}" for x in seg["excluded"]))
-    for p in result["ports"]:
-        for note in p["notes"]:
-            print(f"port {p['name'] or p['id']}: {note}")
-    for a in result["attempts"]:
-        if a["outcome"] != "claimed":
-            print(f"attempt on {a['host']}: {a['outcome']}: {a.get('why', '')}")
+    try:
+        result = schedule(conn, Placement(conn), args.port, parse_resources(args.resources),
+                          consumer=args.consumer, max_hosts=args.max_hosts, any_traits=args.any_traits,
+                          check=args.dry_run, service_conn=None if args.dry_run else service_connect(args),
+                          progress=None if wants_json(args) else _say)
+    except NoValidHost as e:
+        if wants_json(args):
+            emit(args, Output({"scheduled": False, **e.to_dict()}))
+        _say(str(e))
+        return EXIT_NO_VALID_HOST
+    head = (f"consumer {result['consumer']}: {'plan: ' if args.dry_run else ''}host {result['host']}",)
+    tail = tuple(f"port {seg['port_id']}: segments {', '.join(seg['segments'])} (member_of "
+                 f"{','.join(seg['member_of'])})" + "".join(f"; left out: {x['why']}" for x in seg["excluded"])
+                 for seg in result["segments"])
+    tail += tuple(f"port {p['name'] or p['id']}: {note}" for p in result["ports"] for note in p["notes"])
+    tail += tuple(f"attempt on {a['host']}: {a['outcome']}: {a.get('why', '')}" for a in result["attempts"]
+                  if a["outcome"] != "claimed")
+    rows = tuple((b["port"], b["name"] or "", b["host"], (b["binding_profile"] or {}).get("allocation") or "")
+                 for b in result["bindings"])
+    emit(args, Output(result, SCHEDULE_COLUMNS, rows, head=head, tail=tail))
     return 0
 
 
 def cmd_segments(args) -> int:
-    from minbw.cli import tables
     from minbw.cli.cloud import connect
-    from minbw.cli.main import print_json
+    from minbw.cli.output import Output, emit
     from minbw.ops import segments
     from minbw.placement.client import Placement
 
@@ -77,29 +86,20 @@ def cmd_segments(args) -> int:
     api = Placement(conn)
     if args.sync or args.dry_run:
         result = segments.sync(conn, api, args.network or None, check=args.dry_run)
-        if args.json:
-            print_json(result)
-        else:
-            for step in result["steps"]:
-                print(("  plan: " if args.dry_run else "  done: ") + step)
-            print(f"{result['plan']['writes']} writes" + (" planned (nothing written)" if args.dry_run else "")
-                  if result["plan"]["writes"] else "Placement already shows every segment: 0 writes.")
-            for w in result["warnings"]:
-                print(f"warning: {w}")
+        writes = result["plan"]["writes"]
+        said = (f"{writes} writes" + (" planned (nothing written)" if args.dry_run else "") if writes
+                else "Placement already shows every segment: 0 writes.")
+        emit(args, Output(result, STEP_COLUMNS, tuple((s,) for s in result["steps"]), head=(said,),
+                          tail=tuple(f"warning: {w}" for w in result["warnings"])))
         return 0
     result = segments.report(conn, api, args.network or None)
-    if args.json:
-        print_json(result)
-        return 0
     rows = []
     for s in result["segments"]:
         inv = (s["provider"]["inventories"] or {}).get("IPV4_ADDRESS") or {}
         seen = s["placement"]
         rows.append((s["name"] or s["id"], s["physical_network"] or s["network_type"], ",".join(s["hosts"]) or "-",
-                     f"{inv.get('total', '-')}/{inv.get('reserved', '-')}",
-                     "-" if s["free_ips"] is None else s["free_ips"],
+                     inv.get("total", "-"), inv.get("reserved", "-"), "-" if s["free_ips"] is None else s["free_ips"],
                      "missing" if seen is None else ",".join(seen["hosts_in_aggregate"]) or "-"))
-    print(tables.table(("segment", "physnet", "hosts (Neutron)", "IPv4 total/reserved", "free", "in Placement"), rows))
-    print("in sync" if result["in_sync"] else f"out of sync: {result['plan']['writes']} writes to make (--sync)")
+    said = "in sync" if result["in_sync"] else f"out of sync: {result['plan']['writes']} writes to make (--sync)"
+    emit(args, Output(result, SEGMENT_COLUMNS, tuple(rows), tail=(said,)))
     return 0 if result["in_sync"] else 3
-

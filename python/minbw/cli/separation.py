@@ -38,14 +38,15 @@ def register(sub) -> None:
     sp.add_argument("--absent", action="store_true",
                     help="undo: unreserve every reserved host and unset the named flavors' trait spec")
     sp.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
-    sp.add_argument("--json", action="store_true")
+    from minbw.cli.output import add_output_arguments
+    add_output_arguments(sp, ("step",))
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_separation)
 
 
 def cmd_separation(args) -> int:
     from minbw.cli.cloud import connect
-    from minbw.cli.main import print_json
+    from minbw.cli.output import Output, emit
     from minbw.ops.separation import separation
     from minbw.plan.separation import separation_of
 
@@ -53,13 +54,8 @@ def cmd_separation(args) -> int:
     plan = separation(connect(args), sep, _names(args.hosts), exclusive=args.exclusive,
                       flavors_qos=_names(args.flavor_qos), flavors_plain=_names(args.flavor_plain),
                       absent=args.absent, check=args.dry_run)
-    if args.json:
-        print_json({**plan.to_dict(), "diff": plan.diff(), "dry_run": args.dry_run})
-        return 0
-    if not plan.ops:
-        print("Hosts and flavors already separated as asked: 0 writes.")
-    for op in plan.ops:
-        print(("  plan: " if args.dry_run else "  done: ") + str(op))
-    if plan.ops:
-        print(f"{plan.writes()} writes" + (" planned (nothing written)" if args.dry_run else ""))
+    said = (f"{plan.writes()} writes" + (" planned (nothing written)" if args.dry_run else "") if plan.ops
+            else "Hosts and flavors already separated as asked: 0 writes.")
+    emit(args, Output({**plan.to_dict(), "diff": plan.diff(), "dry_run": args.dry_run}, ("step",),
+                      tuple((str(op),) for op in plan.ops), head=(said,)))
     return 0

@@ -1,10 +1,10 @@
-"""Tables in the style of python-openstackclient / osc-placement (pure)."""
+"""Tables in the style of python-openstackclient / osc-placement (pure). Only ``cli.output`` draws them."""
 from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
 
-def _cell(v: Any) -> str:
+def cell(v: Any) -> str:
     if v is None:
         return "None"
     if isinstance(v, float):
@@ -13,7 +13,7 @@ def _cell(v: Any) -> str:
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align_right: Sequence[str] = ()) -> str:
-    rows = [[_cell(c) for c in r] for r in rows]
+    rows = [[cell(c) for c in r] for r in rows]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     sep = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
@@ -28,23 +28,21 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align_right: Se
     return "\n".join(lines)
 
 
-def fields(pairs: Iterable[tuple[str, Any]]) -> str:
-    return table(("Field", "Value"), pairs)
+# osc-placement's column orders: `resource provider list`, `... inventory list` (with `used`), `... usage show`
+PROVIDER_COLUMNS = ("uuid", "name", "generation", "root_provider_uuid", "parent_provider_uuid")
+INVENTORY_COLUMNS = ("resource_class", "allocation_ratio", "min_unit", "max_unit", "reserved", "step_size", "total",
+                     "used")
+USAGE_COLUMNS = ("resource_class", "usage")
 
 
-INVENTORY_HEADERS = ("resource_class", "allocation_ratio", "max_unit", "reserved", "step_size", "min_unit", "total")
+def provider_rows(providers: Iterable[dict]) -> tuple[tuple, ...]:
+    return tuple(tuple(p.get(h) for h in PROVIDER_COLUMNS) for p in providers)
 
 
-def inventory_table(inventories: dict[str, dict]) -> str:
-    return table(INVENTORY_HEADERS,
-                 [[rc] + [inv[h] for h in INVENTORY_HEADERS[1:]] for rc, inv in sorted(inventories.items())],
-                 align_right=INVENTORY_HEADERS[1:])
+def inventory_rows(inventories: dict[str, dict], usages: dict[str, int]) -> tuple[tuple, ...]:
+    return tuple((rc, *(inv[h] for h in INVENTORY_COLUMNS[1:-1]), usages.get(rc, 0))
+                 for rc, inv in sorted(inventories.items()))
 
 
-def usage_table(usages: dict[str, int]) -> str:
-    return table(("resource_class", "usage"), sorted(usages.items()), align_right=("usage",))
-
-
-def provider_table(providers: Iterable[dict]) -> str:
-    heads = ("uuid", "name", "generation", "root_provider_uuid", "parent_provider_uuid")
-    return table(heads, [[p.get(h) for h in heads] for p in providers], align_right=("generation",))
+def usage_rows(usages: dict[str, int]) -> tuple[tuple, ...]:
+    return tuple(sorted(usages.items()))

@@ -60,7 +60,11 @@ def write_state(state_dir: Path, url: str) -> Path:
     conf = state_dir / "placement.conf"
     conf.write_text(PLACEMENT_CONF.format(state=state_dir))
     clouds = state_dir / "clouds.yaml"
-    clouds.write_text(CLOUDS_YAML.format(cloud=CLOUD_NAME, url=url))
+    # it holds the (admin) token: readable by its owner only, also when it existed with a wider mode
+    fd = os.open(clouds, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(CLOUDS_YAML.format(cloud=CLOUD_NAME, url=url))
     return conf
 
 

@@ -13,12 +13,14 @@ from minbw.placement.client import Placement
 from minbw.plan.audit import GUARANTEED_CLASSES, MIGRATION_DONE, AuditPlan, PortBinding, audit, trimmed
 
 
-def bandwidth_allocations(api: Placement) -> tuple[dict, dict[str, str]]:
+def bandwidth_allocations(api: Placement, progress=None) -> tuple[dict, dict[str, str]]:
     """provider → consumer → resources, for every provider with a bandwidth or packet-rate inventory,
-    and the providers' names."""
+    and the providers' names. ``progress(step, done, total)`` after each provider read."""
     providers = api.list_providers()
     out = {}
-    for d in api.provider_details(providers):
+    for i, d in enumerate(api.provider_details(providers), 1):
+        if progress:
+            progress("providers read", i, len(providers))
         if GUARANTEED_CLASSES & set(d.inventories):
             out[d.provider.uuid] = {c: a["resources"] for c, a in api.provider_allocations(d.provider.uuid).items()}
     return out, {p.uuid: p.name for p in providers}
@@ -44,9 +46,9 @@ def live_servers_and_migrations(conn) -> tuple[set[str], set[str]]:
     return servers, migrations
 
 
-def run_audit(conn, api: Placement | None = None, *, ignore: Iterable[str] = ()) -> AuditPlan:
+def run_audit(conn, api: Placement | None = None, *, ignore: Iterable[str] = (), progress=None) -> AuditPlan:
     api = api or Placement(conn)
-    allocations, names = bandwidth_allocations(api)
+    allocations, names = bandwidth_allocations(api, progress)
     servers, migrations = live_servers_and_migrations(conn)
     return audit(allocations, servers, migrations, port_bindings(conn), names, ignore)
 

@@ -75,15 +75,18 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
 
 
 def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False,
-         binding_conn=None) -> list[dict]:
+         binding_conn=None, progress=None) -> list[dict]:
     """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
     the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised.
-    ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``."""
+    ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``.
+    ``progress(step, done, total)`` after each server."""
     api = api or Placement(conn)
     found = ([server_ops.find_server(conn, n) for n in names] if names else
              [conn.compute.get_server(s.id) for s in conn.compute.servers(all_projects=True)])
     results = []
     for server in found:
+        if progress and results:
+            progress("servers healed" if not check else "servers planned", len(results), len(found))
         entry = {"server": server.id, "name": server.name}
         try:
             plan, ports, current = server_plan(conn, api, server)
@@ -101,4 +104,6 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
             except PartialApply as e:
                 entry.update(healed=False, error=str(e), rolled_back=e.result["rolled_back"])
         results.append(entry)
+    if progress:
+        progress("servers healed" if not check else "servers planned", len(results), len(found))
     return results

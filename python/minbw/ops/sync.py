@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from minbw.errors import ConcurrentUpdate, MinbwError, PartialApply
 from minbw.placement.client import Placement
@@ -24,10 +24,11 @@ from minbw.model.providers import DesiredState, freeze_inventories
 # With this many hypervisors or more, one listing of all providers is cheaper than
 # two look-ups (by name, then the tree) per hypervisor.
 LIST_ALL_FROM = 3
-Progress = Callable[[str], None]
+# progress(step, done, total) after each provider read and each write; the caller decides what to show
+Progress = Callable[[str, int, int], None]
 
 
-def _quiet(msg: str) -> None:
+def _quiet(step: str, done: int, total: int) -> None:
     pass
 
 
@@ -109,8 +110,7 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
         traits[p.uuid], inventories[p.uuid] = d.traits, freeze_inventories(d.inventories)
         if cache and d.unmoved:  # nothing moved between the listing and the reads
             cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits, inventories[p.uuid])
-        if i % 500 == 0:
-            progress(f"read {i}/{len(to_read)} providers")
+        progress("providers read", i, len(to_read))
     allocations = {u: api.provider_allocations(u) for u in (present if allocations_of_all else stale)}
     return Observed(providers=providers, roots=roots, traits=traits, inventories=inventories,
                     existing_traits=frozenset(api.existing_traits(desired.traits)),
@@ -138,6 +138,7 @@ class _Applier:
         self.pinned = pinned
         self.max_retries = retries
         self.progress = progress
+        self.total = 0
         self.result = ApplyResult()
 
     def _with_retry(self, op: Op, write: Callable[[int], int], refresh: Callable[[], int]) -> None:
@@ -158,11 +159,11 @@ class _Applier:
     def _done(self, op: Op) -> None:
         self.result.writes += 1
         self.result.applied.append(op)
-        if self.result.writes % 500 == 0:
-            self.progress(f"{self.result.writes} writes done")
+        self.progress("writes done", self.result.writes, self.total)
 
-    def run(self, ops: Iterable[Op]) -> None:
+    def run(self, ops: Sequence[Op]) -> None:
         api = self.api
+        self.total = len(ops)
         for op in ops:
             if op.action == "create_trait":
                 api.create_trait(op.name)
