@@ -262,6 +262,11 @@ class MoveRefused(PlanError):
                 "migration": self.migration, "host": self.host}
 
 
+class CloudError(MinbwError):
+    """The cloud could not be used: not in clouds.yaml, unreachable, TLS or credentials refused
+    (the message names the cloud, its URL and the fix)."""
+
+
 class MissingDependency(MinbwError):
     """An optional library a feature needs is not installed (the message names the pip extra)."""
 
