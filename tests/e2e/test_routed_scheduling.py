@@ -213,7 +213,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
         taken = next(p for p in routed.demo.ports if p.fixed_ips and
                      p.fixed_ips[0]["subnet_id"] == routed.subnet["rack0"].id)
         out = minbw(cloud_env(routed), "candidates", "--port", taken.id, "--resources", "VCPU:1,MEMORY_MB:128,DISK_GB:1",
-                    "--root-required", "CUSTOM_E2E_RACK1_ONLY", exit_code=1)
+                    "--root-required", "CUSTOM_E2E_RACK1_ONLY", exit_code=4)
         assert out["allocation_requests"] == []
         problems = [p for d in out["diagnosis"] if d["group"] == "member_of" for p in d["problems"]]
         assert problems == [f"host devstack1 is not in segment(s) {routed.seg['rack0'].id} of the ports' network"], out

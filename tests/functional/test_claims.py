@@ -251,9 +251,9 @@ def test_provider_generation_conflicts_are_retried_then_reported():
             return {"allocations": {}, "consumer_generation": None}
     sleeps = []
     ok = Flaky(2)
-    assert claims._put_new_consumer(ok, "c", {}, retries=4, sleep=sleeps.append) == "claimed"
+    assert claims.put_new_consumer(ok, "c", {}, retries=4, sleep=sleeps.append) == "claimed"
     assert ok.puts == 3 and len(sleeps) == 2
-    assert claims._put_new_consumer(Flaky(99), "c", {}, retries=4, sleep=sleeps.append) == "provider-conflict"
+    assert claims.put_new_consumer(Flaky(99), "c", {}, retries=4, sleep=sleeps.append) == "provider-conflict"
 
 
 def _claimer(args):
