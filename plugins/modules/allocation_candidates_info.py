@@ -20,6 +20,15 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.server_request
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: The module never changes anything.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 '''
 
 EXAMPLES = r'''

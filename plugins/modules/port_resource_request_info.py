@@ -20,6 +20,7 @@ version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - ansible.builtin.action_common_attributes
 options:
   port:
     description: Name or id of an existing port to read from Neutron. Mutually exclusive with O(port_id).
@@ -52,6 +53,14 @@ options:
     description: Use any-traits for multi-segment networks instead of Neutron's first-segment behaviour.
     type: bool
     default: false
+attributes:
+  check_mode:
+    support: full
+    details: The module never changes anything.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
 '''
 
 EXAMPLES = r'''
