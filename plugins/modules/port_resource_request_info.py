@@ -21,6 +21,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
+  - minbw.openstack.info_module
 options:
   port:
     description: Name or id of an existing port to read from Neutron. Mutually exclusive with O(port_id).
@@ -53,14 +54,6 @@ options:
     description: Use any-traits for multi-segment networks instead of Neutron's first-segment behaviour.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    details: The module never changes anything.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 '''
 
 EXAMPLES = r'''
