@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection module-utils demo test unit bench sanity cloud-up cloud-down clean
+.PHONY: setup collection module-utils demo test unit lint bench sanity cloud-up cloud-down clean
 
 setup: $(VENV)/.setup-done
 
@@ -33,6 +33,10 @@ unit: setup
 test: setup collection
 	$(PY) -m pytest -q -p no:cacheprovider tests
 	bash tests/ansible/sanity.sh
+	bash tests/ansible/lint.sh
+
+lint: setup
+	bash tests/ansible/lint.sh
 
 bench: setup
 	$(PY) bench/run.py

@@ -75,6 +75,28 @@ options:
       - How long should the socket layer wait before timing out for API calls.
         If this is omitted, nothing will be passed to the requests library.
     type: int
+  wait:
+    description:
+      - Whether to wait until the requested change is complete, as in openstack.cloud.
+      - Modules that wait describe what they wait for; the others make no request that needs waiting
+        and accept O(wait) and O(timeout) so that one C(module_defaults) serves both collections.
+    type: bool
+    default: true
+  timeout:
+    description:
+      - How long, in seconds, to wait when O(wait=true).
+    type: int
+    default: 180
+  sdk_log_path:
+    description:
+      - Path of a file openstacksdk writes its log to (appending); no log file when left out.
+    type: str
+  sdk_log_level:
+    description:
+      - Level of openstacksdk's log in O(sdk_log_path); C(DEBUG) adds every HTTP request and response.
+    type: str
+    default: INFO
+    choices: [INFO, DEBUG]
 requirements:
   - python >= 3.11
   - minbw (the Python core of this project)

@@ -36,7 +36,8 @@ else:
 # The modules that run on computes without the minbw package raise the shipped copies of minbw's errors.
 MINBW_ERRORS = (core_errors.MinbwError,) + ((minbw_errors.MinbwError,) if HAS_MINBW else ())
 
-# Named as openstack.cloud names them (doc fragment minbw.openstack.auth).
+# Named as openstack.cloud's OpenStackModule names them, with its defaults (doc fragment
+# minbw.openstack.auth), so one module_defaults serves both collections.
 AUTH_ARGUMENT_SPEC = dict(
     cloud=dict(type='raw'),
     auth=dict(type='dict', no_log=True),
@@ -49,6 +50,12 @@ AUTH_ARGUMENT_SPEC = dict(
     client_cert=dict(type='str', aliases=['cert']),
     client_key=dict(type='str', no_log=True, aliases=['key']),
     api_timeout=dict(type='int'),
+    # server and server_move wait and document their own use; the others accept them so that
+    # openstack.cloud's module_defaults apply unchanged.
+    wait=dict(type='bool', default=True),
+    timeout=dict(type='int', default=180),
+    sdk_log_path=dict(type='str'),
+    sdk_log_level=dict(type='str', default='INFO', choices=['INFO', 'DEBUG']),
 )
 
 # Modules that write ports' binding:profile (doc fragment minbw.openstack.service_cloud).
@@ -58,6 +65,15 @@ SERVICE_CLOUD_SPEC = dict(service_cloud=dict(type='raw'))
 _CONNECT_KWARGS = dict(auth='auth', auth_type='auth_type', region_name='region_name',
                        interface='interface', validate_certs='verify', ca_cert='cacert',
                        client_cert='cert', client_key='key', api_timeout='api_timeout')
+
+
+def sdk_logging_kwargs(params):
+    """openstack.enable_logging()'s keywords for O(sdk_log_path) and O(sdk_log_level), as openstack.cloud
+    sets them (DEBUG logs every HTTP request too); None when no log file is asked for."""
+    if params.get('sdk_log_path') is None:
+        return None
+    debug = params.get('sdk_log_level') == 'DEBUG'
+    return dict(debug=debug, http_debug=debug, path=params['sdk_log_path'])
 
 
 class MinbwModule:
@@ -81,6 +97,9 @@ class MinbwModule:
         for found, lib, error in needed:
             if not found:
                 self.ansible.fail_json(msg=missing_required_lib(lib), exception=error)
+        logging_kwargs = sdk_logging_kwargs(self.params) if cloud else None
+        if logging_kwargs:
+            openstack.enable_logging(**logging_kwargs)
 
     @property
     def conn(self):

@@ -23,6 +23,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.server_request
+  - ansible.builtin.action_common_attributes
 options:
   consumer:
     description: The consumer UUID (a server's UUID).
@@ -46,6 +47,14 @@ options:
     description: How many hosts to try before giving up (Nova's alternates).
     type: int
     default: 3
+attributes:
+  check_mode:
+    support: full
+    details: The claim is planned (the host, the allocations, the binding profiles) and not made.
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
 '''
 
 EXAMPLES = r'''

@@ -20,6 +20,8 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.server_request
+  - ansible.builtin.action_common_attributes
+  - minbw.openstack.info_module
 '''
 
 EXAMPLES = r'''

@@ -19,7 +19,7 @@ description:
   - C(over-allocation), a server holding more of a class than its ports request in all.
   - With O(fix=true) (off by default), leaked bandwidth is removed from its consumer (its other allocations stay)
     and stale binding allocations are cleared; over-allocation is reported only. Needs admin credentials.
-version_added: 0.2.0
+version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth

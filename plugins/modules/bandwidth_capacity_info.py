@@ -85,14 +85,7 @@ options:
 extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: The module never changes anything.
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - minbw.openstack.info_module
 '''
 
 EXAMPLES = r'''

@@ -15,7 +15,7 @@ description:
     (Neutron's agent list, O(neutron)), and what Placement holds.
   - A provider missing from one side, or with other traits or inventories there, is a row with its
     C(differences). Parents are not compared (the compute node's UUID is known to Placement only).
-version_added: 0.2.0
+version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth

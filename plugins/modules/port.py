@@ -35,7 +35,9 @@ options:
       - The port's C(binding:vnic_type) (for example C(normal), or C(direct) for an SR-IOV VF). Neutron's
         default (C(normal)) for a new port when not given; an existing port's is then left as it is.
       - Neutron refuses to change it while the port is bound to a server.
+      - C(binding_vnic_type) is openstack.cloud.port's name for it.
     type: str
+    aliases: [binding_vnic_type]
   qos_policy:
     description: Name or id of the port's QoS policy; omitted or null means the port has none.
     type: str
@@ -47,8 +49,9 @@ options:
     elements: dict
     suboptions:
       subnet:
-        description: Name or id of the subnet.
+        description: Name or id of the subnet (C(subnet_id) is openstack.cloud.port's name for it).
         type: str
+        aliases: [subnet_id]
       ip_address:
         description: The IP address.
         type: str
@@ -153,13 +156,17 @@ def ensure(module):
     return module.result(plan.changed, diff=dict(before=current or {}, after=after or {}), port=after, **extra)
 
 
+# openstack.cloud.port's option names are aliases, so its tasks' options carry over.
+ARGUMENT_SPEC = dict(
+    name=dict(type='str', required=True), network=dict(type='str'),
+    vnic_type=dict(type='str', aliases=['binding_vnic_type']), qos_policy=dict(type='str'),
+    fixed_ips=dict(type='list', elements='dict',
+                   options=dict(subnet=dict(type='str', aliases=['subnet_id']), ip_address=dict(type='str'))),
+    state=dict(type='str', default='present', choices=['present', 'absent']))
+
+
 def main():
-    spec = dict(name=dict(type='str', required=True), network=dict(type='str'), vnic_type=dict(type='str'),
-                qos_policy=dict(type='str'),
-                fixed_ips=dict(type='list', elements='dict',
-                               options=dict(subnet=dict(type='str'), ip_address=dict(type='str'))),
-                state=dict(type='str', default='present', choices=['present', 'absent']))
-    MinbwModule(spec).run(ensure)
+    MinbwModule(ARGUMENT_SPEC).run(ensure)
 
 
 if __name__ == '__main__':

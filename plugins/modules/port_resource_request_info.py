@@ -20,6 +20,8 @@ version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - ansible.builtin.action_common_attributes
+  - minbw.openstack.info_module
 options:
   port:
     description: Name or id of an existing port to read from Neutron. Mutually exclusive with O(port_id).

@@ -44,6 +44,12 @@ options:
     type: str
     choices: [present, absent]
     default: present
+  wait:
+    description:
+      - With C(false), the module returns as soon as Nova accepted the boot (the server is then usually
+        C(BUILD); a later failure to find a host is not reported) or the deletion (no C(release) then).
+    type: bool
+    default: true
   timeout:
     description: Seconds to wait for the server to become ACTIVE (or ERROR), or to be gone.
     type: int
@@ -84,7 +90,7 @@ release:
   description:
     - After a deletion, what Placement and Neutron still hold for it - C(allocations) (empty once released),
       C(binding_profiles) of its former ports, and C(problems) (empty once everything is released).
-  returned: state=absent and the server existed
+  returned: state=absent, the server existed and O(wait=true)
   type: dict
 diagnosis:
   description: When Nova found no valid host, per request group why (see M(minbw.openstack.allocation)).
@@ -111,6 +117,9 @@ def ensure(module):
         diff = dict(before=before, after={})
         if found is None or module.check_mode:
             return module.result(found is not None, diff=diff)
+        if not p['wait']:
+            module.conn.compute.delete_server(found)
+            return module.result(True, diff=diff)
         return module.result(True, diff=diff, release=servers.delete(module.conn, found.id, timeout=p['timeout']))
     if found is not None:
         server, changed = existing, False
@@ -120,7 +129,8 @@ def ensure(module):
         missing = [o for o in ('flavor', 'image', 'ports') if not p[o]]
         if missing:
             module.ansible.fail_json(msg='booting %s needs %s' % (p['name'], ', '.join(missing)))
-        server = servers.boot(module.conn, p['name'], p['flavor'], p['image'], p['ports'], timeout=p['timeout'])
+        server = servers.boot(module.conn, p['name'], p['flavor'], p['image'], p['ports'],
+                              wait=p['wait'], timeout=p['timeout'])
         changed = True
     if server.status == 'ERROR':
         raise servers.explain_failure(module.conn, server, p['ports'])

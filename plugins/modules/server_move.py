@@ -51,6 +51,12 @@ options:
     description: For C(evacuate), mark the source's nova-compute forced down first (compute API 2.11+).
     type: bool
     default: false
+  wait:
+    description:
+      - The module always waits for the end state of the action, since checking the server's allocations and
+        bindings there is what it is for; C(false) is refused (leave it out, or bound the wait with O(timeout)).
+    type: bool
+    default: true
   timeout:
     description: Seconds to wait for the end state of the action.
     type: int
@@ -112,6 +118,9 @@ def move(module):
     from minbw.ops import nova_moves
 
     p = module.params
+    if not p['wait']:
+        module.ansible.fail_json(msg='wait=false: server_move always waits for the end state of the action to '
+                                     'check it; leave wait out (or set it to true) and bound the wait with timeout')
     plan, seen = nova_moves.run(module.conn, p['server'], p['action'], host=p['host'], flavor=p['flavor'],
                                 force_down_source=p['force_down_source'], timeout=p['timeout'],
                                 check=module.check_mode)
@@ -126,8 +135,7 @@ def main():
                                  choices=['migrate', 'resize', 'confirm', 'revert', 'live_migrate', 'evacuate',
                                           'shelve', 'unshelve', 'start']),
                      host=dict(type='str'), flavor=dict(type='str'),
-                     force_down_source=dict(type='bool', default=False),
-                     timeout=dict(type='int', default=180)),
+                     force_down_source=dict(type='bool', default=False)),  # wait, timeout: the shared spec
                 required_if=[('action', 'resize', ['flavor'])]).run(move)
 
 

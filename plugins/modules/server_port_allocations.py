@@ -22,7 +22,7 @@ description:
     has the traits or the room) is left as it is and reported.
   - Needs admin credentials to read (C(binding:profile) is admin-only in Neutron) and the service role to write
     the bindings (O(service_cloud)).
-version_added: 0.2.0
+version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
