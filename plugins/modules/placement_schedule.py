@@ -22,7 +22,7 @@ description:
     segments with no free IPv4 address (for ports that still need one).
   - Neutron lets only the service role write C(binding:profile): give O(service_cloud).
   - Check mode returns the host and bindings the first attempt would make, and writes nothing.
-version_added: 0.3.0
+version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth

@@ -18,7 +18,7 @@ description:
   - A segment provider that has an aggregate keeps it (Neutron's is a Nova host aggregate's uuid); a new one gets
     the segment id as aggregate. Compute node providers are only added to aggregates, never removed.
   - Check mode returns the writes and changes nothing; a second run makes 0 writes.
-version_added: 0.3.0
+version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
