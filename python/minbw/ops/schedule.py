@@ -90,15 +90,10 @@ def build_request(conn, api: Placement, ports: list[PortPlan], resources: Mappin
                   required=(), forbidden=(), root_forbidden=(), root_required=(), group_policy=None,
                   limit=None) -> tuple[ServerRequest, list[dict]]:
     """The one query's request: flavor-like ``resources`` and every port (:func:`with_ports`)."""
-    amounts = {}
-    for rc, amount in (resources or {}).items():
-        try:
-            amounts[rc] = int(amount)
-        except (TypeError, ValueError):
-            raise RequestError(f"resources: {rc}: expected a whole number, got {amount!r}.") from None
-    req = ServerRequest(extra_resources=amounts, required=tuple(required), forbidden=tuple(forbidden),
-                        root_required=tuple(root_required), root_forbidden=tuple(root_forbidden),
-                        group_policy=group_policy, limit=limit)
+    req = dataclasses.replace(
+        ServerRequest.from_options(resources, required, group_policy=group_policy, root_required=root_required,
+                                   limit=limit),
+        forbidden=tuple(sorted(set(forbidden))), root_forbidden=tuple(sorted(set(root_forbidden))))
     return with_ports(conn, api, req, ports)
 
 
