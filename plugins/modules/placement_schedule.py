@@ -36,7 +36,7 @@ options:
     required: true
   resources:
     description:
-      - The consumer's own resources by resource class, for example C({VCPU: 1, MEMORY_MB: 512, DISK_GB: 1}).
+      - "The consumer's own resources by resource class, for example C({VCPU: 1, MEMORY_MB: 512, DISK_GB: 1})."
       - Needed when a port is on a routed network (the segment filter rides on these).
     type: dict
     default: {}
@@ -88,7 +88,7 @@ host:
   returned: always
   type: str
 allocations:
-  description: The claimed allocations, C({provider uuid: {resources: {...}}}).
+  description: "The claimed allocations, C({provider uuid: {resources: {...}}})."
   returned: success, not in check mode
   type: dict
 bindings:

@@ -173,7 +173,8 @@ def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(rout
     assert segments.report(conn, api, [routed.net.id])["in_sync"]
 
 
-def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explained(routed, service, cloud_two_hosts):
+def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explained(routed, service, cloud_two_hosts,
+                                                                                   playbook):
     conn, api = routed.conn, Placement(routed.conn)
     routed.demo.env = dict(cloud_two_hosts.env, OS_CLOUD="minicloud")
     routed.fill("rack0")
@@ -202,6 +203,11 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
              for p in [out["provider_summaries"][rp]]}
     assert roots == {api.list_providers(name="devstack1")[0].uuid}, out
     assert "free IPv4 addresses" in out["segments"][0]["excluded"][0]["why"]
+    # the module takes the same ports: the same filter
+    run = playbook(Path(__file__).resolve().parent / "playbooks" / "candidates_ports.yml", {"ports": [probe.id]})
+    assert not run.failed and run.result["count"] >= 1, run.output
+    assert {c["host_name"] for c in run.result["candidates"]} == {"devstack1"}, run.result["candidates"]
+    assert "member_of" in run.result["query"], run.result["query"]
 
     # a port with an address in rack0 and a filter only devstack1 passes: no candidate, and the hosts with room
     # are named as outside the port's segment
