@@ -29,7 +29,7 @@ options:
     default: []
   ports:
     description:
-      - Neutron ports (names or ids), read from Neutron as an admin: each port's C(resource_request) joins the
+      - Neutron ports (names or ids), read from Neutron as an admin. Each port's C(resource_request) joins the
         request and, for a port on a routed network, C(member_of) the aggregates of its segments (its fixed IPs'
         segments, or every segment of its network for a port without an address yet), leaving out segments
         without free IPv4 addresses, as Nova's routed-network prefilter does.
