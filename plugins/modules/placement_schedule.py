@@ -20,7 +20,7 @@ description:
   - On give-up nothing is left bound or claimed and the task fails with every attempt and why it failed.
   - On a routed network the query carries C(member_of) the aggregates of the port's segments, leaving out
     segments with no free IPv4 address (for ports that still need one).
-  - Neutron lets only the service role write C(binding:profile): give O(service_cloud).
+  - Neutron lets only the service role write C(binding:profile); give O(service_cloud).
   - Check mode returns the host and bindings the first attempt would make, and writes nothing.
 version_added: 0.1.0
 author: minbw developers (@minbw)
