@@ -1,7 +1,8 @@
 """Network-aware scheduling against real Neutron (segments plugin on) and Placement (issue 9, seeds 000/002/004).
 
 The routed network has two segments: rack0 (only devstack0's agents map it) and rack1 (only devstack1's), each with
-a small IPv4 subnet, and each host has a br-rack bridge with 1000 kbps each way on its rack physnet.
+a small IPv4 subnet, and each host has a br-rack bridge with 1000 kbps each way on its rack physnet (the ``racks``
+fixture adds them to the agents' ini files, so the single-host tests see the seed 003 configuration unchanged).
 
 * Neutron's segments plugin reports each segment to Placement (IPV4_ADDRESS, an aggregate with the segment's host):
   minbw predicts exactly that, and where the provider is missing it syncs it (check mode, then 0 writes warm).
@@ -96,7 +97,32 @@ def wait_reported(api, seg_ids, hosts, timeout=120, quiet=10):
 
 
 @pytest.fixture
-def routed(demo_two_hosts):
+def racks(cloud_two_hosts):
+    """rackN:br-rack (1000 kbps each way) in devstackN's OVS agent ini; agents restarted where it was missing."""
+    import configparser
+    api = Placement(cloud_two_hosts.connect())
+    for i, (host, var) in enumerate((("devstack0", "MINICLOUD_OVS_INI"), ("devstack1", "MINICLOUD_OVS_INI_1"))):
+        path = Path(cloud_two_hosts.env[var])
+        ini = configparser.ConfigParser()
+        ini.read(path)
+        mappings = ini.get("ovs", "bridge_mappings", fallback="")
+        if f"rack{i}:br-rack" in mappings:
+            continue
+        ini.set("ovs", "bridge_mappings", ",".join(filter(None, [mappings, f"rack{i}:br-rack"])))
+        bws = ini.get("ovs", "resource_provider_bandwidths", fallback="")
+        ini.set("ovs", "resource_provider_bandwidths", ",".join(filter(None, [bws, "br-rack:1000:1000"])))
+        with path.open("w") as f:
+            ini.write(f)
+        cloud_two_hosts.cloud_sh("restart-agents", host)
+    deadline = time.monotonic() + 120
+    want = {f"devstack{i}:Open vSwitch agent:br-rack" for i in (0, 1)}
+    while not want <= {p.name for p in api.list_providers()}:
+        assert time.monotonic() < deadline, "Neutron did not report the br-rack providers"
+        time.sleep(3)
+
+
+@pytest.fixture
+def routed(demo_two_hosts, racks):
     r = Routed(demo_two_hosts, f"e2e-routed-{next(_vlan)}")
     api = Placement(r.conn)
     wait_reported(api, [s.id for s in r.seg.values()], ["devstack0", "devstack1"])

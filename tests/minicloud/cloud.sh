@@ -436,6 +436,7 @@ tenant_network_types = vlan
 mechanism_drivers = openvswitch,sriovnicswitch
 extension_drivers = qos,port_security
 [ml2_type_vlan]
+# rack0/rack1: the routed network's segments (tests/e2e/test_routed_scheduling.py maps them, one per host)
 network_vlan_ranges = physnet0:100:200,rack0:300:399,rack1:300:399
 [ml2_type_flat]
 flat_networks = *
@@ -581,15 +582,14 @@ write_agent_inis() {
     # them into the wiped state dir. The project's own ini files (e.g. rendered by its Ansible
     # module) are used instead when MINICLOUD_OVS_INI / MINICLOUD_SRIOV_INI (devstack1:
     # MINICLOUD_OVS_INI_1 / MINICLOUD_SRIOV_INI_1) point at them (for `up` and `restart-agents`).
-    # rackN (devstackN only, bridge br-rack): the physnets of the routed network's segments
     local h ovs sriov sdev
     for h in "${HOSTS[@]}"; do
         ovs=$(ovs_ini_of "$h"); sriov=$(sriov_ini_of "$h")
         mkdir -p "$(dirname "$ovs")" "$(dirname "$sriov")"
         [ -f "$ovs" ] || cat >"$ovs" <<EOF
 [ovs]
-bridge_mappings = physnet0:br-test,public:br-ex,rack${h#devstack}:br-rack
-resource_provider_bandwidths = br-test:1500:1500,br-ex::1,br-rack:1000:1000
+bridge_mappings = physnet0:br-test,public:br-ex
+resource_provider_bandwidths = br-test:1500:1500,br-ex::1
 [agent]
 extensions = qos
 [securitygroup]
