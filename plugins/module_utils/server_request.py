@@ -31,7 +31,6 @@ def server_request_of(params, api=None):
     plain = [opt for opt in SERVER_REQUEST_SPEC if opt not in ('separation', 'ports', 'any_traits')]
     req = ServerRequest.from_options(**{opt: params[opt] for opt in plain})
     if params.get('ports'):
-        from minbw.ops.schedule import read_ports, with_ports
-        req = with_ports(api.conn, api, req, read_ports(api.conn, params['ports'], any_traits=params['any_traits'],
-                                                        allow_bound=True))[0]
+        from minbw.ops.schedule import with_neutron_ports
+        req = with_neutron_ports(api, req, params['ports'], any_traits=params['any_traits'])[0]
     return separate(req, separation_of(option='separation', **(params['separation'] or {})))

@@ -20,5 +20,5 @@ def test_a_candidate_binds_to_the_agent_host_its_bandwidth_provider_names():
     op = ClaimOp("claim", host="root-uuid", mapping={"g1": ["rp-br"]})
     names = {"rp-br": "compute-0.example.org:Open vSwitch agent:br-test", "root-uuid": "compute-0"}
     # the hypervisor (root provider) name may differ from the agent host (neutron bug 1853840)
-    assert _binding_host(names, op, "compute-0") == "compute-0.example.org"
-    assert _binding_host(names, ClaimOp("claim", host="root-uuid", mapping={"": ["root-uuid"]}), "compute-0") == "compute-0"
+    assert _binding_host(names, op) == "compute-0.example.org"
+    assert _binding_host(names, ClaimOp("claim", host="root-uuid", mapping={"": ["root-uuid"]})) == "compute-0"

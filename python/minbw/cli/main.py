@@ -209,9 +209,8 @@ def with_neutron_ports(api, args, req):
     """``req`` plus the --port Neutron ports (their groups, their routed segments); and each port's segments."""
     if not getattr(args, "port", None):
         return req, []
-    from minbw.ops.schedule import read_ports, with_ports
-    return with_ports(api.conn, api, req, read_ports(api.conn, args.port, any_traits=args.any_traits,
-                                                     allow_bound=True))
+    from minbw.ops.schedule import with_neutron_ports as add_ports
+    return add_ports(api, req, args.port, any_traits=args.any_traits)
 
 
 def cmd_request(args) -> int:

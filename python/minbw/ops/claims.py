@@ -26,7 +26,7 @@ from minbw.model.requests import ServerRequest
 from minbw.placement.client import Placement
 from minbw.placement.mapping import binding_allocations, solve
 from minbw.placement.query import build_query
-from minbw.plan.allocations import ClaimPlan, claim_op, plan_claim
+from minbw.plan.allocations import ClaimOp, ClaimPlan, claim_op, plan_claim
 from minbw.reports.diagnose import diagnose, summary
 
 
@@ -93,11 +93,8 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
             attempts.append(attempt.skipped())
             continue
         op = claim_op(consumer, attempt, req)
-        body = {"allocations": op.allocations, "project_id": project_id, "user_id": user_id,
-                "consumer_generation": None}
-        if consumer_type:
-            body["consumer_type"] = consumer_type
-        outcome = put_new_consumer(api, consumer, body, retries, sleep)
+        outcome = put_claim_op(api, op, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
+                               retries=retries, sleep=sleep)
         attempts.append({"host": op.host, "outcome": outcome})
         if outcome == "claimed":
             return Claim(consumer=consumer, host=op.host, host_name=None, allocations=op.allocations,
@@ -107,6 +104,15 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
     raise no_valid_host(api, req, attempts, with_diagnosis=diagnose_on_failure,
                         why=f"every candidate was taken by others before we could claim it "
                             f"({len(attempts)} attempts on {hosts} host(s))")
+
+
+def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, consumer_type: str | None = None,
+                 retries: int = 4, sleep=time.sleep) -> str:
+    """Claim ``op``'s allocations for its (new) consumer: "claimed", "capacity" or "provider-conflict"."""
+    body = {"allocations": op.allocations, "project_id": project_id, "user_id": user_id, "consumer_generation": None}
+    if consumer_type:
+        body["consumer_type"] = consumer_type
+    return put_new_consumer(api, op.consumer, body, retries, sleep)
 
 
 def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sleep) -> str:

@@ -76,7 +76,7 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bo
 def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan]) -> tuple[ServerRequest, list[dict]]:
     """``req`` plus the Neutron ports' request groups and, for ports on routed networks, ``member_of`` their
     segments' aggregates (Nova's routed-network prefilter, minus segments without free addresses)."""
-    member_of, choices, _ = segments.member_of_for_ports(
+    member_of, choices = segments.member_of_for_ports(
         conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports])
     if member_of and not req.flavor_resources():
         raise RequestError("the ports are on a routed network, whose segments are chosen with member_of on the "
@@ -84,6 +84,12 @@ def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan]) 
                            "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1).")
     return dataclasses.replace(req, ports=req.ports + tuple(p.request for p in ports if p.request),
                                member_of=req.member_of + member_of), choices
+
+
+def with_neutron_ports(api: Placement, req: ServerRequest, ports: Iterable[str], *,
+                       any_traits: bool = False) -> tuple[ServerRequest, list[dict]]:
+    """``req`` plus the Neutron ports named (bound ones too: read-only uses such as candidates and claims)."""
+    return with_ports(api.conn, api, req, read_ports(api.conn, ports, any_traits=any_traits, allow_bound=True))
 
 
 def build_request(conn, api: Placement, ports: list[PortPlan], resources: Mapping[str, int], *,
@@ -97,7 +103,7 @@ def build_request(conn, api: Placement, ports: list[PortPlan], resources: Mappin
     return with_ports(conn, api, req, ports)
 
 
-def _binding_host(api_names: Mapping[str, str], attempt_op, root_name: str) -> str:
+def _binding_host(api_names: Mapping[str, str], attempt_op) -> str:
     """The Neutron host of a candidate: the host part of a mapped device provider's name
     (``<host>:<agent>:<device>``, Neutron's naming), else the compute node's name."""
     for rps in attempt_op.mapping.values():
@@ -105,7 +111,7 @@ def _binding_host(api_names: Mapping[str, str], attempt_op, root_name: str) -> s
             name = api_names.get(rp, "")
             if name.count(":") >= 2:
                 return name.split(":", 1)[0]
-    return root_name
+    return api_names.get(attempt_op.host, attempt_op.host)
 
 
 def _bind(svc, port: PortPlan, host: str, profile: Mapping | None) -> str:
@@ -173,7 +179,7 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     first = plan.ops[0]
     names = api.provider_names()
     if check:
-        host = _binding_host(names, first, names.get(first.host, first.host))
+        host = _binding_host(names, first)
         return {**base, "changed": True, "check": True, "host": host, "plan": plan.to_dict(),
                 "bindings": _bindings(port_plans, first.binding_profiles, host), "attempts": []}
     svc = service_conn or conn
@@ -188,9 +194,9 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
         if attempt.host in failed_hosts:
             continue
         op = claim_op(consumer, attempt, req)
-        host = _binding_host(names, op, names.get(op.host, op.host))
+        host = _binding_host(names, op)
         bound: list[str] = []
-        why = ""
+        why, outcome = "", "binding-failed"
         try:
             for p in port_plans:
                 say(f"binding port {p.name or p.id} to {host}")
@@ -200,9 +206,7 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                     why = f"port {p.name or p.id}: {why}"
                     break
             if not why:
-                body = {"allocations": op.allocations, "project_id": project_id, "user_id": user_id,
-                        "consumer_generation": None}
-                outcome = claims.put_new_consumer(api, consumer, body, 4, sleep)
+                outcome = claims.put_claim_op(api, op, project_id=project_id, user_id=user_id, sleep=sleep)
                 if outcome == "claimed":
                     attempts.append({"host": host, "outcome": "claimed"})
                     say(f"claimed on {host}")
@@ -211,13 +215,13 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                             "bindings": _bindings(port_plans, op.binding_profiles, host), "attempts": attempts}
                 why = {"capacity": "Placement refused the claim: the capacity was taken meanwhile",
                        "provider-conflict": "providers kept changing while claiming"}.get(outcome, outcome)
+                outcome = "claim-failed"
         except BaseException as e:
             stuck = _unbind(svc, bound)
             if stuck:
                 raise PartialApply(e if isinstance(e, Exception) else MinbwError(str(e)), bound, len(port_plans),
                                    then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them") from e
             raise
-        outcome = "binding-failed" if why.startswith("port ") else "claim-failed"
         if outcome == "binding-failed":
             failed_hosts.add(attempt.host)
         stuck = _unbind(svc, bound)

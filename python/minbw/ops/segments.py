@@ -13,7 +13,7 @@ from minbw.errors import ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound,
 from minbw.neutron.segments import RoutedSegment, port_member_of, routed_segments
 from minbw.placement.client import Placement
 from minbw.plan import base
-from minbw.plan.segments import ObservedSegments, SegmentOp, plan_segments, segment_aggregates
+from minbw.plan.segments import ObservedSegments, SegmentOp, plan_segments
 
 RETRIES = 4
 
@@ -140,7 +140,7 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
 
 
 def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
-                        facts: NeutronSegments | None = None) -> tuple[tuple[tuple[str, ...], ...], list[dict], NeutronSegments]:
+                        facts: NeutronSegments | None = None) -> tuple[tuple[tuple[str, ...], ...], list[dict]]:
     """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice."""
     ports = list(ports)
     if facts is None:
@@ -148,6 +148,8 @@ def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
     routed = {s.network_id for s in facts.segments if s.subnets}
     aggregates = {}
     for seg in facts.segments:
+        if seg.network_id not in routed:
+            continue  # not a routed network: no segment provider to ask about
         try:
             aggregates[seg.id] = api.get_provider_aggregates(seg.id)[0]
         except (ProviderNotFound, NotFound):
@@ -160,7 +162,7 @@ def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
         if choice is not None:
             member_of.append(choice.aggregates)
             choices.append(choice.to_dict())
-    return tuple(member_of), choices, facts
+    return tuple(member_of), choices
 
 
-__all__ = ["read_neutron", "observe", "report", "sync", "apply", "member_of_for_ports", "segment_aggregates"]
+__all__ = ["read_neutron", "observe", "report", "sync", "apply", "member_of_for_ports"]
