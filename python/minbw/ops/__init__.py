@@ -1,2 +1,30 @@
 """Operations: the only callers of I/O (Placement through :mod:`minbw.placement.client`, Neutron and
 Nova through openstacksdk). Each reads, asks :mod:`minbw.plan` for the plan, and applies it."""
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from openstack import exceptions as _sdk_exceptions
+
+from minbw.errors import MinbwError, PartialApply
+
+_Op = TypeVar("_Op")
+
+
+def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
+                   then: str = "running the same desired state again applies the rest") -> list[_Op]:
+    """Run ``run(op)`` for each op in order; return the ops run. A failure before any write is raised as
+    it is; after some writes it is a PartialApply naming them (``then`` says how to resume). ``run``
+    returning ``False`` stops early (e.g. the object is gone) after counting that op as done."""
+    done: list[_Op] = []
+    for op in ops:
+        try:
+            more = run(op)
+        except (MinbwError, _sdk_exceptions.SDKException) as e:
+            if not done:
+                raise  # nothing was written: the error as it is
+            raise PartialApply(e, done, len(ops), then=then) from e
+        done.append(op)
+        if more is False:
+            break
+    return done

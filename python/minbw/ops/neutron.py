@@ -6,10 +6,11 @@ from dataclasses import dataclass
 
 from openstack import exceptions as sdk_exceptions
 
-from minbw.errors import BindingNotAllowed, MinbwError, ObjectNotFound, PartialApply
+from minbw.errors import BindingNotAllowed, ObjectNotFound
 from minbw.model.requests import PortRequest, request_view
 from minbw.neutron.port_request import build_port_request, segments_of_network
 from minbw.neutron.qos import MIN_BW, MIN_PPS, min_rules
+from minbw.ops import apply_in_order
 from minbw.plan import base
 from minbw.plan.ports import port_view
 from minbw.plan.qos import policy_view
@@ -102,19 +103,14 @@ def _apply(plan: base.Plan, obj, attrs: dict, verbs: dict):
     """Run the plan's ops in order: ``verbs[action](obj, op, sdk_values)`` returns the object as it is
     after the op (None once it is deleted); API attribute names become openstacksdk's by ``attrs``.
     A failure after some writes is a PartialApply naming the ops that were applied."""
-    done: list[base.Op] = []
-    for op in plan.ops:
-        try:
-            obj = verbs[op.action](obj, op, {attrs.get(k, k): v for k, v in op.values.items()})
-        except (MinbwError, sdk_exceptions.SDKException) as e:
-            if not done:
-                raise  # nothing was written: the error as it is
-            raise PartialApply(e, done, len(plan.ops),
-                               then="running the same desired state again applies the rest") from e
-        done.append(op)
-        if obj is None:
-            return None
-    return obj
+    state = {"obj": obj}
+
+    def run(op: base.Op) -> bool:
+        state["obj"] = verbs[op.action](state["obj"], op, {attrs.get(k, k): v for k, v in op.values.items()})
+        return state["obj"] is not None
+
+    apply_in_order(plan.ops, run)
+    return state["obj"]
 
 
 def apply_policy(conn, policy, plan: base.Plan) -> dict | None:

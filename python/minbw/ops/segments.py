@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from minbw.errors import ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound, PartialApply, ProviderNotFound
+from minbw.errors import ConcurrentUpdate, NotFound, ObjectNotFound, ProviderNotFound
 from minbw.neutron.segments import RoutedSegment, port_member_of, routed_segments
+from minbw.ops import apply_in_order
 from minbw.placement.client import Placement
 from minbw.plan import base
 from minbw.plan.segments import ObservedSegments, SegmentOp, plan_segments
@@ -109,15 +110,8 @@ def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: 
 
 
 def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
-    applied: list[SegmentOp] = []
-    try:
-        for op in plan.ops:
-            _apply_op(api, op)
-            applied.append(op)
-    except MinbwError as e:
-        raise PartialApply(e, applied, len(plan.ops), then="running the segment sync again resumes from "
-                                                            "what is in Placement") from e
-    return applied
+    return apply_in_order(plan.ops, lambda op: _apply_op(api, op),
+                          then="running the segment sync again resumes from what is in Placement")
 
 
 def _apply_op(api: Placement, op: SegmentOp) -> None:

@@ -11,9 +11,9 @@ import random
 import time
 from typing import Iterable
 
-from openstack import exceptions as sdk_exceptions
 
-from minbw.errors import ConcurrentUpdate, MinbwError, PartialApply
+from minbw.errors import ConcurrentUpdate
+from minbw.ops import apply_in_order
 from minbw.placement.client import Placement
 from minbw.plan import separation as sp
 
@@ -81,22 +81,16 @@ def apply(api: Placement, conn, plan: sp.SeparationPlan, observed: sp.Observed) 
     """Run the plan's writes in order; a failure after some writes is a PartialApply naming them."""
     sep = plan.separation
     roots = {**observed.named, **observed.reserved}
-    done: list = []
-    for op in plan.ops:
-        try:
-            if op.action == "create_trait":
-                api.create_trait(op.trait)
-            elif isinstance(op, sp.HostOp):
-                _write_host(api, sep, op, roots[op.host])
-            else:
-                _write_flavor(conn, op)
-        except (MinbwError, sdk_exceptions.SDKException) as e:
-            if not done:
-                raise  # nothing was written: the error as it is
-            raise PartialApply(e, done, len(plan.ops),
-                               then="running the same desired state again applies the rest") from e
-        done.append(op)
-    return done
+
+    def run(op) -> None:
+        if op.action == "create_trait":
+            api.create_trait(op.trait)
+        elif isinstance(op, sp.HostOp):
+            _write_host(api, sep, op, roots[op.host])
+        else:
+            _write_flavor(conn, op)
+
+    return apply_in_order(plan.ops, run)
 
 
 def separation(conn, sep: sp.Separation, hosts: Iterable[str] = (), *, exclusive: bool = False,

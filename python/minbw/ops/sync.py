@@ -13,7 +13,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from minbw.errors import ConcurrentUpdate, MinbwError, PartialApply
 from minbw.placement.client import Placement
