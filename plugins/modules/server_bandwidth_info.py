@@ -23,7 +23,7 @@ description:
   - A server in ERROR holds no guarantee - its one problem is Nova's fault. When Nova found no valid host, the
     problem adds minbw's per-group diagnosis of the same request (the server's flavor and its ports' request
     groups), also returned in RV(diagnosis) - which group no provider could serve, the trait nobody has, or the
-    largest free capacity left. This is what C(openstack.cloud.server) lacks when a boot fails: boot with it, then
+    largest free capacity left. This is what C(openstack.cloud.server) lacks when a boot fails - boot with it, then
     run this module (the M(minbw.openstack.bandwidth_server) role does both).
 version_added: 0.1.0
 author: minbw developers (@minbw)
