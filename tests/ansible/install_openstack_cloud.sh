@@ -28,7 +28,7 @@ with zipfile.ZipFile(wheel) as z:
     z.extractall(work / "tree", [n for n in z.namelist() if n.startswith("ansible_collections/openstack/cloud/")])
 # openstack.cloud before 2.6.0 reads openstack.version.__version__ after `import openstack`; openstacksdk 4.15
 # and later no longer import that submodule there (AttributeError: module 'openstack' has no attribute
-# 'version'). 2.6.0 is not on PyPI yet: import the submodule where the collection imports openstack.
+# 'version'). Newer openstack.cloud is not on PyPI: import the submodule where the collection imports openstack.
 utils = work / "tree/ansible_collections/openstack/cloud/plugins/module_utils/openstack.py"
 text = utils.read_text()
 old = "sdk = importlib.import_module('openstack')"
