@@ -14,6 +14,8 @@ $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e 'python[placement]' -r requirements-test.txt
+	# openstack.cloud, the collection's dependency, into .venv/collections (from PyPI: Galaxy is not reached)
+	bash tests/ansible/install_openstack_cloud.sh
 	touch $@
 
 collection: setup

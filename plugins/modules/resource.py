@@ -9,14 +9,19 @@ DOCUMENTATION = r'''
 module: resource
 short_description: Make sure a named OpenStack resource exists (networks, subnets, flavors, images for demos and tests)
 description:
-  - A small generic module over openstacksdk's proxies, for the fixtures a bandwidth demo needs and
-    C(openstack.cloud) would otherwise provide (C(openstack.cloud.network), C(subnet), C(compute_flavor), C(image)),
-    so that the collection's playbooks run where only openstacksdk is installed.
+  - A small generic module over openstacksdk's proxies, for the fixtures a bandwidth demo needs, written when
+    the collection did not depend on C(openstack.cloud). It adds nothing that C(openstack.cloud.resource) lacks
+    (that one also updates an existing resource), so it is deprecated; the collection's playbooks use
+    C(openstack.cloud.network), C(subnet), C(compute_flavor) and C(image).
   - The resource is found by O(service), O(type) and C(name) in O(attributes) (C(find_<type>) of the proxy) and
     created with O(attributes) (C(create_<type>)) when missing. An existing resource is not updated; attributes
     that differ from O(attributes) are returned in C(differences).
   - O(state=absent) deletes it.
 version_added: 0.1.0
+deprecated:
+  removed_in: 1.0.0
+  why: C(openstack.cloud.resource), in the collection minbw.openstack depends on, does the same and also updates.
+  alternative: Use C(openstack.cloud.resource) (or C(openstack.cloud.network), C(subnet), C(compute_flavor), C(image)).
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth

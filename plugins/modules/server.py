@@ -18,6 +18,12 @@ description:
     it and its ports' C(binding:profile.allocation) is cleared; what is left, if anything, is in
     C(release.problems).
   - Verify a running server's guarantee with M(minbw.openstack.server_bandwidth_info).
+  - C(openstack.cloud.server) boots and deletes servers too (with many more boot options); this module adds
+    what it lacks - the diagnosis of "No valid host" in the same task, and after a deletion the check that
+    Placement and Neutron released the server's bandwidth (which needs the server's ports, read before it is
+    deleted). To boot with C(openstack.cloud.server) and still get the diagnosis, run
+    M(minbw.openstack.server_bandwidth_info) with the server's O(ports) after it, as the
+    M(minbw.openstack.bandwidth_server) role does.
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:

@@ -20,6 +20,11 @@ description:
     the server's host and that the allocations are on the server's hypervisor.
   - Returns RV(ok) and a list of RV(problems), one sentence each, naming the port, group and provider concerned.
     It does not fail when the guarantee is broken; assert on RV(ok).
+  - A server in ERROR holds no guarantee - its one problem is Nova's fault. When Nova found no valid host, the
+    problem adds minbw's per-group diagnosis of the same request (the server's flavor and its ports' request
+    groups), also returned in RV(diagnosis) - which group no provider could serve, the trait nobody has, or the
+    largest free capacity left. This is what C(openstack.cloud.server) lacks when a boot fails - boot with it, then
+    run this module (the M(minbw.openstack.bandwidth_server) role does both).
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
@@ -30,6 +35,14 @@ options:
     description: Name or id of the server.
     type: str
     required: true
+  ports:
+    description:
+      - Names or ids of the ports the server was booted with. Only read for a server in ERROR, whose ports
+        Nova never bound (they do not name it as their device) - its diagnosis needs their request groups.
+        Without them, the ports bound to the server are used.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full
@@ -50,6 +63,24 @@ EXAMPLES = r'''
   ansible.builtin.assert:
     that: vm0.ok
     fail_msg: "{{ vm0.problems }}"
+
+- name: Boot vm1 with openstack.cloud; when Nova finds no valid host, say why group by group
+  openstack.cloud.server:
+    cloud: mycloud
+    name: vm1
+    flavor: cirros256
+    image: cirros
+    nics: [{port-name: port-normal-qos-2}]
+    auto_ip: false
+  register: vm1_boot
+  failed_when: vm1_boot.failed and 'No valid host' not in vm1_boot.msg | default('')
+
+- name: Explain vm1 (Nova's fault and minbw's diagnosis in problems, the groups in diagnosis)
+  minbw.openstack.server_bandwidth_info:
+    cloud: mycloud
+    server: vm1
+    ports: [port-normal-qos-2]
+  register: vm1
 '''
 
 RETURN = r'''
@@ -91,6 +122,13 @@ ports:
   returned: always
   type: list
   elements: dict
+diagnosis:
+  description:
+    - For a server in ERROR because Nova found no valid host, per request group why (see
+      M(minbw.openstack.allocation)); empty otherwise.
+  returned: always
+  type: list
+  elements: dict
 notes:
   description: Remarks that are not problems, for example a computed request that differs from Neutron's.
   returned: always
@@ -104,11 +142,13 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 def info(module):
     from minbw.ops import servers
 
-    return module.result(False, **servers.verify(module.conn, module.params['server']))
+    p = module.params
+    return module.result(False, **servers.verify(module.conn, p['server'], boot_ports=p['ports']))
 
 
 def main():
-    MinbwModule(dict(server=dict(type='str', required=True))).run(info)
+    MinbwModule(dict(server=dict(type='str', required=True),
+                     ports=dict(type='list', elements='str', default=[]))).run(info)
 
 
 if __name__ == '__main__':

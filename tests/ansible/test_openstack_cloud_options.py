@@ -26,10 +26,12 @@ def test_one_module_defaults_with_sdk_log(playbook, placement_local, tmp_path):
     result_file, sdk_log = tmp_path / "result.json", tmp_path / "sdk.log"
     r = playbook("openstack_cloud_options.yml", dict(port=port, state_dir=str(state_dir), sdk_log=str(sdk_log),
                                                      result_file=str(result_file)))
-    assert not r.failed and r.recap["ignored"] == 1, r.output
+    assert not r.failed and r.recap["ignored"] == 2, r.output
     res = json.loads(result_file.read_text())
     assert res["info"]["providers"] == [] and res["candidates"]["count"] == 0
     assert res["move"]["failed"] and res["move"]["msg"].startswith("wait=false: server_move always waits"), res["move"]
+    # openstack.cloud.server is in the group: the task's group defaults named the cloud it looked for
+    assert res["server"]["failed"] and "minbw-nowhere" in res["server"]["msg"], res["server"]
     # sdk_log_level DEBUG: keystoneauth's request lines for both modules' calls, to this Placement
     log = sdk_log.read_text()
     for path in ("resource_providers", "allocation_candidates?resources=VCPU%3A1"):

@@ -68,11 +68,23 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     ee = yaml.safe_load((REPO / "meta/execution-environment.yml").read_text())
     assert ee["dependencies"] == {"python": "requirements.txt", "system": "bindep.txt"}
 
+    assert manifest["dependencies"] == {"openstack.cloud": ">=2.0.0,<3.0.0"}
+
     dest = tmp_path / "collections"
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")  # not the repository's (its collections_path)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(dest), ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"))
-    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(dest),
-                    str(tarball)], check=True, capture_output=True, env=env)
+    galaxy_install = [str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(dest), str(tarball)]
+    # the dependency must be there: ansible-galaxy --offline does not reach Galaxy and says what is missing
+    missing = subprocess.run(galaxy_install, capture_output=True, text=True, env=env)
+    assert missing.returncode != 0 and "openstack.cloud:>=2.0.0,<3.0.0" in missing.stderr, missing.stderr
+    # with openstack.cloud in the collections path (from PyPI's ansible package), --offline resolves it there
+    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"), str(dest)], check=True,
+                   capture_output=True)
+    subprocess.run(galaxy_install, check=True, capture_output=True, env=env)
+    listed = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "list", "--format", "json", "-p", str(dest)],
+                            check=True, capture_output=True, text=True, env=env).stdout
+    versions = {name: info["version"] for path in json.loads(listed).values() for name, info in path.items()}
+    assert versions["minbw.openstack"] == "0.1.0" and versions["openstack.cloud"].startswith("2.")
     installed = dest / "ansible_collections/minbw/openstack"
     assert (installed / "LICENSE").is_file() and not (installed / "Makefile").exists()
     doc = json.loads(subprocess.run([str(BIN / "ansible-doc"), "--json", "-t", "module", "minbw.openstack.port"],
@@ -81,3 +93,12 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     assert port["filename"].startswith(str(installed))
     assert port["options"]["vnic_type"]["aliases"] == ["binding_vnic_type"]
     assert {"wait", "timeout", "sdk_log_path", "sdk_log_level"} <= set(port["options"])
+
+    # the shipped playbook and role resolve openstack.cloud's modules from the same path (a module that cannot
+    # be resolved fails the syntax check)
+    check = subprocess.run([str(BIN / "ansible-playbook"), "--syntax-check", "minbw.openstack.seed003_cloud"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    role = json.loads(subprocess.run([str(BIN / "ansible-doc"), "--json", "-t", "role", "minbw.openstack.bandwidth_server"],
+                                     check=True, capture_output=True, text=True, env=env).stdout)
+    assert role["minbw.openstack.bandwidth_server"]["path"].startswith(str(installed.parent))

@@ -57,10 +57,23 @@ def request_of_server(server, ports) -> ServerRequest:
                                      boot_from_volume=not image.get("id"))
 
 
-def verify(conn, name_or_id: str, api: Placement | None = None) -> dict:
-    """Does the server's bandwidth guarantee hold? ``ok``, ``problems`` and what was checked."""
+def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list[str] | None = None) -> dict:
+    """Does the server's bandwidth guarantee hold? ``ok``, ``problems`` and what was checked.
+
+    A server in ERROR holds no guarantee: its one problem is Nova's fault, and for "No valid host" the
+    ``diagnosis`` of the same request per group (``boot_ports``: the ports it was booted with, by name or id,
+    which Nova never bound; without them, the ports bound to it).
+    """
     api = api or Placement(conn)
     server = find_server(conn, name_or_id)
+    view = {"id": server.id, "name": server.name, "status": server.status,
+            "hypervisor_hostname": server.hypervisor_hostname, "compute_host": server.compute_host}
+    if server.status == "ERROR":
+        failure = explain_failure(conn, server, boot_ports or [p.id for p in conn.network.ports(device_id=server.id)],
+                                  api)
+        diagnosis = failure.diagnosis if isinstance(failure, NoValidHost) else []
+        return {"ok": False, "problems": [str(failure)], "server": view, "host": None, "allocations": {},
+                "groups": {}, "ports": [], "notes": [], "diagnosis": diagnosis}
     ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     claim, claim_error = None, None
     try:
@@ -73,8 +86,6 @@ def verify(conn, name_or_id: str, api: Placement | None = None) -> dict:
         for rp in claim.allocations:
             providers[rp] = {"name": names.get(rp), "usages": api.provider_usages(rp),
                              "allocations": api.provider_allocations(rp)}
-    view = {"id": server.id, "name": server.name, "status": server.status,
-            "hypervisor_hostname": server.hypervisor_hostname, "compute_host": server.compute_host}
     problems = check_guarantee(view, ports, claim, claim_error, providers)
     groups = {}
     if claim is not None:
@@ -84,7 +95,7 @@ def verify(conn, name_or_id: str, api: Placement | None = None) -> dict:
             "host": claim.host_name if claim else None,
             "allocations": {rp: dict(a) for rp, a in claim.allocations.items()} if claim else {},
             "groups": groups, "ports": [p.to_dict() for p in ports],
-            "notes": [n for p in ports for n in p.notes]}
+            "notes": [n for p in ports for n in p.notes], "diagnosis": []}
 
 
 # ---------------------------------------------------------------- boot, explain, delete
