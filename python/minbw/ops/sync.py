@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -152,7 +151,7 @@ class _Applier:
                 if op.uuid in self.pinned or attempt > self.max_retries:
                     raise
                 self.result.retries += 1
-                time.sleep(random.uniform(0, 0.05 * attempt))  # jitter: let the other writer finish
+                time.sleep(self.api.retry.pause(attempt, conflict=True))  # jitter: let the other writer finish
                 self.gens[op.uuid] = refresh()
         self._done(op)
 
@@ -202,7 +201,8 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
         applier.run(plan.ops)
     except MinbwError as e:
         # never leave a half-applied state unreported
-        raise PartialApply(e, applier.result.applied, len(plan.ops), applier.result) from e
+        done = applier.result.applied
+        raise PartialApply(e, done, len(plan.ops), applier.result, pending=[op for op in plan.ops if op not in done]) from e
     applier.result.kept = plan.kept
     applier.result.generations = {u: g for u, g in gens.items() if u in plan.after}
     return applier.result
