@@ -4,8 +4,9 @@ Importing openstacksdk costs seconds of CPU per process on a shared machine; for
 that has it imported costs milliseconds, so many ``kill -9`` trials fit in a bounded time. Each child is
 a real process running ``minbw.cli.main.main(argv)`` with its own sockets, killed for real.
 
-Protocol on stdin/stdout, one line each: ``<json argv>`` → ``<pid>``; then ``go`` (the caller has set
-up what it needs for that pid) → ``<exit status as os.waitstatus_to_exitcode>``.
+Protocol on stdin/stdout, one JSON line each: ``[{"argv": [...], "out": FILE or null}, ...]`` → the
+children's pids; then ``go`` (the caller has set up what it needs for those pids: all start at once)
+→ their exit codes (``os.waitstatus_to_exitcode``: -9 for a SIGKILL). A child's stdout goes to ``out``.
 """
 from __future__ import annotations
 
@@ -20,27 +21,33 @@ import openstack.connection  # noqa: F401
 
 def main() -> None:
     for line in sys.stdin:
-        argv = json.loads(line)
+        runs = json.loads(line)
         go_r, go_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(go_w)
-            os.read(go_r, 1)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
-            try:
-                code = cli.main(argv)
-            except BaseException:  # noqa: BLE001
-                code = 99
-            os._exit(code)
+        pids = []
+        for run in runs:
+            pid = os.fork()
+            if pid == 0:
+                os.close(go_w)
+                os.read(go_r, 1)
+                out = os.open(run.get("out") or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(out, 1)
+                os.dup2(out, 2)
+                try:
+                    code = cli.main(run["argv"])
+                except BaseException:  # noqa: BLE001 - a traceback is in ``out``
+                    import traceback
+                    traceback.print_exc()
+                    code = 99
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+            pids.append(pid)
         os.close(go_r)
-        print(pid, flush=True)
+        print(json.dumps(pids), flush=True)
         assert sys.stdin.readline().strip() == "go"
-        os.write(go_w, b"g")
+        os.write(go_w, b"g" * len(pids))
         os.close(go_w)
-        _, status = os.waitpid(pid, 0)
-        print(os.waitstatus_to_exitcode(status), flush=True)
+        print(json.dumps([os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]), flush=True)
 
 
 if __name__ == "__main__":

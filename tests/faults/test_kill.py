@@ -22,9 +22,9 @@ BUDGET = 75  # seconds of trials at most: the test stays under 2 minutes on a lo
 SEED = 20261123
 
 
-def agent_files(tmp_path) -> list[str]:
+def agent_files(tmp_path, hosts=HOSTS) -> list[str]:
     args = []
-    for h in HOSTS:
+    for h in hosts:
         for name, text in (("ovs", OVS), ("sriov", SRIOV)):
             f = tmp_path / f"{h}-{name}.ini"
             f.write_text(text.format(host=h))
@@ -46,14 +46,18 @@ class Forker:
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.faults.forker"], env=env, cwd=REPO, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
-    def run(self, argv, before=lambda pid: None) -> int:
-        self.proc.stdin.write(json.dumps(argv) + "\n")
+    def run_all(self, runs: list[dict], before=lambda pids: None) -> list[int]:
+        """Fork one process per ``{"argv", "out"}``, call ``before(pids)``, start them all at once, wait."""
+        self.proc.stdin.write(json.dumps(runs) + "\n")
         self.proc.stdin.flush()
-        pid = int(self.proc.stdout.readline())
-        before(pid)
+        pids = json.loads(self.proc.stdout.readline())
+        before(pids)
         self.proc.stdin.write("go\n")
         self.proc.stdin.flush()
-        return int(self.proc.stdout.readline())
+        return json.loads(self.proc.stdout.readline())
+
+    def run(self, argv, before=lambda pid: None) -> int:
+        return self.run_all([{"argv": argv}], lambda pids: before(pids[0]))[0]
 
     def close(self):
         self.proc.stdin.close()
