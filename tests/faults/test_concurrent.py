@@ -38,7 +38,8 @@ def test_same_host_synced_by_three_processes_at_once(placement, forker, tmp_path
     converged(placement, desired(*hosts), roots)
     # every write a process reports is real, and none was lost: each planned write was either made by it or
     # found made by another (a duplicate create read back, a generation conflict re-read and rewritten)
-    print("same host:", [(d["result"] or {}).get("writes") for d in done], [(d["result"] or {}).get("retries") for d in done])
+    print("same host: writes, of them found applied, conflict retries:",
+          [tuple((d["result"] or {}).get(k) for k in ("writes", "found_applied", "retries")) for d in done])
     for d in done:
         assert d["result"] is None or d["result"]["writes"] == len(d["ops"])
     placement.counter.reset()

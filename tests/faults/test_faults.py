@@ -106,7 +106,7 @@ def test_answer_slower_than_the_timeout_after_placement_applied_it(placement, pr
     want = desired("hostA")
     api = proxied.api(timeout=1.0)
     plan, result = s.sync(api, want)
-    assert api.converged == 1 and result.writes == len(plan.ops)
+    assert api.converged == result.found_applied == 1 and result.writes == len(plan.ops)
     converged(placement, want, hosts)
 
 

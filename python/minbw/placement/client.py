@@ -116,6 +116,7 @@ class Placement:
         uncertain = False  # an earlier try of this write may have been applied
         why = ""
         status = None
+        last: Exception | None = None
         for attempt in range(1, self.retry.attempts + 1):
             if attempt > 1:
                 self.retried += 1
@@ -126,7 +127,7 @@ class Placement:
             try:
                 resp = getattr(self.proxy, method)(url, **kwargs)
             except RetriableConnectionFailure as e:
-                why, status, uncertain = f"{type(e).__name__}: {e}", None, uncertain or method != "get"
+                why, status, uncertain, last = f"{type(e).__name__}: {e}", None, uncertain or method != "get", e
                 continue
             if resp.status_code in TRANSIENT_STATUS:
                 why, status = f"answered {resp.status_code} {resp.reason or ''}".rstrip(), resp.status_code
@@ -147,7 +148,7 @@ class Placement:
                 return None
             return resp.json()
         raise PlacementUnavailable(why, status=status, method=method.upper(), url=url, tries=self.retry.attempts,
-                                   maybe_applied=uncertain)
+                                   maybe_applied=uncertain) from (last if status is None else None)
 
     def endpoint(self) -> str:
         return self.proxy.get_endpoint()
