@@ -1,4 +1,4 @@
-"""``kill -9`` of ``minbw providers sync`` (several hosts, a real subprocess) at random points: the proxy
+"""``kill -9`` of ``minbw providers sync`` (three hosts; real processes) at random points: the proxy
 SIGKILLs the process at its k-th request to Placement (k seeded), either before forwarding that request
 or after Placement applied it (the answer never reaches the dead process). Then the re-run converges,
 leaves no stray or half-made provider, and a second re-run makes 0 writes."""
@@ -17,7 +17,7 @@ from tests.faults.test_faults import OVS, SRIOV, desired, root
 
 HOSTS = ("k0", "k1", "k2")
 TRIALS = 30
-MIN_TRIALS = 12  # on an idle machine all 30 run in the budget; a loaded one gets fewer
+MIN_TRIALS = 12  # fewer fit the budget on a loaded machine (20 at load average 28 on 2 cores)
 BUDGET = 75  # seconds of trials at most: the test stays under 2 minutes on a loaded machine
 SEED = 20261123
 
