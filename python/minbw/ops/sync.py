@@ -126,8 +126,9 @@ class ApplyResult:
     generations: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"writes": self.writes, "retries": self.retries, "found_applied": self.found_applied, "applied": [op.to_dict() for op in self.applied],
-                "kept": [k.to_dict() for k in self.kept], "generations": dict(self.generations)}
+        return {"writes": self.writes, "retries": self.retries, "found_applied": self.found_applied,
+                "applied": [op.to_dict() for op in self.applied], "kept": [k.to_dict() for k in self.kept],
+                "generations": dict(self.generations)}
 
 
 class _Applier:
@@ -205,7 +206,8 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
         applier.result.found_applied = api.converged - found_before
         # never leave a half-applied state unreported
         done = applier.result.applied
-        raise PartialApply(e, done, len(plan.ops), applier.result, pending=[op for op in plan.ops if op not in done]) from e
+        raise PartialApply(e, done, len(plan.ops), applier.result,
+                           pending=[op for op in plan.ops if op not in done]) from e
     applier.result.found_applied = api.converged - found_before
     applier.result.kept = plan.kept
     applier.result.generations = {u: g for u, g in gens.items() if u in plan.after}

@@ -68,7 +68,8 @@ class RetryPolicy:
             except ValueError:
                 value = None
             if value is None or value < (1 if name == "attempts" else 0) or (name == "timeout" and value == 0):
-                raise InvalidInput(f"{var}={text!r}: expected a {'whole number >= 1' if name == 'attempts' else 'number > 0'}"
+                wanted = {"attempts": "whole number >= 1", "timeout": "number > 0"}.get(name, "number >= 0")
+                raise InvalidInput(f"{var}={text!r}: expected a {wanted}"
                                    f" (the Placement retry policy, docs/reliability.md); unset it for the default")
             values[name] = value
         return cls(**values)
