@@ -71,8 +71,10 @@ class PartialApply(MinbwError):
         self.result = result
         self.pending = list(pending or [])  # the planned writes not made (the first: the one that failed)
         last = self.applied[-1] if self.applied else "none"
-        failed = f"; not written: {self.pending[0]}" + (f" and {len(self.pending) - 1} more" if len(self.pending) > 1
-                                                         else "") if self.pending else ""
+        failed = ""
+        if self.pending:
+            more = f" and {len(self.pending) - 1} more" if len(self.pending) > 1 else ""
+            failed = f"; not written: {self.pending[0]}{more}"
         super().__init__(f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
                          f"(the last: {last}){failed}; {then}")
 
