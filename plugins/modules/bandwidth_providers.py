@@ -137,6 +137,13 @@ retries:
   returned: always
   type: int
   sample: 0
+found_applied:
+  description:
+    - Of RV(writes), those found already made when re-read after their answer was lost (a connection reset or
+      timeout after Placement applied them) or made by a concurrent sync (docs/reliability.md).
+  returned: always
+  type: int
+  sample: 0
 ops:
   description: The writes in the order they run (made, or planned in check mode).
   returned: always
@@ -224,7 +231,7 @@ def ensure(module):
                          create_root=params['create_root'], root_inventories=root_inventories(params['root_inventories']))
     planned = plan.to_dict()
     return module.result(plan.changed, diff=provider_diffs(plan), writes=plan.writes(),
-                         retries=applied.retries if applied else 0,
+                         retries=applied.retries if applied else 0, found_applied=applied.found_applied if applied else 0,
                          ops=planned['ops'], providers=planned['providers'], kept=planned['kept'])
 
 

@@ -64,14 +64,19 @@ class PartialApply(MinbwError):
     """
 
     def __init__(self, cause: Exception, applied: list, planned: int, result=None,
-                 then: str = "running the sync again resumes from what is in Placement"):
+                 then: str = "running the sync again resumes from what is in Placement", pending: list | None = None):
         self.cause = cause
         self.applied = list(applied)
         self.planned = planned
         self.result = result
+        self.pending = list(pending or [])  # the planned writes not made (the first: the one that failed)
         last = self.applied[-1] if self.applied else "none"
+        failed = ""
+        if self.pending:
+            more = f" and {len(self.pending) - 1} more" if len(self.pending) > 1 else ""
+            failed = f"; not written: {self.pending[0]}{more}"
         super().__init__(f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
-                         f"(the last: {last}); {then}")
+                         f"(the last: {last}){failed}; {then}")
 
     @property
     def code(self) -> str | None:
@@ -85,7 +90,8 @@ class PartialApply(MinbwError):
     def to_dict(self) -> dict:
         inner = self.cause.to_dict() if isinstance(self.cause, MinbwError) else {}
         return {**inner, "msg": str(self), "writes_done": len(self.applied), "writes_planned": self.planned,
-                "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied]}
+                "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied],
+                "not_applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.pending]}
 
 
 class MappingError(MinbwError):
@@ -190,6 +196,26 @@ class UndefinedCode(PlacementError):
 
 class NotFound(PlacementError):
     """A 404 without a more specific code."""
+
+
+class PlacementUnavailable(PlacementError):
+    """No usable answer from Placement after every try of the retry policy (connection refused or reset,
+    no answer in time, 502/503/504). ``maybe_applied``: a write was sent and its answer lost, so Placement
+    may or may not hold it (re-reading it found it not there yet); running the same command again converges."""
+
+    def __init__(self, why: str, *, status: int | None = None, method: str | None = None, url: str | None = None,
+                 tries: int = 1, maybe_applied: bool = False):
+        self.tries = tries
+        self.maybe_applied = maybe_applied
+        outcome = ("this write may or may not have been applied" if maybe_applied
+                   else "nothing was written by this call")
+        super().__init__(f"no usable answer from Placement after {tries} tries, the last: {why}; {outcome}. Fix: check "
+                         f"that Placement (and the proxy or load balancer in front of it) is up, then run the same "
+                         f"command again; MINBW_PLACEMENT_ATTEMPTS / MINBW_PLACEMENT_TIMEOUT set the retry policy",
+                         status=status, method=method, url=url)
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "tries": self.tries, "maybe_applied": self.maybe_applied}
 
 
 class MicroversionUnsupported(MinbwError):

@@ -12,6 +12,7 @@ from minbw.ops import sync
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.errors import ConcurrentUpdate, MicroversionUnsupported
 from minbw.placement.mapping import mapping_from_candidate, solve
+from minbw.placement.client import RetryPolicy
 from minbw.neutron.provider_tree import desired_state
 from minbw.model.requests import ServerRequest
 from minbw.placement.query import build_query
@@ -238,6 +239,8 @@ def test_provider_generation_conflicts_are_retried_then_reported():
     """Placement retries provider generation conflicts itself, so a client rarely sees one: a stand-in
     API raises it (the one fault a real server cannot be made to produce on demand)."""
     class Flaky:
+        retry = RetryPolicy()
+
         def __init__(self, failures):
             self.failures = failures
             self.puts = 0

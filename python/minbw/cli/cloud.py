@@ -12,7 +12,7 @@ from keystoneauth1 import exceptions as ksa_exceptions
 from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
-from minbw.errors import CloudError, PlacementError
+from minbw.errors import CloudError, PlacementError, PlacementUnavailable
 
 # the --os-* options registered for a command line, and the config that registered them (it remembers
 # what it peeked, e.g. whether --timeout was given, for get_one)
@@ -106,6 +106,8 @@ def _where() -> str:
 def explain(e: Exception) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
     where = _where()
+    if isinstance(e, PlacementUnavailable) and not e.maybe_applied and e.__cause__ is not None:
+        e = e.__cause__  # an unreachable endpoint, after the retry policy's tries: explained as before
     if isinstance(e, PlacementError) and e.status in (401, 403):
         said = ("rejected the credentials" if e.status == 401
                 else f"refused the request: {_one_line(e.detail)}")

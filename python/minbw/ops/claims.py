@@ -15,7 +15,6 @@ consumer's state, never by message text:
 from __future__ import annotations
 
 import dataclasses
-import random
 import time
 from typing import Callable
 
@@ -133,7 +132,7 @@ def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sl
                     f"another consumer UUID") from None
             if attempt == retries:
                 return "provider-conflict"
-            sleep(random.uniform(0, 0.02 * (2 ** attempt)))
+            sleep(api.retry.pause(attempt + 1, conflict=True))
     return "provider-conflict"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -121,13 +120,15 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
 class ApplyResult:
     writes: int = 0
     retries: int = 0
+    found_applied: int = 0  # of ``writes``: found already made when re-read (a lost answer, a concurrent sync)
     applied: list[Op] = field(default_factory=list)
     kept: tuple[Kept, ...] = ()
     generations: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"writes": self.writes, "retries": self.retries, "applied": [op.to_dict() for op in self.applied],
-                "kept": [k.to_dict() for k in self.kept], "generations": dict(self.generations)}
+        return {"writes": self.writes, "retries": self.retries, "found_applied": self.found_applied,
+                "applied": [op.to_dict() for op in self.applied], "kept": [k.to_dict() for k in self.kept],
+                "generations": dict(self.generations)}
 
 
 class _Applier:
@@ -152,7 +153,7 @@ class _Applier:
                 if op.uuid in self.pinned or attempt > self.max_retries:
                     raise
                 self.result.retries += 1
-                time.sleep(random.uniform(0, 0.05 * attempt))  # jitter: let the other writer finish
+                time.sleep(self.api.retry.pause(attempt, conflict=True))  # jitter: let the other writer finish
                 self.gens[op.uuid] = refresh()
         self._done(op)
 
@@ -198,11 +199,16 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
     gens = {u: p.generation for u, p in observed.providers.items()}
     gens.update(pinned or {})
     applier = _Applier(api, gens, set(pinned or {}), retries, progress)
+    found_before = api.converged
     try:
         applier.run(plan.ops)
     except MinbwError as e:
+        applier.result.found_applied = api.converged - found_before
         # never leave a half-applied state unreported
-        raise PartialApply(e, applier.result.applied, len(plan.ops), applier.result) from e
+        done = applier.result.applied
+        raise PartialApply(e, done, len(plan.ops), applier.result,
+                           pending=[op for op in plan.ops if op not in done]) from e
+    applier.result.found_applied = api.converged - found_before
     applier.result.kept = plan.kept
     applier.result.generations = {u: g for u, g in gens.items() if u in plan.after}
     return applier.result

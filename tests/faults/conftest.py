@@ -1,0 +1,56 @@
+"""The real embedded Placement behind the fault-injecting proxy (tests/faults/proxy.py)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.faults.proxy import FaultProxy
+
+# fast but real back-off for tests (the defaults are in minbw.placement.client.RetryPolicy)
+TEST_POLICY = {"attempts": 4, "backoff": 0.02, "max_backoff": 0.1, "timeout": 1.5}
+TEST_ENV = {"MINBW_PLACEMENT_ATTEMPTS": "4", "MINBW_PLACEMENT_BACKOFF": "0.02",
+            "MINBW_PLACEMENT_MAX_BACKOFF": "0.1", "MINBW_PLACEMENT_TIMEOUT": "1.5"}
+
+
+class Proxied:
+    """A clouds.yaml whose Placement is the proxy, and clients through it."""
+
+    def __init__(self, server, proxy: FaultProxy, directory: Path):
+        self.server = server
+        self.proxy = proxy
+        self.clouds_yaml = directory / "clouds.yaml"
+        text = server.clouds_yaml.read_text().replace(server.url, proxy.url)
+        fd = os.open(self.clouds_yaml, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+
+    def connect(self):
+        import openstack.config
+        from openstack import connection
+        cfg = openstack.config.OpenStackConfig(config_files=[str(self.clouds_yaml)])
+        return connection.Connection(config=cfg.get_one(cloud="minbw-local"))
+
+    def api(self, **policy):
+        from minbw.placement.client import Placement, RetryPolicy
+        return Placement(self.connect(), retry=RetryPolicy(**{**TEST_POLICY, **policy}))
+
+    def env(self, **extra) -> dict:
+        return {**os.environ, **TEST_ENV, "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml), "OS_CLOUD": "minbw-local",
+                **extra}
+
+
+@pytest.fixture(scope="session")
+def fault_proxy(placement_server):
+    proxy = FaultProxy(placement_server.url, seed=10).start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture
+def proxied(placement, placement_server, fault_proxy, tmp_path):
+    """``placement`` (direct, empty) stays the judge of the end state; ``proxied.api()`` goes through the proxy."""
+    fault_proxy.clear()
+    yield Proxied(placement_server, fault_proxy, tmp_path)
+    fault_proxy.clear()

@@ -1,0 +1,231 @@
+"""sync, claim and free against the real Placement behind the fault-injecting proxy: each fault kind,
+what minbw reports, and the end state read from Placement directly (not through the proxy)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import uuid as uuidlib
+
+import pytest
+
+from minbw.errors import PartialApply, PlacementUnavailable
+from minbw.model.requests import ServerRequest
+from minbw.neutron.agentconf import load_agent_ini
+from minbw.neutron.provider_tree import desired_state
+from minbw.ops import claims, sync as s
+from tests.conftest import MINBW
+from tests.faults.proxy import Rule
+
+OVS = "[DEFAULT]\nhost = {host}\n[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1500:1500\n"
+SRIOV = ("[DEFAULT]\nhost = {host}\n[sriov_nic]\nphysical_device_mappings = physnet0:ens5\n"
+         "resource_provider_bandwidths = ens5:100000:100000\n")
+FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+TRAITS = r"/resource_providers/[^/]+/traits$"
+INVENTORIES = r"/resource_providers/[^/]+/inventories$"
+PROVIDERS = r"^/resource_providers(\?|$)"
+
+
+def desired(*hosts):
+    return desired_state([load_agent_ini(t.format(host=h), source=f"{h}.ini", host=h)
+                          for h in hosts for t in (OVS, SRIOV)])
+
+
+def root(api, name):
+    uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, name))
+    api.create_provider(uuid, name, None)
+    api.set_inventories(uuid, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}}, 0)
+    return uuid
+
+
+def converged(direct, want, roots) -> None:
+    """Placement (read directly) holds exactly the desired providers and the roots: nothing missing,
+    nothing half-made (a plan against it is empty), nothing stray."""
+    plan = s.make_plan(want, s.observe(direct, want))
+    assert plan.ops == (), [op.to_dict() for op in plan.ops]
+    assert {p.uuid for p in direct.list_providers()} == {p.uuid for p in want.providers} | set(roots)
+
+
+@pytest.fixture
+def hosts(placement):
+    return [root(placement, h) for h in ("hostA", "hostB")]
+
+
+def test_503_then_answer_is_retried(placement, proxied, hosts):
+    proxied.proxy.add(Rule("PUT", TRAITS, "503", nth=(1, 2)), Rule("GET", PROVIDERS, "503"))
+    api = proxied.api()
+    want = desired("hostA", "hostB")
+    plan, result = s.sync(api, want)
+    assert result.writes == len(plan.ops) and api.retried == 3 and api.converged == 0
+    converged(placement, want, hosts)
+
+
+def test_injected_409_concurrent_update_is_retried_at_the_new_generation(placement, proxied, hosts):
+    proxied.proxy.add(Rule("PUT", INVENTORIES, "409", nth=(1, 3)))
+    want = desired("hostA", "hostB")
+    plan, result = s.sync(proxied.api(), want)
+    assert result.retries == 2 and result.writes == len(plan.ops)
+    converged(placement, want, hosts)
+
+
+def test_real_409_from_a_concurrent_writer(placement, proxied, hosts):
+    """Another writer changes the provider between our read and our write: the real Placement's 409."""
+    want = desired("hostA")
+    s.sync(placement, want)
+    br = next(p for p in want.providers if p.name.endswith("br-test"))
+    placement.create_trait("CUSTOM_STALE")
+    placement.set_provider_traits(br.uuid, {"CUSTOM_STALE"}, placement.get_provider_traits(br.uuid)[1])
+
+    def other_writer():  # a real write to the same provider, straight to Placement
+        invs, gen = placement.get_inventories(br.uuid)
+        placement.set_inventories(br.uuid, invs, gen)
+    proxied.proxy.add(Rule("PUT", f"/resource_providers/{br.uuid}/traits", "call", call=other_writer))
+    plan, result = s.sync(proxied.api(), want)
+    assert [op.action for op in plan.ops] == ["set_traits"] and result.retries == 1
+    statuses = [x.status for x in proxied.proxy.log if x.method == "PUT"]
+    assert statuses == [409, 200]   # Placement's own conflict, then our write at the re-read generation
+    converged(placement, want, hosts)
+
+
+def test_slow_answer_within_the_timeout(placement, proxied, hosts):
+    proxied.proxy.add(Rule("*", "", "slow", nth=(2, 5, 9), delay=0.5))
+    want = desired("hostA")
+    api = proxied.api()
+    s.sync(api, want)
+    assert api.retried == 0
+    converged(placement, want, hosts)
+
+
+WRITES = [("POST", PROVIDERS), ("PUT", TRAITS), ("PUT", INVENTORIES)]
+
+
+@pytest.mark.parametrize("method,path", WRITES)
+def test_answer_slower_than_the_timeout_after_placement_applied_it(placement, proxied, hosts, method, path):
+    """Placement applied the write, its answer came after the client gave up: re-read, found, done."""
+    proxied.proxy.add(Rule(method, path, "slow_after", delay=2.5))
+    want = desired("hostA")
+    api = proxied.api(timeout=1.0)
+    plan, result = s.sync(api, want)
+    assert api.converged == result.found_applied == 1 and result.writes == len(plan.ops)
+    converged(placement, want, hosts)
+
+
+@pytest.mark.parametrize("method,path", WRITES + [("GET", PROVIDERS)])
+@pytest.mark.parametrize("fault", ["reset_before", "reset_after"])
+def test_connection_reset(placement, proxied, hosts, method, path, fault):
+    proxied.proxy.add(Rule(method, path, fault, nth=(2,)))
+    want = desired("hostA", "hostB")
+    api = proxied.api()
+    plan, result = s.sync(api, want)
+    assert result.writes == len(plan.ops) and api.retried >= 1
+    # after the reset the write was re-read: found (reset after forwarding) or written again (before)
+    assert api.converged == (1 if fault == "reset_after" and method != "GET" else 0)
+    converged(placement, want, hosts)
+
+
+def test_create_answered_409_duplicate_is_read_back(placement, proxied, hosts):
+    """Our create's answer lost, and the same provider created meanwhile (a concurrent sync): Placement's
+    own 409 placement.duplicate_name on the retry is read back, not reported as a failure."""
+    want = desired("hostA")
+    agent = next(p for p in want.providers if p.role == "agent")
+
+    def concurrent_create():
+        placement.create_provider(agent.uuid, agent.name, hosts[0])
+    proxied.proxy.add(Rule("POST", PROVIDERS, "call", call=concurrent_create))
+    api = proxied.api()
+    plan, result = s.sync(api, want)
+    assert proxied.proxy.log[[x.method for x in proxied.proxy.log].index("POST")].status == 409
+    assert api.converged == 1 and result.writes == len(plan.ops)
+    converged(placement, want, hosts)
+
+
+def test_unavailable_placement_is_a_partial_apply_naming_what_was_and_was_not_written(placement, proxied, hosts):
+    proxied.proxy.add(Rule("PUT", INVENTORIES, "503", nth=None))
+    want = desired("hostA", "hostB")
+    with pytest.raises(PartialApply) as err:
+        s.sync(proxied.api(), want)
+    e = err.value
+    assert isinstance(e.cause, PlacementUnavailable) and e.cause.status == 503 and e.cause.tries == 4
+    assert e.cause.maybe_applied  # a write went out without an answer it could use
+    assert e.applied and e.pending and e.pending[0].action == "set_inventories"
+    assert len(e.applied) + len(e.pending) == e.planned
+    d = e.to_dict()
+    assert d["writes_done"] == len(d["applied"]) and d["not_applied"][0]["action"] == "set_inventories"
+    assert "not written" in str(e) and "may or may not have been applied" in str(e)
+    # what Placement holds is exactly what the report says was written
+    plan = s.make_plan(want, s.observe(placement, want))
+    assert sorted(map(repr, plan.ops)) == sorted(map(repr, e.pending))
+    proxied.proxy.clear()
+    s.sync(proxied.api(), want)
+    converged(placement, want, hosts)
+
+
+def test_reset_before_every_try_reports_maybe_applied_and_nothing_was(placement, proxied, hosts):
+    want = desired("hostA")
+    s.sync(placement, want)
+    br = next(p for p in want.providers if p.name.endswith("br-test"))
+    placement.set_provider_traits(br.uuid, set(), placement.get_provider_traits(br.uuid)[1])
+    proxied.proxy.add(Rule("PUT", TRAITS, "reset_before", nth=None))
+    with pytest.raises(PartialApply) as err:
+        s.sync(proxied.api(), want)
+    assert err.value.applied == [] and err.value.cause.maybe_applied
+    assert placement.get_provider_traits(br.uuid)[0] == set()
+
+
+def _claim_setup(placement):
+    s.sync(placement, desired("hostA"))
+    from minbw.neutron.port_request import Segment, build_port_request
+    from minbw.neutron.qos import QosRule
+    rules = [QosRule(str(uuidlib.uuid4()), "minimum_bandwidth", d, 1000) for d in ("egress", "ingress")]
+    port = build_port_request(str(uuidlib.uuid4()), rules, [Segment("vlan", "physnet0")], "normal")
+    return ServerRequest(extra_resources=FLAVOR, ports=(port,))
+
+
+@pytest.mark.parametrize("fault", ["reset_before", "reset_after", "503", "409", "slow_after"])
+def test_claim_and_free_under_faults(placement, proxied, hosts, fault):
+    req = _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("PUT", "/allocations/", fault, nth=(1, 3), delay=2.0))
+    api = proxied.api(timeout=1.0)
+    got = claims.claim(api, consumer, req, project_id="p", user_id="u")
+    held = placement.get_allocations(consumer)["allocations"]
+    assert {rp: a["resources"] for rp, a in held.items()} == {rp: a["resources"] for rp, a in got.allocations.items()}
+    assert claims.free(api, consumer) is True  # the second PUT (3rd matching: the 1st of free's) faults too
+    assert placement.get_allocations(consumer)["allocations"] == {}
+    assert claims.free(api, consumer) is False
+    # nothing else was allocated: usage equals the one claim's, now freed
+    for p in placement.list_providers():
+        assert not any(placement.provider_usages(p.uuid).values())
+
+
+def test_claim_unavailable_is_reported_and_writes_nothing(placement, proxied, hosts):
+    req = _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("PUT", "/allocations/", "503", nth=None))
+    with pytest.raises(PlacementUnavailable) as err:
+        claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    assert err.value.maybe_applied and err.value.method == "PUT"
+    assert placement.get_allocations(consumer)["allocations"] == {}
+
+
+def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts, tmp_path):
+    files = []
+    for h in ("hostA", "hostB"):
+        for name, t in (("ovs", OVS), ("sriov", SRIOV)):
+            f = tmp_path / f"{h}-{name}.ini"
+            f.write_text(t.format(host=h))
+            files += ["--agent-config", str(f)]
+    proxied.proxy.add(Rule("PUT", INVENTORIES, "503", nth=None))
+    out = subprocess.run(MINBW + ["providers", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "minbw: error:" in out.stderr and "planned writes succeeded" in out.stderr and "not written" in out.stderr
+    error = json.loads(out.stdout)["error"]
+    assert error["writes_done"] == len(error["applied"]) > 0 and error["not_applied"]
+    assert error["writes_done"] + len(error["not_applied"]) == error["writes_planned"]
+    proxied.proxy.clear()
+    again = subprocess.run(MINBW + ["providers", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["result"]["writes"] == len(error["not_applied"])
+    converged(placement, desired("hostA", "hostB"), hosts)

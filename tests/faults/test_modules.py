@@ -1,0 +1,56 @@
+"""The modules bandwidth_providers and allocation run by ansible-playbook through the fault-injecting
+proxy: faults they survive, and the failure they report when Placement stays unavailable."""
+from __future__ import annotations
+
+import subprocess
+import uuid as uuidlib
+from pathlib import Path
+
+import pytest
+
+from tests.faults.proxy import Rule
+from tests.playbook_runner import run_playbook
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed_collection():
+    subprocess.run([str(HERE.parent / "ansible" / "install_collection.sh")], check=True, capture_output=True)
+
+
+def run(proxied, tmp_path, consumer):
+    result = tmp_path / "result.json"
+    return run_playbook(HERE / "playbooks" / "modules_under_faults.yml",
+                        {"clouds_yaml": str(proxied.clouds_yaml), "consumer": consumer}, result_file=result)
+
+
+def test_modules_survive_resets_503_and_lost_answers(placement, proxied, tmp_path):
+    proxied.proxy.add(Rule("POST", r"^/resource_providers$", "reset_after", nth=(1, 2)),
+                      Rule("PUT", r"/traits$", "503", nth=(1,)),
+                      Rule("PUT", r"/inventories$", "slow_after", nth=(2,), delay=2.5),
+                      Rule("PUT", r"^/allocations/", "reset_after", nth=(1, 2)))
+    consumer = str(uuidlib.uuid4())
+    r = run(proxied, tmp_path, consumer)
+    res = r.result
+    assert not r.failed and res["sync"]["changed"] and res["claim"]["changed"] and res["free"]["changed"], r.output
+    assert {x.fault for x in proxied.proxy.log} >= {"reset_after", "503", "slow_after"}
+    names = {p.name for p in placement.list_providers()}
+    assert names == {"faults0", "faults0:Open vSwitch agent", "faults0:Open vSwitch agent:br-test"}
+    assert placement.get_allocations(consumer)["allocations"] == {}
+    # idempotent after the faults: a second sync changes nothing
+    proxied.proxy.clear()
+    again = run(proxied, tmp_path, consumer)
+    assert again.result["sync"]["changed"] is False
+
+
+def test_bandwidth_providers_reports_what_was_and_was_not_written(placement, proxied, tmp_path):
+    proxied.proxy.add(Rule("PUT", r"/inventories$", "503", nth=None))
+    r = run(proxied, tmp_path, str(uuidlib.uuid4()))
+    sync = r.result["sync"]
+    assert sync["failed"] and "Traceback" not in sync["msg"]
+    assert "no usable answer from Placement after 4 tries" in sync["msg"] and "not written" in sync["msg"]
+    assert sync["writes_done"] == len(sync["applied"]) > 0 and sync["not_applied"]
+    assert sync["writes_done"] + len(sync["not_applied"]) == sync["writes_planned"] and sync["maybe_applied"]
+    written = {op["uuid"] for op in sync["applied"] if op.get("uuid")}
+    assert written <= {p.uuid for p in placement.list_providers()}
