@@ -8,7 +8,6 @@ import json
 import random
 import subprocess
 import sys
-import time
 
 from minbw.ops import sync as s
 from tests.conftest import MINBW, REPO
@@ -16,9 +15,7 @@ from tests.faults.proxy import Rule
 from tests.faults.test_faults import OVS, SRIOV, desired, root
 
 HOSTS = ("k0", "k1", "k2")
-TRIALS = 30
-MIN_TRIALS = 12  # fewer fit the budget on a loaded machine (20 at load average 28 on 2 cores)
-BUDGET = 75  # seconds of trials at most: the test stays under 2 minutes on a loaded machine
+TRIALS = 20  # a fixed number (no time budget): about 1 s each idle, 4 s at load average 28 on 2 cores
 SEED = 20261123
 
 
@@ -80,10 +77,7 @@ def test_kill_9_at_random_points_then_rerun_converges(placement, proxied, tmp_pa
         assert forker.run(argv) == 0
         requests = len(proxy.log)  # what a sync of bare compute nodes sends: the kill lands among them
         outcomes = []
-        deadline = time.monotonic() + BUDGET
         for trial in range(TRIALS):
-            if time.monotonic() > deadline:
-                break
             drop_agents(placement, roots)
             proxy.clear()
             k, forward = rng.randint(1, requests), rng.random() < 0.5
@@ -102,7 +96,7 @@ def test_kill_9_at_random_points_then_rerun_converges(placement, proxied, tmp_pa
             assert {p.uuid for p in placement.list_providers()} == {p.uuid for p in want.providers} | roots
     finally:
         forker.close()
-    assert len(outcomes) >= MIN_TRIALS, outcomes
+    assert len(outcomes) == TRIALS, outcomes
     # killed at different points, some right after Placement applied a write whose answer was lost
     assert len({o[2] for o in outcomes}) >= 4 and any(o[1] and o[2] for o in outcomes), outcomes
     print("kill -9 trials (k-th request, forwarded, writes applied before the kill):", outcomes)
