@@ -7,6 +7,7 @@ error answer becomes a :class:`minbw.errors.PlacementError` subclass chosen by
 """
 from __future__ import annotations
 
+import threading
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Iterable, Iterator, Mapping
@@ -24,6 +25,9 @@ class Placement:
         self.conn = conn
         self.proxy = conn.placement
         self._max_version: tuple[int, int] | None = None
+        self.calls = 0  # HTTP calls sent (for summaries); safe to read from the calling thread
+        self.writes = 0
+        self._count = threading.Lock()
 
     # ------------------------------------------------------------ plumbing
     def request(self, method: str, url: str, microversion: str | mv.Microversion, json: Any = None,
@@ -35,6 +39,9 @@ class Placement:
             kwargs["json"] = json
         if params:
             kwargs["params"] = params
+        with self._count:
+            self.calls += 1
+            self.writes += method != "get"
         resp = getattr(self.proxy, method)(url, **kwargs)
         if resp.status_code not in ok:
             try:
@@ -148,7 +155,7 @@ class Placement:
 
     # ------------------------------------------------------------ whole providers
     def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
-                         usages: bool = False) -> Iterator[ProviderDetail]:
+                         usages: bool = False, readers: int = READERS) -> Iterator[ProviderDetail]:
         """Traits (and inventories, and usages of providers that have inventories) of each provider,
         read concurrently, yielded in the given order. The one reader of provider trees."""
         def read(p: Provider) -> ProviderDetail:
@@ -157,7 +164,7 @@ class Placement:
             use = (self.provider_usages(p.uuid) if invs else {}) if usages else None
             return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == p.generation)
 
-        with ThreadPoolExecutor(max_workers=READERS) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
             yield from pool.map(read, list(providers))
 
     # ------------------------------------------------------------ allocation candidates
