@@ -381,13 +381,15 @@ def summary(desired: DesiredState, plan: Plan, result: ApplyResult | None, *, se
     for op in ops:
         if op.uuid:
             by_uuid[op.uuid].add(op.action)
-    created = sum(1 for a in by_uuid.values() if a & {"create_root", "create_provider"})
+    roots = sum(1 for a in by_uuid.values() if "create_root" in a)
+    created = sum(1 for a in by_uuid.values() if "create_provider" in a)
     deleted = sum(1 for a in by_uuid.values() if "delete_provider" in a)
-    updated = len(by_uuid) - created - deleted
+    updated = len(by_uuid) - roots - created - deleted
     hosts = len(desired.hypervisors)
     verb = " planned" if check else ""
     line = (f"{hosts} host{'s' * (hosts != 1)}, {len(desired.providers)} providers: {created} created, "
-            f"{updated} updated, {deleted} deleted ({len(ops)} writes{verb}) in {seconds:.1f} s, "
+            f"{updated} updated, {deleted} deleted" + (f", {roots} root{'s' * (roots != 1)} created" if roots else "")
+            + f" ({len(ops)} writes{verb}) in {seconds:.1f} s, "
             f"{calls} calls ({calls / max(hosts, 1):.2f}/host)")
     if cache is None:
         return line + "; no cache"
