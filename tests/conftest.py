@@ -52,7 +52,9 @@ class PlacementServer:
             self.proc.wait(timeout=20)
 
     def env(self) -> dict:
-        return {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml), "OS_CLOUD": "minbw-local"}
+        # the provider cache (on by default in the CLI and modules) goes to this server's state dir
+        return {**os.environ, "OS_CLIENT_CONFIG_FILE": str(self.clouds_yaml), "OS_CLOUD": "minbw-local",
+                "XDG_CACHE_HOME": str(self.state_dir / "xdg-cache")}
 
     def connect(self):
         import openstack.config

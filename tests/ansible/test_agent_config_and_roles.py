@@ -246,6 +246,9 @@ def test_bandwidth_report_role_against_embedded_placement(tmp_path, playbook, pl
     assert "CUSTOM_PHYSNET_PHYSNET0" in got[BR_TEST]["traits"]
     assert "CUSTOM_PHYSNET_PUBLIC" in got[BR_EX]["traits"]
     assert "writes made for 5 providers" in run.output
+    assert result["report"]["summary"].startswith("1 host, 5 providers: 5 created, 0 updated, 0 deleted, "
+                                                  "1 root created (")
+    assert "1 host, 5 providers: 5 created" in run.output  # the role prints the module's summary line
 
     # IDEMPOTENCY: 0 writes, for real and in check mode
     for check in (False, True):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import uuid as uuidlib
 
 import pytest
@@ -13,7 +14,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from minbw.neutron import naming
 from minbw.ops import sync as s
 from minbw.neutron.agentconf import load_agent_ini
-from minbw.errors import ConcurrentUpdate, ConfigError, PartialApply, RootProviderNotFound
+from minbw.errors import ConcurrentUpdate, ConfigError, InvalidInput, PartialApply, RootProviderNotFound
+from minbw.plan import cache_check
 from minbw.plan.providers import make_plan
 from minbw.neutron.provider_tree import desired_state
 from tests.oracle import neutron_sync as oracle
@@ -335,16 +337,23 @@ def test_absent_removes_an_agents_providers_and_keeps_allocated_ones(placement):
     assert s.sync(placement, desired(OVS_INI), absent=True)[0].ops == ()
 
 
-def test_cache_makes_a_warm_sync_one_listing_and_still_sees_changes(placement, tmp_path):
-    for h in ("hv1", "hv2", "hv3"):  # three hypervisors: one listing of all providers
+def three_hosts(placement, inis=(OVS_INI,), hosts=("hv1", "hv2", "hv3")):
+    for h in hosts:  # three hypervisors or more: one listing of all providers
         make_root(placement, h)
-    want = desired_state([load_agent_ini(OVS_INI, source=f"{h}.ini", host=h) for h in ("hv1", "hv2", "hv3")])
+    return desired_state([load_agent_ini(t, source=f"{h}-{i}.ini", host=h) for h in hosts for i, t in enumerate(inis)])
+
+
+def test_cache_makes_a_warm_sync_one_listing_and_still_sees_changes(placement, tmp_path):
+    want = three_hosts(placement)
     cache_file = tmp_path / "cache.json"
     cache = lambda: s.ProviderCache(cache_file, placement.endpoint())  # noqa: E731
     s.sync(placement, want, cache=cache())
+    checks = len(cache_check.listings(cache().entries.values()))
     placement.counter.reset()
     plan, result = s.sync(placement, want, cache=cache())
-    assert plan.ops == () and placement.counter.total == 2  # the listing and the trait check
+    # the listing, the safety check's filtered listings and the trait check; no provider read
+    assert plan.ops == () and placement.counter.total == 2 + checks
+    assert {m for m, _ in placement.counter.calls} == {"GET"}
     # someone else changes one provider: its generation moves, so only it is read again, and fixed
     uuid = naming.device_rp_uuid(naming.AGENT_KINDS["openvswitch"], "hv2", "br-test")
     inv, gen = placement.get_inventories(uuid)
@@ -352,11 +361,110 @@ def test_cache_makes_a_warm_sync_one_listing_and_still_sees_changes(placement, t
     placement.counter.reset()
     plan, result = s.sync(placement, want, cache=cache())
     assert [(o.action, o.uuid) for o in plan.ops] == [("set_inventories", uuid)]
-    assert placement.counter.total == 2 + 2 + 1  # listing, traits check, 2 reads of that provider, 1 write
+    assert placement.counter.total == 2 + checks + 2 + 1  # listings, 2 reads of that provider, 1 write
     placement.counter.reset()
-    assert s.sync(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2
+    assert s.sync(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2 + checks
     # a cache of another endpoint is not used
     assert s.ProviderCache(cache_file, "http://elsewhere").entries == {}
+
+
+def test_warm_default_sync_sends_no_write_and_the_same_gets_at_any_size(placement, tmp_path):
+    """The number of calls of a warm sync with the cache does not grow with the number of hosts."""
+    calls = {}
+    for n in (3, 12):
+        hosts = tuple(f"n{n}-hv{i}" for i in range(n))
+        want = three_hosts(placement, (OVS_INI, SRIOV_INI), hosts)
+        cache_file = tmp_path / f"cache-{n}.json"
+        s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+        placement.counter.reset()
+        cache = s.ProviderCache(cache_file, placement.endpoint())
+        plan, result = s.sync(placement, want, cache=cache)
+        assert plan.ops == () and result is None and placement.counter.writes == 0
+        assert cache.stats == {"candidates": 5 * n, "checks": cache.stats["checks"], "trusted": 5 * n, "reread": 0}
+        calls[n] = placement.counter.total
+    assert calls[3] == calls[12] < 3 * 5 * 2  # fewer than reading the 3 smallest hosts' providers
+
+
+def _recreate(placement, uuid, traits, inventories):
+    """Delete a provider and create it again with the same UUID, name and parent, then set ``traits`` and
+    ``inventories`` (in that order, as the sync does): the same generation, other content."""
+    old = placement.get_provider(uuid)
+    placement.delete_provider(uuid)
+    prov = placement.create_provider(uuid, old.name, old.parent_uuid)
+    gen = placement.set_provider_traits(uuid, traits, prov.generation)
+    gen = placement.set_inventories(uuid, inventories, gen)
+    assert gen == old.generation
+    return old
+
+
+@pytest.mark.parametrize("change", ["other trait", "larger total", "other class"])
+def test_default_sync_repairs_a_provider_recreated_at_the_same_generation(placement, tmp_path, change):
+    want = three_hosts(placement)
+    cache_file = tmp_path / "cache.json"
+    s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+    uuid = naming.device_rp_uuid(naming.AGENT_KINDS["openvswitch"], "hv2", "br-test")
+    expected = tree(placement, "hv2")
+    inv, _ = placement.get_inventories(uuid)
+    traits = {"CUSTOM_PHYSNET_PHYSNET0"}
+    if change == "other trait":
+        traits = {"CUSTOM_PHYSNET_PUBLIC"}  # br-ex's physnet: a trait the cache knows
+    elif change == "larger total":
+        inv = {rc: {**i, "total": i["total"] * 2, "max_unit": i["total"] * 2} for rc, i in inv.items()}
+    else:
+        inv = {"NET_BW_EGR_KILOBIT_PER_SEC": inv["NET_BW_EGR_KILOBIT_PER_SEC"]}
+    _recreate(placement, uuid, traits, inv)
+    assert tree(placement, "hv2") != expected
+    cache = s.ProviderCache(cache_file, placement.endpoint())
+    plan, result = s.sync(placement, want, cache=cache)
+    assert cache.stats["reread"] == 1 and {o.uuid for o in plan.ops} == {uuid}
+    assert tree(placement, "hv2") == expected
+    placement.counter.reset()
+    assert s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))[0].ops == ()
+    assert placement.counter.writes == 0
+
+
+def test_cache_max_age_rereads_everything(placement, tmp_path):
+    want = three_hosts(placement)
+    cache_file = tmp_path / "cache.json"
+    s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+    later = s.ProviderCache(cache_file, placement.endpoint(), max_age=60, clock=lambda: time.time() + 61)
+    plan, _ = s.sync(placement, want, cache=later)
+    assert plan.ops == () and later.stats["candidates"] == 0 and later.stats["trusted"] == 0
+    # the full re-read refreshed the entries: the next sync trusts them again
+    again = s.ProviderCache(cache_file, placement.endpoint())
+    s.sync(placement, want, cache=again)
+    assert again.stats["trusted"] == 9 and again.stats["reread"] == 0
+
+
+def test_parallel_sync_writes_every_tree_and_a_failure_is_reported(placement, tmp_path):
+    hosts = tuple(f"par{i}" for i in range(8))
+    want = three_hosts(placement, (OVS_INI, SRIOV_INI), hosts)
+    placement.counter.reset()
+    plan, result = s.sync(placement, want, workers=4)
+    assert result.writes == len(plan.ops) == placement.counter.writes
+    assert s.sync(placement, want, workers=4)[0].ops == ()
+    for h in hosts:
+        assert len(tree(placement, h)) == 5
+    # a tree whose root vanished fails; the report names what was written and what was not
+    more = tuple(f"par{i}" for i in range(8, 12))
+    want2 = three_hosts(placement, (OVS_INI,), more)
+    observed = s.observe(placement, want2)
+    plan = make_plan(want2, observed)
+    placement.delete_provider(observed.roots["par9"].uuid)
+    with pytest.raises(PartialApply) as err:
+        s.apply(placement, plan, observed, workers=4)
+    applied = err.value.applied
+    assert applied and len(applied) < len(plan.ops) and all(op in plan.ops for op in applied)
+    assert err.value.result.writes == len(applied)
+
+
+def test_workers_out_of_range_is_a_clear_error_and_zero_writes(placement):
+    want = three_hosts(placement)
+    placement.counter.reset()
+    for bad in (0, 33, "4"):
+        with pytest.raises(InvalidInput, match="workers: expected a whole number from 1 to 32"):
+            s.sync(placement, want, workers=bad)
+    assert placement.counter.total == 0
 
 
 def test_cli_cache_option(placement, placement_server, tmp_path):
@@ -371,3 +479,31 @@ def test_cli_cache_option(placement, placement_server, tmp_path):
         assert json.loads(out.stdout)["changed"] is expected
     cached = json.loads((tmp_path / "cache.json").read_text())
     assert set(cached["providers"]) >= {"89ca1421-5117-5348-acab-6d0e2054239c", "f9c9ce07-679d-5d72-ac5f-31720811629a"}
+
+
+def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placement_server, tmp_path):
+    for h in ("hv1", "hv2", "hv3"):
+        make_root(placement, h)
+    args = []
+    for h in ("hv1", "hv2", "hv3"):
+        (tmp_path / f"{h}.ini").write_text("[DEFAULT]\nhost = %s\n" % h + OVS_INI)
+        args += ["--agent-config", str(tmp_path / f"{h}.ini")]
+    env = {**placement_server.env(), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+
+    def sync(*extra):
+        out = subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", *args, *extra, "--json"],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+    first = sync("--workers", "2")
+    assert first["summary"].startswith("3 hosts, 9 providers: 9 created, 0 updated, 0 deleted "
+                                       f"({first['writes']} writes) in ")
+    assert s.default_cache_path(placement.endpoint(), env).exists()
+    warm = sync()
+    assert warm["changed"] is False
+    assert "0 created, 0 updated, 0 deleted (0 writes)" in warm["summary"]
+    assert "cache: 9 of 9 cached providers trusted after" in warm["summary"] and "0 re-read" in warm["summary"]
+    assert sync("--no-cache")["summary"].endswith("; no cache")
+    bad = subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", *args, "--workers", "99"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 1 and "--workers: expected a whole number from 1 to 32" in bad.stderr

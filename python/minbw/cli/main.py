@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from minbw import __version__
@@ -12,6 +13,7 @@ from minbw.cli import tables
 from minbw.cli.output import Output, Section, add_output_arguments, emit, wants_json
 from minbw.cli.progress import progress_of
 from minbw.errors import InvalidInput, MinbwError, NoValidHost
+from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
 
 EXIT_ERROR = 1       # an error: bad input, a refusal, an unreachable cloud, bad credentials
 EXIT_USAGE = 2       # argparse: an unknown option or a bad value, found before anything is read
@@ -111,12 +113,14 @@ def _desired(args):
 PLAN_COLUMNS = ("step", "write")
 
 
-def plan_output(plan, result=None) -> Output:
+def plan_output(plan, result=None, summary: str | None = None) -> Output:
     """The writes of a providers plan (or sync): a row each; what was kept and the count under them."""
     out = plan.to_dict()
     out["diff"] = plan.diff()
     if result is not None:
         out["result"] = result.to_dict()
+    if summary is not None:
+        out["summary"] = summary
     head = () if plan.ops else ("Placement already matches the configuration: 0 writes.",)
     tail = tuple("  " + str(k) for k in plan.kept)
     if result:
@@ -124,6 +128,7 @@ def plan_output(plan, result=None) -> Output:
                                               if result.retries else ""),)
     elif plan.ops:
         tail += (f"{len(plan.ops)} writes planned (nothing written)",)
+    tail += (summary,) if summary else ()
     rows = tuple(("done" if result else "plan", str(op)) for op in plan.ops)
     return Output(out, PLAN_COLUMNS, rows, head=head, tail=tail, show_table=bool(rows))
 
@@ -131,13 +136,22 @@ def plan_output(plan, result=None) -> Output:
 def cmd_providers(args) -> int:
     from minbw.ops import sync as s
     desired = _desired(args)
+    workers = s.check_workers(args.workers, "--workers")
+    max_age = s.check_max_age(args.cache_max_age, "--cache-max-age")
     api = _api(args)
     root_inv = parse_inventory_spec(args.root_inventory) if args.root_inventory else None
-    cache = s.ProviderCache(args.cache, api.endpoint()) if args.cache else None
+    cache = None
+    if not args.no_cache:
+        path = args.cache or s.default_cache_path(api.endpoint())
+        cache = s.ProviderCache(path, api.endpoint(), max_age=max_age)
+    started, calls = time.perf_counter(), api.calls
     with progress_of(args) as progress:
         plan, result = s.sync(api, desired, check=args.action == "plan", create_root=args.create_root,
-                              root_inventories=root_inv, absent=args.absent, progress=progress, cache=cache)
-    emit(args, plan_output(plan, result))
+                              root_inventories=root_inv, absent=args.absent, progress=progress, cache=cache,
+                              workers=workers)
+    line = s.summary(desired, plan, result, seconds=time.perf_counter() - started, calls=api.calls - calls,
+                     cache=cache, check=args.action == "plan")
+    emit(args, plan_output(plan, result, line))
     return 0
 
 
@@ -436,9 +450,19 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                         help="create a missing compute node root provider, as nova-compute would")
         sp.add_argument("--root-inventory", metavar="CLASS=TOTAL,...",
                         help="with --create-root: the root's inventories, e.g. VCPU=8,MEMORY_MB=16384,DISK_GB=100")
-        sp.add_argument("--cache", metavar="FILE",
-                        help="remember what this sync read and wrote; the next sync re-reads only providers "
-                             "whose generation moved (a warm sync is then one listing)")
+        cache_opts = sp.add_mutually_exclusive_group()
+        cache_opts.add_argument("--cache", metavar="FILE",
+                        help="where the sync remembers what it read and wrote (default: one file per Placement "
+                             "endpoint under $XDG_CACHE_HOME/minbw or ~/.cache/minbw); the next sync re-reads only "
+                             "providers whose generation moved or that the cache's safety check doubts")
+        cache_opts.add_argument("--no-cache", action="store_true",
+                        help="read every provider's traits and inventories; use and write no cache")
+        sp.add_argument("--cache-max-age", type=float, default=DEFAULT_CACHE_MAX_AGE, metavar="SECONDS",
+                        help="re-read providers the cache last read or wrote longer ago than this "
+                             f"(the periodic full check; default {DEFAULT_CACHE_MAX_AGE}, 0: always)")
+        sp.add_argument("--workers", type=int, default=DEFAULT_WORKERS, metavar="N",
+                        help=f"host trees written and providers read at once (1-{MAX_WORKERS}, default "
+                             f"{DEFAULT_WORKERS})")
         sp.add_argument("--absent", action="store_true",
                         help="remove these agents' providers instead (kept where something is allocated)")
         add_output_arguments(sp, PLAN_COLUMNS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -95,6 +96,9 @@ class Placement:
         self.converged = 0    # writes whose answer was lost, found applied when re-read
         session_timeout = getattr(getattr(conn, "session", None), "timeout", None)
         self.timeout = self.retry.timeout or session_timeout or DEFAULT_TIMEOUT
+        self.calls = 0  # HTTP calls sent (for summaries); safe to read from the calling thread
+        self.writes = 0
+        self._count = threading.Lock()
 
     # ------------------------------------------------------------ plumbing
     def request(self, method: str, url: str, microversion: str | mv.Microversion, json: Any = None,
@@ -120,11 +124,14 @@ class Placement:
         last: Exception | None = None
         for attempt in range(1, self.retry.attempts + 1):
             if attempt > 1:
-                self.retried += 1
+                self._bump("retried")
                 self.sleep(self.retry.pause(attempt - 1))
                 if uncertain and converged is not None and (done := converged()) is not None:
-                    self.converged += 1
+                    self._bump("converged")
                     return done
+            self._bump("calls")
+            if method != "get":
+                self._bump("writes")
             try:
                 resp = getattr(self.proxy, method)(url, **kwargs)
             except RetriableConnectionFailure as e:
@@ -142,7 +149,7 @@ class Placement:
                 error = placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
                                         method=method.upper(), url=url, fallback_message=resp.text[:500])
                 if uncertain and converged is not None and (done := converged()) is not None:
-                    self.converged += 1
+                    self._bump("converged")
                     return done
                 raise error
             if resp.status_code == 204 or not resp.content:
@@ -150,6 +157,10 @@ class Placement:
             return resp.json()
         raise PlacementUnavailable(why, status=status, method=method.upper(), url=url, tries=self.retry.attempts,
                                    maybe_applied=uncertain) from (last if status is None else None)
+
+    def _bump(self, counter: str) -> None:
+        with self._count:  # the sync's reader/writer threads share this client
+            setattr(self, counter, getattr(self, counter) + 1)
 
     def endpoint(self) -> str:
         return self.proxy.get_endpoint()
@@ -205,7 +216,7 @@ class Placement:
             created = same()
             if created is None:
                 raise
-            self.converged += 1
+            self._bump("converged")
         return Provider.from_api(created)
 
     def update_provider(self, uuid: str, name: str, parent_uuid: str | None, reparent: bool = False) -> Provider:
@@ -296,7 +307,7 @@ class Placement:
 
     # ------------------------------------------------------------ whole providers
     def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
-                         usages: bool = False) -> Iterator[ProviderDetail]:
+                         usages: bool = False, readers: int = READERS) -> Iterator[ProviderDetail]:
         """Traits (and inventories, and usages of providers that have inventories) of each provider,
         read concurrently, yielded in the given order. The one reader of provider trees."""
         def read(p: Provider) -> ProviderDetail:
@@ -305,7 +316,7 @@ class Placement:
             use = (self.provider_usages(p.uuid) if invs else {}) if usages else None
             return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == p.generation)
 
-        with ThreadPoolExecutor(max_workers=READERS) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
             yield from pool.map(read, list(providers))
 
     # ------------------------------------------------------------ allocation candidates
