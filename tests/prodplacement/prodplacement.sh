@@ -19,6 +19,9 @@
 #   PRODPLACEMENT_WORKERS=4              uWSGI worker processes of Placement
 #   PRODPLACEMENT_AUTH=noauth2|keystone  Placement's auth (default noauth2)
 #   PRODPLACEMENT_TOKEN_EXPIRATION=3600  Keystone's [token] expiration, seconds (keystone only)
+#   PRODPLACEMENT_CONFLICT_RETRIES=1     Placement's [placement] allocation_conflict_retry_count (upstream's
+#                                        default is 10: on MariaDB/MySQL that overcommits under concurrent
+#                                        claims, see docs/benchmarks.md "production-style Placement")
 #   PRODPLACEMENT_DB_PORT=13406          MariaDB's port (the mini-cloud's is 13306)
 #   PRODPLACEMENT_PORT=18778             Placement's port (the mini-cloud's is 8778)
 #   PRODPLACEMENT_KEYSTONE_PORT=15400    Keystone's port (the mini-cloud's is 5000)
@@ -38,6 +41,7 @@ RUN=$S/run
 WORKERS=${PRODPLACEMENT_WORKERS:-4}
 AUTH=${PRODPLACEMENT_AUTH:-noauth2}
 EXPIRATION=${PRODPLACEMENT_TOKEN_EXPIRATION:-3600}
+CONFLICT_RETRIES=${PRODPLACEMENT_CONFLICT_RETRIES:-1}
 IP=127.0.0.1
 DB_PORT=${PRODPLACEMENT_DB_PORT:-13406}
 PORT=${PRODPLACEMENT_PORT:-18778}
@@ -52,6 +56,7 @@ CLOUD=prodplacement
 
 case $AUTH in noauth2|keystone) ;; *) echo "PRODPLACEMENT_AUTH must be noauth2 or keystone, got '$AUTH'" >&2; exit 2;; esac
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
+[[ $CONFLICT_RETRIES =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_CONFLICT_RETRIES must be a positive number, got '$CONFLICT_RETRIES'" >&2; exit 2; }
 [[ $EXPIRATION =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_TOKEN_EXPIRATION must be seconds (> 0), got '$EXPIRATION'" >&2; exit 2; }
 for p in "$DB_PORT" "$PORT" "$KS_PORT"; do
     [[ $p =~ ^[0-9]+$ ]] && [ "$p" -gt 0 ] && [ "$p" -lt 65536 ] || { echo "bad port '$p'" >&2; exit 2; }
@@ -187,6 +192,8 @@ log_file = $LOG/placement.log
 auth_strategy = $([ "$AUTH" = keystone ] && echo keystone || echo noauth2)
 [placement_database]
 connection = $DBURL/placement
+[placement]
+allocation_conflict_retry_count = $CONFLICT_RETRIES
 EOF
         if [ "$AUTH" = keystone ]; then
             cat <<EOF
@@ -410,5 +417,5 @@ case $cmd in
     down) do_down; say "stopped" ;;
     status) do_status ;;
     install) do_install ;;
-    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -29,11 +29,13 @@ class ProdPlacement:
     """
 
     def __init__(self, state_dir: Path, *, workers: int = 4, keystone: bool = False, token_expiration: int = 3600,
+                 conflict_retries: int = 1,
                  port: int | None = None, db_port: int | None = None, keystone_port: int | None = None):
         self.state_dir = Path(state_dir)
         self.workers = workers
         self.keystone = keystone
         self.token_expiration = token_expiration
+        self.conflict_retries = conflict_retries
         self.port = port or free_port()
         self.db_port = db_port or free_port()
         self.keystone_port = keystone_port or free_port()
@@ -47,6 +49,7 @@ class ProdPlacement:
         return {**os.environ, "PRODPLACEMENT_STATE": str(self.state_dir), "PRODPLACEMENT_WORKERS": str(self.workers),
                 "PRODPLACEMENT_AUTH": "keystone" if self.keystone else "noauth2",
                 "PRODPLACEMENT_TOKEN_EXPIRATION": str(self.token_expiration),
+                "PRODPLACEMENT_CONFLICT_RETRIES": str(self.conflict_retries),
                 "PRODPLACEMENT_PORT": str(self.port), "PRODPLACEMENT_DB_PORT": str(self.db_port),
                 "PRODPLACEMENT_KEYSTONE_PORT": str(self.keystone_port)}
 

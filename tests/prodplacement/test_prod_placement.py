@@ -46,7 +46,8 @@ def make_hosts(api, names, ovs_kbps, sriov_kbps=None, vcpu=1000):
         api.create_provider(root, name, None)
         api.set_inventories(root, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 1_000_000},
                                    "DISK_GB": {"total": 10_000}}, 0)
-    return sync.sync(api, desired_state(agent_configs(names, ovs_kbps, sriov_kbps)))
+    _, result = sync.sync(api, desired_state(agent_configs(names, ovs_kbps, sriov_kbps)))
+    return result
 
 
 def agent_configs(names, ovs_kbps, sriov_kbps=None):
@@ -89,13 +90,14 @@ def no_overcommit(api) -> list[str]:
 
 # ---------------------------------------------------------------- sync and claim on the multi-worker Placement
 
-def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path):
+def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, monkeypatch):
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(prod_placement.clouds_yaml))
     names = [f"prod-{i:02d}" for i in range(12)]
     cold = make_hosts(prod, names, 10_000_000, 25_000_000)
     assert cold.writes > 0
     prod.counter.reset()
-    warm = sync.sync(prod, desired_state(agent_configs(names, 10_000_000, 25_000_000)))
-    assert prod.counter.writes == 0 and not warm.writes
+    plan, warm = sync.sync(prod, desired_state(agent_configs(names, 10_000_000, 25_000_000)))
+    assert prod.counter.writes == 0 and not plan.ops and warm is None
     assert len(prod.list_providers()) == 12 * 5   # root, OVS agent + bridge, SR-IOV agent + PF per host
 
     from minbw.cli.main import main
