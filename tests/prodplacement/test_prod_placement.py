@@ -200,8 +200,7 @@ def test_token_expiring_during_a_long_run_reauthenticates(prod_placement_keyston
     t0 = time.time()
     first_token_expires = conn.session.auth.get_auth_ref(conn.session).expires.timestamp()
     assert first_token_expires - t0 <= KEYSTONE_TOKEN_SECONDS + 2
-    names = [f"ks-{i:02d}" for i in range(8)]
-    result = make_hosts(api, names, 10_000_000, 25_000_000)
+    result = make_hosts(api, ["ks-0", "ks-1"], 10_000_000)
     assert result.writes
     from minbw.model.requests import ServerRequest
     from minbw.neutron.port_request import QosRule, Segment, build_port_request
@@ -209,7 +208,7 @@ def test_token_expiring_during_a_long_run_reauthenticates(prod_placement_keyston
         PORT_ID, [QosRule(str(uuid.uuid4()), "minimum_bandwidth", "egress", KBPS)], [Segment("vlan", "physnet0")],
         "normal"),))
     done = 0
-    while time.time() < first_token_expires + 8 and done < 500:
+    while (time.time() < first_token_expires + 5 or done < 3) and done < 500:
         claims.claim(api, str(uuid.uuid4()), req, project_id="p", user_id="u")
         done += 1
     elapsed = time.time() - t0
@@ -222,4 +221,6 @@ def test_token_expiring_during_a_long_run_reauthenticates(prod_placement_keyston
     # several tokens were needed and issued by Keystone (not one token used past its expiry)
     assert len(auth_calls) >= 2 and issued >= len(auth_calls), (len(auth_calls), issued)
     assert issued >= elapsed // KEYSTONE_TOKEN_SECONDS
-    assert placement_calls, counter.calls[:5]
+    assert done >= 1 and placement_calls, counter.calls[:5]
+    print(f"\n{elapsed:.0f} s, {len(placement_calls)} Placement requests, {len(auth_calls)} token requests by the "
+          f"client, {issued} tokens issued by Keystone (Placement's keystonemiddleware included)")
