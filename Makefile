@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection module-utils demo test unit lint bench sanity cloud-up cloud-down clean
+.PHONY: setup collection module-utils demo test unit lint bench sanity cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 setup: $(VENV)/.setup-done
 
@@ -48,6 +48,18 @@ cloud-up: setup
 
 cloud-down:
 	bash tests/minicloud/cloud.sh down
+
+# The production-style Placement (uWSGI workers on its own MariaDB; docs/benchmarks.md): ports 18778/13406,
+# state in .state/prodplacement. PRODPLACEMENT_AUTH=keystone adds a real Keystone (port 15400);
+# PRODPLACEMENT_WORKERS, PRODPLACEMENT_TOKEN_EXPIRATION: see tests/prodplacement/prodplacement.sh.
+prod-placement-up: setup
+	bash tests/prodplacement/prodplacement.sh up
+
+prod-placement-down:
+	bash tests/prodplacement/prodplacement.sh down
+
+prod-placement-status:
+	bash tests/prodplacement/prodplacement.sh status
 
 clean:
 	rm -rf $(VENV) .venv-cloud .state

@@ -81,15 +81,28 @@ def machine() -> dict[str, Any]:
 # ---------------------------------------------------------------- servers
 
 class Servers:
-    """Fresh embedded Placements (``minbw placement serve``), all stopped at the end."""
+    """Fresh Placements, all stopped at the end: embedded (``minbw placement serve``: wsgiref, SQLite) or
+    ``prod`` (tests/prodplacement: openstack-placement under uWSGI with ``workers`` processes on its own
+    MariaDB, noauth2; free ports)."""
 
-    def __init__(self, state_dir: Path):
+    KINDS = ("embedded", "prod")
+
+    def __init__(self, state_dir: Path, kind: str = "embedded", workers: int = 4):
+        if kind not in self.KINDS:
+            raise ValueError(f"placement kind must be one of {', '.join(self.KINDS)}, got {kind!r}")
         self.state_dir = state_dir
+        self.kind = kind
+        self.workers = workers
         self.running: list = []
 
     def start(self, name: str):
-        from tests.conftest import PlacementServer
-        server = PlacementServer(self.state_dir / name)
+        if self.kind == "prod":
+            from tests.prodplacement.server import ProdPlacement
+            progress(f"starting the production-style Placement {name!r} ({self.workers} uWSGI workers, MariaDB)")
+            server = ProdPlacement(self.state_dir / name, workers=self.workers)
+        else:
+            from tests.conftest import PlacementServer
+            server = PlacementServer(self.state_dir / name)
         server.start()
         self.running.append(server)
         return server
@@ -102,6 +115,28 @@ class Servers:
     def stop_all(self) -> None:
         for server in list(self.running):
             self.stop(server)
+
+    def describe(self) -> str:
+        if self.kind == "prod":
+            return (f"production-style: uWSGI, {self.workers} worker processes, MariaDB "
+                    f"{_mariadb_version()}, noauth2")
+        return "embedded: wsgiref, one request at a time, SQLite"
+
+
+def _mariadb_version() -> str:
+    import subprocess
+    try:
+        out = subprocess.run(["mariadbd", "--version"], capture_output=True, text=True, timeout=10).stdout
+    except OSError:
+        return "?"
+    m = re.search(r"Ver (\S+)", out)
+    return m.group(1) if m else "?"
+
+
+def server_cpu_seconds(server) -> float:
+    """CPU time of every process serving ``server`` (embedded: its one process; prod: uWSGI master and
+    workers and MariaDB)."""
+    return sum(cpu_seconds(pid) for pid in server.pids())
 
 
 # ---------------------------------------------------------------- HTTP call counting

@@ -32,7 +32,7 @@ import warnings
 from pathlib import Path
 
 from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, cpu_seconds, loadavg,
-                          percentile, progress)
+                          percentile, progress, server_cpu_seconds)
 
 HOSTS = 1000
 ITERATIONS = 50
@@ -50,6 +50,8 @@ resource_provider_bandwidths = br-phys0:{BRIDGE_KBPS}:{BRIDGE_KBPS}
 PORT_ID = "5b3a3d6e-2a0c-4b55-9a51-3c3a40e0b001"
 RULE_IDS = ("0c6b1c39-64c6-4e1b-9f54-6c6f5f0a0e01", "0c6b1c39-64c6-4e1b-9f54-6c6f5f0a0e02")
 DB_KEY = "candidates_db"   # ctx.options: a copy of the 1,000-host database, for the claims section
+PROD_KEY = "candidates_server"   # ctx.options, --placement prod: the running 1,000-host server, for the claims section
+NOVA_LIMIT = 1000          # Nova's [scheduler] max_placement_results default: every query of Nova carries limit
 
 
 def host_name(i: int) -> str:
@@ -61,13 +63,14 @@ def root_uuid(host: str) -> str:
 
 
 def server_request():
-    """The one server request both sections use (flavor + one QoS port, 1000/1000 kbps, physnet0, normal)."""
+    """The one server request both sections use (flavor + one QoS port, 1000/1000 kbps, physnet0, normal),
+    with ``limit`` as Nova sends it (max_placement_results, default 1000)."""
     from minbw.model.requests import ServerRequest
     from minbw.neutron.port_request import QosRule, Segment, build_port_request
     rules = [QosRule(RULE_IDS[0], "minimum_bandwidth", "egress", KBPS),
              QosRule(RULE_IDS[1], "minimum_bandwidth", "ingress", KBPS)]
     port = build_port_request(PORT_ID, rules, [Segment("vlan", "physnet0")], "normal")
-    return ServerRequest(extra_resources=FLAVOR, ports=(port,))
+    return ServerRequest(extra_resources=FLAVOR, ports=(port,), limit=NOVA_LIMIT)
 
 
 def build_placement(ctx: Context, name: str):
@@ -79,8 +82,12 @@ def build_placement(ctx: Context, name: str):
     from minbw.neutron.provider_tree import desired_state
     from minbw.model.providers import freeze_inventories
 
+    shared = ctx.options.get(PROD_KEY)
+    if ctx.options.get("placement") == "prod" and shared is not None and shared in ctx.servers.running:
+        progress(f"{name}: the query section's {HOSTS}-host production-style Placement, still running")
+        return shared, 0.0
     cached = ctx.options.get(DB_KEY)
-    if cached and Path(cached).exists():
+    if ctx.options.get("placement") != "prod" and cached and Path(cached).exists():
         target = ctx.state_dir / name
         target.mkdir(parents=True, exist_ok=True)
         _copy_db(Path(cached), target / "placement.sqlite")
@@ -98,8 +105,12 @@ def build_placement(ctx: Context, name: str):
             progress(f"{name}: {i}/{HOSTS} roots")
     configs = [load_agent_ini(OVS_INI, source=f"{host_name(i)}/openvswitch_agent.ini", host=host_name(i))
                for i in range(1, HOSTS + 1)]
-    sync.sync(api, desired_state(configs), progress=lambda msg: progress(f"{name}: sync: {msg}"))
+    sync.sync(api, desired_state(configs), progress=lambda step, done, total: (
+        done == total or done % 1000 == 0) and progress(f"{name}: sync: {step} {done}/{total}"))
     setup_s = time.perf_counter() - t
+    if ctx.options.get("placement") == "prod":
+        ctx.options[PROD_KEY] = server
+        return server, setup_s
     copy = ctx.state_dir / f"{DB_KEY}.sqlite"
     _copy_db(server.state_dir / "placement.sqlite", copy)
     ctx.options[DB_KEY] = str(copy)
@@ -222,8 +233,7 @@ def run(ctx: Context) -> Section:
 
         rows = {k: [] for k in ("raw", "raw_wait", "minbw", "minbw_wait", "map_all", "diff", "client_diff")}
         loads = []
-        pid = server.proc.pid
-        c0, s0 = cpu_seconds(), cpu_seconds(pid)
+        c0, s0 = cpu_seconds(), server_cpu_seconds(server)
         progress(f"query: {ITERATIONS} interleaved iterations (raw GET, minbw), {n} candidates, "
                  f"{len(body_bytes) / 1e6:.2f} MB body, load {loadavg()}")
         for i in range(ITERATIONS):
@@ -240,7 +250,7 @@ def run(ctx: Context) -> Section:
             if (i + 1) % 10 == 0:
                 progress(f"query: {i + 1}/{ITERATIONS} (raw p50 {1000 * statistics.median(rows['raw']):.0f} ms, "
                          f"minbw p50 {1000 * statistics.median(rows['minbw']):.0f} ms, load {loads[-1]})")
-        client_cpu, server_cpu = cpu_seconds() - c0, cpu_seconds(pid) - s0
+        client_cpu, server_cpu = cpu_seconds() - c0, server_cpu_seconds(server) - s0
         counter.detach()
         load_med = statistics.median(x for x in loads if x is not None) if any(loads) else None
 
@@ -292,7 +302,7 @@ def run(ctx: Context) -> Section:
                    round(own_ms, 2), "<=", OVERHEAD_MAX_MS, " ms"),
         ]
         section.notes += [
-            f"Placement: {HOSTS} hosts x (root + OVS agent + 1 bridge on physnet0) = {3 * HOSTS} providers, built "
+            f"Placement ({ctx.servers.describe()}): {HOSTS} hosts x (root + OVS agent + 1 bridge on physnet0) = {3 * HOSTS} providers, built "
             f"by minbw's sync" + (f" in {setup_s:.0f} s" if setup_s else " (database copied from an earlier section)")
             + f"; Placement serves up to {max_mv}; the query goes at {mv} (mappings) and returns "
               f"{n} candidates, {len(body_bytes) / 1e6:.2f} MB.",
@@ -307,5 +317,6 @@ def run(ctx: Context) -> Section:
                              "client_cpu_s": client_cpu, "server_cpu_s": server_cpu,
                              "body_bytes": len(body_bytes)})
     finally:
-        ctx.servers.stop(server)
+        if ctx.options.get(PROD_KEY) is not server:   # prod: the claims section goes on on the same server
+            ctx.servers.stop(server)
     return section

@@ -6,10 +6,15 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
 - ``sync``   provider sync for N hosts, minbw vs Neutron's own algorithm, same Placement.
 - ``query``  client overhead (query build + parse + mapping) at 1,000 candidates beside
              the raw GET through openstacksdk's placement adapter.
-- ``claims`` claim throughput vs raw PUT throughput, 1 and 8 claimer processes.
+- ``claims`` claim throughput vs raw PUT throughput, 1 and 8 claimer processes (``--placement prod``:
+             1, 8, 16 and 32).
+
+``--placement prod`` runs every section on the production-style Placement (tests/prodplacement:
+uWSGI worker processes on MariaDB) instead of the embedded one.
 
 ``query`` and ``claims`` use the same 1,000-host Placement: built once per run, copied for the
-second (each still gets its own fresh server process).
+second (each still gets its own fresh server process); on ``prod`` the claims section reuses the
+query section's running server.
 
 Exit status: 0 done (targets met or not: see the Targets tables; ``--strict`` makes a missed
 target exit 2); 1 when a correctness check inside a benchmark failed or a run broke.
@@ -78,6 +83,10 @@ def main(argv=None) -> int:
     p.add_argument("--state-dir", type=Path, help="where the Placements keep their state (default: a temp dir)")
     p.add_argument("--keep-state", action="store_true", help="do not remove the state directory afterwards")
     p.add_argument("--strict", action="store_true", help="exit 2 when a target is not met")
+    p.add_argument("--placement", choices=Servers.KINDS, default="embedded",
+                   help="embedded (default: wsgiref, SQLite) or prod (uWSGI workers on MariaDB, "
+                        "tests/prodplacement/prodplacement.sh; installs MariaDB and .venv-cloud when missing)")
+    p.add_argument("--workers", type=int, default=4, help="uWSGI worker processes with --placement prod (default 4)")
     args = p.parse_args(argv)
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = [s for s in names if s not in SECTIONS]
@@ -87,8 +96,11 @@ def main(argv=None) -> int:
     warnings.filterwarnings("ignore")
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="minbw-bench-"))
     state_dir.mkdir(parents=True, exist_ok=True)
-    servers = Servers(state_dir)
-    ctx = Context(sizes=args.sizes, servers=servers, state_dir=state_dir, diagnose=args.diagnose)
+    if args.workers < 1:
+        p.error("--workers must be at least 1")
+    servers = Servers(state_dir, args.placement, args.workers)
+    ctx = Context(sizes=args.sizes, servers=servers, state_dir=state_dir, diagnose=args.diagnose,
+                  options={"placement": args.placement})
     started = time.perf_counter()
     load_at_start = common.loadavg()
     sections = []
@@ -112,7 +124,7 @@ def main(argv=None) -> int:
     if status:
         return status
 
-    facts = {**common.machine(), "loadavg_1min_at_start": load_at_start}
+    facts = {**common.machine(), "loadavg_1min_at_start": load_at_start, "placement": servers.describe()}
     missed = [t for s in sections for t in s.targets if not t.met]
     doc = {"command": " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
            "machine": facts, "elapsed_s": elapsed, "sections": [s.to_dict() for s in sections],
@@ -124,7 +136,7 @@ def main(argv=None) -> int:
     else:
         v = facts["versions"]
         print(f"minbw benchmarks — {facts['nproc']} CPUs ({facts['cpu']}), {facts['memory_gib']} GiB, "
-              f"Python {facts['python']}, openstack-placement {v['openstack-placement']} (embedded, SQLite), "
+              f"Python {facts['python']}, openstack-placement {v['openstack-placement']} ({facts['placement']}), "
               f"openstacksdk {v['openstacksdk']}, neutron {v['neutron']}, neutron-lib {v['neutron-lib']}; "
               f"load average {facts['loadavg_1min_at_start']} at start, {facts['loadavg_1min_at_end']} at end")
         for s in sections:

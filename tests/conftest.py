@@ -30,6 +30,7 @@ class PlacementServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.clouds_yaml = state_dir / "clouds.yaml"
         self.log = state_dir / "serve.out"
+        self.cloud = "minbw-local"
         self.proc: subprocess.Popen | None = None
 
     def start(self, timeout: float = 60) -> None:
@@ -50,6 +51,9 @@ class PlacementServer:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=20)
+
+    def pids(self) -> list[int]:
+        return [self.proc.pid] if self.proc else []
 
     def env(self) -> dict:
         # the provider cache (on by default in the CLI and modules) goes to this server's state dir
@@ -113,6 +117,35 @@ def placement_server(tmp_path_factory):
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def prod_placement(tmp_path_factory):
+    """The production-style Placement (tests/prodplacement/prodplacement.sh): uWSGI, 4 workers, its own
+    MariaDB, noauth2; free ports. Installs what it needs on a fresh machine (mariadb-server, .venv-cloud)."""
+    from tests.prodplacement.server import ProdPlacement
+    server = ProdPlacement(tmp_path_factory.mktemp("prodplacement"), workers=4)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def prod_placement_keystone(tmp_path_factory):
+    """As prod_placement, behind a real Keystone whose tokens live 20 seconds."""
+    from tests.prodplacement.server import ProdPlacement
+    server = ProdPlacement(tmp_path_factory.mktemp("prodplacement-ks"), workers=2, keystone=True,
+                           token_expiration=KEYSTONE_TOKEN_SECONDS)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+KEYSTONE_TOKEN_SECONDS = 20
 
 
 @pytest.fixture

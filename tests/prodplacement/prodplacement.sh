@@ -1,0 +1,421 @@
+#!/usr/bin/env bash
+# prodplacement: a production-style Placement on 127.0.0.1 for minbw's tests and benchmarks.
+#
+# The real openstack-placement 16.0.0 under uWSGI (N worker processes, as tests/minicloud/cloud.sh runs it)
+# on its own MariaDB instance (Debian's mariadb-server; own datadir, socket, pid file and port), noauth2 by
+# default; with PRODPLACEMENT_AUTH=keystone also a real Keystone 30.0.0 (own database, configurable token
+# lifetime) and Placement behind keystonemiddleware. Nothing is shared with the mini-cloud: other ports,
+# other state directory (the Python venv, .venv-cloud, is the mini-cloud's, installed by
+# `tests/minicloud/cloud.sh install`, which never starts anything).
+#
+#   prodplacement.sh up       wipe state, install if needed, configure, start, wait until ready
+#   prodplacement.sh down     stop every process (own pid files / process groups)
+#   prodplacement.sh status   one line per process; exit 1 when one is not running
+#   prodplacement.sh install  only install (apt + venv); idempotent
+#
+# Env:
+#   PRODPLACEMENT_STATE=dir              state, config, logs, pid files (default .state/prodplacement)
+#   PRODPLACEMENT_VENV=dir               the venv (default .venv-cloud, the mini-cloud's)
+#   PRODPLACEMENT_WORKERS=4              uWSGI worker processes of Placement
+#   PRODPLACEMENT_AUTH=noauth2|keystone  Placement's auth (default noauth2)
+#   PRODPLACEMENT_TOKEN_EXPIRATION=3600  Keystone's [token] expiration, seconds (keystone only)
+#   PRODPLACEMENT_CONFLICT_RETRIES=1     Placement's [placement] allocation_conflict_retry_count (upstream's
+#                                        default is 10: on MariaDB/MySQL that overcommits under concurrent
+#                                        claims, see docs/benchmarks.md "production-style Placement")
+#   PRODPLACEMENT_DB_PORT=13406          MariaDB's port (the mini-cloud's is 13306)
+#   PRODPLACEMENT_PORT=18778             Placement's port (the mini-cloud's is 8778)
+#   PRODPLACEMENT_KEYSTONE_PORT=15400    Keystone's port (the mini-cloud's is 5000)
+#   PRODPLACEMENT_SKIP_INSTALL=1         never run apt/pip (fail if something is missing)
+#
+# Client: OS_CLIENT_CONFIG_FILE=$PRODPLACEMENT_STATE/clouds.yaml OS_CLOUD=prodplacement (mode 0600).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+S=$(realpath -m "${PRODPLACEMENT_STATE:-$ROOT/.state/prodplacement}")
+VENV=$(realpath -m "${PRODPLACEMENT_VENV:-$ROOT/.venv-cloud}")
+PY=$VENV/bin/python
+ETC=$S/etc
+LOG=$S/log
+RUN=$S/run
+WORKERS=${PRODPLACEMENT_WORKERS:-4}
+AUTH=${PRODPLACEMENT_AUTH:-noauth2}
+EXPIRATION=${PRODPLACEMENT_TOKEN_EXPIRATION:-3600}
+CONFLICT_RETRIES=${PRODPLACEMENT_CONFLICT_RETRIES:-1}
+IP=127.0.0.1
+DB_PORT=${PRODPLACEMENT_DB_PORT:-13406}
+PORT=${PRODPLACEMENT_PORT:-18778}
+KS_PORT=${PRODPLACEMENT_KEYSTONE_PORT:-15400}
+KS="http://$IP:$KS_PORT"
+URL="http://$IP:$PORT"
+PASS=prodplacement-secret
+DB_USER=placement
+DB_PASS=prodplacement-db
+DBURL="mysql+pymysql://$DB_USER:$DB_PASS@$IP:$DB_PORT"
+CLOUD=prodplacement
+
+case $AUTH in noauth2|keystone) ;; *) echo "PRODPLACEMENT_AUTH must be noauth2 or keystone, got '$AUTH'" >&2; exit 2;; esac
+[[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
+[[ $CONFLICT_RETRIES =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_CONFLICT_RETRIES must be a positive number, got '$CONFLICT_RETRIES'" >&2; exit 2; }
+[[ $EXPIRATION =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_TOKEN_EXPIRATION must be seconds (> 0), got '$EXPIRATION'" >&2; exit 2; }
+for p in "$DB_PORT" "$PORT" "$KS_PORT"; do
+    [[ $p =~ ^[0-9]+$ ]] && [ "$p" -gt 0 ] && [ "$p" -lt 65536 ] || { echo "bad port '$p'" >&2; exit 2; }
+done
+
+T0=$(date +%s)
+say() { printf '[prodplacement %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+# ---------------------------------------------------------------- install
+venv_ok() {
+    [ -x "$PY" ] || return 1
+    "$PY" - <<'EOF' 2>/dev/null
+import importlib.metadata as m, sys
+if m.version('openstack-placement') != '16.0.0' or m.version('keystone') != '30.0.0':
+    sys.exit(1)
+for k in ('pymysql', 'uwsgi', 'keystonemiddleware', 'python-keystoneclient'):
+    m.version(k)
+EOF
+}
+
+do_install() {
+    mkdir -p "$S"
+    if ! command -v mariadbd >/dev/null 2>&1 || ! command -v mariadb-install-db >/dev/null 2>&1; then
+        [ "${PRODPLACEMENT_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian package: mariadb-server"
+        say "apt-get install mariadb-server"
+        { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server; } \
+            >"$S/install-apt.log" 2>&1 || { tail -20 "$S/install-apt.log" >&2; die "apt-get install mariadb-server failed"; }
+    fi
+    venv_ok && return 0
+    [ "${PRODPLACEMENT_SKIP_INSTALL:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
+    say "installing the venv $VENV with tests/minicloud/cloud.sh install (the mini-cloud's pins; installs only)"
+    MINICLOUD_VENV=$VENV bash "$ROOT/tests/minicloud/cloud.sh" install || die "tests/minicloud/cloud.sh install failed"
+    venv_ok || die "venv $VENV still lacks openstack-placement 16.0.0 / keystone 30.0.0 / uwsgi / pymysql"
+}
+
+# ---------------------------------------------------------------- process helpers (as cloud.sh)
+start() {
+    local name=$1; shift
+    setsid "$@" </dev/null >"$LOG/$name.out" 2>&1 &
+    echo $! >"$RUN/$name.pid"
+}
+
+alive() { local f=$RUN/$1.pid; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
+
+stop() {
+    local name=$1 grace=${2:-10} f=$RUN/$1.pid pid i
+    [ -f "$f" ] || return 0
+    pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+        for ((i = 0; i < grace * 5; i++)); do
+            kill -0 -- "-$pid" 2>/dev/null || break
+            sleep 0.2
+        done
+        if kill -0 -- "-$pid" 2>/dev/null; then
+            say "$name did not stop in ${grace}s: SIGKILL"
+            kill -KILL -- "-$pid" 2>/dev/null || true
+        fi
+    fi
+    rm -f "$f"
+}
+
+fail_service() {
+    say "$1: ${2:-failed}"
+    local f
+    for f in "$LOG/$1.log" "$LOG/$1.out"; do
+        [ -s "$f" ] && { echo "----- tail $f" >&2; tail -n 40 "$f" >&2; }
+    done
+    exit 1
+}
+
+wait_for() {  # wait_for DESC TIMEOUT SERVICE cmd...
+    local desc=$1 t=$2 svc=$3; shift 3
+    local end=$(( $(date +%s) + t ))
+    while ! "$@" >/dev/null 2>&1; do
+        alive "$svc" || fail_service "$svc" "exited while waiting for: $desc"
+        [ "$(date +%s)" -ge "$end" ] && fail_service "$svc" "timeout (${t}s) waiting for: $desc"
+        sleep 0.5
+    done
+    say "ready: $desc"
+}
+
+http_ok() {  # any HTTP answer below 500
+    "$PY" -c "import sys,urllib.request as u,urllib.error as e
+try: u.urlopen(sys.argv[1], timeout=3)
+except e.HTTPError as x: sys.exit(0 if x.code < 500 else 1)
+except Exception: sys.exit(1)" "$1"
+}
+
+port_free() {
+    "$PY" -c "import socket,sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try: s.bind(('$IP', int(sys.argv[1])))
+except OSError: sys.exit(1)" "$1"
+}
+
+# ---------------------------------------------------------------- configuration
+uwsgi_ini() {  # uwsgi_ini NAME PORT MODULE PROCESSES ENV...  (the mini-cloud's settings)
+    local name=$1 port=$2 module=$3 procs=$4; shift 4
+    {
+        cat <<EOF
+[uwsgi]
+http-socket = $IP:$port
+module = $module
+home = $VENV
+master = true
+processes = $procs
+threads = 1
+enable-threads = true
+lazy-apps = true
+die-on-term = true
+hook-master-start = unix_signal:15 gracefully_kill_them_all
+worker-reload-mercy = 5
+buffer-size = 65535
+add-header = Connection: close
+http-keepalive = false
+need-app = true
+listen = 128
+EOF
+        for e in "$@"; do echo "env = $e"; done
+    } >"$ETC/uwsgi-$name.ini"
+}
+
+write_configs() {
+    mkdir -p "$ETC/placement" "$ETC/keystone" "$S/keystone"
+    {
+        cat <<EOF
+[DEFAULT]
+debug = False
+log_file = $LOG/placement.log
+[api]
+auth_strategy = $([ "$AUTH" = keystone ] && echo keystone || echo noauth2)
+[placement_database]
+connection = $DBURL/placement
+[placement]
+allocation_conflict_retry_count = $CONFLICT_RETRIES
+EOF
+        if [ "$AUTH" = keystone ]; then
+            cat <<EOF
+[keystone_authtoken]
+www_authenticate_uri = $KS/v3
+auth_url = $KS/v3
+auth_type = password
+username = placement
+password = $PASS
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = RegionOne
+service_token_roles_required = true
+EOF
+        fi
+    } >"$ETC/placement/placement.conf"
+    uwsgi_ini placement "$PORT" placement.wsgi.api:application "$WORKERS" "OS_PLACEMENT_CONFIG_DIR=$ETC/placement"
+
+    [ "$AUTH" = keystone ] || return 0
+    cat >"$ETC/keystone/keystone.conf" <<EOF
+[DEFAULT]
+debug = False
+log_file = $LOG/keystone.log
+[database]
+connection = $DBURL/keystone
+[token]
+provider = fernet
+expiration = $EXPIRATION
+[fernet_tokens]
+key_repository = $S/keystone/fernet-keys
+[fernet_receipts]
+key_repository = $S/keystone/fernet-keys
+[credential]
+key_repository = $S/keystone/credential-keys
+[identity]
+password_hash_rounds = 4
+[oslo_policy]
+enforce_new_defaults = true
+enforce_scope = true
+EOF
+    uwsgi_ini keystone "$KS_PORT" keystone.wsgi.api:application 2 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
+}
+
+write_clouds() {
+    local f=$S/clouds.yaml
+    ( umask 077; : >"$f" )
+    chmod 600 "$f"
+    if [ "$AUTH" = keystone ]; then
+        cat >"$f" <<EOF
+# Written by tests/prodplacement/prodplacement.sh: Placement behind Keystone.
+clouds:
+  $CLOUD:
+    auth:
+      auth_url: $KS/v3
+      username: admin
+      password: $PASS
+      project_name: admin
+      user_domain_name: Default
+      project_domain_name: Default
+    identity_api_version: 3
+    region_name: RegionOne
+    interface: public
+EOF
+    else
+        cat >"$f" <<EOF
+# Written by tests/prodplacement/prodplacement.sh: Placement with noauth2 (token admin).
+clouds:
+  $CLOUD:
+    auth_type: admin_token
+    auth:
+      endpoint: $URL
+      token: admin
+    placement_endpoint_override: $URL
+EOF
+    fi
+    cat >"$S/env" <<EOF
+# source me: the production-style Placement (written by tests/prodplacement/prodplacement.sh up)
+export OS_CLIENT_CONFIG_FILE=$S/clouds.yaml
+export OS_CLOUD=$CLOUD
+export PRODPLACEMENT_STATE=$S
+export PRODPLACEMENT_URL=$URL
+export PRODPLACEMENT_AUTH=$AUTH
+export PRODPLACEMENT_WORKERS=$WORKERS
+$([ "$AUTH" = keystone ] && echo "export PRODPLACEMENT_KEYSTONE_URL=$KS/v3
+export PRODPLACEMENT_TOKEN_EXPIRATION=$EXPIRATION")
+EOF
+}
+
+# ---------------------------------------------------------------- MariaDB
+start_mariadb() {
+    mkdir -p "$S/mysql"
+    mariadb-install-db --no-defaults --datadir="$S/mysql" --user=root --auth-root-authentication-method=normal \
+        --skip-test-db >"$LOG/mariadb-install.out" 2>&1 || fail_service mariadb-install "mariadb-install-db failed"
+    # production-like durability is not the point of a test server: no fsync per commit (as the mini-cloud)
+    start mariadb mariadbd --no-defaults --datadir="$S/mysql" --user=root --bind-address=$IP --port="$DB_PORT" \
+        --socket="$RUN/mysql.sock" --pid-file="$RUN/mariadbd.pid" --log-error="$LOG/mariadb.log" \
+        --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 \
+        --innodb-doublewrite=0 --sync-binlog=0 --skip-log-bin --max-connections=1000 \
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
+}
+
+create_databases() {
+    wait_for "mariadb on $IP:$DB_PORT" 60 mariadb mariadb-admin --socket="$RUN/mysql.sock" -uroot ping
+    local sql="CREATE USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';" db
+    for db in placement keystone; do
+        sql+="CREATE DATABASE $db CHARACTER SET utf8mb4; GRANT ALL ON $db.* TO '$DB_USER'@'127.0.0.1';"
+    done
+    mariadb --socket="$RUN/mysql.sock" -uroot -e "$sql" || fail_service mariadb "creating the databases failed"
+}
+
+# ---------------------------------------------------------------- Keystone
+setup_keystone() {
+    local km=("$VENV/bin/keystone-manage" --config-file "$ETC/keystone/keystone.conf")
+    "${km[@]}" db_sync
+    "${km[@]}" fernet_setup --keystone-user root --keystone-group root
+    "${km[@]}" credential_setup --keystone-user root --keystone-group root
+    "${km[@]}" bootstrap --bootstrap-password "$PASS" --bootstrap-username admin \
+        --bootstrap-project-name admin --bootstrap-role-name admin --bootstrap-service-name keystone \
+        --bootstrap-region-id RegionOne --bootstrap-admin-url "$KS/v3" \
+        --bootstrap-internal-url "$KS/v3" --bootstrap-public-url "$KS/v3"
+}
+
+register_placement() {
+    "$PY" - "$KS/v3" "$PASS" "$URL" <<'EOF'
+import sys
+from keystoneauth1 import session
+from keystoneauth1.identity import v3
+from keystoneclient.v3 import client
+url, pw, placement_url = sys.argv[1:4]
+auth = v3.Password(auth_url=url, username='admin', password=pw, project_name='admin',
+                   user_domain_id='default', project_domain_id='default')
+ks = client.Client(session=session.Session(auth=auth), interface='public')
+svc_project = ks.projects.create('service', 'default', description='service project')
+roles = {r.name: r for r in ks.roles.list()}
+if 'service' not in roles:
+    roles['service'] = ks.roles.create('service')
+u = ks.users.create('placement', domain='default', password=pw, default_project=svc_project)
+for role in ('admin', 'service'):
+    ks.roles.grant(roles[role], user=u, project=svc_project)
+s = ks.services.create('placement', type='placement')
+for iface in ('public', 'internal', 'admin'):
+    ks.endpoints.create(s, placement_url, interface=iface, region='RegionOne')
+print('placement registered in the catalog')
+EOF
+}
+
+token_ok() {
+    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml "$PY" -c "import warnings; warnings.filterwarnings('ignore')
+import openstack; openstack.connect(cloud='$CLOUD').authorize()"
+}
+
+# ---------------------------------------------------------------- commands
+SERVICES=(placement keystone mariadb)
+
+do_down() {
+    local s
+    for s in placement keystone; do stop "$s" 10 & done
+    wait
+    stop mariadb 20
+    rm -f "$RUN"/*.pid 2>/dev/null || true
+}
+
+do_up() {
+    mkdir -p "$S"
+    if [ -d "$RUN" ] && ls "$RUN"/*.pid >/dev/null 2>&1; then
+        say "stopping a previous prodplacement first"
+        do_down
+    fi
+    do_install
+    local p
+    for p in "$DB_PORT" "$PORT" $([ "$AUTH" = keystone ] && echo "$KS_PORT"); do
+        port_free "$p" || die "port $IP:$p is in use (set PRODPLACEMENT_DB_PORT / _PORT / _KEYSTONE_PORT)"
+    done
+    say "wiping $S"
+    find "$S" -mindepth 1 -maxdepth 1 ! -name 'install-*.log' -exec rm -rf {} +
+    mkdir -p "$ETC" "$LOG" "$RUN"
+    start_mariadb
+    write_configs
+    write_clouds
+    create_databases
+    # Placement's migrations and start run beside Keystone's (it needs Keystone only to serve requests)
+    "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync \
+        >"$LOG/setup-placement.out" 2>&1 &
+    local sync_pid=$!
+    if [ "$AUTH" = keystone ]; then
+        setup_keystone >"$LOG/setup-keystone.out" 2>&1 || fail_service setup-keystone "keystone setup failed"
+    fi
+    wait $sync_pid || fail_service setup-placement "placement-manage db sync failed"
+    start placement "$VENV/bin/uwsgi" --ini "$ETC/uwsgi-placement.ini"
+    if [ "$AUTH" = keystone ]; then
+        start keystone "$VENV/bin/uwsgi" --ini "$ETC/uwsgi-keystone.ini"
+        wait_for "keystone on $KS" 90 keystone http_ok "$KS/v3"
+        register_placement >"$LOG/setup-catalog.out" 2>&1 || fail_service setup-catalog "catalog registration failed"
+    fi
+    wait_for "placement on $URL ($WORKERS workers, $AUTH)" 90 placement http_ok "$URL/"
+    [ "$AUTH" = keystone ] && wait_for "a keystone token (lifetime ${EXPIRATION}s)" 60 keystone token_ok
+    say "up: OS_CLIENT_CONFIG_FILE=$S/clouds.yaml OS_CLOUD=$CLOUD (source $S/env)"
+}
+
+do_status() {
+    local s rc=0 pid rss
+    for s in "${SERVICES[@]}"; do
+        if alive "$s"; then
+            pid=$(cat "$RUN/$s.pid")
+            rss=$(ps -o rss= -g "$pid" 2>/dev/null | awk '{s+=$1} END {printf "%d", s/1024}')
+            printf '%-10s running  pid %-7s processes %-3s rss %5s MB\n' "$s" "$pid" \
+                "$(ps -o pid= -g "$pid" 2>/dev/null | wc -l)" "$rss"
+        elif [ "$s" = keystone ] && { [ ! -f "$S/env" ] || ! grep -q 'PRODPLACEMENT_AUTH=keystone' "$S/env"; }; then
+            printf '%-10s not used (noauth2)\n' "$s"
+        else
+            printf '%-10s stopped\n' "$s"; rc=1
+        fi
+    done
+    return $rc
+}
+
+cmd=${1:-}
+case $cmd in
+    up) do_up ;;
+    down) do_down; say "stopped" ;;
+    status) do_status ;;
+    install) do_install ;;
+    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
