@@ -6,8 +6,6 @@ one place that turns errors into a failed task, and the result shape (changed, d
 
 from __future__ import annotations
 
-import json
-import sys
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -94,20 +92,14 @@ def secret_values(value, secret=False):
     return {str(value)} if secret and value not in (None, '') and not isinstance(value, bool) else set()
 
 
-def _refuse_non_dicts_for_suboptions(spec):
-    """ansible-core's own validation crashes (TypeError, a traceback) when an option with suboptions gets a
-    scalar (``separation: true``): refuse that first, as a failed task naming the option."""
+def _scalars_for_suboptions(spec):
+    """The options with suboptions given something that is not a dict (``separation: true``): ansible-core's
+    own validation crashes on those (TypeError, a traceback) instead of failing the task."""
     from ansible.module_utils.basic import _load_params
     given = _load_params()
-    wrong = sorted(name for name, opt in spec.items()
-                   if opt.get('options') and name in given and given[name] is not None
-                   and not isinstance(given[name], (dict, list) if opt.get('type') == 'list' else dict))
-    if wrong:
-        print(json.dumps(dict(failed=True, msg='%s: expected a dict of its suboptions (see the module documentation), '
-                                               'got %s. Fix: give it as a dict, or leave it out'
-                                               % (', '.join(wrong), ', '.join(type(given[w]).__name__
-                                                                              for w in wrong)))))
-        sys.exit(1)
+    return sorted(name for name, opt in spec.items()
+                  if opt.get('options') and given.get(name) is not None
+                  and not isinstance(given[name], (dict, list) if opt.get('type') == 'list' else dict))
 
 
 class MinbwModule:
@@ -121,9 +113,19 @@ class MinbwModule:
         """``cloud=False``: a module that talks to no cloud (no auth options, no openstacksdk, and no minbw
         package: it uses the core's pure code shipped in module_utils/core)."""
         spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec) if cloud else argument_spec
-        _refuse_non_dicts_for_suboptions(spec)
-        self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
-                                     **module_kwargs)
+        try:
+            self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
+                                         **module_kwargs)
+        except TypeError:
+            wrong = _scalars_for_suboptions(spec)
+            if not wrong:
+                raise
+            # the same module, with those options unchecked, only to fail the task naming them
+            lenient = dict(spec, **{name: dict(type='raw', no_log=spec[name].get('no_log', False)) for name in wrong})
+            self.ansible = AnsibleModule(argument_spec=lenient, supports_check_mode=supports_check_mode,
+                                         **module_kwargs)
+            self.ansible.fail_json(msg='%s: expected a dict of its suboptions (see the module documentation). '
+                                       'Fix: give it as a dict, or leave it out' % ', '.join(wrong))
         self.params = self.ansible.params
         # a cloud config dict (O(cloud), O(service_cloud)) is raw, not no_log as a whole (a cloud's name
         # is no secret): its secrets are masked wherever they would show (results, invocation, messages)
