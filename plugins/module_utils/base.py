@@ -76,6 +76,32 @@ def sdk_logging_kwargs(params):
     return dict(debug=debug, http_debug=debug, path=params['sdk_log_path'])
 
 
+_SECRET_KEYS = ('password', 'token', 'secret', 'key', 'passcode', 'totp')
+
+
+def secret_values(value, secret=False):
+    """The leaf values of a cloud config (clouds.yaml's shape) under a secret-looking key (password,
+    token, application_credential_secret, key, ...); auth_url and user names stay readable."""
+    if isinstance(value, dict):
+        found = set()
+        for key, item in value.items():
+            found |= secret_values(item, secret or any(s in str(key).lower() for s in _SECRET_KEYS))
+        return found
+    if isinstance(value, (list, tuple)):
+        return set().union(*(secret_values(v, secret) for v in value)) if value else set()
+    return {str(value)} if secret and value not in (None, '') and not isinstance(value, bool) else set()
+
+
+def _scalars_for_suboptions(spec):
+    """The options with suboptions given something that is not a dict (``separation: true``): ansible-core's
+    own validation crashes on those (TypeError, a traceback) instead of failing the task."""
+    from ansible.module_utils.basic import _load_params
+    given = _load_params()
+    return sorted(name for name, opt in spec.items()
+                  if opt.get('options') and given.get(name) is not None
+                  and not isinstance(given[name], (dict, list) if opt.get('type') == 'list' else dict))
+
+
 class MinbwModule:
     """An AnsibleModule with the auth options, that connects on first use of ``conn``.
 
@@ -87,9 +113,24 @@ class MinbwModule:
         """``cloud=False``: a module that talks to no cloud (no auth options, no openstacksdk, and no minbw
         package: it uses the core's pure code shipped in module_utils/core)."""
         spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec) if cloud else argument_spec
-        self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
-                                     **module_kwargs)
+        try:
+            self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
+                                         **module_kwargs)
+        except TypeError:
+            wrong = _scalars_for_suboptions(spec)
+            if not wrong:
+                raise
+            # the same module, with those options unchecked, only to fail the task naming them
+            lenient = dict(spec, **{name: dict(type='raw', no_log=spec[name].get('no_log', False)) for name in wrong})
+            self.ansible = AnsibleModule(argument_spec=lenient, supports_check_mode=supports_check_mode,
+                                         **module_kwargs)
+            self.ansible.fail_json(msg='%s: expected a dict of its suboptions (see the module documentation). '
+                                       'Fix: give it as a dict, or leave it out' % ', '.join(wrong))
         self.params = self.ansible.params
+        # a cloud config dict (O(cloud), O(service_cloud)) is raw, not no_log as a whole (a cloud's name
+        # is no secret): its secrets are masked wherever they would show (results, invocation, messages)
+        for option in ('cloud', 'service_cloud'):
+            self.ansible.no_log_values.update(secret_values(self.params.get(option)))
         self.check_mode = self.ansible.check_mode
         self._conn = None
         needed = [(HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR),
@@ -111,13 +152,21 @@ class MinbwModule:
     def service_conn(self):
         """The connection for writes Neutron allows to the service role only (``binding:profile``): the
         module's O(service_cloud) (a clouds.yaml name or a cloud config dict) when given, else ``conn``."""
-        service = self.params.get('service_cloud')
+        service = self._cloud_option('service_cloud')
         if not service:
             return self.conn
         return openstack.connect(**(dict(service) if isinstance(service, dict) else dict(cloud=service)))
 
+    def _cloud_option(self, option):
+        value = self.params.get(option)
+        if value is not None and not isinstance(value, (str, dict)):
+            self.ansible.fail_json(msg='%s: expected the name of a clouds.yaml entry or a cloud config dict, got %s. '
+                                       'Fix: give a cloud name (a string) or a dict as in clouds.yaml'
+                                       % (option, type(value).__name__))
+        return value
+
     def connect_kwargs(self):
-        cloud = self.params['cloud']
+        cloud = self._cloud_option('cloud')
         given = {opt: self.params[opt] for opt in _CONNECT_KWARGS if self.params[opt] is not None}
         if isinstance(cloud, dict):
             # A whole cloud config: mixing it with single options is ambiguous (as in openstack.cloud).
@@ -149,6 +198,12 @@ class MinbwModule:
         except Exception as e:  # pylint: disable=broad-except
             if not HAS_OPENSTACKSDK:
                 raise
+            if HAS_MINBW:
+                from minbw.ops.connection import MODULE, explain
+                region = self._conn.config if self._conn is not None else None
+                failed = explain(e, region, MODULE)
+                if failed is not None:
+                    self.ansible.fail_json(msg=str(failed))
             if isinstance(e, sdk_exceptions.HttpException):
                 self.ansible.fail_json(msg=str(e), status=e.status_code, request_id=e.request_id,
                                        method=e.method, url=e.url, details=e.details)

@@ -21,12 +21,15 @@ class InvalidInput(MinbwError, ValueError):
 class ConfigError(InvalidInput):
     """Bad agent configuration: the message is Neutron's own where it has one.
 
-    ``option`` names the option, ``source`` the file (or "options").
+    ``option`` names the option, ``source`` the file (or "options"); ``fix`` how to write it (added after
+    Neutron's message, which stays ``neutron_message``).
     """
 
-    def __init__(self, message: str, option: str | None = None, source: str | None = None):
+    def __init__(self, message: str, option: str | None = None, source: str | None = None,
+                 fix: str | None = None):
         self.option = option
         self.source = source
+        self.fix = fix
         where = ""
         if source and option:
             where = f"{source}: {option}: "
@@ -34,11 +37,12 @@ class ConfigError(InvalidInput):
             where = f"{option}: "
         elif source:
             where = f"{source}: "
-        super().__init__(where + message)
+        sep = " " if message.rstrip().endswith((".", ")")) else ". "
+        super().__init__(where + message + (f"{sep}Fix: {fix}." if fix else ""))
         self.neutron_message = message
 
     def to_dict(self) -> dict:
-        return {"msg": str(self), "option": self.option, "source": self.source}
+        return {"msg": str(self), "option": self.option, "source": self.source, "fix": self.fix}
 
 
 class RequestError(InvalidInput):

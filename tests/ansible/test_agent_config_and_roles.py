@@ -121,7 +121,9 @@ def test_agent_config_module(tmp_path, playbook):
     assert r["bad_device"]["failed"] is True
     assert r["bad_device"]["msg"] == (f"{files['ovs']}: resource_provider_bandwidths: Invalid "
                                       "resource_provider_bandwidths: Device name br-missing is missing from "
-                                      "device mappings")
+                                      "device mappings. Fix: list only devices mapped in bridge_mappings "
+                                      "(or rp_tunnelled).")
+    assert r["bad_device"]["fix"] == "list only devices mapped in bridge_mappings (or rp_tunnelled)"
     assert "configuration options are mutually exclusive" in r["bad_packet_rate"]["msg"]
     assert r["ovs_before_bad"] == r["ovs_after_bad"]
     assert base64.b64decode(r["ovs_after_bad"]).decode() == expected_ovs

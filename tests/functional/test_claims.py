@@ -409,5 +409,5 @@ def test_cli_claim_and_free_json(placement, placement_server, tmp_path):
     assert cands.returncode == 4 and json.loads(cands.stdout)["allocation_requests"] == []
     freed = run("free", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "--json")
     assert json.loads(freed.stdout) == {"changed": True, "consumer": "71cb7e04-3d5a-40f9-a99f-07f0d0831741"}
-    bad = run("claim", "--consumer", "x", "--project-id", "p", "--user-id", "u", "--resources", "VCPU")
+    bad = run("claim", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resources", "VCPU")
     assert bad.returncode == 1 and "expected CLASS:AMOUNT" in bad.stderr

@@ -107,7 +107,7 @@ def test_request_file_then_claim_names_the_port(cloud, tmp_path, placement):
     cands = run(env, "candidates", *args[4:], "-f", "json")
     assert cands.returncode == 4 and json.loads(cands.stdout)["allocation_requests"] == []
 
-    bad = run(env, "claim", "--consumer", "x", "--project-id", "p", "--user-id", "u", "--resources", "VCPU")
+    bad = run(env, "claim", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resources", "VCPU")
     assert bad.returncode == 1 and "expected CLASS:AMOUNT" in bad.stderr  # an error: 1
     freed = run(env, "free", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "-f", "value", "-c", "changed")
     assert freed.returncode == 0 and freed.stdout == "True\n"

@@ -268,7 +268,8 @@ def test_bad_configuration_is_a_clear_error_and_zero_writes(placement):
     with pytest.raises(ConfigError) as err:
         s.sync(placement, desired(OVS_INI.replace("br-ex::1", "br-missing::1"), SRIOV_INI))
     assert "agent0.ini: resource_provider_bandwidths: Invalid resource_provider_bandwidths: " \
-           "Device name br-missing is missing from device mappings" == str(err.value)
+           "Device name br-missing is missing from device mappings. Fix: list only devices mapped in " \
+           "bridge_mappings (or rp_tunnelled)." == str(err.value)
     assert placement.counter.total == 0
 
 

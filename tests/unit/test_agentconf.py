@@ -136,7 +136,9 @@ def test_seed_003_values_and_messages():
         ac.load_agent_ini("[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = eth0:1:2:3\n",
                           source="ml2_conf.ini", host="h")
     assert str(err.value) == ("ml2_conf.ini: resource_provider_bandwidths: Cannot parse resource_provider_bandwidths. "
-                              "Expected a tuple with 3 values, got: eth0:1:2:3")
+                              "Expected a tuple with 3 values, got: eth0:1:2:3. Fix: write resource_provider_bandwidths as "
+                              "DEVICE:EGRESS:INGRESS,... in kbps (non-negative integers, either may be left empty), "
+                              "each device once and mapped in bridge_mappings / physical_device_mappings.")
     with pytest.raises(ConfigError, match="Device name ens6 is missing from device mappings"):
         ac.load_agent_ini("[sriov_nic]\nphysical_device_mappings = physnet0:ens5\n"
                           "resource_provider_bandwidths = ens6:1:1\n", source="sriov_agent.ini", host="h")

@@ -76,7 +76,7 @@ def test_json_is_an_alias_and_columns_are_checked_while_parsing(capsys):
     assert p.parse_args(["usage", "--json"]).format == "json"
     assert p.parse_args(["usage", "-f", "yaml", "-c", "used", "-c", "name"]).columns == ["used", "name"]
     assert output.output_format(p.parse_args(["usage"])) == "table"
-    assert output.output_format(p.parse_args(["request", "--port-id", "x"])) == "json"  # its file is JSON
+    assert output.output_format(p.parse_args(["request", "--port-id", "99a97b12-6364-4d10-8d8e-c3dab4161691"])) == "json"  # its file is JSON
     with pytest.raises(SystemExit) as e:
         p.parse_args(["usage", "-c", "nosuch"])
     assert e.value.code == EXIT_USAGE and "invalid choice: 'nosuch'" in capsys.readouterr().err

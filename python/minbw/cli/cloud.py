@@ -12,7 +12,7 @@ from keystoneauth1 import exceptions as ksa_exceptions
 from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
-from minbw.errors import CloudError, PlacementError, PlacementUnavailable
+from minbw.errors import CloudError
 
 # the --os-* options registered for a command line, and the config that registered them (it remembers
 # what it peeked, e.g. whether --timeout was given, for get_one)
@@ -92,43 +92,10 @@ def service_connect(args: argparse.Namespace) -> connection.Connection | None:
     return connect(cloud=args.service_cloud) if getattr(args, "service_cloud", None) else None
 
 
-def _where() -> str:
-    """The cloud being talked to: its name and where it authenticates (or its Placement endpoint)."""
-    if not _CONNECTED:
-        return "the cloud"
-    region = _CONNECTED[-1]
-    auth = region.config.get("auth") or {}
-    url = (auth.get("auth_url") or auth.get("endpoint") or region.config.get("placement_endpoint_override")
-           or "?")
-    return f"cloud {region.name!r} ({url})"
-
-
 def explain(e: Exception) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
-    where = _where()
-    if isinstance(e, PlacementUnavailable) and not e.maybe_applied and e.__cause__ is not None:
-        e = e.__cause__  # an unreachable endpoint, after the retry policy's tries: explained as before
-    if isinstance(e, PlacementError) and e.status in (401, 403):
-        said = ("rejected the credentials" if e.status == 401
-                else f"refused the request: {_one_line(e.detail)}")
-        return CloudError(f"{where} {said} (HTTP {e.status}{', request ' + e.request_id if e.request_id else ''}). "
-                          f"Fix: check the cloud's credentials (password or token, project, domains) in "
-                          f"clouds.yaml / the --os-* options; Placement needs an admin")
-    if isinstance(e, ksa_exceptions.Unauthorized):
-        return CloudError(f"{where} rejected the credentials: {_one_line(e)}. Fix: check the cloud's username, "
-                          f"password or token, project and domains in clouds.yaml / the --os-* options")
-    if isinstance(e, ksa_exceptions.SSLError):
-        return CloudError(f"TLS verification of {where} failed: {_one_line(e)}. Fix: give its CA with "
-                          f"--os-cacert (cacert: in clouds.yaml); only --insecure turns verification off")
-    if isinstance(e, (ksa_exceptions.ConnectFailure, ksa_exceptions.ConnectTimeout, ksa_exceptions.DiscoveryFailure)):
-        return CloudError(f"cannot reach {where}: {_one_line(e)}. Fix: check the URL, that the service runs and, "
-                          f"for https, its CA (--os-cacert); --os-cloud / OS_CLOUD picks the cloud")
-    if isinstance(e, ksa_exceptions.EndpointNotFound):
-        return CloudError(f"{where}: {_one_line(e)}. Fix: the catalog has no such endpoint; check --os-region-name "
-                          f"and --os-interface")
-    if isinstance(e, (ksa_exceptions.ClientException, sdk_exceptions.SDKException)):
-        return CloudError(f"{where}: {type(e).__name__}: {_one_line(e)}")
-    return None
+    from minbw.ops.connection import CLI, explain as explain_connection
+    return explain_connection(e, _CONNECTED[-1] if _CONNECTED else None, CLI)
 
 
 def _one_line(text) -> str:

@@ -92,6 +92,21 @@ def cmd_placement_status(args) -> int:
     return 0
 
 
+def uuid_arg(text: str) -> str:
+    """A UUID option (Placement's consumers and providers are UUIDs): refused by argparse, exit 2."""
+    import uuid
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a UUID (e.g. from uuidgen), got {text!r}") from None
+
+
+def _tcp_port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 < int(text) < 65536):
+        raise argparse.ArgumentTypeError(f"expected a TCP port number 1-65535, got {text!r}")
+    return int(text)
+
+
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -233,7 +248,8 @@ def cmd_request(args) -> int:
     rules = []
     for i, spec in enumerate(args.rule or ()):
         parts = spec.split(":")
-        if len(parts) not in (3, 4) or parts[0] not in ("min_bw", "min_pps") or not parts[2].isdigit():
+        if len(parts) not in (3, 4) or parts[0] not in ("min_bw", "min_pps") or not parts[2].isascii() \
+                or not parts[2].isdigit():
             raise InvalidInput(f"--rule {spec!r}: expected min_bw:DIRECTION:KBPS[:RULE_ID] or "
                              f"min_pps:DIRECTION:KPPS[:RULE_ID]")
         kind = "minimum_bandwidth" if parts[0] == "min_bw" else "minimum_packet_rate"
@@ -392,7 +408,7 @@ def _server_request_arguments(sp, columns: tuple[str, ...]) -> None:
                          "(Neutron's own request uses only the first)")
     sp.add_argument("--group-policy", choices=("none", "isolate"), help="default: none with several port groups (as Nova)")
     sp.add_argument("--root-required", metavar="TRAIT,...")
-    sp.add_argument("--in-tree", metavar="UUID")
+    sp.add_argument("--in-tree", metavar="UUID", type=uuid_arg)
     sp.add_argument("--limit", type=int)
     from minbw.cli.separation import add_request_arguments
     add_request_arguments(sp)
@@ -412,7 +428,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     pl = sub.add_parser("placement", help="the embedded real Placement").add_subparsers(dest="sub", required=True)
     serve = pl.add_parser("serve", help="run openstack-placement on 127.0.0.1 (SQLite, noauth2) in the foreground, "
                                         "or in the background with --daemon")
-    serve.add_argument("--port", type=int, default=8780)
+    serve.add_argument("--port", type=_tcp_port, default=8780)
     serve.add_argument("--state-dir", required=True, help="SQLite database, placement.conf, clouds.yaml, log")
     serve.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     serve.add_argument("--daemon", action="store_true",
@@ -434,7 +450,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     pstatus = pl.add_parser("status", help="is the Placement of a state dir running? (read-only)")
     pstatus.add_argument("--state-dir", required=True)
     pstatus.add_argument("--pid-file", metavar="FILE", help="default STATE_DIR/placement.pid")
-    pstatus.add_argument("--port", type=int, help="default: the port of its running process, else 8780")
+    pstatus.add_argument("--port", type=_tcp_port, help="default: the port of its running process, else 8780")
     pstatus.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     add_output_arguments(pstatus, DAEMON_COLUMNS)
     pstatus.set_defaults(func=cmd_placement_status)
@@ -475,7 +491,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     show.set_defaults(func=cmd_providers_show)
 
     rq = sub.add_parser("request", help="a port's resource_request from QoS rules, segments and vnic_type (as Neutron)")
-    rq.add_argument("--port-id", required=True)
+    rq.add_argument("--port-id", required=True, type=uuid_arg, help="the port's UUID (group ids derive from it)")
     rq.add_argument("--rule", action="append", metavar="min_bw|min_pps:DIRECTION:VALUE[:RULE_ID]",
                     help="e.g. min_bw:egress:1000, min_pps:any:100; repeat in the policy's rule order")
     rq.add_argument("--segment", action="append", metavar="TYPE[:PHYSNET]", help="default vlan:physnet0; repeat")
@@ -493,7 +509,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     cand.set_defaults(func=cmd_candidates)
 
     cl = sub.add_parser("claim", help="claim a server's resources atomically; explains a failure per request group")
-    cl.add_argument("--consumer", required=True, metavar="UUID")
+    cl.add_argument("--consumer", required=True, metavar="UUID", type=uuid_arg)
     # dest names of their own: openstacksdk reads project_id/user_id in the namespace as auth options
     cl.add_argument("--project-id", required=True, dest="consumer_project_id")
     cl.add_argument("--user-id", required=True, dest="consumer_user_id")
@@ -504,14 +520,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     cl.set_defaults(func=cmd_claim)
 
     fr = sub.add_parser("free", help="free a consumer's allocations (safe delete at its generation)")
-    fr.add_argument("--consumer", required=True, metavar="UUID")
+    fr.add_argument("--consumer", required=True, metavar="UUID", type=uuid_arg)
     add_output_arguments(fr, ("changed", "consumer"))
     add_cloud_arguments(fr)
     fr.set_defaults(func=cmd_free)
 
     us = sub.add_parser("usage", help="usage and allocations of providers with inventory")
     us.add_argument("--hypervisor", help="only this compute node's tree")
-    us.add_argument("--provider", metavar="UUID", help="only this provider")
+    us.add_argument("--provider", metavar="UUID", type=uuid_arg, help="only this provider")
     add_output_arguments(us, USAGE_COLUMNS)
     add_cloud_arguments(us)
     us.set_defaults(func=cmd_usage)

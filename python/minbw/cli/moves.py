@@ -108,6 +108,7 @@ def cmd_move_revert(args) -> int:
 
 
 def register(subparsers) -> None:
+    from minbw.cli.main import uuid_arg
     from minbw.cli.cloud import add_cloud_arguments
     from minbw.cli.main import _server_request_arguments
     from minbw.cli.output import add_output_arguments
@@ -118,7 +119,7 @@ def register(subparsers) -> None:
                     "gives the consumer its allocations on the target (port groups mapped again) and the migration "
                     "consumer its source allocations. Then 'minbw move confirm' releases the source, or 'minbw move "
                     "revert' gives it back.")
-    mv.add_argument("--consumer", metavar="UUID", help="the consumer to move (required to move)")
+    mv.add_argument("--consumer", metavar="UUID", type=uuid_arg, help="the consumer to move (required to move)")
     mv.add_argument("--target-host", metavar="NAME|UUID", help="the compute node (root provider) to move to")
     mv.add_argument("--migration", metavar="UUID", help="the migration consumer that keeps the source "
                                                         "(default: a new UUID, printed)")
@@ -140,7 +141,7 @@ def register(subparsers) -> None:
 
     rev = steps.add_parser("revert", help="give the consumer its source allocations back and empty the migration "
                                           "consumer, in one POST")
-    rev.add_argument("--consumer", metavar="UUID", required=True)
+    rev.add_argument("--consumer", metavar="UUID", type=uuid_arg, required=True)
     rev.add_argument("--migration", metavar="UUID", required=True)
     rev.add_argument("--retries", type=int, default=4)
     rev.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")

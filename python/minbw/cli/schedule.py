@@ -7,6 +7,7 @@ STEP_COLUMNS = ("step",)
 
 
 def register(sub) -> None:
+    from minbw.cli.main import uuid_arg
     from minbw.cli.cloud import add_cloud_arguments, add_service_cloud_argument
     from minbw.cli.output import add_output_arguments
     sp = sub.add_parser("schedule", help="ports first: one candidates query for the ports and resources, bind "
@@ -15,7 +16,7 @@ def register(sub) -> None:
                     help="a port to bind (unbound, existing); repeat for several")
     sp.add_argument("--resources", metavar="CLASS:N,...", default="",
                     help="the consumer's own resources, e.g. VCPU:1,MEMORY_MB:256,DISK_GB:1")
-    sp.add_argument("--consumer", metavar="UUID", help="the consumer of the allocation (default: a new UUID)")
+    sp.add_argument("--consumer", metavar="UUID", type=uuid_arg, help="the consumer of the allocation (default: a new UUID)")
     sp.add_argument("--max-hosts", type=int, default=3, metavar="N",
                     help="hosts to try, in Placement's order (Nova's alternates; default 3)")
     sp.add_argument("--any-traits", action="store_true",

@@ -34,6 +34,26 @@ OPTIONS = {
     naming.SRIOV: ("physical_device_mappings", BANDWIDTHS, INVENTORY, HYPERVISORS, DEFAULT_HYPERVISOR),
 }
 
+_INVENTORY_SYNTAX = ("KEY:VALUE,... with the keys allocation_ratio (a non-negative number), min_unit, max_unit, "
+                     "reserved and step_size (non-negative integers)")
+# How each option is written: the fix a ConfigError gives after Neutron's own message.
+SYNTAX = {
+    "bridge_mappings": "PHYSNET:BRIDGE,... (each physnet and each bridge once)",
+    "physical_device_mappings": "PHYSNET:DEVICE,... (a device under one physnet)",
+    BANDWIDTHS: ("DEVICE:EGRESS:INGRESS,... in kbps (non-negative integers, either may be left empty), "
+                 "each device once and mapped in bridge_mappings / physical_device_mappings"),
+    INVENTORY: _INVENTORY_SYNTAX,
+    HYPERVISORS: "DEVICE:HYPERVISOR,... (each device once)",
+    DEFAULT_HYPERVISOR: "one hypervisor name",
+    PP_WITHOUT: "[HYPERVISOR:]KPPS,... (non-negative integers, each hypervisor once)",
+    PP_WITH: "[HYPERVISOR:]EGRESS:INGRESS,... in kpps (non-negative integers, each hypervisor once)",
+    PP_INVENTORY: _INVENTORY_SYNTAX,
+}
+
+
+def syntax_fix(option: str) -> str:
+    return f"write {option} as {SYNTAX[option]}"
+
 
 # ---------------------------------------------------------------- oslo.config value syntax
 
@@ -245,7 +265,7 @@ def _opt(options: Mapping[str, str], name: str, parser, source: str):
     try:
         return parser(raw if raw is not None else "")
     except ValueError as e:
-        raise ConfigError(str(e), option=name, source=source) from None
+        raise ConfigError(str(e), option=name, source=source, fix=syntax_fix(name)) from None
 
 
 def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, source: str = "options",
@@ -279,7 +299,9 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
         try:
             validate_rp_bandwidth(bandwidths, devices, tunnelled_network_rp_name=tunnelled)
         except ValueError as e:
-            raise ConfigError(str(e), option=BANDWIDTHS, source=source) from None
+            raise ConfigError(str(e), option=BANDWIDTHS, source=source,
+                              fix=f"list only devices mapped in {naming.AGENT_KINDS[kind].mappings_option}"
+                                  + (f" (or {tunnelled})" if tunnelled else "")) from None
 
     pp: dict = {}
     pp_defaults: dict = {}
@@ -288,7 +310,8 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
         with_dir = _opt(options, PP_WITH, lambda v: parse_rp_pp_with_direction(parse_list(v), host), source)
         if without and with_dir:
             raise ConfigError(f"{PP_WITHOUT} and {PP_WITH} configuration options are mutually exclusive.",
-                              option=f"{PP_WITHOUT}/{PP_WITH}", source=source)
+                              option=f"{PP_WITHOUT}/{PP_WITH}", source=source,
+                              fix="set only one of them (remove the other)")
         pp = without or with_dir
         validate()
     inventory_defaults = _inventory_defaults(options, INVENTORY, source)
@@ -328,8 +351,13 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
     try:
         parser.read_string(text, source=source)
     except configparser.Error as e:
-        raise ConfigError(f"not a valid ini file: {e}", source=source) from None
+        raise ConfigError(f"not a valid ini file: {_one_line(e)}", source=source,
+                          fix="every option must be NAME = VALUE under a [section] header") from None
     return {s: dict(parser.items(s)) for s in parser.sections()}
+
+
+def _one_line(e) -> str:
+    return " ".join(str(e).split())
 
 
 def detect_kind(sections: Mapping[str, Mapping[str, str]], source: str) -> str:
@@ -476,7 +504,12 @@ def render_options(kind: str, values: Mapping[str, object]) -> dict[str, str | N
         value = values.get(option)
         if value is None:
             continue
-        if option in _DIRECTIONAL:
+        expected = str if option == DEFAULT_HYPERVISOR else Mapping
+        if value != "" and not isinstance(value, expected):
+            raise ConfigError(f"expected {'a string' if expected is str else 'a dict'}, got {value!r}",
+                              option=option, fix=f"give {option} as {'a' if expected is str else 'the dict of'} "
+                                                 f"{SYNTAX[option]}")
+        if option in _DIRECTIONAL and value:
             for name, rates in value.items():
                 if rates is not None and (not isinstance(rates, Mapping) or set(rates) - {"egress", "ingress"}):
                     raise ConfigError(f"{name}: expected a dict with the keys egress and/or ingress, got {rates!r}",

@@ -58,6 +58,10 @@ class QosRule:
         if rtype not in RULE_TYPES:
             raise RequestError(f"QoS rule {rule.get('id')!r}: type {rtype!r} is not a minimum rule "
                                f"({', '.join(RULE_TYPES)}); only those reserve resources in Placement.")
+        missing = [key for key in ("id", RULE_VALUE_KEYS[rtype]) if key not in rule]
+        if missing:
+            raise RequestError(f"QoS rule {rule.get('id')!r} ({rtype}) has no {' or '.join(missing)}. Fix: pass "
+                               f"the rule as Neutron's API shows it (id, type, direction, {RULE_VALUE_KEYS[rtype]}).")
         return cls(id=rule["id"], type=rtype, direction=rule.get("direction", "egress"),
                    value=rule[RULE_VALUE_KEYS[rtype]])
 
@@ -71,7 +75,7 @@ class QosRule:
         vkey = RULE_VALUE_KEYS[rtype]
         other = RULE_VALUE_KEYS[MIN_PPS if rtype == MIN_BW else MIN_BW]
         if item.get(other) is not None:
-            raise RequestError(f"a {rtype} rule takes {vkey}, not {other}.")
+            raise RequestError(f"a {rtype} rule takes {vkey}, not {other}. Fix: give its value as {vkey}.")
         return cls(None, rtype, item.get("direction") or DEFAULT_DIRECTION[rtype], item.get(vkey))
 
 

@@ -48,10 +48,10 @@ def agent_providers(cfg: AgentConfig) -> tuple[list[ProviderSpec], set[str]]:
     if unplaced:
         raise ConfigError(
             f"packet processing is configured for hypervisor(s) {', '.join(sorted(unplaced))} but no device "
-            f"maps to them, so Neutron creates no agent provider there to hold the inventory; name a "
-            f"hypervisor from resource_provider_hypervisors / resource_provider_default_hypervisor "
-            f"({', '.join(sorted(set(cfg.hypervisors.values())))})",
-            option="resource_provider_packet_processing_*", source=cfg.source)
+            f"maps to them, so Neutron creates no agent provider there to hold the inventory",
+            option="resource_provider_packet_processing_*", source=cfg.source,
+            fix=f"name a hypervisor from resource_provider_hypervisors / resource_provider_default_hypervisor "
+                f"({', '.join(sorted(set(cfg.hypervisors.values()))) or 'none: map a device first'})")
 
     for dev, bw in cfg.bandwidths.items():
         hyp = cfg.hypervisors[dev]
@@ -80,8 +80,8 @@ def desired_state(configs: Iterable[AgentConfig]) -> DesiredState:
             if spec.uuid in providers:
                 raise ConfigError(
                     f"provider {spec.name} ({spec.uuid}) is described twice: two {cfg.agent_kind.agent_type} "
-                    f"configurations report to hypervisor {spec.hypervisor}; give each agent once",
-                    source=cfg.source)
+                    f"configurations report to hypervisor {spec.hypervisor}", source=cfg.source,
+                    fix="give each agent once")
             providers[spec.uuid] = spec
     # agents before devices: parents are created first
     ordered = sorted(providers.values(), key=lambda p: (p.role != "agent", p.hypervisor, p.kind, p.name))
