@@ -242,6 +242,9 @@ def test_bad_input_is_one_line_without_traceback(tmp_path):
     proc = minbw("serve", "--port", free_port(), "--state-dir", tmp_path, "--json")
     assert_clear_error(proc, "only with --daemon")
     proc = minbw("serve", "--daemon", "--port", 0, "--state-dir", tmp_path / "pl")
-    assert_clear_error(proc, "--port: expected a TCP port between 1 and 65535")
+    # a usage error, refused by the argument parser (exit 2) before anything starts
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "argument --port: expected a TCP port number 1-65535, got '0'" in proc.stderr
+    assert not (tmp_path / "pl").exists()
     proc = minbw("stop", "--state-dir", tmp_path, "--timeout", "-1")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "--timeout" in proc.stderr
