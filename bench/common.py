@@ -260,7 +260,9 @@ class Target:
 
 def targets_table(targets: list[Target]) -> Table:
     def fmt(v, unit):
-        return f"{v:.3f}{unit}" if isinstance(v, float) and unit != "×" else (f"{v:.1f}×" if unit == "×" else f"{v}{unit}")
+        if unit == "×":  # enough digits that a value just under its threshold does not print as equal
+            return f"{v:.3f}×" if v < 10 else f"{v:.1f}×"
+        return f"{v:.3f}{unit}" if isinstance(v, float) else f"{v}{unit}"
     rows = [{"target": t.name, "scope": t.scope, "measured": fmt(t.value, t.unit),
              "goal": f"{t.op} {fmt(t.threshold, t.unit)}", "met": "met" if t.met else "NOT MET"} for t in targets]
     return Table("Targets", [Column("target", "target"), Column("scope", "scope"), Column("measured", "measured"),
