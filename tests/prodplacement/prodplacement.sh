@@ -93,59 +93,10 @@ do_install() {
     venv_ok || die "venv $VENV still lacks openstack-placement 16.0.0 / keystone 30.0.0 / uwsgi / pymysql"
 }
 
-# ---------------------------------------------------------------- process helpers (as cloud.sh)
-start() {
-    local name=$1; shift
-    setsid "$@" </dev/null >"$LOG/$name.out" 2>&1 &
-    echo $! >"$RUN/$name.pid"
-}
-
-alive() { local f=$RUN/$1.pid; [ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; }
-
-stop() {
-    local name=$1 grace=${2:-10} f=$RUN/$1.pid pid i
-    [ -f "$f" ] || return 0
-    pid=$(cat "$f")
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < grace * 5; i++)); do
-            kill -0 -- "-$pid" 2>/dev/null || break
-            sleep 0.2
-        done
-        if kill -0 -- "-$pid" 2>/dev/null; then
-            say "$name did not stop in ${grace}s: SIGKILL"
-            kill -KILL -- "-$pid" 2>/dev/null || true
-        fi
-    fi
-    rm -f "$f"
-}
-
-fail_service() {
-    say "$1: ${2:-failed}"
-    local f
-    for f in "$LOG/$1.log" "$LOG/$1.out"; do
-        [ -s "$f" ] && { echo "----- tail $f" >&2; tail -n 40 "$f" >&2; }
-    done
-    exit 1
-}
-
-wait_for() {  # wait_for DESC TIMEOUT SERVICE cmd...
-    local desc=$1 t=$2 svc=$3; shift 3
-    local end=$(( $(date +%s) + t ))
-    while ! "$@" >/dev/null 2>&1; do
-        alive "$svc" || fail_service "$svc" "exited while waiting for: $desc"
-        [ "$(date +%s)" -ge "$end" ] && fail_service "$svc" "timeout (${t}s) waiting for: $desc"
-        sleep 0.5
-    done
-    say "ready: $desc"
-}
-
-http_ok() {  # any HTTP answer below 500
-    "$PY" -c "import sys,urllib.request as u,urllib.error as e
-try: u.urlopen(sys.argv[1], timeout=3)
-except e.HTTPError as x: sys.exit(0 if x.code < 500 else 1)
-except Exception: sys.exit(1)" "$1"
-}
+# ---------------------------------------------------------------- process helpers (shared with cloud.sh)
+# start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini
+UWSGI_LISTEN=128  # the listen queue of the uWSGI servers, for many concurrent clients
+. "$ROOT/tests/minicloud/services.sh"
 
 port_free() {
     "$PY" -c "import socket,sys
@@ -155,31 +106,6 @@ except OSError: sys.exit(1)" "$1"
 }
 
 # ---------------------------------------------------------------- configuration
-uwsgi_ini() {  # uwsgi_ini NAME PORT MODULE PROCESSES ENV...  (the mini-cloud's settings)
-    local name=$1 port=$2 module=$3 procs=$4; shift 4
-    {
-        cat <<EOF
-[uwsgi]
-http-socket = $IP:$port
-module = $module
-home = $VENV
-master = true
-processes = $procs
-threads = 1
-enable-threads = true
-lazy-apps = true
-die-on-term = true
-hook-master-start = unix_signal:15 gracefully_kill_them_all
-worker-reload-mercy = 5
-buffer-size = 65535
-add-header = Connection: close
-http-keepalive = false
-need-app = true
-listen = 128
-EOF
-        for e in "$@"; do echo "env = $e"; done
-    } >"$ETC/uwsgi-$name.ini"
-}
 
 write_configs() {
     mkdir -p "$ETC/placement" "$ETC/keystone" "$S/keystone"
