@@ -13,6 +13,8 @@ from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import CloudError
+from minbw.ops.connection import CLI, one_line
+from minbw.ops.connection import explain as explain_connection
 
 # the --os-* options registered for a command line, and the config that registered them (it remembers
 # what it peeked, e.g. whether --timeout was given, for get_one)
@@ -68,7 +70,7 @@ def connect(args: argparse.Namespace | None = None, **kwargs) -> connection.Conn
         raise CloudError(f"{str(e).rstrip('.')}. Fix: name a cloud of {_config_files(config)} with --os-cloud "
                          f"or OS_CLOUD, or give --os-auth-url and the credentials") from None
     except ksa_exceptions.ClientException as e:  # e.g. an auth plugin that is missing an option
-        raise CloudError(f"{type(e).__name__}: {_one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the "
+        raise CloudError(f"{type(e).__name__}: {one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the "
                          f"--os-* options") from None
     _CONNECTED.append(region)
     return connection.Connection(config=region)
@@ -94,9 +96,6 @@ def service_connect(args: argparse.Namespace) -> connection.Connection | None:
 
 def explain(e: Exception) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
-    from minbw.ops.connection import CLI, explain as explain_connection
     return explain_connection(e, _CONNECTED[-1] if _CONNECTED else None, CLI)
 
 
-def _one_line(text) -> str:
-    return " ".join(str(text).split()).rstrip(".") or "no message"

@@ -320,8 +320,9 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
         applier.result.found_applied = api.converged - found_before
         # never leave a half-applied state unreported
         done = applier.result.applied
+        made = {id(op) for op in done}  # the plan's own op objects: no equality scan of every pair
         raise PartialApply(e, done, len(plan.ops), applier.result,
-                           pending=[op for op in plan.ops if op not in done]) from e
+                           pending=[op for op in plan.ops if id(op) not in made]) from e
     applier.result.found_applied = api.converged - found_before
     applier.result.kept = plan.kept
     applier.result.generations = {u: g for u, g in gens.items() if u in plan.after}
