@@ -341,3 +341,19 @@ def test_guarantee(case, server, ports, claim, error, providers, problems):
 def test_rules_keep_ids_for_ports_and_none_for_desired():
     assert QosRule.from_option({"type": "minimum_bandwidth", "min_kbps": 5}) == QosRule(None, "minimum_bandwidth",
                                                                                         "egress", 5)
+
+
+def test_apply_in_order_names_what_was_and_was_not_written():
+    from minbw.errors import PartialApply, PlacementError
+    from minbw.ops import apply_in_order
+
+    def run(op):
+        if op == "c":
+            raise PlacementError("boom", status=503)
+    with pytest.raises(PartialApply) as e:
+        apply_in_order(["a", "b", "c", "d"], run)
+    d = e.value.to_dict()
+    assert (d["writes_done"], d["writes_planned"], d["applied"], d["not_applied"]) == (2, 4, ["a", "b"], ["c", "d"])
+    assert "not written: c and 1 more" in str(e.value)
+    with pytest.raises(PlacementError):  # nothing written: the error as it is, not a PartialApply
+        apply_in_order(["c", "d"], run)

@@ -132,8 +132,7 @@ def plan_output(plan, result=None, summary: str | None = None) -> Output:
     """The writes of a providers plan (or sync): a row each; what was kept and the count under them."""
     out = plan.to_dict()
     out["diff"] = plan.diff()
-    if result is not None:
-        out["result"] = result.to_dict()
+    out["result"] = result.to_dict() if result is not None else None  # null: nothing written (a plan, or 0 writes)
     if summary is not None:
         out["summary"] = summary
     head = () if plan.ops else ("Placement already matches the configuration: 0 writes.",)

@@ -14,8 +14,9 @@ _Op = TypeVar("_Op")
 def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
                    then: str = "running the same desired state again applies the rest") -> list[_Op]:
     """Run ``run(op)`` for each op in order; return the ops run. A failure before any write is raised as
-    it is; after some writes it is a PartialApply naming them (``then`` says how to resume). ``run``
-    returning ``False`` stops early (e.g. the object is gone) after counting that op as done."""
+    it is; after some writes it is a PartialApply naming them and the ops not made, the failed one first
+    (``then`` says how to resume). ``run`` returning ``False`` stops early (e.g. the object is gone) after
+    counting that op as done."""
     done: list[_Op] = []
     for op in ops:
         try:
@@ -23,7 +24,7 @@ def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
         except (MinbwError, _sdk_exceptions.SDKException) as e:
             if not done:
                 raise  # nothing was written: the error as it is
-            raise PartialApply(e, done, len(ops), then=then) from e
+            raise PartialApply(e, done, len(ops), then=then, pending=list(ops[len(done):])) from e
         done.append(op)
         if more is False:
             break
