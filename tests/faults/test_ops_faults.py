@@ -51,7 +51,7 @@ def test_move_then_confirm_under_faults(placement, proxied, moved_setup, fault):
     assert confirmed.changed and allocations(placement, moved.migration) == {}
     assert totals(placement) == ONE_SERVER
     if fault in ("reset_after", "slow_after"):
-        assert api.converged == 2  # Placement applied both; the client re-read and found them
+        assert api.converged >= 2  # Placement applied both; the client re-read and found them
     assert not moves.confirm(api, moved.migration).changed
 
 
