@@ -109,3 +109,44 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
     table = json.loads(path.read_text()) if path.exists() else {}
     table[case] = record
     path.write_text(json.dumps(table, indent=2, sort_keys=True))
+
+
+@pytest.mark.parametrize("fault", ["reset_after", "503"])
+def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud, fault):
+    """The binding write goes through a fault-injecting proxy in front of the real Neutron: with
+    ``reset_after`` Neutron applies it and the answer is lost (keystoneauth's ConnectFailure, which is no
+    SDKException), with ``503`` no answer can be trusted. Either way the write may have been applied, so heal
+    undoes the allocation it wrote *and* puts the binding back; it reports both, and the server is as before."""
+    from openstack import connection
+
+    from tests.faults.proxy import FaultProxy, Rule
+
+    conn = demo.conn
+    api = Placement(conn)
+    auth = dict(username="nova", password="minicloud-secret", project_name="service")
+    service = cloud.connect(**auth)
+    policy = demo.policy(f"e2e-heal-{fault}", bw=[("egress", 1000), ("ingress", 1000)])
+    port = demo.port(f"e2e-heal-{fault}", policy)
+    vm = demo.boot(f"e2e-heal-{fault}", [port])
+    break_allocation(api, vm.id)
+    break_binding(service, port.id)
+    broken = state(api, conn, vm.id, port.id)
+    neutron = service.network.get_endpoint().split("/v2.0")[0]
+    proxy = FaultProxy(neutron, seed=3).start()
+    try:
+        proxy.add(Rule("PUT", rf"/ports/{port.id}$", fault, nth=(1,)))
+        proxied = connection.Connection(  # the service user, its Neutron calls through the proxy
+            auth=dict(auth_url=cloud.env["MINICLOUD_KEYSTONE_URL"], user_domain_name="Default",
+                      project_domain_name="Default", **auth),
+            auth_type="password", region_name="RegionOne", network_endpoint_override=proxy.url)
+        got = heal(conn, api, [vm.id], binding_conn=proxied)[0]
+        assert [x.status for x in proxy.log if x.fault] == ([200] if fault == "reset_after" else [None])
+    finally:
+        proxy.stop()
+    assert got["healed"] is False and got["error"], got
+    undone = got["rolled_back"]
+    assert len(undone) == 2 and not any("NOT undone" in u for u in undone), got
+    assert state(api, conn, vm.id, port.id) == broken  # nothing half-healed: the allocation and the binding as before
+    done = heal(conn, api, [vm.id], binding_conn=service)[0]
+    assert done["healed"] is True, done
+    assert servers.verify(conn, vm.id, api)["ok"]

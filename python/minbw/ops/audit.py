@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from openstack import exceptions as sdk_exceptions
-
-from minbw.errors import ConcurrentUpdate, ConsumerConflict, MinbwError
+from minbw.errors import ConcurrentUpdate, ConsumerConflict
 from minbw.model.requests import PortRequest
+from minbw.ops import WRITE_FAILURES
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.plan.audit import GUARANTEED_CLASSES, MIGRATION_DONE, AuditPlan, PortBinding, audit, trimmed
@@ -66,7 +65,7 @@ def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding
                 write_binding_profile(binding_conn or conn, port,
                                       {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"})
             done.append({**op.to_dict(), "done": True, "error": None})
-        except (MinbwError, sdk_exceptions.SDKException) as e:  # each fix is independent: report, go on
+        except WRITE_FAILURES as e:  # each fix is independent: report, go on
             done.append({**op.to_dict(), "done": False, "error": f"{type(e).__name__}: {e}"})
     return done
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import MinbwError, ObjectNotFound, PartialApply
-from minbw.ops import servers as server_ops
+from minbw.ops import WRITE_FAILURES, outcome_unknown, servers as server_ops
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.plan.heal import HealPlan, plan_heal
@@ -35,12 +33,15 @@ def server_plan(conn, api: Placement, server) -> tuple[HealPlan, list, dict]:
 
 def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_conn=None) -> dict:
     """Write the allocation, then each binding (with ``binding_conn``, a service user's connection, when
-    given); on a failure undo what was written, then raise PartialApply saying what was written and undone."""
+    given); on a failure undo what was written, then raise PartialApply saying what was written and undone.
+    A write that failed without a usable answer (reset, timeout, 5xx) may have been applied: it is undone too
+    (putting back what was there is harmless if it was not)."""
     binding_conn = binding_conn or conn
     done = []
     by_id = {p.id: p for p in ports}
     try:
         for op in plan.ops:
+            failing = op
             if op.action == "put_allocations":
                 api.put_allocations(server.id, {
                     "allocations": op.allocations, "consumer_generation": plan.generation,
@@ -50,8 +51,9 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
                 write_binding_profile(binding_conn, op.port,
                                       dict(by_id[op.port].binding_profile, allocation=op.binding))
             done.append(op)
-    except (MinbwError, sdk_exceptions.SDKException) as e:
-        undone = _roll_back(binding_conn, api, server, done, by_id, current)
+    except WRITE_FAILURES as e:
+        maybe = [failing] if outcome_unknown(e) or getattr(e, "maybe_applied", False) else []
+        undone = _roll_back(binding_conn, api, server, done + maybe, by_id, current)
         raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
                            then=f"undone: {', '.join(undone) or 'nothing was written'}") from e
     return {"healed": True, "writes": len(done)}
@@ -69,7 +71,7 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
             else:
                 write_binding_profile(binding_conn, op.port, dict(by_id[op.port].binding_profile))
             undone.append(f"{op.action} {op.consumer or op.port}")
-        except (MinbwError, sdk_exceptions.SDKException) as e:
+        except WRITE_FAILURES as e:
             undone.append(f"{op.action} {op.consumer or op.port}: NOT undone ({e})")
     return undone
 

@@ -22,7 +22,7 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import (BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError)
 from minbw.model.requests import PortRequest, ServerRequest
-from minbw.ops import claims, neutron, segments
+from minbw.ops import WRITE_FAILURES, claims, neutron, segments
 from minbw.placement.client import Placement
 from minbw.plan.allocations import claim_op
 
@@ -141,7 +141,7 @@ def _unbind(svc, port_ids: Iterable[str]) -> list[str]:
     for pid in port_ids:
         try:
             svc.network.update_port(pid, binding_host_id="", binding_profile={})
-        except sdk_exceptions.SDKException:
+        except WRITE_FAILURES:
             stuck.append(pid)
     return stuck
 
