@@ -67,14 +67,16 @@ class MiniCloud:
                         f"{proc.stderr[-8000:]}", pytrace=False)
         return proc.stdout + proc.stderr
 
-    def connect(self, **auth):
+    def connect(self, options: dict | None = None, **auth):
+        """The admin's connection, or with ``auth`` another user's; ``options``: more Connection settings
+        for that user (e.g. ``network_endpoint_override``)."""
         import openstack
         from openstack import connection
         warnings.filterwarnings("ignore")
         if auth:  # another user of the same cloud (e.g. a service user)
             return connection.Connection(auth=dict(auth_url=self.env["MINICLOUD_KEYSTONE_URL"], user_domain_name="Default",
                                                    project_domain_name="Default", **auth),
-                                         auth_type="password", region_name="RegionOne")
+                                         auth_type="password", region_name="RegionOne", **(options or {}))
         import openstack.config
         cfg = openstack.config.OpenStackConfig(config_files=[self.env["OS_CLIENT_CONFIG_FILE"]])
         return openstack.connection.Connection(config=cfg.get_one(cloud="minicloud"))

@@ -117,8 +117,6 @@ def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud,
     ``reset_after`` Neutron applies it and the answer is lost (keystoneauth's ConnectFailure, which is no
     SDKException), with ``503`` no answer can be trusted. Either way the write may have been applied, so heal
     undoes the allocation it wrote *and* puts the binding back; it reports both, and the server is as before."""
-    from openstack import connection
-
     from tests.faults.proxy import FaultProxy, Rule
 
     conn = demo.conn
@@ -135,10 +133,8 @@ def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud,
     proxy = FaultProxy(neutron, seed=3).start()
     try:
         proxy.add(Rule("PUT", rf"/ports/{port.id}$", fault, nth=(1,)))
-        proxied = connection.Connection(  # the service user, its Neutron calls through the proxy
-            auth=dict(auth_url=cloud.env["MINICLOUD_KEYSTONE_URL"], user_domain_name="Default",
-                      project_domain_name="Default", **auth),
-            auth_type="password", region_name="RegionOne", network_endpoint_override=proxy.url)
+        # the service user, its Neutron calls through the proxy
+        proxied = cloud.connect({"network_endpoint_override": proxy.url}, **auth)
         got = heal(conn, api, [vm.id], binding_conn=proxied)[0]
         assert [x.status for x in proxy.log if x.fault] == ([200] if fault == "reset_after" else [None])
     finally:

@@ -19,7 +19,10 @@ WRITE_FAILURES = (MinbwError, _sdk_exceptions.SDKException, _ksa_exceptions.Clie
 
 def outcome_unknown(e: BaseException) -> bool:
     """The write that raised ``e`` may have been applied: no answer came (connection reset, timeout) or a
-    5xx did. A 4xx answer, or one of our refusals, means it was not."""
+    5xx did; for Placement the client says so itself (``maybe_applied``, after its re-read). A 4xx answer,
+    or one of our refusals, means it was not."""
+    if isinstance(e, MinbwError):
+        return bool(getattr(e, "maybe_applied", False))
     if isinstance(e, _sdk_exceptions.HttpException):
         return (e.status_code or 500) >= 500
     return isinstance(e, _ksa_exceptions.ClientException)

@@ -41,7 +41,6 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
     by_id = {p.id: p for p in ports}
     try:
         for op in plan.ops:
-            failing = op
             if op.action == "put_allocations":
                 api.put_allocations(server.id, {
                     "allocations": op.allocations, "consumer_generation": plan.generation,
@@ -52,7 +51,7 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
                                       dict(by_id[op.port].binding_profile, allocation=op.binding))
             done.append(op)
     except WRITE_FAILURES as e:
-        maybe = [failing] if outcome_unknown(e) or getattr(e, "maybe_applied", False) else []
+        maybe = [plan.ops[len(done)]] if outcome_unknown(e) else []  # the failed write
         undone = _roll_back(binding_conn, api, server, done + maybe, by_id, current)
         raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
                            then=f"undone: {', '.join(undone) or 'nothing was written'}") from e
