@@ -92,14 +92,10 @@ def secret_values(value, secret=False):
     return {str(value)} if secret and value not in (None, '') and not isinstance(value, bool) else set()
 
 
-def _scalars_for_suboptions(spec):
-    """The options with suboptions given something that is not a dict (``separation: true``): ansible-core's
-    own validation crashes on those (TypeError, a traceback) instead of failing the task."""
-    from ansible.module_utils.basic import _load_params
-    given = _load_params()
-    return sorted(name for name, opt in spec.items()
-                  if opt.get('options') and given.get(name) is not None
-                  and not isinstance(given[name], (dict, list) if opt.get('type') == 'list' else dict))
+def _suboption_options(spec):
+    """The options that take suboptions: given something that is not a dict (``separation: true``), ansible-core's
+    own validation crashes on them (TypeError, a traceback) instead of failing the task."""
+    return [name for name, opt in spec.items() if opt.get('options')]
 
 
 class MinbwModule:
@@ -117,13 +113,16 @@ class MinbwModule:
             self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
                                          **module_kwargs)
         except TypeError:
-            wrong = _scalars_for_suboptions(spec)
-            if not wrong:
-                raise
-            # the same module, with those options unchecked, only to fail the task naming them
-            lenient = dict(spec, **{name: dict(type='raw', no_log=spec[name].get('no_log', False)) for name in wrong})
+            # only to fail the task naming them: the same module with those options unchecked (public API)
+            lenient = dict(spec, **{name: dict(type='raw', no_log=spec[name].get('no_log', False))
+                                    for name in _suboption_options(spec)})
             self.ansible = AnsibleModule(argument_spec=lenient, supports_check_mode=supports_check_mode,
                                          **module_kwargs)
+            wrong = sorted(name for name in _suboption_options(spec) if self.ansible.params.get(name) is not None
+                           and not isinstance(self.ansible.params[name],
+                                              (dict, list) if spec[name].get('type') == 'list' else dict))
+            if not wrong:
+                raise
             self.ansible.fail_json(msg='%s: expected a dict of its suboptions (see the module documentation). '
                                        'Fix: give it as a dict, or leave it out' % ', '.join(wrong))
         self.params = self.ansible.params
@@ -148,6 +147,11 @@ class MinbwModule:
         if self._conn is None:
             self._conn = openstack.connect(**self.connect_kwargs())
         return self._conn
+
+    def cloud(self):
+        """The use cases' Cloud: this module's connection (made on first use) and its O(service_cloud) user."""
+        from minbw.usecases.cloud import Cloud
+        return Cloud(lambda: self.conn, service_connect=self.service_conn)
 
     def service_conn(self):
         """The connection for writes Neutron allows to the service role only (``binding:profile``): the
@@ -199,9 +203,12 @@ class MinbwModule:
             if not HAS_OPENSTACKSDK:
                 raise
             if HAS_MINBW:
-                from minbw.ops.connection import MODULE, explain
+                from minbw.usecases.connection import OptionNames, explain
+                names = OptionNames(cacert='ca_cert (cacert: in clouds.yaml)',
+                                    insecure='validate_certs: false (verify: false in clouds.yaml)',
+                                    cloud='cloud', auth="the module's cloud / auth options or clouds.yaml")
                 region = self._conn.config if self._conn is not None else None
-                failed = explain(e, region, MODULE)
+                failed = explain(e, region, names)
                 if failed is not None:
                     self.ansible.fail_json(msg=str(failed))
             if isinstance(e, sdk_exceptions.HttpException):

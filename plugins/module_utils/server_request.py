@@ -23,14 +23,13 @@ SERVER_REQUEST_SPEC = dict(
 )
 
 
-def server_request_of(params, api=None):
-    """The core's ServerRequest from the SERVER_REQUEST_SPEC options (kept off or onto the hosts reserved
-    for QoS ports as O(separation) says); O(ports) are read from Neutron through ``api``'s connection."""
-    from minbw.model.requests import ServerRequest
-    from minbw.plan.separation import separate, separation_of
-    plain = [opt for opt in SERVER_REQUEST_SPEC if opt not in ('separation', 'ports', 'any_traits')]
-    req = ServerRequest.from_options(**{opt: params[opt] for opt in plain})
-    if params.get('ports'):
-        from minbw.ops.schedule import with_neutron_ports
-        req = with_neutron_ports(api, req, params['ports'], any_traits=params['any_traits'])[0]
-    return separate(req, separation_of(option='separation', **(params['separation'] or {})))
+def server_spec(params):
+    """The use cases' ServerSpec from the SERVER_REQUEST_SPEC options (O(ports) are read from Neutron by the use
+    case; O(separation) keeps the server off or onto the hosts reserved for QoS ports)."""
+    from minbw.usecases.candidates import ServerSpec
+    from minbw.usecases.separation import separation_of
+    return ServerSpec(resources=params['resources'] or {}, required=tuple(params['required']),
+                      port_requests=tuple(params['port_requests']), ports=tuple(params['ports']),
+                      any_traits=params['any_traits'], group_policy=params['group_policy'], in_tree=params['in_tree'],
+                      root_required=tuple(params['root_required']), limit=params['limit'],
+                      separation=separation_of(option='separation', **(params['separation'] or {})))

@@ -106,37 +106,23 @@ diagnosis:
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 from ansible_collections.minbw.openstack.plugins.module_utils.server_request import (
-    SERVER_REQUEST_SPEC, server_request_of)
+    SERVER_REQUEST_SPEC, server_spec)
 
 
 def ensure(module):
-    from minbw.ops import claims
-    from minbw.placement.client import Placement
-    from minbw.plan.allocations import plan_free
+    from minbw.usecases.allocation import ClaimRequest, FreeRequest, claim, free
 
     p = module.params
-    api = Placement(module.conn)
-    consumer = p['consumer']
     if p['state'] == 'absent':
-        plan = plan_free(consumer, api.get_allocations(consumer))
-        freed = plan.changed and (module.check_mode or claims.free(api, consumer))
-        return module.result(freed, diff=plan.diff())
-
-    req = server_request_of(p, api)
-    existing = claims.existing_claim(api, consumer, req)
-    if existing is not None:
-        return module.result(False, claim=existing.to_dict())
-    if not p['project_id'] or not p['user_id']:
-        module.ansible.fail_json(msg='claiming needs project_id and user_id')
-    # check mode shows the claim the real run makes first: the same plan, from the same candidates
-    plan = claims.plan(api, consumer, req, max_hosts=p['max_hosts'])
-    if module.check_mode:
-        return module.plan_result(plan, claim=plan.ops[0].to_dict(), planned=plan.to_dict())
-    claim = claims.named(api, claims.claim(api, consumer, req, project_id=p['project_id'], user_id=p['user_id'],
-                                           consumer_type=p['consumer_type'], max_hosts=p['max_hosts'],
-                                           candidates=plan.candidates))
-    return module.result(True, diff=dict(before={'claimed': False}, after={'claimed': True, 'host': claim.host}),
-                         claim=claim.to_dict())
+        result = free(module.cloud(), FreeRequest(p['consumer'], check=module.check_mode))
+        return module.result(result.changed, diff=result.plan.diff())
+    result = claim(module.cloud(), ClaimRequest(p['consumer'], server_spec(p), project_id=p['project_id'],
+                                                user_id=p['user_id'], consumer_type=p['consumer_type'],
+                                                max_hosts=p['max_hosts'], check=module.check_mode))
+    values = dict(claim=result.claim.to_dict())
+    if result.plan is not None:
+        values['planned'] = result.plan.to_dict()
+    return module.result(result.changed, diff=result.diff() if result.changed else None, **values)
 
 
 def main():

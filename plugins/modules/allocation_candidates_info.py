@@ -60,22 +60,16 @@ diagnosis:
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 from ansible_collections.minbw.openstack.plugins.module_utils.server_request import (
-    SERVER_REQUEST_SPEC, server_request_of)
+    SERVER_REQUEST_SPEC, server_spec)
 
 
 def candidates_info(module):
-    from minbw.ops.claims import get_candidates
-    from minbw.placement.client import Placement
-    from minbw.reports.candidates import candidate_view
-    from minbw.reports.diagnose import diagnose
+    from minbw.usecases.candidates import candidates
 
-    api = Placement(module.conn)
-    req = server_request_of(module.params, api)
-    cands = get_candidates(api, req)
-    names = api.provider_names() if cands.allocation_requests else {}
-    out = candidate_view(cands, req, names)
-    return module.result(False, candidates=out, count=len(out), query=dict(cands.params),
-                         microversion=cands.microversion, diagnosis=[] if out else diagnose(api, req))
+    result = candidates(module.cloud(), server_spec(module.params))
+    return module.result(False, candidates=list(result.view), count=len(result.view),
+                         query=dict(result.candidates.params), microversion=result.candidates.microversion,
+                         diagnosis=list(result.diagnosis))
 
 
 def main():

@@ -146,50 +146,27 @@ diagnosis:
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 from ansible_collections.minbw.openstack.plugins.module_utils.server_request import (
-    SERVER_REQUEST_SPEC, server_request_of)
-
-
-def _values(result, check):
-    out = dict(migration=result.migration, claim=result.claim.to_dict() if result.claim else None,
-               binding_profiles=result.binding_profiles,
-               written={c: dict(b) for c, b in result.written.items()} if result.written else None)
-    if check:
-        out['planned'] = result.plan.to_dict()
-    return out
+    SERVER_REQUEST_SPEC, server_spec)
 
 
 def ensure(module):
-    from minbw.errors import MoveRefused
-    from minbw.ops import claims, moves
-    from minbw.placement.client import Placement
+    from minbw.usecases.moves import MoveRequest, move
 
     p = module.params
-    api = Placement(module.conn)
-    check = module.check_mode
-    if p['state'] == 'confirmed':
-        result = moves.confirm(api, p['migration'], retries=p['retries'], check=check)
-        return module.result(result.changed, diff=result.diff(), **_values(result, check))
-    if p['state'] == 'reverted':
-        given = p['resources'] or p['port_requests'] or p['ports'] or p['required']
-        result = moves.revert(api, p['consumer'], p['migration'], server_request_of(p, api) if given else None,
-                              retries=p['retries'], check=check)
-        return module.result(result.changed, diff=result.diff(), **_values(result, check))
-
-    req = server_request_of(p, api)
-    try:
-        result = moves.move(api, p['consumer'], req, p['target_host'], p['migration'], retries=p['retries'],
-                            check=check)
-    except MoveRefused as e:
-        if e.reason != 'same-host':
-            raise
-        # On the target already, the migration holding nothing: confirmed (or never moved). The desired
-        # state holds; the claim must still satisfy the request (MappingError says how it does not).
-        claim = claims.existing_claim(api, p['consumer'], req)
-        return module.result(False, migration=p['migration'], claim=claim.to_dict(),
-                             binding_profiles=dict(claim.binding_profiles), written=None, reason=e.reason,
-                             msg=str(e))
-    return module.result(result.changed, diff=result.diff(), attempts=list(result.attempts),
-                         **_values(result, check))
+    step = {'migrated': 'move', 'confirmed': 'confirm', 'reverted': 'revert'}[p['state']]
+    result = move(module.cloud(), MoveRequest(step=step, consumer=p['consumer'], server=server_spec(p),
+                                              target_host=p['target_host'], migration=p['migration'],
+                                              retries=p['retries'], check=module.check_mode, settled='unchanged'))
+    values = dict(migration=result.migration, claim=result.claim.to_dict() if result.claim else None,
+                  binding_profiles=result.binding_profiles,
+                  written={c: dict(b) for c, b in result.written.items()} if result.written else None)
+    if result.reason:
+        values.update(reason=result.reason, msg=result.message)
+    elif module.check_mode:
+        values['planned'] = result.plan.to_dict()
+    if step == 'move' and not result.reason:
+        values['attempts'] = list(result.attempts)
+    return module.result(result.changed, diff=None if result.reason else result.diff(), **values)
 
 
 def main():

@@ -77,16 +77,14 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def audit(module):
-    from minbw.ops.audit import apply_fixes, run_audit
-    from minbw.placement.client import Placement
+    from minbw.usecases.audit import AuditRequest, audit as run
 
-    api = Placement(module.conn)
-    plan = run_audit(module.conn, api, ignore=module.params['ignore_consumers'])
-    fixes = (apply_fixes(module.conn, api, plan, binding_conn=module.service_conn())
-             if module.params['fix'] and not module.check_mode else [])
-    report = plan.to_dict()
-    return module.result(any(f['done'] for f in fixes), ok=all(f['done'] for f in fixes) if fixes else plan.ok,
-                         findings=report['findings'], fixes=fixes, checked=report['checked'])
+    p = module.params
+    result = run(module.cloud(), AuditRequest(fix=p['fix'], ignore_consumers=tuple(p['ignore_consumers']),
+                                              check=module.check_mode))
+    report = result.to_dict()
+    return module.result(result.changed, ok=result.ok, findings=report['findings'], fixes=report['fixes'],
+                         checked=report['checked'])
 
 
 def main():

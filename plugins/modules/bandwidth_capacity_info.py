@@ -199,15 +199,13 @@ ARGUMENT_SPEC = dict(
 
 
 def capacity_info(module):
-    from minbw.placement.client import Placement
-    from minbw.plan.capacity import capacity_request
-    from minbw.reports.capacity import capacity_report
+    from minbw.usecases.capacity import CapacityQuery, capacity
 
     p = module.params
-    req = capacity_request(p['resources'], p['required'], p['port_requests'], p['qos_ports'],
-                           group_policy=p['group_policy'])
-    report = capacity_report(Placement(module.conn), req, p['hypervisor'], option='hypervisor').to_dict()
-    return module.result(False, **report)
+    report = capacity(module.cloud(), CapacityQuery(p['resources'], tuple(p['required']), tuple(p['port_requests']),
+                                                    tuple(p['qos_ports']), group_policy=p['group_policy'],
+                                                    hypervisor=p['hypervisor']))
+    return module.result(False, **report.to_dict())
 
 
 def main():

@@ -69,13 +69,11 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def drift(module):
-    from minbw.ops.drift import run_drift
-    from minbw.placement.client import Placement
+    from minbw.usecases.drift import DriftRequest, drift as compare
 
     p = module.params
-    rows = run_drift(module.conn, Placement(module.conn), agent_configs=p['agent_configs'], host=p['host'],
-                     neutron=p['neutron'])
-    return module.result(False, ok=all(r.agree for r in rows), providers=[r.to_dict() for r in rows])
+    result = compare(module.cloud(), DriftRequest(tuple(p['agent_configs']), p['host'], p['neutron']))
+    return module.result(False, **result.to_dict())
 
 
 def main():

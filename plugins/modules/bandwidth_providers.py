@@ -229,49 +229,22 @@ kept:
        "consumers": {"4b1c6c2a-0f3e-4a55-8f0b-8f2d1c0e5a11": {"NET_BW_IGR_KILOBIT_PER_SEC": 1}}}
 '''
 
-import time
-
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
-
-try:
-    from minbw.model.providers import root_inventories
-    from minbw.neutron.provider_tree import desired_state
-    from minbw.ops.agent_files import read_agent_configs
-    from minbw.ops.sync import ProviderCache, check_max_age, check_workers, default_cache_path, summary, sync
-    from minbw.placement.client import Placement
-except ImportError:
-    pass  # MinbwModule reports the missing library
-
-
-def provider_diffs(plan):
-    """One diff per changing provider, headed by its name and UUID (Ansible shows a list of diffs one by one)."""
-    whole = plan.diff()
-    diffs = []
-    for uuid in set(whole['before']) | set(whole['after']):
-        before, after = whole['before'].get(uuid), whole['after'].get(uuid)
-        header = '%s (%s)' % ((after or before)['name'], uuid)
-        diffs.append(dict(before=before, after=after, before_header=header, after_header=header))
-    return sorted(diffs, key=lambda d: d['before_header'])
 
 
 def ensure(module):
-    params = module.params
-    desired = desired_state(read_agent_configs(params['agent_configs'], params['agents'], params['host']))
-    workers = check_workers(params['workers'])
-    max_age = check_max_age(params['cache_max_age'])
-    api = Placement(module.conn)
-    cache = None
-    if params['cache']:
-        cache = ProviderCache(params['cache_file'] or default_cache_path(api.endpoint()), api.endpoint(), max_age=max_age)
-    started, calls = time.time(), api.calls
-    plan, applied = sync(api, desired, check=module.check_mode, absent=params['state'] == 'absent', cache=cache,
-                         create_root=params['create_root'], root_inventories=root_inventories(params['root_inventories']),
-                         workers=workers)
-    line = summary(desired, plan, applied, seconds=time.time() - started, calls=api.calls - calls, cache=cache,
-                   check=module.check_mode)
-    planned = plan.to_dict()
-    return module.result(plan.changed, diff=provider_diffs(plan), writes=plan.writes(), summary=line,
-                         retries=applied.retries if applied else 0, found_applied=applied.found_applied if applied else 0,
+    from minbw.usecases.providers import ProvidersRequest, sync
+
+    p = module.params
+    result = sync(module.cloud(), ProvidersRequest(
+        agent_configs=tuple(p['agent_configs'] or ()), agents=tuple(p['agents'] or ()), host=p['host'],
+        check=module.check_mode, absent=p['state'] == 'absent', create_root=p['create_root'],
+        root_inventories=p['root_inventories'], cache=(p['cache_file'] or '') if p['cache'] else None,
+        cache_max_age=p['cache_max_age'], workers=p['workers']))
+    planned, applied = result.plan.to_dict(), result.applied
+    return module.result(result.changed, diff=result.diffs(), writes=result.plan.writes(), summary=result.summary,
+                         retries=applied.retries if applied else 0,
+                         found_applied=applied.found_applied if applied else 0,
                          ops=planned['ops'], providers=planned['providers'], kept=planned['kept'])
 
 

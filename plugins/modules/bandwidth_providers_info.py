@@ -89,15 +89,11 @@ providers:
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
-try:
-    from minbw.reports.providers import provider_report
-    from minbw.placement.client import Placement
-except ImportError:
-    pass  # MinbwModule reports the missing library
-
 
 def report(module):
-    return module.result(False, providers=provider_report(Placement(module.conn), module.params['hypervisor']))
+    from minbw.usecases.providers import ShowRequest, show
+
+    return module.result(False, providers=show(module.cloud(), ShowRequest(module.params['hypervisor'])).to_dict())
 
 
 def main():

@@ -135,13 +135,13 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.ops.separation import separation
-    from minbw.plan.separation import separation_of
+    from minbw.usecases.separation import SeparationRequest, separation, separation_of
 
     p = module.params
     sep = separation_of(p['mode'], p['trait'], p['aggregate'], option='mode/trait/aggregate')
-    plan = separation(module.conn, sep, p['hosts'], exclusive=p['exclusive'], flavors_qos=p['flavors_qos'],
-                      flavors_plain=p['flavors_plain'], absent=p['state'] == 'absent', check=module.check_mode)
+    plan = separation(module.cloud(), SeparationRequest(
+        sep, tuple(p['hosts']), exclusive=p['exclusive'], flavors_qos=tuple(p['flavors_qos']),
+        flavors_plain=tuple(p['flavors_plain']), absent=p['state'] == 'absent', check=module.check_mode))
     planned = plan.to_dict()
     return module.plan_result(plan, writes=plan.writes(), ops=planned['ops'], separation=planned['separation'])
 

@@ -119,20 +119,13 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def ensure(module):
-    from minbw.ops.schedule import schedule
-    from minbw.placement.client import Placement
+    from minbw.usecases.schedule import ScheduleRequest, schedule
+
     p = module.params
-    api = Placement(module.conn)
-    if p['consumer']:
-        held = api.get_allocations(p['consumer']).get('allocations')
-        if held:
-            return module.result(False, consumer=p['consumer'], host=None, allocations=held, bindings=[],
-                                 attempts=[], segments=[], ports=[])
-    result = schedule(module.conn, api, p['ports'], p['resources'], consumer=p['consumer'],
-                      max_hosts=p['max_hosts'], any_traits=p['any_traits'], check=module.check_mode,
-                      service_conn=None if module.check_mode else module.service_conn())
-    result.pop('changed', None)
-    return module.result(True, **result)
+    result = schedule(module.cloud(), ScheduleRequest(tuple(p['ports']), p['resources'], consumer=p['consumer'],
+                                                      max_hosts=p['max_hosts'], any_traits=p['any_traits'],
+                                                      check=module.check_mode))
+    return module.result(result.changed, **result.to_dict())
 
 
 def main():

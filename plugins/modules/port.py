@@ -123,37 +123,15 @@ resource_request:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 
-def fixed_ip(net, entry):
-    out = {'subnet_id': net.find_subnet(entry['subnet'], ignore_missing=False).id} if entry.get('subnet') else {}
-    if entry.get('ip_address'):
-        out['ip_address'] = entry['ip_address']
-    return out
-
-
 def ensure(module):
-    from minbw.ops import neutron
-    from minbw.plan import ports
+    from minbw.usecases.port import DesiredPort, port
 
-    p, net = module.params, module.conn.network
-    network_id = net.find_network(p['network'], ignore_missing=False).id if p['network'] else None
-    found = net.find_port(p['name'], ignore_missing=True, **({'network_id': network_id} if network_id else {}))
-    current = ports.port_view(found)
-    desired = None
-    if p['state'] == 'present':
-        desired = ports.PortSpec(
-            name=found.name if found is not None else p['name'],  # found by id: keep its name
-            network_id=network_id, vnic_type=p['vnic_type'],
-            qos_policy_id=net.find_qos_policy(p['qos_policy'], ignore_missing=False).id if p['qos_policy'] else None,
-            fixed_ips=None if p['fixed_ips'] is None else tuple(fixed_ip(net, f) for f in p['fixed_ips']))
-    plan = ports.plan_port(desired, current)
-    if module.check_mode or not plan.changed:
-        after = plan.after
-        request = found.resource_request if found is not None and not plan.changed else None
-    else:
-        after = neutron.apply_port(module.conn, found, plan)
-        request = net.get_port(after['id']).resource_request if after else None
-    extra = dict(resource_request=request) if p['state'] == 'present' else {}
-    return module.result(plan.changed, diff=dict(before=current or {}, after=after or {}), port=after, **extra)
+    p = module.params
+    result = port(module.cloud(), DesiredPort(p['name'], network=p['network'], vnic_type=p['vnic_type'],
+                                              qos_policy=p['qos_policy'],
+                                              fixed_ips=None if p['fixed_ips'] is None else tuple(p['fixed_ips']),
+                                              present=p['state'] == 'present', check=module.check_mode))
+    return module.result(result.changed, diff=result.diff(), **result.to_dict())
 
 
 # openstack.cloud.port's option names are aliases, so its tasks' options carry over.

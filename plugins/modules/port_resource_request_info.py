@@ -104,18 +104,17 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def request_info(module):
-    from minbw.model.requests import request_view
-    from minbw.neutron.port_request import Segment, build_port_request
-    from minbw.neutron.qos import min_rules
-    from minbw.ops import neutron
+    from minbw.neutron.port_request import QosPort
+    from minbw.usecases.port_request import PortRequestQuery, port_request
 
     p = module.params
-    if p['port']:
-        compared = neutron.request_against_neutron(module.conn, p['port'], p['agent_type'], p['any_traits'])
-        return module.result(False, **compared)
-    pr = build_port_request(p['port_id'], min_rules(p['qos_rules']), [Segment.from_neutron(s) for s in p['segments']],
-                            p['vnic_type'], agent_kind=p['agent_type'], any_traits=p['any_traits'])
-    return module.result(False, **request_view(pr))
+    qos_port = None
+    if not p['port']:
+        qos_port = QosPort.from_dict(dict(qos_rules=p['qos_rules'], vnic_type=p['vnic_type'],
+                                          segments=p['segments']), 'qos_rules')
+    result = port_request(module.cloud(), PortRequestQuery(qos_port=qos_port, port_id=p['port_id'], port=p['port'],
+                                                           agent_type=p['agent_type'], any_traits=p['any_traits']))
+    return module.result(False, **result.to_dict())
 
 
 def main():

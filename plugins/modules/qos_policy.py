@@ -142,23 +142,14 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.ops import neutron
-    from minbw.plan import qos
+    from minbw.usecases.qos_policy import DesiredPolicy, qos_policy
 
     p = module.params
-    found = neutron.find_policy(module.conn, p['name'])
-    current = qos.policy_view(found)
-    desired = None
-    if p['state'] == 'present':
-        rules = None if p['rules'] is None else qos.parse_rules(
-            {k: v for k, v in r.items() if v is not None} for r in p['rules'])
-        desired = qos.PolicySpec(name=p['name'] if found is None or found.name == p['name'] else found.name,
-                                 description=p['description'], shared=p['shared'],
-                                 is_default=p['is_default'], rules=rules)
-    plan = qos.plan_policy(desired, current)
-    after = plan.after if module.check_mode or not plan.changed else neutron.apply_policy(module.conn, found, plan)
-    return module.result(plan.changed, diff=dict(before=current or {}, after=after or {}), policy=after,
-                         changes=[op.to_dict() for op in plan.ops])
+    result = qos_policy(module.cloud(), DesiredPolicy(
+        p['name'], description=p['description'], shared=p['shared'], is_default=p['is_default'],
+        rules=None if p['rules'] is None else tuple(p['rules']), present=p['state'] == 'present',
+        check=module.check_mode))
+    return module.result(result.plan.changed, diff=result.diff(), **result.to_dict())
 
 
 def main():

@@ -77,13 +77,14 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.ops import segments
-    from minbw.placement.client import Placement
-    result = segments.sync(module.conn, Placement(module.conn), module.params['networks'] or None,
-                           check=module.check_mode)
-    for w in result['warnings']:
+    from minbw.usecases.segments import SegmentsRequest, segments
+
+    result = segments(module.cloud(), SegmentsRequest(tuple(module.params['networks']), sync=True,
+                                                      check=module.check_mode))
+    report = result.to_dict()
+    for w in report['warnings']:
         module.ansible.warn(w)
-    return module.result(result.pop('changed'), diff=result.pop('diff'), **result)
+    return module.result(report.pop('changed'), diff=report.pop('diff'), **report)
 
 
 def main():

@@ -107,40 +107,14 @@ diagnosis:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 
-def view(server):
-    return dict(id=server.id, name=server.name, status=server.status, hypervisor_hostname=server.hypervisor_hostname,
-                compute_host=server.compute_host, fault=server.fault)
-
-
 def ensure(module):
-    from minbw.ops import servers
+    from minbw.usecases.servers import DesiredServer, server
 
-    p, compute = module.params, module.conn.compute
-    found = compute.find_server(p['name'], ignore_missing=True)
-    existing = compute.get_server(found.id) if found is not None else None
-    before = view(existing) if existing is not None else {}
-    if p['state'] == 'absent':
-        diff = dict(before=before, after={})
-        if found is None or module.check_mode:
-            return module.result(found is not None, diff=diff)
-        if not p['wait']:
-            module.conn.compute.delete_server(found)
-            return module.result(True, diff=diff)
-        return module.result(True, diff=diff, release=servers.delete(module.conn, found.id, timeout=p['timeout']))
-    if found is not None:
-        server, changed = existing, False
-    elif module.check_mode:
-        return module.result(True, diff=dict(before={}, after=dict(name=p['name'], status='ACTIVE')), server=None)
-    else:
-        missing = [o for o in ('flavor', 'image', 'ports') if not p[o]]
-        if missing:
-            module.ansible.fail_json(msg='booting %s needs %s' % (p['name'], ', '.join(missing)))
-        server = servers.boot(module.conn, p['name'], p['flavor'], p['image'], p['ports'],
-                              wait=p['wait'], timeout=p['timeout'])
-        changed = True
-    if server.status == 'ERROR':
-        raise servers.explain_failure(module.conn, server, p['ports'])
-    return module.result(changed, diff=dict(before=before, after=view(server)), server=view(server))
+    p = module.params
+    result = server(module.cloud(), DesiredServer(p['name'], flavor=p['flavor'], image=p['image'],
+                                                  ports=tuple(p['ports']), present=p['state'] == 'present',
+                                                  wait=p['wait'], timeout=p['timeout'], check=module.check_mode))
+    return module.result(result.changed, diff=result.diff(), **result.to_dict())
 
 
 def main():

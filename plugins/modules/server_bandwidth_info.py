@@ -140,10 +140,10 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def info(module):
-    from minbw.ops import servers
+    from minbw.usecases.servers import GuaranteeQuery, guarantee
 
     p = module.params
-    return module.result(False, **servers.verify(module.conn, p['server'], boot_ports=p['ports']))
+    return module.result(False, **guarantee(module.cloud(), GuaranteeQuery(p['server'], tuple(p['ports']))))
 
 
 def main():

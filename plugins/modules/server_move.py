@@ -115,18 +115,16 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def move(module):
-    from minbw.ops import nova_moves
+    from minbw.usecases.server_moves import ServerMoveRequest, server_move
 
     p = module.params
     if not p['wait']:
         module.ansible.fail_json(msg='wait=false: server_move always waits for the end state of the action to '
                                      'check it; leave wait out (or set it to true) and bound the wait with timeout')
-    plan, seen = nova_moves.run(module.conn, p['server'], p['action'], host=p['host'], flavor=p['flavor'],
-                                force_down_source=p['force_down_source'], timeout=p['timeout'],
-                                check=module.check_mode)
-    mig = (seen or {}).get('migration')
-    return module.result(plan.changed, diff=plan.diff(), plan=plan.to_dict(), server=(seen or {}).get('server'),
-                         migration=mig.to_dict() if mig else None)
+    result = server_move(module.cloud(), ServerMoveRequest(p['server'], p['action'], host=p['host'],
+                                                           flavor=p['flavor'], force_down_source=p['force_down_source'],
+                                                           timeout=p['timeout'], check=module.check_mode))
+    return module.result(result.plan.changed, diff=result.plan.diff(), **result.to_dict())
 
 
 def main():

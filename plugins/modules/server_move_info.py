@@ -142,11 +142,10 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def info(module):
-    from minbw.ops import nova_moves
+    from minbw.usecases.server_moves import MoveStateQuery, move_state
 
-    state = nova_moves.move_state(module.conn, module.params['server'],
-                                  expect_allocations=module.params['expect_allocations'])
-    return module.result(False, **state)
+    p = module.params
+    return module.result(False, **move_state(module.cloud(), MoveStateQuery(p['server'], p['expect_allocations'])))
 
 
 def main():

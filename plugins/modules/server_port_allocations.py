@@ -73,15 +73,12 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def ensure(module):
-    from minbw.ops.heal import heal
+    from minbw.usecases.heal import HealRequest, heal
 
-    results = heal(module.conn, names=module.params['servers'], check=module.check_mode,
-                   binding_conn=None if module.check_mode else module.service_conn())
-    needed = [r for r in results if (r.get('plan') or {}).get('ops')]
-    diffs = [dict(r['diff'], before_header=r['name'], after_header=r['name']) for r in needed]
-    changed = bool(needed) if module.check_mode else any(r.get('healed') for r in needed)
-    return module.result(changed, diff=diffs,
-                         servers=results, unhealed=[r['server'] for r in results if r.get('error')])
+    result = heal(module.cloud(), HealRequest(tuple(module.params['servers']), check=module.check_mode))
+    diffs = [dict(r['diff'], before_header=r['name'], after_header=r['name']) for r in result.needed]
+    return module.result(result.changed, diff=diffs, servers=result.to_dict(),
+                         unhealed=[r['server'] for r in result.servers if r.get('error')])
 
 
 def main():

@@ -15,12 +15,19 @@ from minbw.model.requests import ServerRequest
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync
-from minbw.plan.capacity import CapacityRequest, qos_port
-from minbw.reports.capacity import capacity_report
+from minbw.neutron.port_request import QosPort
+from minbw.reports.capacity.request import CapacityRequest
+from minbw.usecases.capacity import capacity_report
+from minbw.reports.capacity.request import qos_port as port_of
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 MINBW = [sys.executable, "-m", "minbw.cli"]
 
+
+
+def qos_port(index, rules, physnet=None, **kw):
+    """A port given by its QoS rules (module keys), as capacity builds it."""
+    return port_of(index, QosPort.from_dict({"qos_rules": rules, "physical_network": physnet, **kw}, f"port {index}"))
 
 def host(api, name, ovs="", sriov="", vcpu=64):
     """A compute node root (as nova-compute makes it) and its agents' providers (our sync)."""

@@ -13,7 +13,7 @@ from minbw.errors import ConfigError
 from tests.oracle import neutron_sync as oracle
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import desired_state
-from minbw.plan.drift import snapshots
+from minbw.reports.drift import snapshots
 
 FAST = settings(max_examples=300, deadline=None)
 

@@ -1,4 +1,4 @@
-"""minbw.plan.capacity: how many more servers fit, against tables and against a brute-force simulation.
+"""minbw.reports.capacity: how many more servers fit, against tables and against a brute-force simulation.
 
 The simulation here is written from Placement's rules (placement.objects.allocation_candidate and
 allocation), not from the code under test: it lists every way to place one server, then claims
@@ -16,7 +16,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from minbw.errors import InvalidInput
 from minbw.model.providers import Provider, ProviderDetail
 from minbw.model.requests import ServerRequest
-from minbw.plan.capacity import CapacityRequest, capacity, flavor_resources, qos_port
+from minbw.model.resources import check_resources as flavor_resources
+from minbw.neutron.port_request import QosPort
+from minbw.reports.capacity.report import capacity
+from minbw.reports.capacity.request import CapacityRequest
+from minbw.reports.capacity.request import qos_port as port_of
 
 E, I = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
@@ -25,6 +29,11 @@ PN0, PN1 = "CUSTOM_PHYSNET_PHYSNET0", "CUSTOM_PHYSNET_PHYSNET1"
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 ROOT_INV = {"VCPU": 8, "MEMORY_MB": 16384, "DISK_GB": 100}
 
+
+
+def qos_port(index, rules, physnet=None, **kw):
+    """A port given by its QoS rules (module keys), as capacity builds it."""
+    return port_of(index, QosPort.from_dict({"qos_rules": rules, "physical_network": physnet, **kw}, f"port {index}"))
 
 def rp(uuid, name, parent=None, root=None, traits=(), inv=None, used=None):
     inventories = {rc: {"total": v} if isinstance(v, int) else dict(v) for rc, v in (inv or {}).items()}

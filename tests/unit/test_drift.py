@@ -6,7 +6,7 @@ import pytest
 from minbw.errors import ConfigError
 from minbw.neutron.agentconf import config_from_report, load_agent_ini
 from minbw.neutron.provider_tree import desired_state
-from minbw.plan.drift import drift, snapshots
+from minbw.reports.drift import drift, snapshots
 
 OVS = """[DEFAULT]
 host = devstack0

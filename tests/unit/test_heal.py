@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from minbw.model.requests import PortRequest, RequestGroup
-from minbw.plan.guarantee import PortState
+from minbw.reports.guarantee import PortState
 from minbw.plan.heal import ALLOCATION, BINDING, BOTH, OK, plan_heal
 
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"

@@ -1,10 +1,12 @@
 """The core's layout keeps one dependency direction (python/README.md):
 
-    cli, modules → ops → reports → placement.client → model
-                    ↘ plan → neutron, placement.query/mapping → model, errors
+    cli, the collection's modules → usecases → ops, reports (readers) → placement.client → model
+                                              ↘ plan, reports (analyses) → neutron, placement.query/mapping
+                                                                              → model, errors
 
-Pure packages (model, neutron, plan, placement.query, placement.mapping) import nothing that does I/O;
-only placement.client names a Placement URL; every exception class lives in errors.py.
+Pure packages and modules (model, neutron, plan, placement.query/mapping, the analyses in reports) import nothing
+that does I/O; only placement.client names a Placement URL; every exception class lives in errors.py; the front
+ends (cli, plugins/modules) reach the core through the use cases only, and the cli has no import cycle.
 """
 from __future__ import annotations
 
@@ -13,10 +15,15 @@ from pathlib import Path
 
 import pytest
 
-CORE = Path(__file__).resolve().parents[2] / "python" / "minbw"
+REPO = Path(__file__).resolve().parents[2]
+CORE = REPO / "python" / "minbw"
 
-PURE = ("minbw.model", "minbw.neutron", "minbw.plan", "minbw.placement.query", "minbw.placement.mapping")
-IO = ("minbw.ops", "minbw.reports", "minbw.placement.client", "minbw.deploy", "minbw.cli")
+# the analyses of reports/ are pure; its readers (diagnose, providers) read Placement and Neutron
+ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift", "minbw.reports.cache_check",
+            "minbw.reports.move_checks", "minbw.reports.candidates")
+PURE = ("minbw.model", "minbw.neutron", "minbw.plan", "minbw.placement.query", "minbw.placement.mapping") + ANALYSES
+IO = ("minbw.ops", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.placement.client", "minbw.deploy",
+      "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
                 "http", "wsgiref", "placement", "threading", "concurrent")
 # who may import whom (a module of the key may import modules of the listed packages)
@@ -27,14 +34,18 @@ ALLOWED = {
     "minbw.placement.mapping": ("minbw.model", "minbw.errors"),
     "minbw.placement.client": ("minbw.model", "minbw.errors"),
     "minbw.plan": ("minbw.plan", "minbw.model", "minbw.neutron", "minbw.placement.query",
-                   "minbw.placement.mapping", "minbw.errors"),
-    "minbw.reports": ("minbw.reports", "minbw.placement", "minbw.plan", "minbw.model", "minbw.neutron",
-                      "minbw.errors"),
+                   "minbw.placement.mapping", "minbw.errors") + ANALYSES,
+    "minbw.reports": ("minbw.reports", "minbw.placement", "minbw.model", "minbw.neutron", "minbw.errors"),
     "minbw.ops": ("minbw.ops", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
                   "minbw.neutron", "minbw.errors"),
+    "minbw.usecases": ("minbw.usecases", "minbw.ops", "minbw.reports", "minbw.placement", "minbw.plan",
+                       "minbw.model", "minbw.neutron", "minbw.deploy", "minbw.errors"),
+    "minbw.cli": ("minbw.cli", "minbw.usecases", "minbw.model", "minbw.neutron", "minbw.errors", "minbw"),
     "minbw.deploy": ("minbw.deploy", "minbw.errors"),
     "minbw.errors": (),
 }
+# what the collection's modules may take from the core (module_utils/core is the shipped pure part)
+MODULES_MAY_IMPORT = ("minbw.usecases", "minbw.model", "minbw.neutron", "minbw.errors")
 
 
 def modules():
@@ -84,13 +95,13 @@ MODULES = dict(modules())
 
 def test_the_layout_has_the_expected_rooms():
     rooms = {n.split(".")[1] for n in MODULES if n.count(".") >= 1}
-    assert {"model", "neutron", "placement", "plan", "ops", "reports", "deploy", "cli", "errors"} <= rooms
+    assert {"model", "neutron", "placement", "plan", "ops", "reports", "deploy", "cli", "usecases", "errors"} <= rooms
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_imports_go_one_way(name):
     owner = package_of(name)
-    if owner is None:  # the cli and the package root may import anything
+    if owner is None:  # the package root may import anything
         return
     ours = {i for i in imports(MODULES[name], name) if within(i, ["minbw"]) and i != "minbw"}
     # "from minbw.plan import base" names the module minbw.plan.base: judge the deepest known name
@@ -104,6 +115,60 @@ def test_pure_packages_do_no_io(name):
     found = imports(MODULES[name], name)
     bad = sorted(i for i in found if within(i, IO) or within(i, IO_LIBRARIES))
     assert not bad, f"{name} is pure but imports {bad}"
+
+
+def test_plan_holds_planners_only():
+    """plan/ is desired + observed → ops: each of its modules builds Plans (or is the Plan shape itself)."""
+    for name, tree in MODULES.items():
+        if not within(name, ["minbw.plan"]) or name in ("minbw.plan", "minbw.plan.base"):
+            continue
+        text = ast.unparse(tree)
+        assert "Plan" in text or "base.Op" in text, f"{name} plans no writes: it belongs in reports/"
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found, state, stack = [], {}, []
+
+    def visit(n):
+        state[n] = 1
+        stack.append(n)
+        for m in sorted(graph.get(n, ())):
+            if state.get(m) == 1:
+                found.append(stack[stack.index(m):] + [m])
+            elif m not in state:
+                visit(m)
+        stack.pop()
+        state[n] = 2
+    for n in sorted(graph):
+        if n not in state:
+            visit(n)
+    return found
+
+
+def test_the_cli_has_no_import_cycle():
+    cli = {n for n in MODULES if within(n, ["minbw.cli"])}
+    graph = {n: {i for i in imports(MODULES[n], n) if i in cli and i != n} for n in cli}
+    assert _cycles(graph) == []
+    # and the cycle finder finds one when there is one
+    assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
+
+
+COLLECTION_MODULES = sorted((REPO / "plugins" / "modules").glob("*.py")) + [
+    REPO / "plugins" / "module_utils" / "server_request.py", REPO / "plugins" / "module_utils" / "base.py"]
+
+
+@pytest.mark.parametrize("path", COLLECTION_MODULES, ids=lambda p: p.name)
+def test_the_modules_reach_the_core_through_the_use_cases(path):
+    """A module translates its options into a use case's request and its result into return values: it
+    imports no operation, client or openstacksdk proxy of the core, and does no I/O of its own."""
+    tree = ast.parse(path.read_text(), str(path))
+    core = {i for i in imports(tree, "plugin") if within(i, ["minbw"]) and i != "minbw"}
+    wrong = sorted(i for i in core if not within(i, MODULES_MAY_IMPORT))
+    assert not wrong, f"{path.name} imports {wrong}: call a use case (minbw.usecases) instead"
+    if path.name != "base.py":
+        reads = sorted({ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                        and n.attr in ("conn", "service_conn", "sdk_connection")})
+        assert not reads, f"{path.name} talks to the cloud itself ({reads}): that belongs in a use case"
 
 
 def test_only_the_client_builds_placement_urls():

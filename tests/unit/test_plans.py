@@ -15,7 +15,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.neutron.qos import QosRule
 from minbw.plan.agent_file import plan_agent_file
 from minbw.plan.allocations import plan_claim, plan_free
-from minbw.plan.guarantee import PortState, check_guarantee
+from minbw.reports.guarantee import PortState, check_guarantee
 from minbw.plan.ports import PortSpec, plan_port
 from minbw.plan.providers import Observed, make_absent_plan, make_plan, root_uuid
 from minbw.plan.qos import PolicySpec, parse_rules, plan_policy

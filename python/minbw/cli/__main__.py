@@ -1,5 +1,5 @@
 import sys
 
-from minbw.cli.main import main
+from minbw.cli.shell import main
 
 sys.exit(main())

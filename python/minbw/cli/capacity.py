@@ -1,69 +1,14 @@
-"""``minbw capacity``: how many more servers of one shape fit, per host and physnet; a table, JSON,
-and a picture of used/free bandwidth per provider (PNG or HTML, with matplotlib)."""
+"""``minbw capacity`` — ``openstack bandwidth capacity show``: how many more servers of one shape fit, per host and
+physnet; a table, JSON, and a picture of used/free bandwidth per provider (PNG or HTML, with matplotlib)."""
 from __future__ import annotations
 
 import base64
 import html
 import io
 
-from minbw.errors import InvalidInput, MissingDependency
-
-PORT_HELP = ("a QoS port: min_bw:DIRECTION:KBPS and/or min_pps:DIRECTION:KPPS rules, then optional vnic=TYPE "
-             "(default normal), physnet=NAME or network_type=vxlan|geneve|gre (default: each physnet of each "
-             "host), comma-separated; e.g. min_bw:egress:1000,min_bw:ingress:1000,vnic=direct,physnet=physnet0. "
-             "Repeat per port")
-_RULE_KINDS = {"min_bw": ("minimum_bandwidth", "min_kbps"), "min_pps": ("minimum_packet_rate", "min_kpps")}
-_PORT_KEYS = {"vnic": "vnic_type", "vnic_type": "vnic_type", "physnet": "physical_network",
-              "physical_network": "physical_network", "network_type": "network_type"}
-
-
-def parse_resources(text: str | None, option: str = "--resources") -> dict[str, str]:
-    """``VCPU:1,MEMORY_MB:256`` → ``{class: amount}``; the amounts are checked by the core (which says
-    what is wrong with a negative or unknown one)."""
-    out = {}
-    for item in filter(None, (x.strip() for x in (text or "").split(","))):
-        rc, sep, amount = item.partition(":")
-        if not sep or not rc.strip() or not amount.strip():
-            raise InvalidInput(f"{option}: expected CLASS:AMOUNT[,CLASS:AMOUNT...], got {item!r}")
-        out[rc.strip()] = amount.strip()
-    return out
-
-
-def parse_port(spec: str, where: str) -> dict:
-    """One ``--port`` value → ``{qos_rules, vnic_type, physical_network, network_type}``."""
-    port: dict = {"qos_rules": []}
-    for item in filter(None, (x.strip() for x in spec.split(","))):
-        key, eq, value = item.partition("=")
-        if eq:
-            if key.strip() not in _PORT_KEYS or not value.strip():
-                raise InvalidInput(f"{where}: unknown item {item!r}; expected vnic=TYPE, physnet=NAME or "
-                                   f"network_type=TYPE")
-            port[_PORT_KEYS[key.strip()]] = value.strip()
-            continue
-        parts = item.split(":")
-        if len(parts) != 3 or parts[0] not in _RULE_KINDS:
-            raise InvalidInput(f"{where}: unknown item {item!r}; expected min_bw:DIRECTION:KBPS, "
-                               f"min_pps:DIRECTION:KPPS, vnic=TYPE, physnet=NAME or network_type=TYPE")
-        rtype, vkey = _RULE_KINDS[parts[0]]
-        try:
-            value = int(parts[2])
-        except ValueError:
-            raise InvalidInput(f"{where}: {item!r}: {vkey} must be a whole number, got {parts[2]!r}") from None
-        port["qos_rules"].append({"type": rtype, "direction": parts[1], vkey: value})
-    return port
-
-
-def request_from_args(args):
-    from minbw.cli.main import load_port_request
-    from minbw.plan.capacity import capacity_request
-    specs = args.port or []
-    return capacity_request(
-        parse_resources(args.resources), filter(None, (args.required or "").split(",")),
-        [load_port_request(x) for x in args.port_request or ()],
-        [parse_port(spec, f"--port {i} ({spec})") for i, spec in enumerate(specs, 1)],
-        group_policy=args.group_policy, resources_option="--resources",
-        port_labels=[f"--port {i}" for i in range(1, len(specs) + 1)])
-
+from minbw.cli.base import Command, View
+from minbw.cli.options import add_port_arguments, add_resource_arguments, load_port_request, names, resources
+from minbw.errors import MissingDependency
 
 # ---------------------------------------------------------------- the table
 
@@ -76,7 +21,7 @@ def _short(host: str):
 
 def _limits(fit: dict, host: str) -> str:
     """The first limit (the one with least left over; --json lists them all)."""
-    from minbw.plan.capacity import Limit
+    from minbw.usecases.capacity import Limit
     if not fit["limited_by"]:
         return "-"
     first = Limit(**fit["limited_by"][0]).describe(_short(host))
@@ -108,11 +53,10 @@ def notes(report: dict) -> list[str]:
 COLUMNS = ("host", "physnet", "fits", "limited by")
 
 
-def report_output(report: dict):
-    from minbw.cli.output import Output
+def report_view(report: dict) -> View:
     tail = tuple(f"{p['physnet']}: {p['fits']} more server(s) on {p['hosts']} host(s)" for p in report["physnets"])
     tail += (f"total: {report['total']} more server(s)",) + tuple(f"note: {n}" for n in notes(report))
-    return Output(report, COLUMNS, tuple(tuple(r) for r in rows(report)), align_right=("fits",), tail=tail)
+    return View(report, COLUMNS, tuple(tuple(r) for r in rows(report)), tail=tail)
 
 
 # ---------------------------------------------------------------- the picture
@@ -202,41 +146,36 @@ def render_html(report: dict, png: bytes) -> str:
 
 # ---------------------------------------------------------------- the command
 
-def cmd_capacity(args) -> int:
-    from minbw.cli.cloud import connect
-    from minbw.cli.output import emit
-    from minbw.placement.client import Placement
-    from minbw.reports.capacity import capacity_report
-    req = request_from_args(args)  # bad input fails before anything is read
-    if args.png or args.html:
-        _matplotlib()  # and so does a missing matplotlib
-    report = capacity_report(Placement(connect(args)), req, args.hypervisor, option="--hypervisor").to_dict()
-    if args.png or args.html:
-        png = render_png(report)
-        if args.png:
-            with open(args.png, "wb") as f:
-                f.write(png)
-        if args.html:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(render_html(report, png))
-    emit(args, report_output(report))
-    return 0
+class Capacity(Command):
+    """How many more servers of one shape fit, per host and physnet (read-only)."""
 
+    columns = COLUMNS
 
-def register(subparsers) -> None:
-    from minbw.cli.cloud import add_cloud_arguments
-    from minbw.cli.output import add_output_arguments
-    sp = subparsers.add_parser("capacity", help="how many more servers of one shape fit, per host and physnet "
-                                                "(read-only)")
-    sp.add_argument("--resources", metavar="CLASS:N,...", help="the flavor's resources, e.g. VCPU:1,MEMORY_MB:256,DISK_GB:1")
-    sp.add_argument("--required", metavar="TRAIT,...", help="traits the flavor requires (!TRAIT: forbids)")
-    sp.add_argument("--port", action="append", metavar="RULES[,vnic=TYPE][,physnet=NAME]", help=PORT_HELP)
-    sp.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
-                    help="a port's resource_request JSON (either format) or the port JSON, as for candidates; repeat")
-    sp.add_argument("--group-policy", choices=("none", "isolate"), help="default: none with several port groups (as Nova)")
-    sp.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
-    sp.add_argument("--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host (matplotlib)")
-    sp.add_argument("--html", metavar="FILE", help="the table and the picture in one HTML file (matplotlib)")
-    add_output_arguments(sp, COLUMNS)
-    add_cloud_arguments(sp)
-    sp.set_defaults(func=cmd_capacity)
+    def add_arguments(self, parser):
+        add_resource_arguments(parser, "a trait the flavor requires (!TRAIT: forbids)")
+        add_port_arguments(parser, neutron_ports=False)
+        parser.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
+        parser.add_argument("--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host "
+                                                          "(matplotlib)")
+        parser.add_argument("--html", metavar="FILE", help="the table and the picture in one HTML file (matplotlib)")
+
+    def view(self, parsed_args):
+        from minbw.usecases.capacity import CapacityQuery, capacity
+        specs = parsed_args.qos_port or []
+        query = CapacityQuery(resources(parsed_args), tuple(names(parsed_args.required)),
+                              tuple(load_port_request(x) for x in parsed_args.port_request or ()), tuple(specs),
+                              group_policy=parsed_args.group_policy, hypervisor=parsed_args.hypervisor,
+                              resources_option="--resource", hypervisor_option="--hypervisor",
+                              port_labels=tuple(f"--qos-port {i}" for i in range(1, len(specs) + 1)))
+        if parsed_args.png or parsed_args.html:
+            _matplotlib()  # a missing matplotlib fails before anything is read
+        report = capacity(self.cloud(parsed_args), query).to_dict()
+        if parsed_args.png or parsed_args.html:
+            png = render_png(report)
+            if parsed_args.png:
+                with open(parsed_args.png, "wb") as f:
+                    f.write(png)
+            if parsed_args.html:
+                with open(parsed_args.html, "w", encoding="utf-8") as f:
+                    f.write(render_html(report, png))
+        return report_view(report)

@@ -1,38 +1,31 @@
-"""``minbw drift``: agent ini files vs the agents' reports in Neutron vs Placement, provider by provider."""
+"""``minbw drift`` — ``openstack bandwidth drift show``."""
 from __future__ import annotations
 
-EXIT_DRIFT = 3  # some provider differs between the sides; 1 is an error
+from minbw.cli.base import EXIT_FINDINGS, Command, View
+
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
 
 
-def register(sub) -> None:
-    from minbw.cli.cloud import add_cloud_arguments
-    from minbw.cli.output import add_output_arguments
-    sp = sub.add_parser("drift", help="compare agent ini files, what the agents report to Neutron, and Placement "
-                                      "(exit 3 when they differ)")
-    sp.add_argument("--agent-config", action="append", default=[], metavar="FILE",
-                    help="an OVS or SR-IOV agent ini file; repeat (leave out: Neutron vs Placement only)")
-    sp.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
-    sp.add_argument("--no-neutron", dest="neutron", action="store_false",
-                    help="do not read the agents from Neutron (e.g. against the embedded Placement)")
-    add_output_arguments(sp, COLUMNS)
-    add_cloud_arguments(sp)
-    sp.set_defaults(func=cmd_drift)
+class Drift(Command):
+    """Compare the agents' ini files, what the agents report to Neutron, and Placement, provider by provider
+    (exit 3 when they differ)."""
 
+    columns = COLUMNS
 
-def cmd_drift(args) -> int:
-    from minbw.cli.cloud import connect
-    from minbw.cli.output import Output, emit
-    from minbw.ops.drift import run_drift
-    from minbw.placement.client import Placement
+    def add_arguments(self, parser):
+        parser.add_argument("--agent-config", action="append", default=[], metavar="FILE",
+                            help="an OVS or SR-IOV agent ini file; repeat (leave out: Neutron vs Placement only)")
+        parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
+        parser.add_argument("--no-neutron", dest="neutron", action="store_false",
+                            help="do not read the agents from Neutron (e.g. against the embedded Placement)")
 
-    conn = connect(args)
-    rows = run_drift(conn, Placement(conn), agent_configs=args.agent_config, host=args.host, neutron=args.neutron)
-    ok = all(r.agree for r in rows)
-    compared = [s for s in SIDES if any(s in r.sides for r in rows)]
-    # a side that was not compared (no ini files, --no-neutron) shows "-"
-    emit(args, Output({"ok": ok, "providers": [r.to_dict() for r in rows]}, COLUMNS, tuple(
-        (r.name, *(("yes" if r.sides.get(s) else "MISSING") if s in compared else "-" for s in SIDES),
-         "; ".join(r.differences) or "-") for r in rows)))
-    return 0 if ok else EXIT_DRIFT
+    def view(self, parsed_args):
+        from minbw.usecases.drift import DriftRequest, drift
+        result = drift(self.cloud(parsed_args), DriftRequest(tuple(parsed_args.agent_config), parsed_args.host,
+                                                              parsed_args.neutron, option="--agent-config"))
+        compared = [s for s in SIDES if any(s in r.sides for r in result.rows)]
+        # a side that was not compared (no ini files, --no-neutron) shows "-"
+        rows = tuple((r.name, *(("yes" if r.sides.get(s) else "MISSING") if s in compared else "-" for s in SIDES),
+                      list(r.differences) or "-") for r in result.rows)
+        return View(result.to_dict(), COLUMNS, rows, exit_code=0 if result.ok else EXIT_FINDINGS)

@@ -47,6 +47,10 @@ clouds:
       endpoint: {url}
       token: admin
     placement_endpoint_override: {url}
+    # a cloud of Placement alone: commands that need Nova or Neutron say so instead of asking this endpoint
+    has_compute: false
+    has_network: false
+    has_image: false
 """
 
 

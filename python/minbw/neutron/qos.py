@@ -21,6 +21,10 @@ RULE_UNITS = {MIN_BW: "kbps", MIN_PPS: "kpps"}
 # neutron_lib.db.constants.DB_INTEGER_MAX_VALUE: the API range of min_kbps / min_kpps.
 MAX_RULE_VALUE = 2**31 - 1
 
+# The command line's short names of the rule types, and the one grammar of a rule there.
+RULE_SHORT = {"min_bw": MIN_BW, "min_pps": MIN_PPS}
+RULE_GRAMMAR = "min_bw:DIRECTION:KBPS[:RULE_ID] or min_pps:DIRECTION:KPPS[:RULE_ID]"
+
 # Neutron's API defaults when a rule is created without a direction.
 DEFAULT_DIRECTION = {MIN_BW: "egress", MIN_PPS: "egress"}
 
@@ -67,8 +71,9 @@ class QosRule:
 
     @classmethod
     def from_option(cls, item: Mapping) -> QosRule:
-        """A desired rule from ``{type, direction?, min_kbps | min_kpps}`` (a module option): the
-        direction defaults as in Neutron's API; the value key must match the type."""
+        """A rule from ``{type, direction?, min_kbps | min_kpps, id?}`` (a module option, or a command-line
+        rule): the direction defaults as in Neutron's API; the value key must match the type; ``id`` is
+        None for a rule not created yet (or one whose id the caller makes up)."""
         rtype = item.get("type")
         if rtype not in RULE_TYPES:
             raise RequestError(f"QoS rule {dict(item)!r}: type must be one of {', '.join(RULE_TYPES)}.")
@@ -76,7 +81,19 @@ class QosRule:
         other = RULE_VALUE_KEYS[MIN_PPS if rtype == MIN_BW else MIN_BW]
         if item.get(other) is not None:
             raise RequestError(f"a {rtype} rule takes {vkey}, not {other}. Fix: give its value as {vkey}.")
-        return cls(None, rtype, item.get("direction") or DEFAULT_DIRECTION[rtype], item.get(vkey))
+        return cls(item.get("id"), rtype, item.get("direction") or DEFAULT_DIRECTION[rtype], item.get(vkey))
+
+    @classmethod
+    def parse(cls, text: str, where: str) -> QosRule:
+        """One command-line rule: ``min_bw:DIRECTION:KBPS[:RULE_ID]`` or ``min_pps:DIRECTION:KPPS[:RULE_ID]``."""
+        parts = text.split(":")
+        if len(parts) not in (3, 4) or parts[0] not in RULE_SHORT or not parts[1]:
+            raise RequestError(f"{where}: {text!r} is not a rule; expected {RULE_GRAMMAR}, e.g. min_bw:egress:1000")
+        rtype = RULE_SHORT[parts[0]]
+        value = parts[2].strip()
+        if not (value.isascii() and value.isdigit()):
+            raise RequestError(f"{where}: {text!r}: {RULE_VALUE_KEYS[rtype]} must be a whole number, got {value!r}")
+        return cls(parts[3] if len(parts) == 4 and parts[3] else None, rtype, parts[1], int(value))
 
 
 def min_rules(rules: Iterable[Mapping]) -> tuple[QosRule, ...]:

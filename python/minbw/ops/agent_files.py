@@ -22,10 +22,22 @@ def read_agent_configs(paths: Iterable[str] = (), agents: Iterable[Mapping] = ()
                               source=f"agents[{i}]")
         configs.append(load_agent_values(kind, values, values.pop("host", None) or host, source=f"agents[{i}]"))
     for path in paths or ():
-        try:
-            with open(path) as f:
-                text = f.read()
-        except OSError as e:
-            raise ConfigError(e.strerror, option=paths_option, source=path) from None
-        configs.append(load_agent_ini(text, source=path, host=host))
+        configs.append(load_agent_ini(read_text(path, paths_option), source=path, host=host))
     return configs
+
+
+def read_text(path: str, option: str) -> str:
+    """A configuration file's text: UTF-8 (as oslo.config reads it); unreadable or other bytes are a clear
+    error naming the file and where."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise ConfigError(e.strerror or str(e), option=option, source=path) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ConfigError(f"not UTF-8 text: byte {e.start} (line {line}) is {data[e.start:e.start + 1]!r}",
+                          option=option, source=path,
+                          fix="save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8), as oslo.config reads it") from None

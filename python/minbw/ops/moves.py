@@ -45,6 +45,8 @@ class MoveResult:
     written: Mapping[str, Mapping] | None = None
     attempts: tuple[dict, ...] = ()
     check: bool = False
+    reason: str | None = None        # unchanged because the move was already made: why, and the sentence
+    message: str | None = None
 
     @property
     def binding_profiles(self) -> dict:
@@ -60,7 +62,8 @@ class MoveResult:
                 "binding_profiles": self.binding_profiles,
                 "written": {c: dict(b) for c, b in self.written.items()} if self.written else None,
                 "attempts": list(self.attempts), "plan": self.plan.to_dict(),
-                "before": self.plan.before, "after": self.plan.after}
+                "before": self.plan.before, "after": self.plan.after,
+                **({"reason": self.reason, "msg": self.message} if self.reason else {})}
 
 
 def _read(api: Placement, consumer: str) -> ConsumerState:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import BindingNotAllowed, ObjectNotFound
-from minbw.model.requests import PortRequest, request_view
+from minbw.model.requests import PortRequest
 from minbw.neutron.port_request import build_port_request, segments_of_network
 from minbw.neutron.qos import MIN_BW, MIN_PPS, min_rules
 from minbw.ops import apply_in_order
@@ -78,12 +78,12 @@ def reported_request(facts: PortFacts) -> PortRequest | None:
 
 def request_against_neutron(conn, name_or_id: str, agent_kind: str | None = None,
                             any_traits: bool = False) -> dict:
-    """The port's request computed as Neutron does, beside Neutron's own ``resource_request``:
+    """The port's request computed as Neutron does (``request``), beside Neutron's own ``resource_request``:
     ``matches_neutron`` None when Neutron shows none to this user (not admin) or the port has none."""
     facts = port_facts(conn, name_or_id)
     ours = computed_request(facts, agent_kind, any_traits)
     theirs = reported_request(facts)
-    return {**request_view(ours), "port_id": facts.port["id"],
+    return {"request": ours, "port_id": facts.port["id"],
             "neutron_resource_request": theirs.to_neutron() if theirs else None,
             "matches_neutron": None if facts.port.get("resource_request") is None else (
                 (ours.to_neutron() if ours else None) == theirs.to_neutron())}

@@ -95,10 +95,10 @@ def apply(api: Placement, conn, plan: sp.SeparationPlan, observed: sp.Observed) 
 
 def separation(conn, sep: sp.Separation, hosts: Iterable[str] = (), *, exclusive: bool = False,
                flavors_qos: Iterable[str] = (), flavors_plain: Iterable[str] = (), absent: bool = False,
-               check: bool = False) -> sp.SeparationPlan:
+               check: bool = False, api: Placement | None = None) -> sp.SeparationPlan:
     """Reserve ``hosts`` for QoS ports and set the flavors' extra specs (``absent``: unreserve every
     reserved host and unset the flavors' spec). ``check``: the plan only, nothing written."""
-    api = Placement(conn)
+    api = api or Placement(conn)
     hosts, flavors_qos, flavors_plain = list(hosts), list(flavors_qos), list(flavors_plain)
     if absent:
         hosts, exclusive, sep = [], True, sp.Separation("off", sep.trait, sep.aggregate)

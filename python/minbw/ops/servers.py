@@ -1,7 +1,7 @@
 """A server's bandwidth guarantee: boot, verify, explain "no valid host", delete and check the release.
 
 Reads go through openstacksdk's compute and network proxies and :class:`minbw.placement.Placement`.
-The verdict is pure (:func:`minbw.plan.guarantee.check_guarantee`).
+The verdict is pure (:func:`minbw.reports.guarantee.check_guarantee`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from minbw.errors import (MappingError, MicroversionUnsupported, MinbwError, NoV
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims, neutron
 from minbw.placement.client import Placement
-from minbw.plan.guarantee import PortState, check_guarantee
+from minbw.reports.guarantee import PortState, check_guarantee
 
 NO_VALID_HOST = "No valid host"
 

@@ -23,7 +23,7 @@ from typing import Callable, Mapping, Sequence
 from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
-from minbw.plan import cache_check
+from minbw.reports import cache_check
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan
 from minbw.model.providers import DesiredState, freeze_inventories
 
@@ -67,7 +67,7 @@ class ProviderCache:
     one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
     (Placement bumps the generation on every trait, inventory or allocation change) and it was last read
     or written less than ``max_age`` seconds ago (the periodic full check); :func:`observe` trusts the
-    candidates that pass the safety check of :mod:`minbw.plan.cache_check` and re-reads the others.
+    candidates that pass the safety check of :mod:`minbw.reports.cache_check` and re-reads the others.
     Saving merges into what other syncs saved meanwhile (under a lock file), so syncs of different hosts
     sharing the file lose nothing."""
 

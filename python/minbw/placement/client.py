@@ -86,10 +86,14 @@ class Placement:
     """Thin verbs over ``conn.placement``; transport retries by :class:`RetryPolicy`, no other policy
     (callers decide on codes)."""
 
-    def __init__(self, conn, retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, conn, retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+                 max_microversion: str | mv.Microversion | None = None):
+        """``max_microversion`` (``--os-placement-api-version``): no call above it is sent; a call that needs
+        more is refused naming the pin, and the candidates query uses at most it."""
         self.conn = conn
         self.proxy = conn.placement
         self._max_version: tuple[int, int] | None = None
+        self.pinned = None if max_microversion is None else mv.parse(max_microversion)
         self.retry = retry or RetryPolicy.from_env()
         self.sleep = sleep
         self.retried = 0      # calls tried again after no usable answer
@@ -112,6 +116,11 @@ class Placement:
         when what it writes is already there, else None. It is asked before trying again a write whose
         answer was lost, and before raising an error answer to such a retry (a 409: our own lost write).
         """
+        if self.pinned is not None and mv.parse(microversion) > self.pinned:
+            raise MicroversionUnsupported(
+                f"{method.upper()} {url.split('?')[0]} needs Placement microversion {mv.format(microversion)}, above "
+                f"the {mv.format(self.pinned)} that --os-placement-api-version (OS_PLACEMENT_API_VERSION) pins. "
+                f"Fix: pin {mv.format(microversion)} or more, or leave the pin out")
         kwargs: dict[str, Any] = {"microversion": mv.format(microversion), "raise_exc": False,
                                   "timeout": self.timeout, "connect_retries": 0, "status_code_retries": 0}
         if json is not None:
@@ -170,6 +179,8 @@ class Placement:
             body = self.request("get", "/", mv.ROOT)
             versions = body.get("versions") or [body.get("version", {})]
             self._max_version = mv.parse(versions[0].get("max_version") or "1.0")
+            if self.pinned is not None:
+                self._max_version = min(self._max_version, self.pinned)
         return self._max_version
 
     def supports(self, microversion: str | mv.Microversion) -> bool:

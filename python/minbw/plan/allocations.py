@@ -96,3 +96,34 @@ def plan_free(consumer: str, current: Mapping[str, Any]) -> base.Plan:
     had = bool(current.get("allocations"))
     ops = (base.Op("free"),) if had else ()
     return base.Plan(ops, before={"claimed": had}, after={"claimed": False})
+
+
+def totals(allocations: Mapping[str, Mapping]) -> dict[str, int]:
+    """``{class: amount}`` summed over the providers of Placement's ``{rp: {"resources": {...}}}``."""
+    out: dict[str, int] = {}
+    for alloc in allocations.values():
+        for rc, n in alloc.get("resources", {}).items():
+            out[rc] = out.get(rc, 0) + n
+    return out
+
+
+def asked_totals(req) -> dict[str, int]:
+    """``{class: amount}`` a server request asks for in all (flavor and every port group)."""
+    out: dict[str, int] = {}
+    for g in req.request_groups():
+        for rc, n in g.resources:
+            out[rc] = out.get(rc, 0) + n
+    return out
+
+
+def holding_difference(consumer: str, held: Mapping[str, Mapping], req, why: str) -> str:
+    """Why ``consumer``'s allocations ``held`` are not the claim ``req`` asks for (``why``: the mapping's
+    own reason), and what to do."""
+    have, want = totals(held), asked_totals(req)
+    diff = [f"{rc} {have.get(rc, 0)} held, {want.get(rc, 0)} asked" for rc in sorted(set(have) | set(want))
+            if have.get(rc, 0) != want.get(rc, 0)]
+    what = ("; ".join(diff) if diff else
+            f"the same amounts, on providers that do not serve the request's groups ({why})")
+    return (f"consumer {consumer} already holds allocations that are not this claim: {what}. Fix: free it first "
+            f"(minbw free --consumer {consumer}; the allocation module's state: absent), or claim for another "
+            f"consumer UUID")

@@ -26,7 +26,7 @@ from minbw.model.providers import Stock, stocks_of
 from minbw.model.requests import RequestGroup
 from minbw.neutron import naming
 from minbw.plan import base
-from minbw.plan.guarantee import PortState
+from minbw.reports.guarantee import PortState
 
 OK, BINDING, ALLOCATION, BOTH = "ok", "binding", "allocation", "both"
 

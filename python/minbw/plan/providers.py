@@ -11,7 +11,8 @@ from typing import Any, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound
 from minbw.model import microversions as mv
-from minbw.model.providers import DesiredState, Provider, ProviderSpec, freeze_inventories, thaw_inventories
+from minbw.model.providers import (DesiredState, Provider, ProviderSpec, freeze_inventories, snapshot,
+                                  thaw_inventories)
 from minbw.plan import base
 
 # Deterministic UUIDs for roots that minbw creates itself (create_root), so that a
@@ -110,10 +111,6 @@ class Plan(base.Plan):
         return {**super().to_dict(), "kept": [k.to_dict() for k in self.kept],
                 "providers": [p.to_dict() for p in self.providers]}
 
-
-def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
-    return {"name": name, "parent_provider_uuid": parent, "traits": sorted(traits or ()),
-            "inventories": thaw_inventories(inventories or {})}
 
 
 def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:

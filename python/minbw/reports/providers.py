@@ -1,7 +1,14 @@
-"""Read-only reports of what Placement holds (providers with traits, inventories, usage)."""
+"""Read-only reports of the bandwidth providers: what Placement holds (providers with traits, inventories,
+usage) and what Neutron's agents report."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from minbw.errors import ObjectNotFound
+from minbw.model.providers import DesiredState, snapshot
+from minbw.neutron import naming
+from minbw.neutron.agentconf import config_from_report
+from minbw.neutron.provider_tree import desired_state
 from minbw.placement.client import Placement
 
 
@@ -36,3 +43,26 @@ def _tree_order(provs: list[dict]) -> list[dict]:
         if p["parent_provider_uuid"] not in known:
             walk(p)
     return ordered
+
+
+def reported_state(conn, hosts: Iterable[str] | None = None) -> DesiredState:
+    """The desired state the bandwidth-reporting agents' heartbeats stand for (Neutron's agent list)."""
+    hosts = set(hosts or ())
+    configs = [config_from_report(a.agent_type, a.host, a.configuration or {})
+               for a in conn.network.agents() if a.agent_type in naming.AGENT_KIND_BY_TYPE
+               and (not hosts or a.host in hosts)]
+    return desired_state(configs)
+
+
+def placement_snapshots(api: Placement, uuids: Iterable[str]) -> dict[str, dict]:
+    """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME)."""
+    wanted = set(uuids)
+    providers = api.list_providers()
+    by_uuid = {p.uuid: p for p in providers}
+    out = {}
+    for d in api.provider_details([p for p in providers if p.uuid in wanted]):
+        p = d.provider
+        parent = by_uuid.get(p.parent_uuid)
+        shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
+        out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
+    return out

@@ -1,5 +1,6 @@
 """What a failed connection means, in one line naming the cloud, its URL and the fix: shared by the CLI
-(``--os-*`` options) and the modules (their auth options), which name the options differently."""
+(``--os-*`` options) and the modules (their auth options), which name the options differently (each front end
+gives its :class:`OptionNames`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,14 +23,6 @@ class OptionNames:
     insecure: str
     cloud: str
     auth: str
-
-
-CLI = OptionNames(cacert="--os-cacert (cacert: in clouds.yaml)",
-                  insecure="--insecure (verify: false in clouds.yaml)",
-                  cloud="--os-cloud / OS_CLOUD", auth="clouds.yaml / the --os-* options")
-MODULE = OptionNames(cacert="ca_cert (cacert: in clouds.yaml)",
-                     insecure="validate_certs: false (verify: false in clouds.yaml)",
-                     cloud="cloud", auth="the module's cloud / auth options or clouds.yaml")
 
 
 def where(region) -> tuple[str, str | None]:

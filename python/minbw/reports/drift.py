@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from minbw.model.providers import DesiredState
-from minbw.plan.providers import snapshot
+from minbw.model.providers import DesiredState, snapshot
 
 SIDES = ("ini", "agent", "placement")
 
@@ -39,16 +38,40 @@ class DriftRow:
                 **{side: snap for side, snap in self.sides.items()}}
 
 
+LABELS = {"ini": "ini", "agent": "agent", "placement": "Placement"}
+
+
+def _values(values: Mapping[str, object]) -> str:
+    """``ini 2000, Placement 1500``: each side's value, in the sides' order."""
+    return ", ".join(f"{LABELS[s]} {'none' if v is None else v}" for s, v in values.items())
+
+
 def _differences(sides: Mapping[str, dict | None]) -> list[str]:
+    """What differs between the sides, a sentence per name, trait, inventory class and field:
+    ``NET_BW_EGR_KILOBIT_PER_SEC total: ini 2000, Placement 1500``."""
     out = []
     present = {s: snap for s, snap in sides.items() if snap is not None}
     missing = [s for s, snap in sides.items() if snap is None]
     if missing and present:
         out.append(f"missing from {', '.join(missing)}")
-    for key in ("name", "traits", "inventories"):
-        values = {s: snap[key] for s, snap in present.items()}
-        if any(v != next(iter(values.values())) for v in values.values()):
-            out.append(f"{key} differ: " + "; ".join(f"{s}: {v}" for s, v in values.items()))
+    names = {s: snap["name"] for s, snap in present.items()}
+    if len(set(names.values())) > 1:
+        out.append(f"name: {_values(names)}")
+    for trait in sorted({t for snap in present.values() for t in snap["traits"]}):
+        has = [s for s, snap in present.items() if trait in snap["traits"]]
+        if len(has) != len(present):
+            lacks = [LABELS[s] for s in present if s not in has]
+            out.append(f"trait {trait}: on {', '.join(LABELS[s] for s in has)}, not on {', '.join(lacks)}")
+    for rc in sorted({rc for snap in present.values() for rc in snap["inventories"]}):
+        invs = {s: snap["inventories"].get(rc) for s, snap in present.items()}
+        if any(inv is None for inv in invs.values()):
+            totals = {s: (inv or {}).get("total") for s, inv in invs.items()}
+            out.append(f"{rc}: {_values(totals)}")
+            continue
+        for field in sorted({f for inv in invs.values() for f in inv}, key=lambda f: (f != "total", f)):
+            values = {s: inv.get(field) for s, inv in invs.items()}
+            if len(set(map(repr, values.values()))) > 1:
+                out.append(f"{rc} {field}: {_values(values)}")
     return out
 
 

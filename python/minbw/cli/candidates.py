@@ -1,0 +1,38 @@
+"""``minbw candidates`` — ``openstack bandwidth candidate list``."""
+from __future__ import annotations
+
+from minbw.cli.base import EXIT_NO_VALID_HOST, Command, View
+from minbw.cli.options import add_server_arguments, server_spec
+
+COLUMNS = ("#", "host", "request group", "providers")
+
+
+class ListCandidates(Command):
+    """One GET /allocation_candidates for a server and its QoS ports, with which providers serve each request
+    group (exit 4 when there is none, with the reason per group)."""
+
+    columns = COLUMNS
+
+    def add_arguments(self, parser):
+        add_server_arguments(parser)
+
+    def view(self, parsed_args):
+        from minbw.usecases.candidates import candidates
+        result = candidates(self.cloud(parsed_args), server_spec(parsed_args))
+        head = (f"{result.query}  (microversion {result.candidates.microversion})",)
+        if not result.found:
+            head += ("No allocation candidates. " + result.summary(),)
+        rows = []
+        for i, cand in enumerate(result.view, 1):
+            host = cand["host_name"] or "?"
+            if cand["mapping"] is None:
+                rows.append((i, host, "-", cand["mapping_problem"]))
+                continue
+            for gid, rps in cand["mapping"].items():
+                rows.append((i, host, gid or "flavor", ", ".join(_provider_names(result, rp) for rp in rps)))
+        return View(result.to_dict(), COLUMNS, tuple(rows), head=head, show_table=bool(rows),
+                    exit_code=0 if result.found else EXIT_NO_VALID_HOST)
+
+
+def _provider_names(result, rp: str) -> str:
+    return result.names.get(rp, rp)

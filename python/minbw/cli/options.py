@@ -1,0 +1,147 @@
+"""The options several commands share, and their one grammar: ``--resource CLASS=AMOUNT`` (repeat, as
+osc-placement), ``--qos-port RULES[,vnic=..][,physnet=..]`` (a port described by its QoS rules), ``--port NAME|ID``
+(a Neutron port), ``--port-request [PORT_ID=]FILE`` (a port's resource_request JSON). A malformed value is a usage
+error (exit 2) naming the option and an example, before anything is read or written."""
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from pathlib import Path
+
+from minbw.errors import InvalidInput, RequestError
+from minbw.model.resources import EXAMPLE as RESOURCE_EXAMPLE, parse_resource, resources_of
+from minbw.neutron.port_request import QOS_PORT_EXAMPLE, QOS_PORT_GRAMMAR, QosPort
+
+RESOURCE_HELP = f"a resource of the flavor, CLASS=AMOUNT, e.g. {RESOURCE_EXAMPLE}"
+QOS_PORT_HELP = (f"a QoS port described by its minimum rules: {QOS_PORT_GRAMMAR}; e.g. {QOS_PORT_EXAMPLE}. "
+                 f"Repeat per port")
+
+
+def uuid_arg(text: str) -> str:
+    """A UUID option (Placement's consumers and providers are UUIDs)."""
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a UUID, e.g. {uuid.uuid4()}; got {text!r}") from None
+
+
+def tcp_port(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and 0 < int(text) < 65536):
+        raise argparse.ArgumentTypeError(f"expected a TCP port number 1-65535, got {text!r}")
+    return int(text)
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def count(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def resource(text: str) -> tuple[str, int]:
+    try:
+        return parse_resource(text, "--resource")
+    except InvalidInput as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--resource: ")) from None
+
+
+def qos_port(text: str) -> QosPort:
+    try:
+        return QosPort.parse(text, "--qos-port")
+    except RequestError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--qos-port: ")) from None
+
+
+def names(values) -> list[str]:
+    """Repeated and/or comma-separated names (``--required A --required B,C``)."""
+    return [n.strip() for v in values or () for n in v.split(",") if n.strip()]
+
+
+def resources(parsed_args) -> dict[str, int]:
+    return resources_of(parsed_args.resource or (), "--resource")
+
+
+def load_port_request(spec: str) -> dict:
+    """``[PORT_ID=]FILE``: a port's resource_request JSON (either format), or a port as Neutron shows it."""
+    port_id, sep, path = spec.partition("=")
+    if not sep:
+        port_id, path = None, spec
+    try:
+        value = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise InvalidInput(f"--port-request {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise InvalidInput(f"--port-request {path}: not JSON: {e}") from None
+    if isinstance(value, dict) and "resource_request" in value:  # a whole port (openstack port show -f json)
+        return {"port_id": port_id or value.get("id"), "resource_request": value["resource_request"]}
+    return {"port_id": port_id, "resource_request": value}
+
+
+def add_resource_arguments(parser: argparse.ArgumentParser, required_help: str = "a trait the flavor requires") -> None:
+    parser.add_argument("--resource", action="append", type=resource, metavar="CLASS=AMOUNT", help=RESOURCE_HELP)
+    parser.add_argument("--required", action="append", metavar="TRAIT",
+                        help=f"{required_help} (repeat, or comma-separate)")
+
+
+def add_port_arguments(parser: argparse.ArgumentParser, neutron_ports: bool = True) -> None:
+    parser.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
+                        help="a port's resource_request JSON (either format) or the port as Neutron shows it "
+                             "(openstack port show -f json, or minbw request's output); repeat per port")
+    parser.add_argument("--qos-port", action="append", type=qos_port, metavar="RULES", help=QOS_PORT_HELP)
+    if neutron_ports:
+        parser.add_argument("--port", action="append", metavar="NAME|ID",
+                            help="a Neutron port: its resource_request and, on a routed network, member_of its "
+                                 "segments' aggregates (segments without free addresses left out); repeat per port")
+        parser.add_argument("--any-traits", action="store_true",
+                            help="with --port: a port on a network with several physnet segments may use any of "
+                                 "them (Neutron's own request uses only the first)")
+    parser.add_argument("--group-policy", choices=("none", "isolate"),
+                        help="default: none with several port groups (as Nova)")
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a server asks for (candidates, claim, move)."""
+    add_resource_arguments(parser)
+    add_port_arguments(parser)
+    parser.add_argument("--root-required", action="append", metavar="TRAIT",
+                        help="a trait the compute node must have (!TRAIT: must not); repeat or comma-separate")
+    parser.add_argument("--in-tree", metavar="UUID", type=uuid_arg, help="only this provider's tree")
+    parser.add_argument("--limit", type=count, metavar="N", help="at most N candidates")
+    parser.add_argument("--separation", choices=("off", "avoid", "strict"), default="off",
+                        help="avoid: a server without QoS ports keeps off the hosts reserved for QoS ports; strict: "
+                             "one with QoS ports must also land on them (default off; minbw separation)")
+    parser.add_argument("--separation-trait", metavar="CUSTOM_TRAIT", help="default CUSTOM_MINBW_QOS_HOST")
+    parser.add_argument("--separation-aggregate", metavar="UUID", help="the reserved hosts are this aggregate's")
+
+
+def server_spec(parsed_args):
+    """The ServerSpec of :func:`add_server_arguments`' options."""
+    from minbw.usecases.candidates import ServerSpec
+    from minbw.usecases.separation import separation_of
+    return ServerSpec(
+        resources=resources(parsed_args), required=tuple(names(parsed_args.required)),
+        port_requests=tuple(load_port_request(x) for x in parsed_args.port_request or ()),
+        qos_ports=tuple(parsed_args.qos_port or ()), ports=tuple(parsed_args.port or ()),
+        any_traits=parsed_args.any_traits, group_policy=parsed_args.group_policy, in_tree=parsed_args.in_tree,
+        root_required=tuple(names(parsed_args.root_required)), limit=parsed_args.limit,
+        separation=separation_of(parsed_args.separation, parsed_args.separation_trait,
+                                 parsed_args.separation_aggregate, option="--separation"),
+        option="--resource")
+
+
+def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
+    """--service-cloud: the user that writes ports' binding:profile (Neutron gives that to the service role)."""
+    parser.add_argument("--service-cloud", metavar="NAME",
+                        help="the clouds.yaml entry of a service user (Nova's or Neutron's) that writes ports' "
+                             "binding:profile, which Neutron allows to the service role only (default: the "
+                             "--os-cloud user)")

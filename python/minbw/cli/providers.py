@@ -1,0 +1,124 @@
+"""``minbw providers plan|sync|show`` — ``openstack bandwidth provider sync|list``."""
+from __future__ import annotations
+
+from minbw.cli.base import Command, Section, View
+from minbw.usecases.providers import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
+
+PLAN_COLUMNS = ("step", "write")
+# osc-placement's column orders: `resource provider list`, `resource provider inventory list` (with `used`)
+PROVIDER_COLUMNS = ("uuid", "name", "generation", "root_provider_uuid", "parent_provider_uuid")
+INVENTORY_COLUMNS = ("resource_class", "allocation_ratio", "min_unit", "max_unit", "reserved", "step_size", "total",
+                     "used")
+OPTION_NAMES = {"workers": "--workers", "cache_max_age": "--cache-max-age", "root_inventories": "--root-inventory"}
+
+
+def _workers(text: str) -> int:
+    import argparse
+    if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_WORKERS):
+        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_WORKERS}, got {text!r}")
+    return int(text)
+
+
+def _max_age(text: str) -> float:
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return value
+
+
+class SyncProviders(Command):
+    """Make Placement's bandwidth providers match the agents' configuration (Neutron's exact providers)."""
+
+    columns = PLAN_COLUMNS
+    dry_run = None  # a subclass that only plans sets True
+
+    def add_arguments(self, parser):
+        from minbw.cli.options import resource
+        parser.add_argument("--agent-config", action="append", required=True, metavar="FILE",
+                            help="an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file; repeat for several")
+        parser.add_argument("--host", help="the agent host ([DEFAULT] host); also the default hypervisor name")
+        parser.add_argument("--create-root", action="store_true",
+                            help="create a missing compute node root provider, as nova-compute would")
+        parser.add_argument("--root-inventory", action="append", type=resource, metavar="CLASS=TOTAL",
+                            help="the root's inventory of a class, e.g. VCPU=8 (repeat): set on a root made with "
+                                 "--create-root, and corrected on an existing one")
+        cache = parser.add_mutually_exclusive_group()
+        cache.add_argument("--cache", metavar="FILE",
+                           help="where the sync remembers what it read and wrote (default: one file per Placement "
+                                "endpoint under $XDG_CACHE_HOME/minbw or ~/.cache/minbw); the next sync re-reads "
+                                "only providers whose generation moved or that the cache's safety check doubts")
+        cache.add_argument("--no-cache", action="store_true",
+                           help="read every provider's traits and inventories; use and write no cache")
+        parser.add_argument("--cache-max-age", type=_max_age, default=DEFAULT_CACHE_MAX_AGE, metavar="SECONDS",
+                            help="re-read providers the cache last read or wrote longer ago than this (the "
+                                 f"periodic full check; default {DEFAULT_CACHE_MAX_AGE}, 0: always)")
+        parser.add_argument("--workers", type=_workers, default=DEFAULT_WORKERS, metavar="N",
+                            help=f"host trees written and providers read at once (1-{MAX_WORKERS}, default "
+                                 f"{DEFAULT_WORKERS})")
+        parser.add_argument("--absent", action="store_true",
+                            help="remove these agents' providers instead (kept where something is allocated)")
+        if self.dry_run is None:
+            parser.add_argument("--dry-run", action="store_true", help="show the writes, make none")
+
+    def view(self, parsed_args):
+        from minbw.model.resources import resources_of
+        from minbw.usecases import providers
+        roots = resources_of(parsed_args.root_inventory or (), "--root-inventory") or None
+        check = bool(self.dry_run or getattr(parsed_args, "dry_run", False))
+        result = providers.sync(self.cloud(parsed_args, progress=True), providers.ProvidersRequest(
+            agent_configs=tuple(parsed_args.agent_config), host=parsed_args.host, check=check,
+            absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
+            cache=None if parsed_args.no_cache else (parsed_args.cache or ""), cache_max_age=parsed_args.cache_max_age,
+            workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
+        return plan_view(result)
+
+
+class PlanProviders(SyncProviders):
+    """Show the writes a sync would make (writes nothing)."""
+
+    dry_run = True
+
+
+def plan_view(result) -> View:
+    """The writes of a plan (or sync): a row each; what was kept and the count under them."""
+    plan, applied = result.plan, result.applied
+    head = () if plan.ops else ("Placement already matches the configuration: 0 writes.",)
+    tail = tuple("  " + str(k) for k in plan.kept)
+    if applied:
+        tail += (f"{applied.writes} writes" + (f", {applied.retries} retried after concurrent updates"
+                                               if applied.retries else ""),)
+    elif plan.ops:
+        tail += (f"{len(plan.ops)} writes planned (nothing written)",)
+    tail += (result.summary,)
+    rows = tuple(("done" if applied else "plan", str(op)) for op in plan.ops)
+    return View(result.to_dict(), PLAN_COLUMNS, rows, head=head, tail=tail, show_table=bool(rows))
+
+
+class ShowProviders(Command):
+    """Providers with traits, inventories and usage (osc-placement's columns)."""
+
+    columns = PROVIDER_COLUMNS
+
+    def add_arguments(self, parser):
+        parser.add_argument("--hypervisor", help="only this compute node's tree")
+
+    def view(self, parsed_args):
+        from minbw.usecases import providers
+        report = providers.show(self.cloud(parsed_args), providers.ShowRequest(parsed_args.hypervisor)).providers
+        sections = []
+        for p in report:
+            title = f"{p['name']} ({p['uuid']})"
+            if p["traits"]:
+                sections.append(Section(title, ("trait",), tuple((t,) for t in p["traits"])))
+                title = ""
+            if p["inventories"]:
+                rows = tuple((rc, *(inv[h] for h in INVENTORY_COLUMNS[1:-1]), p["usages"].get(rc, 0))
+                             for rc, inv in sorted(p["inventories"].items()))
+                sections.append(Section(title, INVENTORY_COLUMNS, rows))
+        rows = tuple(tuple(p.get(h) for h in PROVIDER_COLUMNS) for p in report)
+        return View(list(report), PROVIDER_COLUMNS, rows, sections=tuple(sections))
+

@@ -1,0 +1,58 @@
+"""``minbw segments [--sync]`` — ``openstack bandwidth segment list|sync``: routed networks' segment providers."""
+from __future__ import annotations
+
+from minbw.cli.base import EXIT_FINDINGS, Command, View
+
+SEGMENT_COLUMNS = ("segment", "physnet", "hosts", "ipv4_total", "ipv4_reserved", "free_ips", "in_placement")
+STEP_COLUMNS = ("step",)
+
+
+class Segments(Command):
+    """Each routed network segment's Placement provider (IPV4_ADDRESS, aggregate, hosts) as Neutron's segments
+    plugin reports it (exit 3 when Placement differs); --sync writes what is missing."""
+
+    columns = SEGMENT_COLUMNS + STEP_COLUMNS
+    sync = None   # None: --sync chooses; True / False: the subclasses of openstack bandwidth segment sync / list
+
+    def add_arguments(self, parser):
+        parser.add_argument("--network", action="append", default=[], metavar="NAME|ID",
+                            help="only these networks (default: every network with subnets on segments)")
+        if self.sync is None:
+            mode = parser.add_mutually_exclusive_group()
+            mode.add_argument("--sync", action="store_true",
+                              help="write what is missing (providers, inventories, aggregates)")
+            mode.add_argument("--dry-run", action="store_true", help="with --sync's plan, write nothing")
+        elif self.sync:
+            parser.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
+
+    def view(self, parsed_args):
+        from minbw.usecases.segments import SegmentsRequest, segments
+        dry_run = getattr(parsed_args, "dry_run", False)
+        sync = bool(self.sync or getattr(parsed_args, "sync", False) or dry_run)
+        result = segments(self.cloud(parsed_args), SegmentsRequest(tuple(parsed_args.network), sync=sync,
+                                                                   check=dry_run))
+        report = result.report
+        if sync:
+            writes = report["plan"]["writes"]
+            said = (f"{writes} writes" + (" planned (nothing written)" if dry_run else "") if writes
+                    else "Placement already shows every segment: 0 writes.")
+            return View(report, STEP_COLUMNS, tuple((s,) for s in report["steps"]),
+                        head=(said,), tail=tuple(f"warning: {w}" for w in report["warnings"]))
+        rows = []
+        for s in report["segments"]:
+            inv = (s["provider"]["inventories"] or {}).get("IPV4_ADDRESS") or {}
+            seen = s["placement"]
+            rows.append((s["name"] or s["id"], s["physical_network"] or s["network_type"], ",".join(s["hosts"]) or "-",
+                         inv.get("total", "-"), inv.get("reserved", "-"), "-" if s["free_ips"] is None else s["free_ips"],
+                         "missing" if seen is None else ",".join(seen["hosts_in_aggregate"]) or "-"))
+        said = "in sync" if result.in_sync else f"out of sync: {report['plan']['writes']} writes to make (--sync)"
+        return View(report, SEGMENT_COLUMNS, tuple(rows), tail=(said,),
+                    exit_code=0 if result.in_sync else EXIT_FINDINGS)
+
+
+class ListSegments(Segments):
+    sync = False
+
+
+class SyncSegments(Segments):
+    sync = True

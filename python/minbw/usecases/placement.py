@@ -1,0 +1,39 @@
+"""``minbw placement serve|stop|status``: the embedded real Placement (openstack-placement from PyPI, SQLite,
+noauth2, 127.0.0.1) in the foreground or as a daemon; the ``placement_local`` role drives the same commands."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minbw.deploy import daemon
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    state_dir: str
+    port: int | None = None
+    host: str = "127.0.0.1"
+    pid_file: str | None = None
+    log_file: str | None = None
+    timeout: float | None = None
+
+
+def serve(request: PlacementRequest) -> int:
+    """In the foreground until interrupted (the exit code)."""
+    from minbw.deploy.serve import serve as run
+    return run(request.port or daemon.DEFAULT_PORT, request.state_dir, host=request.host)
+
+
+def start(request: PlacementRequest) -> dict:
+    """Started detached and answering, or already running (idempotent): ``changed``, ``pid``, ``url``, ..."""
+    return daemon.start(request.state_dir, request.port or daemon.DEFAULT_PORT, pid_file=request.pid_file,
+                        log_file=request.log_file,
+                        timeout=daemon.START_TIMEOUT if request.timeout is None else request.timeout, host=request.host)
+
+
+def stop(request: PlacementRequest) -> dict:
+    return daemon.stop(request.state_dir, pid_file=request.pid_file,
+                       timeout=daemon.STOP_TIMEOUT if request.timeout is None else request.timeout)
+
+
+def status(request: PlacementRequest) -> dict:
+    return daemon.status(request.state_dir, port=request.port, pid_file=request.pid_file, host=request.host)

@@ -1,0 +1,44 @@
+"""``minbw segments [--sync]`` (``openstack bandwidth segment list|sync``) and the ``segment_providers`` module:
+routed networks' segment providers in Placement (IPV4_ADDRESS, aggregate, hosts) as Neutron's segments plugin
+reports them, and a sync where it does not."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from minbw.ops import segments as ops_segments
+from minbw.usecases.cloud import Cloud
+
+
+@dataclass(frozen=True)
+class SegmentsRequest:
+    networks: tuple[str, ...] = ()   # names or ids; none: every network with subnets on segments
+    sync: bool = False               # write what is missing
+    check: bool = False              # with sync: the plan, nothing written
+
+
+@dataclass(frozen=True)
+class SegmentsResult:
+    """``report``: what ops.segments reports (segments, plan, warnings, diff; in_sync for a report, steps and
+    changed for a sync)."""
+
+    report: dict
+    sync: bool
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.report.get("changed", False))
+
+    @property
+    def in_sync(self) -> bool:
+        return self.report.get("in_sync", not self.report["plan"]["writes"])
+
+    def to_dict(self) -> dict:
+        return dict(self.report)
+
+
+def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
+    cloud.require("network", "the routed networks' segments are read from Neutron")
+    networks = list(request.networks) or None
+    if request.sync:
+        return SegmentsResult(ops_segments.sync(cloud.conn, cloud.placement, networks, check=request.check), True)
+    return SegmentsResult(ops_segments.report(cloud.conn, cloud.placement, networks), False)
