@@ -29,7 +29,7 @@ def test_allocation_cycle(playbook, placement_local, tmp_path):
     ovs.write_text(OVS)
     env = dict(__import__("os").environ, OS_CLIENT_CONFIG_FILE=str(state_dir / "clouds.yaml"), OS_CLOUD="minbw-local")
     subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", "--agent-config", str(ovs), "--host",
-                    "devstack0", "--create-root", "--root-inventory", "VCPU=8,MEMORY_MB=16384,DISK_GB=100"],
+                    "devstack0", "--create-root", "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100"],
                    check=True, env=env, capture_output=True)
 
     r, res = run(check=True, diff=True, state="present")

@@ -24,7 +24,7 @@ def test_capacity_module(playbook, placement_local, tmp_path):
     env = dict(os.environ, OS_CLIENT_CONFIG_FILE=str(state_dir / "clouds.yaml"), OS_CLOUD="minbw-local")
     subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", "--agent-config", str(ini[0]),
                     "--agent-config", str(ini[1]), "--host", "devstack0", "--create-root",
-                    "--root-inventory", "VCPU=8,MEMORY_MB=16384,DISK_GB=100"], check=True, env=env, capture_output=True)
+                    "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100"], check=True, env=env, capture_output=True)
 
     r = playbook("capacity.yml", base)
     assert not r.failed and r.recap["changed"] == 0, r.output

@@ -224,7 +224,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     # minbw candidates --port: the same segment filter, never devstack0 (its segment has no address left)
     probe = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred-probe")
     routed.demo.ports.append(probe)
-    out = minbw(cloud_env(routed), "candidates", "--port", probe.id, "--resources", "VCPU:1,MEMORY_MB:128,DISK_GB:1")
+    out = minbw(cloud_env(routed), "candidates", "--port", probe.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1")
     roots = {p["root_provider_uuid"] for ar in out["allocation_requests"] for rp in ar["allocations"]
              for p in [out["provider_summaries"][rp]]}
     assert roots == {api.list_providers(name="devstack1")[0].uuid}, out
@@ -244,7 +244,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     try:
         taken = next(p for p in routed.demo.ports if p.fixed_ips and
                      p.fixed_ips[0]["subnet_id"] == routed.subnet["rack0"].id)
-        out = minbw(cloud_env(routed), "candidates", "--port", taken.id, "--resources", "VCPU:1,MEMORY_MB:128,DISK_GB:1",
+        out = minbw(cloud_env(routed), "candidates", "--port", taken.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1",
                     "--root-required", "CUSTOM_E2E_RACK1_ONLY", exit_code=4)
         assert out["allocation_requests"] == []
         problems = [p for d in out["diagnosis"] if d["group"] == "member_of" for p in d["problems"]]

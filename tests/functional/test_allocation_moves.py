@@ -336,7 +336,7 @@ def test_cli_move_dry_run_move_confirm_and_revert(two_hosts, placement_server, t
     def run(*a):
         return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
-    common = ["--consumer", server.consumer, "--resources", "VCPU:1,MEMORY_MB:256,DISK_GB:1",
+    common = ["--consumer", server.consumer, "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1",
               "--port-request", f"{PORT}={port}"]
     dry = run("move", *common, "--target-host", "h2", "--dry-run")
     assert dry.returncode == 0, dry.stderr
@@ -356,8 +356,8 @@ def test_cli_move_dry_run_move_confirm_and_revert(two_hosts, placement_server, t
 
     back = run("move", *common, "--target-host", "h1", "--migration", migration, "--json")
     assert back.returncode == 0, back.stderr
-    rev = run("move", "revert", "--consumer", server.consumer, "--migration", migration, "--resources",
-              "VCPU:1,MEMORY_MB:256,DISK_GB:1", "--port-request", f"{PORT}={port}", "--json")
+    rev = run("move", "revert", "--consumer", server.consumer, "--migration", migration, "--resource",
+              "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1", "--port-request", f"{PORT}={port}", "--json")
     assert rev.returncode == 0, rev.stderr
     assert json.loads(rev.stdout)["binding_profiles"] == {PORT: {req.ports[0].groups[0].id: bridge(api, "h2")}}
     assert set(allocations(api, server.consumer)) == {h2, bridge(api, "h2")}

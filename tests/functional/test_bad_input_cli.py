@@ -19,7 +19,7 @@ import requests
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from minbw.cli.main import main
+from minbw.cli.shell import main
 
 VOLUME = settings(max_examples=300, deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -74,7 +74,8 @@ def seeded(placement_server, tmp_path_factory):
     old = {k: os.environ.get(k) for k in ("OS_CLIENT_CONFIG_FILE", "OS_CLOUD")}
     os.environ.update(OS_CLIENT_CONFIG_FILE=str(placement_server.clouds_yaml), OS_CLOUD="minbw-local")
     code, _, err, _ = run_cli(["providers", "sync", "--agent-config", d / "ovs.ini", "--create-root",
-                               "--root-inventory", "VCPU=8,MEMORY_MB=4096,DISK_GB=10"])
+                               "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=4096",
+                               "--root-inventory", "DISK_GB=10"])
     assert code == 0, err
     yield d
     for k, v in old.items():
@@ -85,8 +86,8 @@ def seeded(placement_server, tmp_path_factory):
 
 
 bad_uuid = st.sampled_from(["x", "", "1234", "not-a-uuid", "00000000-0000-0000-0000-00000000000Z", "../etc"])
-bad_resources = st.sampled_from(["VCPU", "VCPU:", "VCPU:x", "VCPU:-1", ":1", "vcpu:1", "VCPU:1,,", "VCPU:1:2",
-                                 "VCPU:99999999999999999999", "NOPE_CLASS:1", "VCPU:1.5", "VCPU:²"])
+bad_resources = st.sampled_from(["VCPU", "VCPU=", "VCPU=x", "VCPU=-1", "=1", "vcpu=1", "VCPU=1,,", "VCPU=1=2",
+                                 "VCPU=99999999999999999999", "NOPE_CLASS=1", "VCPU=1.5", "VCPU=²", "VCPU:1"])
 bad_rules = st.sampled_from(["min_bw", "min_bw:egress", "min_bw:up:10", "min_bw:egress:-1", "min_bw:egress:x",
                              "min_bw:egress:²", "max_bw:egress:1", "min_pps:any:1:", "min_bw:egress:1:2:3",
                              "min_pps:egress:1,min_pps:any:1", "min_bw:egress:99999999999999"])
@@ -99,7 +100,7 @@ bad_formats = st.sampled_from([["-f", "xml"], ["-c", "nosuch"], ["--json", "-c",
 def bad_argvs(draw, d):
     """One valid command with one thing wrong (or a few)."""
     case = draw(st.sampled_from(["sync", "plan", "request", "candidates", "claim", "free", "usage", "show",
-                                 "move", "capacity", "audit", "serve"]))
+                                 "move", "capacity", "audit", "serve", "noservice"]))
     fmt = draw(bad_formats)
     if case in ("sync", "plan"):
         ini = draw(st.sampled_from([d / "bad.ini", d / "garbage.ini", d / "missing.ini", d]))
@@ -108,12 +109,12 @@ def bad_argvs(draw, d):
         return ["providers", case, "--agent-config", ini, *extra, *fmt]
     if case == "request":
         port = draw(st.one_of(bad_uuid, st.just(PORT)))
-        return ["request", "--port-id", port, "--rule", draw(bad_rules),
-                *draw(st.sampled_from([[], ["--vnic-type", "sriov"], ["--agent-type", "linuxbridge"],
-                                       ["--segment", ":physnet0"], ["--segment", ""]])), *fmt]
+        spec, extra = draw(st.sampled_from([("", []), (",vnic=sriov", []), ("", ["--agent-type", "linuxbridge"]),
+                                            (",segment=:physnet0", []), (",segment=", []), (",physnet=", [])]))
+        return ["request", "--port-id", port, "--qos-port", draw(bad_rules) + spec, *extra, *fmt]
     if case in ("candidates", "claim", "capacity"):
-        extra = draw(st.sampled_from([["--resources", draw(bad_resources)], ["--required", draw(bad_traits)],
-                                      ["--limit", draw(bad_ints)], ["--in-tree", draw(bad_uuid)], ["--resources", "VCPU:1", "--in-tree", PORT],
+        extra = draw(st.sampled_from([["--resource", draw(bad_resources)], ["--required", draw(bad_traits)],
+                                      ["--limit", draw(bad_ints)], ["--in-tree", draw(bad_uuid)], ["--resource", "VCPU=1", "--in-tree", PORT],
                                       ["--port-request", d / "notjson.json"], ["--port-request", d / "nofile"],
                                       ["--root-required", draw(bad_traits)], ["--group-policy", "all"]]))
         if case == "claim":
@@ -127,12 +128,17 @@ def bad_argvs(draw, d):
     if case == "usage":
         return ["usage", "--provider", draw(bad_uuid), *fmt]
     if case == "show":
-        return ["providers", "show", "--os-cloud", draw(st.sampled_from(["nosuch", "minbw-local ", "Minbw-Local"])), *fmt]
+        return ["--os-cloud", draw(st.sampled_from(["nosuch", "minbw-local ", "Minbw-Local"])), "providers", "show", *fmt]
     if case == "move":
         return ["move", "--consumer", draw(bad_uuid), "--target-host", draw(st.sampled_from(["", "nohost"])),
-                "--resources", draw(bad_resources), *fmt]
+                "--resource", draw(bad_resources), *fmt]
+    if case == "noservice":  # the embedded Placement is a cloud without Nova and Neutron: said in one line
+        return draw(st.sampled_from([["heal", "--dry-run"], ["audit"], ["drift", "--agent-config", d / "ovs.ini"],
+                                     ["segments"], ["separation", "--hosts", "devstack0", "--flavor-plain", "m1",
+                                                    "--dry-run"], ["schedule", "--port", "p", "--dry-run"],
+                                     ["candidates", "--port", "p"]]))
     if case == "audit":
-        return ["audit", *draw(st.sampled_from([["--nosuch"], ["-f", "csv"], ["--fix", "--os-cloud", "nosuch"]]))]
+        return draw(st.sampled_from([["audit", "--nosuch"], ["audit", "-f", "xml"], ["--os-cloud", "nosuch", "audit", "--fix"]]))
     return ["placement", "serve", "--state-dir", d, "--port", draw(bad_ints), *fmt]
 
 
@@ -216,7 +222,7 @@ def clouds(tmp_path, placement_server, tls_server, monkeypatch):
 
 def test_untrusted_certificate_says_so_and_how_to_fix(clouds, tls_server):
     url, _ = tls_server
-    code, _, err, _ = run_cli(["usage", "--os-cloud", "tls"])
+    code, _, err, _ = run_cli(["--os-cloud", "tls", "usage"])
     _one_line(code, err, "certificate could not be verified", url, "--os-cacert", "--insecure")
 
 
@@ -225,23 +231,26 @@ def test_tls_is_verified_by_default_and_cacert_or_insecure_turn_the_failure_off(
     --insecure (and then fails on what the fake server answers, not on its certificate)."""
     url, cert = tls_server
     for extra in (["--os-cacert", str(cert)], ["--insecure"]):
-        code, _, err, _ = run_cli(["usage", "--os-cloud", "tls", *extra])
+        code, _, err, _ = run_cli(["--os-cloud", "tls", *extra, "usage"])
         assert "certificate could not be verified" not in err and "Traceback" not in err, (extra, err)
-    from minbw.cli.cloud import connect
-    from minbw.cli.main import build_parser
-    args = build_parser(["usage", "--os-cloud", "tls"]).parse_args(["usage", "--os-cloud", "tls"])
-    assert connect(args).session.verify is True
+    import openstack.config
+    from minbw.cli import connection
+    from minbw.cli.shell import MinbwShell
+    shell = MinbwShell()
+    shell.options, _ = shell.parser.parse_known_args(["--os-cloud", "tls"])
+    shell.cloud_config = openstack.config.OpenStackConfig()
+    assert connection.connect(shell).session.verify is True
 
 
 def test_password_auth_at_a_url_that_is_no_keystone_fails_fast(clouds, placement_server):
     start = time.monotonic()
-    code, _, err, _ = run_cli(["usage", "--os-cloud", "notkeystone"])
+    code, _, err, _ = run_cli(["--os-cloud", "notkeystone", "usage"])
     took = time.monotonic() - start
     _one_line(code, err, "notkeystone", placement_server.url, "Fix:")
     assert took < 60, took
 
 
 def test_connection_errors_as_a_subprocess_have_their_exit_code(clouds):
-    proc = subprocess.run([sys.executable, "-m", "minbw.cli", "usage", "--os-cloud", "tls"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "minbw.cli", "--os-cloud", "tls", "usage"], capture_output=True,
                           text=True, timeout=120, env=os.environ.copy())
     _one_line(proc.returncode, proc.stderr, "certificate could not be verified")

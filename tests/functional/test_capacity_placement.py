@@ -198,7 +198,8 @@ def test_cli_table_json_and_picture(placement, placement_server, tmp_path):
                           "resource_provider_packet_processing_without_direction = :1000\n", vcpu=4)
     claims.claim(placement, str(uuid.uuid4()), shape((bw(), {"physnet": "physnet0"})).server,
                  project_id="p", user_id="u")
-    spec = ["--resources", "VCPU:1,MEMORY_MB:256,DISK_GB:1", "--port", "min_bw:egress:1000,min_bw:ingress:1000"]
+    spec = ["--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1",
+            "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000"]
     r = run(placement_server, *spec)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -227,27 +228,31 @@ def test_cli_table_json_and_picture(placement, placement_server, tmp_path):
     assert "data:image/png;base64," in text and "<td>physnet0</td>" in text
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--resources", "VCPUS:1"], "--resources: unknown resource class 'VCPUS'. Did you mean VCPU?"),
-    (["--resources", "VCPU:-1"], "--resources: VCPU: the amount must be a whole number >= 0, got '-1'"),
-    (["--resources", "VCPU"], "--resources: expected CLASS:AMOUNT"),
-    (["--resources", "VCPU:1", "--port", "min_bw:up:10"], "--port 1: a minimum_bandwidth rule"),
-    (["--resources", "VCPU:1", "--port", "min_bw:up:10"], "direction must be one of egress, ingress, got 'up'"),
-    (["--resources", "VCPU:1", "--port", "fast"], "--port 1 (fast): unknown item 'fast'"),
-    (["--resources", "VCPU:1", "--hypervisor", "nowhere"], "--hypervisor: no compute node"),
-    ([], "nothing to count"),
+@pytest.mark.parametrize("args, code, message", [
+    # malformed values: usage errors (2) naming the option, before anything is read
+    (["--resource", "VCPUS=1"], 2, "argument --resource: unknown resource class 'VCPUS'. Did you mean VCPU?"),
+    (["--resource", "VCPU=-1"], 2, "argument --resource: VCPU: the amount must be a whole number >= 0, got '-1'"),
+    (["--resource", "VCPU"], 2, "argument --resource: expected CLASS=AMOUNT, e.g. VCPU=1"),
+    (["--resource", "VCPU=1", "--qos-port", "min_bw:up:10"], 2, "argument --qos-port: a minimum_bandwidth rule"),
+    (["--resource", "VCPU=1", "--qos-port", "min_bw:up:10"], 2, "direction must be one of egress, ingress, got 'up'"),
+    (["--resource", "VCPU=1", "--qos-port", "fast"], 2, "argument --qos-port: 'fast' is not a rule; expected "
+                                                         "min_bw:DIRECTION:KBPS[:RULE_ID]"),
+    # what only Placement can tell: errors (1)
+    (["--resource", "VCPU=1", "--hypervisor", "nowhere"], 1, "minbw: error: --hypervisor: no compute node"),
+    ([], 1, "minbw: error: nothing to count"),
 ])
-def test_cli_bad_input(placement, placement_server, args, message):
+def test_cli_bad_input(placement, placement_server, args, code, message):
     host(placement, "h1", "bridge_mappings = physnet0:br-a\nresource_provider_bandwidths = br-a:3000:3000\n")
     r = run(placement_server, *args)
-    assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert r.stderr.startswith("minbw: error: ") and message in r.stderr, r.stderr
+    assert r.returncode == code and "Traceback" not in r.stderr
+    assert message in r.stderr, r.stderr
+    assert r.stderr.startswith("minbw: error: " if code == 1 else "usage: minbw capacity"), r.stderr
 
 
 def test_a_missing_matplotlib_names_the_extra(monkeypatch, tmp_path, capsys):
-    from minbw.cli.main import main
+    from minbw.cli.shell import main
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    assert main(["capacity", "--resources", "VCPU:1", "--png", str(tmp_path / "x.png")]) == 1
+    assert main(["capacity", "--resource", "VCPU=1", "--png", str(tmp_path / "x.png")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("minbw: error: --png/--html draw with matplotlib") and "pip install 'minbw[plot]'" in err
     assert not (tmp_path / "x.png").exists()

@@ -21,7 +21,7 @@ resource_provider_bandwidths = br-test:1000:1000
 """
 PORT = "99a97b12-6364-4d10-8d8e-c3dab4161691"
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
-FLAVOR = "VCPU:1,MEMORY_MB:256,DISK_GB:1"
+FLAVOR = ["--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1"]
 ENTRY = shutil.which("minbw", path=os.path.dirname(sys.executable))
 
 
@@ -35,8 +35,7 @@ def cloud(placement, placement_server, tmp_path):
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS)
     env = placement_server.env()
-    synced = run(env, "providers", "sync", "--agent-config", ini, "--create-root", "--root-inventory",
-                 "VCPU=8,MEMORY_MB=16384,DISK_GB=100", "-f", "value", "-c", "write")
+    synced = run(env, "providers", "sync", "--agent-config", ini, "--create-root", "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100", "-f", "value", "-c", "write")
     assert synced.returncode == 0, synced.stderr
     assert f"create provider devstack0:Open vSwitch agent:br-test ({BR_TEST})" in synced.stdout
     assert "+--" not in synced.stdout and "writes" not in synced.stdout  # -f value: the column only
@@ -87,12 +86,12 @@ def test_request_file_then_claim_names_the_port(cloud, tmp_path, placement):
     """The file `minbw request` writes carries the port id: the claim's binding and its no-valid-host
     diagnosis name the port (they said "port None")."""
     env, _ = cloud
-    made = run(env, "request", "--port-id", PORT, "--rule", "min_bw:egress:600", "--rule", "min_bw:ingress:600")
+    made = run(env, "request", "--port-id", PORT, "--qos-port", "min_bw:egress:600,min_bw:ingress:600")
     assert made.returncode == 0, made.stderr
     port_json = tmp_path / "port.json"
     port_json.write_text(made.stdout)
     assert json.loads(made.stdout)["id"] == PORT
-    args = ["--project-id", "p", "--user-id", "u", "--resources", FLAVOR, "--port-request", port_json]
+    args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", port_json]
 
     ok = run(env, "claim", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", *args)
     assert ok.returncode == 0, ok.stderr
@@ -107,8 +106,8 @@ def test_request_file_then_claim_names_the_port(cloud, tmp_path, placement):
     cands = run(env, "candidates", *args[4:], "-f", "json")
     assert cands.returncode == 4 and json.loads(cands.stdout)["allocation_requests"] == []
 
-    bad = run(env, "claim", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resources", "VCPU")
-    assert bad.returncode == 1 and "expected CLASS:AMOUNT" in bad.stderr  # an error: 1
+    bad = run(env, "claim", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resource", "VCPU")
+    assert bad.returncode == 2 and "--resource: expected CLASS=AMOUNT" in bad.stderr  # a usage error: 2
     freed = run(env, "free", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "-f", "value", "-c", "changed")
     assert freed.returncode == 0 and freed.stdout == "True\n"
 
@@ -137,18 +136,18 @@ def test_connection_failures_are_one_line_naming_the_cloud(placement_server, tmp
     env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds)}
     env.pop("OS_CLOUD", None)
 
-    _one_line_error(run(env, "usage", "--os-cloud", "nosuch"), "nosuch was not found", str(clouds), "--os-cloud")
-    _one_line_error(run(env, "usage", "--os-cloud", "down"), "cannot reach cloud 'down' (http://127.0.0.1:1)",
+    _one_line_error(run(env, "--os-cloud", "nosuch", "usage"), "nosuch was not found", str(clouds), "--os-cloud")
+    _one_line_error(run(env, "--os-cloud", "down", "usage"), "cannot reach cloud 'down' (http://127.0.0.1:1)",
                     "Fix:")
-    _one_line_error(run(env, "providers", "show", "--os-cloud", "badcreds"),
+    _one_line_error(run(env, "--os-cloud", "badcreds", "providers", "show"),
                     f"cloud 'badcreds' ({url}) rejected the credentials (HTTP 401",
                     "Fix: check the cloud's credentials")
-    _one_line_error(run(env, "usage", "--os-cloud", "notadmin"), "cloud 'notadmin'", "HTTP 403",
+    _one_line_error(run(env, "--os-cloud", "notadmin", "usage"), "cloud 'notadmin'", "HTTP 403",
                     "Placement needs an admin")
-    as_json = run(env, "usage", "--os-cloud", "down", "-f", "json")
+    as_json = run(env, "--os-cloud", "down", "usage", "-f", "json")
     assert as_json.returncode == 1 and "cannot reach" in json.loads(as_json.stdout)["error"]["msg"]
     # an OS_CLOUD that is not in clouds.yaml does not break a command that needs no cloud
-    made = run({**env, "OS_CLOUD": "nosuch"}, "request", "--port-id", PORT, "--rule", "min_bw:egress:1",
+    made = run({**env, "OS_CLOUD": "nosuch"}, "request", "--port-id", PORT, "--qos-port", "min_bw:egress:1",
                "-f", "value", "-c", "group")
     assert made.returncode == 0 and len(made.stdout.split()) == 1, made.stderr
 
@@ -159,8 +158,8 @@ def test_options_instead_of_clouds_yaml(cloud, placement_server):
     env = {**env, "OS_CLIENT_CONFIG_FILE": "/nonexistent/clouds.yaml"}
     env.pop("OS_CLOUD")
     url = placement_server.url
-    shown = run(env, "providers", "show", "--os-auth-type", "admin_token", "--os-endpoint", url, "--os-token", "admin",
-                "--os-endpoint-override", url, "-f", "value", "-c", "uuid")
+    shown = run(env, "--os-auth-type", "admin_token", "--os-endpoint", url, "--os-token", "admin",
+                "--os-placement-endpoint-override", url, "providers", "show", "-f", "value", "-c", "uuid")
     assert shown.returncode == 0, shown.stderr
     assert BR_TEST in shown.stdout.split()
 

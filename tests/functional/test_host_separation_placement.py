@@ -154,7 +154,7 @@ def test_cli(placement, placement_server, two_hosts, tmp_path):
     run = minbw("separation", "--hosts", "devstack1")
     assert run.returncode == 0 and "add trait CUSTOM_MINBW_QOS_HOST to devstack1" in run.stdout
     assert "0 writes" in minbw("separation", "--hosts", "devstack1").stdout
-    out = minbw("candidates", "--resources", "VCPU:1,MEMORY_MB:256,DISK_GB:1", "--separation", "avoid", "--json")
+    out = minbw("candidates", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1", "--separation", "avoid", "--json")
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
     assert body["query"]["root_required"] == f"!{T}"

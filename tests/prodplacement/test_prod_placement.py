@@ -19,7 +19,7 @@ from minbw.ops import claims, sync
 from minbw.placement.client import Placement
 from tests.conftest import KEYSTONE_TOKEN_SECONDS, CallCounter, wipe
 
-FLAVOR = "VCPU:1,MEMORY_MB:256,DISK_GB:1"
+FLAVOR = ["--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1"]
 KBPS = 1000
 PORT_ID = "99a97b12-6364-4d10-8d8e-c3dab4161691"
 
@@ -67,8 +67,7 @@ def request_json(tmp_path):
     from minbw.cli.main import main
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["request", "--port-id", PORT_ID, "--rule", f"min_bw:egress:{KBPS}",
-                     "--rule", f"min_bw:ingress:{KBPS}"]) == 0
+        assert main(["request", "--port-id", PORT_ID, "--qos-port", f"min_bw:egress:{KBPS},min_bw:ingress:{KBPS}"]) == 0
     path = tmp_path / "port.json"
     path.write_text(out.getvalue())
     return path
@@ -105,7 +104,7 @@ def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, m
     consumer = str(uuid.uuid4())
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["claim", "--consumer", consumer, "--project-id", "p", "--user-id", "u", "--resources", FLAVOR,
+        rc = main(["claim", "--consumer", consumer, "--project-id", "p", "--user-id", "u", *FLAVOR,
                    "--port-request", f"{PORT_ID}={port}", "--json", "--os-cloud", prod_placement.cloud])
     assert rc == 0, err.getvalue()
     got = json.loads(out.getvalue())
@@ -151,7 +150,7 @@ def test_concurrent_claimers_never_overcommit(prod, prod_placement, tmp_path, cl
     per_host = fits // 2
     make_hosts(prod, ["busy-0", "busy-1"], per_host * KBPS)
     port = request_json(tmp_path)
-    args = ["--project-id", "p", "--user-id", "u", "--resources", FLAVOR, "--port-request", f"{PORT_ID}={port}"]
+    args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}"]
     consumers = [str(uuid.uuid4()) for _ in range(demand)]
     start_at = time.time() + 8               # every process imported and waiting: then all at once
     jobs = [(str(prod_placement.clouds_yaml), prod_placement.cloud, consumers[i::claimers], start_at, args)

@@ -51,7 +51,8 @@ def test_each_kind_of_drift_is_named():
     rows = {r.uuid: r for r in drift(ini, agent, placement)}
     row = rows[BR_TEST]
     assert not row.agree and row.differences[0] == "missing from placement"
-    assert row.differences[1].startswith("inventories differ: ini: ") and "3000" in row.differences[1]
+    # each difference is a sentence naming the class, the field and every side's value
+    assert row.differences[1] == "NET_BW_EGR_KILOBIT_PER_SEC total: ini 1500, agent 3000"
     assert sum(not r.agree for r in rows.values()) == 1
     # a side not read is not a side: only ini vs placement here
     only = drift(ini, None, placement)

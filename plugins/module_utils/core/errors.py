@@ -122,6 +122,18 @@ class ConsumerConflict(MinbwError):
     """The consumer's allocations changed under us (someone else claimed or freed for it)."""
 
 
+class ClaimDiffers(ConsumerConflict):
+    """The consumer already holds allocations, and not the ones asked for: what differs is said."""
+
+    def __init__(self, message: str, held: dict, asked: dict):
+        self.held = held
+        self.asked = asked
+        super().__init__(message)
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "held": self.held, "asked": self.asked}
+
+
 class ServerFailed(MinbwError):
     """A server went to ERROR for a reason other than "No valid host" (Nova's fault message says why)."""
 
@@ -295,6 +307,19 @@ class MoveRefused(PlanError):
 class CloudError(MinbwError):
     """The cloud could not be used: not in clouds.yaml, unreachable, TLS or credentials refused
     (the message names the cloud, its URL and the fix)."""
+
+
+class MissingService(CloudError):
+    """The cloud has no such service in its catalog (e.g. no Nova behind the embedded Placement): which one,
+    what needed it, and what to do."""
+
+    def __init__(self, service: str, project: str, needed_by: str, cloud: str = "the cloud", fix: str = ""):
+        self.service = service
+        super().__init__(f"{cloud} has no {service} service ({project}) in its catalog, and {needed_by}. Fix: "
+                         + (fix or f"run it against a cloud with {project} (--os-cloud / the module's cloud)"))
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "service": self.service}
 
 
 class MissingDependency(MinbwError):

@@ -78,6 +78,12 @@ def thaw_inventories(invs: Mapping[str, Mapping]) -> dict[str, dict]:
     return {rc: dict(inv) for rc, inv in invs.items()}
 
 
+def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
+    """A provider as its plans and reports compare it: name, parent, traits, inventories (no generation)."""
+    return {"name": name, "parent_provider_uuid": parent, "traits": sorted(traits or ()),
+            "inventories": thaw_inventories(inventories or {})}
+
+
 @dataclass(frozen=True)
 class ProviderSpec:
     """One resource provider as Neutron would create it.
