@@ -45,7 +45,7 @@ def test_drift_ini_against_placement(placement, tmp_path):
     placement.set_inventories(BR_TEST, {rc: {**i, "total": 900} for rc, i in inv.items()}, gen)
     rows = {r.uuid: r for r in run_drift(None, placement, agent_configs=[str(ini)], neutron=False)}
     assert [r.uuid for r in rows.values() if not r.agree] == [BR_TEST]
-    assert rows[BR_TEST].differences == ["NET_BW_EGR_KILOBIT_PER_SEC total: ini 1500, Placement 900",
+    assert list(rows[BR_TEST].differences) == ["NET_BW_EGR_KILOBIT_PER_SEC total: ini 1500, Placement 900",
                                          "NET_BW_IGR_KILOBIT_PER_SEC total: ini 1500, Placement 900"]
 
 

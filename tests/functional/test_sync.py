@@ -15,7 +15,7 @@ from minbw.neutron import naming
 from minbw.ops import sync as s
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.errors import ConcurrentUpdate, ConfigError, InvalidInput, PartialApply, RootProviderNotFound
-from minbw.plan import cache_check
+from minbw.reports import cache_check
 from minbw.plan.providers import make_plan
 from minbw.neutron.provider_tree import desired_state
 from tests.oracle import neutron_sync as oracle
@@ -507,4 +507,4 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     assert sync("--no-cache")["summary"].endswith("; no cache")
     bad = subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", *args, "--workers", "99"],
                          capture_output=True, text=True, env=env, timeout=120)
-    assert bad.returncode == 1 and "--workers: expected a whole number from 1 to 32" in bad.stderr
+    assert bad.returncode == 2 and "--workers: expected a whole number from 1 to 32" in bad.stderr  # usage

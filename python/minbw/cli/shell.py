@@ -31,6 +31,8 @@ def _microversion(text: str) -> str:
 
 
 class MinbwShell(osc_shell.OpenStackShell):
+    NAME = "minbw"  # in usage lines and completion, however it was started (minbw, python -m minbw.cli)
+
     def __init__(self, stdout=None, stderr=None):
         super().__init__(description="Guaranteed minimum bandwidth for OpenStack, end to end.", version=__version__,
                          command_manager=commandmanager.CommandManager(COMMANDS), deferred_help=True,

@@ -30,7 +30,7 @@ from minbw.reports.diagnose import diagnose, summary
 
 
 def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
-    params, version = build_query(req, api.max_version())
+    params, version = build_query(req, api.max_version(), pinned=api.pin_limits())
     try:
         body = api.allocation_candidates(params, version)
     except PlacementError as e:

@@ -138,7 +138,9 @@ def _verified(api: Placement, cache: ProviderCache, candidates: dict[str, dict])
 
 def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, *,
             allocations_of_all: bool = False, cache: ProviderCache | None = None,
-            workers: int = DEFAULT_WORKERS) -> Observed:
+            workers: int = DEFAULT_WORKERS, roots_too: bool = False) -> Observed:
+    """What Placement holds of ``desired``'s providers (``roots_too``: and the compute roots' traits and
+    inventories, to correct the roots' inventories)."""
     hyps = desired.hypervisors
     providers: dict[str, Provider] = {}
     roots: dict[str, Provider] = {}
@@ -157,6 +159,8 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
     agents = {p.uuid for p in desired.providers if p.role == "agent"}
     stale = [p.uuid for p in providers.values() if p.parent_uuid in agents and p.uuid not in wanted]
     present = [u for u in wanted if u in providers] + stale
+    if roots_too:
+        present += [r.uuid for r in roots.values() if r.uuid not in present]
     traits: dict[str, frozenset[str]] = {}
     inventories: dict[str, Mapping] = {}
     candidates: dict[str, dict] = {}
@@ -356,7 +360,8 @@ def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_r
     cache's safety check are not read again. ``workers``: providers read and host trees written at once.
     """
     workers = check_workers(workers)
-    observed = observe(api, desired, progress, allocations_of_all=absent, cache=cache, workers=workers)
+    observed = observe(api, desired, progress, allocations_of_all=absent, cache=cache, workers=workers,
+                       roots_too=bool(root_inventories) and not absent)
     if absent:
         plan = make_absent_plan(desired, observed)
     else:

@@ -178,10 +178,15 @@ class Placement:
         if self._max_version is None:
             body = self.request("get", "/", mv.ROOT)
             versions = body.get("versions") or [body.get("version", {})]
-            self._max_version = mv.parse(versions[0].get("max_version") or "1.0")
+            self._max_version = self._server_max = mv.parse(versions[0].get("max_version") or "1.0")
             if self.pinned is not None:
                 self._max_version = min(self._max_version, self.pinned)
         return self._max_version
+
+    def pin_limits(self) -> bool:
+        """Whether the pinned microversion, rather than the server, sets :meth:`max_version`."""
+        self.max_version()
+        return self.pinned is not None and self._server_max > self.pinned
 
     def supports(self, microversion: str | mv.Microversion) -> bool:
         return mv.at_least(self.max_version(), microversion)

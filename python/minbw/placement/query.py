@@ -122,7 +122,7 @@ def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
 
 
 def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
-                mappings: bool = True) -> tuple[dict[str, str | list[str]], str]:
+                mappings: bool = True, pinned: bool = False) -> tuple[dict[str, str | list[str]], str]:
     """``(params, microversion)`` for ``GET /allocation_candidates``.
 
     ``params`` suits ``conn.placement.allocation_candidates(**params, microversion=mv)``
@@ -137,6 +137,11 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
     have = mv.parse(max_microversion)
     if have < need:
         missing = [f"{text} needs {mv.format(v)}" for v, text in why if v > have]
+        if pinned:  # the user's --os-placement-api-version, not the server, is the limit
+            raise MicroversionUnsupported(
+                f"--os-placement-api-version pins Placement microversion {mv.format(have)}, but this request "
+                f"needs {mv.format(need)}: {'; '.join(missing)}. Fix: pin {mv.format(need)} or more, or leave "
+                f"the pin out.")
         raise MicroversionUnsupported(
             f"Placement offers microversions up to {mv.format(have)}, but this request "
             f"needs {mv.format(need)}: {'; '.join(missing)}. Sending it at a lower "

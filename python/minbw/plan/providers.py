@@ -152,6 +152,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
         root = observed.roots.get(hyp)
         if root is not None:
             roots[hyp] = root.uuid
+            if root_inventories:
+                ops += _root_inventories(root, observed, root_inventories, before, after)
         elif create_root:
             roots[hyp] = root_uuid(hyp)
             invs = freeze_inventories(root_inventories or {})
@@ -204,6 +206,21 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             else:
                 ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
     return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after)
+
+
+def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: dict,
+                      after: dict) -> list[Op]:
+    """An existing root corrected to the inventories given: each given field of each given class replaced, the
+    rest of the root's inventories (nova-compute's allocation ratios, other classes) kept."""
+    have = thaw_inventories(observed.inventories.get(root.uuid, {}))
+    merged = {**have, **{rc: {**have.get(rc, {}), **dict(fields)} for rc, fields in given.items()}}
+    wanted = freeze_inventories(merged)
+    if thaw_inventories(wanted) == have:
+        return []
+    traits = observed.traits.get(root.uuid, frozenset())
+    before[root.uuid] = snapshot(root.name, None, traits, have)
+    after[root.uuid] = snapshot(root.name, None, traits, wanted)
+    return [Op("set_inventories", name=root.name, uuid=root.uuid, inventories=wanted)]
 
 
 _ORDER = ("create_trait", "create_root", "create_provider", "update_provider", "set_traits",

@@ -1,0 +1,56 @@
+"""The README's tour on the embedded Placement, as a new user runs it: every command in order, as written; each
+exits as its comment announces (0 unless it says otherwise)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.tour import README, expected_exit, run_tour, tour
+
+STATE = "/tmp/pl"  # the tour's own paths, as written
+
+
+def _stop():
+    subprocess.run([sys.executable, "-m", "minbw.cli", "placement", "stop", "--state-dir", STATE], capture_output=True,
+                   timeout=120)
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh():
+    _stop()
+    yield
+    _stop()
+
+
+def test_the_tour_runs_as_written(fresh):
+    lines = tour("embedded")
+    assert lines[0].startswith("minbw placement serve") and lines[-1].startswith("minbw placement stop")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}  # only what the tour exports
+    results = run_tour(lines, env)
+    wrong = [(line, code, out[-2000:]) for line, code, out in results if code != expected_exit(line)]
+    assert not wrong, wrong
+    said = {line.split()[1] + " " + line.split()[2]: out for line, _, out in results}
+    # what the tour shows is what it says
+    assert "unchanged: consumer 7b1f3a86-2c1d-4a8e-9f21-5d0c3b6e4a10 already holds this claim" in \
+        [out for line, _, out in results if "again: unchanged" in line][0]
+    assert "No valid host" in [out for line, _, out in results if "exit 4" in line][0]
+    assert "set inventories of devstack1" in [out for line, _, out in results if "corrects a root" in line][0]
+    assert [out for line, _, out in results if line.startswith("openstack bandwidth")][0].splitlines() == [
+        "devstack1", "devstack1:Open vSwitch agent", "devstack1:Open vSwitch agent:br-ex",
+        "devstack1:Open vSwitch agent:br-test"]
+    assert "moved consumer 7b1f3a86-2c1d-4a8e-9f21-5d0c3b6e4a10 from devstack0 → devstack1" in said["move --consumer"]
+    assert os.path.getsize("/tmp/capacity.png") > 1000
+
+
+def test_a_wrong_exit_fails_the_tour():
+    """The runner can fail: an unannounced non-zero exit and an announced one that does not come are both seen."""
+    text = "<!-- tour: t -->\n```\nfalse\ntrue   # exit 3: announced, but it exits 0\nexit_code=4   # not a command that fails\n```\n"
+    lines = tour("t", text)
+    results = run_tour(lines, dict(os.environ))
+    assert [(code, expected_exit(line)) for line, code, _ in results] == [(1, 0), (0, 3), (0, 0)]
+    assert README.exists()
