@@ -69,5 +69,6 @@ def test_port_takes_openstack_cloud_port_names():
     p = got.validated_parameters
     assert p["vnic_type"] == "direct"
     assert p["fixed_ips"][0]["subnet"] == "subnet0" and p["fixed_ips"][0]["ip_address"] == "10.0.4.20"
-    # the module maps the fixed IP entry by its own name (no Neutron lookup for an entry without a subnet)
-    assert port.fixed_ip(None, {"subnet": None, "ip_address": "10.0.4.20"}) == {"ip_address": "10.0.4.20"}
+    # the use case maps the fixed IP entry by the module's own name (no Neutron lookup for an entry without a subnet)
+    from minbw.usecases.port import fixed_ip
+    assert fixed_ip(None, {"subnet": None, "ip_address": "10.0.4.20"}) == {"ip_address": "10.0.4.20"}

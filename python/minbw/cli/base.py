@@ -166,8 +166,11 @@ class Command(lister.Lister):
         from minbw.cli import connection
         self._close_progress()
         error = connection.explain(self.app, e) or (e if isinstance(e, MinbwError) else None)
-        if error is None or getattr(self.app.options, "debug", False):
-            raise e
+        if getattr(self.app.options, "debug", False):
+            raise e  # --debug: cliff prints the traceback
+        if error is None:  # not ours: one line with its type (--debug shows where)
+            print(f"minbw: error: {type(e).__name__}: {e} (--debug shows the traceback)", file=sys.stderr)
+            return EXIT_ERROR
         if parsed_args.formatter in ("json", "yaml"):
             self.formatter.emit_one(*_pairs(_jsonable(self.failure_document(error))), self.app.stdout, parsed_args)
         print(f"minbw: error: {error}", file=sys.stderr)

@@ -52,7 +52,10 @@ class Serve(_Placement):
                 return self.fail(parsed_args, InvalidInput(
                     f"{', '.join(given)}: only with --daemon (without it, serve runs in the foreground)"))
             from minbw.usecases.placement import serve
-            return serve(self.request(parsed_args))
+            try:
+                return serve(self.request(parsed_args))
+            except Exception as e:  # noqa: BLE001 - said in one line (the daemon's log shows it)
+                return self.fail(parsed_args, e)
         return super().run(parsed_args)
 
     def view(self, parsed_args):

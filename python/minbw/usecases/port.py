@@ -49,7 +49,7 @@ def port(cloud: Cloud, request: DesiredPort) -> PortResult:
             network_id=network_id, vnic_type=request.vnic_type,
             qos_policy_id=(net.find_qos_policy(request.qos_policy, ignore_missing=False).id
                            if request.qos_policy else None),
-            fixed_ips=None if request.fixed_ips is None else tuple(_fixed_ip(net, f) for f in request.fixed_ips))
+            fixed_ips=None if request.fixed_ips is None else tuple(fixed_ip(net, f) for f in request.fixed_ips))
     plan = ports.plan_port(desired, current)
     if request.check or not plan.changed:
         after = plan.after
@@ -60,7 +60,7 @@ def port(cloud: Cloud, request: DesiredPort) -> PortResult:
     return PortResult(plan.changed, current, after, resource_request, request.present)
 
 
-def _fixed_ip(net, entry: Mapping) -> dict:
+def fixed_ip(net, entry: Mapping) -> dict:
     out = {"subnet_id": net.find_subnet(entry["subnet"], ignore_missing=False).id} if entry.get("subnet") else {}
     if entry.get("ip_address"):
         out["ip_address"] = entry["ip_address"]
