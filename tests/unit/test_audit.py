@@ -25,7 +25,7 @@ def servers(*ids, **kw):
 
 
 def migrations(*uuids, status="migrating"):
-    return [Migration(u, status=status) for u in uuids]
+    return [Migration(u, server=VM, status=status) for u in uuids]
 
 
 @pytest.mark.parametrize("case, allocations, live, moving, ports, ignore, kinds", [
@@ -53,8 +53,10 @@ def migrations(*uuids, status="migrating"):
      [port(allocation={})], [], []),
     ("bandwidth the flavor requests is no excess", {BR: {VM: {EGR: 1500, IGR: 1000}}}, [Server(VM, flavor={EGR: 500})],
      [], [port()], [], []),
-    ("a server moving: its allocation on the target, the binding still on the source", {PF: {VM: HELD}, BR: {MIG: HELD}},
-     [VM], [MIG], [port()], [], [(STALE_BINDING, "p1")]),
+    ("a server moving: its allocation on the target, the binding still on the source its migration holds",
+     {PF: {VM: HELD}, BR: {MIG: HELD}}, [VM], [MIG], [port()], [], []),
+    ("the migration finished, the binding left on the source", {PF: {VM: HELD}, BR: {}}, [VM], [], [port()], [],
+     [(STALE_BINDING, "p1")]),
 ])
 def test_audit(case, allocations, live, moving, ports, ignore, kinds):
     live = [s if isinstance(s, Server) else Server(s) for s in live]

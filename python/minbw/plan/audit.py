@@ -8,7 +8,8 @@ Findings, each with the fix (an op) where one is safe and exact:
   server nor an in-progress migration. Fix: remove those resources from the consumer (its other
   allocations — VCPU, memory — are left as they are: the audit speaks for bandwidth only).
 * ``stale-binding``: a port's ``binding:profile.allocation`` names a provider that holds nothing of
-  the port's request for the port's server (or the port is bound to no server). Fix: clear it.
+  the port's request for the port's server, nor for its in-progress migration (a live migration moves
+  the binding last), or the port is bound to no server. Fix: clear it.
 * ``double-allocation``: a server holds more of a class on a provider than the request groups whose
   binding allocation names that provider request there, and more than its ports and flavor request in
   all (``nova-manage placement heal_allocations`` leaves twice the request when it heals a port whose
@@ -177,7 +178,12 @@ def audit(allocations: Mapping[str, Mapping[str, Mapping[str, int]]], servers: I
         return f"{names[rp]} ({rp})" if rp in names else rp
 
     findings = list(_leaks(held, set(servers) | moving | set(ignore), label))
-    findings += _stale_bindings(held, servers, ports, label)
+    # while a server moves, its ports' bindings may still name the source, which its migration holds
+    also = {}
+    for m in migrations:
+        if m.uuid in moving and m.server:
+            also.setdefault(m.server, []).append(m.uuid)
+    findings += _stale_bindings(held, servers, ports, label, also)
     for sid in sorted(set(servers) & set(held)):
         findings += _excess(servers[sid], held[sid], [p for p in ports if p.device_id == sid], label)
     ages = _Ages(servers, migrations)
@@ -198,13 +204,15 @@ def _leaks(held, known, label):
                                       f"but holds {what}", FixOp("trim_consumer", subject=consumer, classes=classes))
 
 
-def _stale_bindings(held, servers, ports, label):
+def _stale_bindings(held, servers, ports, label, migrating):
     out = []
     for port in sorted(ports, key=lambda p: p.id):
         named = port.providers()
         if not named:
             continue
-        server_holds = held.get(port.device_id or "", {})
+        server_holds = dict(held.get(port.device_id or "", {}))
+        for m in migrating.get(port.device_id, ()):
+            server_holds.update({rp: res for rp, res in held.get(m, {}).items() if res})
         empty = [rp for rp in named.values() if not server_holds.get(rp)]
         if not port.device_id or port.device_id not in servers:
             detail = (f"port {port.id} is bound to no live server ({port.device_id or 'no device'}) but its "
@@ -373,7 +381,8 @@ def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Find
             for rc, n in h.resources.items():
                 need[rc] -= n
     classes = {rc: {"used": s.used, "capacity": s.capacity, "total": s.total, "reserved": s.reserved,
-                    "allocation_ratio": s.allocation_ratio, "over": s.used - s.capacity} for rc, s in sorted(over.items())}
+                    "allocation_ratio": s.allocation_ratio, "over": s.used - s.capacity}
+               for rc, s in sorted(over.items())}
     detail = (f"provider {label(rp)} is over capacity: " + ", ".join(
         f"{rc} used {c['used']} of {c['capacity']} ((total {c['total']} - reserved {c['reserved']}) x allocation_ratio "
         f"{c['allocation_ratio']}), {c['over']} over" for rc, c in classes.items())
