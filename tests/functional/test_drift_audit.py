@@ -50,7 +50,14 @@ def test_audit_reads_every_provider_with_an_inventory(placement, tmp_path):
     body = {"allocations": {root: {"resources": {"VCPU": 1}}, BR_TEST: {"resources": {EGR: 700}}},
             "project_id": "p", "user_id": "u", "consumer_generation": None}
     placement.put_allocations("4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11", body)
+    providers = placement.list_providers()
+    placement.counter.reset()
     seen = read_placement(placement)
+    # the cost docs/lifecycle.md gives: one listing, traits and inventories of each provider, allocations of
+    # each provider with an inventory
+    assert placement.counter.total == 1 + 2 * len(providers) + len(seen.allocations)
+    assert {path.split("/")[-1] for _, path in placement.counter.calls} == {
+        "resource_providers", "traits", "inventories", "allocations"}
     assert seen.allocations[BR_TEST] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {EGR: 700}}
     assert seen.allocations[root] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {"VCPU": 1}}  # for its capacity
     assert seen.hosts[BR_TEST] == seen.hosts[root] == "devstack0"

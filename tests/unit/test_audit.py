@@ -103,13 +103,16 @@ REQ2 = PortRequest("p2", (RequestGroup("g2", {EGR: 1000, IGR: 1000}, ("CUSTOM_PH
      {PF: HELD}, False, False),
     ("a second port unbound: the bound provider is the guess", {BR: {EGR: 2000, IGR: 2000}, PF: HELD},
      [port(), port(pid="p2", request=REQ2, allocation={})], {}, {BR: HELD}, True, True),
+    ("packet rate on a provider whose bound group asks only bandwidth: no copy of it", {BR: {**HELD, PPS: 10}},
+     [port()], {}, {BR: {PPS: 10}}, False, False),
 ])
 def test_excess_is_placed_where_the_copy_is(case, held, ports, flavor, extra, twice, ambiguous):
     allocations = {rp: {VM: res} for rp, res in held.items()}
     plan = audit(allocations, [Server(VM, flavor=flavor)], [], ports, NAMES)
     found = [f.to_dict() for f in plan.findings]
     assert {f["provider"]: f["extra"] for f in found} == extra, case
-    assert {(f["kind"], f["provider"]) for f in found} == {(DOUBLE if rp == BR else OVER, rp) for rp in extra}
+    assert {(f["kind"], f["provider"]) for f in found} == {
+        (DOUBLE if rp == BR and PPS not in more else OVER, rp) for rp, more in extra.items()}
     assert [f["ambiguous"] for f in found] == [ambiguous] * len(found)
     assert ["twice the request" in f["detail"] for f in found] == [twice] * len(found)
     assert all(f["fix"] is None and "reported only" in f["detail"] for f in found)

@@ -15,7 +15,8 @@ Findings, each with the fix (an op) where one is safe and exact:
   all (``nova-manage placement heal_allocations`` leaves twice the request when it heals a port whose
   binding allocation was cleared while the allocation stayed).
 * ``over-allocation``: the same excess on a provider that no binding allocation of the server's ports
-  names (a server with bandwidth and no QoS port, or a copy landed on another device).
+  names (a server with bandwidth and no QoS port, or a copy landed on another device), or of a class the
+  groups bound there do not request.
 * ``over-capacity``: a provider's usage of a class is above its capacity, ``(total - reserved) *
   allocation_ratio`` (Placement's overcommit under concurrent claims, or an inventory lowered under its
   allocations, which Placement accepts); its consumers youngest first and which of them to move.
@@ -262,23 +263,27 @@ def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[P
     for rp, more in sorted(extra.items()):
         here = {rc: sum(g["resources"].get(rc, 0) for g in bound.get(rp, ())) for rc in more}
         keep = {rc: held[rp][rc] - n for rc, n in more.items()}
-        if rp in bound:
+        holds = amounts({rc: held[rp][rc] for rc in more})
+        # a copy of a bound group: every class in excess is one the groups bound there request
+        double = rp in bound and all(here.values())
+        if double:
             groups = ", ".join(f"port {g['port']} group {g['group']}" for g in bound[rp])
-            detail = (f"{who} holds {amounts({rc: held[rp][rc] for rc in more})} on {label(rp)}, where the "
-                      f"binding allocation of {groups} requests {amounts(here)}: {amounts(more)} extra")
+            detail = (f"{who} holds {holds} on {label(rp)}, where the binding allocation of {groups} requests "
+                      f"{amounts(here)}: {amounts(more)} extra")
             if all(held[rp][rc] == 2 * here[rc] for rc in more):
                 detail += (" (twice the request: what `nova-manage placement heal_allocations` leaves after healing "
                            "a port whose binding allocation was cleared while its allocation stayed)")
         else:
-            detail = (f"{who} holds {amounts({rc: held[rp][rc] for rc in more})} on {label(rp)}, which no binding "
-                      f"allocation of its ports names; its ports and flavor request "
+            where = "which no binding allocation of its ports names" if rp not in bound else \
+                "where the port groups bound there request none of it"
+            detail = (f"{who} holds {holds} on {label(rp)}, {where}; its ports and flavor request "
                       f"{amounts({rc: requested.get(rc, 0) for rc in more})} in all: {amounts(more)} extra")
         if loose:
             detail += f"; which provider holds the extra is a guess while {'; '.join(loose)}"
         detail += (f". To do: audit again (a port being attached looks like this until Nova binds it); if it stays, "
                    f"remove {amounts(more)} from the server's allocation on {rp} (keep {amounts(keep)}) — "
                    f"reported only, never fixed by the audit")
-        out.append(Finding(DOUBLE if rp in bound else OVER, server.id, detail, facts={
+        out.append(Finding(DOUBLE if double else OVER, server.id, detail, facts={
             "provider": rp, "holds": dict(held[rp]), "extra": more, "keep": keep, "bound": bound.get(rp, []),
             "ambiguous": bool(loose)}))
     return out
