@@ -7,18 +7,27 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: bandwidth_audit_info
-short_description: Find leaked bandwidth allocations, stale binding allocations and over-allocated servers
+short_description: Find leaked or double bandwidth allocations, stale bindings and providers over capacity
 description:
-  - Reads every resource provider with a bandwidth or packet-rate inventory and its allocations, the live
-    servers and in-progress migrations (Nova) and the ports with a C(resource_request) or a
-    C(binding:profile.allocation) (Neutron), and reports, one finding each,
+  - Reads every resource provider with an inventory and its allocations (Placement), the live servers and
+    Nova's migrations (Nova) and the ports with a C(resource_request) or a C(binding:profile.allocation)
+    (Neutron), and reports, one finding each,
   - C(leaked-allocation), a consumer holding bandwidth or packet rate that is neither a live server nor an
     in-progress migration;
   - C(stale-binding), a port whose C(binding:profile.allocation) names a provider that holds nothing of its
     request for its server, or a port bound to no server;
-  - C(over-allocation), a server holding more of a class than its ports request in all.
+  - C(double-allocation), a server holding more of a class on a provider than the request groups bound there
+    request (and more than its ports and flavor request in all), naming the port and group, the provider and
+    the extra amount (what C(nova-manage placement heal_allocations) leaves when it heals a port whose binding
+    allocation was cleared while its allocation stayed);
+  - C(over-allocation), the same excess on a provider no binding allocation of the server's ports names;
+  - C(over-capacity), a provider whose usage of a class is above C((total - reserved) * allocation_ratio), with
+    its consumers youngest first (servers by creation or the migration that brought them to the host; other
+    consumers have no known age, Placement keeps no allocation times) and which of them to move.
   - With O(fix=true) (off by default), leaked bandwidth is removed from its consumer (its other allocations stay)
-    and stale binding allocations are cleared; over-allocation is reported only. Needs admin credentials.
+    and stale binding allocations are cleared; the other findings are reported only (an interface attach in
+    progress looks like a double allocation for a moment; which consumer leaves a full provider is the
+    operator's choice). Needs admin credentials.
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
@@ -58,7 +67,12 @@ ok:
   returned: always
   type: bool
 findings:
-  description: C(kind), C(subject) (consumer or port), C(detail) and the C(fix) it would take (or null).
+  description:
+    - C(kind), C(subject) (consumer, port, server or provider), C(detail) and the C(fix) it would take (or null).
+    - C(double-allocation) and C(over-allocation) add C(provider), C(holds), C(extra), C(keep), C(bound) (the
+      port groups bound there) and C(ambiguous); C(over-capacity) adds C(provider), C(host), C(classes) (used,
+      capacity, total, reserved, allocation_ratio, over), C(consumers) (youngest first, with C(since), null when
+      not known, C(basis) and C(todo)) and C(move) (the consumers to move, youngest first, to fit again).
   returned: always
   type: list
   elements: dict
@@ -68,7 +82,7 @@ fixes:
   type: list
   elements: dict
 checked:
-  description: How many consumers with bandwidth and ports with requests were checked.
+  description: How many consumers with bandwidth, ports with requests and providers with inventories were checked.
   returned: always
   type: dict
 '''

@@ -2,20 +2,26 @@
 
 Three ways an upgrade or a failure leaves a server: its allocation lacks the port's bandwidth (a server
 from before Nova allocated port resources), its port lost ``binding:profile.allocation`` (cleared with
-the service role), or both. minbw heals each; what nova-manage does with the same case is recorded in
-``tests/output/heal_comparison.json`` (the table in docs/lifecycle.md comes from it)."""
+the service role), or both; the second once with a full provider (1000 of 1500 kbps held, no room for the
+request again) and once with room for a second copy (500 of 1500). minbw heals each; what nova-manage does
+with the same case is recorded in ``tests/output/heal_comparison.json`` (the table in docs/lifecycle.md
+comes from it). With room, nova-manage allocates the port's request a second time (a double allocation,
+exit 0), which ``minbw audit`` finds."""
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from minbw.neutron import naming
 from minbw.ops import servers
+from minbw.ops.audit import run_audit
 from minbw.ops.heal import heal
 from minbw.placement.client import Placement
+from minbw.plan.audit import DOUBLE
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "output"
 
@@ -55,21 +61,38 @@ def nova_manage(cloud, server_id) -> dict:
     return {"exit": proc.returncode, "output": "\n".join(lines)[-1500:]}
 
 
-@pytest.mark.parametrize("case", ["allocation", "binding", "both"])
+BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"  # 1500 kbps each way
+
+
+def bandwidth(allocs: dict) -> dict:
+    """The bandwidth part of a server's allocations, per provider."""
+    return {rp: b for rp, res in allocs.items() if (b := {rc: n for rc, n in res.items()
+                                                           if rc in naming.GUARANTEED_CLASSES})}
+
+
+# case → (what heal finds, the port's kbps each way)
+CASES = {"allocation": ("allocation", 1000), "binding": ("binding", 1000), "both": ("both", 1000),
+         "binding-room": ("binding", 500)}
+
+
+@pytest.mark.parametrize("case", list(CASES))
 def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
     conn = demo.conn
     api = Placement(conn)
     service = cloud.connect(username="nova", password="minicloud-secret", project_name="service")
-    policy = demo.policy(f"e2e-heal-{case}", bw=[("egress", 1000), ("ingress", 1000)])
+    status, kbps = CASES[case]
+    policy = demo.policy(f"e2e-heal-{case}", bw=[("egress", kbps), ("ingress", kbps)])
     port = demo.port(f"e2e-heal-{case}", policy)
     vm = demo.boot(f"e2e-heal-{case}", [port])
     healthy = state(api, conn, vm.id, port.id)
     assert healthy[1], healthy
+    healthy_bw = bandwidth(healthy[0])
+    assert healthy_bw == {BR_TEST: {rc: kbps for rc in healthy_bw.get(BR_TEST, {})}} and healthy_bw[BR_TEST], healthy
 
     def damage():
-        if case in ("allocation", "both"):
+        if status in ("allocation", "both"):
             break_allocation(api, vm.id)
-        if case in ("binding", "both"):
+        if status in ("binding", "both"):
             break_binding(service, port.id)
         assert not servers.verify(conn, vm.id, api)["ok"]
 
@@ -78,14 +101,14 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
     assert broken != healthy
     planned = heal(conn, api, [vm.id], check=True)[0]
     assert planned["plan"]["healable"] and planned["plan"]["ops"], planned
-    assert [g["status"] for g in planned["plan"]["groups"]] == [case]
+    assert [g["status"] for g in planned["plan"]["groups"]] == [status]
     assert state(api, conn, vm.id, port.id) == broken  # check mode wrote nothing
-    if case != "allocation":
+    if status != "allocation":
         # admin alone may not write binding:profile (Neutron: service role only): nothing is left half-healed
         refused = heal(conn, api, [vm.id])[0]
         assert refused["healed"] is False and "service role" in refused["error"], refused
         assert state(api, conn, vm.id, port.id) == broken
-        if case == "both":  # the allocation written first was rolled back
+        if status == "both":  # the allocation written first was rolled back
             assert refused["rolled_back"] and "NOT undone" not in " ".join(refused["rolled_back"]), refused
     done = heal(conn, api, [vm.id], binding_conn=service)[0]
     assert done["healed"] is True and done["error"] is None, done
@@ -95,13 +118,17 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
 
     # the same damage, healed by nova-manage: record what it did
     damage()
+    allocs_before = state(api, conn, vm.id, port.id)[0]
     ran = nova_manage(cloud, vm.id)
     after = servers.verify(conn, vm.id, api)
     allocs_after, binding_after = state(api, conn, vm.id, port.id)
+    audit_after = [f.to_dict() for f in run_audit(conn, api).findings if f.subject == vm.id]
     final = heal(conn, api, [vm.id], binding_conn=service)[0]
-    record = {"case": case, "nova_manage_exit": ran["exit"], "guarantee_holds_after": after["ok"],
+    record = {"case": case, "kbps": kbps, "nova_manage_exit": ran["exit"], "guarantee_holds_after": after["ok"],
               "allocation_as_healthy": allocs_after == healthy[0], "binding_as_healthy": binding_after == healthy[1],
-              "problems_after": after["problems"], "output": ran["output"],
+              "bandwidth_before": bandwidth(allocs_before), "bandwidth_after": bandwidth(allocs_after),
+              "binding_after": binding_after, "problems_after": after["problems"], "output": ran["output"],
+              "audit_after": [{k: f[k] for k in ("kind", "detail")} for f in audit_after],
               "minbw_after_nova_manage": {"healed": final.get("healed"), "error": final.get("error"),
                                           "guarantee_holds": servers.verify(conn, vm.id, api)["ok"]}}
     OUT.mkdir(exist_ok=True)
@@ -109,6 +136,26 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
     table = json.loads(path.read_text()) if path.exists() else {}
     table[case] = record
     path.write_text(json.dumps(table, indent=2, sort_keys=True))
+    if case == "binding-room":
+        # nova 34 (nova/cmd/manage.py): the port has a request and no binding allocation, so it asks Placement
+        # for the request again inside the server's tree, finds room, merges a second copy into the server's
+        # allocation (_merge_allocations), writes the binding and exits 0: a silent double allocation
+        assert ran["exit"] == 0, record
+        assert bandwidth(allocs_after) == {BR_TEST: {rc: 2 * n for rc, n in healthy_bw[BR_TEST].items()}}, record
+        assert binding_after == healthy[1], record
+        group = next(iter(healthy[1]))
+        (double,) = audit_after
+        assert double["kind"] == DOUBLE and double["provider"] == BR_TEST, double
+        assert double["extra"] == double["keep"] == healthy_bw[BR_TEST], double
+        assert double["bound"] == [{"port": port.id, "group": group, "resources": healthy_bw[BR_TEST]}], double
+        assert "twice the request" in double["detail"], double
+        cli = subprocess.run([sys.executable, "-m", "minbw.cli", "audit", "--json"], env=cloud.env,
+                             capture_output=True, text=True, timeout=300)
+        assert cli.returncode == 3, cli.stderr
+        assert [(f["kind"], f["provider"], f["extra"]) for f in json.loads(cli.stdout)["findings"]
+                if f["subject"] == vm.id] == [(DOUBLE, BR_TEST, healthy_bw[BR_TEST])], cli.stdout
+    else:
+        assert not [f for f in audit_after if f["kind"] == DOUBLE], audit_after
 
 
 @pytest.mark.parametrize("fault", ["reset_after", "503"])

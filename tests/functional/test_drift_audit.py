@@ -5,11 +5,14 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from minbw.errors import InventoryInUse
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import sync
-from minbw.ops.audit import bandwidth_allocations
-from minbw.plan.audit import LEAK, audit
+from minbw.ops.audit import read_placement
+from minbw.plan.audit import LEAK, OVER_CAPACITY, audit
 from minbw.usecases.cloud import Cloud
 from minbw.usecases.drift import DriftRequest, drift
 
@@ -49,17 +52,64 @@ def test_drift_ini_against_placement(placement, tmp_path):
                                          "NET_BW_IGR_KILOBIT_PER_SEC total: ini 1500, Placement 900"]
 
 
-def test_audit_reads_the_bandwidth_allocations(placement, tmp_path):
+def test_audit_reads_every_provider_with_an_inventory(placement, tmp_path):
     setup(placement, tmp_path)
     root = placement.list_providers(name="devstack0")[0].uuid
     body = {"allocations": {root: {"resources": {"VCPU": 1}}, BR_TEST: {"resources": {EGR: 700}}},
             "project_id": "p", "user_id": "u", "consumer_generation": None}
     placement.put_allocations("4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11", body)
-    allocations, names = bandwidth_allocations(placement)
-    assert allocations[BR_TEST] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {EGR: 700}}
-    assert root not in allocations  # only providers with a bandwidth inventory
-    plan = audit(allocations, servers=[], migrations=[], ports=[], names=names)
+    providers = placement.list_providers()
+    placement.counter.reset()
+    seen = read_placement(placement)
+    # the cost docs/lifecycle.md gives: one listing, traits and inventories of each provider, allocations of
+    # each provider with an inventory
+    assert placement.counter.total == 1 + 2 * len(providers) + len(seen.allocations)
+    assert {path.split("/")[-1] for _, path in placement.counter.calls} == {
+        "resource_providers", "traits", "inventories", "allocations"}
+    assert seen.allocations[BR_TEST] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {EGR: 700}}
+    assert seen.allocations[root] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {"VCPU": 1}}  # for its capacity
+    assert seen.hosts[BR_TEST] == seen.hosts[root] == "devstack0"
+    agent = next(p.uuid for p in placement.list_providers() if p.name == "devstack0:Open vSwitch agent")
+    assert agent not in seen.allocations  # no inventory, nothing to read
+    plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
+                 inventories=seen.inventories, hosts=seen.hosts)
     assert [(f.kind, f.subject) for f in plan.findings] == [(LEAK, "4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11")]
+
+
+# How a provider ends over capacity in a real Placement without a race: Placement 16 accepts an inventory
+# update that leaves the usage above the new capacity (objects/resource_provider.py
+# _update_inventory_for_provider only logs "is now over-capacity"); only deleting an inventory in use is
+# refused (placement.inventory.inuse). For the audit the state is the same as the one concurrent claims
+# leave: allocations summing above (total - reserved) * allocation_ratio; it reads nothing else.
+A, B, C = ("0b5cf6a4-1b52-4c44-9b53-7d3c7e5d1f0" + x for x in "abc")
+
+
+@pytest.mark.parametrize("change, capacity", [
+    ({"total": 1200}, 1200),                      # an agent's bandwidth lowered in its ini file
+    ({"reserved": 300}, 1200),                    # part of the NIC kept back
+    ({"allocation_ratio": 0.8}, 1200),            # the ratio lowered
+])
+def test_audit_finds_a_provider_over_capacity_and_what_to_move(placement, tmp_path, change, capacity):
+    setup(placement, tmp_path)
+    for consumer, amount in ((A, 1000), (B, 300), (C, 200)):  # 1500 used of 1500
+        placement.put_allocations(consumer, {"allocations": {BR_TEST: {"resources": {EGR: amount}}},
+                                             "project_id": "p", "user_id": "u", "consumer_generation": None})
+    inv, gen = placement.get_inventories(BR_TEST)
+    with pytest.raises(InventoryInUse):  # Placement refuses only to take an inventory in use away
+        placement.set_inventories(BR_TEST, {rc: i for rc, i in inv.items() if rc != EGR}, gen)
+    inv, gen = placement.get_inventories(BR_TEST)
+    placement.set_inventories(BR_TEST, {**inv, EGR: {**inv[EGR], **change}}, gen)  # accepted while in use
+    assert placement.provider_usages(BR_TEST)[EGR] == 1500
+    seen = read_placement(placement)
+    plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names, ignore=[A, B, C],
+                 inventories=seen.inventories, hosts=seen.hosts)
+    (found,) = plan.findings
+    d = found.to_dict()
+    assert (found.kind, found.subject, found.fix, d["host"]) == (OVER_CAPACITY, BR_TEST, None, "devstack0")
+    assert d["classes"][EGR]["capacity"] == capacity and d["classes"][EGR]["over"] == 1500 - capacity
+    # none of them is Nova's: no age, listed by uuid, moved in that order until 300 are freed
+    assert [(c["consumer"], c["since"]) for c in d["consumers"]] == [(A, None), (B, None), (C, None)]
+    assert d["move"] == [A]
 
 
 def test_cli_drift_exit_codes(placement, placement_server, tmp_path):

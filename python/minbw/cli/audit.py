@@ -8,8 +8,8 @@ COLUMNS = ("kind", "subject", "detail")
 
 
 class Audit(Command):
-    """Find leaked bandwidth allocations, stale binding allocations and servers holding more than their ports
-    request (exit 3 when something is found and left)."""
+    """Find leaked bandwidth allocations, stale binding allocations, servers holding more than their ports request
+    (double allocations) and providers over capacity (exit 3 when something is found and left)."""
 
     columns = COLUMNS
 
@@ -26,9 +26,10 @@ class Audit(Command):
                        AuditRequest(fix=parsed_args.fix, ignore_consumers=tuple(parsed_args.ignore_consumer)))
         plan = result.plan
         return View(result.to_dict(), COLUMNS, tuple((f.kind, f.subject, f.detail) for f in plan.findings),
-                    head=(f"ok: {plan.consumers} consumers with bandwidth, {plan.ports} ports with requests checked",)
+                    head=(f"ok: {plan.consumers} consumers with bandwidth, {plan.ports} ports with requests, "
+                          f"{plan.providers} providers checked",)
                     if plan.ok else (), show_table=not plan.ok,
                     tail=tuple(f"fix {fix['action']} {fix['subject']}: " + ("done" if fix["done"] else
                                                                             f"FAILED: {fix['error']}")
                                for fix in result.fixes),
-                    exit_code=EXIT_FINDINGS if result.unfixed else 0)
+                    exit_code=EXIT_FINDINGS if result.left else 0)

@@ -176,6 +176,23 @@ def port_request_of(value: Mapping | PortRequest) -> PortRequest | None:
     return PortRequest.from_neutron(value["resource_request"], port_id=value.get("port_id") or value.get("id"))
 
 
+def flavor_amounts(extra_specs: Mapping[str, str] | None) -> dict[str, int]:
+    """Every class a flavor's extra specs request (``resources[SUFFIX]:CLASS=N``), summed over its
+    groups, as the server's allocation holds them. Amounts that are not whole numbers are left out
+    (Nova refuses them at boot, so no server holds them)."""
+    out: dict[str, int] = {}
+    for key, value in (extra_specs or {}).items():
+        m = _EXTRA_SPEC.match(key)
+        if m and m.group(1) == "resources":
+            try:
+                amount = int(value)
+            except (TypeError, ValueError):
+                continue
+            if amount:
+                out[m.group(3)] = out.get(m.group(3), 0) + amount
+    return out
+
+
 def _pairs(value) -> tuple:
     items = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), v) for k, v in items))

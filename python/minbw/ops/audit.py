@@ -1,28 +1,45 @@
-"""``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the bandwidth
-providers' allocations), judge with :func:`minbw.plan.audit.audit`, and apply the fixes when asked."""
+"""``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the inventories and
+allocations of every provider with an inventory), judge with :func:`minbw.plan.audit.audit`, and apply
+the fixes when asked."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from minbw.errors import ConcurrentUpdate, ConsumerConflict
-from minbw.model.requests import PortRequest
+from minbw.model.requests import PortRequest, flavor_amounts
 from minbw.ops import WRITE_FAILURES
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
-from minbw.plan.audit import GUARANTEED_CLASSES, MIGRATION_DONE, AuditPlan, PortBinding, audit, trimmed
+from minbw.plan.audit import AuditPlan, Migration, PortBinding, Server, audit, guaranteed, trimmed
 
 
-def bandwidth_allocations(api: Placement, progress=None) -> tuple[dict, dict[str, str]]:
-    """provider → consumer → resources, for every provider with a bandwidth or packet-rate inventory,
-    and the providers' names. ``progress(step, done, total)`` after each provider read."""
+@dataclass(frozen=True)
+class PlacementView:
+    """What the audit reads of Placement: provider → consumer → resources and provider → class →
+    inventory for every provider with an inventory; names; each provider's host (its root's name)."""
+
+    allocations: dict
+    inventories: dict
+    names: dict
+    hosts: dict
+
+
+def read_placement(api: Placement, progress=None) -> PlacementView:
+    """Every provider with an inventory (bandwidth, packet rate, and the compute roots' VCPU, memory,
+    disk, so the capacity check covers them for one more read per provider): its inventories and
+    allocations. ``progress(step, done, total)`` after each provider read."""
     providers = api.list_providers()
-    out = {}
+    allocations, inventories = {}, {}
     for i, d in enumerate(api.provider_details(providers), 1):
         if progress:
             progress("providers read", i, len(providers))
-        if GUARANTEED_CLASSES & set(d.inventories):
-            out[d.provider.uuid] = {c: a["resources"] for c, a in api.provider_allocations(d.provider.uuid).items()}
-    return out, {p.uuid: p.name for p in providers}
+        if d.inventories:
+            inventories[d.provider.uuid] = d.inventories
+            allocations[d.provider.uuid] = {c: a["resources"]
+                                            for c, a in api.provider_allocations(d.provider.uuid).items()}
+    names = {p.uuid: p.name for p in providers}
+    return PlacementView(allocations, inventories, names, {p.uuid: names.get(p.root_uuid) for p in providers})
 
 
 def port_bindings(conn) -> list[PortBinding]:
@@ -38,18 +55,26 @@ def port_bindings(conn) -> list[PortBinding]:
     return out
 
 
-def live_servers_and_migrations(conn) -> tuple[set[str], set[str]]:
-    servers = {s.id for s in conn.compute.servers(all_projects=True)}
-    migrations = {m.uuid for m in conn.compute.migrations() if (m.status or "").lower() not in MIGRATION_DONE
-                  and getattr(m, "uuid", None)}
+def servers_and_migrations(conn) -> tuple[list[Server], list[Migration]]:
+    """The live servers (with the bandwidth their flavors request, from the flavor embedded in the
+    server) and Nova's migrations of any status (ages come from them; those with no uuid, from before
+    compute API 2.59, are no consumer)."""
+    servers = []
+    for s in conn.compute.servers(all_projects=True):
+        flavor = guaranteed(flavor_amounts(getattr(s.flavor, "extra_specs", None) if s.flavor else None))
+        servers.append(Server(s.id, s.name or "", s.created_at, flavor))
+    migrations = [Migration(m.uuid, m.server_id, m.status or "", m.dest_node, m.created_at,
+                            m.migration_type or "migration")
+                  for m in conn.compute.migrations() if getattr(m, "uuid", None)]
     return servers, migrations
 
 
 def run_audit(conn, api: Placement | None = None, *, ignore: Iterable[str] = (), progress=None) -> AuditPlan:
     api = api or Placement(conn)
-    allocations, names = bandwidth_allocations(api, progress)
-    servers, migrations = live_servers_and_migrations(conn)
-    return audit(allocations, servers, migrations, port_bindings(conn), names, ignore)
+    seen = read_placement(api, progress)
+    servers, migrations = servers_and_migrations(conn)
+    return audit(seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories,
+                 seen.hosts)
 
 
 def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding_conn=None) -> list[dict]:

@@ -1,6 +1,6 @@
 """``minbw audit`` (``openstack bandwidth audit``) and the ``bandwidth_audit_info`` module: leaked bandwidth
-allocations, stale binding allocations, servers holding more than their ports request; ``fix`` removes what is
-safe to remove."""
+allocations, stale binding allocations, servers holding more than their ports request (double allocations),
+providers over capacity; ``fix`` removes what is safe to remove."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,8 +23,9 @@ class AuditResult:
     fixes: tuple[dict, ...]
 
     @property
-    def unfixed(self) -> int:
-        return len(self.plan.findings) - sum(1 for f in self.fixes if f["done"])
+    def left(self) -> bool:
+        """Findings are left: report-only ones, or ones --fix did not fix."""
+        return bool(self.plan.left(list(self.fixes)))
 
     @property
     def changed(self) -> bool:
@@ -32,7 +33,7 @@ class AuditResult:
 
     @property
     def ok(self) -> bool:
-        return all(f["done"] for f in self.fixes) if self.fixes else self.plan.ok
+        return not self.left
 
     def to_dict(self) -> dict:
         return {**self.plan.to_dict(), "fixes": list(self.fixes)}
