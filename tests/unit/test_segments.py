@@ -169,7 +169,7 @@ ROOT0, ROOT1 = "c0000000-0000-4000-8000-000000000000", "c1000000-0000-4000-8000-
 
 
 def test_plan_creates_missing_segment_providers_and_joins_the_hosts():
-    plan, warnings_ = plan_segments(_routed(), ObservedSegments({}, {}, {}, {"devstack0": _rp(ROOT0, "devstack0")}))
+    plan, warnings_, _ = plan_segments(_routed(), ObservedSegments({}, {}, {}, {"devstack0": _rp(ROOT0, "devstack0")}))
     assert [str(op) for op in plan.ops] == [
         f"create provider Neutron segment id {SEG0} ({SEG0})",
         f"set inventories of Neutron segment id {SEG0}: IPV4_ADDRESS total=4 reserved=1",
@@ -189,11 +189,11 @@ def test_plan_keeps_neutrons_aggregate_and_is_empty_when_in_sync():
                                 {SEG0: frozenset({AGG0}), SEG1: frozenset({AGG1}), ROOT0: frozenset({AGG0}),
                                  ROOT1: frozenset({AGG1, "other"})},
                                 {"devstack0": _rp(ROOT0, "devstack0"), "devstack1": _rp(ROOT1, "devstack1")})
-    plan, warnings_ = plan_segments(segs, observed)
-    assert plan.ops == () and warnings_ == []
+    plan, warnings_, differences = plan_segments(segs, observed)
+    assert plan.ops == () and warnings_ == [] and differences == ()
     # a root that left the aggregate joins Neutron's (Nova's) aggregate again; its other aggregates stay
     observed = ObservedSegments(observed.providers, inv, {**observed.aggregates, ROOT1: frozenset({"other"})},
                                 observed.roots)
-    plan, _ = plan_segments(segs, observed)
+    plan = plan_segments(segs, observed).plan
     assert [op.to_dict() for op in plan.ops] == [{"action": "add_root_to_aggregate", "uuid": ROOT1,
                                                   "name": "devstack1", "aggregates": [AGG1], "host": "devstack1"}]

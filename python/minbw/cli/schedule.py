@@ -35,6 +35,13 @@ def register(sub) -> None:
     mode = sg.add_mutually_exclusive_group()
     mode.add_argument("--sync", action="store_true", help="write what is missing (providers, inventories, aggregates)")
     mode.add_argument("--dry-run", action="store_true", help="with --sync's plan, write nothing")
+    sg.add_argument("--recount", action="store_true",
+                    help="with --sync or --dry-run: also set IPV4_ADDRESS counts (total, reserved) that differ from "
+                         "Neutron's count of the segment's subnets and ports, once they stayed still for --quiet "
+                         "seconds (Neutron keeps them by deltas; without this they are only reported)")
+    sg.add_argument("--quiet", type=float, default=5.0, metavar="SECONDS",
+                    help="with --recount: how long the counts must stay still (more than Neutron's "
+                         "send_events_interval; default 5)")
     add_output_arguments(sg, SEGMENT_COLUMNS + STEP_COLUMNS)
     add_cloud_arguments(sg)
     sg.set_defaults(func=cmd_segments)
@@ -79,20 +86,25 @@ def cmd_schedule(args) -> int:
 
 def cmd_segments(args) -> int:
     from minbw.cli.cloud import connect
+    from minbw.cli.main import EXIT_FINDINGS
     from minbw.cli.output import Output, emit
+    from minbw.errors import InvalidInput
     from minbw.ops import segments
     from minbw.placement.client import Placement
 
+    if args.recount and not (args.sync or args.dry_run):
+        raise InvalidInput("--recount goes with --sync (or --dry-run to see the recount planned)")
     conn = connect(args)
     api = Placement(conn)
     if args.sync or args.dry_run:
-        result = segments.sync(conn, api, args.network or None, check=args.dry_run)
+        result = segments.sync(conn, api, args.network or None, check=args.dry_run, recount=args.recount,
+                               quiet=args.quiet)
         writes = result["plan"]["writes"]
         said = (f"{writes} writes" + (" planned (nothing written)" if args.dry_run else "") if writes
                 else "Placement already shows every segment: 0 writes.")
         emit(args, Output(result, STEP_COLUMNS, tuple((s,) for s in result["steps"]), head=(said,),
-                          tail=tuple(f"warning: {w}" for w in result["warnings"])))
-        return 0
+                          tail=tuple(f"warning: {w}" for w in result["warnings"] + result["unresolved"])))
+        return EXIT_FINDINGS if result["unresolved"] else 0
     result = segments.report(conn, api, args.network or None)
     rows = []
     for s in result["segments"]:
@@ -101,6 +113,7 @@ def cmd_segments(args) -> int:
         rows.append((s["name"] or s["id"], s["physical_network"] or s["network_type"], ",".join(s["hosts"]) or "-",
                      inv.get("total", "-"), inv.get("reserved", "-"), "-" if s["free_ips"] is None else s["free_ips"],
                      "missing" if seen is None else ",".join(seen["hosts_in_aggregate"]) or "-"))
-    said = "in sync" if result["in_sync"] else f"out of sync: {result['plan']['writes']} writes to make (--sync)"
-    emit(args, Output(result, SEGMENT_COLUMNS, tuple(rows), tail=(said,)))
-    return 0 if result["in_sync"] else 3
+    said = "in sync" if result["in_sync"] else f"out of sync: {result['plan']['writes']} writes to make (--sync)" + (
+        f", {len(result['differences'])} counts differ from Neutron's (--sync --recount)" if result["differences"] else "")
+    emit(args, Output(result, SEGMENT_COLUMNS, tuple(rows), tail=(said, *result["unresolved"])))
+    return 0 if result["in_sync"] else EXIT_FINDINGS
