@@ -321,3 +321,48 @@ def test_an_absolute_write_of_the_subnets_count_makes_neutrons_deletes_go_below_
         assert net.counts(placement)[seg0] == (21, 2) == net.predicted_counts()[seg0]
     finally:
         net.remove(placement)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_refused_delta_ends_neutrons_batch_and_the_events_after_it_are_lost(placement_server, placement):
+    neutron = NeutronSegments(placement_server.url, batch_interval=1.0)  # Neutron's own BatchNotifier
+    net = Network(neutron, segments=1)
+    try:
+        s0 = net.add_subnet(0)
+        neutron.drain()
+        seg = net.segments[0]["id"]
+        a, b = (net.create_port("", net.addresses([s0], 1)) for _ in range(2))
+        neutron.drain()
+        inv, gen = placement.get_inventories(seg)
+        placement.set_inventories(seg, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 1}}, gen)  # 3 -> 1
+        net.delete_port(a["id"])   # 1 -> 0
+        net.delete_port(b["id"])   # refused: 0 - 1
+        net.create_port("network:router_interface", net.addresses([s0], 1))  # +1, in the same batch: lost
+        neutron.drain()
+        assert [type(e).__name__ for e in neutron.errors] == ["PlacementClientError"]
+        assert net.counts(placement)[seg] == (21, 0) and net.predicted_counts()[seg] == (21, 2)
+    finally:
+        net.remove(placement)
+
+
+def test_neutrons_read_modify_write_overwrites_a_write_made_between_its_read_and_its_write(neutron, placement):
+    net = Network(neutron, segments=1)
+    try:
+        s0 = net.add_subnet(0)
+        seg = net.segments[0]["id"]
+        client = neutron.notifier.p_client
+        read = client.get_inventory
+
+        def read_then_another_writer(rp, rc):
+            got = read(rp, rc)
+            inv, gen = placement.get_inventories(rp)
+            placement.set_inventories(rp, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 7}}, gen)
+            return got
+
+        client.get_inventory = read_then_another_writer
+        net.create_port("", net.addresses([s0], 1))
+        client.get_inventory = read
+        # Neutron wrote what it read (1) plus its delta, at the generation it asked for just before: 7 is gone
+        assert net.counts(placement)[seg] == (21, 2) and neutron.errors == []
+    finally:
+        net.remove(placement)

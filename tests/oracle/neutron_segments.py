@@ -6,17 +6,19 @@ Placement, so every read and delta write is Neutron's. Stand-ins, for what has n
 Neutron's database where the handlers look a subnet's segment up (``Subnet.get_object``), the segment's
 host mappings (none), the core plugin's subnet queries (from the subnets given here), and Nova's
 aggregates API (an aggregate is made and hosts added; nothing reads it back). Neutron's batching is
-replaced by sending each event as it comes, in order; an error ends that event as it ends Neutron's
-batch thread, and is kept in ``errors``.
+replaced by sending each event as it comes, in order (an error ends that event as it ends Neutron's batch
+thread, and is kept in ``errors``), unless a ``batch_interval`` asks for Neutron's own ``BatchNotifier``.
 """
 from __future__ import annotations
 
 import itertools
+import time
 import uuid
 from contextlib import contextmanager
 from types import SimpleNamespace
 from unittest import mock
 
+from neutron.notifiers import batch_notifier
 from neutron.services.segments import plugin as seg_plugin
 from neutron_lib.callbacks import events, resources
 
@@ -56,14 +58,31 @@ class _SendNow:
 class NeutronSegments:
     """A network's subnets as Neutron's segments plugin sees them, and its notifier's events."""
 
-    def __init__(self, placement_url: str):
+    def __init__(self, placement_url: str, batch_interval: float | None = None):
         self.subnets: dict[str, dict] = {}
         self.errors: list[Exception] = []
         n = seg_plugin.NovaSegmentNotifier.__new__(seg_plugin.NovaSegmentNotifier)
         n.p_client = neutron_client(placement_url, openstack_api_version="placement 1.1")  # as _get_clients
         n.n_client = SimpleNamespace(aggregates=_NovaAggregates())
-        n.batch_notifier = _SendNow(n._send_notifications, self.errors)
+        if batch_interval is None:
+            n.batch_notifier = _SendNow(n._send_notifications, self.errors)
+        else:
+            def send(events_):  # Neutron's callback; what ends its thread is kept, then ends it
+                try:
+                    n._send_notifications(events_)
+                except Exception as e:
+                    self.errors.append(e)
+                    raise
+            n.batch_notifier = batch_notifier.BatchNotifier(batch_interval, send)
         self.notifier = n
+
+    def drain(self, timeout: float = 30) -> None:
+        """Wait until Neutron's batch thread has sent what was queued (with ``batch_interval``)."""
+        b = self.notifier.batch_notifier
+        deadline = time.monotonic() + timeout
+        while not (b._pending_events.empty() and not b._mutex.locked()):
+            assert time.monotonic() < deadline, "Neutron's batch notifier did not send its events"
+            time.sleep(0.05)
 
     @contextmanager
     def _neutron_db(self):

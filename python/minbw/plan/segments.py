@@ -114,13 +114,21 @@ class CountDifference:
                 + f". {self.outcome}")
 
 
+# Neutron 29 (services/segments/db.py, _delete_segments_for_network) makes a second segments plugin, with a second
+# notifier, in a server process when that process first deletes a network (docs/scheduling.md)
+_TWICE = ("a change counted twice: once a Neutron server process has deleted a network it runs a second segments "
+          "notifier, and both add each subnet's and port's delta (the second one's lands when the two do not "
+          "overlap)")
+
+
 def explain_difference(seg: RoutedSegment, field_: str, placement: int, neutron: int) -> CountDifference:
     """Why Placement's ``field_`` count may differ from Neutron's count for ``seg``, and what follows."""
     fix = ("Fix: `minbw segments --sync --recount` sets it to Neutron's count once nothing has changed for a "
            "quiet window; Neutron's later deltas then land right.")
     if field_ == "total":
-        causes = ("a subnet made, resized or deleted while Neutron could not reach Placement (it does not retry)",
-                  "another tool wrote the inventory")
+        causes = ((_TWICE,) if placement > neutron else ()) + (
+            "a subnet made, resized or deleted while Neutron could not reach Placement (it does not retry)",
+            "another tool wrote the inventory")
         return CountDifference(seg.id, seg.label, field_, placement, neutron, causes,
                                f"Placement offers {placement - neutron:+d} addresses against what the subnets have. {fix}")
     if placement < neutron:
@@ -141,7 +149,8 @@ def explain_difference(seg: RoutedSegment, field_: str, placement: int, neutron:
                    + (" (Placement refuses a count below 0: Neutron's write fails and the rest of its batch is lost)"
                       if left < 0 else "") + f". {fix}")
     else:
-        causes = ("a port whose first address moved to a subnet of another segment (Neutron books a port "
+        causes = (_TWICE,
+                  "a port whose first address moved to a subnet of another segment (Neutron books a port "
                   "update on the segment the port was on before)",
                   "ports deleted while Neutron's notifications were lost",
                   "another tool wrote the inventory")
