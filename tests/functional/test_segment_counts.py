@@ -30,6 +30,11 @@ OWNERS = sorted({v for k, v in vars(n_const).items() if k.startswith("DEVICE_OWN
 NET = "5e9b0b9e-0000-4000-8000-000000000000"
 
 
+def in_neutrons_order(fixed_ips: list[dict]) -> list[dict]:
+    """A port's fixed IPs as Neutron lists them (``models_v2.Port.fixed_ips``: by address, then subnet)."""
+    return sorted(fixed_ips, key=lambda ip: (ip["ip_address"], ip["subnet_id"]))
+
+
 class Network:
     """A routed network's segments, subnets and ports, told to Neutron's notifier as they change."""
 
@@ -62,9 +67,11 @@ class Network:
 
     def addresses(self, subnets: list[dict], n: int) -> list[dict]:
         """``n`` new addresses, round robin over ``subnets``, in Neutron's order (by address, then subnet)."""
-        ips = [{"subnet_id": s["id"], "ip_address": str(ipaddress.ip_address(next(self._hosts[s["id"]])))}
-               for s in itertools.islice(itertools.cycle(subnets), n)]
-        return sorted(ips, key=lambda ip: (ip["ip_address"], ip["subnet_id"]))
+        picked = itertools.islice(itertools.cycle(subnets), n)
+        return in_neutrons_order([{"subnet_id": s["id"], "ip_address": self._next_address(s)} for s in picked])
+
+    def _next_address(self, subnet: dict) -> str:
+        return str(ipaddress.ip_address(next(self._hosts[subnet["id"]])))
 
     def create_port(self, owner: str, fixed_ips: list[dict], deferred: bool = False) -> dict:
         port = {"id": str(uuidlib.uuid4()), "name": None, "network_id": NET, "device_owner": owner,
@@ -126,6 +133,19 @@ def neutron(placement_server, placement):
     return NeutronSegments(placement_server.url)
 
 
+@pytest.fixture
+def network(neutron, placement):
+    """``network(segments=2, neutron=None)``: a Network told to ``neutron``; its providers removed afterwards."""
+    made = []
+
+    def make(segments: int = 2, neutron_: NeutronSegments | None = None) -> Network:
+        made.append(Network(neutron_ or neutron, segments))
+        return made[-1]
+    yield make
+    for net in made:
+        net.remove(placement)
+
+
 OPS = st.one_of(
     st.tuples(st.just("create"), st.sampled_from(OWNERS), st.integers(0, 1), st.integers(1, 3), st.booleans()),
     st.tuples(st.just("owner"), st.integers(0, 50), st.sampled_from(OWNERS)),
@@ -146,7 +166,7 @@ def run(net: Network, op: tuple) -> None:
         owner, seg, n, v6 = a
         ips = net.addresses(net.subnets_of(seg), n)
         if v6 and net.subnets_of(seg, 6):
-            ips = sorted(ips + net.addresses(net.subnets_of(seg, 6), 1), key=lambda ip: (ip["ip_address"], ip["subnet_id"]))
+            ips = in_neutrons_order(ips + net.addresses(net.subnets_of(seg, 6), 1))
         net.create_port(owner, ips)
     elif kind in ("owner", "ips", "delete") and ports:
         pid = ports[a[0] % len(ports)]
@@ -158,8 +178,7 @@ def run(net: Network, op: tuple) -> None:
                                       if net.subnets[ip["subnet_id"]]["ip_version"] == 4)]["segment_id"]
             seg = next(i for i, s in enumerate(net.segments) if s["id"] == seg_id)
             keep = [ip for ip in port["fixed_ips"] if net.subnets[ip["subnet_id"]]["ip_version"] == 6]
-            net.update_port(pid, fixed_ips=sorted(keep + net.addresses(net.subnets_of(seg), a[1]),
-                                                  key=lambda ip: (ip["ip_address"], ip["subnet_id"])))
+            net.update_port(pid, fixed_ips=in_neutrons_order(keep + net.addresses(net.subnets_of(seg), a[1])))
         else:
             net.delete_port(pid)
     elif kind == "subnet":
@@ -175,7 +194,7 @@ def run(net: Network, op: tuple) -> None:
             net.delete_subnet(sid)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                 HealthCheck.too_slow])
 @given(st.lists(OPS, min_size=1, max_size=12), st.booleans(), st.booleans())
 def test_the_count_neutron_keeps_is_the_one_minbw_predicts(neutron, placement, ops, dhcp0, gateway1):
@@ -194,30 +213,24 @@ def test_the_count_neutron_keeps_is_the_one_minbw_predicts(neutron, placement, o
         net.remove(placement)
 
 
-def test_every_device_owner_but_compute_and_dhcp_is_counted_per_address(neutron, placement):
-    net = Network(neutron, segments=1)
-    try:
-        sub, sub2 = net.add_subnet(0, pool=len(OWNERS)), net.add_subnet(0, pool=len(OWNERS))
-        for owner in OWNERS:
-            net.create_port(owner, net.addresses([sub, sub2], 2))
-        counted = {p.device_owner for p in net.predicted()[0].ports}
-        assert counted == {o for o in OWNERS if not o.startswith("compute:") and o != "network:dhcp"}
-        # the subnets' gateways, and two per counted port: Neutron's count
-        assert net.counts(placement)[net.segments[0]["id"]] == (2 * (len(OWNERS) + 1), 2 + 2 * len(counted))
-        assert net.counts(placement) == net.predicted_counts() and neutron.errors == []
-    finally:
-        net.remove(placement)
+def test_every_device_owner_but_compute_and_dhcp_is_counted_per_address(network, neutron, placement):
+    net = network(1)
+    sub, sub2 = net.add_subnet(0, pool=len(OWNERS)), net.add_subnet(0, pool=len(OWNERS))
+    for owner in OWNERS:
+        net.create_port(owner, net.addresses([sub, sub2], 2))
+    counted = {p.device_owner for p in net.predicted()[0].ports}
+    assert counted == {o for o in OWNERS if not o.startswith("compute:") and o != "network:dhcp"}
+    # the subnets' gateways, and two per counted port: Neutron's count
+    assert net.counts(placement)[net.segments[0]["id"]] == (2 * (len(OWNERS) + 1), 2 + 2 * len(counted))
+    assert net.counts(placement) == net.predicted_counts() and neutron.errors == []
 
 
-def test_a_port_on_two_segments_is_counted_where_its_first_address_is(neutron, placement):
-    net = Network(neutron)
-    try:
-        s0, s1 = net.add_subnet(0), net.add_subnet(1)
-        net.create_port("network:distributed", net.addresses([s0, s1], 2))  # OVN's metadata port may span segments
-        assert net.counts(placement) == net.predicted_counts() == {net.segments[0]["id"]: (21, 3),
-                                                                  net.segments[1]["id"]: (21, 1)}
-    finally:
-        net.remove(placement)
+def test_a_port_on_two_segments_is_counted_where_its_first_address_is(network, placement):
+    net = network()
+    s0, s1 = net.add_subnet(0), net.add_subnet(1)
+    net.create_port("network:distributed", net.addresses([s0, s1], 2))  # OVN's metadata port may span segments
+    assert net.counts(placement) == net.predicted_counts() == {net.segments[0]["id"]: (21, 3),
+                                                              net.segments[1]["id"]: (21, 1)}
 
 
 def _difference(net, api, field="reserved"):
@@ -226,143 +239,123 @@ def _difference(net, api, field="reserved"):
 
 
 def test_an_address_given_when_a_deferred_port_is_bound_is_not_counted_then_a_recount_lets_deltas_land(
-        neutron, placement):
-    net = Network(neutron)
-    try:
-        s0 = net.add_subnet(0)
-        net.add_subnet(1)
-        seg0 = net.segments[0]["id"]
-        # made without an address (routed network, no host yet), bound by a caller that is not Nova (owner "")
-        port = net.create_port("", [], deferred=True)
-        net.update_port(port["id"], fixed_ips=net.addresses([s0], 1))
-        assert net.counts(placement)[seg0] == (21, 1) and net.predicted_counts()[seg0] == (21, 2)
-        diff = _difference(net, placement)
-        assert (diff.placement, diff.neutron) == (1, 2)
-        assert f"(ip_allocation deferred): {port['id']}" in str(diff)
-        assert "which leaves 0, 1 fewer than the subnets reserve" in str(diff)
-        # recounted: the port's delete lands on the gateway's reservation again
-        plan = net.plan(placement, recount=True).plan
-        assert [op.action for op in plan.ops] == ["recount"]
-        seg_ops.apply(placement, plan)
-        assert net.counts(placement)[seg0] == (21, 2)
-        net.delete_port(port["id"])
-        assert net.counts(placement) == net.predicted_counts() and neutron.errors == []
-    finally:
-        net.remove(placement)
+        network, neutron, placement):
+    net = network()
+    s0 = net.add_subnet(0)
+    net.add_subnet(1)
+    seg0 = net.segments[0]["id"]
+    # made without an address (routed network, no host yet), bound by a caller that is not Nova (owner "")
+    port = net.create_port("", [], deferred=True)
+    net.update_port(port["id"], fixed_ips=net.addresses([s0], 1))
+    assert net.counts(placement)[seg0] == (21, 1) and net.predicted_counts()[seg0] == (21, 2)
+    diff = _difference(net, placement)
+    assert (diff.placement, diff.neutron) == (1, 2)
+    assert f"(ip_allocation deferred): {port['id']}" in str(diff)
+    assert "which leaves 0, 1 fewer than the subnets reserve" in str(diff)
+    # recounted: the port's delete lands on the gateway's reservation again
+    plan = net.plan(placement, recount=True).plan
+    assert [op.action for op in plan.ops] == ["recount"]
+    seg_ops.apply(placement, plan)
+    assert net.counts(placement)[seg0] == (21, 2)
+    net.delete_port(port["id"])
+    assert net.counts(placement) == net.predicted_counts() and neutron.errors == []
 
 
-def test_a_deferred_port_bound_by_nova_and_released_is_counted(neutron, placement):
-    net = Network(neutron)
-    try:
-        s0 = net.add_subnet(0)
-        net.add_subnet(1)
-        port = net.create_port("", [], deferred=True)
-        net.update_port(port["id"], fixed_ips=net.addresses([s0], 1), device_owner="compute:nova")
-        net.update_port(port["id"], device_owner="")  # the server is gone, the port stays
-        assert net.counts(placement) == net.predicted_counts()
-        net.delete_port(port["id"])
-        assert net.counts(placement) == net.predicted_counts() and neutron.errors == []
-    finally:
-        net.remove(placement)
+def test_a_deferred_port_bound_by_nova_and_released_is_counted(network, neutron, placement):
+    net = network()
+    s0 = net.add_subnet(0)
+    net.add_subnet(1)
+    port = net.create_port("", [], deferred=True)
+    net.update_port(port["id"], fixed_ips=net.addresses([s0], 1), device_owner="compute:nova")
+    net.update_port(port["id"], device_owner="")  # the server is gone, the port stays
+    assert net.counts(placement) == net.predicted_counts()
+    net.delete_port(port["id"])
+    assert net.counts(placement) == net.predicted_counts() and neutron.errors == []
 
 
-def test_a_port_whose_address_moves_to_another_segment_stays_booked_on_the_first(neutron, placement):
-    net = Network(neutron)
-    try:
-        s0, s1 = net.add_subnet(0), net.add_subnet(1)
-        port = net.create_port("", net.addresses([s0], 1))
-        net.update_port(port["id"], fixed_ips=net.addresses([s1], 1))
-        seg0, seg1 = (s["id"] for s in net.segments)
-        assert net.counts(placement) == {seg0: (21, 2), seg1: (21, 1)}
-        assert net.predicted_counts() == {seg0: (21, 1), seg1: (21, 2)}
-        diffs = {d.segment: d for d in net.plan(placement).differences}
-        assert "moved to a subnet of another segment" in str(diffs[seg0])
-        assert "1 addresses stay reserved that no port holds" in str(diffs[seg0])
-    finally:
-        net.remove(placement)
+def test_a_port_whose_address_moves_to_another_segment_stays_booked_on_the_first(network, placement):
+    net = network()
+    s0, s1 = net.add_subnet(0), net.add_subnet(1)
+    port = net.create_port("", net.addresses([s0], 1))
+    net.update_port(port["id"], fixed_ips=net.addresses([s1], 1))
+    seg0, seg1 = (s["id"] for s in net.segments)
+    assert net.counts(placement) == {seg0: (21, 2), seg1: (21, 1)}
+    assert net.predicted_counts() == {seg0: (21, 1), seg1: (21, 2)}
+    diffs = {d.segment: d for d in net.plan(placement).differences}
+    assert "moved to a subnet of another segment" in str(diffs[seg0])
+    assert "1 addresses stay reserved that no port holds" in str(diffs[seg0])
 
 
-def test_ports_made_before_their_subnet_joined_the_segment_are_not_counted(neutron, placement):
-    net = Network(neutron, segments=1)
-    try:
-        sub = net.add_subnet(0, segment=False)  # a plain network's subnet: no provider
-        net.create_port("network:router_interface", net.addresses([sub], 1))
-        net.update_subnet(sub["id"], segment_id=net.segments[0]["id"])  # migrated to a routed network
-        seg = net.segments[0]["id"]
-        assert net.counts(placement)[seg] == (21, 1) and net.predicted_counts()[seg] == (21, 2)
-        assert "before its subnet was put on the segment" in str(_difference(net, placement))
-    finally:
-        net.remove(placement)
+def test_ports_made_before_their_subnet_joined_the_segment_are_not_counted(network, placement):
+    net = network(1)
+    sub = net.add_subnet(0, segment=False)  # a plain network's subnet: no provider
+    net.create_port("network:router_interface", net.addresses([sub], 1))
+    net.update_subnet(sub["id"], segment_id=net.segments[0]["id"])  # migrated to a routed network
+    seg = net.segments[0]["id"]
+    assert net.counts(placement)[seg] == (21, 1) and net.predicted_counts()[seg] == (21, 2)
+    assert "before its subnet was put on the segment" in str(_difference(net, placement))
 
 
-def test_an_absolute_write_of_the_subnets_count_makes_neutrons_deletes_go_below_zero(neutron, placement):
+def test_an_absolute_write_of_the_subnets_count_makes_neutrons_deletes_go_below_zero(network, neutron, placement):
     """The issue's sequence at the level of Neutron's code: three plain ports and a router interface, the
     count then written as the subnets' alone (what minbw's sync used to do), two ports deleted."""
-    net = Network(neutron)
-    try:
-        s0 = net.add_subnet(0)
-        net.add_subnet(1)
-        seg0 = net.segments[0]["id"]
-        plain = [net.create_port("", net.addresses([s0], 1)) for _ in range(3)]
-        net.create_port("network:router_interface", net.addresses([s0], 1))
-        assert net.counts(placement)[seg0] == (21, 5) == net.predicted_counts()[seg0]
-        assert net.plan(placement).differences == ()
-        inv, gen = placement.get_inventories(seg0)
-        placement.set_inventories(seg0, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 1}}, gen)
-        assert "which leaves -3, 4 fewer than the subnets reserve (Placement refuses a count below 0" in str(
-            _difference(net, placement))
-        net.delete_port(plain[0]["id"])
-        net.delete_port(plain[1]["id"])
-        assert net.counts(placement)[seg0] == (21, 0)  # the second -1 refused: two ports hold addresses
-        assert len(neutron.errors) == 1 and "minimum of 0" in str(neutron.errors[0])
-        seg_ops.apply(placement, net.plan(placement, recount=True).plan)
-        assert net.counts(placement)[seg0] == (21, 3) == net.predicted_counts()[seg0]
-        net.delete_port(plain[2]["id"])
-        assert net.counts(placement)[seg0] == (21, 2) == net.predicted_counts()[seg0]
-    finally:
-        net.remove(placement)
+    net = network()
+    s0 = net.add_subnet(0)
+    net.add_subnet(1)
+    seg0 = net.segments[0]["id"]
+    plain = [net.create_port("", net.addresses([s0], 1)) for _ in range(3)]
+    net.create_port("network:router_interface", net.addresses([s0], 1))
+    assert net.counts(placement)[seg0] == (21, 5) == net.predicted_counts()[seg0]
+    assert net.plan(placement).differences == ()
+    inv, gen = placement.get_inventories(seg0)
+    placement.set_inventories(seg0, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 1}}, gen)
+    assert "which leaves -3, 4 fewer than the subnets reserve (Placement refuses a count below 0" in str(
+        _difference(net, placement))
+    net.delete_port(plain[0]["id"])
+    net.delete_port(plain[1]["id"])
+    assert net.counts(placement)[seg0] == (21, 0)  # the second -1 refused: two ports hold addresses
+    assert len(neutron.errors) == 1 and "minimum of 0" in str(neutron.errors[0])
+    seg_ops.apply(placement, net.plan(placement, recount=True).plan)
+    assert net.counts(placement)[seg0] == (21, 3) == net.predicted_counts()[seg0]
+    net.delete_port(plain[2]["id"])
+    assert net.counts(placement)[seg0] == (21, 2) == net.predicted_counts()[seg0]
 
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_a_refused_delta_ends_neutrons_batch_and_the_events_after_it_are_lost(placement_server, placement):
+def test_a_refused_delta_ends_neutrons_batch_and_the_events_after_it_are_lost(network, placement_server, placement):
     neutron = NeutronSegments(placement_server.url, batch_interval=1.0)  # Neutron's own BatchNotifier
-    net = Network(neutron, segments=1)
-    try:
-        s0 = net.add_subnet(0)
-        neutron.drain()
-        seg = net.segments[0]["id"]
-        a, b = (net.create_port("", net.addresses([s0], 1)) for _ in range(2))
-        neutron.drain()
-        inv, gen = placement.get_inventories(seg)
-        placement.set_inventories(seg, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 1}}, gen)  # 3 -> 1
-        net.delete_port(a["id"])   # 1 -> 0
-        net.delete_port(b["id"])   # refused: 0 - 1
-        net.create_port("network:router_interface", net.addresses([s0], 1))  # +1, in the same batch: lost
-        neutron.drain()
-        assert [type(e).__name__ for e in neutron.errors] == ["PlacementClientError"]
-        assert net.counts(placement)[seg] == (21, 0) and net.predicted_counts()[seg] == (21, 2)
-    finally:
-        net.remove(placement)
+    net = network(1, neutron)
+    s0 = net.add_subnet(0)
+    neutron.drain()
+    seg = net.segments[0]["id"]
+    a, b = (net.create_port("", net.addresses([s0], 1)) for _ in range(2))
+    neutron.drain()
+    inv, gen = placement.get_inventories(seg)
+    placement.set_inventories(seg, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 1}}, gen)  # 3 -> 1
+    net.delete_port(a["id"])   # 1 -> 0
+    net.delete_port(b["id"])   # refused: 0 - 1
+    net.create_port("network:router_interface", net.addresses([s0], 1))  # +1, in the same batch: lost
+    neutron.drain()
+    assert [type(e).__name__ for e in neutron.errors] == ["PlacementClientError"]
+    assert net.counts(placement)[seg] == (21, 0) and net.predicted_counts()[seg] == (21, 2)
 
 
-def test_neutrons_read_modify_write_overwrites_a_write_made_between_its_read_and_its_write(neutron, placement):
-    net = Network(neutron, segments=1)
-    try:
-        s0 = net.add_subnet(0)
-        seg = net.segments[0]["id"]
-        client = neutron.notifier.p_client
-        read = client.get_inventory
+def test_neutrons_read_modify_write_overwrites_a_write_made_between_its_read_and_its_write(network, neutron,
+                                                                                           placement):
+    net = network(1)
+    s0 = net.add_subnet(0)
+    seg = net.segments[0]["id"]
+    client = neutron.notifier.p_client
+    read = client.get_inventory
 
-        def read_then_another_writer(rp, rc):
-            got = read(rp, rc)
-            inv, gen = placement.get_inventories(rp)
-            placement.set_inventories(rp, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 7}}, gen)
-            return got
+    def read_then_another_writer(rp, rc):
+        got = read(rp, rc)
+        inv, gen = placement.get_inventories(rp)
+        placement.set_inventories(rp, {IPV4_ADDRESS: {**inv[IPV4_ADDRESS], "reserved": 7}}, gen)
+        return got
 
-        client.get_inventory = read_then_another_writer
-        net.create_port("", net.addresses([s0], 1))
-        client.get_inventory = read
-        # Neutron wrote what it read (1) plus its delta, at the generation it asked for just before: 7 is gone
-        assert net.counts(placement)[seg] == (21, 2) and neutron.errors == []
-    finally:
-        net.remove(placement)
+    client.get_inventory = read_then_another_writer
+    net.create_port("", net.addresses([s0], 1))
+    client.get_inventory = read
+    # Neutron wrote what it read (1) plus its delta, at the generation it asked for just before: 7 is gone
+    assert net.counts(placement)[seg] == (21, 2) and neutron.errors == []

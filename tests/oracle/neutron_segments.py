@@ -94,7 +94,8 @@ class NeutronSegments:
             seg, versions = filters["segment_id"], filters["ip_version"]
             return [s for s in self.subnets.values() if s.get("segment_id") in seg and s["ip_version"] in versions]
 
-        core = SimpleNamespace(get_subnets=query, get_subnets_count=lambda context, filters=None: len(query(context, filters)))
+        core = SimpleNamespace(get_subnets=query,
+                               get_subnets_count=lambda context, filters=None: len(query(context, filters)))
         with mock.patch.object(seg_plugin.subnet_obj.Subnet, "get_object", get_object), \
                 mock.patch.object(seg_plugin.net_obj.SegmentHostMapping, "get_objects", lambda context, **kw: []), \
                 mock.patch.object(seg_plugin.directory, "get_plugin", lambda *a: core):

@@ -129,8 +129,8 @@ def explain_difference(seg: RoutedSegment, field_: str, placement: int, neutron:
         causes = ((_TWICE,) if placement > neutron else ()) + (
             "a subnet made, resized or deleted while Neutron could not reach Placement (it does not retry)",
             "another tool wrote the inventory")
-        return CountDifference(seg.id, seg.label, field_, placement, neutron, causes,
-                               f"Placement offers {placement - neutron:+d} addresses against what the subnets have. {fix}")
+        outcome = f"Placement offers {placement - neutron:+d} addresses against what the subnets have. {fix}"
+        return CountDifference(seg.id, seg.label, field_, placement, neutron, causes, outcome)
     if placement < neutron:
         deferred = [p.id for p in seg.ports if p.deferred]
         causes = ((f"ports that got their address when they were bound, after they were made (ip_allocation "
