@@ -37,10 +37,10 @@ options:
     description:
       - Set an C(IPV4_ADDRESS) count that differs from Neutron's count of the segment's subnets and ports to that
         count, the one Neutron's later deltas continue from. Only when neither the count nor the ports moved for
-        O(quiet) seconds, and only at the generation read then.
+        O(quiet_window) seconds, and only at the generation read then.
     type: bool
     default: false
-  quiet:
+  quiet_window:
     description: With O(recount), how long the counts must stay still, in seconds (more than Neutron's
       C(send_events_interval)).
     type: float
@@ -109,7 +109,8 @@ def ensure(module):
     from minbw.ops import segments
     from minbw.placement.client import Placement
     result = segments.sync(module.conn, Placement(module.conn), module.params['networks'] or None,
-                           check=module.check_mode, recount=module.params['recount'], quiet=module.params['quiet'])
+                           check=module.check_mode, recount=module.params['recount'],
+                           quiet=module.params['quiet_window'])
     for w in result['warnings'] + result['unresolved']:
         module.ansible.warn(w)
     return module.result(result.pop('changed'), diff=result.pop('diff'), **result)
@@ -117,7 +118,7 @@ def ensure(module):
 
 def main():
     MinbwModule(dict(networks=dict(type='list', elements='str', default=[]), recount=dict(type='bool', default=False),
-                     quiet=dict(type='float', default=5.0))).run(ensure)
+                     quiet_window=dict(type='float', default=5.0))).run(ensure)
 
 
 if __name__ == '__main__':

@@ -281,6 +281,8 @@ def test_reserved_is_neutrons_running_count_minbw_predicts_it_and_recounts_only_
     assert "which leaves -3, 4 fewer than the subnets reserve (Placement refuses a count below 0" in why
     out = minbw(env, "segments", "--network", net, "--sync", exit_code=3)
     assert out["plan"]["writes"] == 0 and out["unresolved"] == [why] and counts(api, seg0) == (6, 1)
+    out = minbw(env, "segments", "--network", net, "--dry-run", "--recount")
+    assert [op["action"] for op in out["plan"]["ops"]] == ["recount"] and counts(api, seg0) == (6, 1)
     rc, text = minbw_text(env, "segments", "--network", net, "--sync", "--recount")
     assert rc == 0 and f"recount IPV4_ADDRESS of Neutron segment id {seg0}: reserved 1 -> 5" in text, text
     assert counts(api, seg0) == (6, 5)

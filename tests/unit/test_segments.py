@@ -13,7 +13,7 @@ from minbw.neutron.segments import (IPV4_ADDRESS, counted_by_neutron, hosts_of_s
                                     host_not_in_segments)
 from minbw.placement.query import build_query
 from minbw.model.requests import ServerRequest
-from minbw.plan.segments import ObservedSegments, plan_segments
+from minbw.plan.segments import ObservedSegments, plan_segments, steady_recounts
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -287,3 +287,16 @@ def test_a_new_provider_gets_the_count_with_its_ports():
     assert [str(op) for op in plan.ops if op.action == "set_inventories"] == [
         f"set inventories of Neutron segment id {SEG0}: IPV4_ADDRESS total=4 reserved=4",
         f"set inventories of Neutron segment id {SEG1}: IPV4_ADDRESS total=4 reserved=2"]
+
+
+def test_a_recount_is_kept_only_when_the_quiet_window_saw_the_same_count_at_the_same_generation():
+    segs = routed_segments(SEGS, SUBNETS, AGENTS, None, PORTS)
+    first = plan_segments(segs, _observed_with(segs, **{SEG0: {"reserved": 1}, SEG1: {"reserved": 1}}), recount=True)
+    moved = _observed_with(segs, **{SEG0: {"reserved": 1}, SEG1: {"reserved": 3}})  # a delta of Neutron's came
+    moved = ObservedSegments(moved.providers, moved.inventories, moved.aggregates, moved.roots, {SEG0: 7, SEG1: 8})
+    second = plan_segments(segs, moved, recount=True)
+    kept = steady_recounts(first, second, segs)
+    assert [op.uuid for op in kept.plan.ops] == [SEG0]
+    assert kept.warnings == ["segment seg1 (rack1): not recounted: its count or its ports changed during the quiet "
+                             "window (Neutron may have a delta on its way); run the recount again"]
+    assert steady_recounts(first, first, segs).plan.ops == first.plan.ops

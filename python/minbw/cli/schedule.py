@@ -37,9 +37,9 @@ def register(sub) -> None:
     mode.add_argument("--dry-run", action="store_true", help="with --sync's plan, write nothing")
     sg.add_argument("--recount", action="store_true",
                     help="with --sync or --dry-run: also set IPV4_ADDRESS counts (total, reserved) that differ from "
-                         "Neutron's count of the segment's subnets and ports, once they stayed still for --quiet "
-                         "seconds (Neutron keeps them by deltas; without this they are only reported)")
-    sg.add_argument("--quiet", type=float, default=5.0, metavar="SECONDS",
+                         "Neutron's count of the segment's subnets and ports, once they stayed still for "
+                         "--quiet-window seconds (Neutron keeps them by deltas; without this they are only reported)")
+    sg.add_argument("--quiet-window", type=float, default=5.0, metavar="SECONDS",
                     help="with --recount: how long the counts must stay still (more than Neutron's "
                          "send_events_interval; default 5)")
     add_output_arguments(sg, SEGMENT_COLUMNS + STEP_COLUMNS)
@@ -98,7 +98,7 @@ def cmd_segments(args) -> int:
     api = Placement(conn)
     if args.sync or args.dry_run:
         result = segments.sync(conn, api, args.network or None, check=args.dry_run, recount=args.recount,
-                               quiet=args.quiet)
+                               quiet=args.quiet_window)
         writes = result["plan"]["writes"]
         said = (f"{writes} writes" + (" planned (nothing written)" if args.dry_run else "") if writes
                 else "Placement already shows every segment: 0 writes.")

@@ -15,7 +15,7 @@ from minbw.neutron.segments import IPV4_ADDRESS, RoutedSegment, port_member_of, 
 from minbw.ops import apply_in_order
 from minbw.placement.client import Placement
 from minbw.plan import base
-from minbw.plan.segments import ObservedSegments, SegmentOp, SegmentsPlan, plan_segments
+from minbw.plan.segments import ObservedSegments, SegmentOp, SegmentsPlan, plan_segments, steady_recounts
 
 RETRIES = 4
 # A recount waits this long and reads everything again: Neutron sends a segment's deltas in batches, at most
@@ -130,8 +130,8 @@ def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: 
         sleep(quiet)
         first = planned
         facts, observed, planned = _read_and_plan(conn, api, networks, recount)
-        planned, moved = _keep_steady_recounts(first, planned, facts)
-        warnings = list(planned.warnings) + moved
+        planned = steady_recounts(first, planned, facts.segments)
+        warnings = list(planned.warnings)
     plan = planned.plan
     result = {"changed": plan.changed, "steps": [str(op) for op in plan.ops],
               "segments": [s.to_dict() for s in facts.segments], **_result(planned), "warnings": warnings}
@@ -139,23 +139,6 @@ def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: 
         return result
     apply(api, plan)
     return result
-
-
-def _keep_steady_recounts(first: SegmentsPlan, second: SegmentsPlan,
-                          facts: NeutronSegments) -> tuple[SegmentsPlan, list[str]]:
-    """The second plan without the recounts that are not the same as in the first (same count, same
-    generation): Neutron may still have a delta on its way there."""
-    before = {op.uuid: op for op in first.plan.ops if op.action == "recount"}
-    labels = {s.id: s.label for s in facts.segments}
-    ops, moved = [], []
-    for op in second.plan.ops:
-        if op.action == "recount" and op != before.get(op.uuid):
-            moved.append(f"{labels.get(op.uuid, op.uuid)}: not recounted: its count or its ports changed during the "
-                         f"quiet window (Neutron may have a delta on its way); run the recount again")
-            continue
-        ops.append(op)
-    return SegmentsPlan(base.Plan(tuple(ops), second.plan.before, second.plan.after), second.warnings,
-                        second.differences), moved
 
 
 def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:

@@ -224,3 +224,20 @@ def _inventory_ops(seg: RoutedSegment, want: Mapping, have: Mapping, generation:
         return [SegmentOp("set_inventory_fields", uuid=seg.id, name=seg.provider_name,
                           inventories={IPV4_ADDRESS: fields})]
     return []
+
+
+def steady_recounts(first: SegmentsPlan, second: SegmentsPlan, segments: tuple[RoutedSegment, ...]) -> SegmentsPlan:
+    """``second`` (planned after the quiet window) without the recounts that are not the same as in ``first``
+    (same counts, same generation): Neutron may still have a delta on its way there. Each one left out is a
+    warning."""
+    before = {op.uuid: op for op in first.plan.ops if op.action == "recount"}
+    labels = {s.id: s.label for s in segments}
+    ops, moved = [], []
+    for op in second.plan.ops:
+        if op.action == "recount" and op != before.get(op.uuid):
+            moved.append(f"{labels.get(op.uuid, op.uuid)}: not recounted: its count or its ports changed during the "
+                         f"quiet window (Neutron may have a delta on its way); run the recount again")
+            continue
+        ops.append(op)
+    return SegmentsPlan(base.Plan(tuple(ops), second.plan.before, second.plan.after), second.warnings + moved,
+                        second.differences)
