@@ -17,6 +17,10 @@ description:
     unreachable when the subnet was made), writes what is missing.
   - A segment provider that has an aggregate keeps it (Neutron's is a Nova host aggregate's uuid); a new one gets
     the segment id as aggregate. Compute node providers are only added to aggregates, never removed.
+  - The inventory's C(total) and C(reserved) are Neutron's running counts (C(reserved) counts every IPv4 address of
+    a port that is neither a compute nor a DHCP port). They are written for a new provider or inventory only; a
+    count that differs is returned in C(differences) with its possible causes (and warned about), and set to
+    Neutron's count only with O(recount).
   - Check mode returns the writes and changes nothing; a second run makes 0 writes.
 version_added: 0.1.0
 author: minbw developers (@minbw)
@@ -29,6 +33,18 @@ options:
     type: list
     elements: str
     default: []
+  recount:
+    description:
+      - Set an C(IPV4_ADDRESS) count that differs from Neutron's count of the segment's subnets and ports to that
+        count, the one Neutron's later deltas continue from. Only when neither the count nor the ports moved for
+        O(quiet_window) seconds, and only at the generation read then.
+    type: bool
+    default: false
+  quiet_window:
+    description: With O(recount), how long the counts must stay still, in seconds (more than Neutron's
+      C(send_events_interval)).
+    type: float
+    default: 5.0
 attributes:
   check_mode:
     support: full
@@ -53,7 +69,8 @@ EXAMPLES = r'''
 RETURN = r'''
 segments:
   description: Each segment with C(id), C(name), C(physical_network), C(subnets), C(provider) (C(uuid), C(name),
-    C(inventories)), C(hosts) (Neutron's mapping) and C(free_ips) (from Neutron's IP availability).
+    C(inventories)), C(hosts) (Neutron's mapping), C(free_ips) (from Neutron's IP availability) and
+    C(reserved_ports) (the ports counted in C(reserved)).
   returned: always
   type: list
   elements: dict
@@ -67,7 +84,19 @@ steps:
   type: list
   elements: str
 warnings:
-  description: Hosts mapped to a segment that have no compute node provider (yet).
+  description: Hosts mapped to a segment that have no compute node provider (yet); recounts not made because the
+    count moved during the quiet window.
+  returned: always
+  type: list
+  elements: str
+differences:
+  description: Each C(IPV4_ADDRESS) count that differs from Neutron's count, with C(segment), C(field)
+    (C(total) or C(reserved)), C(placement), C(neutron), C(causes) and C(outcome).
+  returned: always
+  type: list
+  elements: dict
+unresolved:
+  description: The differences left as they are (not recounted), as sentences.
   returned: always
   type: list
   elements: str
@@ -79,16 +108,18 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 def ensure(module):
     from minbw.usecases.segments import SegmentsRequest, segments
 
-    result = segments(module.cloud(), SegmentsRequest(tuple(module.params['networks']), sync=True,
-                                                      check=module.check_mode))
+    p = module.params
+    result = segments(module.cloud(), SegmentsRequest(tuple(p['networks']), sync=True, check=module.check_mode,
+                                                      recount=p['recount'], quiet_window=p['quiet_window']))
     report = result.to_dict()
-    for w in report['warnings']:
+    for w in report['warnings'] + report['unresolved']:
         module.ansible.warn(w)
     return module.result(report.pop('changed'), diff=report.pop('diff'), **report)
 
 
 def main():
-    MinbwModule(dict(networks=dict(type='list', elements='str', default=[]))).run(ensure)
+    MinbwModule(dict(networks=dict(type='list', elements='str', default=[]), recount=dict(type='bool', default=False),
+                     quiet_window=dict(type='float', default=5.0))).run(ensure)
 
 
 if __name__ == '__main__':

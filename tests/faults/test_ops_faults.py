@@ -157,7 +157,7 @@ def routed(n: int, hosts: tuple[str, ...]) -> tuple[RoutedSegment, ...]:
 
 
 def sync_segments(api, segs):
-    plan, _ = plan_segments(segs, seg_ops.observe(api, segs))
+    plan = plan_segments(segs, seg_ops.observe(api, segs)).plan
     return plan, (seg_ops.apply(api, plan) if plan.ops else [])
 
 
@@ -173,7 +173,7 @@ def test_segments_unavailable_part_way_then_resumed(placement, proxied):
     assert len(e.applied) + len(e.pending) == e.planned and "segment sync again" in str(e)
     # Placement holds what was reported: the first segment's provider, without its inventory
     assert placement.get_inventories(segs[0].id)[0] == {}
-    plan, _ = plan_segments(segs, seg_ops.observe(placement, segs))
+    plan = plan_segments(segs, seg_ops.observe(placement, segs)).plan
     assert sorted(map(repr, plan.ops)) == sorted(map(repr, e.pending))
     proxied.proxy.clear()
     sync_segments(proxied.api(), segs)

@@ -9,6 +9,8 @@
 #   cloud.sh stop-agents [HOST]     stop HOST's two L2 agent emulators (Neutron sees them dead after agent_down_time)
 #   cloud.sh activate-spare  bring the spare compute devstack1 into service (MINICLOUD_SPARE_COMPUTE=1)
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
+#   cloud.sh restart-neutron-api  a new neutron API process (Neutron 29 doubles its segments notifier in a process
+#                            once it deleted a network: tests that need Neutron's single count start from here)
 #   cloud.sh install         only install (apt + venv); idempotent
 #
 # Env:
@@ -962,6 +964,13 @@ do_start_compute() {  # the host is back: nova-compute starts (init_host cleans 
         check compute-reported "$since"
 }
 
+do_restart_neutron_api() {
+    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    stop neutron-api "${MINICLOUD_STOP_GRACE:-5}"
+    start_api neutron-api
+    wait_for "neutron API (restarted)" 90 "neutron-api" check network-api
+}
+
 do_restart_agents() {  # do_restart_agents [HOST]
     local h=${1:-$HOSTNAME_NOVA} x
     [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
@@ -1043,6 +1052,7 @@ case $cmd in
     activate-spare) do_activate_spare ;;
     stop-compute) do_stop_compute "$@" ;;
     start-compute) do_start_compute "$@" ;;
+    restart-neutron-api) do_restart_neutron_api ;;
     install) do_install ;;
-    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -26,6 +26,8 @@ stop() {
         if kill -0 -- "-$pid" 2>/dev/null; then
             say "$name did not stop in ${grace}s: SIGKILL"
             kill -KILL -- "-$pid" 2>/dev/null || true
+            # gone before we return: a restart binds the same port next
+            for ((i = 0; i < 25; i++)); do kill -0 -- "-$pid" 2>/dev/null || break; sleep 0.2; done
         fi
     fi
     [ $((SECONDS - t)) -ge 3 ] && say "stopped $name in $((SECONDS - t))s"

@@ -86,12 +86,13 @@ def agent_from_ini(text: str, host: str) -> tuple[str, dict]:
     return kind, agent_configurations(kind, section, host)
 
 
-def neutron_client(url: str, token: str = "admin") -> place_client.PlacementAPIClient:
+def neutron_client(url: str, token: str = "admin", **version) -> place_client.PlacementAPIClient:
+    """neutron-lib's Placement client on ``url`` (``openstack_api_version=`` as the caller in Neutron passes it)."""
     conf = cfg.ConfigOpts()
     conf.register_opts([cfg.StrOpt("region_name"), cfg.StrOpt("endpoint_type", default="public"),
                         cfg.StrOpt("auth_type", default="token")], group="placement")
     conf([])
-    client = place_client.PlacementAPIClient(conf)
+    client = place_client.PlacementAPIClient(conf, **version)
     client._client = ks_session.Session(auth=token_endpoint.Token(url, token))
     return client
 

@@ -8,11 +8,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minbw.errors import NoValidHost
 from minbw.model.providers import Provider
-from minbw.neutron.segments import (IPV4_ADDRESS, hosts_of_segment, ipv4_inventory, port_member_of,
-                                    routed_segments, subnet_total_reserved, host_not_in_segments)
+from minbw.neutron.segments import (IPV4_ADDRESS, counted_by_neutron, hosts_of_segment, ipv4_inventory,
+                                    ipv4_subnet_ids, port_member_of, routed_segments, subnet_total_reserved,
+                                    host_not_in_segments)
 from minbw.placement.query import build_query
 from minbw.model.requests import ServerRequest
-from minbw.plan.segments import ObservedSegments, plan_segments
+from minbw.plan.segments import ObservedSegments, plan_segments, steady_recounts
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -169,7 +170,7 @@ ROOT0, ROOT1 = "c0000000-0000-4000-8000-000000000000", "c1000000-0000-4000-8000-
 
 
 def test_plan_creates_missing_segment_providers_and_joins_the_hosts():
-    plan, warnings_ = plan_segments(_routed(), ObservedSegments({}, {}, {}, {"devstack0": _rp(ROOT0, "devstack0")}))
+    plan, warnings_, _ = plan_segments(_routed(), ObservedSegments({}, {}, {}, {"devstack0": _rp(ROOT0, "devstack0")}))
     assert [str(op) for op in plan.ops] == [
         f"create provider Neutron segment id {SEG0} ({SEG0})",
         f"set inventories of Neutron segment id {SEG0}: IPV4_ADDRESS total=4 reserved=1",
@@ -189,11 +190,113 @@ def test_plan_keeps_neutrons_aggregate_and_is_empty_when_in_sync():
                                 {SEG0: frozenset({AGG0}), SEG1: frozenset({AGG1}), ROOT0: frozenset({AGG0}),
                                  ROOT1: frozenset({AGG1, "other"})},
                                 {"devstack0": _rp(ROOT0, "devstack0"), "devstack1": _rp(ROOT1, "devstack1")})
-    plan, warnings_ = plan_segments(segs, observed)
-    assert plan.ops == () and warnings_ == []
+    plan, warnings_, differences = plan_segments(segs, observed)
+    assert plan.ops == () and warnings_ == [] and differences == ()
     # a root that left the aggregate joins Neutron's (Nova's) aggregate again; its other aggregates stay
     observed = ObservedSegments(observed.providers, inv, {**observed.aggregates, ROOT1: frozenset({"other"})},
                                 observed.roots)
-    plan, _ = plan_segments(segs, observed)
+    plan = plan_segments(segs, observed).plan
     assert [op.to_dict() for op in plan.ops] == [{"action": "add_root_to_aggregate", "uuid": ROOT1,
                                                   "name": "devstack1", "aggregates": [AGG1], "host": "devstack1"}]
+
+
+OWNER_TEXT = st.one_of(st.sampled_from(["", "compute:nova", "compute:", "network:dhcp", "network:dhcp2", "Network:dhcp",
+                                        "network:router_interface", "baremetal:none", "compute"]), st.text(max_size=20))
+
+
+@FAST
+@given(OWNER_TEXT, st.lists(st.tuples(st.booleans(), st.sampled_from(["sa", "sb", "s6"])), max_size=4))
+def test_the_ports_neutron_counts_and_their_addresses_are_neutrons(owner, ips):
+    fixed = [{"subnet_id": sub, "ip_address": "10.0.0.5" if v4 else "fd00::5"} for v4, sub in ips]
+    port = {"device_owner": owner, "fixed_ips": fixed}
+    assert counted_by_neutron(port) == NovaSegmentNotifier._does_port_require_nova_inventory_update(None, port)
+    assert ipv4_subnet_ids(port) == NovaSegmentNotifier._get_ipv4_subnet_ids(None, port)
+
+
+def _port(pid, owner, *subnets, deferred=False):
+    return {"id": pid, "name": None, "device_owner": owner, "ip_allocation": "deferred" if deferred else "immediate",
+            "fixed_ips": [{"subnet_id": s, "ip_address": f"10.9.0.{i + 2}"} for i, s in enumerate(subnets)]}
+
+
+PORTS = [_port("p-router", "network:router_interface", "sub0"), _port("p-plain", "", "sub0", "sub0"),
+         _port("p-vm", "compute:nova", "sub0"), _port("p-dhcp", "network:dhcp", "sub1"),
+         _port("p-late", "", "sub1", deferred=True)]
+
+
+def test_reserved_counts_every_address_of_the_ports_neutron_counts():
+    s0, s1 = routed_segments(SEGS, SUBNETS, AGENTS, None, PORTS)
+    assert [(p.id, p.addresses) for p in s0.ports] == [("p-plain", 2), ("p-router", 1)]
+    assert s0.inventory[IPV4_ADDRESS]["reserved"] == 1 + 3 and s1.inventory[IPV4_ADDRESS]["reserved"] == 1 + 1
+    assert s1.ports[0].deferred and s0.to_dict()["reserved_ports"][0] == {
+        "id": "p-plain", "name": None, "device_owner": "", "addresses": 2, "deferred": False}
+
+
+def _observed_with(segs, **counts):
+    """Both segment providers in Placement with Neutron's inventory, ``counts`` (segment id → {field: value})
+    replacing some of its numbers; generation 7."""
+    inv = {s.id: {IPV4_ADDRESS: {**s.inventory[IPV4_ADDRESS], **counts.get(s.id, {})}} for s in segs}
+    return ObservedSegments({SEG0: _rp(SEG0, "x"), SEG1: _rp(SEG1, "y")}, inv,
+                            {SEG0: frozenset({AGG0}), SEG1: frozenset({AGG1}), ROOT0: frozenset({AGG0}),
+                             ROOT1: frozenset({AGG1})},
+                            {"devstack0": _rp(ROOT0, "devstack0"), "devstack1": _rp(ROOT1, "devstack1")},
+                            {SEG0: 7, SEG1: 7})
+
+
+def test_a_count_that_differs_is_reported_with_its_causes_and_written_only_by_a_recount():
+    segs = routed_segments(SEGS, SUBNETS, AGENTS, None, PORTS)
+    observed = _observed_with(segs, **{SEG0: {"reserved": 1}, SEG1: {"reserved": 1}})
+    plan, _, diffs = plan_segments(segs, observed)
+    assert plan.ops == ()
+    d0, d1 = diffs
+    assert (d0.segment, d0.field, d0.placement, d0.neutron) == (SEG0, "reserved", 1, 4)
+    assert str(d0).startswith("segment seg0 (rack0): IPV4_ADDRESS reserved is 1 in Placement, 4 by Neutron's count")
+    assert "which leaves -2, 3 fewer than the subnets reserve (Placement refuses a count below 0" in str(d0)
+    assert "ip_allocation deferred): p-late" in str(d1) and "ip_allocation deferred" not in str(d0)
+    assert plan.after[SEG0]["inventories"][IPV4_ADDRESS]["reserved"] == 1  # the sync leaves it
+    plan, _, _ = plan_segments(segs, observed, recount=True)
+    assert [op.to_dict() for op in plan.ops][0] == {
+        "action": "recount", "uuid": SEG0, "name": f"Neutron segment id {SEG0}", "generation": 7,
+        "from": {"total": 4, "reserved": 1}, "inventories": {IPV4_ADDRESS: segs[0].inventory[IPV4_ADDRESS]}}
+    assert [str(op) for op in plan.ops] == [f"recount IPV4_ADDRESS of Neutron segment id {SEG0}: reserved 1 -> 4",
+                                            f"recount IPV4_ADDRESS of Neutron segment id {SEG1}: reserved 1 -> 2"]
+
+
+def test_too_many_reserved_and_a_total_off_are_explained():
+    segs = routed_segments(SEGS, SUBNETS, AGENTS, None, [])
+    plan, _, (high, total) = plan_segments(segs, _observed_with(segs, **{SEG0: {"reserved": 3},
+                                                                         SEG1: {"total": 8}}))
+    assert plan.ops == ()
+    assert "moved to a subnet of another segment" in str(high) and "2 addresses stay reserved" in str(high)
+    assert total.field == "total" and "Placement offers +4 addresses" in str(total)
+
+
+def test_fields_neutron_never_changes_are_set_with_the_counts_left_as_they_are():
+    segs = routed_segments(SEGS, SUBNETS, AGENTS, None, PORTS)
+    observed = _observed_with(segs, **{SEG0: {"max_unit": 4, "reserved": 2}})
+    plan, _, diffs = plan_segments(segs, observed)
+    assert [op.to_dict() for op in plan.ops] == [{
+        "action": "set_inventory_fields", "uuid": SEG0, "name": f"Neutron segment id {SEG0}",
+        "inventories": {IPV4_ADDRESS: {"min_unit": 1, "max_unit": 1, "step_size": 1, "allocation_ratio": 1.0}}}]
+    assert [d.field for d in diffs] == ["reserved"]
+
+
+def test_a_new_provider_gets_the_count_with_its_ports():
+    segs = routed_segments(SEGS, SUBNETS, AGENTS, None, PORTS)
+    plan, _, diffs = plan_segments(segs, ObservedSegments({}, {}, {}, {}))
+    assert diffs == ()
+    assert [str(op) for op in plan.ops if op.action == "set_inventories"] == [
+        f"set inventories of Neutron segment id {SEG0}: IPV4_ADDRESS total=4 reserved=4",
+        f"set inventories of Neutron segment id {SEG1}: IPV4_ADDRESS total=4 reserved=2"]
+
+
+def test_a_recount_is_kept_only_when_the_quiet_window_saw_the_same_count_at_the_same_generation():
+    segs = routed_segments(SEGS, SUBNETS, AGENTS, None, PORTS)
+    first = plan_segments(segs, _observed_with(segs, **{SEG0: {"reserved": 1}, SEG1: {"reserved": 1}}), recount=True)
+    moved = _observed_with(segs, **{SEG0: {"reserved": 1}, SEG1: {"reserved": 3}})  # a delta of Neutron's came
+    moved = ObservedSegments(moved.providers, moved.inventories, moved.aggregates, moved.roots, {SEG0: 7, SEG1: 8})
+    second = plan_segments(segs, moved, recount=True)
+    kept = steady_recounts(first, second, segs)
+    assert [op.uuid for op in kept.plan.ops] == [SEG0]
+    assert kept.warnings == ["segment seg1 (rack1): not recounted: its count or its ports changed during the quiet "
+                             "window (Neutron may have a delta on its way); run the recount again"]
+    assert steady_recounts(first, first, segs).plan.ops == first.plan.ops

@@ -8,6 +8,12 @@ compute hosts mapped to the segment join. Hosts map to a segment as ``services/s
 them: an agent on the host has the segment's physical network in its bridge/interface/device
 mappings and its driver accepts the segment's network type (:func:`hosts_of_segment`).
 
+``total`` and ``reserved`` are running counts: Neutron only ever adds deltas to them. A subnet adds its
+addresses and reservations; every IPv4 address of a port that is neither a compute port nor a DHCP
+port adds one to ``reserved`` when the port is made and takes it off when the port goes
+(``_notify_port_created_or_deleted``, :func:`port_reservation`). The count predicted here is the one
+those deltas reach from today's subnets and ports.
+
 Nova's routed-network prefilter (``nova/scheduler/request_filter.py`` ``routed_networks_filter``)
 adds one ``member_of=in:...`` per port: the aggregates of the segment of each fixed IP's subnet, or,
 for a port without an IP yet, of every segment of its network (:func:`port_member_of`). We do the
@@ -24,6 +30,10 @@ from minbw.errors import NoValidHost
 
 IPV4_ADDRESS = "IPV4_ADDRESS"
 SEGMENT_NAME = "Neutron segment id %s"
+# neutron_lib.constants: the ports whose addresses Neutron does not count (DEVICE_OWNER_COMPUTE_PREFIX,
+# DEVICE_OWNER_DHCP; the subnet's own reservation stands for the DHCP port)
+COMPUTE_OWNER_PREFIX = "compute:"
+DHCP_OWNER = "network:dhcp"
 # network types an L2 agent serves without tunnel_types (AgentMechanismDriverBase.get_allowed_network_types
 # for OVS; the SR-IOV driver takes flat and vlan)
 _PHYSNET_TYPES = ("flat", "vlan")
@@ -45,10 +55,12 @@ def subnet_total_reserved(subnet: Mapping) -> tuple[int, int]:
     return total, reserved
 
 
-def ipv4_inventory(subnets: Iterable[Mapping]) -> dict[str, dict] | None:
-    """The segment provider's inventory for its subnets (IPv4 only), None when it has no addresses.
+def ipv4_inventory(subnets: Iterable[Mapping], port_addresses: int = 0) -> dict[str, dict] | None:
+    """The segment provider's inventory for its subnets (IPv4 only) and the ``port_addresses`` Neutron
+    counts on it (:func:`port_reservation`), None when it has no addresses.
 
-    Neutron creates the inventory with the first subnet and adds each later one's total and reserved."""
+    Neutron creates the inventory with the first subnet and adds each later one's total and reserved,
+    and one reserved per counted port address."""
     total = reserved = 0
     for s in subnets:
         if int(s.get("ip_version") or 4) != 4:
@@ -57,8 +69,50 @@ def ipv4_inventory(subnets: Iterable[Mapping]) -> dict[str, dict] | None:
         total, reserved = total + t, reserved + r
     if not total:
         return None
+    reserved += port_addresses
     return {IPV4_ADDRESS: {"total": total, "reserved": reserved, "min_unit": 1, "max_unit": 1,
                            "step_size": 1, "allocation_ratio": 1.0}}
+
+
+def counted_by_neutron(port: Mapping) -> bool:
+    """Does Neutron count this port's addresses in its segment's ``reserved``
+    (``_does_port_require_nova_inventory_update``)? Every device owner but ``compute:*`` and
+    ``network:dhcp``: routers, floating IPs, load balancers, bare metal, and ports with no owner."""
+    owner = port.get("device_owner") or ""
+    return not owner.startswith(COMPUTE_OWNER_PREFIX) and owner != DHCP_OWNER
+
+
+def ipv4_subnet_ids(port: Mapping) -> list[str]:
+    """The subnets of the port's IPv4 addresses, one per address, in the port's order (``_get_ipv4_subnet_ids``)."""
+    return [ip["subnet_id"] for ip in port.get("fixed_ips") or []
+            if ipaddress.ip_address(ip["ip_address"]).version == 4]
+
+
+def port_reservation(port: Mapping, subnet_segment: Mapping[str, str]) -> tuple[str | None, int]:
+    """``(segment id, addresses)`` that Neutron adds to ``reserved`` for ``port`` (and takes off when it
+    goes); ``(None, 0)`` when it counts nothing. Every IPv4 address counts, all of them on the segment of
+    the first one's subnet (``_get_ipv4_subnets_number_and_segment_id``), even when a later one is on
+    another segment."""
+    if not counted_by_neutron(port):
+        return None, 0
+    subnets = ipv4_subnet_ids(port)
+    segment = subnet_segment.get(subnets[0]) if subnets else None
+    return (segment, len(subnets)) if segment else (None, 0)
+
+
+@dataclass(frozen=True)
+class CountedPort:
+    """A port whose IPv4 addresses Neutron counts in its segment's ``reserved``."""
+
+    id: str
+    name: str | None
+    device_owner: str
+    addresses: int
+    deferred: bool = False  # created without an address (ip_allocation "deferred"), given one later
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "device_owner": self.device_owner, "addresses": self.addresses,
+                "deferred": self.deferred}
 
 
 def agent_physnets(agent: Mapping) -> set[str]:
@@ -102,6 +156,11 @@ class RoutedSegment:
     inventory: Mapping[str, Mapping] | None
     hosts: tuple[str, ...]
     free_ips: int | None = None  # from Neutron's IP availability; None when unknown
+    ports: tuple[CountedPort, ...] = ()  # the ports counted in the inventory's reserved
+
+    @property
+    def port_addresses(self) -> int:
+        return sum(p.addresses for p in self.ports)
 
     @property
     def provider_name(self) -> str:
@@ -117,21 +176,31 @@ class RoutedSegment:
                 "physical_network": self.physical_network, "subnets": list(self.subnets),
                 "provider": {"uuid": self.id, "name": self.provider_name,
                              "inventories": {rc: dict(i) for rc, i in (self.inventory or {}).items()}},
-                "hosts": list(self.hosts), "free_ips": self.free_ips}
+                "hosts": list(self.hosts), "free_ips": self.free_ips,
+                "reserved_ports": [p.to_dict() for p in self.ports]}
 
 
 def routed_segments(segments: Iterable[Mapping], subnets: Iterable[Mapping], agents: Iterable[Mapping],
-                    ip_availability: Mapping[str, Mapping] | None = None) -> tuple[RoutedSegment, ...]:
+                    ip_availability: Mapping[str, Mapping] | None = None,
+                    ports: Iterable[Mapping] = ()) -> tuple[RoutedSegment, ...]:
     """Every segment of the given networks with what Neutron reports for it.
 
-    ``segments``/``subnets``/``agents`` are Neutron API dicts (``segment_id`` on subnets);
-    ``ip_availability`` maps subnet id → ``{"total_ips", "used_ips"}`` (Neutron's
-    network-ip-availabilities); a segment's ``free_ips`` sums its IPv4 subnets' free addresses."""
-    agents = list(agents)
+    ``segments``/``subnets``/``agents``/``ports`` are Neutron API dicts (``segment_id`` on subnets; the
+    networks' ports with ``device_owner``, ``fixed_ips``, ``ip_allocation``); ``ip_availability`` maps
+    subnet id → ``{"total_ips", "used_ips"}`` (Neutron's network-ip-availabilities); a segment's
+    ``free_ips`` sums its IPv4 subnets' free addresses."""
+    agents, subnets = list(agents), list(subnets)
     by_segment: dict[str, list[Mapping]] = {}
     for s in subnets:
         if s.get("segment_id"):
             by_segment.setdefault(s["segment_id"], []).append(s)
+    subnet_segment = {s["id"]: s["segment_id"] for s in subnets if s.get("segment_id")}
+    counted: dict[str, list[CountedPort]] = {}
+    for p in sorted(ports, key=lambda p: p["id"]):
+        seg_id, n = port_reservation(p, subnet_segment)
+        if seg_id:
+            counted.setdefault(seg_id, []).append(CountedPort(
+                p["id"], p.get("name") or None, p.get("device_owner") or "", n, p.get("ip_allocation") == "deferred"))
     out = []
     for seg in sorted(segments, key=lambda s: (s.get("network_id") or "", s["id"])):
         mine = by_segment.get(seg["id"], [])
@@ -143,8 +212,9 @@ def routed_segments(segments: Iterable[Mapping], subnets: Iterable[Mapping], age
         out.append(RoutedSegment(
             id=seg["id"], network_id=seg.get("network_id") or "", name=seg.get("name") or None,
             network_type=seg.get("network_type") or "", physical_network=seg.get("physical_network") or None,
-            subnets=tuple(sorted(s["id"] for s in v4)), inventory=ipv4_inventory(v4),
-            hosts=hosts_of_segment(seg, agents), free_ips=free))
+            subnets=tuple(sorted(s["id"] for s in v4)),
+            inventory=ipv4_inventory(v4, sum(p.addresses for p in counted.get(seg["id"], ()))),
+            hosts=hosts_of_segment(seg, agents), free_ips=free, ports=tuple(counted.get(seg["id"], ()))))
     return tuple(out)
 
 

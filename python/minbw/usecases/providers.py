@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from minbw.model.providers import DesiredState, root_inventories
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import sync as s
-from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # the front ends' defaults
+from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
 from minbw.ops.agent_files import read_agent_configs
 from minbw.plan.base import Plan
 from minbw.reports.providers import provider_report

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minbw.errors import InvalidInput
 from minbw.ops import segments as ops_segments
 from minbw.usecases.cloud import Cloud
 
@@ -14,6 +15,9 @@ class SegmentsRequest:
     networks: tuple[str, ...] = ()   # names or ids; none: every network with subnets on segments
     sync: bool = False               # write what is missing
     check: bool = False              # with sync: the plan, nothing written
+    recount: bool = False            # with sync: also set counts that differ from Neutron's (once they stay still)
+    quiet_window: float = ops_segments.QUIET_SECONDS
+    option: str = "recount"          # how the front end names recount (in errors)
 
 
 @dataclass(frozen=True)
@@ -32,13 +36,22 @@ class SegmentsResult:
     def in_sync(self) -> bool:
         return self.report.get("in_sync", not self.report["plan"]["writes"])
 
+    @property
+    def unresolved(self) -> list[str]:
+        """Counts that differ from Neutron's and are left as they are (exit 3 for a sync)."""
+        return list(self.report.get("unresolved") or ())
+
     def to_dict(self) -> dict:
         return dict(self.report)
 
 
 def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
+    if request.recount and not request.sync:
+        raise InvalidInput(f"{request.option} goes with a sync (minbw segments --sync, or --dry-run to see the "
+                           f"recount planned)")
     cloud.require("network", "the routed networks' segments are read from Neutron")
     networks = list(request.networks) or None
     if request.sync:
-        return SegmentsResult(ops_segments.sync(cloud.conn, cloud.placement, networks, check=request.check), True)
+        return SegmentsResult(ops_segments.sync(cloud.conn, cloud.placement, networks, check=request.check,
+                                                recount=request.recount, quiet=request.quiet_window), True)
     return SegmentsResult(ops_segments.report(cloud.conn, cloud.placement, networks), False)
