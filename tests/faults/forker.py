@@ -2,7 +2,7 @@
 
 Importing openstacksdk costs seconds of CPU per process on a shared machine; forking from a process
 that has it imported costs milliseconds, so many ``kill -9`` trials fit in a bounded time. Each child is
-a real process running ``minbw.cli.main.main(argv)`` with its own sockets, killed for real.
+a real process running ``minbw.cli.shell.main(argv)`` with its own sockets, killed for real.
 
 Protocol on stdin/stdout, one JSON line each: ``[{"argv": [...], "out": FILE or null}, ...]`` → the
 children's pids; then ``go`` (the caller has set up what it needs for those pids: all start at once)
@@ -14,7 +14,8 @@ import json
 import os
 import sys
 
-import minbw.cli.main as cli  # noqa: F401 - imported once, before the forks
+import minbw.cli.shell as cli  # noqa: F401 - imported once, before the forks
+import minbw.cli.providers  # noqa: F401 - the command the trials run, imported before the forks
 import minbw.ops.sync  # noqa: F401
 import openstack.connection  # noqa: F401
 

@@ -64,7 +64,7 @@ def agent_configs(names, ovs_kbps, sriov_kbps=None):
 
 
 def request_json(tmp_path):
-    from minbw.cli.main import main
+    from minbw.cli.shell import main
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["request", "--port-id", PORT_ID, "--qos-port", f"min_bw:egress:{KBPS},min_bw:ingress:{KBPS}"]) == 0
@@ -99,13 +99,13 @@ def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, m
     assert prod.counter.writes == 0 and not plan.ops and warm is None
     assert len(prod.list_providers()) == 12 * 5   # root, OVS agent + bridge, SR-IOV agent + PF per host
 
-    from minbw.cli.main import main
+    from minbw.cli.shell import main
     port = request_json(tmp_path)
     consumer = str(uuid.uuid4())
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["claim", "--consumer", consumer, "--project-id", "p", "--user-id", "u", *FLAVOR,
-                   "--port-request", f"{PORT_ID}={port}", "--json", "--os-cloud", prod_placement.cloud])
+        rc = main(["--os-cloud", prod_placement.cloud, "claim", "--consumer", consumer, "--project-id", "p",
+                   "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}", "--json"])
     assert rc == 0, err.getvalue()
     got = json.loads(out.getvalue())
     assert got["claimed"] is True and got["host_name"] in names
@@ -128,14 +128,14 @@ def _cli_claimer(job):
     import warnings
     warnings.filterwarnings("ignore")
     os.environ["OS_CLIENT_CONFIG_FILE"] = clouds_yaml
-    from minbw.cli.main import main
+    from minbw.cli.shell import main
     time.sleep(max(0.0, start_at - time.time()))
     out = []
     for c in consumers:
         o, e = io.StringIO(), io.StringIO()
         try:
             with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
-                rc = main(["claim", "--consumer", c, *args, "--json", "--os-cloud", cloud])
+                rc = main(["--os-cloud", cloud, "claim", "--consumer", c, *args, "--json"])
         except BaseException:  # a traceback reaching the user: the test reports it
             rc, e = "traceback", io.StringIO(traceback.format_exc())
         out.append((c, rc, o.getvalue(), e.getvalue()))
