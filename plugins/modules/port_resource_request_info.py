@@ -34,6 +34,8 @@ options:
       - The QoS policy's rules in the policy's order, as the network API shows them (C(id), C(type)
         C(minimum_bandwidth) or C(minimum_packet_rate), C(direction), C(min_kbps) or C(min_kpps)).
         Other rule types are ignored.
+      - C(id) may be left out (rules not created yet): a stable one is made up from the port UUID and the rule's
+        position, as C(minbw request) does; the request group ids derive from the rule ids.
     type: list
     elements: dict
     default: []
@@ -109,9 +111,10 @@ def request_info(module):
 
     p = module.params
     qos_port = None
-    if not p['port']:
-        qos_port = QosPort.from_dict(dict(qos_rules=p['qos_rules'], vnic_type=p['vnic_type'],
-                                          segments=p['segments']), 'qos_rules')
+    minimum = [r for r in p['qos_rules'] if r.get('type') in ('minimum_bandwidth', 'minimum_packet_rate')]
+    if not p['port'] and minimum:  # other rule types (limits, DSCP marking) reserve nothing: left out
+        qos_port = QosPort.from_dict(dict(qos_rules=minimum, vnic_type=p['vnic_type'], segments=p['segments']),
+                                     'qos_rules')
     result = port_request(module.cloud(), PortRequestQuery(qos_port=qos_port, port_id=p['port_id'], port=p['port'],
                                                            agent_type=p['agent_type'], any_traits=p['any_traits']))
     return module.result(False, **result.to_dict())

@@ -62,3 +62,23 @@ def test_allocation_cycle(playbook, placement_local, tmp_path):
     assert res["allocation"]["changed"] is True
     r, res = run(state="absent")
     assert res["allocation"]["changed"] is False
+
+
+def test_rules_without_ids_request_what_the_cli_requests(playbook, placement_local, tmp_path):
+    """port_resource_request_info takes QoS rules without ids (rules not created yet), as `minbw request`
+    does: the same port id and rules give the same request, group ids included."""
+    port, state_dir = placement_local
+    result_file = tmp_path / "result.json"
+    rules = [{"type": "minimum_bandwidth", "direction": "egress", "min_kbps": 1000},
+             {"type": "minimum_bandwidth", "direction": "ingress", "min_kbps": 1000},
+             {"type": "bandwidth_limit", "max_kbps": 5000}]  # not a minimum rule: left out, as Neutron does
+    r = playbook("allocation_cycle.yml", dict(port=port, state_dir=str(state_dir), result_file=str(result_file),
+                                              port_id=PORT, consumer="71cb7e04-3d5a-40f9-a99f-07f0d0831741",
+                                              state="absent", rules=rules))
+    assert not r.failed, r.output
+    module = json.loads(result_file.read_text())["request"]["resource_request"]
+    cli = json.loads(subprocess.run([sys.executable, "-m", "minbw.cli", "request", "--port-id", PORT, "--qos-port",
+                                     "min_bw:egress:1000,min_bw:ingress:1000"],
+                                    capture_output=True, text=True, check=True).stdout)["resource_request"]
+    assert module == cli and module["request_groups"][0]["resources"] == {
+        "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}

@@ -19,7 +19,7 @@ DEFAULT_SEGMENT = Segment("vlan", "physnet0")  # a port described without its ne
 class PortRequestQuery:
     """Either ``port`` (a Neutron port's name or id: computed from what Neutron holds and compared) or
     ``qos_port`` (its rules, vnic type and segments; ``port_id``: the id its group ids derive from, made up
-    when not given)."""
+    when not given; None with a ``port_id``: a policy without minimum rules, which requests nothing)."""
 
     qos_port: QosPort | None = None
     port_id: str | None = None
@@ -46,8 +46,10 @@ def port_request(cloud: Cloud | None, query: PortRequestQuery) -> PortRequestRes
         compared = neutron.request_against_neutron(cloud.conn, query.port, query.agent_type, query.any_traits)
         ours = compared.pop("request")
         return PortRequestResult(compared.pop("port_id"), ours, compared)
-    if query.qos_port is None:
-        raise InvalidInput("give a port (its name or id) or its QoS rules")
+    if query.qos_port is None:  # a policy without minimum rules: nothing to request
+        if not query.port_id:
+            raise InvalidInput("give a port (its name or id), or its id and its QoS rules")
+        return PortRequestResult(query.port_id, None)
     port_id = query.port_id or query.qos_port.port_id or str(uuid.uuid4())
     if query.port_id and query.qos_port.port_id and query.port_id != query.qos_port.port_id:
         raise InvalidInput(f"the port id is given twice: {query.port_id} and id={query.qos_port.port_id}. Fix: "
