@@ -196,9 +196,10 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
                               claim=Claim(consumer, target, name, op.allocations, op.mapping, op.binding_profiles,
                                           attempts=tuple(log), mapping_source=op.mapping_source))
         else:
-            raise _no_valid_host(api, req, plan, name, log, diagnose_on_failure,
-                                 why=f"every candidate on target host {name} ({target}) was taken by others "
-                                     f"before we could move onto it ({len(log)} attempts)")
+            raise claims.overcommit_error(_no_valid_host(
+                api, req, plan, name, log, diagnose_on_failure,
+                why=f"every candidate on target host {name} ({target}) was taken by others before we could move "
+                    f"onto it ({len(log)} attempts)" + claims.undone_note(log)))
 
 
 def _settle(api: Placement, consumers: tuple[str, ...], make_plan: Callable[..., base.Plan], what: str, *,
