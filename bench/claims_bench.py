@@ -387,9 +387,10 @@ def run(ctx: Context) -> Section:
                 "claimers show queueing, not parallel capacity; 8 processes also share this machine's CPUs with "
                 "the server." if kind == "embedded" else
                 "Concurrent claims on one host meet provider generation conflicts (409 placement."
-                "concurrent_update); allocation_conflict_retry_count = 1 (tests/prodplacement: upstream's "
-                "server-side retry overcommits on MariaDB). The claimer processes share this machine's 2 CPUs "
-                "with the uWSGI workers and MariaDB."),
+                "concurrent_update); allocation_conflict_retry_count = 10, upstream's default (its server-side "
+                "retry overcommits racing claims on MariaDB, docs/placement-overcommit.md; here every claim fits, "
+                "so it cannot show: the overcommit section measures it). The claimer processes share this "
+                "machine's 2 CPUs with the uWSGI workers and MariaDB."),
             "Placement: " + ("built here" if setup_s else "the query section's database") + f" ({qb.HOSTS} "
             f"hosts); claims go to the first candidate's host unless a conflict moves minbw's to the next.",
         ]

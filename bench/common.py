@@ -118,8 +118,10 @@ class Servers:
 
     def describe(self) -> str:
         if self.kind == "prod":
+            patched = " with patches/placement" if os.environ.get("PRODPLACEMENT_PATCHED") == "1" else ""
             return (f"production-style: uWSGI, {self.workers} worker processes, MariaDB "
-                    f"{_mariadb_version()}, noauth2")
+                    f"{_mariadb_version()}, noauth2, allocation_conflict_retry_count 10, openstack-placement"
+                    f"{patched or ' stock'}")
         return "embedded: wsgiref, one request at a time, SQLite"
 
 
