@@ -149,7 +149,7 @@ def _cli_claimer(job):
     return out
 
 
-ROUNDS = 3
+ROUNDS = 2  # each: ~30 s at 8 and 16 claimers, ~90 s at 32 on a loaded 2-CPU machine
 
 
 @pytest.mark.parametrize("claimers", [8, 16, 32])
@@ -208,7 +208,8 @@ def check_round(prod, results, demand, fits, claimers, bridges, what) -> int:
     for c, rc, out, err in failed:
         assert rc == 4, (rc, err)
         assert err.startswith("minbw: No valid host: "), err
-        assert ("largest free amount is" in err or "taken by others" in err), err
+        assert ("largest free amount is" in err or "taken by others" in err
+                or "more than the providers that could serve them have free at once" in err), err
         got = json.loads(out)
         assert got["claimed"] is False
         undone += sum(a["outcome"] == claims.UNDONE for a in got["attempts"])
