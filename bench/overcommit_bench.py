@@ -40,7 +40,8 @@ VERIFY_COST_MAX = 2.0      # a verified claim costs at most 2x a plain one (clai
 PATCH_RATIO_MIN = 0.85     # patched ÷ stock raw claims/s: no loss beyond noise (rounds vary by ~±10%)
 
 
-def _claimer(pipe, clouds_yaml: str, cloud: str, req) -> None:
+def _claimer(pipe) -> None:
+    """One claimer process, for every server of the section: a connection per server, made on first use."""
     warnings.filterwarnings("ignore")
     import openstack.config
     from openstack import connection
@@ -50,17 +51,20 @@ def _claimer(pipe, clouds_yaml: str, cloud: str, req) -> None:
     from minbw.ops import claims
     from minbw.placement.client import Placement
 
-    conn = connection.Connection(config=openstack.config.OpenStackConfig(config_files=[clouds_yaml]).get_one(
-        cloud=cloud))
-    api = Placement(conn)
-    api.max_version()
-    counter = HttpCounter(conn.session.session)
+    apis = {}
     pipe.send("ready")
     while True:
         cmd = pipe.recv()
         if cmd[0] == "stop":
             return
-        _, mode, consumers, start_at, bodies, cands = cmd
+        _, (clouds_yaml, cloud, req), mode, consumers, start_at, bodies, cands = cmd
+        if clouds_yaml not in apis:
+            conn = connection.Connection(config=openstack.config.OpenStackConfig(
+                config_files=[clouds_yaml]).get_one(cloud=cloud))
+            api = Placement(conn)
+            api.max_version()
+            apis[clouds_yaml] = (api, HttpCounter(conn.session.session))
+        api, counter = apis[clouds_yaml]
         counter.calls.clear()
         made, failed, undone, errors, conflicts = [], 0, 0, [], 0
         time.sleep(max(0.0, start_at - time.monotonic()))
@@ -102,12 +106,14 @@ def _claimer(pipe, clouds_yaml: str, cloud: str, req) -> None:
 
 
 class Pool:
-    def __init__(self, n: int, server, req):
+    """``n`` long-lived claimer processes (spawn), started before anything is timed."""
+
+    def __init__(self, n: int):
         ctx = multiprocessing.get_context("spawn")
         self.pipes, self.procs = [], []
         for _ in range(n):
             a, b = ctx.Pipe()
-            p = ctx.Process(target=_claimer, args=(b, str(server.clouds_yaml), server.cloud, req), daemon=True)
+            p = ctx.Process(target=_claimer, args=(b,), daemon=True)
             p.start()
             self.pipes.append(a)
             self.procs.append(p)
@@ -116,11 +122,12 @@ class Pool:
                 raise BenchError("a claimer process did not start within 240 s")
             pipe.recv()
 
-    def run(self, mode: str, k: int, per: int, bodies=(), cands=None) -> dict:
+    def run(self, target, mode: str, k: int, per: int, bodies=(), cands=None) -> dict:
+        """``target``: (clouds.yaml, cloud, request) of the server to claim on."""
         consumers = [[str(uuidlib.uuid4()) for _ in range(per)] for _ in range(k)]
-        start_at = time.monotonic() + 0.3
+        start_at = time.monotonic() + 0.5
         for pipe, mine in zip(self.pipes, consumers):
-            pipe.send(("run", mode, mine, start_at, list(bodies), cands))
+            pipe.send(("run", target, mode, mine, start_at, list(bodies), cands))
         rs = [pipe.recv() for pipe in self.pipes[:k]]
         errors = [e for r in rs for e in r["errors"]]
         if errors:
@@ -208,7 +215,8 @@ def run(ctx: Context) -> Section:
 
     section = Section("overcommit", "Placement's overcommit under concurrent claims (upstream's retry count 10): "
                                     "raw claims, minbw's plain and verified claim, stock and patched Placement")
-    servers, pools, setups = {}, {}, {}
+    servers, setups, targets = {}, {}, {}
+    pool = None
     contended, cost, fit = [], [], []
     try:
         for name, patched in (("stock", False), ("patched", True)):
@@ -217,7 +225,9 @@ def run(ctx: Context) -> Section:
                                           patched=patched)
             servers[name].start()
             setups[name] = _setup(servers[name])
-            pools[name] = Pool(max(KS), servers[name], setups[name][1])
+            targets[name] = (str(servers[name].clouds_yaml), servers[name].cloud, setups[name][1])
+        progress(f"overcommit: starting {max(KS)} claimer processes (load {loadavg()})")
+        pool = Pool(max(KS))
         for rnd in range(1, ROUNDS + 1):
             for k in KS:
                 for name in (("stock", "patched") if rnd % 2 else ("patched", "stock")):
@@ -225,7 +235,7 @@ def run(ctx: Context) -> Section:
                     _room(api, bridges, k * PER_CLAIMER // 4)   # room for half of the claims, on 2 hosts
                     modes = ("raw", "plain", "verified") if name == "stock" else ("raw", "verified")
                     for mode in (modes if rnd % 2 else tuple(reversed(modes))):
-                        r = pools[name].run(mode, k, PER_CLAIMER, bodies, cands)
+                        r = pool.run(targets[name], mode, k, PER_CLAIMER, bodies, cands)
                         r.pop("made")
                         r.update(server=name, round=rnd, over=_over(api, bridges), load=loadavg())
                         progress(f"overcommit: {name} round {rnd} {mode:8s} x{k}: {r['asked'] - r['failed']} of "
@@ -243,7 +253,7 @@ def run(ctx: Context) -> Section:
         api, _, cands, bodies, bridges = setups["stock"]
         for rnd in range(1, COST_ROUNDS + 1):
             for mode in (("plain", "verified") if rnd % 2 else ("verified", "plain")):
-                r = pools["stock"].run(mode, 1, COST_CLAIMS, bodies, cands)
+                r = pool.run(targets["stock"], mode, 1, COST_CLAIMS, bodies, cands)
                 if r["failed"] or r["undone"]:
                     raise BenchError(f"cost run {mode}: {r['failed']} failed, {r['undone']} undone")
                 r.pop("made")
@@ -255,7 +265,7 @@ def run(ctx: Context) -> Section:
             for k in KS:
                 for name in (("stock", "patched") if rnd % 2 else ("patched", "stock")):
                     api, _, _, bodies, bridges = setups[name]
-                    r = pools[name].run("raw", k, FIT_PER_CLAIMER, bodies[:1])
+                    r = pool.run(targets[name], "raw", k, FIT_PER_CLAIMER, bodies[:1])
                     if r["failed"] or _over(api, bridges):
                         raise BenchError(f"fit run {name} x{k}: {r['failed']} failed")
                     r.pop("made")
@@ -274,7 +284,7 @@ def run(ctx: Context) -> Section:
             f"servers."))
         section.data.update({"contended": contended, "cost": cost, "fit": fit})
     finally:
-        for pool in pools.values():
+        if pool is not None:
             pool.stop()
         for server in servers.values():
             server.stop()
