@@ -1,10 +1,10 @@
 """Claims, moves and heal verify what they wrote, against the real (embedded) Placement.
 
 The embedded Placement serves one request at a time, so its server-side retry never overcommits (the race
-needs several workers on MariaDB: tests/prodplacement). What a racing claim leaves behind there — a
-provider over capacity right after our write was accepted — is made here by another writer acting at that
-instant: it lowers the provider's inventory below its usage (Placement accepts that, with a warning). The
-state minbw then reads is real; only its timing is arranged."""
+needs several workers on MariaDB: tests/prodplacement). What a racing claim leaves behind there — one more
+allocation than the provider has room for, right after our write was accepted — is made here by another
+writer acting at that instant: it raises the inventory for a moment, allocates past the capacity, and puts
+the inventory back. The state minbw then reads is real; only its timing is arranged."""
 from __future__ import annotations
 
 import dataclasses
@@ -22,30 +22,37 @@ from tests.functional.test_allocation_moves import EGR, allocations, bridge, hos
 
 class Racing(Placement):
     """The real client; right after each of our allocation writes Placement accepted (``times`` of them),
-    another writer leaves ``provider``'s ``rc`` one unit over capacity (``then(client, consumer)`` acts
-    next). ``restore``: the inventory is put back before each of our writes, so that Placement accepts it."""
+    another consumer (the racer) takes one unit more of ``provider``'s ``rc`` than is left (``then(client,
+    consumer)`` acts next). ``restore``: the racer frees its allocation before each of our writes, so that
+    Placement accepts every one of them."""
 
     def __init__(self, conn, provider: str, rc: str = EGR, times: int = 1, restore: bool = False, then=None):
         super().__init__(conn)
         self.provider, self.rc, self.left, self.restore, self.then = provider, rc, times, restore, then
-        self.original = self.get_inventories(provider)[0][rc]["total"]
+        self.racer = str(uuid.uuid4())
         self.fired = 0
 
-    def _set_total(self, total: int) -> None:
+    def _set_total(self, delta: int) -> None:
         invs, gen = self.get_inventories(self.provider)
-        invs[self.rc] = {**invs[self.rc], "total": total}
-        self.set_inventories(self.provider, {rc: {k: v for k, v in inv.items()} for rc, inv in invs.items()}, gen)
+        inv = invs[self.rc]
+        invs[self.rc] = {**inv, "total": inv["total"] + delta, "max_unit": max(inv["max_unit"], inv["total"] + delta)}
+        self.set_inventories(self.provider, invs, gen)
 
     def _before(self, writes: bool) -> None:
         if writes and self.restore:
-            self._set_total(self.original)
+            claims.free(self, self.racer)
 
     def _after(self, writes: bool, consumer: str | None = None) -> None:
         if writes and self.left > 0:
             self.left -= 1
             self.fired += 1
-            used = self.provider_usages(self.provider).get(self.rc, 0)
-            self._set_total(used - 1)
+            inv = self.get_inventories(self.provider)[0][self.rc]
+            room = inv["total"] - inv.get("reserved", 0) - self.provider_usages(self.provider).get(self.rc, 0)
+            self._set_total(room + 1)
+            Placement.put_allocations(self, self.racer, {
+                "allocations": {self.provider: {"resources": {self.rc: room + 1}}}, "consumer_generation": None,
+                "project_id": "racer", "user_id": "racer"})
+            self._set_total(-(room + 1))
             if self.then:
                 self.then(self, consumer)
 
@@ -78,6 +85,17 @@ def test_check_reads_only_what_the_write_raised(hosts):
     first, mine = claim(api, req), claim(api, req)
     br = bridge(api, "h1")
     assert verify.check(api, mine.allocations) == ()
+    # a capacity from older candidates that says "over" is read again from the inventories before it counts
+    stale = {br: {EGR: 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}}
+    api.counter.reset()
+    assert verify.check(api, mine.allocations, capacities=stale) == ()
+    assert sum(1 for _, path in api.counter.calls if path.endswith(f"/{br}/inventories")) == 1
+    api.counter.reset()    # and summaries that name every class: usages only, no inventory read
+    assert verify.check(api, mine.allocations, capacities={br: {EGR: 2000, "NET_BW_IGR_KILOBIT_PER_SEC": 2000},
+                                                           first.host: {"VCPU": 8, "MEMORY_MB": 16384,
+                                                                        "DISK_GB": 100}}) == ()
+    assert sorted(p for _, p in api.counter.calls) == sorted(f"/resource_providers/{rp}/usages"
+                                                            for rp in (br, first.host))
     invs, gen = api.get_inventories(br)
     api.set_inventories(br, {**invs, EGR: {**invs[EGR], "total": 1500}}, gen)   # 2000 used, capacity 1500
     excess = verify.check(api, mine.allocations)
@@ -100,12 +118,13 @@ def test_a_claim_found_over_capacity_is_undone_and_lands_on_the_next_host(hosts)
     assert got.host != first_host
     undone = [a for a in got.attempts if a["outcome"] == claims.UNDONE]
     assert len(undone) == 1 and undone[0]["host"] == first_host
-    assert undone[0]["excess"] == [{"provider": racing.provider, "resource_class": EGR, "used": 1000,
-                                    "capacity": 999.0}]
+    assert undone[0]["excess"] == [{"provider": racing.provider, "resource_class": EGR, "used": 2001,
+                                    "capacity": 2000.0}]
     # what came after the undo: Placement refused the same candidate (the capacity is gone), then the next host
     assert [a["outcome"] for a in got.attempts][-2:] == ["capacity", "claimed"]
-    assert racing.provider_usages(racing.provider).get(EGR, 0) == 0
+    assert racing.provider_usages(racing.provider).get(EGR, 0) == 1001    # the racer's, not ours
     assert sum(r.get(EGR, 0) for r in allocations(api, got.consumer).values()) == 1000
+    assert allocations(api, racing.racer) == {racing.provider: {EGR: 1001}}
 
 
 def test_claims_accepted_over_capacity_every_time_end_in_overcommit_undone(hosts):
@@ -120,11 +139,11 @@ def test_claims_accepted_over_capacity_every_time_end_in_overcommit_undone(hosts
     text = str(err.value)
     assert "taken by others" in text and "3 of them Placement accepted over capacity" in text, text
     assert "docs/placement-overcommit.md" in text
-    assert err.value.excess == ({"provider": racing.provider, "resource_class": EGR, "used": 1000,
-                                 "capacity": 999.0},)
-    assert err.value.to_dict()["excess"][0]["used"] == 1000
+    assert err.value.excess == ({"provider": racing.provider, "resource_class": EGR, "used": 2001,
+                                 "capacity": 2000.0},)
+    assert err.value.to_dict()["excess"][0]["used"] == 2001
     assert allocations(api, consumer) == {}
-    assert racing.provider_usages(racing.provider).get(EGR, 0) == 0
+    assert racing.provider_usages(racing.provider).get(EGR, 0) == 1001      # the racer's only
 
 
 def test_an_undo_never_takes_back_what_someone_else_wrote(hosts):
@@ -160,7 +179,7 @@ def test_a_move_found_over_capacity_gives_the_source_back(hosts):
     assert "taken by others" in str(err.value) and "1 of them Placement accepted over capacity" in str(err.value)
     assert allocations(api, booted.consumer) == source          # back on its source, as it was
     migration = [a for a in err.value.attempts if a["outcome"] == claims.UNDONE]
-    assert migration and api.provider_usages(bridge(api, "h2")).get(EGR, 0) == 0
+    assert migration and api.provider_usages(bridge(api, "h2")).get(EGR, 0) == 1001   # the racer's only
     assert api.provider_usages(bridge(api, "h1"))[EGR] == 1000
 
 
@@ -173,7 +192,7 @@ def test_a_move_undone_once_is_tried_again(hosts):
     moved = moves.move(racing, booted.consumer, req, "h2", sleep=lambda s: None)
     outcomes = [a["outcome"] for a in moved.attempts]
     assert outcomes == [claims.UNDONE, "moved"], outcomes
-    assert api.provider_usages(bridge(api, "h2"))[EGR] == 1000
+    assert api.provider_usages(bridge(api, "h2"))[EGR] == 1000               # ours (the racer freed its own)
     assert allocations(api, moved.migration) and api.provider_usages(bridge(api, "h1"))[EGR] == 1000
 
 

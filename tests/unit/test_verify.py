@@ -6,7 +6,8 @@ from hypothesis import given, strategies as st
 
 from minbw.errors import ConsumerConflict
 from minbw.placement.client import RetryPolicy
-from minbw.plan.verify import Excess, capacity, over_capacity, raised, resources, undo_body
+from minbw.plan.verify import (Excess, capacities_from_summaries, capacity, over_capacity, raised, resources,
+                                undo_body)
 
 A, B = "rp-a", "rp-b"
 
@@ -80,3 +81,10 @@ def test_the_pause_after_an_undo_is_wider_than_after_a_conflict():
             assert 0 <= p.pause(n, overcommit=True) <= p.overcommit_backoff * n
             assert 0 <= p.pause(n, conflict=True) <= p.conflict_backoff * n
     assert p.overcommit_backoff > p.conflict_backoff
+
+
+def test_capacities_from_candidates_summaries():
+    summaries = {A: {"resources": {"VCPU": {"capacity": 64, "used": 3}}, "traits": []},
+                 B: {"resources": {"X": {"capacity": 10, "used": 0}, "Y": {"used": 1}}}}
+    assert capacities_from_summaries(summaries) == {A: {"VCPU": 64}, B: {"X": 10}}
+    assert capacities_from_summaries(None) == {}

@@ -34,6 +34,7 @@ from minbw.placement.client import Placement
 from minbw.placement.mapping import binding_allocations, solve
 from minbw.placement.query import build_query
 from minbw.plan.allocations import ClaimOp, ClaimPlan, claim_op, plan_claim
+from minbw.plan.verify import capacities_from_summaries
 from minbw.reports.diagnose import diagnose, summary
 
 
@@ -96,13 +97,15 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
     claim_plan = plan(api, consumer, req, max_hosts=max_hosts, candidates=candidates,
                       diagnose_on_failure=diagnose_on_failure)
     attempts: list[dict] = []
+    capacities = capacities_from_summaries(claim_plan.candidates.provider_summaries if claim_plan.candidates else None)
     for attempt in claim_plan.attempts:
         if not attempt.usable:
             attempts.append(attempt.skipped())
             continue
         op = claim_op(consumer, attempt, req)
         outcome = put_claim_op(api, op, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
-                               retries=retries, sleep=sleep, log=attempts, verify_writes=verify_writes)
+                               retries=retries, sleep=sleep, log=attempts, verify_writes=verify_writes,
+                               capacities=capacities)
         attempts.append({"host": op.host, "outcome": outcome})
         if outcome == "claimed":
             return Claim(consumer=consumer, host=op.host, host_name=None, allocations=op.allocations,
@@ -134,11 +137,13 @@ def overcommit_error(err: NoValidHost) -> NoValidHost:
 
 
 def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, consumer_type: str | None = None,
-                 retries: int = 4, sleep=time.sleep, log: list[dict] | None = None, verify_writes: bool = True) -> str:
+                 retries: int = 4, sleep=time.sleep, log: list[dict] | None = None, verify_writes: bool = True,
+                 capacities=None) -> str:
     """Claim ``op``'s allocations for its (new) consumer, verified: "claimed", "capacity", "provider-conflict",
     or "overcommitted" (Placement accepted it over capacity ``retries + 1`` times; each was undone).
 
-    ``log`` gets one entry per undone write (host, what was over capacity)."""
+    ``log`` gets one entry per undone write (host, what was over capacity); ``capacities``: ``{rp: {rc:
+    capacity}}`` from the candidates' summaries (minbw.ops.verify.check), else the inventories are read."""
     body = {"allocations": op.allocations, "project_id": project_id, "user_id": user_id, "consumer_generation": None}
     if consumer_type:
         body["consumer_type"] = consumer_type
@@ -147,7 +152,7 @@ def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, 
         if outcome != "claimed" or not verify_writes:
             return outcome
         try:
-            excess = verify.check(api, op.allocations)
+            excess = verify.check(api, op.allocations, capacities=capacities)
         except PlacementError as e:  # the claim is written; say so rather than look like nothing happened
             raise PartialApply(e, [op], 1, then=f"the claim of consumer {op.consumer} is written but could not be "
                                                 f"verified; check its providers' usage (minbw usage) or free it "

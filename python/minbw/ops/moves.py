@@ -30,6 +30,7 @@ from minbw.model.requests import ServerRequest
 from minbw.ops import claims, verify
 from minbw.placement.client import Placement
 from minbw.plan import base
+from minbw.plan.verify import capacities_from_summaries
 from minbw.reports.diagnose import diagnose
 from minbw.plan.moves import (ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move,
                               plan_revert, resolve_host, target_request)
@@ -141,6 +142,7 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
     cands = candidates if candidates is not None else claims.get_candidates(api, treq)
     log: list[dict] = []
     conflicts = overcommits = 0
+    capacities = capacities_from_summaries(cands.provider_summaries)
     start = 0  # where in the target's candidates the next round starts (capacity refusals stay refused)
     while True:
         cur, mig = _read(api, consumer), _read(api, migration)
@@ -176,7 +178,7 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
                 conflicts += 1
                 start = i
                 break  # read both consumers again and plan again
-            excess = verify.check(api, op.allocations, cur.allocations)
+            excess = verify.check(api, op.allocations, cur.allocations, capacities)
             if excess:  # Placement accepted it over capacity: give the consumer its source back, then again
                 verify.undo_post(api, op.body, {cur.uuid: cur.allocations, mig.uuid: mig.allocations})
                 log.append({"host": target, "outcome": claims.UNDONE, "excess": [e.to_dict() for e in excess]})

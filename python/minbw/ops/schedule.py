@@ -25,6 +25,7 @@ from minbw.model.requests import PortRequest, ServerRequest
 from minbw.ops import WRITE_FAILURES, claims, neutron, segments
 from minbw.placement.client import Placement
 from minbw.plan.allocations import claim_op
+from minbw.plan.verify import capacities_from_summaries
 
 BIND_FAILED = ("binding_failed", "unbound")
 
@@ -186,6 +187,7 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     project_id = project_id or conn.current_project_id
     user_id = user_id or conn.current_user_id
     attempts: list[dict] = []
+    capacities = capacities_from_summaries(plan.candidates.provider_summaries if plan.candidates else None)
     failed_hosts: set[str] = set()
     for attempt in plan.attempts:
         if not attempt.usable:
@@ -207,7 +209,7 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                     break
             if not why:
                 outcome = claims.put_claim_op(api, op, project_id=project_id, user_id=user_id, sleep=sleep,
-                                              log=attempts)
+                                              log=attempts, capacities=capacities)
                 if outcome == "claimed":
                     attempts.append({"host": host, "outcome": "claimed"})
                     say(f"claimed on {host}")

@@ -10,15 +10,33 @@ from minbw.placement.client import Placement
 from minbw.plan.verify import Allocations, Excess, capacity, over_capacity, raised, undo_body
 
 
-def check(api: Placement, written: Allocations, before: Allocations | None = None) -> tuple[Excess, ...]:
-    """The providers and classes the write from ``before`` to ``written`` raised that are over capacity now:
-    their usages and inventories, read concurrently after the write."""
+def check(api: Placement, written: Allocations, before: Allocations | None = None,
+          capacities: Mapping[str, Mapping[str, float]] | None = None) -> tuple[Excess, ...]:
+    """The providers and classes the write from ``before`` to ``written`` raised that are over capacity now.
+
+    Reads their usages after the write (concurrently). The capacities are ``capacities`` (the allocation
+    candidates' ``provider_summaries``: Placement's own ``(total - reserved) * allocation_ratio``) where they
+    name every raised class of a provider, else its inventories; a provider found over capacity by a
+    summary's figure is read again from its inventories before it counts (the summary may be older than an
+    inventory change)."""
     touched = raised(written, before)
     if not touched:
         return ()
-    usages, inventories = api.usages_and_inventories(touched)
-    caps = {rp: {rc: capacity(inv) for rc, inv in invs.items()} for rp, invs in inventories.items()}
-    return over_capacity(touched, usages, caps)
+    usages = api.usages_of(touched)
+    known = capacities or {}
+    caps = {rp: dict(known[rp]) for rp in touched if rp in known and touched[rp] <= set(known[rp])}
+    from_summaries = set(caps)
+    caps.update(_inventory_capacities(api, [rp for rp in touched if rp not in caps]))
+    excess = over_capacity(touched, usages, caps)
+    doubtful = {e.provider for e in excess} & from_summaries
+    if doubtful:
+        caps.update(_inventory_capacities(api, sorted(doubtful)))
+        excess = over_capacity(touched, usages, caps)
+    return excess
+
+
+def _inventory_capacities(api: Placement, rps) -> dict[str, dict[str, float]]:
+    return {rp: {rc: capacity(inv) for rc, inv in api.get_inventories(rp)[0].items()} for rp in rps}
 
 
 def undo_put(api: Placement, consumer: str, written: Allocations, before: Allocations | None = None, *,

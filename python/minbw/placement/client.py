@@ -310,16 +310,13 @@ class Placement:
     def provider_usages(self, uuid: str) -> dict[str, int]:
         return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
 
-    def usages_and_inventories(self, uuids: Iterable[str], readers: int = READERS
-                               ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, dict]]]:
-        """``({rp: usages}, {rp: inventories})`` of several providers, read concurrently (a write's
-        verification: minbw.ops.verify)."""
+    def usages_of(self, uuids: Iterable[str], readers: int = READERS) -> dict[str, dict[str, int]]:
+        """``{rp: usages}`` of several providers, read concurrently (a write's verification: minbw.ops.verify)."""
         uuids = list(dict.fromkeys(uuids))
-        with ThreadPoolExecutor(max_workers=max(1, min(readers, 2 * len(uuids)))) as pool:
-            usages = [pool.submit(self.provider_usages, u) for u in uuids]
-            inventories = [pool.submit(self.get_inventories, u) for u in uuids]
-            return ({u: f.result() for u, f in zip(uuids, usages)},
-                    {u: f.result()[0] for u, f in zip(uuids, inventories)})
+        if len(uuids) <= 1:
+            return {u: self.provider_usages(u) for u in uuids}
+        with ThreadPoolExecutor(max_workers=max(1, min(readers, len(uuids)))) as pool:
+            return dict(zip(uuids, pool.map(self.provider_usages, uuids)))
 
     # ------------------------------------------------------------ whole providers
     def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,

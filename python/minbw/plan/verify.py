@@ -59,6 +59,13 @@ def raised(after: Allocations, before: Allocations | None = None) -> dict[str, s
             if (rcs := {rc for rc, n in res.items() if n > old.get(rp, {}).get(rc, 0)})}
 
 
+def capacities_from_summaries(summaries: Mapping[str, Mapping] | None) -> dict[str, dict[str, float]]:
+    """``{rp: {rc: capacity}}`` from allocation candidates' ``provider_summaries`` (Placement's own
+    ``(total - reserved) * allocation_ratio``, rounded down: the same verdict for integer usages)."""
+    return {rp: {rc: r["capacity"] for rc, r in s.get("resources", {}).items() if "capacity" in r}
+            for rp, s in (summaries or {}).items()}
+
+
 def over_capacity(touched: Mapping[str, set[str]], usages: Mapping[str, Mapping[str, int]],
                   capacities: Mapping[str, Mapping[str, float]]) -> tuple[Excess, ...]:
     """Every (provider, class) of ``touched`` whose usage is above its capacity, in a stable order.
