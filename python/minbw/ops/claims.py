@@ -97,7 +97,8 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
     claim_plan = plan(api, consumer, req, max_hosts=max_hosts, candidates=candidates,
                       diagnose_on_failure=diagnose_on_failure)
     attempts: list[dict] = []
-    capacities = capacities_from_summaries(claim_plan.candidates.provider_summaries if claim_plan.candidates else None)
+    # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
+    capacities = capacities_from_summaries(claim_plan.candidates.provider_summaries) if candidates is None else None
     for attempt in claim_plan.attempts:
         if not attempt.usable:
             attempts.append(attempt.skipped())

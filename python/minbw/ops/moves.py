@@ -142,7 +142,8 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
     cands = candidates if candidates is not None else claims.get_candidates(api, treq)
     log: list[dict] = []
     conflicts = overcommits = 0
-    capacities = capacities_from_summaries(cands.provider_summaries)
+    # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
+    capacities = capacities_from_summaries(cands.provider_summaries) if candidates is None else None
     start = 0  # where in the target's candidates the next round starts (capacity refusals stay refused)
     while True:
         cur, mig = _read(api, consumer), _read(api, migration)

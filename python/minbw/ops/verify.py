@@ -15,10 +15,10 @@ def check(api: Placement, written: Allocations, before: Allocations | None = Non
     """The providers and classes the write from ``before`` to ``written`` raised that are over capacity now.
 
     Reads their usages after the write (concurrently). The capacities are ``capacities`` (the allocation
-    candidates' ``provider_summaries``: Placement's own ``(total - reserved) * allocation_ratio``) where they
-    name every raised class of a provider, else its inventories; a provider found over capacity by a
-    summary's figure is read again from its inventories before it counts (the summary may be older than an
-    inventory change)."""
+    candidates' ``provider_summaries``, fetched just before the write: Placement's own ``(total - reserved) *
+    allocation_ratio``) where they name every raised class of a provider, else its inventories; a provider
+    found over capacity by a summary's figure is read again from its inventories before it counts. (A summary
+    older than an inventory decrease would hide an excess: callers pass only candidates they just fetched.)"""
     touched = raised(written, before)
     if not touched:
         return ()
