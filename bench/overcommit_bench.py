@@ -18,13 +18,13 @@ several workers), whatever ``--placement`` says: **stock** openstack-placement 1
 """
 from __future__ import annotations
 
-import multiprocessing
 import statistics
 import time
 import uuid as uuidlib
 import warnings
 
-from bench.common import BenchError, Column, Context, Section, Table, Target, loadavg, progress
+from bench.common import (BenchError, Column, Context, Section, Table, Target, loadavg, progress, spawn_workers,
+                          stop_workers)
 
 KS = (8, 16, 32)
 PER_CLAIMER = 3
@@ -110,18 +110,7 @@ class Pool:
     """``n`` long-lived claimer processes (spawn), started before anything is timed."""
 
     def __init__(self, n: int):
-        ctx = multiprocessing.get_context("spawn")
-        self.pipes, self.procs = [], []
-        for _ in range(n):
-            a, b = ctx.Pipe()
-            p = ctx.Process(target=_claimer, args=(b,), daemon=True)
-            p.start()
-            self.pipes.append(a)
-            self.procs.append(p)
-        for pipe in self.pipes:
-            if not pipe.poll(240):
-                raise BenchError("a claimer process did not start within 240 s")
-            pipe.recv()
+        self.procs, self.pipes, _ = spawn_workers(_claimer, [()] * n, 240)
 
     def run(self, target, mode: str, k: int, per: int, bodies=(), cands=None) -> dict:
         """``target``: (clouds.yaml, cloud, request) of the server to claim on."""
@@ -141,15 +130,7 @@ class Pool:
                 "gets": sum(r["gets"] for r in rs)}
 
     def stop(self) -> None:
-        for pipe in self.pipes:
-            try:
-                pipe.send(("stop",))
-            except (BrokenPipeError, OSError):
-                pass
-        for p in self.procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.terminate()
+        stop_workers(self.procs, self.pipes)
 
 
 def _free_everything(api, bridges) -> None:

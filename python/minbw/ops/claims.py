@@ -24,8 +24,8 @@ import dataclasses
 import time
 from typing import Callable
 
-from minbw.errors import (ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PartialApply, PlacementError,
-                          UndefinedCode)
+from minbw.errors import (ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PartialApply,
+                          PlacementError, UndefinedCode)
 from minbw.model import microversions as mv
 from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
