@@ -160,7 +160,12 @@ def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, 
                                                 f"(minbw free --consumer {op.consumer})") from e
         if not excess:
             return "claimed"
-        verify.undo_put(api, op.consumer, op.allocations, project_id=project_id, user_id=user_id)
+        try:
+            verify.undo_put(api, op.consumer, op.allocations, project_id=project_id, user_id=user_id)
+        except PlacementError as e:
+            raise PartialApply(e, [op], 1, then=f"Placement accepted the claim of consumer {op.consumer} over "
+                                                f"capacity ({'; '.join(map(str, excess))}) and undoing it failed; "
+                                                f"free it (minbw free --consumer {op.consumer})") from e
         if log is not None:
             log.append({"host": op.host, "outcome": UNDONE, "excess": [e.to_dict() for e in excess]})
         if n <= retries:
