@@ -39,7 +39,9 @@ run() {  # label test-path
     local label=$1 path=$2 log=$W/$1.log
     (cd src && rm -rf .stestr && stestr init >/dev/null && stestr --test-path="$path" run --concurrency 2 \
         "${FILTER[@]}" >"$log" 2>&1) || true
-    printf '%-20s %s\n' "$label" "$(grep -E '^ - (Passed|Skipped|Failed):' "$log" | tr -d ' -' | tr '\n' ' ')"
+    local counts
+    counts=$(grep -E '^ - (Passed|Skipped|Failed):' "$log" | tr -d ' -' | tr '\n' ' ' || true)
+    printf '%-20s %s\n' "$label" "${counts:-no test matched (see $log)}"
 }
 
 "${G[@]}" checkout -q -- .
