@@ -15,9 +15,12 @@ several workers), whatever ``--placement`` says: **stock** openstack-placement 1
   (each claim fetches its candidates: usages only); ms and HTTP calls per claim; ratio = verified ÷ plain.
 - **Throughput, stock vs patched**: raw PUT claims that all fit (the server-side retry at work, no capacity
   refusal), K = 8, 16, 32 claimers, rounds alternating the servers; ratio = patched ÷ stock claims/s.
+
+``MINBW_BENCH_OVERCOMMIT_ROUNDS=contended,cost,fit`` sets the rounds (default 3,3,3).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import uuid as uuidlib
@@ -191,9 +194,21 @@ def _over(api, bridges) -> int:
     return int(over)
 
 
+def _rounds() -> None:
+    """MINBW_BENCH_OVERCOMMIT_ROUNDS="contended,cost,fit" overrides the rounds (a shorter run)."""
+    global ROUNDS, COST_ROUNDS, FIT_ROUNDS
+    text = os.environ.get("MINBW_BENCH_OVERCOMMIT_ROUNDS")
+    if text:
+        try:
+            ROUNDS, COST_ROUNDS, FIT_ROUNDS = (int(x) for x in text.split(","))
+        except ValueError:
+            raise BenchError(f"MINBW_BENCH_OVERCOMMIT_ROUNDS={text!r}: expected three numbers, e.g. 1,1,3") from None
+
+
 def run(ctx: Context) -> Section:
     warnings.filterwarnings("ignore")
     from tests.prodplacement.server import ProdPlacement
+    _rounds()
 
     section = Section("overcommit", "Placement's overcommit under concurrent claims (upstream's retry count 10): "
                                     "raw claims, minbw's plain and verified claim, stock and patched Placement")
