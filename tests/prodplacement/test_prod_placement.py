@@ -215,8 +215,11 @@ def check_round(prod, results, demand, fits, claimers, bridges, what) -> int:
     for c, rc, out, err in failed:
         assert rc == 4, (rc, err)
         assert err.startswith("minbw: No valid host: "), err
+        # why, as the diagnosis saw it a moment later (a provider may be over capacity for that moment, until
+        # the claimer that overfilled it undoes its claim: then no provider can serve the group)
         assert ("largest free amount is" in err or "taken by others" in err
-                or "more than the providers that could serve them have free at once" in err), err
+                or "more than the providers that could serve them have free at once" in err
+                or "no provider can serve it" in err), err
         got = json.loads(out)
         assert got["claimed"] is False
         undone += sum(a["outcome"] == claims.UNDONE for a in got["attempts"])
