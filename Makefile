@@ -51,7 +51,8 @@ cloud-down:
 
 # The production-style Placement (uWSGI workers on its own MariaDB; docs/benchmarks.md): ports 18778/13406,
 # state in .state/prodplacement. PRODPLACEMENT_AUTH=keystone adds a real Keystone (port 15400);
-# PRODPLACEMENT_WORKERS, PRODPLACEMENT_TOKEN_EXPIRATION: see tests/prodplacement/prodplacement.sh.
+# PRODPLACEMENT_WORKERS, PRODPLACEMENT_TOKEN_EXPIRATION, PRODPLACEMENT_CONFLICT_RETRIES (default 10, upstream's),
+# PRODPLACEMENT_PATCHED=1 (patches/placement applied): see tests/prodplacement/prodplacement.sh.
 prod-placement-up: setup
 	bash tests/prodplacement/prodplacement.sh up
 

@@ -118,8 +118,10 @@ class Servers:
 
     def describe(self) -> str:
         if self.kind == "prod":
+            patched = " with patches/placement" if os.environ.get("PRODPLACEMENT_PATCHED") == "1" else ""
             return (f"production-style: uWSGI, {self.workers} worker processes, MariaDB "
-                    f"{_mariadb_version()}, noauth2")
+                    f"{_mariadb_version()}, noauth2, allocation_conflict_retry_count 10, openstack-placement"
+                    f"{patched or ' stock'}")
         return "embedded: wsgiref, one request at a time, SQLite"
 
 
@@ -137,6 +139,41 @@ def server_cpu_seconds(server) -> float:
     """CPU time of every process serving ``server`` (embedded: its one process; prod: uWSGI master and
     workers and MariaDB)."""
     return sum(cpu_seconds(pid) for pid in server.pids())
+
+
+# ---------------------------------------------------------------- long-lived worker processes
+
+def spawn_workers(target, args: list[tuple], ready_timeout: float, what: str = "a claimer process"):
+    """One spawned process per ``args`` entry, running ``target(pipe, *entry)``; waits for each one's first
+    message (it is ready). Returns (processes, pipes, first messages)."""
+    import multiprocessing
+    ctx = multiprocessing.get_context("spawn")
+    procs, pipes = [], []
+    for entry in args:
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=target, args=(child, *entry), daemon=True)
+        p.start()
+        procs.append(p)
+        pipes.append(parent)
+    first = []
+    for pipe in pipes:
+        if not pipe.poll(ready_timeout):
+            raise BenchError(f"{what} did not start within {ready_timeout:.0f} s")
+        first.append(pipe.recv())
+    return procs, pipes, first
+
+
+def stop_workers(procs, pipes) -> None:
+    """Tell each worker to stop (("stop",)), then wait for it; terminated after 10 s."""
+    for pipe in pipes:
+        try:
+            pipe.send(("stop",))
+        except (BrokenPipeError, OSError):
+            pass
+    for p in procs:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.terminate()
 
 
 # ---------------------------------------------------------------- HTTP call counting

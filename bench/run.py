@@ -8,6 +8,9 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
              the raw GET through openstacksdk's placement adapter.
 - ``claims`` claim throughput vs raw PUT throughput, 1 and 8 claimer processes (``--placement prod``:
              1, 8, 16 and 32).
+- ``overcommit`` Placement's overcommit under concurrent claims (always on production-style Placements,
+             stock and patched, retry count 10): raw, plain and verified claims at 8, 16, 32 claimers; the
+             cost of the verification; raw throughput stock vs patched.
 
 ``--placement prod`` runs every section on the production-style Placement (tests/prodplacement:
 uWSGI worker processes on MariaDB) instead of the embedded one.
@@ -52,10 +55,16 @@ def _claims(ctx):
     return claims_bench.run(ctx)
 
 
+def _overcommit(ctx):
+    from bench import overcommit_bench
+    return overcommit_bench.run(ctx)
+
+
 SECTIONS = {
     "sync": _sync,
     "query": _query,     # client overhead at 1,000 candidates vs raw GET
     "claims": _claims,   # claim throughput vs raw PUT, 1 and 8 claimers
+    "overcommit": _overcommit,  # Placement's overcommit: raw, plain and verified claims; stock vs patched
 }
 DEFAULT_SIZES = (10, 100, 500)
 

@@ -122,7 +122,9 @@ def placement_server(tmp_path_factory):
 @pytest.fixture(scope="session")
 def prod_placement(tmp_path_factory):
     """The production-style Placement (tests/prodplacement/prodplacement.sh): uWSGI, 4 workers, its own
-    MariaDB, noauth2; free ports. Installs what it needs on a fresh machine (mariadb-server, .venv-cloud)."""
+    MariaDB, noauth2, upstream's allocation_conflict_retry_count 10; free ports. Stock openstack-placement,
+    or with patches/placement/*.patch when PRODPLACEMENT_PATCHED=1 (docs/placement-overcommit.md). Installs
+    what it needs on a fresh machine (mariadb-server, .venv-cloud)."""
     from tests.prodplacement.server import ProdPlacement
     server = ProdPlacement(tmp_path_factory.mktemp("prodplacement"), workers=4)
     try:

@@ -134,6 +134,21 @@ class ClaimDiffers(ConsumerConflict):
         return {"msg": str(self), "held": self.held, "asked": self.asked}
 
 
+class OvercommitUndone(NoValidHost):
+    """Every attempt was refused or taken by others, and at least one was accepted by Placement but left a
+    provider over capacity (its server-side retry under concurrency, docs/placement-overcommit.md) and was
+    undone by minbw. ``excess``: what the last such attempt found over capacity (provider, resource_class, used,
+    capacity: dicts)."""
+
+    def __init__(self, message: str, diagnosis: list[dict] | None = None, attempts: list[dict] | None = None,
+                 excess: tuple = ()):
+        self.excess = tuple(excess)
+        super().__init__(message, diagnosis, attempts)
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "excess": [dict(e) for e in self.excess]}
+
+
 class ServerFailed(MinbwError):
     """A server went to ERROR for a reason other than "No valid host" (Nova's fault message says why)."""
 

@@ -207,6 +207,20 @@ def test_claim_unavailable_is_reported_and_writes_nothing(placement, proxied, ho
     assert placement.get_allocations(consumer)["allocations"] == {}
 
 
+def test_claim_whose_verification_cannot_read_says_the_claim_is_written(placement, proxied, hosts):
+    """The claim's PUT is accepted, then every read of its verification (usages) gets 503: the claim stays
+    written and the error says so (a PartialApply naming it and how to free it), never "nothing was written"."""
+    req = _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("GET", "/usages", "503", nth=None))
+    with pytest.raises(PartialApply) as err:
+        claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    assert isinstance(err.value.cause, PlacementUnavailable) and err.value.cause.method == "GET"
+    assert "is written but could not be verified" in str(err.value)
+    assert f"minbw free --consumer {consumer}" in str(err.value)
+    assert placement.get_allocations(consumer)["allocations"]   # written, as said
+
+
 def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts, tmp_path):
     files = []
     for h in ("hostA", "hostB"):

@@ -19,9 +19,12 @@
 #   PRODPLACEMENT_WORKERS=4              uWSGI worker processes of Placement
 #   PRODPLACEMENT_AUTH=noauth2|keystone  Placement's auth (default noauth2)
 #   PRODPLACEMENT_TOKEN_EXPIRATION=3600  Keystone's [token] expiration, seconds (keystone only)
-#   PRODPLACEMENT_CONFLICT_RETRIES=1     Placement's [placement] allocation_conflict_retry_count (upstream's
-#                                        default is 10: on MariaDB/MySQL that overcommits under concurrent
-#                                        claims, see docs/benchmarks.md "production-style Placement")
+#   PRODPLACEMENT_CONFLICT_RETRIES=10    Placement's [placement] allocation_conflict_retry_count, upstream's
+#                                        default (on MariaDB/MySQL it overcommits under concurrent claims:
+#                                        docs/placement-overcommit.md; 1 avoids that)
+#   PRODPLACEMENT_PATCHED=0              1: Placement with patches/placement/*.patch applied (the fix of that
+#                                        overcommit), as an overlay of the venv's placement package in
+#                                        $PRODPLACEMENT_STATE/patched (uWSGI's pythonpath); the venv is untouched
 #   PRODPLACEMENT_DB_PORT=13406          MariaDB's port (the mini-cloud's is 13306)
 #   PRODPLACEMENT_PORT=18778             Placement's port (the mini-cloud's is 8778)
 #   PRODPLACEMENT_KEYSTONE_PORT=15400    Keystone's port (the mini-cloud's is 5000)
@@ -41,7 +44,8 @@ RUN=$S/run
 WORKERS=${PRODPLACEMENT_WORKERS:-4}
 AUTH=${PRODPLACEMENT_AUTH:-noauth2}
 EXPIRATION=${PRODPLACEMENT_TOKEN_EXPIRATION:-3600}
-CONFLICT_RETRIES=${PRODPLACEMENT_CONFLICT_RETRIES:-1}
+CONFLICT_RETRIES=${PRODPLACEMENT_CONFLICT_RETRIES:-10}
+PATCHED=${PRODPLACEMENT_PATCHED:-0}
 IP=127.0.0.1
 DB_PORT=${PRODPLACEMENT_DB_PORT:-13406}
 PORT=${PRODPLACEMENT_PORT:-18778}
@@ -56,6 +60,7 @@ CLOUD=prodplacement
 
 case $AUTH in noauth2|keystone) ;; *) echo "PRODPLACEMENT_AUTH must be noauth2 or keystone, got '$AUTH'" >&2; exit 2;; esac
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
+case $PATCHED in 0|1) ;; *) echo "PRODPLACEMENT_PATCHED must be 0 or 1, got '$PATCHED'" >&2; exit 2;; esac
 [[ $CONFLICT_RETRIES =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_CONFLICT_RETRIES must be a positive number, got '$CONFLICT_RETRIES'" >&2; exit 2; }
 [[ $EXPIRATION =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_TOKEN_EXPIRATION must be seconds (> 0), got '$EXPIRATION'" >&2; exit 2; }
 for p in "$DB_PORT" "$PORT" "$KS_PORT"; do
@@ -138,6 +143,10 @@ EOF
         fi
     } >"$ETC/placement/placement.conf"
     uwsgi_ini placement "$PORT" placement.wsgi.api:application "$WORKERS" "OS_PLACEMENT_CONFIG_DIR=$ETC/placement"
+    if [ "$PATCHED" = 1 ]; then
+        patched_overlay
+        echo "pythonpath = $S/patched" >>"$ETC/uwsgi-placement.ini"
+    fi
 
     [ "$AUTH" = keystone ] || return 0
     cat >"$ETC/keystone/keystone.conf" <<EOF
@@ -162,6 +171,25 @@ enforce_new_defaults = true
 enforce_scope = true
 EOF
     uwsgi_ini keystone "$KS_PORT" keystone.wsgi.api:application 2 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
+}
+
+# The venv's placement package copied to $S/patched with patches/placement/*.patch applied (uWSGI puts the
+# directory first on sys.path); the venv itself is never changed (the mini-cloud shares it).
+patched_overlay() {
+    local site p
+    command -v patch >/dev/null 2>&1 || {
+        [ "${PRODPLACEMENT_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian package: patch"
+        { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q patch; } >"$S/install-patch.log" 2>&1 \
+            || die "apt-get install patch failed (see $S/install-patch.log)"
+    }
+    site=$("$PY" -c 'import os, placement; print(os.path.dirname(os.path.dirname(placement.__file__)))')
+    rm -rf "$S/patched"
+    mkdir -p "$S/patched"
+    cp -r "$site/placement" "$S/patched/placement"
+    for p in "$ROOT"/patches/placement/*.patch; do
+        patch -s -p1 -d "$S/patched" <"$p" || die "patch $p does not apply to $site/placement"
+    done
+    say "placement patched: $(cd "$ROOT" && ls patches/placement/*.patch | tr '\n' ' ')"
 }
 
 write_clouds() {
@@ -204,6 +232,8 @@ export PRODPLACEMENT_STATE=$S
 export PRODPLACEMENT_URL=$URL
 export PRODPLACEMENT_AUTH=$AUTH
 export PRODPLACEMENT_WORKERS=$WORKERS
+export PRODPLACEMENT_CONFLICT_RETRIES=$CONFLICT_RETRIES
+export PRODPLACEMENT_PATCHED=$PATCHED
 $([ "$AUTH" = keystone ] && echo "export PRODPLACEMENT_KEYSTONE_URL=$KS/v3
 export PRODPLACEMENT_TOKEN_EXPIRATION=$EXPIRATION")
 EOF
@@ -315,7 +345,7 @@ do_up() {
         wait_for "keystone on $KS" 90 keystone http_ok "$KS/v3"
         register_placement >"$LOG/setup-catalog.out" 2>&1 || fail_service setup-catalog "catalog registration failed"
     fi
-    wait_for "placement on $URL ($WORKERS workers, $AUTH)" 90 placement http_ok "$URL/"
+    wait_for "placement on $URL ($WORKERS workers, $AUTH, retry count $CONFLICT_RETRIES, $([ "$PATCHED" = 1 ] && echo patched || echo stock))" 90 placement http_ok "$URL/"
     [ "$AUTH" = keystone ] && wait_for "a keystone token (lifetime ${EXPIRATION}s)" 60 keystone token_ok
     say "up: OS_CLIENT_CONFIG_FILE=$S/clouds.yaml OS_CLOUD=$CLOUD (source $S/env)"
 }
@@ -343,5 +373,5 @@ case $cmd in
     down) do_down; say "stopped" ;;
     status) do_status ;;
     install) do_install ;;
-    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

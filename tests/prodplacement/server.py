@@ -22,20 +22,25 @@ def free_port() -> int:
 
 
 class ProdPlacement:
-    """openstack-placement under uWSGI (``workers`` processes) on its own MariaDB; Keystone optional.
+    """openstack-placement under uWSGI (``workers`` processes) on its own MariaDB; Keystone optional;
+    upstream's ``allocation_conflict_retry_count`` (10) unless ``conflict_retries`` says otherwise; stock, or
+    ``patched`` with patches/placement/*.patch (docs/placement-overcommit.md).
 
     Ports are free ones picked here unless given, so it never clashes with the mini-cloud or with a
     ``make prod-placement-up`` instance.
     """
 
     def __init__(self, state_dir: Path, *, workers: int = 4, keystone: bool = False, token_expiration: int = 3600,
-                 conflict_retries: int = 1,
+                 conflict_retries: int = 10, patched: bool | None = None,
                  port: int | None = None, db_port: int | None = None, keystone_port: int | None = None):
         self.state_dir = Path(state_dir)
         self.workers = workers
         self.keystone = keystone
         self.token_expiration = token_expiration
         self.conflict_retries = conflict_retries
+        # patches/placement/*.patch applied or not; None: as PRODPLACEMENT_PATCHED says (the test option:
+        # PRODPLACEMENT_PATCHED=1 make test), stock by default, as upstream ships it
+        self.patched = os.environ.get("PRODPLACEMENT_PATCHED", "0") == "1" if patched is None else patched
         self.port = port or free_port()
         self.db_port = db_port or free_port()
         self.keystone_port = keystone_port or free_port()
@@ -50,6 +55,7 @@ class ProdPlacement:
                 "PRODPLACEMENT_AUTH": "keystone" if self.keystone else "noauth2",
                 "PRODPLACEMENT_TOKEN_EXPIRATION": str(self.token_expiration),
                 "PRODPLACEMENT_CONFLICT_RETRIES": str(self.conflict_retries),
+                "PRODPLACEMENT_PATCHED": "1" if self.patched else "0",
                 "PRODPLACEMENT_PORT": str(self.port), "PRODPLACEMENT_DB_PORT": str(self.db_port),
                 "PRODPLACEMENT_KEYSTONE_PORT": str(self.keystone_port)}
 
@@ -67,6 +73,10 @@ class ProdPlacement:
 
     def stop(self) -> None:
         self._script("down", 120)
+
+    def describe(self) -> str:
+        return (f"openstack-placement 16.0.0 {'patched (patches/placement)' if self.patched else 'stock'}, "
+                f"allocation_conflict_retry_count {self.conflict_retries}, {self.workers} uWSGI workers, MariaDB")
 
     def status(self) -> str:
         return self._script("status", 30).stdout

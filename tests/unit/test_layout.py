@@ -20,7 +20,7 @@ CORE = REPO / "python" / "minbw"
 
 # the analyses of reports/ are pure; its readers (diagnose, providers) read Placement and Neutron
 ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift", "minbw.reports.cache_check",
-            "minbw.reports.move_checks", "minbw.reports.candidates")
+            "minbw.reports.move_checks", "minbw.reports.candidates", "minbw.reports.verify")
 PURE = ("minbw.model", "minbw.neutron", "minbw.plan", "minbw.placement.query", "minbw.placement.mapping") + ANALYSES
 IO = ("minbw.ops", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.placement.client", "minbw.deploy",
       "minbw.cli", "minbw.usecases")

@@ -11,6 +11,12 @@ consumer's state, never by message text:
   no allocations): retry the same candidate with jittered backoff, bounded;
 * consumer generation (``placement.concurrent_update`` and the consumer now has
   allocations): fail, naming the consumer — someone else claimed for it.
+
+Every accepted claim is verified (:mod:`minbw.ops.verify`): when a provider it gave resources to is over
+capacity afterwards (Placement's server-side retry overcommits under concurrency,
+docs/placement-overcommit.md), the claim is undone at the consumer generation it left and tried again
+after a jittered back-off, bounded, then on the next candidate; attempts that run out raise
+:class:`minbw.errors.OvercommitUndone` (a NoValidHost).
 """
 from __future__ import annotations
 
@@ -18,14 +24,17 @@ import dataclasses
 import time
 from typing import Callable
 
-from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, PlacementError, UndefinedCode
+from minbw.errors import (ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PartialApply,
+                          PlacementError, UndefinedCode)
 from minbw.model import microversions as mv
 from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
+from minbw.ops import verify
 from minbw.placement.client import Placement
 from minbw.placement.mapping import binding_allocations, solve
 from minbw.placement.query import build_query
 from minbw.plan.allocations import ClaimOp, ClaimPlan, claim_op, plan_claim
+from minbw.reports.verify import capacities_from_summaries
 from minbw.reports.diagnose import diagnose, summary
 
 
@@ -80,38 +89,88 @@ def plan(api: Placement, consumer: str, req: ServerRequest, *, max_hosts: int = 
 def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str, user_id: str,
           consumer_type: str | None = None, max_hosts: int = 3, retries: int = 4,
           candidates: CandidateSet | None = None, diagnose_on_failure: bool = True,
-          sleep: Callable[[float], None] = time.sleep) -> Claim:
-    """Claim everything ``req`` asks for, for a new consumer, in one atomic PUT per attempt."""
+          sleep: Callable[[float], None] = time.sleep, verify_writes: bool = True) -> Claim:
+    """Claim everything ``req`` asks for, for a new consumer, in one atomic PUT per attempt, each verified
+    (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py)."""
     if consumer_type:
         api.require(mv.CONSUMER_TYPES, "consumer_type")
     claim_plan = plan(api, consumer, req, max_hosts=max_hosts, candidates=candidates,
                       diagnose_on_failure=diagnose_on_failure)
     attempts: list[dict] = []
+    # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
+    capacities = capacities_from_summaries(claim_plan.candidates.provider_summaries) if candidates is None else None
     for attempt in claim_plan.attempts:
         if not attempt.usable:
             attempts.append(attempt.skipped())
             continue
         op = claim_op(consumer, attempt, req)
         outcome = put_claim_op(api, op, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
-                               retries=retries, sleep=sleep)
+                               retries=retries, sleep=sleep, log=attempts, verify_writes=verify_writes,
+                               capacities=capacities)
         attempts.append({"host": op.host, "outcome": outcome})
         if outcome == "claimed":
             return Claim(consumer=consumer, host=op.host, host_name=None, allocations=op.allocations,
                          mapping=op.mapping, binding_profiles=op.binding_profiles, attempts=tuple(attempts),
                          mapping_source=op.mapping_source)
     hosts = len({a.host for a in claim_plan.attempts})
-    raise no_valid_host(api, req, attempts, with_diagnosis=diagnose_on_failure,
-                        why=f"every candidate was taken by others before we could claim it "
-                            f"({len(attempts)} attempts on {hosts} host(s))")
+    raise overcommit_error(no_valid_host(api, req, attempts, with_diagnosis=diagnose_on_failure,
+                                         why=f"every candidate was taken by others before we could claim it "
+                                             f"({len(attempts)} attempts on {hosts} host(s))"
+                                             + undone_note(attempts)))
+
+
+UNDONE = "over-capacity-undone"  # an attempt's outcome: Placement accepted it over capacity, minbw undid it
+
+
+def undone_note(attempts: list[dict]) -> str:
+    """What a NoValidHost's reason adds when some attempts were accepted over capacity and undone."""
+    undone = sum(a.get("outcome") == UNDONE for a in attempts)
+    return (f"; {undone} of them Placement accepted over capacity (its server-side retry under concurrent "
+            f"claims: docs/placement-overcommit.md) and minbw undid" if undone else "")
+
+
+def overcommit_error(err: NoValidHost) -> NoValidHost:
+    """``err`` as OvercommitUndone when some of its attempts were accepted over capacity and undone."""
+    undone = [a for a in err.attempts if a.get("outcome") == UNDONE]
+    if not undone:
+        return err
+    return OvercommitUndone(str(err), err.diagnosis, err.attempts, excess=tuple(undone[-1]["excess"]))
 
 
 def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, consumer_type: str | None = None,
-                 retries: int = 4, sleep=time.sleep) -> str:
-    """Claim ``op``'s allocations for its (new) consumer: "claimed", "capacity" or "provider-conflict"."""
+                 retries: int = 4, sleep=time.sleep, log: list[dict] | None = None, verify_writes: bool = True,
+                 capacities=None) -> str:
+    """Claim ``op``'s allocations for its (new) consumer, verified: "claimed", "capacity", "provider-conflict",
+    or "overcommitted" (Placement accepted it over capacity ``retries + 1`` times; each was undone).
+
+    ``log`` gets one entry per undone write (host, what was over capacity); ``capacities``: ``{rp: {rc:
+    capacity}}`` from the candidates' summaries (minbw.ops.verify.check), else the inventories are read."""
     body = {"allocations": op.allocations, "project_id": project_id, "user_id": user_id, "consumer_generation": None}
     if consumer_type:
         body["consumer_type"] = consumer_type
-    return put_new_consumer(api, op.consumer, body, retries, sleep)
+    for n in range(1, retries + 2):
+        outcome = put_new_consumer(api, op.consumer, body, retries, sleep)
+        if outcome != "claimed" or not verify_writes:
+            return outcome
+        try:
+            excess = verify.check(api, op.allocations, capacities=capacities)
+        except PlacementError as e:  # the claim is written; say so rather than look like nothing happened
+            raise PartialApply(e, [op], 1, then=f"the claim of consumer {op.consumer} is written but could not be "
+                                                f"verified; check its providers' usage (minbw usage) or free it "
+                                                f"(minbw free --consumer {op.consumer})") from e
+        if not excess:
+            return "claimed"
+        try:
+            verify.undo_put(api, op.consumer, op.allocations, project_id=project_id, user_id=user_id)
+        except PlacementError as e:
+            raise PartialApply(e, [op], 1, then=f"Placement accepted the claim of consumer {op.consumer} over "
+                                                f"capacity ({'; '.join(map(str, excess))}) and undoing it failed; "
+                                                f"free it (minbw free --consumer {op.consumer})") from e
+        if log is not None:
+            log.append({"host": op.host, "outcome": UNDONE, "excess": [e.to_dict() for e in excess]})
+        if n <= retries:
+            sleep(api.retry.pause(n, overcommit=True))
+    return "overcommitted"
 
 
 def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sleep) -> str:

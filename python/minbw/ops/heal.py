@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from minbw.errors import MinbwError, ObjectNotFound, PartialApply
-from minbw.ops import WRITE_FAILURES, outcome_unknown, servers as server_ops
+from minbw.errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
+from minbw.ops import WRITE_FAILURES, outcome_unknown, servers as server_ops, verify
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.plan.heal import HealPlan, plan_heal
@@ -42,10 +42,11 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
     try:
         for op in plan.ops:
             if op.action == "put_allocations":
+                owner = {"project_id": current.get("project_id") or server.project_id,
+                         "user_id": current.get("user_id") or server.user_id}
                 api.put_allocations(server.id, {
-                    "allocations": op.allocations, "consumer_generation": plan.generation,
-                    "project_id": current.get("project_id") or server.project_id,
-                    "user_id": current.get("user_id") or server.user_id})
+                    "allocations": op.allocations, "consumer_generation": plan.generation, **owner})
+                _verified(api, server, op.allocations, current.get("allocations"), owner)
             else:
                 write_binding_profile(binding_conn, op.port,
                                       dict(by_id[op.port].binding_profile, allocation=op.binding))
@@ -56,6 +57,19 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
         raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
                            then=f"undone: {', '.join(undone) or 'nothing was written'}") from e
     return {"healed": True, "writes": len(done)}
+
+
+def _verified(api: Placement, server, written, before, owner: dict) -> None:
+    """Undo the allocation just written when a provider it raised is over capacity (Placement accepted it
+    under concurrency: docs/placement-overcommit.md), then raise OvercommitUndone: nothing is left written."""
+    excess = verify.check(api, written, before)
+    if excess:
+        verify.undo_put(api, server.id, written, before, **owner)
+        raise OvercommitUndone(
+            f"server {server.name} ({server.id}): Placement accepted the healed allocation but left "
+            f"{'; '.join(map(str, excess))} (its server-side retry under concurrent claims, "
+            f"docs/placement-overcommit.md); minbw put back the allocation the server had. Run heal again",
+            excess=tuple(e.to_dict() for e in excess))
 
 
 def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:

@@ -10,6 +10,11 @@ leaves half a move. Conflicts are told apart by their code, never by message tex
   backoff; then :class:`ConsumerConflict` naming the consumer that kept changing;
 * capacity (``placement.undefined_code`` 409) on the target: try the target's next candidate, then
   :class:`NoValidHost` with the per-group diagnosis.
+
+A move Placement accepted is verified like a claim (:mod:`minbw.ops.verify`): a target provider over capacity
+afterwards undoes it in one POST (the consumer gets its source allocations back from the migration record,
+at both generations) and the move is tried again after a jittered back-off, bounded; then
+:class:`minbw.errors.OvercommitUndone`.
 """
 from __future__ import annotations
 
@@ -22,9 +27,10 @@ from typing import Callable, Mapping
 from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, UndefinedCode
 from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
-from minbw.ops import claims
+from minbw.ops import claims, verify
 from minbw.placement.client import Placement
 from minbw.plan import base
+from minbw.reports.verify import capacities_from_summaries
 from minbw.reports.diagnose import diagnose
 from minbw.plan.moves import (ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move,
                               plan_revert, resolve_host, target_request)
@@ -138,7 +144,9 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
     treq = target_request(req, target)
     cands = candidates if candidates is not None else claims.get_candidates(api, treq)
     log: list[dict] = []
-    conflicts = 0
+    conflicts = overcommits = 0
+    # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
+    capacities = capacities_from_summaries(cands.provider_summaries) if candidates is None else None
     start = 0  # where in the target's candidates the next round starts (capacity refusals stay refused)
     while True:
         cur, mig = _read(api, consumer), _read(api, migration)
@@ -174,14 +182,30 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
                 conflicts += 1
                 start = i
                 break  # read both consumers again and plan again
+            excess = verify.check(api, op.allocations, cur.allocations, capacities)
+            if excess:  # Placement accepted it over capacity: give the consumer its source back, then again
+                verify.undo_post(api, op.body, {cur.uuid: cur.allocations, mig.uuid: mig.allocations})
+                log.append({"host": target, "outcome": claims.UNDONE, "excess": [e.to_dict() for e in excess]})
+                if overcommits == retries:
+                    raise claims.overcommit_error(_no_valid_host(
+                        api, req, plan, name, log, diagnose_on_failure,
+                        why=f"every move onto target host {name} ({target}) was accepted by Placement over "
+                            f"capacity ({overcommits + 1} times: its server-side retry under concurrent claims, "
+                            f"docs/placement-overcommit.md) and undone by minbw; the consumer is back on its "
+                            f"source"))
+                overcommits += 1
+                sleep(api.retry.pause(overcommits, overcommit=True))
+                start = i
+                break  # read both consumers again and plan again
             log.append({"host": target, "outcome": "moved"})
             return MoveResult("move", True, migration, plan, consumer, written=op.body, attempts=tuple(log),
                               claim=Claim(consumer, target, name, op.allocations, op.mapping, op.binding_profiles,
                                           attempts=tuple(log), mapping_source=op.mapping_source))
         else:
-            raise _no_valid_host(api, req, plan, name, log, diagnose_on_failure,
-                                 why=f"every candidate on target host {name} ({target}) was taken by others "
-                                     f"before we could move onto it ({len(log)} attempts)")
+            raise claims.overcommit_error(_no_valid_host(
+                api, req, plan, name, log, diagnose_on_failure,
+                why=f"every candidate on target host {name} ({target}) was taken by others before we could move "
+                    f"onto it ({len(log)} attempts)" + claims.undone_note(log)))
 
 
 def _settle(api: Placement, consumers: tuple[str, ...], make_plan: Callable[..., base.Plan], what: str, *,

@@ -25,6 +25,7 @@ from minbw.model.requests import PortRequest, ServerRequest
 from minbw.ops import WRITE_FAILURES, claims, neutron, segments
 from minbw.placement.client import Placement
 from minbw.plan.allocations import claim_op
+from minbw.reports.verify import capacities_from_summaries
 
 BIND_FAILED = ("binding_failed", "unbound")
 
@@ -186,6 +187,7 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     project_id = project_id or conn.current_project_id
     user_id = user_id or conn.current_user_id
     attempts: list[dict] = []
+    capacities = capacities_from_summaries(plan.candidates.provider_summaries if plan.candidates else None)
     failed_hosts: set[str] = set()
     for attempt in plan.attempts:
         if not attempt.usable:
@@ -206,7 +208,8 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                     why = f"port {p.name or p.id}: {why}"
                     break
             if not why:
-                outcome = claims.put_claim_op(api, op, project_id=project_id, user_id=user_id, sleep=sleep)
+                outcome = claims.put_claim_op(api, op, project_id=project_id, user_id=user_id, sleep=sleep,
+                                              log=attempts, capacities=capacities)
                 if outcome == "claimed":
                     attempts.append({"host": host, "outcome": "claimed"})
                     say(f"claimed on {host}")
@@ -214,7 +217,9 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                             "allocations": op.allocations, "mapping": {k: list(v) for k, v in op.mapping.items()},
                             "bindings": _bindings(port_plans, op.binding_profiles, host), "attempts": attempts}
                 why = {"capacity": "Placement refused the claim: the capacity was taken meanwhile",
-                       "provider-conflict": "providers kept changing while claiming"}.get(outcome, outcome)
+                       "provider-conflict": "providers kept changing while claiming",
+                       "overcommitted": "Placement accepted the claim over capacity each time (its server-side "
+                                        "retry under concurrent claims); each was undone"}.get(outcome, outcome)
                 outcome = "claim-failed"
         except BaseException as e:
             stuck = _unbind(svc, bound)
@@ -230,10 +235,12 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                                then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them")
         say(f"{host}: {why}; trying the next candidate")
         attempts.append({"host": host, "outcome": outcome, "why": why})
-    hosts = len({a["host"] for a in attempts})
-    raise NoValidHost(f"No valid host: every candidate failed ({len(attempts)} attempts on {hosts} host(s)): "
-                      + "; ".join(f"{a['host']}: {a.get('why', a['outcome'])}" for a in attempts)
-                      + ". Nothing is left bound or claimed.", [], attempts)
+    hosts = len({a["host"] for a in attempts if a["outcome"] != claims.UNDONE})
+    raise claims.overcommit_error(NoValidHost(
+        f"No valid host: every candidate failed ({sum(a['outcome'] != claims.UNDONE for a in attempts)} attempts "
+        f"on {hosts} host(s)): "
+        + "; ".join(f"{a['host']}: {a.get('why', a['outcome'])}" for a in attempts if a["outcome"] != claims.UNDONE)
+        + claims.undone_note(attempts) + ". Nothing is left bound or claimed.", [], attempts))
 
 
 def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> list[dict]:

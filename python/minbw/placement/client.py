@@ -52,6 +52,7 @@ class RetryPolicy:
     max_backoff: float = 8.0
     timeout: float | None = None
     conflict_backoff: float = 0.05
+    overcommit_backoff: float = 0.2
 
     ENV = {"attempts": "MINBW_PLACEMENT_ATTEMPTS", "backoff": "MINBW_PLACEMENT_BACKOFF",
            "max_backoff": "MINBW_PLACEMENT_MAX_BACKOFF", "timeout": "MINBW_PLACEMENT_TIMEOUT"}
@@ -75,8 +76,12 @@ class RetryPolicy:
             values[name] = value
         return cls(**values)
 
-    def pause(self, attempt: int, conflict: bool = False) -> float:
-        """Seconds to wait before try ``attempt + 1`` (``attempt`` >= 1 tries failed)."""
+    def pause(self, attempt: int, conflict: bool = False, overcommit: bool = False) -> float:
+        """Seconds to wait before try ``attempt + 1`` (``attempt`` >= 1 tries failed). ``overcommit``: after
+        undoing a claim Placement accepted over capacity (racing claimers undo at once; the wider jitter
+        spreads their next tries): uniform in [0, ``overcommit_backoff`` × attempt]."""
+        if overcommit:
+            return random.uniform(0, self.overcommit_backoff * attempt)
         if conflict:
             return random.uniform(0, self.conflict_backoff * attempt)
         return min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
@@ -320,6 +325,14 @@ class Placement:
 
     def provider_usages(self, uuid: str) -> dict[str, int]:
         return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
+
+    def usages_of(self, uuids: Iterable[str], readers: int = READERS) -> dict[str, dict[str, int]]:
+        """``{rp: usages}`` of several providers, read concurrently (a write's verification: minbw.ops.verify)."""
+        uuids = list(dict.fromkeys(uuids))
+        if len(uuids) <= 1:
+            return {u: self.provider_usages(u) for u in uuids}
+        with ThreadPoolExecutor(max_workers=max(1, min(readers, len(uuids)))) as pool:
+            return dict(zip(uuids, pool.map(self.provider_usages, uuids)))
 
     # ------------------------------------------------------------ whole providers
     def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
