@@ -24,7 +24,7 @@ from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialAppl
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
 from minbw.plan import cache_check
-from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan
+from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
@@ -139,10 +139,10 @@ def _verified(api: Placement, cache: ProviderCache, candidates: dict[str, dict])
 def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, *,
             allocations_of_all: bool = False, cache: ProviderCache | None = None,
             workers: int = DEFAULT_WORKERS) -> Observed:
-    hyps = desired.hypervisors
+    hyps = desired.looked_up
     providers: dict[str, Provider] = {}
     roots: dict[str, Provider] = {}
-    if len(hyps) >= LIST_ALL_FROM:
+    if len(hyps) >= LIST_ALL_FROM or desired.sweep_kinds:  # a kind swept whole: its agents are found by listing
         everything = api.list_providers()
         providers = {p.uuid: p for p in everything}
         by_name = {p.name: p for p in everything}
@@ -154,8 +154,10 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
                 roots[hyp] = found[0]
                 providers.update({p.uuid: p for p in api.list_providers(in_tree=found[0].uuid)})
     wanted = {p.uuid for p in desired.providers}
-    agents = {p.uuid for p in desired.providers if p.role == "agent"}
-    stale = [p.uuid for p in providers.values() if p.parent_uuid in agents and p.uuid not in wanted]
+    agents = owned_agents(desired, providers.values())
+    # an absent plan also removes the swept agents themselves
+    stale = [p.uuid for p in providers.values() if (p.parent_uuid in agents or (allocations_of_all and p.uuid in agents))
+             and p.uuid not in wanted]
     present = [u for u in wanted if u in providers] + stale
     traits: dict[str, frozenset[str]] = {}
     inventories: dict[str, Mapping] = {}

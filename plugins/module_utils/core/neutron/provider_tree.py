@@ -70,12 +70,18 @@ def agent_providers(cfg: AgentConfig) -> tuple[list[ProviderSpec], set[str]]:
     return specs, traits
 
 
-def desired_state(configs: Iterable[AgentConfig]) -> DesiredState:
+def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
+                  sweep_kinds: Iterable[str] = ()) -> DesiredState:
     providers: dict[str, ProviderSpec] = {}
     traits: set[str] = set()
+    sweep: set[tuple[str, str]] = set()
     for cfg in configs:
         specs, t = agent_providers(cfg)
         traits |= t
+        if cfg.kind == naming.OVN:
+            # Neutron deletes the providers of bridges that left a chassis's options; the chassis's own
+            # host is where they hang when no hypervisor entry is left to name it
+            sweep |= {(h, naming.agent_rp_uuid(cfg.agent_kind, h)) for h in {cfg.host, *cfg.hypervisors.values()}}
         for spec in specs:
             if spec.uuid in providers:
                 raise ConfigError(
@@ -85,4 +91,5 @@ def desired_state(configs: Iterable[AgentConfig]) -> DesiredState:
             providers[spec.uuid] = spec
     # agents before devices: parents are created first
     ordered = sorted(providers.values(), key=lambda p: (p.role != "agent", p.hypervisor, p.kind, p.name))
-    return DesiredState(providers=tuple(ordered), traits=frozenset(traits))
+    return DesiredState(providers=tuple(ordered), traits=frozenset(traits), sweep=frozenset(sweep),
+                        sweep_kinds=frozenset(sweep_kinds), warnings=tuple(warnings))
