@@ -9,6 +9,7 @@
 #   cloud.sh stop-agents [HOST]     stop HOST's two L2 agent emulators (Neutron sees them dead after agent_down_time)
 #   cloud.sh activate-spare  bring the spare compute devstack1 into service (MINICLOUD_SPARE_COMPUTE=1)
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
+#   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
 #
 # Env:
@@ -25,6 +26,8 @@
 #   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services (default 1)
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
+#   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/minicloud/ovn.sh)
+#   MINICLOUD_OVN_CMS / MINICLOUD_OVN_CMS_1  devstack0's / devstack1's ovn-cms-options (OVN variant)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,6 +49,8 @@ SPARE=${MINICLOUD_SPARE_COMPUTE:-0}
 PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
 SRIOV_COMPUTE=${MINICLOUD_SRIOV_COMPUTE:-0}
 START_AGENTS=${MINICLOUD_AGENTS:-1}
+OVN=${MINICLOUD_OVN:-0}
+[ "$OVN" = 1 ] && START_AGENTS=0  # ML2/OVN: ovn-controller per compute instead of the L2 agent emulators
 DEBUG=$([ "${MINICLOUD_DEBUG:-1}" = 1 ] && echo True || echo False)
 HOSTNAME_NOVA=devstack0
 HOST1=devstack1
@@ -90,6 +95,10 @@ apt_install() {
     local need=()
     command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
     [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
+    # the OVN variant (MINICLOUD_OVN=1): northd and both databases, ovn-controller, Open vSwitch
+    command -v ovn-northd >/dev/null 2>&1 || need+=(ovn-central)
+    command -v ovn-controller >/dev/null 2>&1 || need+=(ovn-host)
+    command -v ovs-vswitchd >/dev/null 2>&1 || need+=(openvswitch-switch)
     [ ${#need[@]} -eq 0 ] && return 0
     [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian packages: ${need[*]}"
     say "apt-get install ${need[*]}"
@@ -154,6 +163,8 @@ do_install() {
 # start NAME cmd...   : run in its own session/process group, stdout+stderr to $LOG/NAME.out
 # start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini
 . "$HERE/services.sh"
+# the ML2/OVN variant: OVN central, each compute's Open vSwitch and ovn-controller
+. "$HERE/ovn.sh"
 
 # ---------------------------------------------------------------- MariaDB / RabbitMQ
 rabbit_env() {
@@ -349,7 +360,7 @@ EOF
         auth_section nova neutron
         auth_section placement neutron
     } >"$ETC/neutron/neutron.conf"
-    cat >"$ETC/neutron/ml2_conf.ini" <<EOF
+    if [ "$OVN" = 1 ]; then ovn_ml2_conf; else cat <<EOF
 [ml2]
 type_drivers = flat,vlan
 tenant_network_types = vlan
@@ -363,6 +374,7 @@ flat_networks = *
 [securitygroup]
 firewall_driver = noop
 EOF
+    fi >"$ETC/neutron/ml2_conf.ini"
     cp "$VENV/etc/neutron/api-paste.ini" "$ETC/neutron/"
     printf '[DEFAULT]\nlog_file = %s\napi_paste_config = %s\n' "$LOG/neutron-api.log" "$ETC/neutron/api-paste.ini" >"$ETC/neutron/neutron-api.conf"
     uwsgi_ini neutron-api $NEUTRON_PORT neutron.wsgi.api:application 1 \
@@ -494,7 +506,16 @@ export MINICLOUD_SPARE_COMPUTE=$SPARE
 export MINICLOUD_NOVA_COMPUTE_CONF_1=$ETC/nova/nova-compute-$HOST1.conf
 export MINICLOUD_KEYSTONE_URL=$KS/v3
 export MINICLOUD_PLACEMENT_URL=http://$IP:$PLACEMENT_PORT
+export MINICLOUD_OVN=$OVN
 EOF
+    if [ "$OVN" = 1 ]; then
+        cat >>"$S/env" <<EOF
+export MINICLOUD_OVN_NB_DB=$OVN_NB
+export MINICLOUD_OVN_SB_DB=$OVN_SB
+export MINICLOUD_OVS_DB=$(ovs_db_of "$HOSTNAME_NOVA")
+export MINICLOUD_OVS_DB_1=$(ovs_db_of "$HOST1")
+EOF
+    fi
 }
 
 write_agent_inis() {
@@ -750,6 +771,15 @@ elif what == 'agent-inventories':
                 have = inv.get(rc, {}).get('total')
                 if (want or None) != have:
                     sys.exit(1)
+elif what == 'ovn-agents':
+    # every compute's OVN Controller agent (the gateway one for a gateway chassis) alive in Neutron
+    alive = {a.host for a in c.network.agents() if a.agent_type.startswith('OVN Controller') and a.is_alive}
+    sys.exit(0 if hosts <= alive else 1)
+elif what == 'ovn-providers':
+    # every compute has a bandwidth provider of Neutron's OVN extension (HOST:OVN Controller agent:BRIDGE)
+    r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1', microversion='1.14').json()
+    have = {p['name'].split(':')[0] for p in r['resource_providers'] if ':OVN Controller agent:' in p['name']}
+    sys.exit(0 if hosts <= have else 1)
 elif what == 'bw-provider':
     r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1',
                         microversion='1.14').json()
@@ -809,12 +839,14 @@ wait_agents() {
 }
 
 SERVICES=(agent-ovs agent-sriov nova-compute agent-ovs-$HOST1 agent-sriov-$HOST1 nova-compute-$HOST1
-          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone)
+          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
+          ovn-controller-$HOSTNAME_NOVA ovs-vswitchd-$HOSTNAME_NOVA ovs-db-$HOSTNAME_NOVA
+          ovn-controller-$HOST1 ovs-vswitchd-$HOST1 ovs-db-$HOST1 ovn-northd ovn-sb ovn-nb)
 
 # The running cloud's mode (written by `up`): later commands act on what runs, not on their env.
 save_mode() {
-    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\n' \
-        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" >"$RUN/mode.env"
+    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\nOVN=%q\n' \
+        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" "$OVN" >"$RUN/mode.env"
 }
 
 load_mode() {
@@ -842,6 +874,14 @@ do_down() {
     fi
 }
 
+start_neutron() {
+    start_api neutron-api
+    start neutron-rpc "$VENV/bin/neutron-rpc-server" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-rpc.log"
+    start neutron-periodic "$VENV/bin/neutron-periodic-workers" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-periodic.log"
+}
+
 do_up() {
     mkdir -p "$S"
     if [ -d "$RUN" ] && ls "$RUN"/*.pid >/dev/null 2>&1; then
@@ -858,6 +898,7 @@ do_up() {
     start_rabbit
     write_configs
     write_agent_inis
+    [ "$OVN" = 1 ] && ovn_start
     wait_mariadb
 
     say "db migrations (parallel)"
@@ -878,11 +919,7 @@ do_up() {
 
     start_api placement
     start_api glance
-    start_api neutron-api
-    start neutron-rpc "$VENV/bin/neutron-rpc-server" --config-file "$ETC/neutron/neutron.conf" \
-        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-rpc.log"
-    start neutron-periodic "$VENV/bin/neutron-periodic-workers" --config-file "$ETC/neutron/neutron.conf" \
-        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-periodic.log"
+    start_neutron
     start_api nova-api
     start nova-conductor "$VENV/bin/nova-conductor" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
     start nova-scheduler "$VENV/bin/nova-scheduler" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
@@ -904,8 +941,10 @@ do_up() {
     "$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf" cell_v2 discover_hosts --verbose \
         >"$LOG/setup-discover.out" 2>&1 || { cat "$LOG/setup-discover.out" >&2; die "discover_hosts failed"; }
     wait_for "hypervisors mapped (${HOSTS[*]})" 60 "nova-api$computes" check hypervisor
+    [ "$OVN" = 1 ] && ovn_after_roots
     wait_for "nova services up" 60 "nova-scheduler nova-conductor" check services-up
     for h in $(agent_hosts); do wait_agents "$h"; done
+    [ "$OVN" = 1 ] && wait_ovn
     if [ "$START_AGENTS" = 1 ] && [ "$PLACEMENT_PLUGIN" = 1 ]; then
         wait_for "bandwidth provider in placement" 60 neutron-rpc check bw-provider
     fi
@@ -1005,6 +1044,11 @@ do_status() {
     load_mode
     for s in mariadb epmd rabbitmq "${SERVICES[@]}"; do
         case $s in
+            ovn-*|ovs-*) [ "$OVN" = 1 ] || continue
+                         [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
+            agent-*) [ "$START_AGENTS" = 1 ] || continue ;;
+        esac
+        case $s in
             *-$HOST1) if [ "$COMPUTES" != 2 ]; then continue; fi
                       if [[ $s == agent-* ]] && [ "$SPARE" = 1 ] && [ "${SPARE_ACTIVE:-0}" != 1 ]; then
                           printf '%-26s spare (not started: cloud.sh activate-spare)\n' "$s"; continue
@@ -1043,6 +1087,7 @@ case $cmd in
     activate-spare) do_activate_spare ;;
     stop-compute) do_stop_compute "$@" ;;
     start-compute) do_start_compute "$@" ;;
+    neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
     *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -120,9 +120,15 @@ def _seconds(text: str) -> float:
 # ---------------------------------------------------------------- providers
 
 def _desired(args):
-    from minbw.neutron.provider_tree import desired_state
+    from minbw.cli import ovn as ovn_cli
+    from minbw.ops import ovn
     from minbw.ops.agent_files import read_agent_configs
-    return desired_state(read_agent_configs(args.agent_config, host=args.host, paths_option="--agent-config"))
+    if not args.agent_config and not ovn_cli.given(args):
+        raise InvalidInput("give the configuration: --agent-config FILE (OVS / SR-IOV agents) and/or ML2/OVN "
+                           "chassis options (--ovn-chassis FILE, --ovn-sb-db [DB], --ovs-db [DB])")
+    configs = read_agent_configs(args.agent_config, host=args.host, paths_option="--agent-config")
+    chassis, complete = ovn_cli.read_chassis(args) if ovn_cli.given(args) else ([], False)
+    return ovn.desired(configs, chassis, complete=complete)
 
 
 PLAN_COLUMNS = ("step", "write")
@@ -165,6 +171,8 @@ def cmd_providers(args) -> int:
                               workers=workers)
     line = s.summary(desired, plan, result, seconds=time.perf_counter() - started, calls=api.calls - calls,
                      cache=cache, check=args.action == "plan")
+    from minbw.cli.ovn import warn
+    warn(plan.warnings)
     emit(args, plan_output(plan, result, line))
     return 0
 
@@ -419,6 +427,7 @@ def _server_request_arguments(sp, columns: tuple[str, ...]) -> None:
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The command tree; ``argv`` tells openstacksdk which auth plugin's --os-* options to offer."""
     from minbw.cli.cloud import add_cloud_arguments, cloud_template
+    from minbw.cli.ovn import add_ovn_arguments
     cloud_template(argv)
     p = argparse.ArgumentParser(prog="minbw", description="Guaranteed minimum bandwidth for OpenStack, end to end.")
     p.add_argument("--version", action="version", version=f"minbw {__version__}")
@@ -458,9 +467,10 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name, helptext in (("plan", "show the writes a sync would make (writes nothing)"),
                            ("sync", "make Placement match the agents' configuration")):
         sp = prov.add_parser(name, help=helptext)
-        sp.add_argument("--agent-config", action="append", required=True, metavar="FILE",
+        sp.add_argument("--agent-config", action="append", default=[], metavar="FILE",
                         help="an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file; repeat for several")
         sp.add_argument("--host", help="the agent host ([DEFAULT] host); also the default hypervisor name")
+        add_ovn_arguments(sp)
         sp.add_argument("--create-root", action="store_true",
                         help="create a missing compute node root provider, as nova-compute would")
         sp.add_argument("--root-inventory", metavar="CLASS=TOTAL,...",
@@ -495,7 +505,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                     help="e.g. min_bw:egress:1000, min_pps:any:100; repeat in the policy's rule order")
     rq.add_argument("--segment", action="append", metavar="TYPE[:PHYSNET]", help="default vlan:physnet0; repeat")
     rq.add_argument("--vnic-type", default="normal")
-    rq.add_argument("--agent-type", choices=("openvswitch", "sriov"))
+    rq.add_argument("--agent-type", choices=("openvswitch", "sriov", "ovn"))
     rq.add_argument("--any-traits", action="store_true", help="multi-segment networks: required=in:A,B (Placement 1.39)")
     rq.add_argument("--legacy", action="store_true", help="print the legacy single-group format")
     # JSON by default: `minbw request ... > port.json` is what --port-request reads (with the port id)
