@@ -16,6 +16,11 @@ def register(sub) -> None:
     sp.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
     sp.add_argument("--no-neutron", dest="neutron", action="store_false",
                     help="do not read the agents from Neutron (e.g. against the embedded Placement)")
+    from minbw.cli.ovn import add_ovn_arguments
+    add_ovn_arguments(sp, southbound_help="the agent side for ML2/OVN: every chassis of the OVN southbound "
+                      "database (what Neutron's OVN placement extension reads), read with ovn-sbctl (DB: its "
+                      "--db; leave out for ovn-sbctl's default or OVN_SB_DB). --ovn-chassis/--ovs-db give the "
+                      "chassis options as the computes hold them (the ini side)")
     add_output_arguments(sp, COLUMNS)
     add_cloud_arguments(sp)
     sp.set_defaults(func=cmd_drift)
@@ -27,8 +32,18 @@ def cmd_drift(args) -> int:
     from minbw.ops.drift import run_drift
     from minbw.placement.client import Placement
 
+    from minbw.cli import ovn as ovn_cli
+    from minbw.ops import ovn
+
     conn = connect(args)
-    rows = run_drift(conn, Placement(conn), agent_configs=args.agent_config, host=args.host, neutron=args.neutron)
+    chassis = []
+    if args.ovn_chassis or args.ovs_db is not None:
+        chassis, _ = ovn.gather(files=args.ovn_chassis, open_vswitch=args.ovs_db is not None, ovs_db=args.ovs_db or None,
+                                vsctl=args.ovs_vsctl, hostname=args.host)
+    southbound = ovn.read_southbound(args.ovn_sb_db or None, args.ovn_sbctl) if args.ovn_sb_db is not None else None
+    rows = run_drift(conn, Placement(conn), agent_configs=args.agent_config, host=args.host, neutron=args.neutron,
+                     chassis=chassis, southbound=southbound)
+    ovn_cli.warn(dict.fromkeys(w for c in chassis + list(southbound or ()) for w in ovn.chassis_configs([c])[1]))
     ok = all(r.agree for r in rows)
     compared = [s for s in SIDES if any(s in r.sides for r in rows)]
     # a side that was not compared (no ini files, --no-neutron) shows "-"

@@ -434,3 +434,25 @@ def vsctl_update_args(updates: Mapping[str, str | None]) -> list[str]:
         if v is None:
             args += (["--"] if args else []) + ["remove", "Open_vSwitch", ".", "external_ids", k]
     return args
+
+
+def cms_options_override(current, values: Mapping[str, object], hostname: str = "") -> str:
+    """What a deployment tool should write as ``ovn-cms-options``: ``current`` (the options it sets itself,
+    a string or a list) with the bandwidth ``values`` merged in, validated as :func:`configured_chassis`
+    does (``bridge_mappings`` in ``values`` are the chassis's, used to check the bridges, not written).
+    For kolla-ansible's ``ovn_cms_opts`` and the like."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"expected a dict of bandwidth options, got {values!r}", option="values")
+    if not hostname and not values.get(DEFAULT_HYPERVISOR):
+        missing = [b for b in (values.get(BANDWIDTHS) or {}) if b not in (values.get(HYPERVISORS) or {})]
+        if missing:
+            raise ConfigError(f"no hypervisor name for bridge(s) {', '.join(missing)}", option=HYPERVISORS,
+                              fix="give resource_provider_hypervisors, resource_provider_default_hypervisor or the "
+                                  "host name (the compute node's name in 'openstack hypervisor list')")
+    if not isinstance(current, str):
+        current = ",".join(current or ())
+    if values.get("bridge_mappings") is None:
+        raise ConfigError("give bridge_mappings (the chassis's ovn-bridge-mappings, as the deployment sets them) "
+                          "to check that Neutron reports each bridge", option="bridge_mappings")
+    after = configured_chassis({CMS_OPTIONS: current}, values, hostname or "-")
+    return after[CMS_OPTIONS] or ""

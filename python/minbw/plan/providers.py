@@ -118,11 +118,17 @@ def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
             "inventories": thaw_inventories(inventories or {})}
 
 
-def owned_agents(desired: DesiredState, providers) -> set[str]:
-    """The agent providers whose unlisted children are stale: the desired agents, the swept ones, and every
-    agent provider (among ``providers``) of a kind the configuration describes completely."""
+def swept_agents(desired: DesiredState, providers) -> set[str]:
+    """The swept agent providers: those ``desired.sweep`` names, and every agent provider (among
+    ``providers``) of a kind the configuration describes completely."""
     kinds = [naming.AGENT_KINDS[k] for k in desired.sweep_kinds]
-    return set(desired.agent_uuids) | {p.uuid for p in providers for k in kinds if naming.is_agent_rp(k, p.name, p.uuid)}
+    return {u for _, u in desired.sweep} | {p.uuid for p in providers for k in kinds
+                                            if naming.is_agent_rp(k, p.name, p.uuid)}
+
+
+def owned_agents(desired: DesiredState, providers) -> set[str]:
+    """The agent providers whose unlisted children are stale: the desired agents and the swept ones."""
+    return set(desired.agent_uuids) | swept_agents(desired, providers)
 
 
 def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
