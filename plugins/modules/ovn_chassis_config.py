@@ -129,7 +129,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron impor
 
 def vsctl(module, *args):
     p = module.params
-    argv = list(p['ovs_vsctl']) + (['--db=%s' % p['db']] if p['db'] else []) + list(args)
+    argv = list(p['ovs_vsctl']) + (['--db=%s' % p['db']] if p['db'] else []) + ['--timeout=30'] + list(args)
     rc, out, err = module.ansible.run_command(argv)
     if rc != 0:
         raise ConfigError('%s failed (exit %s): %s' % (' '.join(argv), rc, ' '.join(err.split()) or 'no message'),

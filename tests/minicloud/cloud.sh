@@ -11,6 +11,7 @@
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
 #   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
+#   cloud.sh install-packages  only the Debian packages (apt); idempotent
 #
 # Env:
 #   MINICLOUD_PLACEMENT_PLUGIN=1|0  enable neutron's `placement` service plugin (default 1)
@@ -1089,5 +1090,6 @@ case $cmd in
     start-compute) do_start_compute "$@" ;;
     neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
+    install-packages) mkdir -p "$S"; apt_install ;;
     *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

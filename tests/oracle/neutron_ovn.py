@@ -31,17 +31,19 @@ def parse(other_config: dict) -> tuple:
     return ovn_placement._parse_bridge_mappings(chassis), ovn_placement._parse_ovn_cms_options(chassis)
 
 
-def extension():
-    """The extension with a placement client that is never called (the deferred calls are only read)."""
+def extension(client=None):
+    """The extension with neutron-lib's Placement client (one that is never called when the deferred calls are
+    only read)."""
     ext = ovn_placement.OVNClientPlacementExtension(driver=None)
     ext._reset(None)
-    ext._placement_plugin = types.SimpleNamespace(_placement_client=neutron_sync.neutron_client("http://unused"))
+    ext._placement_plugin = types.SimpleNamespace(
+        _placement_client=client or neutron_sync.neutron_client("http://unused"))
     return ext
 
 
-def deferred(other_config: dict, name2uuid: dict, old_other_config: dict | None = None) -> list:
+def deferred(other_config: dict, name2uuid: dict, old_other_config: dict | None = None, client=None) -> list:
     old = row(old_other_config) if old_other_config is not None else None
-    state = extension().build_placement_state(row(other_config), name2uuid, chassis_old=old)
+    state = extension(client).build_placement_state(row(other_config), name2uuid, chassis_old=old)
     return state.deferred_sync()
 
 

@@ -197,3 +197,25 @@ def test_plan_keeps_neutrons_aggregate_and_is_empty_when_in_sync():
     plan, _ = plan_segments(segs, observed)
     assert [op.to_dict() for op in plan.ops] == [{"action": "add_root_to_aggregate", "uuid": ROOT1,
                                                   "name": "devstack1", "aggregates": [AGG1], "host": "devstack1"}]
+
+
+@FAST
+@given(segments(), st.lists(st.tuples(st.sampled_from(["h0", "h1"]), st.sampled_from(
+    ["OVN Controller agent", "OVN Controller Gateway agent"]), st.lists(st.sampled_from(PHYSNETS), unique=True,
+                                                                         max_size=3), st.sampled_from(["", ",", " x"])),
+    max_size=4))
+def test_hosts_of_a_segment_on_ovn_are_the_ones_the_ovn_driver_maps(segment, chassis):
+    """ML2/OVN maps a host to the flat/vlan segments whose physnet its chassis's ovn-bridge-mappings name
+    (OVNMechanismDriver.update_segment_host_mapping, from ChassisEvent: parse_mappings(split(',')))."""
+    from neutron_lib.utils import helpers
+    agent_list = [{"host": h, "agent_type": t, "configurations": {
+        "chassis_name": h, "bridge-mappings": ",".join(f"{n}:br-{n}" for n in nets) + tail}} for h, t, nets, tail in chassis]
+    expected = set()
+    for a in agent_list:
+        try:
+            physnets = set(helpers.parse_mappings(a["configurations"]["bridge-mappings"].split(",")))
+        except ValueError:
+            continue
+        if segment["network_type"] in ("flat", "vlan") and segment["physical_network"] in physnets:
+            expected.add(a["host"])
+    assert set(hosts_of_segment(segment, agent_list)) == expected
