@@ -135,6 +135,12 @@ def test_neutron_reports_the_tree_minbw_computes(cloud_ovn):
                      southbound=southbound(cloud_ovn))
     assert rows and all(r.agree for r in rows), [r.to_dict() for r in rows if not r.agree]
     assert {s for r in rows for s in r.sides} == {"ini", "agent", "placement"}
+    # Neutron's agent list: no bandwidth for OVN; the gateway chassis is another agent type, same provider names
+    agents = {a.host: a for a in conn.network.agents() if a.agent_type.startswith("OVN Controller")}
+    assert (agents["devstack0"].agent_type, agents["devstack1"].agent_type) == (
+        "OVN Controller Gateway agent", "OVN Controller agent")
+    assert set(agents["devstack0"].configuration) == {"chassis_name", "bridge-mappings"}
+    assert api.get_provider(naming.agent_rp_uuid(OVN, "devstack0")).name == "devstack0:OVN Controller agent"
 
 
 def test_minbw_sync_alone_when_neutron_does_not_report(demo_ovn, cloud_ovn):

@@ -370,3 +370,37 @@ def test_ovsdb_json_and_vsctl_arguments():
     assert ovn.vsctl_update_args({"ovn-cms-options": 'a=b,c', "ovn-bridge-mappings": None}) == [
         "set", "Open_vSwitch", ".", 'external_ids:ovn-cms-options="a=b,c"',
         "--", "remove", "Open_vSwitch", ".", "external_ids", "ovn-bridge-mappings"]
+
+
+def test_neutron_deletes_nothing_for_a_chassis_read_at_start():
+    """neutron-server's API worker reads each Chassis row at start as a create event, without the old row:
+    Neutron's own code deletes nothing then, so a bridge that left the options while it was down keeps its
+    provider (minbw's sync from the southbound deletes it: test_bridges_that_left_the_options_are_deleted...)."""
+    old = {ovn.BRIDGE_MAPPINGS: "physnet0:br-ex,physnet1:br-a",
+           ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-ex:1:1;br-a:2:2,"
+                            "resource_provider_hypervisors=br-ex:host0;br-a:host0"}
+    new = {ovn.BRIDGE_MAPPINGS: "physnet0:br-ex", ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-ex:1:1,"
+                                                                   "resource_provider_hypervisors=br-ex:host0"}
+    assert neutron_tree(new, old)["deleted"] == {naming.device_rp_uuid(OVN, "host0", "br-a")}  # the update event
+    assert neutron_tree(new)["deleted"] == set()  # the create event at start
+    # a bridge that stays in the bandwidths but loses its hypervisor entry, or moves to another hypervisor:
+    # its provider is neither updated nor deleted
+    lost = {**old, ovn.CMS_OPTIONS: old[ovn.CMS_OPTIONS].replace(";br-a:host0", "")}
+    moved = {**old, ovn.CMS_OPTIONS: old[ovn.CMS_OPTIONS].replace("br-a:host0", "br-a:hv1")}
+    for new in (lost, moved):
+        calls = neutron_tree(new, old)
+        assert calls["deleted"] == set()
+        assert naming.device_rp_uuid(OVN, "host0", "br-a") not in calls["providers"]
+
+
+def test_cms_options_override_for_a_deployment_tool():
+    values = {"bridge_mappings": {"physnet1": "br-ex"},
+              "resource_provider_bandwidths": {"br-ex": {"egress": 10, "ingress": 20}}}
+    assert ovn.cms_options_override(["enable-chassis-as-gw"], values, "compute1") == (
+        "enable-chassis-as-gw,resource_provider_bandwidths=br-ex:10:20,resource_provider_hypervisors=br-ex:compute1")
+    assert ovn.cms_options_override("", {**values, "resource_provider_hypervisors": {"br-ex": "c1.example"}}) == (
+        "resource_provider_bandwidths=br-ex:10:20,resource_provider_hypervisors=br-ex:c1.example")
+    with pytest.raises(ConfigError, match="no hypervisor name for bridge.s. br-ex"):
+        ovn.cms_options_override("", values)
+    with pytest.raises(ConfigError, match="give bridge_mappings"):
+        ovn.cms_options_override("", {"resource_provider_bandwidths": {"br-ex": {"egress": 1}}}, "h")
