@@ -361,11 +361,15 @@ EOF
         auth_section nova neutron
         auth_section placement neutron
     } >"$ETC/neutron/neutron.conf"
-    if [ "$OVN" = 1 ]; then ovn_ml2_conf; else cat <<EOF
+    # the OVN variant: its own mechanism driver and tenant network type, and its [ovn] section (ovn.sh)
+    local types=flat,vlan tenant=vlan mech=openvswitch,sriovnicswitch
+    [ "$OVN" = 1 ] && { types=flat,vlan,geneve; tenant=geneve; mech=ovn; }
+    {
+        cat <<EOF
 [ml2]
-type_drivers = flat,vlan
-tenant_network_types = vlan
-mechanism_drivers = openvswitch,sriovnicswitch
+type_drivers = $types
+tenant_network_types = $tenant
+mechanism_drivers = $mech
 extension_drivers = qos,port_security
 [ml2_type_vlan]
 # rack0/rack1: the routed network's segments (tests/e2e/test_routed_scheduling.py maps them, one per host)
@@ -375,7 +379,8 @@ flat_networks = *
 [securitygroup]
 firewall_driver = noop
 EOF
-    fi >"$ETC/neutron/ml2_conf.ini"
+        [ "$OVN" = 1 ] && ovn_ml2_sections
+    } >"$ETC/neutron/ml2_conf.ini"
     cp "$VENV/etc/neutron/api-paste.ini" "$ETC/neutron/"
     printf '[DEFAULT]\nlog_file = %s\napi_paste_config = %s\n' "$LOG/neutron-api.log" "$ETC/neutron/api-paste.ini" >"$ETC/neutron/neutron-api.conf"
     uwsgi_ini neutron-api $NEUTRON_PORT neutron.wsgi.api:application 1 \

@@ -35,22 +35,12 @@ ovn_cms_of() {
     if [ "$h" = "$HOSTNAME_NOVA" ]; then echo "${MINICLOUD_OVN_CMS:-$default}"; else echo "${MINICLOUD_OVN_CMS_1:-$default}"; fi
 }
 
-ovn_ml2_conf() {
+# what ML2/OVN adds to ml2_conf.ini (cloud.sh writes the rest, with mechanism_drivers = ovn)
+ovn_ml2_sections() {
     cat <<EOF
-[ml2]
-type_drivers = flat,vlan,geneve
-tenant_network_types = geneve
-mechanism_drivers = ovn
-extension_drivers = qos,port_security
-[ml2_type_vlan]
-network_vlan_ranges = physnet0:100:200,rack0:300:399,rack1:300:399
-[ml2_type_flat]
-flat_networks = *
 [ml2_type_geneve]
 vni_ranges = 1:1000
 max_header_size = 38
-[securitygroup]
-firewall_driver = noop
 [ovn]
 ovn_nb_connection = $OVN_NB
 ovn_sb_connection = $OVN_SB

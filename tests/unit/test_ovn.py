@@ -12,7 +12,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.plan.providers import Observed, make_plan
 from tests.oracle import neutron_ovn as oracle
 
-FAST = settings(max_examples=400, deadline=None)
+FAST = settings(max_examples=300, deadline=None)
 OVN = naming.AGENT_KINDS[naming.OVN]
 EXISTING = ("hv1", "hv2", "host0")     # providers Placement has (Neutron's name2uuid)
 NAME2UUID = oracle.name2uuid(EXISTING)
@@ -153,7 +153,7 @@ def ours_tree(other_config: dict, **kw):
     return desired, config, warnings
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(other_configs())
 def test_provider_tree_matches_neutron(other_config):
     """Names, uuids, parents, traits and inventories of every provider, and the global traits."""
@@ -175,7 +175,7 @@ def test_provider_tree_matches_neutron(other_config):
         u: {rc: normalize_inventory(i) for rc, i in invs.items()} for u, invs in theirs["inventories"].items()}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(other_configs())
 def test_a_warning_for_each_bridge_neutron_skips(other_config):
     """Every bridge with bandwidth that Neutron leaves without a provider is named, with why."""
@@ -204,7 +204,7 @@ def test_a_warning_for_each_bridge_neutron_skips(other_config):
             assert ovn.BRIDGE_MAPPINGS in text or bridge == ""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(other_configs(), other_configs())
 def test_bridges_that_left_the_options_are_deleted_as_neutron_does(old, new):
     """Neutron deletes the providers of bridges that left ``resource_provider_bandwidths`` (on the Chassis
@@ -307,7 +307,7 @@ def test_missing_root_is_skipped_with_a_warning_as_neutron_does():
 
 # ---------------------------------------------------------------- configuring a chassis
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.dictionaries(st.sampled_from(["br-ex", "br-a", "rp_tunnelled"]),
                        st.fixed_dictionaries({}, optional={"egress": st.integers(0, 10**7),
                                                            "ingress": st.integers(0, 10**7)}), max_size=3),
