@@ -23,8 +23,8 @@ description:
     fails, writing nothing, when Neutron would not report a bridge (not in the bridge mappings), when
     another cms option would shadow one of ours (Neutron matches them by substring), or when Placement
     would refuse an inventory.
-  - OVN has no default hypervisor: every bandwidth bridge gets a C(resource_provider_hypervisors) entry,
-    O(resource_provider_default_hypervisor) or the chassis host name when not given, because Neutron
+  - OVN has no default hypervisor, so every bandwidth bridge gets a C(resource_provider_hypervisors) entry
+    (O(resource_provider_default_hypervisor) or the chassis host name when not given), because Neutron
     silently skips a bridge without one.
   - Neutron reads the change without a restart (the chassis update event). Needs only Python >= 3.9 and
     C(ovs-vsctl) on the target.
@@ -79,7 +79,7 @@ options:
 notes:
   - Supports check mode and diff mode (the two C(external_ids) values before and after).
   - kolla-ansible rewrites C(ovn-cms-options) on every deploy and reconfigure, and openstack-ansible on
-    gateway hosts: see the filter P(minbw.openstack.ovn_cms_options#filter) and docs/operators.md.
+    gateway hosts; see the filter P(minbw.openstack.ovn_cms_options#filter) and docs/operators.md.
 '''
 
 EXAMPLES = r'''

@@ -86,3 +86,30 @@ def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_se
     assert json.loads(run("providers", "plan", "--ovn-chassis", str(row), "--json").stdout)["writes"] == 0
     bad = run("providers", "plan", "--json")
     assert bad.returncode == 1 and "--agent-config FILE" in bad.stderr and "--ovn-sb-db" in bad.stderr
+
+
+def test_capacity_and_claims_on_ovn_providers(placement):
+    """Capacity counts what the OVN bridges hold, and the claims land on the OVN bridge of the port's physnet:
+    the analyses read Placement's providers and traits, whatever the backend."""
+    from minbw.model.requests import ServerRequest
+    from minbw.ops import claims
+    from minbw.plan.capacity import CapacityRequest, qos_port
+    from minbw.reports.capacity import capacity_report
+    import uuid
+    flavor = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+    root = make_root(placement)
+    placement.set_inventories(root, {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 65536},
+                                     "DISK_GB": {"total": 1000}}, placement.get_provider(root).generation)
+    s.sync(placement, ovn_ops.desired(chassis=[ovn.Chassis("c0", "devstack0", CHASSIS[ovn.BRIDGE_MAPPINGS],
+                                                           CHASSIS[ovn.CMS_OPTIONS])]))
+    rules = [{"type": "minimum_bandwidth", "direction": "egress", "min_kbps": 500},
+             {"type": "minimum_bandwidth", "direction": "ingress", "min_kbps": 500}]
+    port, open_groups = qos_port(0, rules, physnet="physnet0")
+    server = ServerRequest(extra_resources=flavor, ports=(port,))
+    report = capacity_report(placement, CapacityRequest(server, frozenset(open_groups))).to_dict()
+    assert report["total"] == 6  # br-test: 1500 each way at allocation_ratio 2.0, 500 a server
+    br_test = naming.device_rp_uuid(OVN, "devstack0", "br-test")
+    held = [claims.claim(placement, str(uuid.uuid4()), server, project_id="p", user_id="u",
+                         diagnose_on_failure=False) for _ in range(6)]
+    assert all(c.mapping[port.groups[0].id] == [br_test] for c in held), [c.mapping for c in held]
+    assert placement.provider_usages(br_test) == {"NET_BW_EGR_KILOBIT_PER_SEC": 3000, "NET_BW_IGR_KILOBIT_PER_SEC": 3000}

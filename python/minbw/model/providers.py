@@ -121,12 +121,12 @@ class DesiredState:
     @property
     def looked_up(self) -> tuple[str, ...]:
         """Hypervisors whose trees a sync reads: the desired ones and those swept."""
-        return tuple(sorted({p.hypervisor for p in self.providers} | {h for h, _ in self.sweep}))
+        return tuple(sorted({p.hypervisor for p in self.providers} | {hyp for hyp, agent in self.sweep}))
 
     @property
     def agent_uuids(self) -> frozenset[str]:
         """The agent providers whose children a sync owns: desired agents and swept ones."""
-        return frozenset({p.uuid for p in self.providers if p.role == "agent"} | {u for _, u in self.sweep})
+        return frozenset({p.uuid for p in self.providers if p.role == "agent"} | {agent for hyp, agent in self.sweep})
 
     def by_uuid(self) -> dict[str, ProviderSpec]:
         return {p.uuid: p for p in self.providers}

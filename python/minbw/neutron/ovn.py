@@ -256,9 +256,9 @@ def _name_problem(kind: str, name) -> str:
         return f"{kind} name {name!r}: expected a non-empty string"
     bad = sorted({c for c in name if c in _SEPARATORS})
     if bad or name != name.strip():
-        return (f"{kind} name {name!r} " + (f"contains {' '.join(repr(c) for c in bad)}" if bad else
-                                             "has surrounding spaces")
-                + f", which {CMS_OPTIONS} cannot carry (Neutron splits on {' '.join(repr(c) for c in _SEPARATORS)})")
+        what = f"contains {' '.join(repr(c) for c in bad)}" if bad else "has surrounding spaces"
+        return (f"{kind} name {name!r} {what}, which {CMS_OPTIONS} cannot carry "
+                f"(Neutron splits on {' '.join(repr(c) for c in _SEPARATORS)})")
     return ""
 
 
@@ -359,7 +359,7 @@ def configured_chassis(current: Mapping[str, str], values: Mapping[str, object],
     after = {BRIDGE_MAPPINGS: mappings, CMS_OPTIONS: merge_cms_options(current.get(CMS_OPTIONS), rendered)}
     chassis = Chassis(name=name or hostname, hostname=hostname, bridge_mappings=after[BRIDGE_MAPPINGS],
                       cms_options=after[CMS_OPTIONS], source="the new options")
-    config, _ = chassis_config(chassis, tunnelled_rp_name)
+    config = chassis_config(chassis, tunnelled_rp_name)[0]
     parsed = parse_chassis(chassis)
     if state != "absent":
         skipped = [b for b in parsed.bandwidths if b not in config.bandwidths]
