@@ -60,3 +60,10 @@ def test_a_bad_value_fails_naming_the_option(playbook, tmp_path):
     assert run.failed
     assert "ovn_cms_options: resource_provider_bandwidths: Neutron would not report bridge(s) br-other" in run.output
     assert not globals_d.exists()
+
+
+def test_the_play_docs_show_is_the_one_tested():
+    docs = (HERE.parents[1] / "docs" / "operators.md").read_text()
+    shown = docs.split("```yaml\n- name: ML2/OVN bandwidth options for kolla-ansible\n", 1)[1].split("```", 1)[0]
+    assert "- name: ML2/OVN bandwidth options for kolla-ansible\n" + shown in \
+        (HERE / "playbooks" / "ovn_kolla_globals.yml").read_text()
