@@ -79,6 +79,9 @@ def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_se
     assert [(op["action"], op["name"]) for op in json.loads(out.stdout)["ops"]] == [
         ("delete_provider", "devstack1:OVN Controller agent:br-test")]
     assert all(r.agree for r in run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0]))
+    drift = run("drift", "--ovn-chassis", str(dump), "--no-neutron", "--json")
+    assert drift.returncode == 0 and json.loads(drift.stdout)["ok"], drift.stdout + drift.stderr
+    assert "minbw: warning: chassis c0 (devstack0): Neutron silently reports no bandwidth for bridge br-x" in drift.stderr
     # the same chassis from one compute's Open vSwitch row (ovs-vsctl --format=json list Open_vSwitch)
     row = tmp_path / "ovs.json"
     row.write_text(json.dumps({"headings": ["external_ids"], "data": [[["map", sorted(

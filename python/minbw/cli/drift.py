@@ -9,6 +9,7 @@ COLUMNS = ("provider", *SIDES, "differences")
 def register(sub) -> None:
     from minbw.cli.cloud import add_cloud_arguments
     from minbw.cli.output import add_output_arguments
+    from minbw.cli.ovn import add_ovn_arguments
     sp = sub.add_parser("drift", help="compare agent ini files, what the agents report to Neutron, and Placement "
                                       "(exit 3 when they differ)")
     sp.add_argument("--agent-config", action="append", default=[], metavar="FILE",
@@ -16,7 +17,6 @@ def register(sub) -> None:
     sp.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
     sp.add_argument("--no-neutron", dest="neutron", action="store_false",
                     help="do not read the agents from Neutron (e.g. against the embedded Placement)")
-    from minbw.cli.ovn import add_ovn_arguments
     add_ovn_arguments(sp, southbound_help="the agent side for ML2/OVN: every chassis of the OVN southbound "
                       "database (what Neutron's OVN placement extension reads), read with ovn-sbctl (DB: its "
                       "--db; leave out for ovn-sbctl's default or OVN_SB_DB). --ovn-chassis/--ovs-db give the "
@@ -43,7 +43,7 @@ def cmd_drift(args) -> int:
     southbound = ovn.read_southbound(args.ovn_sb_db or None, args.ovn_sbctl) if args.ovn_sb_db is not None else None
     rows = run_drift(conn, Placement(conn), agent_configs=args.agent_config, host=args.host, neutron=args.neutron,
                      chassis=chassis, southbound=southbound)
-    ovn_cli.warn(dict.fromkeys(w for c in chassis + list(southbound or ()) for w in ovn.chassis_configs([c])[1]))
+    ovn_cli.warn(dict.fromkeys(ovn.chassis_configs([*chassis, *(southbound or ())])[1]))  # both sides: once each
     ok = all(r.agree for r in rows)
     compared = [s for s in SIDES if any(s in r.sides for r in rows)]
     # a side that was not compared (no ini files, --no-neutron) shows "-"
