@@ -4,6 +4,7 @@
 Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIONS):
 
 - ``sync``   provider sync for N hosts, minbw vs Neutron's own algorithm, same Placement.
+- ``sync_ovn`` the same for N ML2/OVN chassis, minbw vs Neutron's OVN placement extension.
 - ``query``  client overhead (query build + parse + mapping) at 1,000 candidates beside
              the raw GET through openstacksdk's placement adapter.
 - ``claims`` claim throughput vs raw PUT throughput, 1 and 8 claimer processes (``--placement prod``:
@@ -45,6 +46,11 @@ def _sync(ctx):
     return sync_bench.run(ctx)
 
 
+def _sync_ovn(ctx):
+    from bench import sync_ovn_bench
+    return sync_ovn_bench.run(ctx)
+
+
 def _query(ctx):
     from bench import query_bench
     return query_bench.run(ctx)
@@ -62,6 +68,7 @@ def _overcommit(ctx):
 
 SECTIONS = {
     "sync": _sync,
+    "sync_ovn": _sync_ovn,  # ML2/OVN chassis: minbw vs Neutron's OVN placement extension
     "query": _query,     # client overhead at 1,000 candidates vs raw GET
     "claims": _claims,   # claim throughput vs raw PUT, 1 and 8 claimers
     "overcommit": _overcommit,  # Placement's overcommit: raw, plain and verified claims; stock vs patched

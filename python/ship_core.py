@@ -29,7 +29,7 @@ CORE = Path(__file__).resolve().parent / "minbw"
 DEST = Path(__file__).resolve().parents[1] / "plugins" / "module_utils" / "core"
 # What the modules that run on computes and the filter plugins import; the closure of their relative
 # imports is shipped.
-ROOTS = ("plan/agent_file.py", "neutron/agentconf.py", "neutron/overrides.py")
+ROOTS = ("plan/agent_file.py", "neutron/agentconf.py", "neutron/overrides.py", "neutron/ovn.py")
 
 
 def relative_imports(path: Path) -> list[Path]:

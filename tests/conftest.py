@@ -67,6 +67,18 @@ class PlacementServer:
         return connection.Connection(config=cfg.get_one(cloud="minbw-local"))
 
 
+def run_drift(conn, api, *, agent_configs=(), host=None, neutron=True, chassis=(), southbound=None):
+    """The drift use case's rows on ``api``'s cloud (``conn`` None: no Neutron to read); ``chassis`` and
+    ``southbound``: OVN chassis already read (the ini and the agent side)."""
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.drift import DriftRequest, drift
+    from minbw.usecases.providers import OvnSources
+    request = DriftRequest(tuple(agent_configs), host, neutron and conn is not None,
+                           chassis=OvnSources(values=tuple(chassis)),
+                           southbound=OvnSources(values=tuple(southbound)) if southbound is not None else OvnSources())
+    return list(drift(Cloud(lambda: conn or api.conn), request).rows)
+
+
 class CallCounter:
     """Counts every HTTP request the connection really sends (requests' response hook)."""
 

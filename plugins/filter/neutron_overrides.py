@@ -8,7 +8,7 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 # The core's own code, shipped with the collection: the same parsers and checks as agent_config.
 from ansible_collections.minbw.openstack.plugins.module_utils.core.errors import MinbwError
-from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron import overrides
+from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron import overrides, ovn
 
 
 def neutron_overrides(values, agent_type, host=''):
@@ -34,6 +34,14 @@ def neutron_ini(sections):
         raise AnsibleFilterError('neutron_ini: %s' % e)
 
 
+def ovn_cms_options(current, values, hostname=''):
+    """The ovn-cms-options a deployment sets (a string or list) with the bandwidth options merged in."""
+    try:
+        return ovn.cms_options_override(current, values, hostname)
+    except MinbwError as e:
+        raise AnsibleFilterError('ovn_cms_options: %s' % e)
+
+
 class FilterModule:
     def filters(self):
-        return {'neutron_overrides': neutron_overrides, 'neutron_ini': neutron_ini}
+        return {'neutron_overrides': neutron_overrides, 'neutron_ini': neutron_ini, 'ovn_cms_options': ovn_cms_options}

@@ -33,6 +33,24 @@ options:
     description: Read the agents' reports from Neutron (needs the network service in the catalog).
     type: bool
     default: true
+  ovn_chassis:
+    description:
+      - ML2/OVN chassis as the computes hold them (the C(ini) side), one dict each with C(name), C(hostname),
+        C(ovn-bridge-mappings) and C(ovn-cms-options) (RV(minbw.openstack.ovn_chassis_config#module:chassis)).
+    type: list
+    elements: dict
+    default: []
+  ovn_sb_db:
+    description:
+      - ML2/OVN, the C(agent) side, every chassis of the OVN southbound database (what Neutron's OVN placement
+        extension reads), read with C(ovn-sbctl) on the host the module runs on (its C(--db); an empty string
+        for ovn-sbctl's default). Neutron's agent list carries no bandwidth for OVN chassis.
+    type: str
+  ovn_sbctl:
+    description: How to run ovn-sbctl, as a list of words (for example C([docker, exec, ovn_sb_db, ovn-sbctl])).
+    type: list
+    elements: str
+    default: [ovn-sbctl]
 attributes:
   check_mode:
     support: full
@@ -70,15 +88,23 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 def drift(module):
     from minbw.usecases.drift import DriftRequest, drift as compare
+    from minbw.usecases.providers import OvnSources
 
     p = module.params
-    result = compare(module.cloud(), DriftRequest(tuple(p['agent_configs']), p['host'], p['neutron']))
+    result = compare(module.cloud(), DriftRequest(
+        tuple(p['agent_configs']), p['host'], p['neutron'], chassis=OvnSources(values=tuple(p['ovn_chassis'])),
+        southbound=OvnSources(southbound=p['ovn_sb_db'] is not None, sb_db=p['ovn_sb_db'] or None,
+                              sbctl=tuple(p['ovn_sbctl']))))
+    for warning in result.warnings:
+        module.ansible.warn(warning)
     return module.result(False, **result.to_dict())
 
 
 def main():
     MinbwModule(dict(agent_configs=dict(type='list', elements='path', default=[]), host=dict(type='str'),
-                     neutron=dict(type='bool', default=True))).run(drift)
+                     neutron=dict(type='bool', default=True), ovn_chassis=dict(type='list', elements='dict', default=[]),
+                     ovn_sb_db=dict(type='str'),
+                     ovn_sbctl=dict(type='list', elements='str', default=['ovn-sbctl']))).run(drift)
 
 
 if __name__ == '__main__':

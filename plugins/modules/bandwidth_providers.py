@@ -36,9 +36,34 @@ options:
         (C(openvswitch) or C(sriov)), an optional C(host), and the option names of
         M(minbw.openstack.agent_config) (C(bridge_mappings), C(physical_device_mappings),
         C(resource_provider_bandwidths), ...) with the same value shapes.
-      - At least one of O(agent_configs) and O(agents) is required; both may be given.
+      - At least one of O(agent_configs), O(agents), O(ovn_chassis) and O(ovn_sb_db) is required; several
+        may be given.
     type: list
     elements: dict
+  ovn_chassis:
+    description:
+      - ML2/OVN chassis, one dict each, with C(name), C(hostname), C(ovn-bridge-mappings) and
+        C(ovn-cms-options) as the chassis holds them (RV(minbw.openstack.ovn_chassis_config#module:chassis)).
+      - The providers are those Neutron's OVN placement extension builds (C(HOST:OVN Controller agent:BRIDGE));
+        what Neutron would silently skip (a bridge without a C(resource_provider_hypervisors) entry or not
+        in the bridge mappings, a hypervisor that is no provider) is skipped too and named in the warnings.
+      - Device providers of bridges that left a chassis's options are deleted (where nothing is allocated).
+    type: list
+    elements: dict
+  ovn_sb_db:
+    description:
+      - Read every chassis from the OVN southbound database with C(ovn-sbctl) on the host that runs the module
+        (its C(--db), e.g. C(tcp:192.0.2.10:6642); an empty string for ovn-sbctl's default).
+      - Every chassis of the cloud is then known, so an OVN device provider that no chassis describes is stale
+        and deleted (where nothing is allocated).
+    type: str
+  ovn_sbctl:
+    description:
+      - How to run ovn-sbctl, as a list of words (for example with C(-p), C(-c), C(-C) for TLS, or
+        C([docker, exec, ovn_sb_db, ovn-sbctl])).
+    type: list
+    elements: str
+    default: [ovn-sbctl]
   cache:
     description:
       - Remember what the sync read and wrote in O(cache_file), so that the next sync re-reads only
@@ -195,7 +220,7 @@ providers:
       description: The hypervisor (root provider name) it hangs under.
       type: str
     kind:
-      description: C(openvswitch) or C(sriov).
+      description: C(openvswitch), C(sriov) or C(ovn).
       type: str
     role:
       description: C(agent) or C(device).
@@ -219,6 +244,15 @@ summary:
   type: str
   sample: "1000 hosts, 6000 providers: 0 created, 0 updated, 0 deleted (0 writes) in 2.1 s, 20 calls (0.02/host);
     cache: 6000 of 6000 cached providers trusted after 17 checks, 0 re-read"
+skipped:
+  description:
+    - What Neutron would silently skip in the ML2/OVN chassis options, one sentence each (also shown as
+      warnings); empty without O(ovn_chassis) / O(ovn_sb_db).
+  returned: always
+  type: list
+  elements: str
+  sample: ["chassis c1 (compute1): Neutron silently reports no bandwidth for bridge br-x of
+    resource_provider_bandwidths: no entry in ovn-cms-options resource_provider_hypervisors (add br-x:HYPERVISOR)"]
 kept:
   description: Providers no longer configured but kept, because something is allocated on them.
   returned: always
@@ -233,25 +267,33 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.providers import ProvidersRequest, sync
+    from minbw.usecases.providers import OvnSources, ProvidersRequest, sync
 
     p = module.params
+    ovn = OvnSources(values=tuple(p['ovn_chassis'] or ()), southbound=p['ovn_sb_db'] is not None,
+                     sb_db=p['ovn_sb_db'] or None, sbctl=tuple(p['ovn_sbctl']))
     result = sync(module.cloud(), ProvidersRequest(
-        agent_configs=tuple(p['agent_configs'] or ()), agents=tuple(p['agents'] or ()), host=p['host'],
+        agent_configs=tuple(p['agent_configs'] or ()), agents=tuple(p['agents'] or ()), ovn=ovn, host=p['host'],
         check=module.check_mode, absent=p['state'] == 'absent', create_root=p['create_root'],
         root_inventories=p['root_inventories'], cache=(p['cache_file'] or '') if p['cache'] else None,
         cache_max_age=p['cache_max_age'], workers=p['workers']))
     planned, applied = result.plan.to_dict(), result.applied
+    for warning in result.warnings:
+        module.ansible.warn(warning)
     return module.result(result.changed, diff=result.diffs(), writes=result.plan.writes(), summary=result.summary,
                          retries=applied.retries if applied else 0,
                          found_applied=applied.found_applied if applied else 0,
-                         ops=planned['ops'], providers=planned['providers'], kept=planned['kept'])
+                         ops=planned['ops'], providers=planned['providers'], kept=planned['kept'],
+                         skipped=result.warnings)
 
 
 def main():
     MinbwModule(dict(
         agent_configs=dict(type='list', elements='path'),
         agents=dict(type='list', elements='dict'),
+        ovn_chassis=dict(type='list', elements='dict'),
+        ovn_sb_db=dict(type='str'),
+        ovn_sbctl=dict(type='list', elements='str', default=['ovn-sbctl']),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         cache=dict(type='bool', default=True),
         cache_file=dict(type='path'),
@@ -260,7 +302,7 @@ def main():
         host=dict(type='str'),
         create_root=dict(type='bool', default=False),
         root_inventories=dict(type='dict'),
-    ), required_one_of=[('agent_configs', 'agents')]).run(ensure)
+    ), required_one_of=[('agent_configs', 'agents', 'ovn_chassis', 'ovn_sb_db')]).run(ensure)
 
 
 if __name__ == '__main__':

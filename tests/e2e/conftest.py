@@ -9,6 +9,10 @@ The default cloud has two computes, devstack0 and devstack1, but devstack1 start
 mapped and disabled, no agents, so no bandwidth): the single-host tests see one host with bandwidth, as they were
 written for. ``cloud_two_hosts`` brings devstack1 into service (``cloud.sh activate-spare``) for the tests of
 moves between hosts; those run after the single-host tests and before the plugin-off ones, on the same cloud.
+
+The ML2/OVN variant (``cloud_ovn_plugin_off``, then ``cloud_ovn``: tests/minicloud/ovn.sh) is one more cold
+start, last: two computes with ovn-controller each, Neutron's placement plugin off first, then turned on by
+restarting neutron-server only (``cloud.sh neutron-placement 1``), not by a new cloud.
 """
 from __future__ import annotations
 
@@ -31,13 +35,18 @@ STATE = REPO / ".state" / "minicloud"
 HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
 TWO_HOSTS = "cloud_two_hosts"
+OVN_OFF = "cloud_ovn_plugin_off"
+OVN_ON = "cloud_ovn"
 
 
 def pytest_collection_modifyitems(items):
     # the second cold start happens once, after every test of the default cloud; on the default cloud, the
     # tests that bring the spare devstack1 into service come after the single-host ones
-    items.sort(key=lambda item: (PLUGIN_OFF in getattr(item, "fixturenames", ()),
-                                 TWO_HOSTS in getattr(item, "fixturenames", ())))
+    def order(item):
+        names = getattr(item, "fixturenames", ())
+        ovn = OVN_OFF in names or OVN_ON in names
+        return ovn, PLUGIN_OFF in names, TWO_HOSTS in names, OVN_ON in names
+    items.sort(key=order)
     here = Path(__file__).resolve().parent
     for item in items:  # this hook sees the whole session's items: mark only the e2e ones
         if here in Path(str(item.fspath)).resolve().parents:
@@ -96,6 +105,14 @@ class CloudManager:
             self.current.spare_active = os.environ.get("MINICLOUD_REUSE_SPARE") == "active"
             self.reused = True
         current = self.current
+        if current is not None and _only_the_plugin_differs(current.mode, mode):
+            # the OVN variant turns Neutron's placement plugin on or off by restarting neutron-server alone
+            t = time.monotonic()
+            current.cloud_sh("neutron-placement", mode["MINICLOUD_PLACEMENT_PLUGIN"])
+            self.timings[f"neutron-placement {mode['MINICLOUD_PLACEMENT_PLUGIN']}"] = time.monotonic() - t
+            current.mode = mode
+            current.env.update(mode)
+            return current
         # a spare brought into service cannot be taken out again (Neutron keeps its providers): single-host
         # tests after it would need a new cloud (the test order avoids that)
         if current is not None and current.mode == mode and (two_hosts or not current.spare_active):
@@ -121,6 +138,12 @@ class CloudManager:
         if self.current is not None and not getattr(self, "reused", False):
             subprocess.run(["bash", str(CLOUD_SH), "down"], cwd=REPO, capture_output=True, check=False, timeout=300)
             self.current = None
+
+
+def _only_the_plugin_differs(running: dict, wanted: dict) -> bool:
+    plugin = "MINICLOUD_PLACEMENT_PLUGIN"
+    return (running.get("MINICLOUD_OVN") == wanted.get("MINICLOUD_OVN") == "1" and running != wanted
+            and {k: v for k, v in running.items() if k != plugin} == {k: v for k, v in wanted.items() if k != plugin})
 
 
 @pytest.fixture(scope="session")
@@ -158,6 +181,22 @@ def cloud_plugin_off(cloud_manager) -> MiniCloud:
     compute, as before the second one existed)."""
     return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SRIOV_COMPUTE="1", MINICLOUD_COMPUTES="1",
                                 MINICLOUD_SPARE_COMPUTE="0")
+
+
+OVN_MODE = dict(MINICLOUD_OVN="1", MINICLOUD_SRIOV_COMPUTE="0", MINICLOUD_COMPUTES="2", MINICLOUD_SPARE_COMPUTE="0")
+
+
+@pytest.fixture
+def cloud_ovn_plugin_off(cloud_manager) -> MiniCloud:
+    """ML2/OVN with two computes (devstack0, devstack1: ovn-controller each, bandwidth in their chassis
+    options), Neutron's placement plugin off: nothing reports the bandwidth providers."""
+    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", **OVN_MODE)
+
+
+@pytest.fixture
+def cloud_ovn(cloud_manager) -> MiniCloud:
+    """ML2/OVN with Neutron's placement plugin on: its OVN extension reports the chassis options."""
+    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="1", **OVN_MODE)
 
 
 class Demo:
@@ -236,6 +275,20 @@ def demo_two_hosts(cloud_two_hosts):
 @pytest.fixture
 def demo_plugin_off(cloud_plugin_off):
     d = Demo(cloud_plugin_off.connect())
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def demo_ovn_plugin_off(cloud_ovn_plugin_off):
+    d = Demo(cloud_ovn_plugin_off.connect())
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def demo_ovn(cloud_ovn):
+    d = Demo(cloud_ovn.connect())
     yield d
     d.cleanup()
 

@@ -14,13 +14,7 @@ from pathlib import Path
 from minbw.ops.audit import apply_fixes, run_audit
 from minbw.placement.client import Placement
 from minbw.plan.audit import LEAK, OVER_CAPACITY, STALE_BINDING
-from minbw.usecases.cloud import Cloud
-from minbw.usecases.drift import DriftRequest, drift
-
-
-def run_drift(conn, api, *, agent_configs=(), host=None, neutron=True):
-    """The drift use case's rows, on ``api``'s cloud."""
-    return list(drift(Cloud(lambda: conn or api.conn), DriftRequest(tuple(agent_configs), host, neutron)).rows)
+from tests.conftest import run_drift
 
 
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"

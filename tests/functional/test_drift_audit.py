@@ -13,13 +13,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.ops import sync
 from minbw.ops.audit import read_placement
 from minbw.plan.audit import LEAK, OVER_CAPACITY, audit
-from minbw.usecases.cloud import Cloud
-from minbw.usecases.drift import DriftRequest, drift
-
-
-def run_drift(conn, api, *, agent_configs=(), host=None, neutron=True):
-    """The drift use case's rows, on ``api``'s cloud."""
-    return list(drift(Cloud(lambda: conn or api.conn), DriftRequest(tuple(agent_configs), host, neutron)).rows)
+from tests.conftest import run_drift
 
 
 OVS = """[DEFAULT]

@@ -11,7 +11,9 @@
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
 #   cloud.sh restart-neutron-api  a new neutron API process (Neutron 29 doubles its segments notifier in a process
 #                            once it deleted a network: tests that need Neutron's single count start from here)
+#   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
+#   cloud.sh install-packages  only the Debian packages (apt); idempotent
 #
 # Env:
 #   MINICLOUD_PLACEMENT_PLUGIN=1|0  enable neutron's `placement` service plugin (default 1)
@@ -27,6 +29,8 @@
 #   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services (default 1)
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
+#   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/minicloud/ovn.sh)
+#   MINICLOUD_OVN_CMS / MINICLOUD_OVN_CMS_1  devstack0's / devstack1's ovn-cms-options (OVN variant)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,6 +52,8 @@ SPARE=${MINICLOUD_SPARE_COMPUTE:-0}
 PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
 SRIOV_COMPUTE=${MINICLOUD_SRIOV_COMPUTE:-0}
 START_AGENTS=${MINICLOUD_AGENTS:-1}
+OVN=${MINICLOUD_OVN:-0}
+[ "$OVN" = 1 ] && START_AGENTS=0  # ML2/OVN: ovn-controller per compute instead of the L2 agent emulators
 DEBUG=$([ "${MINICLOUD_DEBUG:-1}" = 1 ] && echo True || echo False)
 HOSTNAME_NOVA=devstack0
 HOST1=devstack1
@@ -92,6 +98,10 @@ apt_install() {
     local need=()
     command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
     [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
+    # the OVN variant (MINICLOUD_OVN=1): northd and both databases, ovn-controller, Open vSwitch
+    command -v ovn-northd >/dev/null 2>&1 || need+=(ovn-central)
+    command -v ovn-controller >/dev/null 2>&1 || need+=(ovn-host)
+    command -v ovs-vswitchd >/dev/null 2>&1 || need+=(openvswitch-switch)
     [ ${#need[@]} -eq 0 ] && return 0
     [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian packages: ${need[*]}"
     say "apt-get install ${need[*]}"
@@ -156,6 +166,8 @@ do_install() {
 # start NAME cmd...   : run in its own session/process group, stdout+stderr to $LOG/NAME.out
 # start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini
 . "$HERE/services.sh"
+# the ML2/OVN variant: OVN central, each compute's Open vSwitch and ovn-controller
+. "$HERE/ovn.sh"
 
 # ---------------------------------------------------------------- MariaDB / RabbitMQ
 rabbit_env() {
@@ -351,11 +363,15 @@ EOF
         auth_section nova neutron
         auth_section placement neutron
     } >"$ETC/neutron/neutron.conf"
-    cat >"$ETC/neutron/ml2_conf.ini" <<EOF
+    # the OVN variant: its own mechanism driver and tenant network type, and its [ovn] section (ovn.sh)
+    local types=flat,vlan tenant=vlan mech=openvswitch,sriovnicswitch
+    [ "$OVN" = 1 ] && { types=flat,vlan,geneve; tenant=geneve; mech=ovn; }
+    {
+        cat <<EOF
 [ml2]
-type_drivers = flat,vlan
-tenant_network_types = vlan
-mechanism_drivers = openvswitch,sriovnicswitch
+type_drivers = $types
+tenant_network_types = $tenant
+mechanism_drivers = $mech
 extension_drivers = qos,port_security
 [ml2_type_vlan]
 # rack0/rack1: the routed network's segments (tests/e2e/test_routed_scheduling.py maps them, one per host)
@@ -365,6 +381,8 @@ flat_networks = *
 [securitygroup]
 firewall_driver = noop
 EOF
+        [ "$OVN" = 1 ] && ovn_ml2_sections
+    } >"$ETC/neutron/ml2_conf.ini"
     cp "$VENV/etc/neutron/api-paste.ini" "$ETC/neutron/"
     printf '[DEFAULT]\nlog_file = %s\napi_paste_config = %s\n' "$LOG/neutron-api.log" "$ETC/neutron/api-paste.ini" >"$ETC/neutron/neutron-api.conf"
     uwsgi_ini neutron-api $NEUTRON_PORT neutron.wsgi.api:application 1 \
@@ -496,7 +514,16 @@ export MINICLOUD_SPARE_COMPUTE=$SPARE
 export MINICLOUD_NOVA_COMPUTE_CONF_1=$ETC/nova/nova-compute-$HOST1.conf
 export MINICLOUD_KEYSTONE_URL=$KS/v3
 export MINICLOUD_PLACEMENT_URL=http://$IP:$PLACEMENT_PORT
+export MINICLOUD_OVN=$OVN
 EOF
+    if [ "$OVN" = 1 ]; then
+        cat >>"$S/env" <<EOF
+export MINICLOUD_OVN_NB_DB=$OVN_NB
+export MINICLOUD_OVN_SB_DB=$OVN_SB
+export MINICLOUD_OVS_DB=$(ovs_db_of "$HOSTNAME_NOVA")
+export MINICLOUD_OVS_DB_1=$(ovs_db_of "$HOST1")
+EOF
+    fi
 }
 
 write_agent_inis() {
@@ -752,6 +779,15 @@ elif what == 'agent-inventories':
                 have = inv.get(rc, {}).get('total')
                 if (want or None) != have:
                     sys.exit(1)
+elif what == 'ovn-agents':
+    # every compute's OVN Controller agent (the gateway one for a gateway chassis) alive in Neutron
+    alive = {a.host for a in c.network.agents() if a.agent_type.startswith('OVN Controller') and a.is_alive}
+    sys.exit(0 if hosts <= alive else 1)
+elif what == 'ovn-providers':
+    # every compute has a bandwidth provider of Neutron's OVN extension (HOST:OVN Controller agent:BRIDGE)
+    r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1', microversion='1.14').json()
+    have = {p['name'].split(':')[0] for p in r['resource_providers'] if ':OVN Controller agent:' in p['name']}
+    sys.exit(0 if hosts <= have else 1)
 elif what == 'bw-provider':
     r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1',
                         microversion='1.14').json()
@@ -811,12 +847,14 @@ wait_agents() {
 }
 
 SERVICES=(agent-ovs agent-sriov nova-compute agent-ovs-$HOST1 agent-sriov-$HOST1 nova-compute-$HOST1
-          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone)
+          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
+          ovn-controller-$HOSTNAME_NOVA ovs-vswitchd-$HOSTNAME_NOVA ovs-db-$HOSTNAME_NOVA
+          ovn-controller-$HOST1 ovs-vswitchd-$HOST1 ovs-db-$HOST1 ovn-northd ovn-sb ovn-nb)
 
 # The running cloud's mode (written by `up`): later commands act on what runs, not on their env.
 save_mode() {
-    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\n' \
-        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" >"$RUN/mode.env"
+    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\nOVN=%q\n' \
+        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" "$OVN" >"$RUN/mode.env"
 }
 
 load_mode() {
@@ -844,6 +882,14 @@ do_down() {
     fi
 }
 
+start_neutron() {
+    start_api neutron-api
+    start neutron-rpc "$VENV/bin/neutron-rpc-server" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-rpc.log"
+    start neutron-periodic "$VENV/bin/neutron-periodic-workers" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-periodic.log"
+}
+
 do_up() {
     mkdir -p "$S"
     if [ -d "$RUN" ] && ls "$RUN"/*.pid >/dev/null 2>&1; then
@@ -860,6 +906,7 @@ do_up() {
     start_rabbit
     write_configs
     write_agent_inis
+    [ "$OVN" = 1 ] && ovn_start
     wait_mariadb
 
     say "db migrations (parallel)"
@@ -880,11 +927,7 @@ do_up() {
 
     start_api placement
     start_api glance
-    start_api neutron-api
-    start neutron-rpc "$VENV/bin/neutron-rpc-server" --config-file "$ETC/neutron/neutron.conf" \
-        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-rpc.log"
-    start neutron-periodic "$VENV/bin/neutron-periodic-workers" --config-file "$ETC/neutron/neutron.conf" \
-        --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-periodic.log"
+    start_neutron
     start_api nova-api
     start nova-conductor "$VENV/bin/nova-conductor" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
     start nova-scheduler "$VENV/bin/nova-scheduler" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
@@ -906,8 +949,10 @@ do_up() {
     "$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf" cell_v2 discover_hosts --verbose \
         >"$LOG/setup-discover.out" 2>&1 || { cat "$LOG/setup-discover.out" >&2; die "discover_hosts failed"; }
     wait_for "hypervisors mapped (${HOSTS[*]})" 60 "nova-api$computes" check hypervisor
+    [ "$OVN" = 1 ] && ovn_after_roots
     wait_for "nova services up" 60 "nova-scheduler nova-conductor" check services-up
     for h in $(agent_hosts); do wait_agents "$h"; done
+    [ "$OVN" = 1 ] && wait_ovn
     if [ "$START_AGENTS" = 1 ] && [ "$PLACEMENT_PLUGIN" = 1 ]; then
         wait_for "bandwidth provider in placement" 60 neutron-rpc check bw-provider
     fi
@@ -1014,6 +1059,11 @@ do_status() {
     load_mode
     for s in mariadb epmd rabbitmq "${SERVICES[@]}"; do
         case $s in
+            ovn-*|ovs-*) [ "$OVN" = 1 ] || continue
+                         [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
+            agent-*) [ "$START_AGENTS" = 1 ] || continue ;;
+        esac
+        case $s in
             *-$HOST1) if [ "$COMPUTES" != 2 ]; then continue; fi
                       if [[ $s == agent-* ]] && [ "$SPARE" = 1 ] && [ "${SPARE_ACTIVE:-0}" != 1 ]; then
                           printf '%-26s spare (not started: cloud.sh activate-spare)\n' "$s"; continue
@@ -1053,6 +1103,8 @@ case $cmd in
     stop-compute) do_stop_compute "$@" ;;
     start-compute) do_start_compute "$@" ;;
     restart-neutron-api) do_restart_neutron_api ;;
+    neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
-    *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    install-packages) mkdir -p "$S"; apt_install ;;
+    *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -69,3 +69,14 @@ def test_seed_003_vectors():
     assert naming.device_rp_uuid(ovs, "host", "eth0") == "13cc0ed9-e802-5eaa-b4c7-3441855e31f2"
     assert naming.physnet_trait("physnet-0.a") == "CUSTOM_PHYSNET_PHYSNET_0_A"
     assert uuid.UUID(naming.request_group_uuid(str(uuid.uuid4()), ["a"])).version == 5
+
+
+def test_ovn_kind_is_the_ovn_driver():
+    """ML2/OVN's placement extension: agent type, uuid namespace and vnic types from Neutron's constants."""
+    from neutron.common.ovn import constants as ovn_const
+    ovn = naming.AGENT_KINDS[naming.OVN]
+    assert ovn.agent_type == ovn_const.OVN_CONTROLLER_AGENT
+    assert ovn.namespace == ovn_const.OVN_RP_UUID
+    assert list(ovn.vnic_types) == list(ovn_const.OVN_SUPPORTED_VNIC_TYPES)
+    assert naming.OVN_GATEWAY_AGENT_TYPE == ovn_const.OVN_CONTROLLER_GW_AGENT
+    assert naming.AGENT_KIND_BY_TYPE[ovn_const.OVN_CONTROLLER_GW_AGENT] is ovn

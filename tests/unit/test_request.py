@@ -23,6 +23,7 @@ with warnings.catch_warnings():
     from neutron.objects.qos import qos_policy_validator
     from neutron.objects.qos import rule as rule_object
     from neutron.services.qos.drivers.openvswitch import driver as ovs_driver
+    from neutron.services.qos.drivers.ovn import driver as ovn_driver
     from neutron.services.qos.drivers.sriov import driver as sriov_driver
     from neutron.services.qos.qos_plugin import QoSPlugin
     from neutron_lib.api.definitions import portbindings
@@ -31,7 +32,8 @@ with warnings.catch_warnings():
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 DRIVERS = {naming.OVS: ovs_driver.OVSDriver.create(),
-           naming.SRIOV: sriov_driver.SRIOVNICSwitchDriver.create()}
+           naming.SRIOV: sriov_driver.SRIOVNICSwitchDriver.create(),
+           naming.OVN: ovn_driver.OVNQosDriver.create(None)}
 
 PORT = "9f9d8e59-2b7c-4e4f-8a0e-6c1f7a3b5d21"
 BW_E = QosRule("2a4c1f8e-0d6b-4b8e-9f3a-5c7d9e1b3a50", MIN_BW, "egress", 1000)

@@ -300,3 +300,25 @@ def test_a_recount_is_kept_only_when_the_quiet_window_saw_the_same_count_at_the_
     assert kept.warnings == ["segment seg1 (rack1): not recounted: its count or its ports changed during the quiet "
                              "window (Neutron may have a delta on its way); run the recount again"]
     assert steady_recounts(first, first, segs).plan.ops == first.plan.ops
+
+
+@FAST
+@given(segments(), st.lists(st.tuples(st.sampled_from(["h0", "h1"]), st.sampled_from(
+    ["OVN Controller agent", "OVN Controller Gateway agent"]), st.lists(st.sampled_from(PHYSNETS), unique=True,
+                                                                         max_size=3), st.sampled_from(["", ",", " x"])),
+    max_size=4))
+def test_hosts_of_a_segment_on_ovn_are_the_ones_the_ovn_driver_maps(segment, chassis):
+    """ML2/OVN maps a host to the flat/vlan segments whose physnet its chassis's ovn-bridge-mappings name
+    (OVNMechanismDriver.update_segment_host_mapping, from ChassisEvent: parse_mappings(split(',')))."""
+    from neutron_lib.utils import helpers
+    agent_list = [{"host": h, "agent_type": t, "configurations": {
+        "chassis_name": h, "bridge-mappings": ",".join(f"{n}:br-{n}" for n in nets) + tail}} for h, t, nets, tail in chassis]
+    expected = set()
+    for a in agent_list:
+        try:
+            physnets = set(helpers.parse_mappings(a["configurations"]["bridge-mappings"].split(",")))
+        except ValueError:
+            continue
+        if segment["network_type"] in ("flat", "vlan") and segment["physical_network"] in physnets:
+            expected.add(a["host"])
+    assert set(hosts_of_segment(segment, agent_list)) == expected

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
+from minbw.cli.options import add_ovn_arguments, ovn_sources, warn
 
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
@@ -19,11 +20,20 @@ class Drift(Command):
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
         parser.add_argument("--no-neutron", dest="neutron", action="store_false",
                             help="do not read the agents from Neutron (e.g. against the embedded Placement)")
+        add_ovn_arguments(parser, southbound_help="the agent side for ML2/OVN: every chassis of the OVN southbound "
+                          "database (what Neutron's OVN placement extension reads), read with ovn-sbctl (DB: its "
+                          "--db; leave out for ovn-sbctl's default or OVN_SB_DB). --ovn-chassis/--ovs-db give the "
+                          "chassis options as the computes hold them (the ini side)")
 
     def view(self, parsed_args):
         from minbw.usecases.drift import DriftRequest, drift
-        result = drift(self.cloud(parsed_args), DriftRequest(tuple(parsed_args.agent_config), parsed_args.host,
-                                                              parsed_args.neutron, option="--agent-config"))
+        from minbw.usecases.providers import OvnSources
+        result = drift(self.cloud(parsed_args), DriftRequest(
+            tuple(parsed_args.agent_config), parsed_args.host, parsed_args.neutron, option="--agent-config",
+            chassis=ovn_sources(parsed_args, southbound=False),
+            southbound=OvnSources(southbound=parsed_args.ovn_sb_db is not None, sb_db=parsed_args.ovn_sb_db or None,
+                                  sbctl=parsed_args.ovn_sbctl)))
+        warn(result.warnings)
         compared = [s for s in SIDES if any(s in r.sides for r in result.rows)]
         # a side that was not compared (no ini files, --no-neutron) shows "-"
         rows = tuple((r.name, *(("yes" if r.sides.get(s) else "MISSING") if s in compared else "-" for s in SIDES),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from minbw.cli.base import Command, Section, View
+from minbw.cli.options import add_ovn_arguments, ovn_sources, warn
 from minbw.usecases.providers import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
 
 PLAN_COLUMNS = ("step", "write")
@@ -38,9 +39,10 @@ class SyncProviders(Command):
 
     def add_arguments(self, parser):
         from minbw.cli.options import resource
-        parser.add_argument("--agent-config", action="append", required=True, metavar="FILE",
+        parser.add_argument("--agent-config", action="append", default=[], metavar="FILE",
                             help="an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file; repeat for several")
         parser.add_argument("--host", help="the agent host ([DEFAULT] host); also the default hypervisor name")
+        add_ovn_arguments(parser)
         parser.add_argument("--create-root", action="store_true",
                             help="create a missing compute node root provider, as nova-compute would")
         parser.add_argument("--root-inventory", action="append", type=resource, metavar="CLASS=TOTAL",
@@ -70,10 +72,12 @@ class SyncProviders(Command):
         roots = resources_of(parsed_args.root_inventory or (), "--root-inventory") or None
         check = bool(self.dry_run or getattr(parsed_args, "dry_run", False))
         result = providers.sync(self.cloud(parsed_args, progress=True), providers.ProvidersRequest(
-            agent_configs=tuple(parsed_args.agent_config), host=parsed_args.host, check=check,
+            agent_configs=tuple(parsed_args.agent_config), ovn=ovn_sources(parsed_args), host=parsed_args.host,
+            check=check,
             absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
             cache=None if parsed_args.no_cache else (parsed_args.cache or ""), cache_max_age=parsed_args.cache_max_age,
             workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
+        warn(result.warnings)
         return plan_view(result)
 
 

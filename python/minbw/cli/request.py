@@ -23,7 +23,7 @@ class ShowRequest(Command):
         parser.add_argument("--port-id", type=uuid_arg, metavar="UUID",
                             help="the port's UUID, which the group ids derive from (default: id= of --qos-port, "
                                  "else a new one)")
-        parser.add_argument("--agent-type", choices=("openvswitch", "sriov"),
+        parser.add_argument("--agent-type", choices=("openvswitch", "sriov", "ovn"),
                             help="check the rules and vnic type against this agent's QoS driver")
         parser.add_argument("--any-traits", action="store_true",
                             help="several segments: required=in:A,B (Placement 1.39), any of their physnets")

@@ -112,10 +112,27 @@ class ProviderSpec:
 class DesiredState:
     providers: tuple[ProviderSpec, ...]
     traits: frozenset[str]  # custom traits Neutron ensures exist (PUT /traits/X)
+    # (hypervisor, agent provider uuid) whose device providers not in ``providers`` are stale even when
+    # the agent provider itself is not desired (an OVN chassis whose bandwidth options were removed)
+    sweep: frozenset[tuple[str, str]] = frozenset()
+    # agent kinds the configuration describes completely (every OVN chassis, read from the southbound
+    # database): every agent provider of theirs in Placement is swept
+    sweep_kinds: frozenset[str] = frozenset()
+    warnings: tuple[str, ...] = ()  # what Neutron would silently skip in the configuration
 
     @property
     def hypervisors(self) -> tuple[str, ...]:
         return tuple(sorted({p.hypervisor for p in self.providers}))
+
+    @property
+    def looked_up(self) -> tuple[str, ...]:
+        """Hypervisors whose trees a sync reads: the desired ones and those swept."""
+        return tuple(sorted({p.hypervisor for p in self.providers} | {hyp for hyp, agent in self.sweep}))
+
+    @property
+    def agent_uuids(self) -> frozenset[str]:
+        """The agent providers whose children a sync owns: desired agents and swept ones."""
+        return frozenset({p.uuid for p in self.providers if p.role == "agent"} | {agent for hyp, agent in self.sweep})
 
     def by_uuid(self) -> dict[str, ProviderSpec]:
         return {p.uuid: p for p in self.providers}

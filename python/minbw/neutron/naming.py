@@ -14,6 +14,10 @@ from dataclasses import dataclass
 
 OVS = "openvswitch"
 SRIOV = "sriov"
+OVN = "ovn"
+# Agents configured by an ini file (their heartbeat carries the configuration); OVN's chassis options
+# live in Open vSwitch / the OVN southbound database instead (neutron/ovn.py).
+INI_KINDS = (OVS, SRIOV)
 
 
 @dataclass(frozen=True)
@@ -27,7 +31,7 @@ class AgentKind:
     vnic_types: tuple[str, ...]
     # vnic types whose ports may carry minimum-bandwidth / packet-rate rules
     qos_vnic_types: tuple[str, ...]
-    ini_section: str
+    ini_section: str  # "" for OVN: no ini file
     mappings_option: str
 
 
@@ -52,9 +56,27 @@ AGENT_KINDS = {
         ini_section="sriov_nic",
         mappings_option="physical_device_mappings",
     ),
+    # ML2/OVN: neutron/common/ovn/constants.py (OVN_CONTROLLER_AGENT, OVN_RP_UUID,
+    # OVN_SUPPORTED_VNIC_TYPES); the QoS driver (services/qos/drivers/ovn/driver.py) takes
+    # minimum-bandwidth rules on normal ports only.
+    OVN: AgentKind(
+        key=OVN,
+        agent_type="OVN Controller agent",
+        binary="ovn-controller",
+        namespace=uuid.UUID("5533233b-800c-11eb-b1f4-000056b2f5b8"),
+        vnic_types=("normal", "direct", "direct-physical", "macvtap", "vdpa", "remote-managed", "baremetal",
+                    "virtio-forwarder"),
+        qos_vnic_types=("normal",),
+        ini_section="",
+        mappings_option="ovn-bridge-mappings",
+    ),
 }
 
+# A chassis with enable-chassis-as-gw shows in Neutron's agent list as the gateway agent; its providers
+# are still named after "OVN Controller agent" (the placement extension's agent_type).
+OVN_GATEWAY_AGENT_TYPE = "OVN Controller Gateway agent"
 AGENT_KIND_BY_TYPE = {k.agent_type: k for k in AGENT_KINDS.values()}
+AGENT_KIND_BY_TYPE[OVN_GATEWAY_AGENT_TYPE] = AGENT_KINDS[OVN]
 
 RP_TUNNELLED = "rp_tunnelled"
 TRAIT_NETWORK_TUNNEL = "CUSTOM_NETWORK_TUNNEL_PROVIDER"
@@ -99,6 +121,12 @@ def agent_rp_name(kind: AgentKind, hypervisor: str) -> str:
 
 def device_rp_name(kind: AgentKind, hypervisor: str, device: str) -> str:
     return f"{hypervisor}:{kind.agent_type}:{device}"
+
+
+def is_agent_rp(kind: AgentKind, name: str, uuid_: str) -> bool:
+    """Is this provider ``kind``'s agent provider (name ``HYPERVISOR:AGENT TYPE`` and its uuid5)?"""
+    suffix = f":{kind.agent_type}"
+    return name.endswith(suffix) and agent_rp_uuid(kind, name[:-len(suffix)]) == uuid_
 
 
 def request_group_uuid(port_id: str, rule_ids: list[str] | tuple[str, ...]) -> str:

@@ -19,9 +19,10 @@ def agent_sections(kind: str, values: Mapping[str, object], host: str = "") -> d
     Validated as the agent does at start-up and as Placement would accept the providers, so the values
     must be complete for what they name: the mappings of the devices that have bandwidth. ``host`` is
     the agent host where packet-rate options use the key '' (this host)."""
-    if kind not in naming.AGENT_KINDS:
-        raise ConfigError(f"agent_type must be one of {', '.join(naming.AGENT_KINDS)} for agent options, "
-                          f"got {kind!r}", option="agent_type")
+    if kind not in naming.INI_KINDS:
+        raise ConfigError(f"agent_type must be one of {', '.join(naming.INI_KINDS)} for agent options, "
+                          f"got {kind!r}" + ("; ML2/OVN's options: the filter ovn_cms_options" if kind == naming.OVN
+                                             else ""), option="agent_type")
     rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
     config = load_agent_config(kind, rendered, host or "this-host", source="overrides")
     desired_state([config])

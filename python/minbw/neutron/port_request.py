@@ -18,8 +18,8 @@ from minbw.neutron import naming
 from minbw.neutron.qos import MIN_BW, MIN_PPS, RULE_GRAMMAR, VNIC_TYPES, QosRule, validate_rules
 
 # Minimum rules each agent's QoS driver accepts (SUPPORTED_RULES of
-# neutron/services/qos/drivers/{openvswitch,sriov}/driver.py; tests compare).
-QOS_MIN_RULE_TYPES = {naming.OVS: (MIN_BW, MIN_PPS), naming.SRIOV: (MIN_BW,)}
+# neutron/services/qos/drivers/{openvswitch,sriov,ovn}/driver.py; tests compare).
+QOS_MIN_RULE_TYPES = {naming.OVS: (MIN_BW, MIN_PPS), naming.SRIOV: (MIN_BW,), naming.OVN: (MIN_BW,)}
 
 @dataclass(frozen=True)
 class Segment:

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from minbw.errors import NoValidHost
+from minbw.neutron.agentconf import parse_mappings
 
 IPV4_ADDRESS = "IPV4_ADDRESS"
 SEGMENT_NAME = "Neutron segment id %s"
@@ -38,6 +39,7 @@ DHCP_OWNER = "network:dhcp"
 # for OVS; the SR-IOV driver takes flat and vlan)
 _PHYSNET_TYPES = ("flat", "vlan")
 _MAPPING_KEYS = ("bridge_mappings", "interface_mappings", "device_mappings")
+OVN_BRIDGE_MAPPINGS = "bridge-mappings"  # an OVN Controller (Gateway) agent's configurations
 
 
 def subnet_total_reserved(subnet: Mapping) -> tuple[int, int]:
@@ -116,11 +118,18 @@ class CountedPort:
 
 
 def agent_physnets(agent: Mapping) -> set[str]:
-    """Physical networks in an agent's reported mappings (Neutron's ``_get_phys_nets``)."""
+    """Physical networks in an agent's reported mappings (Neutron's ``_get_phys_nets``); an OVN Controller agent
+    reports its chassis's ``ovn-bridge-mappings`` as the string ``bridge-mappings``, which the OVN mechanism
+    driver parses (``ChassisEvent.run``: ``parse_mappings(mappings.split(','))``) to map the host."""
     conf = agent.get("configurations") or agent.get("configuration") or {}
     out: set[str] = set()
     for key in _MAPPING_KEYS:
         out |= set((conf.get(key) or {}).keys())
+    if isinstance(conf.get(OVN_BRIDGE_MAPPINGS), str):
+        try:
+            out |= set(parse_mappings(conf[OVN_BRIDGE_MAPPINGS].split(",")))
+        except ValueError:  # Neutron's chassis event fails alike: the host is mapped to no segment
+            pass
     return out
 
 

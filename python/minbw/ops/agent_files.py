@@ -17,8 +17,9 @@ def read_agent_configs(paths: Iterable[str] = (), agents: Iterable[Mapping] = ()
     for i, values in enumerate(agents or ()):
         values = dict(values)
         kind = values.pop("agent_type", None)
-        if kind not in naming.AGENT_KINDS:
-            raise ConfigError(f"agent_type must be one of {', '.join(naming.AGENT_KINDS)}, got {kind!r}",
+        if kind not in naming.INI_KINDS:
+            why = "; give ML2/OVN chassis as ovn_chassis" if kind == naming.OVN else ""
+            raise ConfigError(f"agent_type must be one of {', '.join(naming.INI_KINDS)}, got {kind!r}{why}",
                               source=f"agents[{i}]")
         configs.append(load_agent_values(kind, values, values.pop("host", None) or host, source=f"agents[{i}]"))
     for path in paths or ():

@@ -24,7 +24,7 @@ from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialAppl
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
 from minbw.reports import cache_check
-from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan
+from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
@@ -141,10 +141,10 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
             workers: int = DEFAULT_WORKERS, roots_too: bool = False) -> Observed:
     """What Placement holds of ``desired``'s providers (``roots_too``: and the compute roots' traits and
     inventories, to correct the roots' inventories)."""
-    hyps = desired.hypervisors
+    hyps = desired.looked_up
     providers: dict[str, Provider] = {}
     roots: dict[str, Provider] = {}
-    if len(hyps) >= LIST_ALL_FROM:
+    if len(hyps) >= LIST_ALL_FROM or desired.sweep_kinds:  # a kind swept whole: its agents are found by listing
         everything = api.list_providers()
         providers = {p.uuid: p for p in everything}
         by_name = {p.name: p for p in everything}
@@ -156,8 +156,10 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
                 roots[hyp] = found[0]
                 providers.update({p.uuid: p for p in api.list_providers(in_tree=found[0].uuid)})
     wanted = {p.uuid for p in desired.providers}
-    agents = {p.uuid for p in desired.providers if p.role == "agent"}
-    stale = [p.uuid for p in providers.values() if p.parent_uuid in agents and p.uuid not in wanted]
+    agents = owned_agents(desired, providers.values())
+    # an absent plan also removes the swept agents themselves
+    stale = [p.uuid for p in providers.values() if (p.parent_uuid in agents or (allocations_of_all and p.uuid in agents))
+             and p.uuid not in wanted]
     present = [u for u in wanted if u in providers] + stale
     if roots_too:
         present += [r.uuid for r in roots.values() if r.uuid not in present]

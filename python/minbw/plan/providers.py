@@ -13,6 +13,8 @@ from minbw.errors import PlanError, RootProviderNotFound
 from minbw.model import microversions as mv
 from minbw.model.providers import (DesiredState, Provider, ProviderSpec, freeze_inventories, snapshot,
                                   thaw_inventories)
+from minbw.neutron import naming
+from minbw.neutron.provider_tree import swept_agents
 from minbw.plan import base
 
 # Deterministic UUIDs for roots that minbw creates itself (create_root), so that a
@@ -99,6 +101,7 @@ class Plan(base.Plan):
 
     kept: tuple[Kept, ...] = ()
     providers: tuple[ProviderSpec, ...] = ()   # desired, parents resolved
+    warnings: tuple[str, ...] = ()             # what Neutron would silently skip (OVN chassis options)
 
     def diff(self) -> dict:
         """Each provider before/after, only those that change (Ansible's diff shape)."""
@@ -109,8 +112,13 @@ class Plan(base.Plan):
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "kept": [k.to_dict() for k in self.kept],
-                "providers": [p.to_dict() for p in self.providers]}
+                "providers": [p.to_dict() for p in self.providers], "warnings": list(self.warnings)}
 
+
+
+def owned_agents(desired: DesiredState, providers) -> set[str]:
+    """The agent providers whose unlisted children are stale: the desired agents and the swept ones."""
+    return set(desired.agent_uuids) | swept_agents(desired, providers)
 
 
 def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
@@ -119,8 +127,8 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
     ops: list[Op] = []
     kept: list[Kept] = []
     before: dict[str, dict] = {}
-    ours = {p.uuid for p in desired.providers}
-    agents = {p.uuid for p in desired.providers if p.role == "agent"}
+    agents = owned_agents(desired, observed.providers.values())
+    ours = {p.uuid for p in desired.providers} | agents
     present = [p for p in observed.providers.values() if p.uuid in ours or p.parent_uuid in agents]
     blocked_parents: set[str] = set()
     # leaves first: devices (children of our agents), then the agents themselves
@@ -134,7 +142,7 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
             blocked_parents.add(prov.parent_uuid)
             continue
         ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
-    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after={})
+    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after={}, warnings=desired.warnings)
 
 
 def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,
@@ -144,12 +152,11 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
     before: dict[str, dict] = {}
     after: dict[str, dict] = {}
 
-    missing_traits = sorted(desired.traits - observed.existing_traits)
-    ops += [Op("create_trait", name=t) for t in missing_traits]
-
     roots: dict[str, str] = {}
+    warnings = list(desired.warnings)
     for hyp in desired.hypervisors:
         root = observed.roots.get(hyp)
+        devices = sorted(p.device for p in desired.providers if p.hypervisor == hyp and p.device)
         if root is not None:
             roots[hyp] = root.uuid
             if root_inventories:
@@ -159,13 +166,26 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             invs = freeze_inventories(root_inventories or {})
             ops.append(Op("create_root", name=hyp, uuid=roots[hyp], inventories=invs))
             after[roots[hyp]] = snapshot(hyp, None, (), invs)
+        elif all(p.kind == naming.OVN for p in desired.providers if p.hypervisor == hyp):
+            # Neutron's OVN extension skips a hypervisor entry that names no provider, silently
+            warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
+                            f"silently reports nothing for its resource_provider_hypervisors entries"
+                            + (f" (bridges {', '.join(devices)})" if devices else "") + "; minbw skips them too. "
+                            f"Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
         else:
-            devices = sorted(p.device for p in desired.providers if p.hypervisor == hyp and p.device)
             raise RootProviderNotFound(hyp, devices)
+
+    # the physnet traits only skipped providers had are not ensured either (Neutron never saw those bridges)
+    kept_traits = {t for p in desired.providers if p.hypervisor in roots for t in p.traits}
+    dropped = {t for p in desired.providers if p.hypervisor not in roots and p.role == "device"
+               for t in p.traits if t.startswith("CUSTOM_PHYSNET_")} - kept_traits
+    ops += [Op("create_trait", name=t) for t in sorted(desired.traits - dropped - observed.existing_traits)]
 
     resolved: list[ProviderSpec] = []
     reparent_ok = mv.at_least(observed.max_version, mv.REPARENT)
     for spec in desired.providers:
+        if spec.hypervisor not in roots:
+            continue
         parent = spec.parent_uuid or roots[spec.hypervisor]
         spec = ProviderSpec(**{**spec.__dict__, "parent_uuid": parent})
         resolved.append(spec)
@@ -194,7 +214,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             ops.append(Op("set_inventories", name=spec.name, uuid=spec.uuid, inventories=spec.inventories))
 
     kept: list[Kept] = []
-    agent_uuids = {p.uuid for p in resolved if p.role == "agent"}
+    agent_uuids = owned_agents(desired, observed.providers.values())
     wanted = {p.uuid for p in resolved}
     for prov in sorted(observed.providers.values(), key=lambda p: p.name):
         if prov.parent_uuid in agent_uuids and prov.uuid not in wanted:
@@ -205,7 +225,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                 kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
             else:
                 ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
-    return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after)
+    return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after,
+                warnings=tuple(warnings))
 
 
 def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: dict,

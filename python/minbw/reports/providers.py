@@ -7,9 +7,9 @@ from collections.abc import Iterable
 from minbw.errors import ObjectNotFound
 from minbw.model.providers import DesiredState, snapshot
 from minbw.neutron import naming
-from minbw.neutron.agentconf import config_from_report
-from minbw.neutron.provider_tree import desired_state
+from minbw.neutron.agentconf import AgentConfig, config_from_report
 from minbw.placement.client import Placement
+from minbw.neutron.provider_tree import swept_agents
 
 
 def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]:
@@ -45,20 +45,25 @@ def _tree_order(provs: list[dict]) -> list[dict]:
     return ordered
 
 
-def reported_state(conn, hosts: Iterable[str] | None = None) -> DesiredState:
-    """The desired state the bandwidth-reporting agents' heartbeats stand for (Neutron's agent list)."""
+def reported_configs(conn, hosts: Iterable[str] | None = None) -> list[AgentConfig]:
+    """What the bandwidth-reporting agents' heartbeats stand for (Neutron's agent list; OVS and SR-IOV: OVN
+    chassis report no bandwidth there)."""
     hosts = set(hosts or ())
-    configs = [config_from_report(a.agent_type, a.host, a.configuration or {})
-               for a in conn.network.agents() if a.agent_type in naming.AGENT_KIND_BY_TYPE
-               and (not hosts or a.host in hosts)]
-    return desired_state(configs)
+    return [config_from_report(a.agent_type, a.host, a.configuration or {})
+            for a in conn.network.agents() if a.agent_type in naming.AGENT_KIND_BY_TYPE
+            and naming.AGENT_KIND_BY_TYPE[a.agent_type].key in naming.INI_KINDS
+            and (not hosts or a.host in hosts)]
 
 
-def placement_snapshots(api: Placement, uuids: Iterable[str]) -> dict[str, dict]:
-    """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME)."""
+def placement_snapshots(api: Placement, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
+                        ) -> dict[str, dict]:
+    """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME), with
+    the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones."""
     wanted = set(uuids)
     providers = api.list_providers()
     by_uuid = {p.uuid: p for p in providers}
+    swept = set().union(*(swept_agents(d, providers) for d in sides if d is not None))
+    wanted |= {p.uuid for p in providers if p.parent_uuid in swept}
     out = {}
     for d in api.provider_details([p for p in providers if p.uuid in wanted]):
         p = d.provider

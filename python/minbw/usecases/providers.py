@@ -7,8 +7,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from minbw.errors import InvalidInput
 from minbw.model.providers import DesiredState, root_inventories
-from minbw.neutron.provider_tree import desired_state
+from minbw.ops import ovn
 from minbw.ops import sync as s
 from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
 from minbw.ops.agent_files import read_agent_configs
@@ -18,12 +19,40 @@ from minbw.usecases.cloud import Cloud, progress_of
 
 
 @dataclass(frozen=True)
+class OvnSources:
+    """Where ML2/OVN chassis options are read (what Neutron's OVN placement extension reads): saved files, the
+    southbound database (every chassis of the cloud), this compute's Open vSwitch database, or option values
+    (what an ovn_chassis_config task returns). ``sb_db``/``ovs_db``: the database, None for the tools' default;
+    ``sbctl``/``vsctl``: how to run ovn-sbctl / ovs-vsctl."""
+
+    files: tuple[str, ...] = ()
+    southbound: bool = False
+    sb_db: str | None = None
+    sbctl: str | tuple[str, ...] | None = None
+    open_vswitch: bool = False
+    ovs_db: str | None = None
+    vsctl: str | tuple[str, ...] | None = None
+    values: tuple = ()
+
+    @property
+    def given(self) -> bool:
+        return bool(self.files or self.southbound or self.open_vswitch or self.values)
+
+    def read(self, hostname: str | None = None):
+        """The chassis of every source, and whether they are every chassis of the cloud (the southbound)."""
+        return ovn.gather(files=self.files, southbound=self.southbound, sb_db=self.sb_db, sbctl=self.sbctl,
+                          open_vswitch=self.open_vswitch, ovs_db=self.ovs_db, vsctl=self.vsctl, values=self.values,
+                          hostname=hostname)
+
+
+@dataclass(frozen=True)
 class ProvidersRequest:
     """The agents' configuration (ini files and/or option dicts) and how to sync it. ``cache`` None: no cache;
     "" the default file of the endpoint; else a path. ``option``: how the front end names the files."""
 
     agent_configs: tuple[str, ...] = ()
     agents: tuple[Mapping, ...] = ()
+    ovn: OvnSources = OvnSources()
     host: str | None = None
     check: bool = False
     absent: bool = False
@@ -61,19 +90,30 @@ class ProvidersResult:
             out.append(dict(before=before, after=after, before_header=header, after_header=header))
         return sorted(out, key=lambda d: d["before_header"])
 
+    @property
+    def warnings(self) -> list[str]:
+        """What Neutron would silently skip (an OVN bridge without a hypervisor entry, ...)."""
+        return list(self.plan.warnings)
+
     def to_dict(self) -> dict:
         out = self.plan.to_dict()
         out["diff"] = self.plan.diff()
         out["result"] = self.applied.to_dict() if self.applied is not None else None  # null: nothing written
         out["summary"] = self.summary
+        out["warnings"] = self.warnings
         return out
 
 
 def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     """Plan (``check``) or make the writes that bring Placement to the configuration (``absent``: remove these
     agents' providers where nothing is allocated)."""
-    desired = desired_state(read_agent_configs(request.agent_configs, request.agents, request.host,
-                                               paths_option=request.option))
+    if not (request.agent_configs or request.agents or request.ovn.given):
+        raise InvalidInput("give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
+                           "chassis options (--agent-config FILE, --ovn-chassis FILE, --ovn-sb-db [DB], "
+                           "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
+    configs = read_agent_configs(request.agent_configs, request.agents, request.host, paths_option=request.option)
+    chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
+    desired = ovn.desired(configs, chassis, complete=complete)
     workers = s.check_workers(request.workers, request.name("workers"))
     max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
     roots = (root_inventories(request.root_inventories, request.name("root_inventories"))

@@ -271,8 +271,10 @@ def _opt(options: Mapping[str, str], name: str, parser, source: str):
 def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, source: str = "options",
                       tunnelled_rp_name: str = naming.RP_TUNNELLED) -> AgentConfig:
     """Parse the agent section's raw string values as the agent does at start-up."""
-    if kind not in naming.AGENT_KINDS:
-        raise ConfigError(f"unknown agent kind {kind!r}; expected one of {sorted(naming.AGENT_KINDS)}",
+    if kind not in naming.INI_KINDS:
+        why = (": ML2/OVN is configured by chassis options, not agent options (minbw.neutron.ovn)"
+               if kind == naming.OVN else "")
+        raise ConfigError(f"unknown agent kind {kind!r}; expected one of {sorted(naming.INI_KINDS)}{why}",
                           source=source)
     if not host:
         raise ConfigError("the agent host is empty: give --host (module option 'host') or [DEFAULT] host",
@@ -361,7 +363,7 @@ def _one_line(e) -> str:
 
 
 def detect_kind(sections: Mapping[str, Mapping[str, str]], source: str) -> str:
-    kinds = [k for k, ak in naming.AGENT_KINDS.items()
+    kinds = [k for k in naming.INI_KINDS for ak in (naming.AGENT_KINDS[k],)
              if ak.ini_section in sections and ak.mappings_option in sections[ak.ini_section]]
     if len(kinds) != 1:
         found = ", ".join(f"[{naming.AGENT_KINDS[k].ini_section}] {naming.AGENT_KINDS[k].mappings_option}"

@@ -70,12 +70,18 @@ def agent_providers(cfg: AgentConfig) -> tuple[list[ProviderSpec], set[str]]:
     return specs, traits
 
 
-def desired_state(configs: Iterable[AgentConfig]) -> DesiredState:
+def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
+                  sweep_kinds: Iterable[str] = ()) -> DesiredState:
     providers: dict[str, ProviderSpec] = {}
     traits: set[str] = set()
+    sweep: set[tuple[str, str]] = set()
     for cfg in configs:
         specs, t = agent_providers(cfg)
         traits |= t
+        if cfg.kind == naming.OVN:
+            # Neutron deletes the providers of bridges that left a chassis's options; the chassis's own
+            # host is where they hang when no hypervisor entry is left to name it
+            sweep |= {(h, naming.agent_rp_uuid(cfg.agent_kind, h)) for h in {cfg.host, *cfg.hypervisors.values()}}
         for spec in specs:
             if spec.uuid in providers:
                 raise ConfigError(
@@ -85,4 +91,13 @@ def desired_state(configs: Iterable[AgentConfig]) -> DesiredState:
             providers[spec.uuid] = spec
     # agents before devices: parents are created first
     ordered = sorted(providers.values(), key=lambda p: (p.role != "agent", p.hypervisor, p.kind, p.name))
-    return DesiredState(providers=tuple(ordered), traits=frozenset(traits))
+    return DesiredState(providers=tuple(ordered), traits=frozenset(traits), sweep=frozenset(sweep),
+                        sweep_kinds=frozenset(sweep_kinds), warnings=tuple(warnings))
+
+
+def swept_agents(desired: DesiredState, providers) -> set[str]:
+    """The swept agent providers: those ``desired.sweep`` names, and every agent provider (among
+    ``providers``) of a kind the configuration describes completely."""
+    kinds = [naming.AGENT_KINDS[k] for k in desired.sweep_kinds]
+    return {u for _, u in desired.sweep} | {p.uuid for p in providers for k in kinds
+                                            if naming.is_agent_rp(k, p.name, p.uuid)}

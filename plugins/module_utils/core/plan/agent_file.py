@@ -57,7 +57,7 @@ def plan_agent_file(path: str, text: str, kind: str, values: Mapping[str, object
     after = agentconf.edit_ini(text, section, updates) if updates else text
     sections = agentconf.read_ini(after, source=path)
     configurations = None
-    if kind in naming.AGENT_KINDS:
+    if kind in naming.INI_KINDS:
         # the agent's host: as the agent finds it ([DEFAULT] host, else the machine's name)
         agent_host = host or sections.get("DEFAULT", {}).get("host", "").strip() or machine_host
         config = load_agent_ini(after, source=path, host=agent_host, kind=kind)

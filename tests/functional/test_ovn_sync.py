@@ -1,0 +1,119 @@
+"""ML2/OVN chassis options synced into the real embedded Placement: the tree Neutron's OVN extension writes (its
+own deferred calls executed with neutron-lib's Placement client) is the tree minbw writes; the CLI reads the
+chassis from the files an operator saves from ovn-sbctl / ovs-vsctl; drift against Placement."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from minbw.neutron import naming, ovn
+from minbw.ops import ovn as ovn_ops
+from minbw.ops import sync as s
+from tests.conftest import run_drift
+from tests.functional.test_sync import make_root, tree
+from tests.oracle import neutron_ovn, neutron_sync
+
+OVN = naming.AGENT_KINDS[naming.OVN]
+GW = "enable-chassis-as-gw,availability-zones=az1"
+CHASSIS = {ovn.BRIDGE_MAPPINGS: "physnet0:br-test,public:br-ex",
+           ovn.CMS_OPTIONS: f"{GW},resource_provider_bandwidths=br-test:1500:1500;br-ex::1;br-x:5:5,"
+                            "resource_provider_inventory_defaults=min_unit:10;allocation_ratio:2.0,"
+                            "resource_provider_hypervisors=br-test:devstack0;br-ex:devstack0"}
+
+
+def sb_json(**chassis) -> dict:
+    """What ``ovn-sbctl --format=json --columns=name,hostname,other_config list Chassis`` prints."""
+    return {"headings": ["name", "hostname", "other_config"],
+            "data": [[name, host, ["map", sorted(config.items())]] for name, (host, config) in chassis.items()]}
+
+
+def test_minbw_writes_the_tree_neutrons_ovn_extension_writes(placement, placement_server):
+    make_root(placement)
+    # Neutron's own calls, executed against the real Placement
+    client = neutron_sync.neutron_client(placement_server.url)
+    name2uuid = {p.name: p.uuid for p in placement.list_providers()}
+    for call in neutron_ovn.deferred(CHASSIS, name2uuid, client=client):
+        call.execute()
+    theirs = tree(placement)
+    assert {v[0] for v in theirs.values()} == {"devstack0:OVN Controller agent",
+                                               "devstack0:OVN Controller agent:br-test",
+                                               "devstack0:OVN Controller agent:br-ex"}
+    # minbw reads the same chassis: nothing to write, and br-x (no hypervisor entry, not mapped) is named
+    chassis = ovn.Chassis("c0", "devstack0", CHASSIS[ovn.BRIDGE_MAPPINGS], CHASSIS[ovn.CMS_OPTIONS])
+    desired = ovn_ops.desired(chassis=[chassis])
+    assert s.sync(placement, desired, check=True)[0].writes() == 0
+    assert any("bridge br-x" in w and "resource_provider_hypervisors" in w for w in desired.warnings)
+    # and from an empty Placement, minbw writes what Neutron wrote
+    for p in sorted(placement.list_providers(), key=lambda p: -len(p.name)):
+        if p.parent_uuid:
+            placement.delete_provider(p.uuid)
+    s.sync(placement, desired)
+    assert tree(placement) == theirs
+
+
+def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_server, tmp_path):
+    make_root(placement)
+    make_root(placement, "devstack1")
+    dump = tmp_path / "chassis.json"
+    other = {ovn.BRIDGE_MAPPINGS: "physnet0:br-test",
+             ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-test:100:100,resource_provider_hypervisors=br-test:devstack1"}
+    dump.write_text(json.dumps(sb_json(c0=("devstack0", CHASSIS), c1=("devstack1", other))))
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+                              env=placement_server.env(), timeout=120)
+    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    assert out.returncode == 0, out.stderr
+    assert "minbw: warning: chassis c0 (devstack0): Neutron silently reports no bandwidth for bridge br-x" in out.stderr
+    assert json.loads(out.stdout)["warnings"] and json.loads(out.stdout)["result"]["writes"] > 0
+    br_test1 = naming.device_rp_uuid(OVN, "devstack1", "br-test")
+    assert placement.get_inventories(br_test1)[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 100
+    # c1's bridge leaves its options: the southbound dump is every chassis, so its provider is stale
+    gone = {ovn.BRIDGE_MAPPINGS: "physnet0:br-test", ovn.CMS_OPTIONS: "enable-chassis-as-gw"}
+    dump.write_text(json.dumps(sb_json(c0=("devstack0", CHASSIS), c1=("devstack1", gone))))
+    rows = run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0])
+    assert [(r.name, r.differences) for r in rows if not r.agree] == [
+        ("devstack1:OVN Controller agent:br-test", ("missing from agent",))]
+    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    assert [(op["action"], op["name"]) for op in json.loads(out.stdout)["ops"]] == [
+        ("delete_provider", "devstack1:OVN Controller agent:br-test")]
+    assert all(r.agree for r in run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0]))
+    drift = run("drift", "--ovn-chassis", str(dump), "--no-neutron", "--json")
+    assert drift.returncode == 0 and json.loads(drift.stdout)["ok"], drift.stdout + drift.stderr
+    assert "minbw: warning: chassis c0 (devstack0): Neutron silently reports no bandwidth for bridge br-x" in drift.stderr
+    # the same chassis from one compute's Open vSwitch row (ovs-vsctl --format=json list Open_vSwitch)
+    row = tmp_path / "ovs.json"
+    row.write_text(json.dumps({"headings": ["external_ids"], "data": [[["map", sorted(
+        {"system-id": "c0", "hostname": "devstack0", **CHASSIS}.items())]]]}))
+    assert json.loads(run("providers", "plan", "--ovn-chassis", str(row), "--json").stdout)["writes"] == 0
+    bad = run("providers", "plan", "--json")
+    assert bad.returncode == 1 and "--agent-config FILE" in bad.stderr and "--ovn-sb-db" in bad.stderr
+
+
+def test_capacity_and_claims_on_ovn_providers(placement):
+    """Capacity counts what the OVN bridges hold, and the claims land on the OVN bridge of the port's physnet:
+    the analyses read Placement's providers and traits, whatever the backend."""
+    from minbw.model.requests import ServerRequest
+    from minbw.ops import claims
+    from minbw.neutron.port_request import QosPort
+    from minbw.reports.capacity.request import CapacityRequest, qos_port
+    from minbw.usecases.capacity import capacity_report
+    import uuid
+    flavor = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+    root = make_root(placement)
+    placement.set_inventories(root, {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 65536},
+                                     "DISK_GB": {"total": 1000}}, placement.get_provider(root).generation)
+    s.sync(placement, ovn_ops.desired(chassis=[ovn.Chassis("c0", "devstack0", CHASSIS[ovn.BRIDGE_MAPPINGS],
+                                                           CHASSIS[ovn.CMS_OPTIONS])]))
+    rules = [{"type": "minimum_bandwidth", "direction": "egress", "min_kbps": 500},
+             {"type": "minimum_bandwidth", "direction": "ingress", "min_kbps": 500}]
+    port, open_groups = qos_port(0, QosPort.from_dict({"qos_rules": rules, "physical_network": "physnet0"}, "port 0"))
+    server = ServerRequest(extra_resources=flavor, ports=(port,))
+    report = capacity_report(placement, CapacityRequest(server, frozenset(open_groups))).to_dict()
+    assert report["total"] == 6  # br-test: 1500 each way at allocation_ratio 2.0, 500 a server
+    br_test = naming.device_rp_uuid(OVN, "devstack0", "br-test")
+    held = [claims.claim(placement, str(uuid.uuid4()), server, project_id="p", user_id="u",
+                         diagnose_on_failure=False) for _ in range(6)]
+    assert all(c.mapping[port.groups[0].id] == [br_test] for c in held), [c.mapping for c in held]
+    assert placement.provider_usages(br_test) == {"NET_BW_EGR_KILOBIT_PER_SEC": 3000, "NET_BW_IGR_KILOBIT_PER_SEC": 3000}
