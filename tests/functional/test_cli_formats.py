@@ -191,3 +191,33 @@ def test_sync_draws_a_progress_bar_on_a_terminal_only(placement, placement_serve
     assert re.search(rf"\r\x1b\[Kminbw: writes done \[#+\] {len(writes)}/{len(writes)}\r?\n", drawn.decode()), drawn
     plain = run(placement_server.env(), "providers", "sync", "--agent-config", ini, "--absent")
     assert plain.returncode == 0 and "\r" not in plain.stderr and "[#" not in plain.stderr, plain.stderr
+
+
+def test_tables_fit_the_terminal(cloud, tmp_path):
+    """On a terminal the widest table (the plan's writes) wraps to the terminal's width (cliff's --fit-width,
+    on by default there); piped, it stays whole for scripts."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    env, ini = cloud
+    (tmp_path / "wider.ini").write_text(OVS.replace("br-test:1000:1000", "br-test:2000:2000"))
+    args = [ENTRY, "providers", "plan", "--agent-config", str(tmp_path / "wider.ini")]
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    with os.fdopen(master, "rb", buffering=0) as tty:
+        proc = subprocess.run(args, stdout=slave, stderr=subprocess.PIPE, env={**env, "COLUMNS": "80"}, timeout=120)
+        os.close(slave)
+        shown = b""
+        try:
+            while chunk := tty.read(4096):
+                shown += chunk
+        except OSError:  # EIO: the terminal's other end is closed
+            pass
+    assert proc.returncode == 0, proc.stderr
+    lines = shown.decode().splitlines()
+    assert any("set inventories of devstack0:Open" in line for line in lines), lines
+    table = [line for line in lines if line.startswith(("+", "|"))]
+    assert table and max(len(line) for line in table) <= 80, lines
+    piped = run(env, *args[1:])
+    assert max(len(line) for line in piped.stdout.splitlines() if line.startswith("|")) > 80  # a script: whole rows
