@@ -1,1 +1,2 @@
-"""The ``minbw`` command."""
+"""The command line on cliff and osc-lib: the ``minbw`` shell and the ``openstack bandwidth`` plugin, over one set of
+command classes that call the use cases."""

@@ -1,1 +1,2 @@
-"""Read-only reports over Placement: provider trees with usage, candidates, why there is no valid host."""
+"""Read-only: the pure analyses (capacity, guarantee, drift, write verification, move checks, cache check,
+candidates) and the readers (providers with usage, what the agents report, why there is no valid host)."""
