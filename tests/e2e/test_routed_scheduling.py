@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from minbw.errors import NoValidHost, NotFound, ProviderNotFound
+from minbw.errors import NoValidHost, PlacementError
 from minbw.ops import claims, segments
 from minbw.ops.schedule import schedule
 from minbw.placement.client import Placement
@@ -223,7 +223,9 @@ def counts(api, seg_id):
     """(total, reserved) of the segment provider's IPV4_ADDRESS; None while Neutron has not made it."""
     try:
         inv = api.get_inventories(seg_id)[0].get("IPV4_ADDRESS")
-    except (ProviderNotFound, NotFound):
+    except PlacementError as e:  # not made yet: Placement answers 404 (with the code placement.undefined_code)
+        if e.status != 404:
+            raise
         return None
     return None if inv is None else (inv["total"], inv["reserved"])
 
