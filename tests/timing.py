@@ -11,11 +11,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 SLOWEST = 15
+README = Path(__file__).resolve().parent / "README.md"
+
+
+def budgets(readme: Path = README) -> dict[str, float]:
+    """The time budget of each suite, seconds of wall time: the rows ``| suite | seconds | ...`` of the table under
+    tests/README.md's heading "Time budgets"."""
+    text = readme.read_text() if readme.exists() else ""
+    section = text.split("## Time budgets", 1)[1].split("\n## ", 1)[0] if "## Time budgets" in text else ""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| *`?([\w-]+)`? *\| *(\d+) *\|", section, re.M)}
 
 
 def suite_of(nodeid: str) -> str:
@@ -53,16 +63,22 @@ def summarize(runs: list[dict], extra: dict[str, float] | None = None) -> list[s
         s["failed"] += t["outcome"] == "failed"
         s["sum"] += t["setup"] + t["call"] + t["teardown"]
         s["start"], s["stop"] = min(s["start"], t["start"]), max(s["stop"], t["stop"])
-    lines = ["", "time per suite (sum: the tests' setup+call+teardown; span: first start to last end, wall)",
-             f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}"]
+    budget = budgets()
+
+    def row(name, n, failed, total, span):
+        over = " OVER BUDGET" if name in budget and span > budget[name] else ""
+        limit = f"{budget[name]:.0f}" if name in budget else ""
+        return f"  {name:<15}{n:>6}{failed:>8}{total:>10.1f}{span:>10.1f}{limit:>10}{over}"
+    lines = ["", "time per suite (sum: its tests' setup+call+teardown; span: first start to last end, wall; budget: "
+             "tests/README.md)", f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}{'budget s':>10}"]
     for name, s in sorted(suites.items(), key=lambda kv: -kv[1]["sum"]):
-        lines.append(f"  {name:<15}{s['n']:>6}{s['failed']:>8}{s['sum']:>10.1f}{s['stop'] - s['start']:>10.1f}")
+        lines.append(row(name, s["n"], s["failed"], s["sum"], s["stop"] - s["start"]))
     for name, seconds in (extra or {}).items():
-        lines.append(f"  {name:<15}{'':>6}{'':>8}{seconds:>10.1f}{seconds:>10.1f}")
+        lines.append(row(name, "", "", seconds, seconds))
     if runs:
         wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
-        lines.append(f"  {'pytest wall':<15}{len(tests):>6}{sum(s['failed'] for s in suites.values()):>8}"
-                     f"{'':>10}{wall:>10.1f}")
+        lines.append(row("pytest (wall)", len(tests), sum(s["failed"] for s in suites.values()), 0, wall)
+                     .replace("       0.0", "          ", 1))
     lines += ["", f"{SLOWEST} slowest tests (setup+call+teardown, s; setup shown apart when over 1 s)"]
     for t in sorted(tests, key=lambda t: -(t["setup"] + t["call"] + t["teardown"]))[:SLOWEST]:
         total = t["setup"] + t["call"] + t["teardown"]

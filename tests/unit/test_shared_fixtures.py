@@ -92,3 +92,20 @@ def test_no_test_module_starts_a_mini_cloud_outside_the_shared_fixture():
             found[str(path.relative_to(TESTS.parent))] = hits
     assert not found, ("these start or stop a mini-cloud of their own; use the fixtures of tests/e2e/conftest.py "
                        f"(a new variant: a fixture there, tests/README.md): {found}")
+
+
+def test_make_test_lanes_run_every_test_file_once():
+    """tests/run_suites.py (``make test``) names folders and files per lane: every test file is in exactly one."""
+    from tests.run_suites import LANES
+    repo = TESTS.parent
+    every = {p.relative_to(repo) for p in TESTS.rglob("test_*.py")}
+    runs: list[Path] = []
+    for steps in LANES.values():
+        for _, cmd in steps:
+            ignored = {Path(a.split("=", 1)[1]) for a in cmd if a.startswith("--ignore=")}
+            for arg in (a for a in cmd if a.startswith("tests/")):
+                path = repo / arg
+                files = [p.relative_to(repo) for p in path.rglob("test_*.py")] if path.is_dir() else [Path(arg)]
+                runs += [f for f in files if f not in ignored]
+    assert sorted(every - set(runs)) == [], "in no lane"
+    assert sorted({f for f in runs if runs.count(f) > 1}) == [], "in two lanes"
