@@ -109,3 +109,19 @@ def test_make_test_lanes_run_every_test_file_once():
                 runs += [f for f in files if f not in ignored]
     assert sorted(every - set(runs)) == [], "in no lane"
     assert sorted({f for f in runs if runs.count(f) > 1}) == [], "in two lanes"
+
+
+def test_the_readme_names_targets_and_tests_that_exist():
+    """tests/README.md's `make` targets are the Makefile's, its test ids name existing tests, its budgets every suite."""
+    import re as re_
+    from tests.timing import budgets
+    readme = (TESTS / "README.md").read_text()
+    makefile = (TESTS.parent / "Makefile").read_text()
+    targets = set(re_.findall(r"^([\w-]+):", makefile, re_.M))
+    named = set(re_.findall(r"`make ([\w-]+)", readme))
+    assert named and named <= targets, sorted(named - targets)
+    for path, name in re_.findall(r"pytest -q (tests/[\w/]+\.py)(?:::(\w+))?", readme):
+        source = (TESTS.parent / path).read_text()
+        assert not name or f"def {name}(" in source, f"{path}::{name}"
+    suites = {p.name for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert suites | {"sanity", "lint", "make-test"} == set(budgets()), budgets()
