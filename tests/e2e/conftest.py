@@ -1,9 +1,11 @@
 """The end-to-end suite's mini-cloud: real Keystone, Placement, Neutron, Nova and Glance (tests/minicloud).
 
-One cloud runs at a time (fixed ports). The suite starts it at most twice: first as configured by default
-(Neutron's placement plugin on), then, for the tests that use ``cloud_plugin_off``, with the plugin off and
-nova-compute reporting SR-IOV PFs. Those tests are run last. A cloud that cannot start fails the tests with
-cloud.sh's output (which carries the failing service's log); nothing is skipped.
+One cloud runs at a time (fixed ports). The suite cold-starts it once, as configured by default (Neutron's
+placement plugin on); the tests that use ``cloud_plugin_off`` (plugin off, nova-compute reporting SR-IOV PFs) run
+last, on the same MariaDB and RabbitMQ: ``cloud.sh up`` with that mode is a warm start (services restarted, databases
+restored from the snapshot the cold start took; tests/minicloud/README.md). A cloud that cannot start fails the
+tests with cloud.sh's output (which carries the failing service's log); nothing is skipped. A module never starts a
+cloud of its own (tests/unit/test_shared_fixtures.py): a new variant is a fixture here.
 
 The default cloud has two computes, devstack0 and devstack1, but devstack1 starts as a spare (nova-compute up,
 mapped and disabled, no agents, so no bandwidth): the single-host tests see one host with bandwidth, as they were
@@ -86,7 +88,6 @@ class CloudManager:
     def __init__(self):
         self.current: MiniCloud | None = None
         self.timings: dict[str, float] = {}
-        self.starts: list[str] = []  # "cold" / "warm", one per `cloud.sh up`
 
     def ensure(self, *, two_hosts: bool = False, **mode) -> MiniCloud:
         mode = {"MINICLOUD_PLACEMENT_PLUGIN": "1", "MINICLOUD_SRIOV_COMPUTE": "0", "MINICLOUD_COMPUTES": "2",
@@ -113,7 +114,6 @@ class CloudManager:
                               capture_output=True, text=True, timeout=900, check=False)
         kind = "warm" if "warm start:" in proc.stderr else "cold"
         self.timings[f"up ({kind}) " + ",".join(f"{k}={v}" for k, v in mode.items())] = time.monotonic() - t
-        self.starts.append(kind)
         if proc.returncode != 0:
             subprocess.run(["bash", str(CLOUD_SH), "down"], cwd=REPO, capture_output=True, check=False)
             pytest.fail(f"the mini-cloud did not start (cloud.sh up exit {proc.returncode}):\n"
