@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection module-utils demo test unit lint bench sanity cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install module-utils demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 setup: $(VENV)/.setup-done
 
@@ -29,13 +29,38 @@ module-utils:
 demo: setup collection
 	$(VENV)/bin/ansible-playbook playbooks/demo.yml
 
+# The mini-cloud's and the production-style Placement's venv (.venv-cloud) and Debian packages (MariaDB,
+# RabbitMQ): installed once here, before suites that use them run side by side.
+cloud-install:
+	bash tests/minicloud/cloud.sh install
+
+# `make test`: every suite, in parallel lanes (tests/run_suites.py: e2e | functional+prodplacement |
+# unit+faults+ansible | sanity+lint), then the time per suite and the 15 slowest tests; fails when a test fails.
+# Its set-up (setup, collection, cloud-install) is done first and timed apart. tests/README.md: the suites.
+test: setup collection cloud-install
+	$(PY) tests/run_suites.py
+
+# One suite alone (tests/README.md has what each runs against and its time budget):
 unit: setup
 	$(PY) -m pytest -q tests/unit
 
-test: setup collection
-	$(PY) -m pytest -q -p no:cacheprovider tests
+functional: setup collection
+	$(PY) -m pytest -q tests/functional
+
+ansible: setup collection
+	$(PY) -m pytest -q tests/ansible
+
+faults: setup collection
+	$(PY) -m pytest -q tests/faults
+
+prodplacement: setup cloud-install
+	$(PY) -m pytest -q tests/prodplacement
+
+e2e: setup collection cloud-install
+	$(PY) -m pytest -q tests/e2e
+
+sanity: setup
 	bash tests/ansible/sanity.sh
-	bash tests/ansible/lint.sh
 
 lint: setup
 	bash tests/ansible/lint.sh

@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests import timing
+
 REPO = Path(__file__).resolve().parent.parent
 MINBW = [sys.executable, "-m", "minbw.cli"]
+
+
+# the time per suite and the slowest tests at the end of every run (tests/timing.py)
+pytest_addoption = timing.pytest_addoption
+pytest_configure = timing.pytest_configure
 
 
 def free_port() -> int:

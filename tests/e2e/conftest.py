@@ -1,9 +1,11 @@
 """The end-to-end suite's mini-cloud: real Keystone, Placement, Neutron, Nova and Glance (tests/minicloud).
 
-One cloud runs at a time (fixed ports). The suite starts it at most twice: first as configured by default
-(Neutron's placement plugin on), then, for the tests that use ``cloud_plugin_off``, with the plugin off and
-nova-compute reporting SR-IOV PFs. Those tests are run last. A cloud that cannot start fails the tests with
-cloud.sh's output (which carries the failing service's log); nothing is skipped.
+One cloud runs at a time (fixed ports). The suite cold-starts it once, as configured by default (Neutron's
+placement plugin on); the tests that use ``cloud_plugin_off`` (plugin off, nova-compute reporting SR-IOV PFs) run
+last, on the same MariaDB and RabbitMQ: ``cloud.sh up`` with that mode is a warm start (services restarted, databases
+restored from the snapshot the cold start took; tests/minicloud/README.md). A cloud that cannot start fails the
+tests with cloud.sh's output (which carries the failing service's log); nothing is skipped. A module never starts a
+cloud of its own (tests/unit/test_shared_fixtures.py): a new variant is a fixture here.
 
 The default cloud has two computes, devstack0 and devstack1, but devstack1 starts as a spare (nova-compute up,
 mapped and disabled, no agents, so no bandwidth): the single-host tests see one host with bandwidth, as they were
@@ -122,11 +124,13 @@ class CloudManager:
                 self.timings["activate-spare"] = time.monotonic() - t
                 current.spare_active = True
             return current
-        self.down()
+        # another variant: `cloud.sh up` again, which stops the running cloud's services and, its MariaDB and
+        # RabbitMQ still running, restores the databases from the snapshot the first start took (a warm start)
         t = time.monotonic()
         proc = subprocess.run(["bash", str(CLOUD_SH), "up"], cwd=REPO, env=dict(os.environ, **mode),
                               capture_output=True, text=True, timeout=900, check=False)
-        self.timings["up " + ",".join(f"{k}={v}" for k, v in mode.items())] = time.monotonic() - t
+        kind = "warm" if "warm start:" in proc.stderr else "cold"
+        self.timings[f"up ({kind}) " + ",".join(f"{k}={v}" for k, v in mode.items())] = time.monotonic() - t
         if proc.returncode != 0:
             subprocess.run(["bash", str(CLOUD_SH), "down"], cwd=REPO, capture_output=True, check=False)
             pytest.fail(f"the mini-cloud did not start (cloud.sh up exit {proc.returncode}):\n"
@@ -242,14 +246,16 @@ class Demo:
                                                  networks=[{"port": p.id} for p in ports], **extra)
         self.servers.append(server)
         if wait:
-            server = self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], wait=180)
+            # polled every 0.5 s (openstacksdk: 2 s): a boot takes 3-7 s
+            server = self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], interval=0.5,
+                                                       wait=180)
         return self.conn.compute.get_server(server.id)
 
     def cleanup(self):
         for s in self.servers:
             self.conn.compute.delete_server(s, ignore_missing=True)
         for s in self.servers:
-            self.conn.compute.wait_for_delete(s, wait=120)
+            self.conn.compute.wait_for_delete(s, interval=0.5, wait=120)
         for p in self.ports:
             self.conn.network.delete_port(p, ignore_missing=True)
         for p in self.policies:

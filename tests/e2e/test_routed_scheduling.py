@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -69,36 +71,92 @@ class Routed:
 
 
 def _reported(api, seg_ids, hosts):
-    """Each segment's (generation, aggregates) once its provider has IPV4_ADDRESS and its host is in the aggregate."""
+    """Each segment's (generation, aggregates, IPV4_ADDRESS total) once its provider has IPV4_ADDRESS and every host
+    is in one of the segments' aggregates; else why not (a string)."""
     state = {}
     for s in seg_ids:
-        aggs, gen = api.get_provider_aggregates(s)
-        if not aggs or "IPV4_ADDRESS" not in api.get_inventories(s)[0]:
-            return None
-        state[s] = (gen, sorted(aggs))
+        try:
+            aggs, gen = api.get_provider_aggregates(s)
+        except Exception:  # noqa: BLE001 - not created yet
+            return f"segment {s}: no provider yet"
+        inv = api.get_inventories(s)[0]
+        if not aggs or "IPV4_ADDRESS" not in inv:
+            return f"segment {s}: provider without {'aggregates' if not aggs else 'IPV4_ADDRESS inventory'} yet"
+        state[s] = (gen, sorted(aggs), inv["IPV4_ADDRESS"]["total"])
     for h in hosts:
         root = api.list_providers(name=h)[0].uuid
-        if not any(set(a) & api.get_provider_aggregates(root)[0] for _, a in state.values()):
-            return None
+        if not any(set(a) & api.get_provider_aggregates(root)[0] for _, a, _ in state.values()):
+            return f"host {h}: its provider is in no aggregate of the segments yet"
     return state
 
 
-def wait_reported(api, seg_ids, hosts, timeout=120, quiet=10):
-    """Neutron reports segment providers asynchronously (its Nova notifier batches, and may go over a segment
-    again): wait until every provider is complete and nothing changed for ``quiet`` seconds."""
+def notifier_failures(cloud, since: float) -> list[str]:
+    """Neutron's segment notifier (neutron-api's BatchNotifier) runs each batch of events in a thread that dies on the
+    first event that raises (its callback only catches PlacementEndpointNotFound): the rest of that batch is lost,
+    and events queued meanwhile wait for the next event. Those deaths since ``since``, from neutron-api's output."""
+    out = Path(cloud.env["MINICLOUD_LOG_DIR"]) / "neutron-api.out"
+    text = out.read_text(errors="replace") if out.exists() else ""
+    found = []
+    for m in re.finditer(r"^Exception in thread [^\n]*synced_send\):\n(.*?)(?=^\[pid|^Exception in thread|\Z)", text,
+                         re.M | re.S):
+        stamp = re.findall(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", text[:m.start()])
+        when = time.mktime(time.strptime(stamp[-1], "%a %b %d %H:%M:%S %Y")) if stamp else 0
+        if when >= since - 2:
+            last = [line for line in m.group(1).splitlines() if line and not line.startswith(" ")][-1:]
+            found.append(f"after the request of {stamp[-1] if stamp else '?'}: {last[0] if last else m.group(1)[-300:]}")
+    return found
+
+
+def wait_reported(api, seg_ids, hosts, cloud, since, timeout=120, quiet=10):
+    """Neutron reports segment providers asynchronously (its Nova notifier batches every 2 s, and a later batch may go
+    over a segment again): wait until every provider is complete and nothing changed for ``quiet`` seconds. When that
+    does not come, say what is missing and whether Neutron's notifier lost the events (``notifier_failures``)."""
     deadline = time.monotonic() + timeout
-    last, since = None, time.monotonic()
+    last, since_change = None, time.monotonic()
     while time.monotonic() < deadline:
         try:
             now = _reported(api, seg_ids, hosts)
         except Exception as e:  # noqa: BLE001 - not there yet
             now = repr(e)
         if now != last:
-            last, since = now, time.monotonic()
-        elif isinstance(now, dict) and time.monotonic() - since >= quiet:
+            last, since_change = now, time.monotonic()
+        elif isinstance(now, dict) and time.monotonic() - since_change >= quiet:
             return now
-        time.sleep(2)
-    pytest.fail(f"Neutron did not report the segment providers in {timeout}s: {last}")
+        time.sleep(1)
+    lost = notifier_failures(cloud, since)
+    pytest.fail(f"Neutron did not report the segment providers in {timeout}s: {last}. "
+                + (f"Neutron's segment notifier died on an event, losing the rest of its batch: {lost}" if lost else
+                   "Neutron's segment notifier reported no failure (neutron-api.out)"), pytrace=False)
+
+
+def wait_segments_gone(api, conn, seg_ids, cloud, since, timeout=60):
+    """After the network's deletion: Neutron's notifier removes the segments' providers and Nova aggregates (after
+    the port events queued before them). Wait for that, so that no later test's events share a batch with these;
+    remove what Neutron left (its notifier died: said in the warning) and return what was left."""
+    deadline = time.monotonic() + timeout
+    names = {f"Neutron segment id {s}" for s in seg_ids}
+
+    def left():
+        provs = [s for s in seg_ids if api.list_providers(name=f"Neutron segment id {s}")]
+        aggs = [a for a in conn.compute.aggregates() if a.name in names]
+        return provs, aggs
+    provs, aggs = left()
+    while (provs or aggs) and time.monotonic() < deadline:
+        time.sleep(1)
+        provs, aggs = left()
+    for a in aggs:
+        for h in a.hosts or []:
+            conn.compute.remove_host_from_aggregate(a, h)
+        conn.compute.delete_aggregate(a, ignore_missing=True)
+    for s in provs:
+        try:
+            api.delete_provider(s)
+        except Exception:  # noqa: BLE001 - gone meanwhile
+            pass
+    if provs or aggs:
+        warnings.warn(f"Neutron left segment providers {provs} / aggregates {[a.name for a in aggs]} after the "
+                      f"network's deletion (removed here); its notifier: {notifier_failures(cloud, since)}")
+    return provs, aggs
 
 
 @pytest.fixture
@@ -119,34 +177,37 @@ def racks(cloud_two_hosts):
         with path.open("w") as f:
             ini.write(f)
         cloud_two_hosts.cloud_sh("restart-agents", host)
+    # restart-agents waited for the new inventories; an agent that had br-rack already is checked here
     deadline = time.monotonic() + 120
     want = {f"devstack{i}:Open vSwitch agent:br-rack" for i in (0, 1)}
-    while not want <= {p.name for p in api.list_providers()}:
-        assert time.monotonic() < deadline, "Neutron did not report the br-rack providers"
-        time.sleep(3)
+    while not want <= (have := {p.name for p in api.list_providers()}):
+        assert time.monotonic() < deadline, (
+            f"Neutron did not report {sorted(want - have)} in 120 s; its agents: "
+            f"{[(a.host, a.agent_type, a.is_alive, a.resources_synced) for a in cloud_two_hosts.connect().network.agents()]}")
+        time.sleep(1)
 
 
-def _routed_network(demo):
+def _routed_network(demo, cloud):
+    since = time.time()
     r = Routed(demo, f"e2e-routed-{next(_vlan)}")
     api = Placement(r.conn)
-    wait_reported(api, [s.id for s in r.seg.values()], ["devstack0", "devstack1"])
+    seg_ids = [s.id for s in r.seg.values()]
+    wait_reported(api, seg_ids, ["devstack0", "devstack1"], cloud, since)
     yield r
-    # the demo fixture deletes the network after this; Neutron then deletes the segment providers itself,
-    # but not one it found half-made (as after a test removed it): remove what is left
+    # Neutron deletes the segment providers and aggregates itself when the network goes, after the events of the
+    # ports deleted before it: wait for that before anything of them is removed here (a provider removed under
+    # Neutron's queued port event makes its notifier die and lose the rest of the batch, maybe the next test's)
+    since = time.time()
     for p in r.demo.ports:
         r.conn.network.delete_port(p, ignore_missing=True)
     r.demo.ports.clear()
     r.conn.network.delete_network(r.net, ignore_missing=True)
-    for s in r.seg.values():
-        try:
-            api.delete_provider(s.id)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
+    wait_segments_gone(api, r.conn, seg_ids, cloud, since)
 
 
 @pytest.fixture
-def routed(demo_two_hosts, racks):
-    yield from _routed_network(demo_two_hosts)
+def routed(demo_two_hosts, racks, cloud_two_hosts):
+    yield from _routed_network(demo_two_hosts, cloud_two_hosts)
 
 
 @pytest.fixture
@@ -158,9 +219,9 @@ def neutron_api_fresh(cloud_two_hosts):
 
 
 @pytest.fixture
-def routed_single(neutron_api_fresh, demo_two_hosts, racks):
+def routed_single(neutron_api_fresh, demo_two_hosts, racks, cloud_two_hosts):
     """The routed network, made in a Neutron API process with one segments notifier."""
-    yield from _routed_network(demo_two_hosts)
+    yield from _routed_network(demo_two_hosts, cloud_two_hosts)
 
 
 @pytest.fixture
@@ -428,10 +489,12 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
     other = {"devstack0": "devstack1", "devstack1": "devstack0"}[first]
     cloud_two_hosts.cloud_sh("stop-agents", first)
     try:
+        # Neutron marks an agent dead agent_down_time (75 s) after its last heartbeat
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline and any(a.is_alive for a in conn.network.agents(host=first)):
-            time.sleep(5)
-        assert not any(a.is_alive for a in conn.network.agents(host=first)), "Neutron still sees the agents alive"
+            time.sleep(1)
+        alive = [(a.agent_type, a.last_heartbeat_at) for a in conn.network.agents(host=first) if a.is_alive]
+        assert not alive, f"Neutron still sees {first}'s agents alive 150 s after they stopped (last heartbeats): {alive}"
 
         # one host allowed: the binding fails there, nothing is left bound or claimed
         consumer = "6d1f4a2c-5b3e-4c7d-9e8f-0a1b2c3d4e5f"

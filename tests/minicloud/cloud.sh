@@ -14,6 +14,7 @@
 #   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
 #   cloud.sh install-packages  only the Debian packages (apt); idempotent
+#   cloud.sh snapshot-dir    where `up` keeps (or finds) the snapshot of the migrated databases
 #
 # Env:
 #   MINICLOUD_PLACEMENT_PLUGIN=1|0  enable neutron's `placement` service plugin (default 1)
@@ -201,7 +202,8 @@ wait_rabbit() {
     (
         rabbit_env
         cd "$S/rabbitmq"
-        timeout 90 /usr/lib/rabbitmq/bin/rabbitmqctl wait --timeout 80 "$RUN/rabbitmq.beam.pid" >"$LOG/rabbitmq-wait.out" 2>&1
+        # bounded generously: on a loaded machine the broker and this Erlang client take minutes to boot
+        timeout 250 /usr/lib/rabbitmq/bin/rabbitmqctl wait --timeout 240 "$RUN/rabbitmq.beam.pid" >"$LOG/rabbitmq-wait.out" 2>&1
     ) || fail_service rabbitmq "did not start"
     say "ready: rabbitmq on $IP:$AMQP_PORT"
 }
@@ -690,111 +692,22 @@ EOF
 }
 
 # ---------------------------------------------------------------- checks (python, openstacksdk)
-check() {  # check WHAT [args] -> exit 0 when satisfied; CHECK_HOST (agents), CHECK_HOSTS (computes)
+check() {  # check WHAT [args] -> exit 0 when satisfied (tests/minicloud/check.py); CHECK_HOST, CHECK_HOSTS
     OS_CLIENT_CONFIG_FILE=$S/clouds.yaml CHECK_HOST=${CHECK_HOST:-$HOSTNAME_NOVA} CHECK_HOSTS="${CHECK_HOSTS:-${HOSTS[*]}}" \
-        "$PY" - "$@" <<'EOF'
-import os, sys, warnings
-warnings.filterwarnings('ignore')
-import openstack
-what = sys.argv[1]
-c = openstack.connect(cloud='minicloud')
-host = os.environ['CHECK_HOST']
-hosts = set(os.environ['CHECK_HOSTS'].split())
-if what == 'token':
-    c.authorize()
-elif what == 'compute-up':
-    up = {s.host for s in c.compute.services() if s.binary == 'nova-compute' and s.state == 'up'}
-    sys.exit(0 if hosts <= up else 1)
-elif what == 'compute-rp':
-    for h in hosts:
-        r = c.placement.get('/resource_providers?name=' + h, microversion='1.14').json()
-        if not r['resource_providers']:
-            sys.exit(1)
-elif what == 'hypervisor':
-    hv = {h.name for h in c.compute.hypervisors()}
-    sys.exit(0 if hosts <= hv else 1)
-elif what == 'services-up':
-    services = list(c.compute.services())
-    bad = [(s.binary, s.state) for s in services if s.state != 'up']
-    names = {s.binary for s in services}
-    computes = {s.host for s in services if s.binary == 'nova-compute'}
-    sys.exit(0 if not bad and {'nova-conductor', 'nova-scheduler', 'nova-compute'} <= names and hosts <= computes
-             else 1)
-elif what == 'compute-reported':
-    # the host's nova-compute wrote its service record (a heartbeat) after epoch argv[2]; its
-    # state may still be "down" when the service is forced down
-    import calendar, time
-    since = float(sys.argv[2])
-    for s in c.compute.services(binary='nova-compute', host=host):
-        if s.updated_at and calendar.timegm(time.strptime(s.updated_at[:19], '%Y-%m-%dT%H:%M:%S')) > since:
-            sys.exit(0)
-    sys.exit(1)
-elif what == 'compute-enabled':
-    svc = [s for s in c.compute.services(binary='nova-compute', host=host) if s.status == 'enabled']
-    rps = c.placement.get('/resource_providers?name=' + host, microversion='1.14').json()['resource_providers']
-    if not svc or not rps:
-        sys.exit(1)
-    traits = c.placement.get('/resource_providers/%s/traits' % rps[0]['uuid'], microversion='1.14').json()['traits']
-    sys.exit(1 if 'COMPUTE_STATUS_DISABLED' in traits else 0)
-elif what == 'enable-compute':
-    # enable the host's nova-compute service (a spare brought into service)
-    for s in c.compute.services(binary='nova-compute', host=host):
-        if s.status != 'enabled':
-            c.compute.enable_service(s, host, 'nova-compute')
-        sys.exit(0)
-    sys.exit(1)
-elif what == 'network-api':
-    list(c.network.extensions())
-elif what == 'image-api':
-    list(c.image.images())
-elif what == 'agents':
-    # argv[2:]: agent types that must be alive (and resources_synced when argv says so)
-    want = sys.argv[2].split(',') if len(sys.argv) > 2 and sys.argv[2] else []
-    synced = len(sys.argv) > 3 and sys.argv[3] == '1'
-    agents = {a.agent_type: a for a in c.network.agents(host=host)}
-    for t in want:
-        a = agents.get(t)
-        if not a or not a.is_alive:
-            sys.exit(1)
-        if synced and a.resources_synced is not True:
-            sys.exit(1)
-elif what == 'agent-inventories':
-    # every device the emulators reported with a bandwidth has that inventory in placement,
-    # under neutron's uuid5 provider UUIDs (agent host -> hypervisor from the report)
-    import json, uuid
-    ns = {'Open vSwitch agent': '87ee7d5c-73bb-11e8-9008-c4d987b2a692',
-          'NIC Switch agent': '87f1895c-73bb-11e8-9008-c4d987b2a692'}
-    for path in sys.argv[2:]:
-        rep = json.load(open(path))
-        conf = rep['configurations']
-        hyps = conf.get('resource_provider_hypervisors', {})
-        for dev, bw in conf.get('resource_provider_bandwidths', {}).items():
-            rp = uuid.uuid5(uuid.UUID(ns[rep['agent_type']]), '%s:%s' % (hyps.get(dev, rep['host']), dev))
-            r = c.placement.get('/resource_providers/%s/inventories' % rp, microversion='1.14')
-            if r.status_code != 200:
-                sys.exit(1)
-            inv = r.json()['inventories']
-            for d, rc in (('egress', 'NET_BW_EGR_KILOBIT_PER_SEC'), ('ingress', 'NET_BW_IGR_KILOBIT_PER_SEC')):
-                want = bw.get(d)
-                have = inv.get(rc, {}).get('total')
-                if (want or None) != have:
-                    sys.exit(1)
-elif what == 'ovn-agents':
-    # every compute's OVN Controller agent (the gateway one for a gateway chassis) alive in Neutron
-    alive = {a.host for a in c.network.agents() if a.agent_type.startswith('OVN Controller') and a.is_alive}
-    sys.exit(0 if hosts <= alive else 1)
-elif what == 'ovn-providers':
-    # every compute has a bandwidth provider of Neutron's OVN extension (HOST:OVN Controller agent:BRIDGE)
-    r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1', microversion='1.14').json()
-    have = {p['name'].split(':')[0] for p in r['resource_providers'] if ':OVN Controller agent:' in p['name']}
-    sys.exit(0 if hosts <= have else 1)
-elif what == 'bw-provider':
-    r = c.placement.get('/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1',
-                        microversion='1.14').json()
-    sys.exit(0 if r['resource_providers'] else 1)
-else:
-    sys.exit(2)
-EOF
+        MINICLOUD_RUN=$RUN "$PY" "$HERE/check.py" "$@"
+}
+
+# wait_check DESC TIMEOUT SERVICES WHAT [args]: wait until `check WHAT args` is satisfied, polling every 0.5 s
+# in one Python process (not one per poll); fail with the log of a SERVICE that exited, or on timeout with the
+# check's last reason
+wait_check() {
+    local desc=$1 t=$2 svc=$3 out rc; shift 3
+    out=$(check --wait "$t" --pids "${svc// /,}" "$@") && rc=0 || rc=$?
+    case $rc in
+        0) say "ready: $desc" ;;
+        3) fail_service "$out" "exited while waiting for: $desc" ;;
+        *) fail_service "${svc%% *}" "timeout (${t}s) waiting for: $desc (last: $out)" ;;
+    esac
 }
 
 # ---------------------------------------------------------------- services
@@ -833,16 +746,16 @@ wait_agents() {
     [ "$PLACEMENT_PLUGIN" = 1 ] && synced=1
     wait_for "$h: emulators' first heartbeat" 60 "agent-ovs$x agent-sriov$x" \
         test -s "$RUN/agent-ovs$x.json" -a -s "$RUN/agent-sriov$x.json"
-    if ! ( CHECK_HOST=$h wait_for "$h: L2 agents alive (resources_synced=$synced)" "${2:-120}" \
-            "agent-ovs$x agent-sriov$x neutron-rpc" check agents "Open vSwitch agent,NIC Switch agent" $synced ); then
+    if ! ( CHECK_HOST=$h wait_check "$h: L2 agents alive (resources_synced=$synced)" "${2:-120}" \
+            "agent-ovs$x agent-sriov$x neutron-rpc" agents "Open vSwitch agent,NIC Switch agent" $synced ); then
         say "neutron's last placement sync errors (neutron-rpc.log):"
         grep -h "placement client call failed\|Synchronization of resources" "$LOG"/neutron-rpc.log 2>/dev/null \
             | tail -n 6 | cut -c1-600 >&2
         exit 1
     fi
     if [ "$synced" = 1 ]; then
-        wait_for "$h: placement inventories match the agents' reports" 60 "agent-ovs$x agent-sriov$x neutron-rpc" \
-            check agent-inventories "$RUN/agent-ovs$x.json" "$RUN/agent-sriov$x.json"
+        wait_check "$h: placement inventories match the agents' reports" 60 "agent-ovs$x agent-sriov$x neutron-rpc" \
+            agent-inventories "$RUN/agent-ovs$x.json" "$RUN/agent-sriov$x.json"
     fi
 }
 
@@ -890,40 +803,152 @@ start_neutron() {
         --config-file "$ETC/neutron/ml2_conf.ini" --log-file "$LOG/neutron-periodic.log"
 }
 
+# ---------------------------------------------------------------- database snapshot
+# The databases as migrated, bootstrapped and with the catalog registered (no service has run yet), Keystone's
+# fernet and credential keys and Glance's sqlite file: taken by the first `up`, restored by later ones instead
+# of running the migrations again (they are most of a cold start's CPU). Keyed on what makes those databases and
+# files (the functions that create, migrate, bootstrap and configure them, with the credentials and URLs they
+# use), the venv's installed distributions and MariaDB's version: a change there takes a new snapshot.
+SNAP_ROOT=${MINICLOUD_SNAPSHOT_DIR:-$ROOT/.state/minicloud-snapshot}
+DBS=(keystone placement nova_api nova_cell0 nova neutron)
+
+snapshot_key() {
+    { declare -f start_mariadb wait_mariadb write_configs setup_keystone setup_nova register_catalog save_snapshot
+      echo "$DBURL $TRANSPORT $KS $PASS ${DBS[*]}"
+      ls "$VENV"/lib/python3*/site-packages | grep 'dist-info$'; mariadbd --version; } 2>/dev/null | sha256sum | cut -c1-16
+}
+
+snapshot_dir() { echo "$SNAP_ROOT/$(snapshot_key)"; }
+
+snapshot_ok() { [ "${MINICLOUD_SNAPSHOT:-1}" = 1 ] && [ -f "$(snapshot_dir)/complete" ]; }
+
+save_snapshot() {
+    [ "${MINICLOUD_SNAPSHOT:-1}" = 1 ] || return 0
+    local dir tmp
+    dir=$(snapshot_dir)
+    [ -f "$dir/complete" ] && return 0
+    mkdir -p "$SNAP_ROOT"
+    tmp=$(mktemp -d "$SNAP_ROOT/.new.XXXXXX")
+    mariadb-dump --socket="$RUN/mysql.sock" -uroot --single-transaction --skip-dump-date --databases "${DBS[@]}" \
+        >"$tmp/databases.sql" || { rm -rf "$tmp"; die "mariadb-dump for the snapshot failed"; }
+    cp -a "$S/keystone/fernet-keys" "$S/keystone/credential-keys" "$tmp/"
+    cp -a "$S/glance/glance.sqlite" "$tmp/"
+    touch "$tmp/complete"
+    # one snapshot: this key's
+    find "$SNAP_ROOT" -mindepth 1 -maxdepth 1 ! -name "$(basename "$tmp")" -exec rm -rf {} +
+    mv "$tmp" "$dir"
+    say "snapshot of the migrated databases saved ($(du -sh "$dir" | cut -f1), $dir)"
+}
+
+restore_snapshot() {  # the databases (dropped first if they exist), the keys, glance's file
+    local dir sql="" db
+    dir=$(snapshot_dir)
+    for db in "${DBS[@]}"; do sql+="DROP DATABASE IF EXISTS $db; "; done
+    { echo "$sql"; cat "$dir/databases.sql"; } | mariadb --socket="$RUN/mysql.sock" -uroot \
+        || fail_service mariadb "restoring the snapshot $dir failed"
+    mkdir -p "$S/keystone" "$S/glance"
+    cp -a "$dir/fernet-keys" "$dir/credential-keys" "$S/keystone/"
+    cp -a "$dir/glance.sqlite" "$S/glance/"
+}
+
+# ---------------------------------------------------------------- up
+# A cold `up` starts MariaDB and RabbitMQ on wiped state and migrates (or restores the snapshot). When they
+# already run for a previous cloud (a variant: `up` again with other MINICLOUD_* settings) and a snapshot
+# exists, `up` is warm: it stops only the OpenStack services and agents, resets RabbitMQ (no queue or message
+# left), restores the databases from the snapshot, wipes the rest of the state, and starts the services with
+# the new configuration: the same state as a cold start, without its MariaDB/RabbitMQ start and migrations.
+# MINICLOUD_WARM=0: always cold.
+infra_alive() { alive mariadb && alive rabbitmq; }
+
+reset_rabbit() {
+    (
+        rabbit_env
+        cd "$S/rabbitmq"
+        for a in stop_app reset start_app; do
+            timeout 60 /usr/lib/rabbitmq/bin/rabbitmqctl "$a" || exit 1
+        done
+    ) >"$LOG/rabbitmq-reset.out" 2>&1
+}
+
+stop_openstack() {  # every service and agent, not MariaDB/RabbitMQ/epmd; their state is reset next
+    local s
+    for s in "${SERVICES[@]}"; do stop "$s" 1 & done
+    wait
+}
+
+wipe_openstack_state() {
+    find "$S" -mindepth 1 -maxdepth 1 ! -name 'install-*.log' ! -name mysql ! -name rabbitmq ! -name run \
+        ! -name log -exec rm -rf {} +
+    find "$LOG" -mindepth 1 -maxdepth 1 ! -name 'mariadb*' ! -name 'rabbitmq*' ! -name 'epmd*' -exec rm -rf {} +
+    find "$RUN" -mindepth 1 -maxdepth 1 ! -name 'mariadb*' ! -name 'mysql.sock*' ! -name 'rabbitmq*' \
+        ! -name 'epmd*' -exec rm -rf {} +
+}
+
 do_up() {
     mkdir -p "$S"
+    local warm=0
     if [ -d "$RUN" ] && ls "$RUN"/*.pid >/dev/null 2>&1; then
-        say "stopping a previous minicloud first"
-        do_down
+        if [ "${MINICLOUD_WARM:-1}" = 1 ] && infra_alive && snapshot_ok; then
+            warm=1
+            say "warm start: stopping the previous cloud's OpenStack services (MariaDB and RabbitMQ stay)"
+            stop_openstack
+        else
+            say "stopping a previous minicloud first"
+            do_down
+        fi
     fi
     do_install
-    say "wiping $S"
-    find "$S" -mindepth 1 -maxdepth 1 ! -name 'install-*.log' -exec rm -rf {} +
-    mkdir -p "$ETC" "$LOG" "$RUN"
-    : >"$RUN/setup.jobs"
+    if [ $warm = 1 ]; then
+        wipe_openstack_state
+        mkdir -p "$ETC" "$LOG" "$RUN"
+        reset_rabbit &
+        local rabbit_pid=$!
+        write_configs
+        write_agent_inis
+        [ "$OVN" = 1 ] && ovn_start
+        restore_snapshot
+        wait $rabbit_pid || fail_service rabbitmq-reset "rabbitmqctl stop_app/reset/start_app failed"
+        say "databases restored from the snapshot, RabbitMQ reset"
+        start_api keystone
+        wait_check "keystone token" 60 keystone token
+    else
+        say "wiping $S"
+        find "$S" -mindepth 1 -maxdepth 1 ! -name 'install-*.log' -exec rm -rf {} +
+        mkdir -p "$ETC" "$LOG" "$RUN"
+        : >"$RUN/setup.jobs"
 
-    start_mariadb
-    start_rabbit
-    write_configs
-    write_agent_inis
-    [ "$OVN" = 1 ] && ovn_start
-    wait_mariadb
+        start_mariadb
+        start_rabbit
+        write_configs
+        write_agent_inis
+        [ "$OVN" = 1 ] && ovn_start
+        wait_mariadb
 
-    say "db migrations (parallel)"
-    bg_step keystone setup_keystone
-    bg_step placement "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync
-    bg_step nova setup_nova
-    bg_step neutron "$VENV/bin/neutron-db-manage" --config-file "$ETC/neutron/neutron.conf" \
-        --config-file "$ETC/neutron/ml2_conf.ini" upgrade heads
-    bg_step glance "$VENV/bin/glance-manage" --config-dir "$ETC/glance" db_sync
-    wait_rabbit
-    wait_steps
-    say "migrations done"
+        if snapshot_ok; then
+            restore_snapshot
+            say "databases restored from the snapshot $(snapshot_dir)"
+            wait_rabbit
+            start_api keystone
+            wait_check "keystone token" 60 keystone token
+        else
+            say "db migrations (parallel)"
+            bg_step keystone setup_keystone
+            bg_step placement "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync
+            bg_step nova setup_nova
+            bg_step neutron "$VENV/bin/neutron-db-manage" --config-file "$ETC/neutron/neutron.conf" \
+                --config-file "$ETC/neutron/ml2_conf.ini" upgrade heads
+            bg_step glance "$VENV/bin/glance-manage" --config-dir "$ETC/glance" db_sync
+            wait_rabbit
+            wait_steps
+            say "migrations done"
 
-    start_api keystone
-    wait_for "keystone token" 60 keystone check token
-    register_catalog >"$LOG/setup-catalog.out" 2>&1 || { cat "$LOG/setup-catalog.out" >&2; die "catalog registration failed"; }
-    say "catalog registered"
+            start_api keystone
+            wait_check "keystone token" 60 keystone token
+            register_catalog >"$LOG/setup-catalog.out" 2>&1 || { cat "$LOG/setup-catalog.out" >&2; die "catalog registration failed"; }
+            say "catalog registered"
+            save_snapshot
+        fi
+    fi
 
     start_api placement
     start_api glance
@@ -941,20 +966,20 @@ do_up() {
     for h in $(agent_hosts); do start_agents "$h"; done
 
     wait_for "placement API" 60 placement http_ok "http://$IP:$PLACEMENT_PORT/"
-    wait_for "neutron API" 90 "neutron-api neutron-rpc neutron-periodic" check network-api
-    wait_for "glance API" 60 glance check image-api
-    wait_for "compute services up (${HOSTS[*]})" 120 "nova-api nova-conductor$computes" check compute-up
-    wait_for "compute node providers in placement (${HOSTS[*]})" 90 "${computes# }" check compute-rp
+    wait_check "neutron API" 90 "neutron-api neutron-rpc neutron-periodic" network-api
+    wait_check "glance API" 60 glance image-api
+    wait_check "compute services up (${HOSTS[*]})" 120 "nova-api nova-conductor$computes" compute-up
+    wait_check "compute node providers in placement (${HOSTS[*]})" 90 "${computes# }" compute-rp
     # one discovery maps every compute node of the cell
     "$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf" cell_v2 discover_hosts --verbose \
         >"$LOG/setup-discover.out" 2>&1 || { cat "$LOG/setup-discover.out" >&2; die "discover_hosts failed"; }
-    wait_for "hypervisors mapped (${HOSTS[*]})" 60 "nova-api$computes" check hypervisor
+    wait_check "hypervisors mapped (${HOSTS[*]})" 60 "nova-api$computes" hypervisor
     [ "$OVN" = 1 ] && ovn_after_roots
-    wait_for "nova services up" 60 "nova-scheduler nova-conductor" check services-up
+    wait_check "nova services up" 60 "nova-scheduler nova-conductor" services-up
     for h in $(agent_hosts); do wait_agents "$h"; done
     [ "$OVN" = 1 ] && wait_ovn
     if [ "$START_AGENTS" = 1 ] && [ "$PLACEMENT_PLUGIN" = 1 ]; then
-        wait_for "bandwidth provider in placement" 60 neutron-rpc check bw-provider
+        wait_check "bandwidth provider in placement" 60 neutron-rpc bw-provider
     fi
     [ "$SPARE" = 1 ] && say "$HOST1 is a spare (nova-compute disabled, no agents): cloud.sh activate-spare"
     say "minicloud is up: OS_CLIENT_CONFIG_FILE=$S/clouds.yaml OS_CLOUD=minicloud (env: $S/env)"
@@ -985,8 +1010,8 @@ do_activate_spare() {
         wait_agents "$HOST1" 90
     fi
     CHECK_HOST=$HOST1 check enable-compute || die "cannot enable nova-compute on $HOST1"
-    CHECK_HOST=$HOST1 wait_for "$HOST1: nova-compute enabled, COMPUTE_STATUS_DISABLED gone" 60 \
-        "nova-compute-$HOST1" check compute-enabled
+    CHECK_HOST=$HOST1 wait_check "$HOST1: nova-compute enabled, COMPUTE_STATUS_DISABLED gone" 60 \
+        "nova-compute-$HOST1" compute-enabled
     save_mode
 }
 
@@ -1005,15 +1030,15 @@ do_start_compute() {  # the host is back: nova-compute starts (init_host cleans 
     alive "nova-compute$(sfx "$h")" && die "nova-compute on $h is already running"
     since=$(date +%s)
     start_nova_compute "$h"
-    CHECK_HOST=$h wait_for "$h: nova-compute started and reporting" 120 "nova-compute$(sfx "$h")" \
-        check compute-reported "$since"
+    CHECK_HOST=$h wait_check "$h: nova-compute started and reporting" 120 "nova-compute$(sfx "$h")" \
+        compute-reported "$since"
 }
 
 do_restart_neutron_api() {
     [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
     stop neutron-api "${MINICLOUD_STOP_GRACE:-5}"
     start_api neutron-api
-    wait_for "neutron API (restarted)" 90 "neutron-api" check network-api
+    wait_check "neutron API (restarted)" 90 "neutron-api" network-api
 }
 
 do_restart_agents() {  # do_restart_agents [HOST]
@@ -1106,5 +1131,6 @@ case $cmd in
     neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
     install-packages) mkdir -p "$S"; apt_install ;;
-    *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    snapshot-dir) snapshot_dir ;;
+    *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

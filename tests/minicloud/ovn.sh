@@ -123,10 +123,10 @@ wait_ovn() {
     local controllers
     controllers=$(for h in "${HOSTS[@]}"; do printf 'ovn-controller-%s ' "$h"; done)
     wait_for "OVN chassis of ${HOSTS[*]} in the southbound database" 60 "$controllers" ovn_chassis_registered
-    wait_for "OVN Controller agents alive (${HOSTS[*]})" "${1:-120}" "neutron-api $controllers" check ovn-agents
+    wait_check "OVN Controller agents alive (${HOSTS[*]})" "${1:-120}" "neutron-api $controllers" ovn-agents
     if [ "$PLACEMENT_PLUGIN" = 1 ]; then
-        wait_for "OVN bandwidth providers in placement (${HOSTS[*]})" 90 "neutron-periodic neutron-api" \
-            check ovn-providers
+        wait_check "OVN bandwidth providers in placement (${HOSTS[*]})" 90 "neutron-periodic neutron-api" \
+            ovn-providers
     fi
 }
 
@@ -140,7 +140,7 @@ ovn_after_roots() {
     say "restarting neutron-api: Neutron's OVN extension reports each chassis once at start (roots exist now)"
     stop neutron-api 10
     start_api neutron-api
-    wait_for "neutron API" 90 "neutron-api" check network-api
+    wait_check "neutron API" 90 "neutron-api" network-api
 }
 
 # cloud.sh neutron-placement 0|1: neutron-server restarted with the placement service plugin off / on
@@ -158,6 +158,6 @@ do_neutron_placement() {
     start_neutron
     PLACEMENT_PLUGIN=$want
     save_mode
-    wait_for "neutron API" 90 "neutron-api neutron-rpc neutron-periodic" check network-api
+    wait_check "neutron API" 90 "neutron-api neutron-rpc neutron-periodic" network-api
     wait_ovn 120
 }

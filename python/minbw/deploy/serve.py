@@ -54,6 +54,12 @@ clouds:
 """
 
 
+class _Server(WSGIServer):
+    # socketserver's default listen queue is 5: with more concurrent clients (`sync --workers`, several
+    # claimers) the kernel dropped their connection attempts, and each retried after a second
+    request_queue_size = 128
+
+
 class _QuietHandler(WSGIRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - wsgiref's signature
         logging.getLogger("minbw.placement.access").debug(format, *args)
@@ -92,7 +98,7 @@ def serve(port: int, state_dir: str | os.PathLike, host: str = "127.0.0.1", out=
     url = f"http://{host}:{port}"
     conf = write_state(state, url)
     app = load_app(conf)
-    server = make_server(host, port, app, server_class=WSGIServer, handler_class=_QuietHandler)
+    server = make_server(host, port, app, server_class=_Server, handler_class=_QuietHandler)
     stop = threading.Event()
 
     def _terminate(signum, frame):

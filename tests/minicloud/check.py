@@ -1,0 +1,173 @@
+"""The mini-cloud's readiness checks (run by cloud.sh with the cloud's venv Python).
+
+    check.py WHAT [ARGS]                         one check: exit 0 when satisfied, 1 when not (yet)
+    check.py --wait SECONDS --pids A,B WHAT [ARGS]  the same check, repeated every 0.5 s in this one process
+                                                 until it is satisfied (exit 0), one of the services A, B
+                                                 (pid files in $MINICLOUD_RUN) has exited (exit 3, its name on
+                                                 stdout) or SECONDS have passed (exit 4, the last reason on stdout)
+
+One process for the whole wait: importing openstacksdk and getting a token cost about a second of CPU, which
+a new process per poll paid every half second while the services it waits for were starting on the same cores.
+CHECK_HOST: the host of the agent/compute checks; CHECK_HOSTS: the computes (space separated).
+"""
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import sys
+import time
+import uuid
+import warnings
+
+warnings.filterwarnings("ignore")
+
+import openstack  # noqa: E402
+
+NEUTRON_NS = {"Open vSwitch agent": "87ee7d5c-73bb-11e8-9008-c4d987b2a692",
+              "NIC Switch agent": "87f1895c-73bb-11e8-9008-c4d987b2a692"}
+
+
+class NotYet(Exception):
+    pass
+
+
+def need(ok: bool, why: str) -> None:
+    if not ok:
+        raise NotYet(why)
+
+
+def check(c, what: str, args: list[str]) -> None:
+    """Raise NotYet (or any error) while WHAT is not satisfied."""
+    host = os.environ.get("CHECK_HOST", "devstack0")
+    hosts = set(os.environ.get("CHECK_HOSTS", host).split())
+    if what == "token":
+        c.authorize()
+    elif what == "compute-up":
+        up = {s.host for s in c.compute.services() if s.binary == "nova-compute" and s.state == "up"}
+        need(hosts <= up, f"nova-compute up on {sorted(up)}, not yet on {sorted(hosts - up)}")
+    elif what == "compute-rp":
+        for h in hosts:
+            r = c.placement.get("/resource_providers?name=" + h, microversion="1.14").json()
+            need(bool(r["resource_providers"]), f"no compute node provider {h} yet")
+    elif what == "hypervisor":
+        hv = {h.name for h in c.compute.hypervisors()}
+        need(hosts <= hv, f"hypervisors {sorted(hv)}, not yet {sorted(hosts - hv)}")
+    elif what == "services-up":
+        services = list(c.compute.services())
+        bad = [(s.binary, s.host, s.state) for s in services if s.state != "up"]
+        names = {s.binary for s in services}
+        computes = {s.host for s in services if s.binary == "nova-compute"}
+        need(not bad, f"nova services not up: {bad}")
+        need({"nova-conductor", "nova-scheduler", "nova-compute"} <= names, f"nova services registered: {sorted(names)}")
+        need(hosts <= computes, f"nova-compute registered on {sorted(computes)}")
+    elif what == "compute-reported":
+        # the host's nova-compute wrote its service record (a heartbeat) after epoch args[0]; its state may
+        # still be "down" when the service is forced down
+        since = float(args[0])
+        need(any(s.updated_at and calendar.timegm(time.strptime(s.updated_at[:19], "%Y-%m-%dT%H:%M:%S")) > since
+                 for s in c.compute.services(binary="nova-compute", host=host)),
+             f"nova-compute on {host} has not reported since it started")
+    elif what == "compute-enabled":
+        svc = [s for s in c.compute.services(binary="nova-compute", host=host) if s.status == "enabled"]
+        rps = c.placement.get("/resource_providers?name=" + host, microversion="1.14").json()["resource_providers"]
+        need(bool(svc and rps), f"nova-compute on {host} not enabled yet")
+        traits = c.placement.get("/resource_providers/%s/traits" % rps[0]["uuid"], microversion="1.14").json()["traits"]
+        need("COMPUTE_STATUS_DISABLED" not in traits, f"{host}'s provider still has COMPUTE_STATUS_DISABLED")
+    elif what == "enable-compute":
+        # enable the host's nova-compute service (a spare brought into service)
+        for s in c.compute.services(binary="nova-compute", host=host):
+            if s.status != "enabled":
+                c.compute.enable_service(s, host, "nova-compute")
+            return
+        raise NotYet(f"no nova-compute service on {host}")
+    elif what == "network-api":
+        list(c.network.extensions())
+    elif what == "image-api":
+        list(c.image.images())
+    elif what == "agents":
+        # args: agent types that must be alive (and resources_synced when args[1] is 1)
+        want = args[0].split(",") if args and args[0] else []
+        synced = len(args) > 1 and args[1] == "1"
+        agents = {a.agent_type: a for a in c.network.agents(host=host)}
+        for t in want:
+            a = agents.get(t)
+            need(bool(a and a.is_alive), f"{host}: {t} not alive yet")
+            need(not synced or a.resources_synced is True, f"{host}: {t} resources_synced={a.resources_synced}")
+    elif what == "agent-inventories":
+        # every device the emulators reported with a bandwidth has that inventory in placement, under neutron's
+        # uuid5 provider UUIDs (agent host -> hypervisor from the report)
+        for path in args:
+            rep = json.load(open(path))
+            conf = rep["configurations"]
+            hyps = conf.get("resource_provider_hypervisors", {})
+            for dev, bw in conf.get("resource_provider_bandwidths", {}).items():
+                name = "%s:%s" % (hyps.get(dev, rep["host"]), dev)
+                rp = uuid.uuid5(uuid.UUID(NEUTRON_NS[rep["agent_type"]]), name)
+                r = c.placement.get("/resource_providers/%s/inventories" % rp, microversion="1.14")
+                need(r.status_code == 200, f"no provider {name} ({rp}) yet")
+                inv = r.json()["inventories"]
+                for d, rc in (("egress", "NET_BW_EGR_KILOBIT_PER_SEC"), ("ingress", "NET_BW_IGR_KILOBIT_PER_SEC")):
+                    want, have = bw.get(d), inv.get(rc, {}).get("total")
+                    need((want or None) == have, f"{name}: {rc} total {have}, reported {want}")
+    elif what == "ovn-agents":
+        # every compute's OVN Controller agent (the gateway one for a gateway chassis) alive in Neutron
+        alive = {a.host for a in c.network.agents() if a.agent_type.startswith("OVN Controller") and a.is_alive}
+        need(hosts <= alive, f"OVN Controller agents alive: {sorted(alive)}, want {sorted(hosts)}")
+    elif what == "ovn-providers":
+        # every compute has a bandwidth provider of Neutron's OVN extension (HOST:OVN Controller agent:BRIDGE)
+        r = c.placement.get("/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1", microversion="1.14").json()
+        have = {p["name"].split(":")[0] for p in r["resource_providers"] if ":OVN Controller agent:" in p["name"]}
+        need(hosts <= have, f"OVN bandwidth providers of {sorted(have)}, want {sorted(hosts)}")
+    elif what == "bw-provider":
+        r = c.placement.get("/resource_providers?resources=NET_BW_EGR_KILOBIT_PER_SEC:1", microversion="1.14").json()
+        need(bool(r["resource_providers"]), "no provider with bandwidth inventory yet")
+    else:
+        sys.exit(2)
+
+
+def dead(pids: list[str]) -> str | None:
+    run = os.environ["MINICLOUD_RUN"]
+    for name in pids:
+        try:
+            os.kill(int(open(os.path.join(run, name + ".pid")).read()), 0)
+        except (OSError, ValueError):
+            return name
+    return None
+
+
+def main(argv: list[str]) -> int:
+    wait, pids = None, []
+    while argv and argv[0].startswith("--"):
+        opt, value, argv = argv[0], argv[1], argv[2:]
+        if opt == "--wait":
+            wait = float(value)
+        elif opt == "--pids":
+            pids = [p for p in value.split(",") if p]
+    what, args = argv[0], argv[1:]
+    deadline = time.monotonic() + (wait or 0)
+    conn, last = None, "not checked"
+    while True:
+        try:
+            conn = conn or openstack.connect(cloud="minicloud")
+            check(conn, what, args)
+            return 0
+        except NotYet as e:
+            last = str(e)
+        except Exception as e:  # noqa: BLE001 - a service not answering yet: a new connection next time
+            last, conn = f"{type(e).__name__}: {str(e)[:300]}", None
+        if wait is None:
+            print(last)
+            return 1
+        gone = dead(pids)
+        if gone:
+            print(gone)
+            return 3
+        if time.monotonic() >= deadline:
+            print(last)
+            return 4
+        time.sleep(0.5)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,145 @@
+"""`make test`: every suite, in parallel lanes, then one summary; exit 1 when anything failed.
+
+The suites are independent of each other (tests/README.md), so they run as separate processes side by side:
+
+    e2e         pytest tests/e2e             the mini-cloud (fixed ports: the only lane that may use it)
+    local-1     pytest tests/functional tests/prodplacement and some of tests/ansible (ANSIBLE_LOCAL_1)
+    local-2     pytest tests/unit tests/faults and the rest of tests/ansible
+    collection  tests/ansible/sanity.sh, then tests/ansible/lint.sh
+
+The e2e lane mostly waits for the mini-cloud (boots, heartbeats, agents going down), which leaves CPU to the
+other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); the two local lanes are split so
+that their CPU time is about even (tests/README.md has the figures).
+Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
+times to .state/test-logs/LANE.json; the end of the run prints the time per suite and the 15 slowest tests of
+all lanes (tests/timing.py), and each lane's wall time.
+
+    python tests/run_suites.py                 every lane (what `make test` runs)
+    python tests/run_suites.py e2e local-2     only these lanes
+    MINBW_PYTEST_ARGS="-x" python tests/run_suites.py   extra pytest arguments for every pytest lane
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tests.timing import summarize  # noqa: E402
+
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+# tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
+# imports openstacksdk): these of its files go to local-1, the rest (and any new one) to local-2
+ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_allocation_modules.py",
+                   "tests/ansible/test_capacity_module.py", "tests/ansible/test_placement_local_role.py",
+                   "tests/ansible/test_openstack_cloud_options.py"]
+LANES: dict[str, list[tuple[str, list[str]]]] = {
+    "e2e": [("e2e", PYTEST + ["tests/e2e"])],
+    "local-1": [("functional prodplacement ansible", PYTEST + ["tests/functional", "tests/prodplacement"]
+                 + ANSIBLE_LOCAL_1)],
+    "local-2": [("unit faults ansible", PYTEST + ["tests/unit", "tests/faults", "tests/ansible"]
+                 + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
+    "collection": [("sanity", ["bash", "tests/ansible/sanity.sh"]), ("lint", ["bash", "tests/ansible/lint.sh"])],
+}
+# The e2e lane is the longest and mostly waits on the mini-cloud's services, which need the CPU when they do work
+# (its cold start, boots): the other lanes run at a lower priority (nice 10) and take the CPU it leaves.
+NICE = {"local-1": 10, "local-2": 10, "collection": 10}
+
+
+class Lane:
+    def __init__(self, name: str, steps: list[tuple[str, list[str]]], logs: Path):
+        self.name, self.steps = name, list(steps)
+        self.log = logs / f"{name}.log"
+        self.times = logs / f"{name}.json"
+        self.proc: subprocess.Popen | None = None
+        self.out = None
+        self.started = self.step_started = time.monotonic()
+        self.failed: list[str] = []
+        self.step_times: dict[str, float] = {}
+        self.times.unlink(missing_ok=True)
+
+    def start_next(self) -> bool:
+        if not self.steps:
+            return False
+        label, cmd = self.steps[0]
+        if "pytest" in cmd:
+            cmd = cmd + shlex.split(os.environ.get("MINBW_PYTEST_ARGS", "")) + ["--times-json", str(self.times)]
+        self.out = open(self.log, "a")
+        self.out.write(f"$ {shlex.join(cmd)}\n")
+        self.out.flush()
+        self.step_started = time.monotonic()
+        niceness = NICE.get(self.name, 0)
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.out, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+        return True
+
+    def poll(self) -> bool:
+        """True when the lane has finished all its steps."""
+        if self.proc is None:
+            return not self.start_next()
+        rc = self.proc.poll()
+        if rc is None:
+            return False
+        label, _ = self.steps.pop(0)
+        self.step_times[label] = time.monotonic() - self.step_started
+        self.out.close()
+        if rc != 0:
+            self.failed.append(f"{label} (exit {rc})")
+        self.proc = None
+        return not self.start_next()
+
+
+def main(names: list[str]) -> int:
+    unknown = [n for n in names if n not in LANES]
+    if unknown:
+        print(f"unknown lane(s) {', '.join(unknown)}; lanes: {', '.join(LANES)}", file=sys.stderr)
+        return 2
+    logs = REPO / ".state" / "test-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    lanes = []
+    for name in names or list(LANES):
+        lane = Lane(name, LANES[name], logs)
+        lane.log.write_text("")
+        lanes.append(lane)
+    print(f"lanes: {', '.join(f'{lane.name} ({lane.log.relative_to(REPO)})' for lane in lanes)}", flush=True)
+    running = list(lanes)
+    for lane in running:
+        lane.start_next()
+    try:
+        while running:
+            time.sleep(1)
+            for lane in [lane for lane in running if lane.poll()]:
+                running.remove(lane)
+                verdict = f"FAILED: {', '.join(lane.failed)}" if lane.failed else "passed"
+                print(f"\n===== lane {lane.name}: {verdict} in {time.monotonic() - lane.started:.0f} s "
+                      f"({lane.log.relative_to(REPO)})", flush=True)
+                sys.stdout.write(lane.log.read_text())
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        for lane in running:
+            if lane.proc:
+                lane.proc.terminate()
+        raise
+    runs = [json.loads(lane.times.read_text()) for lane in lanes if lane.times.exists()]
+    steps = {label: t for lane in lanes for label, t in lane.step_times.items() if label in ("sanity", "lint")}
+    if len(lanes) == len(LANES):
+        steps["make-test"] = time.monotonic() - t0
+    print("\n".join(summarize(runs, extra=steps)))
+    print("\nlanes (wall s): " + ", ".join(f"{lane.name} {sum(lane.step_times.values()):.0f}" for lane in lanes)
+          + f"; all: {time.monotonic() - t0:.0f}")
+    failed = [f"{lane.name}: {', '.join(lane.failed)}" for lane in lanes if lane.failed]
+    if failed:
+        print("FAILED: " + "; ".join(failed))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,120 @@
+"""Where a test run's time goes: printed at the end of every pytest run, and written as JSON for `make test`.
+
+Loaded by tests/conftest.py. At the end of a run it prints, per suite (the folder under tests/: unit,
+functional, ansible, faults, prodplacement, e2e), the number of tests, their summed time (setup + call +
+teardown: a session fixture's start is in the setup of the first test that needs it) and the span from the
+first test's start to the last one's end; then the 15 slowest tests. With ``MINBW_TEST_TIMES=path`` (or
+``--times-json path``) the same figures go to ``path`` as JSON; tests/run_suites.py, which `make test` runs,
+merges the files of its parallel lanes into one summary (``python tests/timing.py FILE...`` prints it).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+SLOWEST = 15
+README = Path(__file__).resolve().parent / "README.md"
+
+
+def budgets(readme: Path = README) -> dict[str, float]:
+    """The time budget of each suite, seconds of wall time: the rows ``| suite | seconds | ...`` of the table under
+    tests/README.md's heading "Time budgets"."""
+    text = readme.read_text() if readme.exists() else ""
+    section = text.split("## Time budgets", 1)[1].split("\n## ", 1)[0] if "## Time budgets" in text else ""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| *`?([\w-]+)`? *\| *(\d+) *\|", section, re.M)}
+
+
+def suite_of(nodeid: str) -> str:
+    parts = nodeid.split("::", 1)[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[0]
+
+
+class Timings:
+    def __init__(self):
+        self.tests: dict[str, dict] = {}
+        self.started = time.time()
+
+    def add(self, report) -> None:
+        t = self.tests.setdefault(report.nodeid, {"nodeid": report.nodeid, "suite": suite_of(report.nodeid),
+                                                  "setup": 0.0, "call": 0.0, "teardown": 0.0,
+                                                  "start": report.start, "stop": report.stop, "outcome": "passed"})
+        t[report.when] = round(report.duration, 3)
+        t["start"], t["stop"] = min(t["start"], report.start), max(t["stop"], report.stop)
+        if report.failed:
+            t["outcome"] = "failed"
+        elif report.skipped and t["outcome"] == "passed":
+            t["outcome"] = "skipped"
+
+    def as_dict(self) -> dict:
+        return {"started": self.started, "ended": time.time(), "tests": list(self.tests.values())}
+
+
+def summarize(runs: list[dict], extra: dict[str, float] | None = None) -> list[str]:
+    """The summary lines for one or several runs (``extra``: other steps' wall times, e.g. sanity)."""
+    tests = [t for r in runs for t in r["tests"]]
+    suites: dict[str, dict] = {}
+    for t in tests:
+        s = suites.setdefault(t["suite"], {"n": 0, "failed": 0, "sum": 0.0, "start": t["start"], "stop": t["stop"]})
+        s["n"] += 1
+        s["failed"] += t["outcome"] == "failed"
+        s["sum"] += t["setup"] + t["call"] + t["teardown"]
+        s["start"], s["stop"] = min(s["start"], t["start"]), max(s["stop"], t["stop"])
+    budget = budgets()
+
+    def row(name, n, failed, total, span):
+        over = " OVER BUDGET" if name in budget and span > budget[name] else ""
+        limit = f"{budget[name]:.0f}" if name in budget else ""
+        return f"  {name:<15}{n:>6}{failed:>8}{total:>10.1f}{span:>10.1f}{limit:>10}{over}"
+    lines = ["", "time per suite (sum: its tests' setup+call+teardown; span: first start to last end, wall; budget: "
+             "tests/README.md)", f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}{'budget s':>10}"]
+    for name, s in sorted(suites.items(), key=lambda kv: -kv[1]["sum"]):
+        lines.append(row(name, s["n"], s["failed"], s["sum"], s["stop"] - s["start"]))
+    for name, seconds in (extra or {}).items():
+        lines.append(row(name, "", "", seconds, seconds))
+    if runs:
+        wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
+        lines.append(row("pytest (wall)", len(tests), sum(s["failed"] for s in suites.values()), 0, wall)
+                     .replace("       0.0", "          ", 1))
+    lines += ["", f"{SLOWEST} slowest tests (setup+call+teardown, s; setup shown apart when over 1 s)"]
+    for t in sorted(tests, key=lambda t: -(t["setup"] + t["call"] + t["teardown"]))[:SLOWEST]:
+        total = t["setup"] + t["call"] + t["teardown"]
+        setup = f"  (setup {t['setup']:.1f})" if t["setup"] > 1 else ""
+        lines.append(f"  {total:8.1f}  {t['nodeid']}{setup}")
+    return lines
+
+
+class TimingPlugin:
+    def __init__(self, config):
+        self.config = config
+        self.timings = Timings()
+
+    def pytest_runtest_logreport(self, report):
+        self.timings.add(report)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.timings.tests:
+            return
+        for line in summarize([self.timings.as_dict()]):
+            terminalreporter.write_line(line)
+        path = self.config.getoption("--times-json")
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(json.dumps(self.timings.as_dict()))
+
+
+def pytest_addoption(parser):
+    parser.addoption("--times-json", default=os.environ.get("MINBW_TEST_TIMES"),
+                     help="write the per-test times of this run to this JSON file (env MINBW_TEST_TIMES)")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # under xdist, the controller sees every report
+        config.pluginmanager.register(TimingPlugin(config), "minbw-timings")
+
+
+if __name__ == "__main__":  # python tests/timing.py RUN.json... : the merged summary
+    print("\n".join(summarize([json.loads(Path(p).read_text()) for p in sys.argv[1:]])))

@@ -1,0 +1,127 @@
+"""Guard of the suite's speed: no test module starts a mini-cloud of its own.
+
+A cold start of the mini-cloud costs minutes of the 2-core machine's CPU; the e2e suite shares one, started by
+the fixtures of tests/e2e/conftest.py (``cloud``, ``cloud_two_hosts``, ``cloud_plugin_off``, ... through its
+CloudManager, which reaches another variant by a warm restart). A module that runs ``cloud.sh up`` (or ``down``)
+itself, or makes its own CloudManager/MiniCloud, would start another one: this test names it. The way to a new
+variant is a fixture in tests/e2e/conftest.py (tests/README.md).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+# the shared fixture, and the mini-cloud's own tooling (scripts and helpers, not tests)
+ALLOWED = {TESTS / "e2e" / "conftest.py", Path(__file__).resolve()}  # the fixture; this guard (its examples)
+ALLOWED_DIRS = {TESTS / "minicloud"}
+LIFECYCLE = {"up", "down"}
+OWNERS = {"CloudManager", "MiniCloud"}
+SHELL_UP = re.compile(r"cloud\.sh\b[^\n]*\b(up|down)\b")
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def offences(source: str) -> list[str]:
+    """What in this Python source starts or stops a mini-cloud, or makes its own cloud manager."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            words = _strings(node)
+            names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if name in OWNERS:
+                found.append(f"line {node.lineno}: {name}(...) - use the fixtures of tests/e2e/conftest.py")
+            elif name == "cloud_sh" and node.args and _strings(node.args[0])[:1] in (["up"], ["down"]):
+                found.append(f"line {node.lineno}: cloud_sh({_strings(node.args[0])[0]!r})")
+            elif any(SHELL_UP.search(w) for w in words) or (
+                    (any("cloud.sh" in w for w in words) or "CLOUD_SH" in names) and LIFECYCLE & set(words)):
+                found.append(f"line {node.lineno}: runs cloud.sh up or down")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("e2e.conftest"):
+            taken = OWNERS & {a.name for a in node.names} | ({"CLOUD_SH"} & {a.name for a in node.names})
+            if taken:
+                found.append(f"line {node.lineno}: imports {', '.join(sorted(taken))} from the e2e conftest")
+    return found
+
+
+def _test_files():
+    for path in sorted(TESTS.rglob("*")):
+        if path.suffix not in (".py", ".yml", ".yaml", ".sh") or path in ALLOWED or "__pycache__" in path.parts:
+            continue
+        if any(d in path.parents for d in ALLOWED_DIRS):
+            continue
+        yield path
+
+
+@pytest.mark.parametrize("source", [
+    'subprocess.run(["bash", "tests/minicloud/cloud.sh", "up"])',
+    'subprocess.run(["bash", str(CLOUD_SH), "up"], env=env)',
+    'subprocess.run(f"{REPO}/tests/minicloud/cloud.sh down", shell=True)',
+    "manager = CloudManager()",
+    "c = MiniCloud({})",
+    'cloud.cloud_sh("up")',
+    "from tests.e2e.conftest import CloudManager",
+])
+def test_the_guard_finds_a_module_starting_its_own_cloud(source):
+    assert offences(source)
+
+
+@pytest.mark.parametrize("source", [
+    'cloud.cloud_sh("restart-agents", "devstack1")',
+    'cloud_two_hosts.cloud_sh("stop-compute", "devstack0")',
+    'subprocess.run(["bash", "tests/prodplacement/prodplacement.sh", "up"])',
+    "def test_x(cloud, demo): assert cloud.connect()",
+])
+def test_the_guard_lets_the_shared_cloud_be_used(source):
+    assert not offences(source)
+
+
+def test_no_test_module_starts_a_mini_cloud_outside_the_shared_fixture():
+    found = {}
+    for path in _test_files():
+        text = path.read_text()
+        hits = offences(text) if path.suffix == ".py" else [
+            f"line {text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}" for m in SHELL_UP.finditer(text)]
+        if hits:
+            found[str(path.relative_to(TESTS.parent))] = hits
+    assert not found, ("these start or stop a mini-cloud of their own; use the fixtures of tests/e2e/conftest.py "
+                       f"(a new variant: a fixture there, tests/README.md): {found}")
+
+
+def test_make_test_lanes_run_every_test_file_once():
+    """tests/run_suites.py (``make test``) names folders and files per lane: every test file is in exactly one."""
+    from tests.run_suites import LANES
+    repo = TESTS.parent
+    every = {p.relative_to(repo) for p in TESTS.rglob("test_*.py")}
+    runs: list[Path] = []
+    for steps in LANES.values():
+        for _, cmd in steps:
+            ignored = {Path(a.split("=", 1)[1]) for a in cmd if a.startswith("--ignore=")}
+            for arg in (a for a in cmd if a.startswith("tests/")):
+                path = repo / arg
+                files = [p.relative_to(repo) for p in path.rglob("test_*.py")] if path.is_dir() else [Path(arg)]
+                runs += [f for f in files if f not in ignored]
+    assert sorted(every - set(runs)) == [], "in no lane"
+    assert sorted({f for f in runs if runs.count(f) > 1}) == [], "in two lanes"
+
+
+def test_the_readme_names_targets_and_tests_that_exist():
+    """tests/README.md's `make` targets are the Makefile's, its test ids name existing tests, its budgets every suite."""
+    import re as re_
+    from tests.timing import budgets
+    readme = (TESTS / "README.md").read_text()
+    makefile = (TESTS.parent / "Makefile").read_text()
+    targets = set(re_.findall(r"^([\w-]+):", makefile, re_.M))
+    named = set(re_.findall(r"`make ([\w-]+)", readme))
+    assert named and named <= targets, sorted(named - targets)
+    for path, name in re_.findall(r"pytest -q (tests/[\w/]+\.py)(?:::(\w+))?", readme):
+        source = (TESTS.parent / path).read_text()
+        assert not name or f"def {name}(" in source, f"{path}::{name}"
+    suites = {p.name for p in TESTS.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert suites | {"sanity", "lint", "make-test"} == set(budgets()), budgets()
