@@ -169,44 +169,19 @@ def test_the_embedded_clouds_yaml_is_private(placement_server):
     assert mode == 0o600, oct(mode)
 
 
-def test_sync_draws_a_progress_bar_on_a_terminal_only(placement, placement_server, tmp_path):
-    import pty
-    import re
-    ini = tmp_path / "openvswitch_agent.ini"
-    ini.write_text(OVS)
-    args = [ENTRY, "providers", "sync", "--agent-config", str(ini), "--create-root", "-f", "value", "-c", "step"]
-    master, slave = pty.openpty()
-    with os.fdopen(master, "rb", buffering=0) as tty:
-        proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=slave, env=placement_server.env(), timeout=120)
-        os.close(slave)
-        drawn = b""
-        try:
-            while chunk := tty.read(4096):
-                drawn += chunk
-        except OSError:  # EIO: the terminal's other end is closed
-            pass
-    assert proc.returncode == 0, drawn
-    writes = proc.stdout.decode().splitlines()
-    assert writes and set(writes) == {"done"}  # stdout is the result only
-    assert re.search(rf"\r\x1b\[Kminbw: writes done \[#+\] {len(writes)}/{len(writes)}\r?\n", drawn.decode()), drawn
-    plain = run(placement_server.env(), "providers", "sync", "--agent-config", ini, "--absent")
-    assert plain.returncode == 0 and "\r" not in plain.stderr and "[#" not in plain.stderr, plain.stderr
-
-
-def test_tables_fit_the_terminal(cloud, tmp_path):
-    """On a terminal the widest table (the plan's writes) wraps to the terminal's width (cliff's --fit-width,
-    on by default there); piped, it stays whole for scripts."""
+def on_a_terminal(args, env, stream: str, columns: int = 80):
+    """Run ``args`` with ``stream`` ("stdout" or "stderr") on a terminal of ``columns``; the other is piped.
+    Returns the process and what the terminal showed."""
     import fcntl
     import pty
     import struct
     import termios
-    env, ini = cloud
-    (tmp_path / "wider.ini").write_text(OVS.replace("br-test:1000:1000", "br-test:2000:2000"))
-    args = [ENTRY, "providers", "plan", "--agent-config", str(tmp_path / "wider.ini")]
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    ends = {"stdout": slave, "stderr": subprocess.PIPE} if stream == "stdout" else {"stdout": subprocess.PIPE,
+                                                                                      "stderr": slave}
     with os.fdopen(master, "rb", buffering=0) as tty:
-        proc = subprocess.run(args, stdout=slave, stderr=subprocess.PIPE, env={**env, "COLUMNS": "80"}, timeout=120)
+        proc = subprocess.run(args, env={**env, "COLUMNS": str(columns)}, timeout=120, **ends)
         os.close(slave)
         shown = b""
         try:
@@ -214,8 +189,32 @@ def test_tables_fit_the_terminal(cloud, tmp_path):
                 shown += chunk
         except OSError:  # EIO: the terminal's other end is closed
             pass
+    return proc, shown.decode()
+
+
+def test_sync_draws_a_progress_bar_on_a_terminal_only(placement, placement_server, tmp_path):
+    import re
+    ini = tmp_path / "openvswitch_agent.ini"
+    ini.write_text(OVS)
+    args = [ENTRY, "providers", "sync", "--agent-config", str(ini), "--create-root", "-f", "value", "-c", "step"]
+    proc, drawn = on_a_terminal(args, placement_server.env(), "stderr")
+    assert proc.returncode == 0, drawn
+    writes = proc.stdout.decode().splitlines()
+    assert writes and set(writes) == {"done"}  # stdout is the result only
+    assert re.search(rf"\r\x1b\[Kminbw: writes done \[#+\] {len(writes)}/{len(writes)}\r?\n", drawn), drawn
+    plain = run(placement_server.env(), "providers", "sync", "--agent-config", ini, "--absent")
+    assert plain.returncode == 0 and "\r" not in plain.stderr and "[#" not in plain.stderr, plain.stderr
+
+
+def test_tables_fit_the_terminal(cloud, tmp_path):
+    """On a terminal the widest table (the plan's writes) wraps to the terminal's width (cliff's --fit-width,
+    on by default there); piped, it stays whole for scripts."""
+    env, ini = cloud
+    (tmp_path / "wider.ini").write_text(OVS.replace("br-test:1000:1000", "br-test:2000:2000"))
+    args = [ENTRY, "providers", "plan", "--agent-config", str(tmp_path / "wider.ini")]
+    proc, shown = on_a_terminal(args, env, "stdout", columns=80)
     assert proc.returncode == 0, proc.stderr
-    lines = shown.decode().splitlines()
+    lines = shown.splitlines()
     assert any("set inventories of devstack0:Open" in line for line in lines), lines
     table = [line for line in lines if line.startswith(("+", "|"))]
     assert table and max(len(line) for line in table) <= 80, lines
