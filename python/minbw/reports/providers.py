@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from minbw.errors import ObjectNotFound
-from minbw.model.providers import DesiredState, snapshot
+from minbw.model.providers import SHARING_TRAIT, DesiredState, snapshot
 from minbw.neutron import naming
 from minbw.neutron.agentconf import config_from_report
 from minbw.neutron.provider_tree import desired_state
@@ -26,6 +26,18 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]
             "inventories": dict(d.inventories), "usages": dict(d.usages)}
            for d in api.provider_details(provs, usages=True) for p in (d.provider,)]
     return _tree_order(out)
+
+
+def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
+    """Placement's sharing providers (trait ``MISC_SHARES_VIA_AGGREGATE``), each with the roots of the trees
+    it serves: those with a provider in one of its aggregates, and its own (as Placement's
+    ``anchors_for_sharing_providers``). One listing, then two calls per sharing provider."""
+    out = {}
+    for s in api.list_providers(required=SHARING_TRAIT):
+        aggregates, _ = api.get_provider_aggregates(s.uuid)
+        members = api.list_providers(member_of="in:" + ",".join(sorted(aggregates))) if aggregates else []
+        out[s.uuid] = frozenset({p.root_uuid for p in members} | {s.root_uuid})
+    return out
 
 
 def _tree_order(provs: list[dict]) -> list[dict]:

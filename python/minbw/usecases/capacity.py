@@ -11,6 +11,7 @@ from minbw.reports.capacity.report import CapacityReport, capacity as count
 from minbw.reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
 from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
+from minbw.reports.providers import sharing_providers
 from minbw.usecases.cloud import Cloud
 
 
@@ -52,6 +53,9 @@ def capacity_report(api: Placement, request: CapacityRequest, hypervisor: str | 
             raise InvalidInput(f"{option}: {hypervisor!r} is not a compute node: it has a parent provider. Fix: "
                                f"name the root provider (the hypervisor name nova-compute reports).")
         providers = api.list_providers(in_tree=roots[0].uuid)
+        shared = {s: r for s, r in sharing_providers(api).items() if roots[0].uuid in r}
+        providers += [api.get_provider(s) for s in shared if s not in {p.uuid for p in providers}]
     else:
         providers = api.list_providers()
-    return count(api.provider_details(providers, usages=True), request)
+        shared = sharing_providers(api)
+    return count(api.provider_details(providers, usages=True), request, shared)
