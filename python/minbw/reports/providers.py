@@ -10,6 +10,7 @@ from minbw.neutron import naming
 from minbw.neutron.agentconf import config_from_report
 from minbw.neutron.provider_tree import desired_state
 from minbw.placement.client import Placement
+from minbw.reports.reader import Reader
 
 
 def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]:
@@ -66,15 +67,18 @@ def reported_state(conn, hosts: Iterable[str] | None = None) -> DesiredState:
     return desired_state(configs)
 
 
-def placement_snapshots(api: Placement, uuids: Iterable[str]) -> dict[str, dict]:
-    """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME)."""
+def placement_snapshots(api: Placement | Reader, uuids: Iterable[str]) -> dict[str, dict]:
+    """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME): one
+    listing, then their traits and inventories (from the provider cache where it holds them)."""
+    reader = api if isinstance(api, Reader) else Reader(api)
     wanted = set(uuids)
-    providers = api.list_providers()
+    providers = reader.listing()
     by_uuid = {p.uuid: p for p in providers}
     out = {}
-    for d in api.provider_details([p for p in providers if p.uuid in wanted]):
+    for d in reader.details([p for p in providers if p.uuid in wanted], usages=False).values():
         p = d.provider
         parent = by_uuid.get(p.parent_uuid)
         shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
         out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
-    return out
+    reader.save()
+    return dict(sorted(out.items()))

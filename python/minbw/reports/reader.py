@@ -212,7 +212,7 @@ class Reader:
             if cache is not None and d.unmoved:
                 p = d.provider
                 cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits, d.inventories,
-                          used=dict(d.usages or {}) if usages else cache.entries.get(p.uuid, {}).get("used"))
+                          used=dict(d.usages or {}) if usages else None)
             if self.progress:
                 self.progress("providers read", i, len(to_read))
         return out
@@ -250,6 +250,25 @@ def read_bandwidth(reader: Reader, *, allocations: bool = False, listings: bool 
     return Reading(by_uuid, details, allocs, {"listed": len(providers), "selected": len(scope),
                                               "bandwidth": len(bandwidth), "allocation_reads": len(allocs),
                                               "calls": reader.api.calls - calls})
+
+
+def read_for_capacity(reader: Reader, providers: list[Provider], items: Iterable[tuple[str, int]], *,
+                      everything: bool = False, shared: Iterable[str] = ()) -> list[ProviderDetail]:
+    """What a capacity count needs of ``providers``: those that can take one more of some ``(class, amount)``
+    item of the request now (one ``?resources=CLASS:AMOUNT`` listing per item: any other would hold no server),
+    the bandwidth providers (for the usage table), the sharing providers and the roots of their trees (their
+    traits), read or from the cache; the rest stand in their trees with nothing to offer. ``everything``
+    (a request group of traits alone): every provider."""
+    by_uuid = {p.uuid: p for p in providers}
+    if everything:
+        selected = set(by_uuid)
+    else:
+        selected = reader.bandwidth_scope(providers, listings=False) | (set(shared) & set(by_uuid))
+        for rc, amount in sorted(set(items)):
+            selected |= {p.uuid for p in reader.listing(resources=f"{rc}:{amount}")} & set(by_uuid)
+        selected |= {by_uuid[u].root_uuid for u in selected if by_uuid[u].root_uuid in by_uuid}
+    details = reader.details(by_uuid[u] for u in sorted(selected))
+    return [details.get(u) or ProviderDetail(p, frozenset(), {}, {}, True) for u, p in by_uuid.items()]
 
 
 def roots_over_capacity(reader: Reader, providers: Iterable[Provider], skip: Iterable[str] = ()) -> dict[str, ProviderDetail]:

@@ -12,6 +12,7 @@ from minbw.reports.capacity.solver import Limit  # noqa: F401 - the front ends d
 from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
 from minbw.reports.providers import sharing_providers
+from minbw.reports.reader import Reader, read_for_capacity
 from minbw.usecases.cloud import Cloud
 
 
@@ -37,12 +38,15 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     request = capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
                                group_policy=query.group_policy, resources_option=query.resources_option,
                                port_labels=query.port_labels)
-    return capacity_report(cloud.placement, request, query.hypervisor, query.hypervisor_option)
+    return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
 
 
-def capacity_report(api: Placement, request: CapacityRequest, hypervisor: str | None = None,
+def capacity_report(api: Placement | Reader, request: CapacityRequest, hypervisor: str | None = None,
                     option: str = "hypervisor") -> CapacityReport:
-    """``request`` counted on every host (or the one named ``hypervisor``; ``option`` names it in an error)."""
+    """``request`` counted on every host (or the one named ``hypervisor``; ``option`` names it in an error),
+    reading only what can hold a server (:func:`minbw.reports.reader.read_for_capacity`)."""
+    reader = api if isinstance(api, Reader) else Reader(api)
+    api = reader.api
     if hypervisor:
         roots = api.list_providers(name=hypervisor)
         if not roots:
@@ -58,4 +62,9 @@ def capacity_report(api: Placement, request: CapacityRequest, hypervisor: str | 
     else:
         providers = api.list_providers()
         shared = sharing_providers(api)
-    return count(api.provider_details(providers, usages=True), request, shared)
+    groups = request.server.request_groups()
+    items = {(rc, amount) for g in groups for rc, amount in g.resources}
+    details = read_for_capacity(reader, providers, items, everything=any(not g.resources for g in groups),
+                                shared=shared)
+    reader.save()
+    return count(details, request, shared)

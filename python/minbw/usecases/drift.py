@@ -46,4 +46,4 @@ def drift(cloud: Cloud, request: DriftRequest) -> DriftResult:
                           "the ini files with Placement only")
         agent = reported_state(cloud.conn, hosts)
     uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
-    return DriftResult(tuple(compare(ini, agent, placement_snapshots(cloud.placement, uuids))))
+    return DriftResult(tuple(compare(ini, agent, placement_snapshots(cloud.reader(), uuids))))
