@@ -114,6 +114,35 @@ def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict
 
 
 
+def sync_record_path(cache_path: str | os.PathLike) -> Path:
+    """Where the last sync against a cache's Placement is recorded: beside the cache file."""
+    path = Path(cache_path)
+    return path.with_name(path.name.replace("providers-", "sync-", 1) if path.name.startswith("providers-")
+                          else path.name + ".sync")
+
+
+def record_sync(cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock: Callable[[], float] = time.time) -> None:
+    """Record a sync's end (the exporter's ``minbw_sync_*`` metrics read it): when, whether it succeeded, its writes,
+    and when one last succeeded."""
+    path = sync_record_path(cache_path)
+    now = clock()
+    before = read_sync_record(cache_path) or {}
+    record = {"time": now, "ok": ok, "writes": writes, "last_success": now if ok else before.get("last_success")}
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-sync-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, path)
+
+
+def read_sync_record(cache_path: str | os.PathLike) -> dict | None:
+    try:
+        record = json.loads(sync_record_path(cache_path).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "time" in record else None
+
+
 # ---------------------------------------------------------------- which providers
 
 def neutron_providers(providers: Iterable[Provider]) -> set[str]:
@@ -171,6 +200,7 @@ class Reader:
         self.workers = max(1, workers)
         self.progress = progress
         self.verify = verify
+        self.read = 0  # providers read so far (not trusted from the cache)
 
     def listing(self, **filters: str) -> list[Provider]:
         return self.api.list_providers(**filters)
@@ -207,6 +237,7 @@ class Reader:
                     out[p.uuid] = ProviderDetail(p, frozenset(e["traits"]), freeze_inventories(e["inventories"]),
                                                  dict(e["used"] or {}) if usages else None, True)
         to_read = [p for p in providers if p.uuid not in trusted]
+        self.read += len(to_read)
         for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers), 1):
             out[d.provider.uuid] = d
             if cache is not None and d.unmoved:

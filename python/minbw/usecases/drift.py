@@ -34,8 +34,9 @@ class DriftResult:
         return {"ok": self.ok, "providers": [r.to_dict() for r in self.rows]}
 
 
-def drift(cloud: Cloud, request: DriftRequest) -> DriftResult:
-    """Compare what is given: the ini files (when any), Neutron's agents (when ``neutron``), and Placement."""
+def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
+    """Compare what is given: the ini files (when any), Neutron's agents (when ``neutron``), and Placement
+    (read by ``reader``, default the cloud's)."""
     ini = (desired_state(read_agent_configs(request.agent_configs, host=request.host, paths_option=request.option))
            if request.agent_configs else None)
     hosts = {p.hypervisor for p in ini.providers} if ini else None
@@ -46,4 +47,4 @@ def drift(cloud: Cloud, request: DriftRequest) -> DriftResult:
                           "the ini files with Placement only")
         agent = reported_state(cloud.conn, hosts)
     uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
-    return DriftResult(tuple(compare(ini, agent, placement_snapshots(cloud.reader(), uuids))))
+    return DriftResult(tuple(compare(ini, agent, placement_snapshots(reader or cloud.reader(), uuids))))
