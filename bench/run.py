@@ -52,10 +52,16 @@ def _claims(ctx):
     return claims_bench.run(ctx)
 
 
+def _reports(ctx):
+    from bench import reports_bench
+    return reports_bench.run(ctx)
+
+
 SECTIONS = {
     "sync": _sync,
     "query": _query,     # client overhead at 1,000 candidates vs raw GET
     "claims": _claims,   # claim throughput vs raw PUT, 1 and 8 claimers
+    "reports": _reports,  # audit/drift/capacity/heal reads and exporter scrapes at the largest size
 }
 DEFAULT_SIZES = (10, 100, 500)
 

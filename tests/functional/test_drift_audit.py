@@ -62,11 +62,10 @@ def test_audit_reads_the_bandwidth_providers_and_the_full_roots(placement, tmp_p
     placement.counter.reset()
     seen = read_placement(placement)
     # the cost docs/benchmarks.md gives without a cache: one listing, a ?resources=CLASS:1 listing per bandwidth
-    # class, traits and inventories of Neutron's providers (the agent: it may hold packet rate; br-test, br-ex) and
-    # of each root the cache does not know, usages of those with an inventory, one allocation read per bandwidth
-    # provider
+    # class and per class of the roots (VCPU), the inventories of Neutron's providers (the agent: it may hold packet
+    # rate; br-test, br-ex) and of the root, one allocation read per bandwidth provider (they give the usage)
     kinds = collections.Counter(path.split("?")[0].split("/")[-1] for _, path in placement.counter.calls)
-    assert kinds == {"resource_providers": 1 + 5, "traits": 4, "inventories": 4, "usages": 3, "allocations": 2}
+    assert kinds == {"resource_providers": 1 + 5 + 1, "inventories": 4, "allocations": 2}
     assert seen.allocations[BR_TEST] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {EGR: 700}}
     assert root not in seen.allocations  # it has room: its allocations are not read
     assert seen.hosts[BR_TEST] == seen.hosts[root] == "devstack0"

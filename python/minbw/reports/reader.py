@@ -217,9 +217,12 @@ class Reader:
                 scope |= {p.uuid for p in self.listing(resources=f"{rc}:1")}
         return scope & known
 
-    def details(self, providers: Iterable[Provider], *, usages: bool = True) -> dict[str, ProviderDetail]:
+    def details(self, providers: Iterable[Provider], *, usages: bool = True,
+                traits: bool = True) -> dict[str, ProviderDetail]:
         """Traits, inventories (and usages) of ``providers``: from the cache where it holds them at the listed
-        generation (and the usage, when asked), else read (3 calls each, ``workers`` at once) and cached."""
+        generation (and the usage, when asked), else read (up to 3 calls each, ``workers`` at once) and cached.
+        ``traits`` False: a caller that needs none (the audit) skips them when there is no cache to fill."""
+        traits = traits or self.cache is not None  # a cache entry needs the traits
         providers = list(providers)
         out: dict[str, ProviderDetail] = {}
         cache = self.cache
@@ -238,7 +241,8 @@ class Reader:
                                                  dict(e["used"] or {}) if usages else None, True)
         to_read = [p for p in providers if p.uuid not in trusted]
         self.read += len(to_read)
-        for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers), 1):
+        for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits),
+                              1):
             out[d.provider.uuid] = d
             if cache is not None and d.unmoved:
                 p = d.provider
@@ -249,15 +253,26 @@ class Reader:
         return out
 
     def allocations(self, uuids: Iterable[str]) -> dict[str, dict[str, dict[str, int]]]:
-        """provider → consumer → resources, one read per provider, ``workers`` at once."""
+        """provider → consumer → resources, one read per provider, ``workers`` at once. A cached provider whose
+        allocations are read at its cached generation gets its usage from them (no usages read next time)."""
         uuids = list(uuids)
 
-        def read(u: str) -> tuple[str, dict]:
-            return u, {c: dict(a["resources"]) for c, a in self.api.provider_allocations(u).items()}
+        def read(u: str) -> tuple[str, dict, int]:
+            body = self.api.provider_allocations(u, with_generation=True)
+            return u, {c: dict(a["resources"]) for c, a in body["allocations"].items()}, \
+                body.get("resource_provider_generation")
         out = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
-            for i, (u, allocs) in enumerate(pool.map(read, uuids), 1):
+            for i, (u, allocs, generation) in enumerate(pool.map(read, uuids), 1):
                 out[u] = allocs
+                entry = self.cache.entries.get(u) if self.cache is not None else None
+                if entry is not None and entry.get("generation") == generation and entry.get("used") is None:
+                    used: dict[str, int] = {}
+                    for res in allocs.values():
+                        for rc, n in res.items():
+                            used[rc] = used.get(rc, 0) + n
+                    self.cache.put(u, generation, entry["name"], entry["parent"], entry["traits"],
+                                   entry["inventories"], used=used, checked=entry.get("checked"))
                 if self.progress:
                     self.progress("allocations read", i, len(uuids))
         return out
@@ -270,12 +285,13 @@ class Reader:
 def read_bandwidth(reader: Reader, *, allocations: bool = False, listings: bool = True,
                    providers: list[Provider] | None = None) -> Reading:
     """Every provider listed once; the bandwidth providers' traits, inventories and usages (the cache where it
-    can), and with ``allocations`` their allocations: the floor, one allocation read per bandwidth provider."""
+    can), and with ``allocations`` their allocations: the floor, one allocation read per bandwidth provider
+    (then neither traits nor usages are read without a cache: the allocations give the usage)."""
     calls = reader.api.calls
     providers = reader.listing() if providers is None else providers
     by_uuid = {p.uuid: p for p in providers}
     scope = reader.bandwidth_scope(providers, listings=listings)
-    details = reader.details(by_uuid[u] for u in sorted(scope))
+    details = reader.details((by_uuid[u] for u in sorted(scope)), usages=not allocations, traits=not allocations)
     bandwidth = [u for u, d in details.items() if holds_bandwidth(d.inventories)]
     allocs = reader.allocations(bandwidth) if allocations else {}
     return Reading(by_uuid, details, allocs, {"listed": len(providers), "selected": len(scope),
@@ -303,20 +319,23 @@ def read_for_capacity(reader: Reader, providers: list[Provider], items: Iterable
 
 
 def roots_over_capacity(reader: Reader, providers: Iterable[Provider], skip: Iterable[str] = ()) -> dict[str, ProviderDetail]:
-    """The root providers (compute nodes) that may be over capacity, read: for each class the cache knows the
-    roots to hold, one ``?resources=CLASS:1`` listing; a root missing from the listing of a class it holds
-    (full, or over) is read, and so is every root the cache does not know (once: then it is cached)."""
+    """The root providers (compute nodes) that may be over capacity, read with their usages. Their classes come
+    from the cache (whatever its generation: an inventory is not over capacity before it holds allocations),
+    else from one inventories read per root (cached with its traits); then one ``?resources=CLASS:1`` listing
+    per class: a root missing from the listing of a class it holds (full, or over) is read."""
     skip = set(skip)
     roots = [p for p in providers if p.parent_uuid is None and p.uuid not in skip]
-    known = {p.uuid: e for p in roots if (e := (reader.cache.entries.get(p.uuid) if reader.cache else None))}
-    classes = sorted({rc for e in known.values() for rc in e["inventories"]})
-    with_room = {rc: {p.uuid for p in reader.listing(resources=f"{rc}:1")} for rc in classes}
-    suspects = [p for p in roots if p.uuid not in known
-                or any(p.uuid not in with_room[rc] for rc in known[p.uuid]["inventories"])]
+    classes_of = {p.uuid: set(e["inventories"]) for p in roots
+                  if (e := (reader.cache.entries.get(p.uuid) if reader.cache else None)) is not None}
+    unknown = [p for p in roots if p.uuid not in classes_of]
     saved, reader.verify = reader.verify, False
     try:
-        # a root the listings doubt is read again whatever the cache holds: its usage moved with every claim
-        if reader.cache is not None:
+        for u, d in reader.details(unknown, usages=False, traits=False).items():
+            classes_of[u] = set(d.inventories)
+        with_room = {rc: {p.uuid for p in reader.listing(resources=f"{rc}:1")}
+                     for rc in sorted(set().union(*classes_of.values()) if classes_of else ())}
+        suspects = [p for p in roots if any(p.uuid not in with_room[rc] for rc in classes_of.get(p.uuid, ()))]
+        if reader.cache is not None:  # their usage moved with every claim: read again whatever the cache holds
             for p in suspects:
                 reader.cache.entries.pop(p.uuid, None)
         return reader.details(suspects)
