@@ -33,20 +33,18 @@ def _consumers(server, hosts: list[str]) -> int:
     api = Placement(server.connect())
     kind = naming.AGENT_KINDS[naming.OVS]
 
-    def claim(args):
-        host, j = args
+    def claim(host):  # one host's consumers in turn: two claims on one provider at once would conflict
         bridge = naming.device_rp_uuid(kind, host, "br-phys0")
-        consumer = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{host}-consumer-{j}"))
-        api.put_allocations(consumer, {"allocations": {root_uuid(host): {"resources": {"VCPU": 1}},
-                                                       bridge: {"resources": {EGR: 1000, IGR: 1000}}},
-                                       "project_id": "bench", "user_id": "bench", "consumer_generation": None})
-        return consumer
-    work = [(h, j) for h in hosts for j in range(CONSUMERS_PER_HOST)]
+        for j in range(CONSUMERS_PER_HOST):
+            consumer = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{host}-consumer-{j}"))
+            api.put_allocations(consumer, {"allocations": {root_uuid(host): {"resources": {"VCPU": 1}},
+                                                           bridge: {"resources": {EGR: 1000, IGR: 1000}}},
+                                           "project_id": "bench", "user_id": "bench", "consumer_generation": None})
     with ThreadPoolExecutor(8) as pool:
-        for i, _ in enumerate(pool.map(claim, work), 1):
-            if i % 2000 == 0:
-                progress(f"reports: {i}/{len(work)} consumers")
-    return len(work)
+        for i, _ in enumerate(pool.map(claim, hosts), 1):
+            if i % 200 == 0:
+                progress(f"reports: consumers of {i}/{len(hosts)} hosts")
+    return len(hosts) * CONSUMERS_PER_HOST
 
 
 class _Measure:

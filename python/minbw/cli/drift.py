@@ -1,6 +1,7 @@
 """``minbw drift`` — ``openstack bandwidth drift show``."""
 from __future__ import annotations
 
+from minbw.cli.options import add_report_cache_argument, report_cloud
 from minbw.cli.base import EXIT_FINDINGS, Command, View
 
 SIDES = ("ini", "agent", "placement")
@@ -14,6 +15,7 @@ class Drift(Command):
     columns = COLUMNS
 
     def add_arguments(self, parser):
+        add_report_cache_argument(parser)
         parser.add_argument("--agent-config", action="append", default=[], metavar="FILE",
                             help="an OVS or SR-IOV agent ini file; repeat (leave out: Neutron vs Placement only)")
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
@@ -22,7 +24,7 @@ class Drift(Command):
 
     def view(self, parsed_args):
         from minbw.usecases.drift import DriftRequest, drift
-        result = drift(self.cloud(parsed_args), DriftRequest(tuple(parsed_args.agent_config), parsed_args.host,
+        result = drift(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), DriftRequest(tuple(parsed_args.agent_config), parsed_args.host,
                                                               parsed_args.neutron, option="--agent-config"))
         compared = [s for s in SIDES if any(s in r.sides for r in result.rows)]
         # a side that was not compared (no ini files, --no-neutron) shows "-"

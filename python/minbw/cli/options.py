@@ -145,3 +145,17 @@ def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
                         help="the clouds.yaml entry of a service user (Nova's or Neutron's) that writes ports' "
                              "binding:profile, which Neutron allows to the service role only (default: the "
                              "--os-cloud user)")
+
+
+def add_report_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """--cache [FILE]: the reports trust the provider cache (``providers sync``'s) for providers whose generation
+    did not move (docs/benchmarks.md, "Reports")."""
+    parser.add_argument("--cache", nargs="?", const="", default=None, metavar="FILE",
+                        help="trust the provider cache for providers whose generation did not move (FILE, or the "
+                             "sync's cache for this Placement); reads only what moved")
+
+
+def report_cloud(cloud, parsed_args):
+    """The cloud with the ``--cache`` of :func:`add_report_cache_argument`."""
+    cloud.cache = parsed_args.cache
+    return cloud
