@@ -161,3 +161,19 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
         exporter.wait(timeout=20)
         exporter_log.close()
     assert exporter.returncode == 0, (tmp_path / "exporter.log").read_text()
+
+
+def test_a_failing_report_is_served_as_failed_and_the_scrape_goes_on(placement, tmp_path):
+    from minbw.reports.metrics import Family
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
+    said = []
+    cloud = Cloud(lambda: placement.conn, say=said.append)
+    exporter = Exporter(cloud, ExporterRequest(port_sizes=(PortSize.parse("s=min_bw:egress:1"),),
+                                               agent_configs=(str(tmp_path / "missing.ini"),), cache=None))
+    status = exporter.run_slow()
+    assert status["drift"]["ok"] is False and status["audit"]["ok"] is True and "drift report failed" in said[0]
+    fams: dict[str, Family] = {f.name: f for f in exporter.scrape()}
+    assert fams["minbw_report_success"].value(report="drift") == 0
+    assert fams["minbw_drift_findings"].samples == ()  # no findings served from a failed report
+    assert fams["minbw_report_success"].value(report="providers") == 1

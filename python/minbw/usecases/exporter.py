@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from minbw.errors import InvalidInput, MinbwError, RequestError
+from minbw.errors import InvalidInput, RequestError
 from minbw.model.providers import ProviderDetail
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
 from minbw.ops.audit import read_placement, run_audit
@@ -153,7 +153,8 @@ class Exporter:
                     self.cache.save()
                 status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
                                        "last_success": self.clock()}
-            except MinbwError as e:
+            except Exception as e:  # noqa: BLE001 - served as a failed scrape (minbw_report_success 0)
+                self._say(f"reading the providers failed: {type(e).__name__}: {e}")
                 status["providers"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
                                        "last_success": (self.slow.status.get("providers") or {}).get("last_success")}
                 self.slow.status["providers"] = status["providers"]
@@ -182,6 +183,10 @@ class Exporter:
                                          for u, p in reading.providers.items()
                                          if u not in details and p.root_uuid in trees]
 
+    def _say(self, line: str) -> None:
+        if self.cloud.say:
+            self.cloud.say(line)
+
     # ------------------------------------------------------------ the slow reports
     def _run(self, name: str, fn) -> None:
         started = time.perf_counter()
@@ -190,9 +195,10 @@ class Exporter:
             fn()
             self.slow.status[name] = {"ok": True, "seconds": time.perf_counter() - started,
                                       "last_success": self.clock()}
-        except MinbwError as e:
+        except Exception as e:  # noqa: BLE001 - a report that fails is served as failed; the exporter goes on
             self.slow.status[name] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
                                       "last_success": before.get("last_success")}
+            self._say(f"the {name} report failed: {type(e).__name__}: {e}")
 
     def run_slow(self) -> dict:
         """The cache's safety check and the bandwidth providers not made by Neutron, the sharing providers, the
