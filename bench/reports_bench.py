@@ -142,10 +142,17 @@ def heal_read(consumers_by_host):
 
 
 def guarantee_read(host, consumer):
-    """server_bandwidth_info's Placement side for one server: its allocations, then the names in its host's
-    tree and each allocated provider's usages and allocations."""
+    """server_bandwidth_info's Placement side for one server (ops.servers.verify without Nova and Neutron): its
+    claim mapped by the solver (its allocations, its tree, the allocated providers' traits), then the names in
+    its host's tree and each allocated provider's usages and allocations."""
     def read(api, reader):
-        allocs = api.get_allocations(consumer)["allocations"]
+        from minbw.model.requests import ServerRequest
+        from minbw.neutron.port_request import QosPort
+        from minbw.ops import claims
+        port = QosPort.parse("min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0", "bench").request(
+            str(uuidlib.uuid4()))
+        claim = claims.existing_claim(api, consumer, ServerRequest(extra_resources={"VCPU": 1}, ports=(port,)))
+        allocs = claim.allocations
         api.provider_names(in_tree=root_uuid(host))
         for rp in allocs:
             api.provider_usages(rp)
