@@ -64,6 +64,9 @@ def _claims(ctx):
 def _overcommit(ctx):
     from bench import overcommit_bench
     return overcommit_bench.run(ctx)
+def _reports(ctx):
+    from bench import reports_bench
+    return reports_bench.run(ctx)
 
 
 SECTIONS = {
@@ -72,6 +75,7 @@ SECTIONS = {
     "query": _query,     # client overhead at 1,000 candidates vs raw GET
     "claims": _claims,   # claim throughput vs raw PUT, 1 and 8 claimers
     "overcommit": _overcommit,  # Placement's overcommit: raw, plain and verified claims; stock vs patched
+    "reports": _reports,  # audit/drift/capacity/heal reads and exporter scrapes at the largest size
 }
 DEFAULT_SIZES = (10, 100, 500)
 

@@ -1,6 +1,7 @@
 """Drift and audit against the real embedded Placement (the Neutron/Nova sides are in tests/e2e)."""
 from __future__ import annotations
 
+import collections
 import json
 import subprocess
 import sys
@@ -46,28 +47,52 @@ def test_drift_ini_against_placement(placement, tmp_path):
                                          "NET_BW_IGR_KILOBIT_PER_SEC total: ini 1500, Placement 900"]
 
 
-def test_audit_reads_every_provider_with_an_inventory(placement, tmp_path):
+def test_audit_reads_the_bandwidth_providers_and_the_full_roots(placement, tmp_path):
     setup(placement, tmp_path)
     root = placement.list_providers(name="devstack0")[0].uuid
     body = {"allocations": {root: {"resources": {"VCPU": 1}}, BR_TEST: {"resources": {EGR: 700}}},
             "project_id": "p", "user_id": "u", "consumer_generation": None}
     placement.put_allocations("4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11", body)
-    providers = placement.list_providers()
     placement.counter.reset()
     seen = read_placement(placement)
-    # the cost docs/lifecycle.md gives: one listing, traits and inventories of each provider, allocations of
-    # each provider with an inventory
-    assert placement.counter.total == 1 + 2 * len(providers) + len(seen.allocations)
-    assert {path.split("/")[-1] for _, path in placement.counter.calls} == {
-        "resource_providers", "traits", "inventories", "allocations"}
+    # the cost docs/benchmarks.md gives without a cache: one listing, a ?resources=CLASS:1 listing per bandwidth
+    # class and per class of the roots (VCPU), the inventories of Neutron's providers (the agent: it may hold packet
+    # rate; br-test, br-ex) and of the root, one allocation read per bandwidth provider (they give the usage)
+    kinds = collections.Counter(path.split("?")[0].split("/")[-1] for _, path in placement.counter.calls)
+    assert kinds == {"resource_providers": 1 + 5 + 1, "inventories": 4, "allocations": 2}
     assert seen.allocations[BR_TEST] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {EGR: 700}}
-    assert seen.allocations[root] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {"VCPU": 1}}  # for its capacity
+    assert root not in seen.allocations  # it has room: its allocations are not read
     assert seen.hosts[BR_TEST] == seen.hosts[root] == "devstack0"
-    agent = next(p.uuid for p in placement.list_providers() if p.name == "devstack0:Open vSwitch agent")
-    assert agent not in seen.allocations  # no inventory, nothing to read
     plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
                  inventories=seen.inventories, hosts=seen.hosts)
     assert [(f.kind, f.subject) for f in plan.findings] == [(LEAK, "4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11")]
+
+
+def test_audit_with_the_cache_reads_one_allocation_per_bandwidth_provider(placement, tmp_path):
+    from minbw.reports.reader import ProviderCache, Reader
+    setup(placement, tmp_path)
+    # four more hosts: with fewer providers re-reading them costs less than the cache's safety check, and it does
+    more = [load_agent_ini(OVS.replace("devstack0", f"devstack{i}"), source="x.ini") for i in range(1, 5)]
+    sync.sync(placement, desired_state(more), create_root=True, root_inventories={"VCPU": {"total": 8}})
+    cache = ProviderCache(tmp_path / "cache.json", placement.endpoint())
+    read_placement(Reader(placement, cache))
+    placement.counter.reset()
+    cache = ProviderCache(tmp_path / "cache.json", placement.endpoint())
+    seen = read_placement(Reader(placement, cache))
+    gets = collections.Counter(path.split("?")[0].split("/")[-1] for _, path in placement.counter.calls)
+    assert gets["allocations"] == 10 and not gets["traits"] and not gets["inventories"] and not gets["usages"]
+    assert cache.stats["trusted"] == 15 and cache.stats["checks"] == gets["resource_providers"] - 1 - 5 - 1
+    assert len(seen.inventories) == 10 and BR_TEST in seen.inventories
+    # a root over capacity is found by its listing, then read with its allocations
+    root = placement.list_providers(name="devstack0")[0].uuid
+    placement.put_allocations(A, {"allocations": {root: {"resources": {"VCPU": 8}}}, "project_id": "p",
+                                  "user_id": "u", "consumer_generation": None})
+    inv, gen = placement.get_inventories(root)
+    placement.set_inventories(root, {"VCPU": {**inv["VCPU"], "total": 6}}, gen)
+    seen = read_placement(Reader(placement, ProviderCache(tmp_path / "cache.json", placement.endpoint())))
+    plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names, ignore=[A],
+                 inventories=seen.inventories, hosts=seen.hosts)
+    assert [(f.kind, f.subject) for f in plan.findings] == [(OVER_CAPACITY, root)]
 
 
 # How a provider ends over capacity in a real Placement without a race: Placement 16 accepts an inventory

@@ -180,10 +180,91 @@ def test_flavor_classes_on_different_providers():
     assert h.fit.fits == 0 and "MEMORY_MB=512" in h.fit.limited_by[0].reason
 
 
-def test_sharing_providers_are_left_out_with_a_note():
-    tree = host(bridges=[]) + [rp("s", "shared-disk", traits=("MISC_SHARES_VIA_AGGREGATE",), inv={"DISK_GB": 1000})]
+SHARES = "MISC_SHARES_VIA_AGGREGATE"
+
+
+def test_a_sharing_provider_in_no_aggregate_with_a_host_serves_none():
+    tree = host(bridges=[]) + [rp("s", "shared-disk", traits=(SHARES,), inv={"DISK_GB": 1000})]
     report = capacity(tree, request(flavor={"VCPU": 1}))
     assert [h.name for h in report.hosts] == ["h1"] and "shared-disk shares" in report.notes[0]
+    report = capacity(tree, request(flavor={"VCPU": 1, "DISK_GB": 10}), {"s": {"s"}})
+    assert [(h.name, h.fit.fits) for h in report.hosts] == [("h1", 8)]  # its root's own DISK_GB: 100 // 10
+
+
+def test_sharing_disk_counts_for_the_hosts_of_its_aggregate_once():
+    # seed 001: a compute (VCPU, MEMORY_MB), its br-test bridge and DISK_GB from a pool shared by an aggregate
+    h1 = host("h1", {"VCPU": 8, "MEMORY_MB": 4096}, [("br-test", (PN0, NORMAL), {E: 1000, I: 1000}, None)])
+    h2 = host("h2", {"VCPU": 8, "MEMORY_MB": 4096}, [("br-test", (PN0, NORMAL), {E: 1000, I: 1000}, None)])
+    ceph = rp("ceph", "ceph", traits=(SHARES,), inv={"DISK_GB": 30})
+    req = request(flavor={"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 10})
+    alone = capacity(h1 + [ceph], req, {"ceph": {"h1", "ceph"}})
+    assert [(h.name, h.fit.fits) for h in alone.hosts] == [("h1", 3)] and alone.total == 3
+    assert alone.hosts[0].fit.limited_by[0].resource_class == "DISK_GB"
+    assert alone.hosts[0].fit.limited_by[0].providers == ("ceph",)
+    both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
+    assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 3), ("h2", 3)]
+    assert both.total == 3 and both.to_dict()["pools"][0]["hosts"] == ["h1", "h2"]
+    assert any("together 3 fit" in n for n in both.notes)
+    assert [p["provider"] for p in both.to_dict()["providers"]] == ["h1:agent:br-test"] * 2 + ["h2:agent:br-test"] * 2
+    # a port too: the bridges (1 each) run out before the pool
+    req = request((bw_rules(), {"physnet": "physnet0"}), flavor={"VCPU": 1, "DISK_GB": 10})
+    both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
+    assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 1), ("h2", 1)] and both.total == 2
+    assert both.physnet_totals()[0]["fits"] == 2
+
+
+def test_a_sharing_provider_that_fits_by_itself_is_a_host():
+    ceph = rp("ceph", "ceph", traits=(SHARES,), inv={"DISK_GB": 30})
+    report = capacity(host("h1", {"VCPU": 8}) + [ceph], request(flavor={"DISK_GB": 10}), {"ceph": {"h1", "ceph"}})
+    assert [(h.name, h.fit.fits) for h in report.hosts] == [("ceph", 3), ("h1", 3)] and report.total == 3
+
+
+@st.composite
+def shared_layouts(draw):
+    """One to three hosts (VCPU on the root, maybe a bridge) and one or two sharing DISK_GB pools, each
+    serving some of them (and itself)."""
+    details, roots = [], []
+    for h in range(draw(st.integers(1, 3))):
+        root = f"h{h}"
+        roots.append(root)
+        details.append(rp(root, root, inv={"VCPU": draw(inventories(4)), **(
+            {"DISK_GB": draw(inventories(6))} if draw(st.booleans()) else {})}, used={"VCPU": draw(st.integers(0, 1))}))
+        if draw(st.booleans()):
+            details.append(rp(f"{root}-a", f"{root}:a", root, root, (NORMAL,)))
+            details.append(rp(f"{root}-br", f"{root}:a:br", f"{root}-a", root, (PN0, NORMAL), {E: draw(inventories(4))}))
+    shared = {}
+    for s in range(draw(st.integers(1, 2))):
+        name = f"s{s}"
+        details.append(rp(name, name, traits=(SHARES,) + ((PN0,) if draw(st.integers(0, 4)) == 0 else ()),
+                          inv={"DISK_GB": draw(inventories(6))}, used={"DISK_GB": draw(st.integers(0, 1))}))
+        shared[name] = set(draw(st.lists(st.sampled_from(roots), unique=True))) | {name}
+    return details, shared
+
+
+def anchored(details, shared, root):
+    """The providers a candidate anchored on ``root`` may draw from (Placement: the tree, and each sharing
+    provider with an aggregate in common)."""
+    return [d for d in details if d.provider.root_uuid == root or root in shared.get(d.provider.uuid, ())]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_layouts(), st.integers(1, 3), st.booleans(), st.booleans())
+def test_sharing_counts_match_the_simulation(layout, disk, vcpu, port):
+    details, shared = layout
+    flavor = {"DISK_GB": disk, **({"VCPU": 1} if vcpu else {})}
+    req = request(*([(bw_rules(1, None), {"physnet": "physnet0"})] if port else []), flavor=flavor)
+    report = capacity(details, req, shared)
+    roots = sorted({d.provider.root_uuid for d in details})
+    ways = {r: placements(anchored(details, shared, r), req.server) for r in roots}
+    by_host = {h.uuid: h for h in report.hosts}
+    for r in roots:
+        best, stuck = simulate(details, req, ways=ways[r])
+        if r not in by_host:  # a sharing provider's own tree that holds no such server
+            assert best == 0 and r in shared
+            continue
+        assert by_host[r].fit.fits == best and stuck <= by_host[r].fit.first_fit <= best
+    best, stuck = simulate(details, req, ways=[w for r in roots for w in ways[r]])
+    assert report.total == best and stuck <= report.total_first_fit <= best
 
 
 def test_report_dict_and_provider_usage():
@@ -300,9 +381,9 @@ def placements(details, server: ServerRequest):
     return out
 
 
-def simulate(details, req: CapacityRequest, server: ServerRequest | None = None):
+def simulate(details, req: CapacityRequest, server: ServerRequest | None = None, ways=None):
     """(most servers any sequence of claims places, fewest at which a sequence gets stuck)."""
-    ways = placements(details, server or req.server)
+    ways = placements(details, server or req.server) if ways is None else ways
     keys = sorted({k for w in ways for k in w})
     by = {d.provider.uuid: d for d in details}
 

@@ -22,7 +22,7 @@ CORE = REPO / "python" / "minbw"
 ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift", "minbw.reports.cache_check",
             "minbw.reports.move_checks", "minbw.reports.candidates", "minbw.reports.verify")
 PURE = ("minbw.model", "minbw.neutron", "minbw.plan", "minbw.placement.query", "minbw.placement.mapping") + ANALYSES
-IO = ("minbw.ops", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.placement.client", "minbw.deploy",
+IO = ("minbw.ops", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader", "minbw.placement.client", "minbw.deploy",
       "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
                 "http", "wsgiref", "placement", "threading", "concurrent")

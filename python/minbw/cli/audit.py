@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
-from minbw.cli.options import add_service_cloud_argument
+from minbw.cli.options import add_report_cache_argument, report_cloud, add_service_cloud_argument
 
 COLUMNS = ("kind", "subject", "detail")
 
@@ -14,6 +14,7 @@ class Audit(Command):
     columns = COLUMNS
 
     def add_arguments(self, parser):
+        add_report_cache_argument(parser)
         parser.add_argument("--fix", action="store_true",
                             help="remove leaked bandwidth from their consumers and clear stale binding allocations")
         parser.add_argument("--ignore-consumer", action="append", default=[], metavar="UUID",
@@ -22,7 +23,7 @@ class Audit(Command):
 
     def view(self, parsed_args):
         from minbw.usecases.audit import AuditRequest, audit
-        result = audit(self.cloud(parsed_args, service=True, progress=True),
+        result = audit(report_cloud(self.cloud(parsed_args, service=True, progress=True), parsed_args),
                        AuditRequest(fix=parsed_args.fix, ignore_consumers=tuple(parsed_args.ignore_consumer)))
         plan = result.plan
         return View(result.to_dict(), COLUMNS, tuple((f.kind, f.subject, f.detail) for f in plan.findings),

@@ -7,7 +7,7 @@ import html
 import io
 
 from minbw.cli.base import Command, View
-from minbw.cli.options import add_port_arguments, add_resource_arguments, load_port_request, names, resources
+from minbw.cli.options import add_report_cache_argument, report_cloud, add_port_arguments, add_resource_arguments, load_port_request, names, resources
 from minbw.errors import MissingDependency
 
 # ---------------------------------------------------------------- the table
@@ -152,6 +152,7 @@ class Capacity(Command):
     columns = COLUMNS
 
     def add_arguments(self, parser):
+        add_report_cache_argument(parser)
         add_resource_arguments(parser, "a trait the flavor requires (!TRAIT: forbids)")
         add_port_arguments(parser, neutron_ports=False)
         parser.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
@@ -169,7 +170,7 @@ class Capacity(Command):
                               port_labels=tuple(f"--qos-port {i}" for i in range(1, len(specs) + 1)))
         if parsed_args.png or parsed_args.html:
             _matplotlib()  # a missing matplotlib fails before anything is read
-        report = capacity(self.cloud(parsed_args), query).to_dict()
+        report = capacity(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), query).to_dict()
         if parsed_args.png or parsed_args.html:
             png = render_png(report)
             if parsed_args.png:

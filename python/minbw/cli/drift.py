@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
-from minbw.cli.options import add_ovn_arguments, ovn_sources, warn
+from minbw.cli.options import add_ovn_arguments, add_report_cache_argument, ovn_sources, report_cloud, warn
 
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
@@ -15,6 +15,7 @@ class Drift(Command):
     columns = COLUMNS
 
     def add_arguments(self, parser):
+        add_report_cache_argument(parser)
         parser.add_argument("--agent-config", action="append", default=[], metavar="FILE",
                             help="an OVS or SR-IOV agent ini file; repeat (leave out: Neutron vs Placement only)")
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
@@ -28,7 +29,7 @@ class Drift(Command):
     def view(self, parsed_args):
         from minbw.usecases.drift import DriftRequest, drift
         from minbw.usecases.providers import OvnSources
-        result = drift(self.cloud(parsed_args), DriftRequest(
+        result = drift(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), DriftRequest(
             tuple(parsed_args.agent_config), parsed_args.host, parsed_args.neutron, option="--agent-config",
             chassis=ovn_sources(parsed_args, southbound=False),
             southbound=OvnSources(southbound=parsed_args.ovn_sb_db is not None, sb_db=parsed_args.ovn_sb_db or None,

@@ -182,3 +182,17 @@ def warn(warnings) -> None:
     """What Neutron would silently skip, on stderr (stdout stays the result)."""
     for w in warnings:
         print(f"minbw: warning: {w}", file=sys.stderr)
+
+
+def add_report_cache_argument(parser: argparse.ArgumentParser) -> None:
+    """--cache [FILE]: the reports trust the provider cache (``providers sync``'s) for providers whose generation
+    did not move (docs/benchmarks.md, "Reports")."""
+    parser.add_argument("--cache", nargs="?", const="", default=None, metavar="FILE",
+                        help="trust the provider cache for providers whose generation did not move (FILE, or the "
+                             "sync's cache for this Placement); reads only what moved")
+
+
+def report_cloud(cloud, parsed_args):
+    """The cloud with the ``--cache`` of :func:`add_report_cache_argument`."""
+    cloud.cache = parsed_args.cache
+    return cloud

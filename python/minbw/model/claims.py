@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from minbw.model.providers import SHARING_TRAIT
+
 
 def resources_by_provider(allocations: Mapping[str, Mapping] | None) -> dict[str, dict[str, int]]:
     """Placement's ``{rp: {"resources": {...}, "generation": n}}`` as ``{rp: {class: amount}}``."""
@@ -26,9 +28,16 @@ class CandidateSet:
         """Candidates grouped by root provider (host), hosts in the order Placement returned them."""
         hosts: dict[str, list[dict]] = {}
         for ar in self.allocation_requests:
-            root = self.root_of(next(iter(ar["allocations"])))
-            hosts.setdefault(root, []).append(ar)
+            hosts.setdefault(self.host_of(ar), []).append(ar)
         return list(hosts.items())
+
+    def host_of(self, allocation_request: Mapping) -> str:
+        """The root of the tree a candidate is anchored on: the root of its providers, leaving out the sharing
+        providers (trait ``MISC_SHARES_VIA_AGGREGATE``, in the summaries' traits), which serve every tree with a
+        provider in one of their aggregates; a candidate drawn from sharing providers alone, their root."""
+        rps = list(allocation_request["allocations"])
+        own = [rp for rp in rps if SHARING_TRAIT not in (self.provider_summaries.get(rp, {}).get("traits") or ())]
+        return self.root_of((own or rps)[0])
 
     def root_of(self, rp: str) -> str:
         summary = self.provider_summaries.get(rp, {})

@@ -38,6 +38,9 @@ class ProviderDetail:
     unmoved: bool
 
 
+# os_traits.MISC_SHARES_VIA_AGGREGATE: a provider whose inventory serves every tree with a provider in one of
+# its aggregates (Placement's sharing providers)
+SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
 MAX_INT = 2147483647
 # What Placement fills in for fields an inventory leaves out (placement.handlers.inventory).
 PLACEMENT_INVENTORY_DEFAULTS = MappingProxyType(

@@ -1,5 +1,5 @@
-"""``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the inventories and
-allocations of every provider with an inventory), judge with :func:`minbw.plan.audit.audit`, and apply
+"""``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the bandwidth providers'
+inventories and allocations, and the compute roots that are full or over), judge with :func:`minbw.plan.audit.audit`, and apply
 the fixes when asked."""
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from minbw.errors import ConcurrentUpdate, ConsumerConflict
+from minbw.model.providers import stocks_of
 from minbw.model.requests import PortRequest, flavor_amounts
 from minbw.ops import WRITE_FAILURES
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
+from minbw.reports.reader import Reader, read_bandwidth, roots_over_capacity
 from minbw.plan.audit import AuditPlan, Migration, PortBinding, Server, audit, guaranteed, trimmed
 
 
@@ -25,21 +27,22 @@ class PlacementView:
     hosts: dict
 
 
-def read_placement(api: Placement, progress=None) -> PlacementView:
-    """Every provider with an inventory (bandwidth, packet rate, and the compute roots' VCPU, memory,
-    disk, so the capacity check covers them for one more read per provider): its inventories and
-    allocations. ``progress(step, done, total)`` after each provider read."""
-    providers = api.list_providers()
-    allocations, inventories = {}, {}
-    for i, d in enumerate(api.provider_details(providers), 1):
-        if progress:
-            progress("providers read", i, len(providers))
-        if d.inventories:
-            inventories[d.provider.uuid] = d.inventories
-            allocations[d.provider.uuid] = {c: a["resources"]
-                                            for c, a in api.provider_allocations(d.provider.uuid).items()}
-    names = {p.uuid: p.name for p in providers}
-    return PlacementView(allocations, inventories, names, {p.uuid: names.get(p.root_uuid) for p in providers})
+def read_placement(api: Placement | Reader, progress=None) -> PlacementView:
+    """The bandwidth providers (:func:`minbw.reports.reader.read_bandwidth`: one listing, their inventories —
+    from the provider cache where it holds them — and one allocation read each), and the compute roots a
+    ``?resources=CLASS:1`` listing per class finds full or over (:func:`roots_over_capacity`: read, and their
+    allocations when over), so the capacity check covers them without reading every root.
+    ``progress(step, done, total)`` after each read."""
+    reader = api if isinstance(api, Reader) else Reader(api, progress=progress)
+    seen = read_bandwidth(reader, allocations=True)
+    roots = roots_over_capacity(reader, seen.providers.values(), skip=seen.details)
+    over = sorted(u for u, d in roots.items()
+                  if any(s.used > s.capacity for s in stocks_of(u, d.inventories, d.usages).values()))
+    allocations = {**seen.allocations, **reader.allocations(over)}
+    inventories = {u: d.inventories for u, d in seen.details.items() if d.inventories}
+    inventories.update({u: roots[u].inventories for u in over})
+    reader.save()
+    return PlacementView(allocations, inventories, seen.names(), seen.hosts())
 
 
 def port_bindings(conn) -> list[PortBinding]:
@@ -69,9 +72,8 @@ def servers_and_migrations(conn) -> tuple[list[Server], list[Migration]]:
     return servers, migrations
 
 
-def run_audit(conn, api: Placement | None = None, *, ignore: Iterable[str] = (), progress=None) -> AuditPlan:
-    api = api or Placement(conn)
-    seen = read_placement(api, progress)
+def run_audit(conn, api: Placement | Reader | None = None, *, ignore: Iterable[str] = (), progress=None) -> AuditPlan:
+    seen = read_placement(api or Placement(conn), progress)
     servers, migrations = servers_and_migrations(conn)
     return audit(seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories,
                  seen.hosts)

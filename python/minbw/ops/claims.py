@@ -222,7 +222,7 @@ def mapped_claim(api: Placement, consumer: str, allocs, req: ServerRequest, *, h
 
     Raises MappingError unless exactly one mapping fits.
     """
-    summaries = provider_summaries(api, allocs)
+    summaries = provider_summaries(api, allocs, every_trait=any(not g.resources for g in req.request_groups()))
     result = solve({"allocations": allocs}, summaries, req)
     groups = result.group_providers()
     if host is None:
@@ -250,15 +250,19 @@ def free(api: Placement, consumer: str, retries: int = 3) -> bool:
     raise ConsumerConflict(f"consumer {consumer} kept changing while freeing it ({retries + 1} tries)")
 
 
-def provider_summaries(api: Placement, rps) -> dict[str, dict]:
-    """Summaries in Placement's candidate shape for the whole trees of ``rps`` (traits, parents)."""
+def provider_summaries(api: Placement, rps, every_trait: bool = False) -> dict[str, dict]:
+    """Summaries in Placement's candidate shape for the whole trees of ``rps`` (parents, names; the traits of
+    ``rps``, which are all the solver weighs, or with ``every_trait`` — a request group of traits alone, which
+    any provider of the tree may serve — of every provider of the trees)."""
     out: dict[str, dict] = {}
-    for rp in rps:
+    rps = set(rps)
+    for rp in sorted(rps):
         if rp in out:
             continue
         tree = api.list_providers(in_tree=api.get_provider(rp).root_uuid)
-        for d in api.provider_details(tree, inventories=False):
-            p = d.provider
-            out[p.uuid] = {"resources": {}, "traits": sorted(d.traits), "parent_provider_uuid": p.parent_uuid,
+        for p in tree:
+            out[p.uuid] = {"resources": {}, "traits": [], "parent_provider_uuid": p.parent_uuid,
                            "root_provider_uuid": p.root_uuid, "name": p.name}
+        for d in api.provider_details([p for p in tree if every_trait or p.uuid in rps], inventories=False):
+            out[d.provider.uuid]["traits"] = sorted(d.traits)
     return out

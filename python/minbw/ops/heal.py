@@ -21,13 +21,20 @@ def compute_tree(api: Placement, hypervisor: str) -> dict[str, dict]:
             for d in api.provider_details(api.list_providers(in_tree=roots[0].uuid), usages=True)}
 
 
-def server_plan(conn, api: Placement, server) -> tuple[HealPlan, list, dict]:
-    """The heal plan of one server (an openstacksdk Server with its full body), its ports and allocations."""
+def server_plan(conn, api: Placement, server, trees: dict | None = None) -> tuple[HealPlan, list, dict]:
+    """The heal plan of one server (an openstacksdk Server with its full body), its ports and allocations.
+    ``trees``: the compute trees read so far in this run, by hypervisor (each host's tree is read once)."""
     ports = [server_ops.port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     current = api.get_allocations(server.id)
     if not server.hypervisor_hostname:
         raise ObjectNotFound(f"server {server.name} ({server.id}) is on no hypervisor (status {server.status})")
-    plan = plan_heal({"id": server.id}, current, ports, compute_tree(api, server.hypervisor_hostname))
+    host = server.hypervisor_hostname
+    tree = trees.get(host) if trees is not None else None
+    if tree is None:
+        tree = compute_tree(api, host)
+        if trees is not None:
+            trees[host] = tree
+    plan = plan_heal({"id": server.id}, current, ports, tree)
     return plan, ports, current
 
 
@@ -99,12 +106,13 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
     found = ([server_ops.find_server(conn, n) for n in names] if names else
              [conn.compute.get_server(s.id) for s in conn.compute.servers(all_projects=True)])
     results = []
+    trees: dict = {}  # hypervisor → its tree, read once per run (dropped when a heal writes there)
     for server in found:
         if progress and results:
             progress("servers healed" if not check else "servers planned", len(results), len(found))
         entry = {"server": server.id, "name": server.name}
         try:
-            plan, ports, current = server_plan(conn, api, server)
+            plan, ports, current = server_plan(conn, api, server, trees)
         except MinbwError as e:
             results.append({**entry, "healed": False, "error": str(e)})
             continue
@@ -114,6 +122,7 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
         elif not plan.ops or check:
             entry.update(healed=False, error=None)
         else:
+            trees.pop(server.hypervisor_hostname, None)  # its usage moves with the write
             try:
                 entry.update(apply(conn, api, server, plan, ports, current, binding_conn), error=None)
             except PartialApply as e:

@@ -8,22 +8,17 @@ pool of ``workers`` threads, parents before children inside each tree.
 from __future__ import annotations
 
 import collections
-import fcntl
-import hashlib
-import json
-import os
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
-from minbw.reports import cache_check
+from minbw.reports.reader import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - their home
+                                  verified as _verified)
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories
 
@@ -35,7 +30,6 @@ Progress = Callable[[str, int, int], None]
 
 DEFAULT_WORKERS = 4        # host trees written (and providers read) at once
 MAX_WORKERS = 32
-DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-read (the periodic full check)
 
 
 def _quiet(step: str, done: int, total: int) -> None:
@@ -54,86 +48,6 @@ def check_max_age(seconds, option: str = "cache_max_age") -> float:
         raise InvalidInput(f"{option}: expected seconds >= 0 (0 re-reads every provider, as without the cache; "
                            f"default {DEFAULT_CACHE_MAX_AGE}), got {seconds!r}")
     return float(seconds)
-
-
-def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Path:
-    """``$XDG_CACHE_HOME/minbw/providers-HASH.json`` (``~/.cache`` without it), one file per Placement endpoint."""
-    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "minbw" / f"providers-{hashlib.sha256(endpoint.encode()).hexdigest()[:16]}.json"
-
-
-class ProviderCache:
-    """Traits and inventories a previous sync read or wrote, by provider, kept per Placement endpoint in
-    one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
-    (Placement bumps the generation on every trait, inventory or allocation change) and it was last read
-    or written less than ``max_age`` seconds ago (the periodic full check); :func:`observe` trusts the
-    candidates that pass the safety check of :mod:`minbw.reports.cache_check` and re-reads the others.
-    Saving merges into what other syncs saved meanwhile (under a lock file), so syncs of different hosts
-    sharing the file lose nothing."""
-
-    VERSION = 2
-
-    def __init__(self, path: str | os.PathLike, endpoint: str, *, max_age: float = DEFAULT_CACHE_MAX_AGE,
-                 clock: Callable[[], float] = time.time):
-        self.path = Path(path)
-        self.endpoint = endpoint
-        self.max_age = max_age
-        self.clock = clock
-        self.entries: dict[str, dict] = self._load()
-        self._changed: dict[str, dict | None] = {}
-        self.stats = {"candidates": 0, "checks": 0, "trusted": 0, "reread": 0}
-        self.trusted: set[str] = set()
-
-    def _load(self) -> dict[str, dict]:
-        try:
-            data = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return {}
-        if not isinstance(data, dict) or data.get("version") != self.VERSION or data.get("endpoint") != self.endpoint:
-            return {}
-        return data.get("providers") or {}
-
-    def candidate(self, prov: Provider) -> dict | None:
-        e = self.entries.get(prov.uuid)
-        if (e and (e.get("generation"), e.get("name"), e.get("parent")) == (prov.generation, prov.name, prov.parent_uuid)
-                and self.clock() - e.get("checked", 0) <= self.max_age):
-            return e
-        return None
-
-    def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *,
-            used: Mapping[str, int] | None = None, checked: float | None = None) -> None:
-        self.entries[uuid] = self._changed[uuid] = {
-            "generation": generation, "name": name, "parent": parent, "traits": sorted(traits),
-            "inventories": {rc: dict(i) for rc, i in inventories.items()},
-            "used": dict(used) if used is not None else None,
-            "checked": self.clock() if checked is None else checked}
-
-    def drop(self, uuid: str) -> None:
-        self.entries.pop(uuid, None)
-        self._changed[uuid] = None
-
-    def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            merged = {**self._load(), **{u: e for u, e in self._changed.items() if e is not None}}
-            for u in [u for u, e in self._changed.items() if e is None]:
-                merged.pop(u, None)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
-            with os.fdopen(fd, "w") as f:
-                json.dump({"version": self.VERSION, "endpoint": self.endpoint, "providers": merged}, f)
-            os.replace(tmp, self.path)
-        self.entries, self._changed = merged, {}
-
-
-def _verified(api: Placement, cache: ProviderCache, candidates: dict[str, dict]) -> set[str]:
-    """The candidates the safety check confirms (none when re-reading them costs fewer calls than the check)."""
-    listings = cache_check.listings(candidates.values())
-    if len(listings) >= 2 * len(candidates):  # two reads per provider are cheaper than the check
-        return set()
-    answers = {li: {p.uuid for p in api.list_providers(**li.filters())} for li in listings}
-    cache.stats["checks"] += len(listings)
-    return set(candidates) - cache_check.disagreeing(candidates, answers)
 
 
 def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, *,

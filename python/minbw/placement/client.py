@@ -319,9 +319,11 @@ class Placement:
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ usage and allocations
-    def provider_allocations(self, uuid: str) -> dict[str, dict]:
+    def provider_allocations(self, uuid: str, with_generation: bool = False) -> dict[str, dict]:
+        """consumer → ``{"resources": ...}``; ``with_generation``: the whole body (with
+        ``resource_provider_generation``)."""
         body = self.request("get", f"/resource_providers/{uuid}/allocations", mv.PROVIDERS)
-        return body["allocations"]
+        return body if with_generation else body["allocations"]
 
     def provider_usages(self, uuid: str) -> dict[str, int]:
         return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
@@ -336,11 +338,14 @@ class Placement:
 
     # ------------------------------------------------------------ whole providers
     def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
-                         usages: bool = False, readers: int = READERS) -> Iterator[ProviderDetail]:
+                         usages: bool = False, readers: int = READERS, traits: bool = True) -> Iterator[ProviderDetail]:
         """Traits (and inventories, and usages of providers that have inventories) of each provider,
-        read concurrently, yielded in the given order. The one reader of provider trees."""
+        read concurrently, yielded in the given order. The one reader of provider trees. ``traits`` False:
+        not read (empty)."""
+        want_traits = traits
+
         def read(p: Provider) -> ProviderDetail:
-            traits, gen_t = self.get_provider_traits(p.uuid)
+            traits, gen_t = self.get_provider_traits(p.uuid) if want_traits else (set(), p.generation)
             invs, gen_i = self.get_inventories(p.uuid) if inventories else ({}, gen_t)
             use = (self.provider_usages(p.uuid) if invs else {}) if usages else None
             return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == p.generation)

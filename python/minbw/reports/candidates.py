@@ -13,7 +13,7 @@ def candidate_view(cands: CandidateSet, req: ServerRequest, names: Mapping[str, 
     group→provider mapping and the ports' binding allocations (or why there is no single mapping)."""
     out = []
     for ar in cands.allocation_requests:
-        host = cands.root_of(next(iter(ar["allocations"])))
+        host = cands.host_of(ar)
         result = mapping_from_candidate(ar, cands.provider_summaries, req)
         out.append({"host": host, "host_name": names.get(host), "allocations": ar["allocations"],
                     "mapping": result.mapping, "mapping_source": result.source,

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from minbw.errors import ObjectNotFound
-from minbw.model.providers import DesiredState, snapshot
+from minbw.model.providers import SHARING_TRAIT, DesiredState, snapshot
 from minbw.neutron import naming
 from minbw.neutron.agentconf import AgentConfig, config_from_report
 from minbw.placement.client import Placement
 from minbw.neutron.provider_tree import swept_agents
+from minbw.reports.reader import Reader
 
 
 def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]:
@@ -26,6 +27,18 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]
             "inventories": dict(d.inventories), "usages": dict(d.usages)}
            for d in api.provider_details(provs, usages=True) for p in (d.provider,)]
     return _tree_order(out)
+
+
+def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
+    """Placement's sharing providers (trait ``MISC_SHARES_VIA_AGGREGATE``), each with the roots of the trees
+    it serves: those with a provider in one of its aggregates, and its own (as Placement's
+    ``anchors_for_sharing_providers``). One listing, then two calls per sharing provider."""
+    out = {}
+    for s in api.list_providers(required=SHARING_TRAIT):
+        aggregates, _ = api.get_provider_aggregates(s.uuid)
+        members = api.list_providers(member_of="in:" + ",".join(sorted(aggregates))) if aggregates else []
+        out[s.uuid] = frozenset({p.root_uuid for p in members} | {s.root_uuid})
+    return out
 
 
 def _tree_order(provs: list[dict]) -> list[dict]:
@@ -55,19 +68,22 @@ def reported_configs(conn, hosts: Iterable[str] | None = None) -> list[AgentConf
             and (not hosts or a.host in hosts)]
 
 
-def placement_snapshots(api: Placement, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
+def placement_snapshots(api: Placement | Reader, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
                         ) -> dict[str, dict]:
     """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME), with
-    the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones."""
+    the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones. One
+    listing, then their traits and inventories (from the provider cache where it holds them)."""
+    reader = api if isinstance(api, Reader) else Reader(api)
     wanted = set(uuids)
-    providers = api.list_providers()
+    providers = reader.listing()
     by_uuid = {p.uuid: p for p in providers}
     swept = set().union(*(swept_agents(d, providers) for d in sides if d is not None))
     wanted |= {p.uuid for p in providers if p.parent_uuid in swept}
     out = {}
-    for d in api.provider_details([p for p in providers if p.uuid in wanted]):
+    for d in reader.details([p for p in providers if p.uuid in wanted], usages=False).values():
         p = d.provider
         parent = by_uuid.get(p.parent_uuid)
         shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
         out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
-    return out
+    reader.save()
+    return dict(sorted(out.items()))

@@ -42,7 +42,7 @@ class AuditResult:
 def audit(cloud: Cloud, request: AuditRequest) -> AuditResult:
     cloud.require("compute", "audit tells live servers and migrations from leaks by asking Nova")
     cloud.require("network", "audit reads the ports' binding allocations from Neutron")
-    plan = run_audit(cloud.conn, cloud.placement, ignore=request.ignore_consumers, progress=cloud.progress)
+    plan = run_audit(cloud.conn, cloud.reader(), ignore=request.ignore_consumers)
     fixes = (apply_fixes(cloud.conn, cloud.placement, plan, binding_conn=cloud.service_conn())
              if request.fix and not request.check else [])
     return AuditResult(plan, tuple(fixes))

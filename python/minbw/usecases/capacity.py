@@ -11,6 +11,8 @@ from minbw.reports.capacity.report import CapacityReport, capacity as count
 from minbw.reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
 from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
+from minbw.reports.providers import sharing_providers
+from minbw.reports.reader import Reader, read_for_capacity
 from minbw.usecases.cloud import Cloud
 
 
@@ -36,12 +38,15 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     request = capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
                                group_policy=query.group_policy, resources_option=query.resources_option,
                                port_labels=query.port_labels)
-    return capacity_report(cloud.placement, request, query.hypervisor, query.hypervisor_option)
+    return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
 
 
-def capacity_report(api: Placement, request: CapacityRequest, hypervisor: str | None = None,
+def capacity_report(api: Placement | Reader, request: CapacityRequest, hypervisor: str | None = None,
                     option: str = "hypervisor") -> CapacityReport:
-    """``request`` counted on every host (or the one named ``hypervisor``; ``option`` names it in an error)."""
+    """``request`` counted on every host (or the one named ``hypervisor``; ``option`` names it in an error),
+    reading only what can hold a server (:func:`minbw.reports.reader.read_for_capacity`)."""
+    reader = api if isinstance(api, Reader) else Reader(api)
+    api = reader.api
     if hypervisor:
         roots = api.list_providers(name=hypervisor)
         if not roots:
@@ -52,6 +57,14 @@ def capacity_report(api: Placement, request: CapacityRequest, hypervisor: str | 
             raise InvalidInput(f"{option}: {hypervisor!r} is not a compute node: it has a parent provider. Fix: "
                                f"name the root provider (the hypervisor name nova-compute reports).")
         providers = api.list_providers(in_tree=roots[0].uuid)
+        shared = {s: r for s, r in sharing_providers(api).items() if roots[0].uuid in r}
+        providers += [api.get_provider(s) for s in shared if s not in {p.uuid for p in providers}]
     else:
         providers = api.list_providers()
-    return count(api.provider_details(providers, usages=True), request)
+        shared = sharing_providers(api)
+    groups = request.server.request_groups()
+    items = {(rc, amount) for g in groups for rc, amount in g.resources}
+    details = read_for_capacity(reader, providers, items, everything=any(not g.resources for g in groups),
+                                shared=shared)
+    reader.save()
+    return count(details, request, shared)

@@ -25,12 +25,15 @@ class Cloud:
     """
 
     def __init__(self, connect: Callable[[], Any], *, service_connect: Callable[[], Any] | None = None,
-                 progress: Progress | None = None, say: Say | None = None, placement_version: str | None = None):
+                 progress: Progress | None = None, say: Say | None = None, placement_version: str | None = None,
+                 cache: str | None = None, workers: int = 4):
         self._connect = connect
         self._service_connect = service_connect
         self.progress = progress
         self.say = say
         self.placement_version = placement_version
+        self.cache = cache      # the provider cache the reports trust: a file, "" the default one, None none
+        self.workers = workers  # providers the reports read at once
         self._conn = None
         self._placement = None
 
@@ -47,6 +50,16 @@ class Cloud:
             from minbw.placement.client import Placement
             self._placement = Placement(self.conn, max_microversion=self.placement_version)
         return self._placement
+
+    def reader(self):
+        """The reports' reader of Placement (:class:`minbw.reports.reader.Reader`), with the provider cache when
+        :attr:`cache` names one (the sync's file by default), ``workers`` reads at once, and the progress."""
+        from minbw.reports.reader import ProviderCache, Reader, default_cache_path
+        api = self.placement
+        cache = None
+        if self.cache is not None:
+            cache = ProviderCache(self.cache or default_cache_path(api.endpoint()), api.endpoint())
+        return Reader(api, cache, workers=self.workers, progress=self.progress)
 
     def service_conn(self):
         """The connection that writes ports' ``binding:profile`` (Neutron allows it to the service role)."""

@@ -44,9 +44,9 @@ class DriftResult:
         return {"ok": self.ok, "providers": [r.to_dict() for r in self.rows], "warnings": list(self.warnings)}
 
 
-def drift(cloud: Cloud, request: DriftRequest) -> DriftResult:
+def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     """Compare what is given: the ini files and OVN chassis options as the computes hold them; Neutron's agents
-    (when ``neutron``) and the southbound chassis; and Placement."""
+    (when ``neutron``) and the southbound chassis; and Placement (read by ``reader``, default the cloud's)."""
     chassis = request.chassis.read(request.host)[0] if request.chassis.given else []
     southbound = request.southbound.read()[0] if request.southbound.given else None
     configs = (read_agent_configs(request.agent_configs, host=request.host, paths_option=request.option)
@@ -68,6 +68,6 @@ def drift(cloud: Cloud, request: DriftRequest) -> DriftResult:
             sb = [c for c in sb if c.name in names]
         agent = ovn.desired(heartbeats, sb, complete=southbound is not None and not chassis)
     uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
-    rows = compare(ini, agent, placement_snapshots(cloud.placement, uuids, (ini, agent)))
+    rows = compare(ini, agent, placement_snapshots(reader or cloud.reader(), uuids, (ini, agent)))
     warnings = ovn.chassis_configs([*chassis, *(southbound or ())])[1]
     return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)))

@@ -11,6 +11,8 @@ from minbw.errors import InvalidInput
 from minbw.model.providers import DesiredState, root_inventories
 from minbw.ops import ovn
 from minbw.ops import sync as s
+from minbw.errors import MinbwError
+from minbw.reports.reader import record_sync
 from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
 from minbw.ops.agent_files import read_agent_configs
 from minbw.plan.base import Plan
@@ -124,9 +126,16 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         cache = s.ProviderCache(request.cache or s.default_cache_path(api.endpoint()), api.endpoint(),
                                 max_age=max_age)
     started, calls = time.perf_counter(), api.calls
-    plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,
-                           root_inventories=roots, absent=request.absent, progress=progress_of(cloud), cache=cache,
-                           workers=workers)
+    try:
+        plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,
+                               root_inventories=roots, absent=request.absent, progress=progress_of(cloud),
+                               cache=cache, workers=workers)
+    except MinbwError:
+        if cache is not None and not request.check:
+            record_sync(cache.path, ok=False)
+        raise
+    if cache is not None and not request.check:  # the exporter's minbw_sync_* metrics
+        record_sync(cache.path, ok=True, writes=applied.writes if applied else 0)
     line = s.summary(desired, plan, applied, seconds=time.perf_counter() - started, calls=api.calls - calls,
                      cache=cache, check=request.check)
     return ProvidersResult(desired, plan, applied, line, request.check)

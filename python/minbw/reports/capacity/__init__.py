@@ -38,6 +38,10 @@ The rule, per host (one provider tree):
 e.g. ``MEMORY_MB`` of the root, or ``NET_BW_EGR_KILOBIT_PER_SEC`` of two bridges together; or, when
 no way exists, why (traits, units).
 
+Sharing providers (``MISC_SHARES_VIA_AGGREGATE``): a tree also draws from every sharing provider with an
+aggregate in common (:func:`report.trees`); hosts drawing from the same ones are packed together for the
+totals (:func:`solver.fit_together`), since each host's own count assumes the shared inventory is all its own.
+
 Physnets: the networks of a host are the ``CUSTOM_PHYSNET_*`` traits (and
 ``CUSTOM_NETWORK_TUNNEL_PROVIDER``) of its providers. A port whose network is left open is counted
 once per network of the host (all such ports of a server on that network), and once for the host as a

@@ -67,7 +67,8 @@ class Tree:
     parents: Mapping[str, str | None]
     traits: Mapping[str, frozenset[str]]
     stocks: Mapping[tuple[str, str], Stock]
-    order: tuple[str, ...]  # providers, root first then by name
+    order: tuple[str, ...]  # providers, root first then by name (then the sharing providers it draws from)
+    shared: frozenset[str] = frozenset()  # sharing providers outside the tree that serve it (by aggregate)
 
     def ancestors(self, rp: str) -> set[str]:
         out = set()
@@ -410,12 +411,44 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
 
 
 def fit(req: ServerRequest, tree: Tree, port_names: Mapping[str, str] = MappingProxyType({})) -> Fit:
-    ways, pools, reasons, cut = _ways(req, tree, port_names)
-    if not ways:
+    return fit_together(((req, tree),), port_names)
+
+
+def merged(trees: Sequence[Tree]) -> Tree:
+    """Several trees as one, for naming what runs out when they are counted together (sharing providers
+    once)."""
+    if len(trees) == 1:
+        return trees[0]
+    order = tuple(dict.fromkeys(rp for t in trees for rp in t.order))
+    return Tree(trees[0].root, {k: v for t in trees for k, v in t.names.items()},
+                {k: v for t in trees for k, v in t.parents.items()},
+                {k: v for t in trees for k, v in t.traits.items()},
+                {k: v for t in trees for k, v in t.stocks.items()}, order,
+                frozenset().union(*(t.shared for t in trees)))
+
+
+def fit_together(pairs: Sequence[tuple[ServerRequest, Tree]],
+                 port_names: Mapping[str, str] = MappingProxyType({})) -> Fit:
+    """How many servers fit on the trees together, each tree with its own shape of the server (a port left
+    open takes that host's networks): the ways of every tree packed against the same free amounts, so a
+    sharing provider that serves several trees counts once. One pair: the host alone."""
+    all_ways: list[_Way] = []
+    pools: dict[tuple[str, str, int], set] = {}
+    reasons: list[Limit] = []
+    cut = False
+    for req, tree in pairs:
+        ways, found, why, c = _ways(req, tree, port_names)
+        all_ways += ways
+        for item, keys in found.items():
+            pools.setdefault(item, set()).update(keys)
+        reasons += why
+        cut = cut or c
+    if not all_ways:
         return Fit(0, 0, not cut, 0, tuple(reasons))
-    cap = {key: tree.stocks[key].free for w in ways for key, _ in w.use}
-    isolate = req.effective_group_policy() == "isolate"
-    packing = _pack(ways, cap, isolate)
+    tree = merged([t for _, t in pairs])
+    cap = {key: tree.stocks[key].free for w in all_ways for key, _ in w.use}
+    isolate = pairs[0][0].effective_group_policy() == "isolate"
+    packing = _pack(all_ways, cap, isolate)
     fits, first_fit, exact, upper = packing.fits, packing.first_fit, packing.exact, packing.upper
     notes = []
     if cut:
@@ -424,10 +457,11 @@ def fit(req: ServerRequest, tree: Tree, port_names: Mapping[str, str] = MappingP
     if not exact:
         notes.append(f"the search for the best packing stopped early: {fits} is the best found, at most {upper} fit")
     if first_fit < fits:
-        notes.append(f"the {len(ways)} ways to place a server compete for the same providers: {fits} fit when each "
-                     f"server lands where it leaves room for the next, but Placement picks each claim's candidate, "
-                     f"and claims can stop at {first_fit} (first fit in the worst order)")
-    return Fit(fits, first_fit, exact, len(ways), _limits(ways, pools, cap, packing, tree, isolate), tuple(notes))
+        notes.append(f"the {len(all_ways)} ways to place a server compete for the same providers: {fits} fit when "
+                     f"each server lands where it leaves room for the next, but Placement picks each claim's "
+                     f"candidate, and claims can stop at {first_fit} (first fit in the worst order)")
+    return Fit(fits, first_fit, exact, len(all_ways), _limits(all_ways, pools, cap, packing, tree, isolate),
+               tuple(notes))
 
 
 def _limits(ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packing, tree: Tree,

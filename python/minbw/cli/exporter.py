@@ -1,0 +1,90 @@
+"""``minbw exporter`` — ``openstack bandwidth exporter``: guaranteed bandwidth as Prometheus metrics."""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from minbw.cli.base import Command
+from minbw.cli.options import count, seconds, tcp_port
+from minbw.errors import InvalidInput
+
+
+def _port_size(text: str):
+    from minbw.usecases.exporter import PortSize
+    try:
+        return PortSize.parse(text)
+    except InvalidInput as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--port-size: ")) from None
+
+
+class Exporter(Command):
+    """Serve Prometheus metrics of the bandwidth providers (total, reserved, used, ratio), the headroom in ports
+    of the sizes given, the audit's and the drift's findings, the last sync, and each scrape's cost
+    (docs/exporter.md). A scrape lists the providers once and re-reads only those whose generation moved; the
+    slow reports run every --slow-interval seconds. --once prints one scrape and exits."""
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port-size", action="append", type=_port_size, metavar="NAME=RULES",
+                            help="a port size to count headroom for, NAME=RULES[,vnic=TYPE][,physnet=NAME], e.g. "
+                                 "small=min_bw:egress:1000,min_bw:ingress:1000; repeat")
+        parser.add_argument("--config", metavar="FILE", help="the exporter's YAML config (docs/exporter.md); "
+                                                             "options given here win over it")
+        parser.add_argument("--listen-address", metavar="ADDRESS", help="default 127.0.0.1")
+        parser.add_argument("--listen-port", type=tcp_port, metavar="PORT", help="default 9817")
+        parser.add_argument("--slow-interval", type=seconds, metavar="SECONDS",
+                            help="seconds between runs of the audit, the drift and the cache's safety check "
+                                 "(default 300)")
+        parser.add_argument("--agent-config", action="append", metavar="FILE",
+                            help="an OVS or SR-IOV agent ini file the drift compares with Placement; repeat")
+        parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
+        parser.add_argument("--no-neutron", dest="neutron", action="store_const", const=False,
+                            help="the drift does not read the agents from Neutron")
+        cache = parser.add_mutually_exclusive_group()
+        cache.add_argument("--cache", metavar="FILE", help="the provider cache (default: the sync's, per endpoint)")
+        cache.add_argument("--no-cache", action="store_true", help="read every bandwidth provider on every scrape")
+        parser.add_argument("--workers", type=count, metavar="N", help="providers read at once (default 4)")
+        parser.add_argument("--once", action="store_true",
+                            help="run the slow reports, print one scrape in Prometheus' text format, exit")
+
+    def request(self, parsed_args):
+        import yaml
+        from minbw.usecases.exporter import ExporterRequest
+        config = {}
+        if parsed_args.config:
+            try:
+                with open(parsed_args.config) as f:
+                    config = yaml.safe_load(f) or {}
+            except OSError as e:
+                raise InvalidInput(f"--config {parsed_args.config}: {e.strerror}") from None
+            except yaml.YAMLError as e:
+                raise InvalidInput(f"--config {parsed_args.config}: not YAML: {e}") from None
+        overrides = dict(address=parsed_args.listen_address, port=parsed_args.listen_port,
+                         slow_interval=parsed_args.slow_interval, host=parsed_args.host, neutron=parsed_args.neutron,
+                         workers=parsed_args.workers,
+                         agent_configs=tuple(parsed_args.agent_config) if parsed_args.agent_config else None,
+                         port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,
+                         cache=None if parsed_args.no_cache else parsed_args.cache)
+        request = ExporterRequest.from_config(config, **overrides)
+        if parsed_args.no_cache:
+            from dataclasses import replace
+            request = replace(request, cache=None)
+        return request
+
+    def run(self, parsed_args):
+        from minbw.usecases import exporter as uc
+        try:
+            request = self.request(parsed_args)
+            cloud = self.cloud(parsed_args)
+            if parsed_args.once:
+                exporter = uc.Exporter(cloud, request)
+                exporter.run_slow()
+                self.app.stdout.write(uc.exposition(exporter))
+                return 0
+            stop = threading.Event()
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: stop.set())
+            return uc.serve(cloud, request, stop=stop, ready=lambda line: print(line, file=sys.stderr, flush=True))
+        except Exception as e:  # noqa: BLE001 - said in one line, as every command
+            return self.fail(parsed_args, e)

@@ -1,0 +1,212 @@
+"""The exporter's metrics (``minbw exporter``, docs/exporter.md), built from what the reports found. Pure: the use
+case reads Placement, runs the reports and serves these families to Prometheus.
+
+Names follow Prometheus' conventions: ``minbw_`` first, base units last (``_bits_per_second``: Placement's kbps
+times 1000; ``_packets_per_second``: kpps times 1000; ``_seconds``; ``_timestamp_seconds`` for times, so an age is
+``time() - metric``), ``_ratio`` for ratios, ``_total`` only on counters; one metric per quantity (total, reserved,
+used are separate metrics, so a ``sum`` over any label is meaningful), labels for the dimensions.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from minbw.model.providers import stocks_of
+from minbw.neutron import naming
+from minbw.reports.capacity.request import is_network_trait, network_label
+
+PREFIX = "minbw_"
+VNIC_PREFIX = "CUSTOM_VNIC_TYPE_"
+# class → (metric stem, unit suffix, direction label)
+CLASSES = {
+    naming.BW_EGRESS: ("bandwidth", "bits_per_second", "egress"),
+    naming.BW_INGRESS: ("bandwidth", "bits_per_second", "ingress"),
+    naming.PPS_EGRESS: ("packet_rate", "packets_per_second", "egress"),
+    naming.PPS_INGRESS: ("packet_rate", "packets_per_second", "ingress"),
+    naming.PPS_ANY: ("packet_rate", "packets_per_second", "any"),
+}
+AUDIT_KINDS = ("leaked-allocation", "stale-binding", "over-capacity", "double-allocation", "over-allocation")
+REPORTS = ("providers", "headroom", "audit", "drift", "cache_check")
+
+
+@dataclass(frozen=True)
+class Family:
+    """One metric: ``samples`` are ``(labels, value)`` with labels as sorted ``(name, value)`` pairs."""
+
+    name: str
+    type: str          # "gauge" | "counter"
+    help: str
+    samples: tuple[tuple[tuple[tuple[str, str], ...], float], ...] = ()
+
+    def value(self, **labels: str) -> float | None:
+        want = tuple(sorted(labels.items()))
+        return next((v for k, v in self.samples if k == want), None)
+
+
+@dataclass
+class _Builder:
+    families: dict[str, Family] = field(default_factory=dict)
+    _samples: dict[str, dict] = field(default_factory=dict)
+
+    def declare(self, name: str, help_: str, type_: str = "gauge") -> None:
+        if PREFIX + name not in self.families:
+            self.families[PREFIX + name] = Family(PREFIX + name, type_, help_)
+            self._samples[PREFIX + name] = {}
+
+    def add(self, name: str, value: float, add: bool = False, **labels: str) -> None:
+        key = tuple(sorted((k, str(v)) for k, v in labels.items()))
+        samples = self._samples[PREFIX + name]
+        samples[key] = samples.get(key, 0) + value if add else value
+
+    def build(self) -> list[Family]:
+        return [Family(f.name, f.type, f.help, tuple(sorted(self._samples[n].items())))
+                for n, f in self.families.items()]
+
+
+def provider_labels(traits: Iterable[str]) -> tuple[str, str]:
+    """``(physnet, vnic_types)`` of a provider: its networks (``physnet0``, ``tunnel``) and vnic types, each
+    comma-joined in order."""
+    traits = sorted(traits)
+    physnet = ",".join(network_label(t) for t in traits if is_network_trait(t))
+    vnics = ",".join(t[len(VNIC_PREFIX):].lower().replace("_", "-") for t in traits if t.startswith(VNIC_PREFIX))
+    return physnet, vnics
+
+
+def _scale(rc: str) -> int:
+    return 1000  # kbps → bits per second, kpps → packets per second
+
+
+def providers(b: _Builder, details: Iterable, hosts: Mapping[str, str | None]) -> None:
+    """Total, reserved, used and allocation ratio per provider and class, and summed per vnic type."""
+    for stem, unit, what in (("bandwidth", "bits_per_second", "bandwidth"),
+                             ("packet_rate", "packets_per_second", "packet rate")):
+        b.declare(f"{stem}_inventory_{unit}", f"A provider's {what} inventory (Placement's total)")
+        b.declare(f"{stem}_reserved_{unit}", f"A provider's reserved {what} (kept back from allocations)")
+        b.declare(f"{stem}_used_{unit}", f"A provider's {what} allocated to consumers")
+        b.declare(f"{stem}_allocation_ratio", f"A provider's {what} allocation ratio (capacity = (total - reserved) "
+                                             f"x ratio)")
+        b.declare(f"vnic_type_{stem}_inventory_{unit}", f"The {what} inventory of the providers serving a vnic type")
+        b.declare(f"vnic_type_{stem}_reserved_{unit}", f"The reserved {what} of the providers serving a vnic type")
+        b.declare(f"vnic_type_{stem}_used_{unit}", f"The {what} allocated on the providers serving a vnic type")
+    for d in details:
+        physnet, vnics = provider_labels(d.traits)
+        where = {"host": hosts.get(d.provider.uuid) or "", "provider": d.provider.name, "physnet": physnet,
+                 "vnic_types": vnics}
+        for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items():
+            if rc not in CLASSES:
+                continue
+            stem, unit, direction = CLASSES[rc]
+            labels = dict(where, direction=direction)
+            b.add(f"{stem}_inventory_{unit}", s.total * _scale(rc), **labels)
+            b.add(f"{stem}_reserved_{unit}", s.reserved * _scale(rc), **labels)
+            b.add(f"{stem}_used_{unit}", s.used * _scale(rc), **labels)
+            b.add(f"{stem}_allocation_ratio", s.allocation_ratio, **labels)
+            for vnic in filter(None, vnics.split(",")):
+                for part, value in (("inventory", s.total), ("reserved", s.reserved), ("used", s.used)):
+                    b.add(f"vnic_type_{stem}_{part}_{unit}", value * _scale(rc), add=True, vnic_type=vnic,
+                          physnet=physnet, direction=direction)
+
+
+def headroom(b: _Builder, sizes: Iterable[tuple[str, str, object]]) -> None:
+    """``sizes``: ``(name, vnic_type, CapacityReport)`` per configured port size."""
+    b.declare("headroom_ports", "How many more ports of a configured size fit on a host's physnet (the arithmetic "
+                                "of minbw capacity)")
+    b.declare("physnet_headroom_ports", "How many more ports of a configured size fit on a physnet in all (hosts "
+                                        "drawing from the same sharing providers counted once)")
+    b.declare("cloud_headroom_ports", "How many more ports of a configured size fit in the whole cloud")
+    for name, vnic, report in sizes:
+        for h in report.hosts:
+            for n in h.physnets:
+                b.add("headroom_ports", n.fit.fits, size=name, vnic_type=vnic, host=h.name, physnet=n.physnet)
+        for t in report.physnet_totals():
+            b.add("physnet_headroom_ports", t["fits"], size=name, vnic_type=vnic, physnet=t["physnet"])
+        b.add("cloud_headroom_ports", report.total, size=name, vnic_type=vnic)
+
+
+def drift(b: _Builder, rows: Iterable, hosts_by_name: Mapping[str, str]) -> None:
+    """Providers whose ini files, agents' reports and Placement differ, counted per host."""
+    b.declare("drift_providers", "Providers compared by the drift report (ini files, agents' reports, Placement)")
+    b.declare("drift_findings", "Providers on a host whose ini files, agents' reports and Placement differ")
+    rows = list(rows)
+    b.add("drift_providers", len(rows))
+    for r in rows:
+        host = r.name.split(":", 1)[0] if ":" in r.name else hosts_by_name.get(r.name, "")
+        b.add("drift_findings", 0 if r.agree else 1, add=True, host=host)
+
+
+def audit(b: _Builder, findings: Iterable, kinds: Iterable[str] = AUDIT_KINDS) -> None:
+    """The findings counted by kind, each kind the audit checked present (0 when none)."""
+    b.declare("audit_findings", "The audit's findings by kind (leaked-allocation, stale-binding, over-capacity, "
+                                "double-allocation, over-allocation)")
+    for kind in kinds:
+        b.add("audit_findings", 0, kind=kind)
+    for f in findings:
+        b.add("audit_findings", 1, add=True, kind=f.kind)
+
+
+def reports(b: _Builder, status: Mapping[str, Mapping]) -> None:
+    """``status``: report → ``{ok, seconds, last_success}`` (the slow reports run on their own interval)."""
+    b.declare("report_success", "Whether a report's last run succeeded (1) or failed (0)")
+    b.declare("report_duration_seconds", "How long a report's last run took")
+    b.declare("report_last_success_timestamp_seconds", "When a report last succeeded (Unix time)")
+    for name, st in sorted(status.items()):
+        b.add("report_success", 1 if st.get("ok") else 0, report=name)
+        b.add("report_duration_seconds", st.get("seconds") or 0.0, report=name)
+        if st.get("last_success") is not None:
+            b.add("report_last_success_timestamp_seconds", st["last_success"], report=name)
+
+
+def sync(b: _Builder, record: Mapping | None) -> None:
+    """The last provider sync run against this Placement with this cache directory (its record)."""
+    b.declare("sync_last_run_timestamp_seconds", "When the last provider sync ran (Unix time)")
+    b.declare("sync_last_success_timestamp_seconds", "When a provider sync last succeeded (Unix time)")
+    b.declare("sync_last_run_success", "Whether the last provider sync succeeded (1) or failed (0)")
+    b.declare("sync_last_run_writes", "Writes the last provider sync made")
+    if not record:
+        return
+    b.add("sync_last_run_timestamp_seconds", record["time"])
+    b.add("sync_last_run_success", 1 if record.get("ok") else 0)
+    b.add("sync_last_run_writes", record.get("writes") or 0)
+    if record.get("last_success") is not None:
+        b.add("sync_last_success_timestamp_seconds", record["last_success"])
+
+
+def scrape(b: _Builder, stats: Mapping[str, float], calls_total: int) -> None:
+    b.declare("scrape_duration_seconds", "How long the last scrape took (reading Placement included)")
+    b.declare("scrape_placement_calls", "Placement calls the last scrape made")
+    b.declare("scrape_providers_read", "Providers the last scrape read (those whose generation moved)")
+    b.declare("providers", "Resource providers in Placement (the scrape's one listing)")
+    b.declare("bandwidth_providers", "Providers holding bandwidth or packet rate")
+    b.declare("placement_calls", "Placement calls made by the exporter since it started", "counter")
+    b.add("scrape_duration_seconds", stats.get("seconds", 0.0))
+    b.add("scrape_placement_calls", stats.get("calls", 0))
+    b.add("scrape_providers_read", stats.get("read", 0))
+    b.add("providers", stats.get("listed", 0))
+    b.add("bandwidth_providers", stats.get("bandwidth", 0))
+    b.add("placement_calls", calls_total)
+
+
+def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None = None,
+             sizes: Iterable[tuple[str, str, object]] = (), drift_rows: Iterable | None = None,
+             findings: Iterable | None = None, audit_kinds: Iterable[str] = AUDIT_KINDS, status: Mapping[str, Mapping] | None = None,
+             sync_record: Mapping | None = None, stats: Mapping[str, float] | None = None,
+             calls_total: int = 0) -> list[Family]:
+    """Every family, from what the last scrape and the last slow reports found (None: that report has not
+    run, or failed: its families carry no sample)."""
+    b = _Builder()
+    providers(b, details, hosts or {})
+    headroom(b, sizes)
+    host_names = {name: name for name in (hosts or {}).values() if name}
+    if drift_rows is not None:
+        drift(b, drift_rows, host_names)
+    else:
+        b.declare("drift_providers", "Providers compared by the drift report (ini files, agents' reports, Placement)")
+        b.declare("drift_findings", "Providers on a host whose ini files, agents' reports and Placement differ")
+    if findings is not None:
+        audit(b, findings, audit_kinds)
+    else:
+        b.declare("audit_findings", "The audit's findings by kind")
+    reports(b, status or {})
+    sync(b, sync_record)
+    scrape(b, stats or {}, calls_total)
+    return b.build()

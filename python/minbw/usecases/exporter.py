@@ -1,0 +1,293 @@
+"""``minbw exporter``: guaranteed bandwidth as Prometheus metrics (docs/exporter.md).
+
+Each scrape lists the providers once and re-reads only the bandwidth providers whose generation moved (the
+provider cache, :class:`minbw.reports.reader.ProviderCache`, shared with the sync), then computes the usage and
+the headroom in ports of the configured sizes (the arithmetic of ``minbw capacity``). The slow reports run on
+their own interval in the background: the cache's safety check and the ``?resources=CLASS:1`` listings that find
+bandwidth providers not made by Neutron, the sharing providers, the audit (all of it on a cloud with Nova and
+Neutron; on a cloud of Placement alone what Placement tells: providers over capacity) and the drift (the agents'
+ini files and/or what the agents report to Neutron, against Placement). Their last results are served with every
+scrape, with when and whether each last succeeded.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from minbw.errors import InvalidInput, RequestError
+from minbw.model.providers import ProviderDetail
+from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
+from minbw.ops.audit import read_placement, run_audit
+from minbw.plan.audit import OVER_CAPACITY, audit as judge
+from minbw.reports import metrics
+from minbw.reports.capacity.report import capacity
+from minbw.reports.capacity.request import capacity_request
+from minbw.reports.providers import sharing_providers
+from minbw.reports.reader import (ProviderCache, Reader, default_cache_path, read_bandwidth, read_sync_record)
+from minbw.usecases.cloud import Cloud
+
+DEFAULT_PORT = 9817
+DEFAULT_SLOW_INTERVAL = 300.0
+_NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+@dataclass(frozen=True)
+class PortSize:
+    """A port size the operator wants headroom for: a name (the ``size`` label) and a port by its QoS rules."""
+
+    name: str
+    port: QosPort
+
+    @classmethod
+    def parse(cls, text: str, option: str = "--port-size") -> PortSize:
+        """``NAME=RULES[,vnic=TYPE][,physnet=NAME]``, e.g. ``small=min_bw:egress:1000,min_bw:ingress:1000``."""
+        name, eq, rules = str(text).partition("=")
+        name = name.strip()
+        if not eq or not name or not set(name) <= _NAME_CHARS or ":" in name:
+            raise InvalidInput(f"{option}: expected NAME={QOS_PORT_GRAMMAR}, e.g. small=min_bw:egress:1000,"
+                               f"min_bw:ingress:1000 (NAME: letters, digits, _ - .), got {text!r}")
+        try:
+            return cls(name, QosPort.parse(rules, f"{option} {name}"))
+        except RequestError as e:
+            raise InvalidInput(str(e)) from None
+
+    @property
+    def vnic_type(self) -> str:
+        return self.port.vnic_type
+
+
+@dataclass(frozen=True)
+class ExporterRequest:
+    """``port_sizes`` the headroom is counted for; the HTTP ``address``/``port``; ``slow_interval`` seconds
+    between runs of the slow reports; ``agent_configs`` (and ``host``) the ini files the drift compares;
+    ``neutron`` / ``audit``: None = when the cloud has the services; ``cache`` the provider cache file
+    ("" the sync's default file, None none); ``workers`` providers read at once."""
+
+    port_sizes: tuple[PortSize, ...] = ()
+    address: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    slow_interval: float = DEFAULT_SLOW_INTERVAL
+    agent_configs: tuple[str, ...] = ()
+    host: str | None = None
+    neutron: bool | None = None
+    audit: bool | None = None
+    cache: str | None = ""
+    workers: int = 4
+
+    def __post_init__(self):
+        names = [s.name for s in self.port_sizes]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InvalidInput(f"port sizes: {', '.join(twice)} given twice; each size needs its own name")
+        if not self.slow_interval > 0:
+            raise InvalidInput(f"slow_interval: expected seconds > 0, got {self.slow_interval!r}")
+
+    @classmethod
+    def from_config(cls, config: Mapping, **overrides) -> ExporterRequest:
+        """From the exporter's YAML config (docs/exporter.md), options given on the command line winning."""
+        if not isinstance(config, Mapping):
+            raise InvalidInput(f"the exporter's config: expected a mapping of options, got {type(config).__name__}")
+        keys = ("port_sizes", "listen_address", "listen_port", "slow_interval", "agent_configs", "host", "neutron",
+                "audit", "cache", "workers")
+        unknown = sorted(set(config) - set(keys))
+        if unknown:
+            raise InvalidInput(f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(keys)}")
+        sizes = config.get("port_sizes") or {}
+        if not isinstance(sizes, Mapping):
+            raise InvalidInput("the exporter's config: port_sizes: expected NAME: RULES items, e.g. small: "
+                               "min_bw:egress:1000,min_bw:ingress:1000")
+        values = {"port_sizes": tuple(PortSize.parse(f"{n}={r}", f"port_sizes.{n}") for n, r in sizes.items()),
+                  "address": config.get("listen_address", "127.0.0.1"),
+                  "port": config.get("listen_port", DEFAULT_PORT),
+                  "slow_interval": float(config.get("slow_interval", DEFAULT_SLOW_INTERVAL)),
+                  "agent_configs": tuple(config.get("agent_configs") or ()), "host": config.get("host"),
+                  "neutron": config.get("neutron"), "audit": config.get("audit"),
+                  "cache": config.get("cache", ""), "workers": int(config.get("workers", 4))}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+@dataclass
+class _Slow:
+    """The slow reports' last results and status."""
+
+    findings: tuple | None = None
+    audit_kinds: tuple[str, ...] = metrics.AUDIT_KINDS
+    drift_rows: tuple | None = None
+    shared: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    status: dict = field(default_factory=dict)
+
+
+class Exporter:
+    """The scrapes and the slow reports of one cloud (thread-safe: Prometheus' scrapes and the slow loop)."""
+
+    def __init__(self, cloud: Cloud, request: ExporterRequest, clock=time.time):
+        self.cloud = cloud
+        self.request = request
+        self.clock = clock
+        self.api = cloud.placement
+        self.cache = None
+        if request.cache is not None:
+            self.cache = ProviderCache(request.cache or default_cache_path(self.api.endpoint()), self.api.endpoint())
+        # scrapes trust the generations; the cache's safety check runs with the slow reports
+        self.reader = Reader(self.api, self.cache, workers=request.workers, verify=False)
+        self.sizes = [(s, capacity_request(qos_ports=(s.port,), port_labels=(f"port size {s.name}",)))
+                      for s in request.port_sizes]
+        self.slow = _Slow()
+        self._lock = threading.Lock()
+        self.last_stats: dict = {}
+
+    # ------------------------------------------------------------ the scrape
+    def scrape(self) -> list[metrics.Family]:
+        """List the providers, re-read the bandwidth providers that moved, count the headroom: every family."""
+        with self._lock:
+            started, calls, read = time.perf_counter(), self.api.calls, self.reader.read
+            status = dict(self.slow.status)
+            try:
+                reading = read_bandwidth(self.reader, listings=False)
+                details = self._capacity_details(reading)
+                sizes = [(s.name, s.vnic_type, capacity(details, req, self.slow.shared)) for s, req in self.sizes]
+                if self.cache is not None and self.cache._changed:
+                    self.cache.save()
+                status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
+                                       "last_success": self.clock()}
+            except Exception as e:  # noqa: BLE001 - served as a failed scrape (minbw_report_success 0)
+                self._say(f"reading the providers failed: {type(e).__name__}: {e}")
+                status["providers"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
+                                       "last_success": (self.slow.status.get("providers") or {}).get("last_success")}
+                self.slow.status["providers"] = status["providers"]
+                return metrics.families(status=status, stats={"seconds": time.perf_counter() - started,
+                                                              "calls": self.api.calls - calls},
+                                        calls_total=self.api.calls)
+            self.slow.status["providers"] = status["providers"]
+            stats = {"seconds": time.perf_counter() - started, "calls": self.api.calls - calls,
+                     "read": self.reader.read - read,
+                     "listed": reading.stats["listed"], "bandwidth": reading.stats["bandwidth"]}
+            self.last_stats = stats
+            sync_record = read_sync_record(self.cache.path) if self.cache is not None else None
+            return metrics.families(details=reading.bandwidth(), hosts=reading.hosts(), sizes=sizes,
+                                    drift_rows=self.slow.drift_rows, findings=self.slow.findings,
+                                    audit_kinds=self.slow.audit_kinds, status=status,
+                                    sync_record=sync_record, stats=stats, calls_total=self.api.calls)
+
+    def _capacity_details(self, reading) -> list[ProviderDetail]:
+        """The bandwidth providers, the sharing providers, and every other provider of their trees standing in
+        with nothing to offer (the trees need their roots)."""
+        shared = [reading.providers[u] for u in self.slow.shared if u in reading.providers]
+        details = dict(reading.details)
+        details.update(self.reader.details([p for p in shared if p.uuid not in details]))
+        trees = {d.provider.root_uuid for d in details.values()}
+        return list(details.values()) + [ProviderDetail(p, frozenset(), {}, {}, True)
+                                         for u, p in reading.providers.items()
+                                         if u not in details and p.root_uuid in trees]
+
+    def _say(self, line: str) -> None:
+        if self.cloud.say:
+            self.cloud.say(line)
+
+    # ------------------------------------------------------------ the slow reports
+    def _run(self, name: str, fn) -> None:
+        started = time.perf_counter()
+        before = self.slow.status.get(name) or {}
+        try:
+            fn()
+            self.slow.status[name] = {"ok": True, "seconds": time.perf_counter() - started,
+                                      "last_success": self.clock()}
+        except Exception as e:  # noqa: BLE001 - a report that fails is served as failed; the exporter goes on
+            self.slow.status[name] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
+                                      "last_success": before.get("last_success")}
+            self._say(f"the {name} report failed: {type(e).__name__}: {e}")
+
+    def run_slow(self) -> dict:
+        """The cache's safety check and the bandwidth providers not made by Neutron, the sharing providers, the
+        audit and the drift; each report's status (a failed one keeps its last results out of the metrics)."""
+        with self._lock:
+            self._run("cache_check", self._cache_check)
+            self._run("audit", self._audit)
+            if self.request.agent_configs or self._neutron():
+                self._run("drift", self._drift)
+            return dict(self.slow.status)
+
+    def _cache_check(self) -> None:
+        checker = Reader(self.api, self.cache, workers=self.request.workers, verify=True)
+        providers = checker.listing()
+        scope = checker.bandwidth_scope(providers, listings=True)
+        checker.details([p for p in providers if p.uuid in scope])
+        self.slow.shared = sharing_providers(self.api)
+        if self.cache is not None:
+            self.cache.save()
+
+    def _neutron(self) -> bool:
+        return self.request.neutron if self.request.neutron is not None else self.cloud.has("network")
+
+    def _audit(self) -> None:
+        self.slow.findings = None
+        full = self.request.audit
+        if full is None:
+            full = self.cloud.has("compute") and self.cloud.has("network")
+        if full:
+            self.slow.findings = tuple(run_audit(self.cloud.conn, self.reader).findings)
+            self.slow.audit_kinds = metrics.AUDIT_KINDS
+            return
+        # Placement alone cannot tell live servers from leaks: what it tells is which providers are over capacity
+        seen = read_placement(self.reader)
+        plan = judge(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
+                     inventories=seen.inventories, hosts=seen.hosts)
+        self.slow.findings = tuple(f for f in plan.findings if f.kind == OVER_CAPACITY)
+        self.slow.audit_kinds = (OVER_CAPACITY,)
+
+    def _drift(self) -> None:
+        from minbw.usecases.drift import DriftRequest, drift
+        self.slow.drift_rows = None
+        result = drift(self.cloud, DriftRequest(self.request.agent_configs, self.request.host, self._neutron()),
+                       reader=self.reader)
+        self.slow.drift_rows = result.rows
+
+
+# ---------------------------------------------------------------- serving
+
+def registry_of(exporter: Exporter):
+    """A prometheus_client registry whose one collector scrapes ``exporter``."""
+    from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
+
+    class _Collector:
+        def collect(self):
+            for f in exporter.scrape():
+                names = [k for k, _ in f.samples[0][0]] if f.samples else []
+                cls = CounterMetricFamily if f.type == "counter" else GaugeMetricFamily
+                fam = cls(f.name, f.help, labels=names)
+                for labels, value in f.samples:
+                    fam.add_metric([v for _, v in labels], value)
+                yield fam
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector())
+    return registry
+
+
+def exposition(exporter: Exporter) -> str:
+    """One scrape in Prometheus' text format (``minbw exporter --once``)."""
+    from prometheus_client import generate_latest
+    return generate_latest(registry_of(exporter)).decode()
+
+
+def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | None = None,
+          ready=None) -> int:
+    """Serve the metrics on ``address:port`` until ``stop`` is set (SIGTERM/SIGINT in the command); the slow
+    reports first, then every ``slow_interval`` seconds, in a background thread."""
+    from prometheus_client import start_http_server
+    stop = stop or threading.Event()
+    exporter = Exporter(cloud, request)
+    exporter.run_slow()
+    server, thread = start_http_server(request.port, request.address, registry_of(exporter))
+    if ready:
+        ready(f"minbw exporter serving on http://{request.address}:{server.server_port}/metrics")
+    try:
+        while not stop.wait(request.slow_interval):
+            exporter.run_slow()
+    finally:
+        server.shutdown()
+        server.server_close()
+    return 0
