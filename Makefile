@@ -21,8 +21,9 @@ $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 collection: setup
 	bash tests/ansible/install_collection.sh
 
-# The core's pure agent-configuration code, copied into plugins/module_utils/core (python/ship_core.py
-# says why); tests/unit/test_shipped_core.py fails until this is run after changing one of those files.
+# The core the collection's modules use, shipped in plugins/module_utils/core with its imports made relative
+# (python/ship_core.py says why and how); tests/unit/test_shipped_core.py fails until this is run after
+# changing a file of python/minbw, or a module's imports of the core.
 module-utils:
 	$(PYTHON) python/ship_core.py
 

@@ -69,7 +69,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def drift(module):
-    from minbw.usecases.drift import DriftRequest, drift as compare
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.drift import DriftRequest, drift as compare
 
     p = module.params
     result = compare(module.cloud(), DriftRequest(tuple(p['agent_configs']), p['host'], p['neutron']))

@@ -233,7 +233,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.providers import ProvidersRequest, sync
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.providers import ProvidersRequest, sync
 
     p = module.params
     result = sync(module.cloud(), ProvidersRequest(

@@ -119,7 +119,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def ensure(module):
-    from minbw.usecases.schedule import ScheduleRequest, schedule
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.schedule import ScheduleRequest, schedule
 
     p = module.params
     result = schedule(module.cloud(), ScheduleRequest(tuple(p['ports']), p['resources'], consumer=p['consumer'],

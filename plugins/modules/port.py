@@ -124,7 +124,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.port import DesiredPort, port
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.port import DesiredPort, port
 
     p = module.params
     result = port(module.cloud(), DesiredPort(p['name'], network=p['network'], vnic_type=p['vnic_type'],

@@ -142,7 +142,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.qos_policy import DesiredPolicy, qos_policy
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.qos_policy import DesiredPolicy, qos_policy
 
     p = module.params
     result = qos_policy(module.cloud(), DesiredPolicy(

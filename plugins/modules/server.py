@@ -108,7 +108,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.servers import DesiredServer, server
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.servers import DesiredServer, server
 
     p = module.params
     result = server(module.cloud(), DesiredServer(p['name'], flavor=p['flavor'], image=p['image'],

@@ -140,7 +140,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def info(module):
-    from minbw.usecases.servers import GuaranteeQuery, guarantee
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.servers import GuaranteeQuery, guarantee
 
     p = module.params
     return module.result(False, **guarantee(module.cloud(), GuaranteeQuery(p['server'], tuple(p['ports']))))

@@ -1,0 +1,1 @@
+"""Read-only reports over Placement: provider trees with usage, candidates, why there is no valid host."""
