@@ -115,7 +115,7 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Bandwidth of the Open vSwitch agent (seed 003)
+- name: Bandwidth of the Open vSwitch agent
   minbw.openstack.agent_config:
     path: /etc/neutron/plugins/ml2/openvswitch_agent.ini
     agent_type: openvswitch

@@ -70,7 +70,7 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Seed 003's port with a minimum bandwidth policy
+- name: A port with a minimum bandwidth policy
   minbw.openstack.port:
     cloud: mycloud
     name: port-normal-qos

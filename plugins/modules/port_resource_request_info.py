@@ -59,7 +59,7 @@ options:
 '''
 
 EXAMPLES = r'''
-- name: Seed 003's port, without Neutron
+- name: A port's request, computed without Neutron
   minbw.openstack.port_resource_request_info:
     port_id: 99a97b12-6364-4d10-8d8e-c3dab4161691
     qos_rules:

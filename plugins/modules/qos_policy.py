@@ -79,7 +79,7 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Seed 003's policy, 1000 kbps each way
+- name: A policy that guarantees 1000 kbps each way
   minbw.openstack.qos_policy:
     cloud: mycloud
     name: qp0

@@ -96,7 +96,7 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
 
     # the shipped playbook and role resolve openstack.cloud's modules from the same path (a module that cannot
     # be resolved fails the syntax check)
-    check = subprocess.run([str(BIN / "ansible-playbook"), "--syntax-check", "minbw.openstack.seed003_cloud"],
+    check = subprocess.run([str(BIN / "ansible-playbook"), "--syntax-check", "minbw.openstack.end_to_end"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr
     role = json.loads(subprocess.run([str(BIN / "ansible-doc"), "--json", "-t", "role", "minbw.openstack.bandwidth_server"],
