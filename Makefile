@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection module-utils demo test unit lint bench sanity cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection module-utils dist docs demo test unit lint bench sanity cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 setup: $(VENV)/.setup-done
 
@@ -26,6 +26,16 @@ collection: setup
 # changing a file of python/minbw, or a module's imports of the core.
 module-utils:
 	$(PYTHON) python/ship_core.py
+
+# Every artefact, one version (galaxy.yml = python/pyproject.toml = minbw.__version__, tests/ansible/test_packaging.py):
+# dist/minbw-openstack-VERSION.tar.gz (the collection, with its core in plugins/module_utils/core, which must be
+# current) and the command line's dist/minbw-VERSION-py3-none-any.whl and dist/minbw-VERSION.tar.gz.
+dist: setup
+	$(PY) python/ship_core.py --check
+	rm -rf dist
+	$(VENV)/bin/ansible-galaxy collection build --output-path dist .
+	$(PY) -m build --outdir dist python
+	ls dist
 
 demo: setup collection
 	$(VENV)/bin/ansible-playbook playbooks/demo.yml
