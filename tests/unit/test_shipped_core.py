@@ -123,6 +123,16 @@ def test_requirements_txt_is_what_the_shipped_core_imports():
     assert distributions(REPO / "requirements.txt") == {DISTRIBUTIONS[n] for n in third_party}
 
 
+def test_the_modules_document_requirements_txt():
+    """The auth doc fragment's requirements (every module that talks to a cloud) are requirements.txt's lines."""
+    fragment = (REPO / "plugins" / "doc_fragments" / "auth.py").read_text()
+    documented = {re.sub(r"\s+", "", line.strip()[2:]) for line in fragment.split("requirements:")[1].split("notes:")[0]
+                  .splitlines() if line.strip().startswith("- ")}
+    wanted = {line.strip() for line in (REPO / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    assert documented - {"python>=3.11"} == wanted
+
+
 def test_the_core_package_and_the_collection_ask_for_the_same_libraries():
     """python/pyproject.toml's core dependencies include what the collection's requirements.txt names."""
     import tomllib
