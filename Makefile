@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection module-utils dist docs demo test unit lint bench sanity cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection module-utils collection-readme dist docs demo test unit lint bench sanity cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 setup: $(VENV)/.setup-done
 
@@ -26,6 +26,16 @@ collection: setup
 # changing a file of python/minbw, or a module's imports of the core.
 module-utils:
 	$(PYTHON) python/ship_core.py
+
+# README.collection.md's lists of modules, roles, filters and playbooks, from the collection itself
+# (docs/site/collection_readme.py; tests/ansible/test_shipped_docs.py fails until it is run after a change).
+collection-readme: setup
+	$(PY) docs/site/collection_readme.py
+
+# The documentation site, build/docs/html/index.html (docs/site/build.sh): antsibull-docs and Sphinx, warnings
+# are errors. docs/site/screenshot.sh OUT PAGE... shows pages as Chromium renders them.
+docs: setup
+	bash docs/site/build.sh
 
 # Every artefact, one version (galaxy.yml = python/pyproject.toml = minbw.__version__, tests/ansible/test_packaging.py):
 # dist/minbw-openstack-VERSION.tar.gz (the collection, with its core in plugins/module_utils/core, which must be

@@ -28,7 +28,7 @@ chmod 700 "$out/rst"  # antsibull-docs wants its output directory writable by it
 antsibull-docs --config-file "$here/antsibull-docs.cfg" collection --use-current --cleanup everything \
     --dest-dir "$out/rst" minbw.openstack >/dev/null
 cp "$here/index.rst" "$collection/README.collection.md" "$out/rst/"
-mkdir "$out/rst/guides"
-cp -r "$collection"/docs/. "$out/rst/guides/"
+# the guides where the tarball has them, so that their links to each other and to the README hold in the site
+cp -r "$collection/docs" "$out/rst/docs"
 sphinx-build -q -W --keep-going -b html -c "$here" "$out/rst" "$out/html"
 echo "documentation site: $out/html/index.html"
