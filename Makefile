@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection cloud-install module-utils demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install module-utils collection-readme dist docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 setup: $(VENV)/.setup-done
 
@@ -21,10 +21,31 @@ $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 collection: setup
 	bash tests/ansible/install_collection.sh
 
-# The core's pure agent-configuration code, copied into plugins/module_utils/core (python/ship_core.py
-# says why); tests/unit/test_shipped_core.py fails until this is run after changing one of those files.
+# The core the collection's modules use, shipped in plugins/module_utils/core with its imports made relative
+# (python/ship_core.py says why and how); tests/unit/test_shipped_core.py fails until this is run after
+# changing a file of python/minbw, or a module's imports of the core.
 module-utils:
 	$(PYTHON) python/ship_core.py
+
+# README.collection.md's lists of modules, roles, filters and playbooks, from the collection itself
+# (docs/site/collection_readme.py; tests/ansible/test_shipped_docs.py fails until it is run after a change).
+collection-readme: setup
+	$(PY) docs/site/collection_readme.py
+
+# The documentation site, build/docs/html/index.html (docs/site/build.sh): antsibull-docs and Sphinx, warnings
+# are errors. docs/site/screenshot.sh OUT PAGE... shows pages as Chromium renders them.
+docs: setup
+	bash docs/site/build.sh
+
+# Every artefact, one version (galaxy.yml = python/pyproject.toml = minbw.__version__, tests/ansible/test_packaging.py):
+# dist/minbw-openstack-VERSION.tar.gz (the collection, with its core in plugins/module_utils/core, which must be
+# current) and the command line's dist/minbw-VERSION-py3-none-any.whl and dist/minbw-VERSION.tar.gz.
+dist: setup
+	$(PY) python/ship_core.py --check
+	rm -rf dist
+	$(VENV)/bin/ansible-galaxy collection build --output-path dist .
+	$(PY) -m build --outdir dist python
+	ls dist
 
 demo: setup collection
 	$(VENV)/bin/ansible-playbook playbooks/demo.yml

@@ -1,56 +1,126 @@
 #!/usr/bin/env python3
-"""Ship the core's pure agent-configuration code with the collection, as plugins/module_utils/core.
+"""Ship the core with the collection, as plugins/module_utils/core: the collection is self-contained.
 
-Its filter plugins (neutron_overrides) use it too, so the controller needs no minbw package for them.
+Why: a collection installed from its tarball, from git or into an execution environment has no `minbw`
+package beside it (no registry has one); its modules must run where only the core's own dependencies are
+installed (openstacksdk, keystoneauth1, os-resource-classes: requirements.txt), as openstack.cloud's do.
+Ansible carries module_utils to the host inside each module's payload (AnsiballZ packs every module_utils
+file a module reaches through its imports, relative ones included), so the core the modules need travels
+with them.
 
-Why: agent_config (and agent_config_info) run on computes, where RHEL 9 / Ubuntu 22.04 have Python
-3.9 / 3.10 and no minbw package. The code they need - parsing, validating, rendering and editing
-agent ini files as Neutron does, and the provider tree Placement would accept - is pure and uses the
-standard library only, so Ansible can carry it to the host inside the module's payload (AnsiballZ
-packs module_utils and follows their relative imports).
+What ships: the closure of the core files the collection's plugins import (every
+`ansible_collections.minbw.openstack.plugins.module_utils.core.X` import in plugins/modules, plugins/filter
+and plugins/module_utils names python/minbw/X), plus AGENT_ROOTS, following the core's imports of itself.
+The CLI (cli/) and the embedded Placement's process management (deploy/) stay in the `minbw` package.
 
-One source of truth: python/minbw stays the only place this code is written. The shipped files are
-byte-for-byte copies of it (the modules import each other relatively, so one text works in both
-places); they are committed, so the collection installs and builds from a plain checkout (git or
-`ansible-galaxy collection build`) without this step. tests/unit/test_shipped_core.py fails when a
-copy differs from its source, when the set of files is not the closure of ROOTS, when a shipped file
-imports anything but the standard library and its fellow shipped files, or when it uses Python newer
-than 3.9. After changing one of these files in python/minbw run:  make module-utils
+One source of truth: python/minbw stays the only place this code is written. A shipped file is its source
+with the core's absolute imports of itself (`from minbw.ops.neutron import x`) made relative (`from
+..ops.neutron import x`), so the copy imports its fellow copies wherever it lies; everything else is
+byte-for-byte the same (a file that already imports relatively is an exact copy). The shipped files are
+committed, so the collection installs and builds from a plain checkout (git or `ansible-galaxy collection
+build`) without this step. tests/unit/test_shipped_core.py fails when a copy differs from what this script
+makes of its source, when the set of files is not the closure, or when the part that runs on computes
+(AGENT_ROOTS' closure: agent_config, agent_config_info and the filters) imports anything but the standard
+library or uses Python newer than 3.9. After changing a file of python/minbw run:  make module-utils
+
+ansible-test sanity (tests/ansible/sanity.sh) checks the shipped files as module_utils; this script also
+writes their entries in tests/sanity/ignore-*.txt (the lines under plugins/module_utils/core/, each with
+its reason; the other lines are kept as they are):
+- import: a file that reaches the core's PyPI dependencies (openstacksdk, ...) cannot be imported in
+  ansible-test's import venv, which installs none. The core imports them at the top, as the CLI needs; the
+  modules import it only after module_utils/base.py found them (missing_required_lib otherwise), and
+  test_shipped_core.py imports every shipped file without the minbw package.
+- pep8, pylint: the core is written to the project's style (python/), which is not ansible-core's (its
+  pylint bans the name `_`, its pycodestyle wants visual indents); the copy is generated, not edited. The
+  part that runs on computes (AGENT_ROOTS' closure) is held to both.
 
 Usage: ship_core.py [--check]   (--check: exit 1 and list what differs, write nothing)
 """
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parent / "minbw"
-DEST = Path(__file__).resolve().parents[1] / "plugins" / "module_utils" / "core"
-# What the modules that run on computes and the filter plugins import; the closure of their relative
-# imports is shipped.
-ROOTS = ("plan/agent_file.py", "neutron/agentconf.py", "neutron/overrides.py", "neutron/ovn.py")
+REPO = Path(__file__).resolve().parents[1]
+CORE = REPO / "python" / "minbw"
+DEST = REPO / "plugins" / "module_utils" / "core"
+SHIPPED_PACKAGE = "ansible_collections.minbw.openstack.plugins.module_utils.core"
+# The plugins whose imports of SHIPPED_PACKAGE decide what ships (the shipped tree itself excluded).
+PLUGINS = ("plugins/modules", "plugins/module_utils", "plugins/filter")
+# What runs on computes (agent_config, agent_config_info) and in the filter plugins: pure, standard library
+# only, Python 3.9 (RHEL 9 / Ubuntu 22.04 computes have Python 3.9 / 3.10).
+AGENT_ROOTS = ("plan/agent_file.py", "neutron/agentconf.py", "neutron/overrides.py", "neutron/ovn.py")
 
 
-def relative_imports(path: Path) -> list[Path]:
-    """The core files ``path`` imports relatively (each module and the packages on the way)."""
+def _module_file(dotted: str) -> Path | None:
+    """python/minbw's file for ``minbw.a.b`` (a module or a package), None when there is none."""
+    path = CORE.parent.joinpath(*dotted.split("."))
+    if path.with_suffix(".py").is_file():
+        return path.with_suffix(".py")
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    return None
+
+
+def _package_of(path: Path) -> str:
+    """The dotted package a core file's relative imports start from (``minbw.ops`` for ops/claims.py)."""
+    return ".".join(path.parent.relative_to(CORE.parent).parts)
+
+
+def _at_import(tree: ast.AST):
+    """The nodes Python runs when it imports the module: all but the bodies of functions."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo += ast.iter_child_nodes(node)
+
+
+def core_imports(path: Path, at_import: bool = False) -> list[str]:
+    """The core modules (``minbw.x.y``) ``path`` imports, absolutely or relatively, anywhere in the file (with
+    ``at_import``: those imported when the module is, not inside functions)."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = path.parent
-            for _ in range(node.level - 1):
-                base = base.parent
-            target = base.joinpath(*node.module.split(".")) if node.module else base
-            # "from ..neutron import naming" imports the module neutron/naming.py (and the package)
-            names = [target] * bool(node.module) + [target / a.name for a in node.names
-                                                    if (target / a.name).with_suffix(".py").exists()]
-            for name in names:
-                out.append(name.with_suffix(".py") if name.with_suffix(".py").exists() else name / "__init__.py")
+    package = _package_of(path)
+    tree = ast.parse(path.read_text(), str(path))
+    for node in _at_import(tree) if at_import else ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names if a.name == "minbw" or a.name.startswith("minbw.")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            elif node.module == "minbw" or (node.module or "").startswith("minbw."):
+                module = node.module
+            else:
+                continue
+            out.append(module)
+            out += [f"{module}.{a.name}" for a in node.names]  # from minbw.neutron import naming
     return out
 
 
-def closure(roots=ROOTS) -> list[str]:
-    """ROOTS and every core file they reach by relative imports, with the packages' __init__.py files."""
+def plugin_roots() -> list[str]:
+    """The core files the collection's plugins import from the shipped copy (relative to python/minbw)."""
+    roots = set()
+    for folder in PLUGINS:
+        for path in sorted((REPO / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(SHIPPED_PACKAGE):
+                    module = "minbw" + node.module[len(SHIPPED_PACKAGE):]
+                    for name in [module] + [f"{module}.{a.name}" for a in node.names]:
+                        found = _module_file(name)
+                        if found is not None:
+                            roots.add(str(found.relative_to(CORE)))
+    return sorted(roots)
+
+
+def closure(roots=None, at_import: bool = False) -> list[str]:
+    """``roots`` (default: AGENT_ROOTS and what the plugins import) and every core file they reach by their
+    imports of the core (``at_import``: those run when a root is imported), with the packages' __init__.py
+    files, relative to python/minbw."""
+    roots = tuple(AGENT_ROOTS) + tuple(plugin_roots()) if roots is None else roots
     todo = [CORE / r for r in roots]
     seen: set[Path] = set()
     while todo:
@@ -58,12 +128,74 @@ def closure(roots=ROOTS) -> list[str]:
         if path in seen:
             continue
         seen.add(path)
-        todo.extend(relative_imports(path))
+        todo += [f for f in map(_module_file, core_imports(path, at_import)) if f is not None]
         package = path.parent
         while package != CORE.parent:
             todo.append(package / "__init__.py")
             package = package.parent
     return sorted(str(p.relative_to(CORE)) for p in seen)
+
+
+_FROM = re.compile(r"from\s+(minbw(?:\.[\w.]+)?)(\s+import\b)")
+
+
+def shipped_text(rel: str) -> str:
+    """What ships for python/minbw/``rel``: its text with each ``from minbw[.x] import`` made relative.
+    ``import minbw.x`` has no relative form: the core must not use it in shipped files."""
+    path = CORE / rel
+    text = path.read_text()
+    depth = len(_package_of(path).split("."))  # minbw -> 1 (".x"), minbw.ops -> 2 ("..x")
+    lines = text.splitlines(keepends=True)
+    for node in ast.walk(ast.parse(text, str(path))):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "minbw" for a in node.names):
+            raise ValueError(f"python/minbw/{rel}:{node.lineno}: 'import minbw...' cannot be shipped: "
+                             "use 'from minbw.x import y'")
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
+                node.module.split(".")[0] == "minbw":
+            line = lines[node.lineno - 1]
+            head, tail = line[:node.col_offset], line[node.col_offset:]
+            relative = "." * depth + node.module[len("minbw."):] if node.module != "minbw" else "." * depth
+            new_tail, count = _FROM.subn(lambda m: f"from {relative}{m.group(2)}", tail, count=1)
+            if not count:
+                raise ValueError(f"python/minbw/{rel}:{node.lineno}: an import this script cannot rewrite")
+            lines[node.lineno - 1] = head + new_tail
+    return "".join(lines)
+
+
+SANITY = REPO / "tests" / "sanity"
+SANITY_PYTHON = "3.11"  # tests/ansible/sanity.sh: ansible-test sanity --python 3.11
+_IMPORT = "# reaches the core's PyPI dependencies, which ansible-test's import venv lacks (python/ship_core.py)"
+_STYLE = "# generated copy of the core, written to the project's style (python/ship_core.py)"
+
+
+def third_party(rel: str) -> list[str]:
+    """The top-level names of what python/minbw/``rel`` imports, when it is imported, from outside the core
+    and the standard library."""
+    out = []
+    for node in _at_import(ast.parse((CORE / rel).read_text())):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+            [node.module] if isinstance(node, ast.ImportFrom) and not node.level else []
+        out += [n.split(".")[0] for n in names if n.split(".")[0] not in sys.stdlib_module_names | {"__future__", "minbw"}]
+    return out
+
+
+def sanity_ignores() -> list[str]:
+    """The sanity ignore entries of the shipped files (see the module's docstring)."""
+    agent = set(closure(AGENT_ROOTS))
+    lines = []
+    for rel in closure():
+        path = f"plugins/module_utils/core/{rel}"
+        if any(third_party(r) for r in closure((rel,), at_import=True)):
+            lines.append(f"{path} import-{SANITY_PYTHON} {_IMPORT}")
+        if rel not in agent:
+            lines += [f"{path} pep8!skip {_STYLE}", f"{path} pylint!skip {_STYLE}"]
+    return lines
+
+
+def ignore_file_text(path: Path) -> str:
+    """``path`` (a tests/sanity/ignore-*.txt) with its shipped-core lines replaced by sanity_ignores()."""
+    kept = [line for line in path.read_text().splitlines() if not line.startswith("plugins/module_utils/core/")]
+    return "\n".join(kept + sanity_ignores()) + "\n"
 
 
 def differences() -> list[str]:
@@ -73,8 +205,11 @@ def differences() -> list[str]:
     for rel in sorted(want):
         if rel not in have:
             problems.append(f"{rel}: not shipped")
-        elif (DEST / rel).read_bytes() != (CORE / rel).read_bytes():
+        elif (DEST / rel).read_text() != shipped_text(rel):
             problems.append(f"{rel}: differs from python/minbw/{rel}")
+    for ignore in sorted(SANITY.glob("ignore-*.txt")):
+        if ignore.read_text() != ignore_file_text(ignore):
+            problems.append(f"{ignore.relative_to(REPO)}: its entries for plugins/module_utils/core are not current")
     return problems
 
 
@@ -82,17 +217,24 @@ def main(argv: list[str]) -> int:
     problems = differences()
     if "--check" in argv:
         for p in problems:
-            print(f"plugins/module_utils/core/{p}", file=sys.stderr)
+            print(p if p.startswith("tests/") else f"plugins/module_utils/core/{p}", file=sys.stderr)
         if problems:
             print("run: make module-utils", file=sys.stderr)
         return 1 if problems else 0
-    for rel in closure():
+    files = closure()
+    for rel in files:
         (DEST / rel).parent.mkdir(parents=True, exist_ok=True)
-        (DEST / rel).write_bytes((CORE / rel).read_bytes())
-    for p in DEST.rglob("*.py"):
-        if str(p.relative_to(DEST)) not in closure():
+        (DEST / rel).write_text(shipped_text(rel))
+    for p in sorted(DEST.rglob("*.py")):
+        if str(p.relative_to(DEST)) not in files:
             p.unlink()
-    print(f"shipped {len(closure())} files to {DEST}")
+    for d in sorted((d for d in DEST.rglob("*") if d.is_dir()), reverse=True):
+        if not any(d.iterdir()):
+            d.rmdir()
+    for ignore in sorted(SANITY.glob("ignore-*.txt")):
+        ignore.write_text(ignore_file_text(ignore))
+    print(f"shipped {len(files)} files to {DEST.relative_to(REPO)}; their sanity ignore entries to "
+          f"{', '.join(str(i.relative_to(REPO)) for i in sorted(SANITY.glob('ignore-*.txt')))}")
     return 0
 
 

@@ -27,15 +27,17 @@ def expected_exit(line: str) -> int:
     return int(m.group(1)) if m else 0
 
 
-def run_tour(lines: list[str], env: dict, timeout: int = 900) -> list[tuple[str, int, str]]:
-    """Each line run in order in one bash (exports carry on): (line, exit code, its output)."""
+def run_tour(lines: list[str], env: dict, timeout: int = 900, bin_dir: Path | None = None,
+             cwd: Path = REPO) -> list[tuple[str, int, str]]:
+    """Each line run in order in one bash (exports carry on), in ``cwd``: (line, exit code, its output).
+    ``bin_dir`` comes first on PATH (default: this Python's, the repository's virtualenv)."""
     script, marks = [], []
     for i, line in enumerate(lines):
         out = f"__OUT_{i}__"
         marks.append(out)
         script.append(f"{{ {line.split(' #')[0]} ; }} 2>&1; echo \"{out} $?\"")
-    env = dict(env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', os.environ['PATH'])}")
-    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=REPO, env=env, capture_output=True, text=True,
+    env = dict(env, PATH=f"{bin_dir or Path(sys.executable).parent}{os.pathsep}{env.get('PATH', os.environ['PATH'])}")
+    proc = subprocess.run(["bash", "-c", "\n".join(script)], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
     results, rest = [], proc.stdout
     for i, line in enumerate(lines):

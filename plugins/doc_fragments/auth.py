@@ -99,8 +99,11 @@ options:
     choices: [INFO, DEBUG]
 requirements:
   - python >= 3.11
-  - minbw (the Python core of this project)
   - openstacksdk >= 4.0
+  - keystoneauth1 >= 5.0
+  - os-resource-classes >= 1.1
+  - requests >= 2.25
+  - PyYAML >= 5.4
 notes:
   - The standard OpenStack environment variables, such as E(OS_CLOUD) or E(OS_CLIENT_CONFIG_FILE),
     may be used instead of providing explicit values.

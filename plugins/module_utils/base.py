@@ -9,9 +9,11 @@ from __future__ import annotations
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-# minbw's exceptions as shipped with the collection (module_utils/core, python/ship_core.py)
+# The core, shipped with the collection (module_utils/core, python/ship_core.py): its errors are what every
+# module raises and reports.
 from ansible_collections.minbw.openstack.plugins.module_utils.core import errors as core_errors
 
+# The libraries the shipped core imports (requirements.txt), checked before a module that talks to a cloud uses it.
 try:
     import openstack
     from openstack import exceptions as sdk_exceptions
@@ -25,16 +27,13 @@ else:
     OPENSTACKSDK_IMPORT_ERROR = None
 
 try:
-    from minbw import errors as minbw_errors
+    import os_resource_classes  # noqa: F401 pylint: disable=unused-import
 except ImportError:
-    HAS_MINBW = False
-    MINBW_IMPORT_ERROR = traceback.format_exc()
+    HAS_OS_RESOURCE_CLASSES = False
+    OS_RESOURCE_CLASSES_IMPORT_ERROR = traceback.format_exc()
 else:
-    HAS_MINBW = True
-    MINBW_IMPORT_ERROR = None
-
-# The modules that run on computes without the minbw package raise the shipped copies of minbw's errors.
-MINBW_ERRORS = (core_errors.MinbwError,) + ((minbw_errors.MinbwError,) if HAS_MINBW else ())
+    HAS_OS_RESOURCE_CLASSES = True
+    OS_RESOURCE_CLASSES_IMPORT_ERROR = None
 
 # Named as openstack.cloud's OpenStackModule names them, with its defaults (doc fragment
 # minbw.openstack.auth), so one module_defaults serves both collections.
@@ -106,8 +105,8 @@ class MinbwModule:
     """
 
     def __init__(self, argument_spec, supports_check_mode=True, cloud=True, **module_kwargs):
-        """``cloud=False``: a module that talks to no cloud (no auth options, no openstacksdk, and no minbw
-        package: it uses the core's pure code shipped in module_utils/core)."""
+        """``cloud=False``: a module that talks to no cloud (no auth options and no openstacksdk: it uses only
+        the core's pure, standard-library part, which runs on Python 3.9)."""
         spec = dict(AUTH_ARGUMENT_SPEC, **argument_spec) if cloud else argument_spec
         try:
             self.ansible = AnsibleModule(argument_spec=spec, supports_check_mode=supports_check_mode,
@@ -132,8 +131,8 @@ class MinbwModule:
             self.ansible.no_log_values.update(secret_values(self.params.get(option)))
         self.check_mode = self.ansible.check_mode
         self._conn = None
-        needed = [(HAS_MINBW, 'minbw', MINBW_IMPORT_ERROR),
-                  (HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR)] if cloud else []
+        needed = [(HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR),
+                  (HAS_OS_RESOURCE_CLASSES, 'os-resource-classes', OS_RESOURCE_CLASSES_IMPORT_ERROR)] if cloud else []
         for found, lib, error in needed:
             if not found:
                 self.ansible.fail_json(msg=missing_required_lib(lib), exception=error)
@@ -150,7 +149,7 @@ class MinbwModule:
 
     def cloud(self):
         """The use cases' Cloud: this module's connection (made on first use) and its O(service_cloud) user."""
-        from minbw.usecases.cloud import Cloud
+        from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.cloud import Cloud
         return Cloud(lambda: self.conn, service_connect=self.service_conn)
 
     def service_conn(self):
@@ -194,7 +193,7 @@ class MinbwModule:
     def run(self, func):
         try:
             result = func(self)
-        except MINBW_ERRORS as e:
+        except core_errors.MinbwError as e:
             # what the error carries (Placement's code, the option, NoValidHost's diagnosis) comes along
             details = e.to_dict()
             details['msg'] = str(e)
@@ -202,15 +201,15 @@ class MinbwModule:
         except Exception as e:  # pylint: disable=broad-except
             if not HAS_OPENSTACKSDK:
                 raise
-            if HAS_MINBW:
-                from minbw.usecases.connection import OptionNames, explain
-                names = OptionNames(cacert='ca_cert (cacert: in clouds.yaml)',
-                                    insecure='validate_certs: false (verify: false in clouds.yaml)',
-                                    cloud='cloud', auth="the module's cloud / auth options or clouds.yaml")
-                region = self._conn.config if self._conn is not None else None
-                failed = explain(e, region, names)
-                if failed is not None:
-                    self.ansible.fail_json(msg=str(failed))
+            from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.connection import (
+                OptionNames, explain)
+            names = OptionNames(cacert='ca_cert (cacert: in clouds.yaml)',
+                                insecure='validate_certs: false (verify: false in clouds.yaml)',
+                                cloud='cloud', auth="the module's cloud / auth options or clouds.yaml")
+            region = self._conn.config if self._conn is not None else None
+            failed = explain(e, region, names)
+            if failed is not None:
+                self.ansible.fail_json(msg=str(failed))
             if isinstance(e, sdk_exceptions.HttpException):
                 self.ansible.fail_json(msg=str(e), status=e.status_code, request_id=e.request_id,
                                        method=e.method, url=e.url, details=e.details)

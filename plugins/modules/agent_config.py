@@ -102,7 +102,7 @@ notes:
   - The file is written through a temporary file and an atomic rename; its mode and owner are kept.
 requirements:
   - python >= 3.9 on the target. Nothing else - the code that parses and validates the files travels
-    with the module (the collection's C(module_utils/core), the same code as the C(minbw) Python core).
+    with the module (the collection's C(module_utils/core), the core of minbw shipped with the collection).
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -115,7 +115,7 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Bandwidth of the Open vSwitch agent (seed 003)
+- name: Bandwidth of the Open vSwitch agent
   minbw.openstack.agent_config:
     path: /etc/neutron/plugins/ml2/openvswitch_agent.ini
     agent_type: openvswitch

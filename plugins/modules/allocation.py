@@ -110,7 +110,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.server_request imp
 
 
 def ensure(module):
-    from minbw.usecases.allocation import ClaimRequest, FreeRequest, claim, free
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.allocation import ClaimRequest, FreeRequest, claim, free
 
     p = module.params
     if p['state'] == 'absent':

@@ -64,7 +64,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.server_request imp
 
 
 def candidates_info(module):
-    from minbw.usecases.candidates import candidates
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.candidates import candidates
 
     result = candidates(module.cloud(), server_spec(module.params))
     return module.result(False, candidates=list(result.view), count=len(result.view),

@@ -150,7 +150,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.server_request imp
 
 
 def ensure(module):
-    from minbw.usecases.moves import MoveRequest, move
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.moves import MoveRequest, move
 
     p = module.params
     step = {'migrated': 'move', 'confirmed': 'confirm', 'reverted': 'revert'}[p['state']]

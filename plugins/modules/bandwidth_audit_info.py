@@ -91,7 +91,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def audit(module):
-    from minbw.usecases.audit import AuditRequest, audit as run
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.audit import AuditRequest, audit as run
 
     p = module.params
     result = run(module.cloud(), AuditRequest(fix=p['fix'], ignore_consumers=tuple(p['ignore_consumers']),

@@ -199,7 +199,7 @@ ARGUMENT_SPEC = dict(
 
 
 def capacity_info(module):
-    from minbw.usecases.capacity import CapacityQuery, capacity
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.capacity import CapacityQuery, capacity
 
     p = module.params
     report = capacity(module.cloud(), CapacityQuery(p['resources'], tuple(p['required']), tuple(p['port_requests']),

@@ -87,8 +87,8 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def drift(module):
-    from minbw.usecases.drift import DriftRequest, drift as compare
-    from minbw.usecases.providers import OvnSources
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.drift import DriftRequest, drift as compare
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.providers import OvnSources
 
     p = module.params
     result = compare(module.cloud(), DriftRequest(

@@ -267,7 +267,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.providers import OvnSources, ProvidersRequest, sync
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.providers import OvnSources, ProvidersRequest, sync
 
     p = module.params
     ovn = OvnSources(values=tuple(p['ovn_chassis'] or ()), southbound=p['ovn_sb_db'] is not None,

@@ -91,7 +91,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def report(module):
-    from minbw.usecases.providers import ShowRequest, show
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.providers import ShowRequest, show
 
     return module.result(False, providers=show(module.cloud(), ShowRequest(module.params['hypervisor'])).to_dict())
 

@@ -135,7 +135,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.separation import SeparationRequest, separation, separation_of
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.separation import SeparationRequest, separation, separation_of
 
     p = module.params
     sep = separation_of(p['mode'], p['trait'], p['aggregate'], option='mode/trait/aggregate')

@@ -9,7 +9,7 @@ DOCUMENTATION = r'''
 module: placement_schedule
 short_description: Schedule existing ports and a resource set ports-first, bind the ports, claim everything
 description:
-  - The ports-first workflow for a consumer that is not Nova (seed 000). The ports exist first, so their
+  - The ports-first workflow for a consumer that is not Nova. The ports exist first, so their
     bandwidth requests and, on routed networks, their segments go into one C(GET /allocation_candidates) with
     the consumer's own O(resources).
   - For each candidate in Placement's order (Nova's alternates, up to O(max_hosts) hosts) every port is bound to
@@ -119,7 +119,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def ensure(module):
-    from minbw.usecases.schedule import ScheduleRequest, schedule
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.schedule import ScheduleRequest, schedule
 
     p = module.params
     result = schedule(module.cloud(), ScheduleRequest(tuple(p['ports']), p['resources'], consumer=p['consumer'],

@@ -70,7 +70,7 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Seed 003's port with a minimum bandwidth policy
+- name: A port with a minimum bandwidth policy
   minbw.openstack.port:
     cloud: mycloud
     name: port-normal-qos
@@ -124,7 +124,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.port import DesiredPort, port
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.port import DesiredPort, port
 
     p = module.params
     result = port(module.cloud(), DesiredPort(p['name'], network=p['network'], vnic_type=p['vnic_type'],

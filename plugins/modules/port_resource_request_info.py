@@ -34,8 +34,8 @@ options:
       - The QoS policy's rules in the policy's order, as the network API shows them (C(id), C(type)
         C(minimum_bandwidth) or C(minimum_packet_rate), C(direction), C(min_kbps) or C(min_kpps)).
         Other rule types are ignored.
-      - C(id) may be left out (rules not created yet): a stable one is made up from the port UUID and the rule's
-        position, as C(minbw request) does; the request group ids derive from the rule ids.
+      - C(id) may be left out (rules not created yet). A stable one is then made up from the port UUID and the
+        rule's position, as C(minbw request) does; the request group ids derive from the rule ids.
     type: list
     elements: dict
     default: []
@@ -59,7 +59,7 @@ options:
 '''
 
 EXAMPLES = r'''
-- name: Seed 003's port, without Neutron
+- name: A port's request, computed without Neutron
   minbw.openstack.port_resource_request_info:
     port_id: 99a97b12-6364-4d10-8d8e-c3dab4161691
     qos_rules:
@@ -106,8 +106,9 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def request_info(module):
-    from minbw.neutron.port_request import QosPort
-    from minbw.usecases.port_request import PortRequestQuery, port_request
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron.port_request import QosPort
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.port_request import (
+        PortRequestQuery, port_request)
 
     p = module.params
     qos_port = None

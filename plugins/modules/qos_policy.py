@@ -79,7 +79,7 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Seed 003's policy, 1000 kbps each way
+- name: A policy that guarantees 1000 kbps each way
   minbw.openstack.qos_policy:
     cloud: mycloud
     name: qp0
@@ -142,7 +142,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.qos_policy import DesiredPolicy, qos_policy
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.qos_policy import DesiredPolicy, qos_policy
 
     p = module.params
     result = qos_policy(module.cloud(), DesiredPolicy(

@@ -106,7 +106,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.segments import SegmentsRequest, segments
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.segments import SegmentsRequest, segments
 
     p = module.params
     result = segments(module.cloud(), SegmentsRequest(tuple(p['networks']), sync=True, check=module.check_mode,

@@ -23,7 +23,7 @@ description:
     Placement and Neutron released the server's bandwidth (which needs the server's ports, read before it is
     deleted). To boot with C(openstack.cloud.server) and still get the diagnosis, run
     M(minbw.openstack.server_bandwidth_info) with the server's O(ports) after it, as the
-    M(minbw.openstack.bandwidth_server) role does.
+    role R(minbw.openstack.bandwidth_server,ansible_collections.minbw.openstack.bandwidth_server_role) does.
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
@@ -108,7 +108,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
-    from minbw.usecases.servers import DesiredServer, server
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.servers import DesiredServer, server
 
     p = module.params
     result = server(module.cloud(), DesiredServer(p['name'], flavor=p['flavor'], image=p['image'],

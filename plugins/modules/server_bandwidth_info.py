@@ -24,7 +24,7 @@ description:
     problem adds minbw's per-group diagnosis of the same request (the server's flavor and its ports' request
     groups), also returned in RV(diagnosis) - which group no provider could serve, the trait nobody has, or the
     largest free capacity left. This is what C(openstack.cloud.server) lacks when a boot fails - boot with it, then
-    run this module (the M(minbw.openstack.bandwidth_server) role does both).
+    run this module (the role R(minbw.openstack.bandwidth_server,ansible_collections.minbw.openstack.bandwidth_server_role) does both).
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
@@ -140,7 +140,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def info(module):
-    from minbw.usecases.servers import GuaranteeQuery, guarantee
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.servers import GuaranteeQuery, guarantee
 
     p = module.params
     return module.result(False, **guarantee(module.cloud(), GuaranteeQuery(p['server'], tuple(p['ports']))))

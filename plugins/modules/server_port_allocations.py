@@ -73,7 +73,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVIC
 
 
 def ensure(module):
-    from minbw.usecases.heal import HealRequest, heal
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.heal import HealRequest, heal
 
     result = heal(module.cloud(), HealRequest(tuple(module.params['servers']), check=module.check_mode))
     diffs = [dict(r['diff'], before_header=r['name'], after_header=r['name']) for r in result.needed]

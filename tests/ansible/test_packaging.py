@@ -1,10 +1,14 @@
 """What ships: the core's wheel (metadata, py.typed, the license) and the collection tarball (what an
 execution environment and Galaxy need, none of the developers' files), installed into a fresh collections
-path and documented by ansible-doc from there."""
+path and documented by ansible-doc from there; every artefact of one version; and the README's install
+commands run as a user runs them: `make dist`, the tarball and git installs of the collection into a fresh
+home and a fresh virtualenv that gets only the collection's requirements.txt (no minbw package), where a module
+and a role then work against the embedded Placement, and the command line installed from python/."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,10 +17,14 @@ import zipfile
 from email.parser import Parser
 from pathlib import Path
 
+import pytest
 import yaml
+
+from tests.tour import run_tour, tour
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+VERSION = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
 
 
 def test_wheel_metadata_and_py_typed(tmp_path):
@@ -27,11 +35,11 @@ def test_wheel_metadata_and_py_typed(tmp_path):
     shutil.copytree(REPO / "python", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     subprocess.run([str(BIN / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"),
                     str(source)], check=True, capture_output=True)
-    (wheel,) = (tmp_path / "dist").glob("minbw-0.1.0-*.whl")
+    (wheel,) = (tmp_path / "dist").glob(f"minbw-{VERSION}-*.whl")
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())
-        meta = Parser().parsestr(z.read("minbw-0.1.0.dist-info/METADATA").decode())
-        license_text = z.read("minbw-0.1.0.dist-info/licenses/LICENSE").decode()
+        meta = Parser().parsestr(z.read(f"minbw-{VERSION}.dist-info/METADATA").decode())
+        license_text = z.read(f"minbw-{VERSION}.dist-info/licenses/LICENSE").decode()
     assert "minbw/py.typed" in names
     assert meta["License-Expression"] == "Apache-2.0" and meta.get_all("License-File") == ["LICENSE"]
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
@@ -48,18 +56,18 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     build = tmp_path / "build"
     subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(build), str(REPO)],
                    check=True, capture_output=True)
-    (tarball,) = build.glob("minbw-openstack-0.1.0.tar.gz")
+    (tarball,) = build.glob(f"minbw-openstack-{VERSION}.tar.gz")
     with tarfile.open(tarball) as tar:
         names = set(tar.getnames())
         manifest = json.load(tar.extractfile("MANIFEST.json"))["collection_info"]
     for shipped in ("LICENSE", "README.collection.md", "CHANGELOG.rst", "changelogs/changelog.yaml",
                     "changelogs/config.yaml", "requirements.txt", "bindep.txt", "meta/execution-environment.yml",
                     "meta/runtime.yml", "plugins/modules/port.py", "roles/placement_local/meta/argument_specs.yml",
-                    "playbooks/demo.yml", "docs/lifecycle.md"):
+                    "playbooks/demo.yml", "docs/lifecycle.md", "plugins/module_utils/core/usecases/providers.py"):
         assert shipped in names, shipped
     developers = ("Makefile", "README.md", "pytest.ini", "ansible.cfg", "requirements-test.txt", "tests", "python",
                   "bench", "docs/benchmarks.md", "docs/collection.md", "docs/e2e.md", ".ansible-lint", ".ansible",
-                  ".gitignore", "changelogs/.plugin-cache.yaml", "notes")
+                  ".gitignore", "changelogs/.plugin-cache.yaml", "notes", "docs/site", "build", "dist")
     assert not [n for n in names for d in developers if n == d or n.startswith(d + "/")]
     assert manifest["license_file"] == "LICENSE" and manifest["readme"] == "README.collection.md"
     assert all(manifest[k].startswith("https://") for k in ("repository", "documentation", "issues"))
@@ -68,7 +76,7 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     ee = yaml.safe_load((REPO / "meta/execution-environment.yml").read_text())
     assert ee["dependencies"] == {"python": "requirements.txt", "system": "bindep.txt"}
 
-    assert manifest["dependencies"] == {"openstack.cloud": ">=2.0.0,<3.0.0"}
+    assert manifest["dependencies"] == {"openstack.cloud": ">=2.6.0,<3.0.0"}
 
     dest = tmp_path / "collections"
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")  # not the repository's (its collections_path)
@@ -76,7 +84,7 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     galaxy_install = [str(BIN / "ansible-galaxy"), "collection", "install", "--offline", "-p", str(dest), str(tarball)]
     # the dependency must be there: ansible-galaxy --offline does not reach Galaxy and says what is missing
     missing = subprocess.run(galaxy_install, capture_output=True, text=True, env=env)
-    assert missing.returncode != 0 and "openstack.cloud:>=2.0.0,<3.0.0" in missing.stderr, missing.stderr
+    assert missing.returncode != 0 and "openstack.cloud:>=2.6.0,<3.0.0" in missing.stderr, missing.stderr
     # with openstack.cloud in the collections path (from PyPI's ansible package), --offline resolves it there
     subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"), str(dest)], check=True,
                    capture_output=True)
@@ -84,7 +92,7 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     listed = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "list", "--format", "json", "-p", str(dest)],
                             check=True, capture_output=True, text=True, env=env).stdout
     versions = {name: info["version"] for path in json.loads(listed).values() for name, info in path.items()}
-    assert versions["minbw.openstack"] == "0.1.0" and versions["openstack.cloud"].startswith("2.")
+    assert versions["minbw.openstack"] == VERSION and versions["openstack.cloud"] == "2.6.0"
     installed = dest / "ansible_collections/minbw/openstack"
     assert (installed / "LICENSE").is_file() and not (installed / "Makefile").exists()
     doc = json.loads(subprocess.run([str(BIN / "ansible-doc"), "--json", "-t", "module", "minbw.openstack.port"],
@@ -96,9 +104,142 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
 
     # the shipped playbook and role resolve openstack.cloud's modules from the same path (a module that cannot
     # be resolved fails the syntax check)
-    check = subprocess.run([str(BIN / "ansible-playbook"), "--syntax-check", "minbw.openstack.seed003_cloud"],
+    check = subprocess.run([str(BIN / "ansible-playbook"), "--syntax-check", "minbw.openstack.end_to_end"],
                            capture_output=True, text=True, env=env, cwd=tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr
     role = json.loads(subprocess.run([str(BIN / "ansible-doc"), "--json", "-t", "role", "minbw.openstack.bandwidth_server"],
                                      check=True, capture_output=True, text=True, env=env).stdout)
     assert role["minbw.openstack.bandwidth_server"]["path"].startswith(str(installed.parent))
+
+
+def test_one_version():
+    """galaxy.yml, python/pyproject.toml and the core (also as shipped in the collection) carry one version."""
+    import tomllib
+    pyproject = tomllib.loads((REPO / "python/pyproject.toml").read_text())["project"]["version"]
+    core = re.search(r'__version__ = "(.*)"', (REPO / "python/minbw/__init__.py").read_text()).group(1)
+    shipped = re.search(r'__version__ = "(.*)"', (REPO / "plugins/module_utils/core/__init__.py").read_text()).group(1)
+    assert VERSION == pyproject == core == shipped, (VERSION, pyproject, core, shipped)
+
+
+PLAY = """- hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: The role, from the installed collection
+      ansible.builtin.include_role:
+        name: minbw.openstack.bandwidth_report
+      vars:
+        bandwidth_report_agent_configs: {inis}
+        bandwidth_report_host: {host}
+        bandwidth_report_create_root: true
+        bandwidth_report_root_inventories: {{VCPU: 8, MEMORY_MB: 16384, DISK_GB: 100}}
+        bandwidth_report_cache: false
+    - name: A module, from the installed collection
+      minbw.openstack.bandwidth_providers_info:
+        hypervisor: {host}
+      register: shown
+    - name: What it shows
+      ansible.builtin.copy:
+        content: "{{{{ shown | to_json }}}}"
+        dest: {result}
+        mode: "0600"
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(tmp_path_factory):
+    """A virtualenv with ansible-core alone (what a user has before installing the collection)."""
+    from importlib.metadata import version
+    venv = tmp_path_factory.mktemp("user") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", f"ansible-core=={version('ansible-core')}"],
+                   check=True, capture_output=True)
+    return venv
+
+
+def user_env(home: Path, venv: Path, **extra) -> dict:
+    """A user's shell: their own home (~/.ansible/collections), the fresh virtualenv first on PATH, no setting of
+    this repository (ansible.cfg, OS_*)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "OS_", "VIRTUAL_ENV"))}
+    return dict(env, HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
+                PIP_CACHE_DIR=str(Path.home() / ".cache/pip"), **extra)
+
+
+def run_lines(lines: list[str], env: dict, cwd: Path = REPO) -> list[tuple[str, int, str]]:
+    results = run_tour(lines, env, bin_dir=Path(env["PATH"].split(os.pathsep)[0]), cwd=cwd)
+    wrong = [(line, code, out[-3000:]) for line, code, out in results if code != 0]
+    assert not wrong, wrong
+    return results
+
+
+def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
+    home = tmp_path / "home"
+    env = user_env(home, fresh_venv)
+    # `make dist`: the three artefacts, one version
+    dist = tour("dist")
+    assert dist == ["make dist"]
+    run_lines(dist, dict(os.environ))
+    assert sorted(p.name for p in (REPO / "dist").iterdir()) == sorted(
+        [f"minbw-openstack-{VERSION}.tar.gz", f"minbw-{VERSION}-py3-none-any.whl", f"minbw-{VERSION}.tar.gz"])
+
+    # openstack.cloud where ansible-galaxy looks first (Galaxy is not reached from here)
+    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"),
+                    str(home / ".ansible/collections")], check=True, capture_output=True)
+    install = tour("install-tarball")
+    assert install[0] == "cd dist" and install[1].startswith("ansible-galaxy collection install minbw-openstack-")
+    assert install[2].startswith("pip install -r ~")
+    run_lines(install, env)
+    python = fresh_venv / "bin/python"
+    assert subprocess.run([str(python), "-c", "import minbw"], capture_output=True).returncode != 0  # no core package
+    for lib in ("openstack", "keystoneauth1", "os_resource_classes"):
+        subprocess.run([str(python), "-c", f"import {lib}"], check=True)
+
+    # a role and a module of the installed collection, against the embedded Placement
+    inis = [str(REPO / "docs/examples/openvswitch_agent.ini"), str(REPO / "docs/examples/sriov_agent.ini")]
+    result = tmp_path / "shown.json"
+    (tmp_path / "play.yml").write_text(PLAY.format(inis=json.dumps(inis), host="packaging0", result=result))
+    play = subprocess.run(["ansible-playbook", str(tmp_path / "play.yml")], cwd=tmp_path, capture_output=True,
+                          text=True, env=dict(placement_server.env(), **user_env(home, fresh_venv)))
+    assert play.returncode == 0, play.stdout[-4000:] + play.stderr[-4000:]
+    names = {p["name"] for p in json.loads(result.read_text())["providers"]}
+    assert names == {"packaging0", "packaging0:Open vSwitch agent", "packaging0:Open vSwitch agent:br-test",
+                     "packaging0:Open vSwitch agent:br-ex", "packaging0:NIC Switch agent",
+                     "packaging0:NIC Switch agent:ens5"}, names
+
+    # from git: the README's command with a repository of this work tree's files in place of the public one
+    repo = tmp_path / "git-repo"
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           check=True, capture_output=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (repo / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, repo / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(git + ["commit", "-qm", "this work tree"], cwd=repo, check=True)
+    (from_git,) = tour("install-git")
+    assert from_git == "ansible-galaxy collection install git+https://github.com/minbw/minbw.git"
+    home2 = tmp_path / "home2"
+    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"),
+                    str(home2 / ".ansible/collections")], check=True, capture_output=True)
+    run_lines([from_git.replace("https://github.com/minbw/minbw.git", f"file://{repo}")], user_env(home2, fresh_venv),
+              cwd=tmp_path)
+    installed = home2 / ".ansible/collections/ansible_collections/minbw/openstack"
+    assert (installed / "plugins/module_utils/core/usecases/providers.py").is_file()
+    assert not (installed / "tests").exists() and not (installed / "python").exists()
+
+    # README.collection.md's commands, where the tarball is (no checkout, no ansible.cfg)
+    home3 = tmp_path / "home3"
+    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"),
+                    str(home3 / ".ansible/collections")], check=True, capture_output=True)
+    shutil.copy(REPO / "dist" / f"minbw-openstack-{VERSION}.tar.gz", tmp_path)
+    readme = (REPO / "README.collection.md").read_text()
+    run_lines(tour("collection-install", readme), user_env(home3, fresh_venv), cwd=tmp_path)
+    assert (home3 / ".ansible/collections/ansible_collections/minbw/openstack/MANIFEST.json").is_file()
+    assert tour("collection-install-git", readme) == [from_git]
+
+    # the command line, from the checkout's python/
+    cli = tour("install-cli")
+    assert cli == ["pip install ./python", "minbw --version"]
+    results = run_lines(cli, env)
+    assert results[1][2].strip() == f"minbw {VERSION}"

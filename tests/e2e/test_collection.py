@@ -128,8 +128,8 @@ def test_server_bandwidth_info_reports_what_is_wrong(playbook, demo, cloud):
     assert group in result["problems"][0]
 
 
-def test_seed003_playbook_with_the_bandwidth_server_role(playbook, cloud):
-    run = playbook(REPO / "playbooks" / "seed003_cloud.yml", {"seed003_result_file": "{{ result_file }}"})
+def test_end_to_end_playbook_with_the_bandwidth_server_role(playbook, cloud):
+    run = playbook(REPO / "playbooks" / "end_to_end.yml", {"end_to_end_result_file": "{{ result_file }}"})
     assert not run.failed, run.output
     res = run.result
     vm0 = res["booted"]["servers"]["vm0"]

@@ -1,10 +1,14 @@
-"""The pure agent-configuration code the collection ships to computes (plugins/module_utils/core):
-byte-identical to python/minbw, complete, standard library only, and Python 3.9 syntax and library
-(python/ship_core.py says why; computes of RHEL 9 / Ubuntu 22.04 have Python 3.9 / 3.10)."""
+"""The core the collection ships (plugins/module_utils/core, python/ship_core.py says why): what the core's files
+become (their imports of the core made relative, nothing else changed), complete, importable without the
+``minbw`` package, needing only requirements.txt; and its part that runs on computes (agent_config,
+agent_config_info, the filters) standard library only, in Python 3.9 syntax and library (computes of RHEL 9 /
+Ubuntu 22.04 have Python 3.9 / 3.10)."""
 from __future__ import annotations
 
 import ast
 import importlib.util
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +22,8 @@ ship_core = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ship_core)
 
 FILES = sorted(SHIPPED.rglob("*.py"))
+# what runs on computes and in the filter plugins
+AGENT_FILES = [SHIPPED / rel for rel in ship_core.closure(ship_core.AGENT_ROOTS)]
 
 
 def test_the_shipped_copies_are_the_core():
@@ -26,9 +32,114 @@ def test_the_shipped_copies_are_the_core():
 
 def test_the_closure_is_what_the_modules_need():
     # the planner of agent_config, and what it imports: the file, Neutron's rules, errors, the provider tree
+    agent = set(ship_core.closure(ship_core.AGENT_ROOTS))
     assert {"plan/agent_file.py", "neutron/agentconf.py", "neutron/server_options.py", "neutron/naming.py",
-            "neutron/provider_tree.py", "model/providers.py", "errors.py"} <= set(ship_core.closure())
-    assert "ops/agent_files.py" not in ship_core.closure()  # I/O stays in the core
+            "neutron/provider_tree.py", "model/providers.py", "errors.py"} <= agent
+    assert "ops/agent_files.py" not in agent  # the computes' part does no I/O of its own
+    # every use case a module calls, and what it reaches: the operations, the client, the analyses
+    every = set(ship_core.closure())
+    for module in sorted((REPO / "plugins" / "modules").glob("*.py")):
+        for used in re.findall(r"module_utils\.core\.usecases\.(\w+) import", module.read_text()):
+            assert f"usecases/{used}.py" in every, (module.name, used)
+    assert {"usecases/cloud.py", "ops/sync.py", "placement/client.py", "reports/capacity/solver.py"} <= every
+    # the command line and the embedded Placement's process management stay in the minbw package
+    assert not [f for f in every if f.startswith(("cli/", "deploy/"))]
+
+
+def test_the_plugins_import_the_shipped_core_only():
+    """A plugin that imports the ``minbw`` package would need it on the host: the collection ships its core."""
+    for folder in ship_core.PLUGINS:
+        for path in sorted((REPO / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+                wrong = [n for n in names if n.split(".")[0] == "minbw"]
+                assert not wrong, f"{path.relative_to(REPO)}:{node.lineno} imports {wrong}: import " \
+                    f"{ship_core.SHIPPED_PACKAGE}.{wrong[0][len('minbw.'):]} (then: make module-utils)"
+
+
+def test_only_imports_change():
+    for rel in ship_core.closure():
+        source, shipped = (ship_core.CORE / rel).read_text(), ship_core.shipped_text(rel)
+        changed = [(a, b) for a, b in zip(source.splitlines(), shipped.splitlines()) if a != b]
+        assert len(source.splitlines()) == len(shipped.splitlines())
+        assert all(re.match(r"\s*from minbw[\w.]* import", a) and re.match(r"\s*from \.+[\w.]* import", b)
+                   for a, b in changed), changed
+        assert not [n for n in ast.walk(ast.parse(shipped)) if isinstance(n, ast.ImportFrom) and not n.level
+                    and (n.module or "").split(".")[0] == "minbw"]
+
+
+@pytest.mark.parametrize("depth, line, want", [
+    ("errors.py", None, None),  # no imports of the core: an exact copy
+    ("ops/claims.py", "from minbw.model.claims import", "from ..model.claims import"),
+    ("reports/capacity/solver.py", "from minbw.model", "from ...model"),
+    ("usecases/__init__.py", None, None),
+])
+def test_imports_become_relative_to_the_files_package(depth, line, want):
+    shipped = ship_core.shipped_text(depth)
+    if line is None:
+        assert shipped == (ship_core.CORE / depth).read_text()
+    else:
+        assert line in (ship_core.CORE / depth).read_text() and line not in shipped and want in shipped
+
+
+def test_the_shipped_core_runs_without_the_minbw_package(tmp_path):
+    """The copy, under another name and with ``minbw`` made unimportable, imports every file and computes."""
+    shutil.copytree(SHIPPED, tmp_path / "shipped", ignore=shutil.ignore_patterns("__pycache__"))
+    code = (
+        "import importlib, pathlib, sys\n"
+        "sys.modules['minbw'] = None  # import minbw -> ImportError\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        f"for p in sorted(pathlib.Path({str(tmp_path / 'shipped')!r}).rglob('*.py')):\n"
+        f"    parts = p.relative_to({str(tmp_path)!r}).with_suffix('').parts\n"
+        "    importlib.import_module('.'.join(x for x in parts if x != '__init__'))\n"
+        "from shipped.neutron.port_request import QosPort\n"
+        "from shipped.usecases.port_request import PortRequestQuery\n"
+        "port = QosPort.from_dict({'qos_rules': [{'type': 'minimum_bandwidth', 'direction': 'egress', "
+        "'min_kbps': 1000}], 'segments': [{'network_type': 'vlan', 'physical_network': 'physnet0'}]}, 'x')\n"
+        "print(sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] == 'minbw'), PortRequestQuery.__module__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["[]", "shipped.usecases.port_request"]
+
+
+def distributions(requirements: Path) -> set[str]:
+    return {re.split(r"[<>=!~ ;\[]", line.strip(), maxsplit=1)[0].lower().replace("_", "-")
+            for line in requirements.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+# import name -> the distribution that provides it
+DISTRIBUTIONS = {"openstack": "openstacksdk", "keystoneauth1": "keystoneauth1", "requests": "requests",
+                 "os_resource_classes": "os-resource-classes", "os_traits": "os-traits",
+                 "yaml": "pyyaml"}
+
+
+def test_requirements_txt_is_what_the_shipped_core_imports():
+    """requirements.txt (what ansible-builder installs into an execution environment) names exactly the
+    distributions the shipped core imports, all from PyPI (no minbw: it ships inside the collection)."""
+    third_party = set()
+    for path in FILES:
+        for name in non_stdlib_imports(path.read_text()):
+            third_party.add(name.split(".")[0])
+    assert third_party <= set(DISTRIBUTIONS), sorted(third_party - set(DISTRIBUTIONS))
+    assert distributions(REPO / "requirements.txt") == {DISTRIBUTIONS[n] for n in third_party}
+
+
+def test_the_modules_document_requirements_txt():
+    """The auth doc fragment's requirements (every module that talks to a cloud) are requirements.txt's lines."""
+    fragment = (REPO / "plugins" / "doc_fragments" / "auth.py").read_text()
+    documented = {re.sub(r"\s+", "", line.strip()[2:]) for line in fragment.split("requirements:")[1].split("notes:")[0]
+                  .splitlines() if line.strip().startswith("- ")}
+    wanted = {line.strip() for line in (REPO / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    assert documented - {"python>=3.11"} == wanted
+
+
+def test_the_core_package_and_the_collection_ask_for_the_same_libraries():
+    """python/pyproject.toml's core dependencies include what the collection's requirements.txt names."""
+    import tomllib
+    project = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())["project"]
+    core = {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    assert distributions(REPO / "requirements.txt") <= core
 
 
 def non_stdlib_imports(text: str) -> list[str]:
@@ -82,15 +193,15 @@ def py39_problems(text: str, name: str, tmp: Path) -> list[str]:
 
 
 def test_there_is_something_shipped():
-    assert len(FILES) >= 10
+    assert len(AGENT_FILES) >= 10 and len(FILES) > len(AGENT_FILES)
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
+@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
 def test_standard_library_only(path):
     assert non_stdlib_imports(path.read_text()) == []
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
+@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
 def test_python_39(path, tmp_path):
     assert py39_problems(path.read_text(), str(path), tmp_path) == []
 

@@ -1,0 +1,67 @@
+"""Allocation candidates as Placement answered them, and a claim as it was made.
+
+Pure: no I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..model.providers import SHARING_TRAIT
+
+
+def resources_by_provider(allocations: Mapping[str, Mapping] | None) -> dict[str, dict[str, int]]:
+    """Placement's ``{rp: {"resources": {...}, "generation": n}}`` as ``{rp: {class: amount}}``."""
+    return {rp: dict(a.get("resources", {})) for rp, a in (allocations or {}).items()}
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """Placement's answer: allocation requests in Placement's order, provider summaries, the query."""
+
+    allocation_requests: tuple[dict, ...]
+    provider_summaries: Mapping[str, dict]
+    params: Mapping[str, Any]
+    microversion: str
+
+    def by_host(self) -> list[tuple[str, list[dict]]]:
+        """Candidates grouped by root provider (host), hosts in the order Placement returned them."""
+        hosts: dict[str, list[dict]] = {}
+        for ar in self.allocation_requests:
+            hosts.setdefault(self.host_of(ar), []).append(ar)
+        return list(hosts.items())
+
+    def host_of(self, allocation_request: Mapping) -> str:
+        """The root of the tree a candidate is anchored on: the root of its providers, leaving out the sharing
+        providers (trait ``MISC_SHARES_VIA_AGGREGATE``, in the summaries' traits), which serve every tree with a
+        provider in one of their aggregates; a candidate drawn from sharing providers alone, their root."""
+        rps = list(allocation_request["allocations"])
+        own = [rp for rp in rps if SHARING_TRAIT not in (self.provider_summaries.get(rp, {}).get("traits") or ())]
+        return self.root_of((own or rps)[0])
+
+    def root_of(self, rp: str) -> str:
+        summary = self.provider_summaries.get(rp, {})
+        return summary.get("root_provider_uuid") or rp
+
+    def to_dict(self) -> dict:
+        return {"allocation_requests": list(self.allocation_requests),
+                "provider_summaries": dict(self.provider_summaries), "query": dict(self.params),
+                "microversion": self.microversion}
+
+
+@dataclass(frozen=True)
+class Claim:
+    consumer: str
+    host: str                      # root provider uuid
+    host_name: str | None          # None from claim(): naming costs a GET, see named()
+    allocations: Mapping[str, dict]  # {rp: {"resources": {...}}}
+    mapping: Mapping[str, list[str]]  # {suffix: [rp]}
+    binding_profiles: Mapping[str, Any]  # {port id: binding:profile.allocation value}
+    attempts: tuple[dict, ...] = ()
+    mapping_source: str = "placement"
+
+    def to_dict(self) -> dict:
+        return {"consumer": self.consumer, "host": self.host, "host_name": self.host_name,
+                "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+                "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,
+                "binding_profiles": dict(self.binding_profiles), "attempts": list(self.attempts)}

@@ -1,0 +1,133 @@
+"""Healing servers' QoS port allocations (see :mod:`minbw.plan.heal`): read, plan, write the allocation
+then the bindings, and roll back what was written when a later write fails."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
+from ..ops import WRITE_FAILURES, outcome_unknown, servers as server_ops, verify
+from ..ops.neutron import write_binding_profile
+from ..placement.client import Placement
+from ..plan.heal import HealPlan, plan_heal
+
+
+def compute_tree(api: Placement, hypervisor: str) -> dict[str, dict]:
+    """rp → {name, traits, inventories, usages} of the compute node's tree."""
+    roots = api.list_providers(name=hypervisor)
+    if not roots:
+        raise ObjectNotFound(f"no resource provider named {hypervisor!r} (the server's hypervisor)")
+    return {d.provider.uuid: {"name": d.provider.name, "traits": sorted(d.traits), "inventories": d.inventories,
+                              "usages": d.usages}
+            for d in api.provider_details(api.list_providers(in_tree=roots[0].uuid), usages=True)}
+
+
+def server_plan(conn, api: Placement, server, trees: dict | None = None) -> tuple[HealPlan, list, dict]:
+    """The heal plan of one server (an openstacksdk Server with its full body), its ports and allocations.
+    ``trees``: the compute trees read so far in this run, by hypervisor (each host's tree is read once)."""
+    ports = [server_ops.port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
+    current = api.get_allocations(server.id)
+    if not server.hypervisor_hostname:
+        raise ObjectNotFound(f"server {server.name} ({server.id}) is on no hypervisor (status {server.status})")
+    host = server.hypervisor_hostname
+    tree = trees.get(host) if trees is not None else None
+    if tree is None:
+        tree = compute_tree(api, host)
+        if trees is not None:
+            trees[host] = tree
+    plan = plan_heal({"id": server.id}, current, ports, tree)
+    return plan, ports, current
+
+
+def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_conn=None) -> dict:
+    """Write the allocation, then each binding (with ``binding_conn``, a service user's connection, when
+    given); on a failure undo what was written, then raise PartialApply saying what was written and undone.
+    A write that failed without a usable answer (reset, timeout, 5xx) may have been applied: it is undone too
+    (putting back what was there is harmless if it was not)."""
+    binding_conn = binding_conn or conn
+    done = []
+    by_id = {p.id: p for p in ports}
+    try:
+        for op in plan.ops:
+            if op.action == "put_allocations":
+                owner = {"project_id": current.get("project_id") or server.project_id,
+                         "user_id": current.get("user_id") or server.user_id}
+                api.put_allocations(server.id, {
+                    "allocations": op.allocations, "consumer_generation": plan.generation, **owner})
+                _verified(api, server, op.allocations, current.get("allocations"), owner)
+            else:
+                write_binding_profile(binding_conn, op.port,
+                                      dict(by_id[op.port].binding_profile, allocation=op.binding))
+            done.append(op)
+    except WRITE_FAILURES as e:
+        maybe = [plan.ops[len(done)]] if outcome_unknown(e) else []  # the failed write
+        undone = _roll_back(binding_conn, api, server, done + maybe, by_id, current)
+        raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
+                           then=f"undone: {', '.join(undone) or 'nothing was written'}") from e
+    return {"healed": True, "writes": len(done)}
+
+
+def _verified(api: Placement, server, written, before, owner: dict) -> None:
+    """Undo the allocation just written when a provider it raised is over capacity (Placement accepted it
+    under concurrency: docs/placement-overcommit.md), then raise OvercommitUndone: nothing is left written."""
+    excess = verify.check(api, written, before)
+    if excess:
+        verify.undo_put(api, server.id, written, before, **owner)
+        raise OvercommitUndone(
+            f"server {server.name} ({server.id}): Placement accepted the healed allocation but left "
+            f"{'; '.join(map(str, excess))} (its server-side retry under concurrent claims, "
+            f"docs/placement-overcommit.md); minbw put back the allocation the server had. Run heal again",
+            excess=tuple(e.to_dict() for e in excess))
+
+
+def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
+    undone = []
+    for op in reversed(done):
+        try:
+            if op.action == "put_allocations":
+                now = api.get_allocations(server.id)
+                api.put_allocations(server.id, {**{k: current.get(k) for k in ("project_id", "user_id")},
+                                                "allocations": current.get("allocations") or {},
+                                                "consumer_generation": now.get("consumer_generation")})
+            else:
+                write_binding_profile(binding_conn, op.port, dict(by_id[op.port].binding_profile))
+            undone.append(f"{op.action} {op.consumer or op.port}")
+        except WRITE_FAILURES as e:
+            undone.append(f"{op.action} {op.consumer or op.port}: NOT undone ({e})")
+    return undone
+
+
+def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False,
+         binding_conn=None, progress=None) -> list[dict]:
+    """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
+    the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised.
+    ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``.
+    ``progress(step, done, total)`` after each server."""
+    api = api or Placement(conn)
+    found = ([server_ops.find_server(conn, n) for n in names] if names else
+             [conn.compute.get_server(s.id) for s in conn.compute.servers(all_projects=True)])
+    results = []
+    trees: dict = {}  # hypervisor → its tree, read once per run (dropped when a heal writes there)
+    for server in found:
+        if progress and results:
+            progress("servers healed" if not check else "servers planned", len(results), len(found))
+        entry = {"server": server.id, "name": server.name}
+        try:
+            plan, ports, current = server_plan(conn, api, server, trees)
+        except MinbwError as e:
+            results.append({**entry, "healed": False, "error": str(e)})
+            continue
+        entry.update(plan=plan.to_dict(), diff=plan.diff())
+        if not plan.healable:
+            entry.update(healed=False, error="; ".join(g.why for g in plan.groups if g.why))
+        elif not plan.ops or check:
+            entry.update(healed=False, error=None)
+        else:
+            trees.pop(server.hypervisor_hostname, None)  # its usage moves with the write
+            try:
+                entry.update(apply(conn, api, server, plan, ports, current, binding_conn), error=None)
+            except PartialApply as e:
+                entry.update(healed=False, error=str(e), rolled_back=e.result["rolled_back"])
+        results.append(entry)
+    if progress:
+        progress("servers healed" if not check else "servers planned", len(results), len(found))
+    return results

@@ -1,0 +1,350 @@
+"""Moves of a server through Nova, and its bandwidth guarantee checked at every step.
+
+:func:`move_state` reads the server (openstacksdk compute), its ports (:func:`minbw.ops.servers.port_state`),
+its latest migration record, the allocations of the server consumer and of the migration consumer
+and the providers of the host trees involved (:class:`minbw.placement.client.Placement`), and asks
+:func:`minbw.reports.move_checks.check_move` what breaks the rules of the step's phase.
+
+The drivers (:func:`migrate`, :func:`resize`, :func:`confirm`, :func:`revert`, :func:`live_migrate`,
+:func:`evacuate`, :func:`shelve`, :func:`unshelve`, :func:`start`, :func:`force_down`) make one Nova
+call each and wait, bounded, until the server and its migration record reach the statuses that
+call leads to; a server in ERROR, a migration in ``error``/``failed`` or a timeout raises
+:class:`minbw.errors.NovaMoveFailed` naming the server, the migration and what was seen.
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+from openstack import exceptions as sdk_exceptions
+
+from ..errors import InvalidInput, MappingError, NovaMoveFailed, ObjectNotFound
+from ..model.claims import resources_by_provider
+from ..model.providers import stocks_of
+from ..ops import claims
+from ..ops.servers import find_server, port_state, request_of_server
+from ..placement.client import Placement
+from ..plan.base import Plan
+from ..plan.nova_moves import plan_action
+from ..reports.move_checks import HOST_ACTIONS, Migration, MoveFacts, ProviderState, Verdict, check_move
+
+KINDS = ("migrate", "resize", "live_migrate", "evacuate", "shelve_unshelve")
+
+
+# ---------------------------------------------------------------- reading
+def migrations(conn, server_id: str) -> list[Migration]:
+    """The server's migration records, newest first (Nova lists them so from microversion 2.59)."""
+    found = [m.to_dict(computed=False) for m in conn.compute.migrations(server_id=server_id)]
+    found = [m for m in found if m.get("server_id") in (None, server_id)]
+    # openstacksdk shows the record's uuid as its id (alternate id) and hides the integer id
+    found = [dict(m, uuid=m.get("uuid") or m.get("id"), id=None) for m in found]
+    found.sort(key=lambda m: (m.get("created_at") or ""), reverse=True)  # stable: ties keep Nova's order
+    return [Migration.from_api(m) for m in found if m.get("uuid")]
+
+
+def latest_migration(conn, server_id: str) -> Migration | None:
+    found = migrations(conn, server_id)
+    return found[0] if found else None
+
+
+def last_host_action(conn, server_id: str) -> str | None:
+    """The server's newest instance action that put it on a host or took it off (create, migrate,
+    resize, confirmResize, revertResize, live-migration, evacuate, shelve*, unshelve)."""
+    actions = [a for a in conn.compute.server_actions(server_id) if a.action in HOST_ACTIONS]
+    actions.sort(key=lambda a: a.start_time or "", reverse=True)  # stable: ties keep Nova's (newest first)
+    return actions[0].action if actions else None
+
+
+def _server_view(server) -> dict:
+    return {"id": server.id, "name": server.name, "status": server.status, "task_state": server.task_state,
+            "vm_state": server.vm_state, "compute_host": server.compute_host,
+            "hypervisor_hostname": server.hypervisor_hostname, "flavor": (server.flavor or {}).get("original_name"),
+            "fault": server.fault or None}
+
+
+def read_trees(api: Placement, roots: Iterable[str]) -> dict[str, ProviderState]:
+    """Every provider of the given host trees, with traits, capacity, usage and consumers."""
+    out: dict[str, ProviderState] = {}
+    for root in dict.fromkeys(roots):
+        if root in out:
+            continue
+        tree = api.list_providers(in_tree=root)
+        for d in api.provider_details(tree, inventories=True, usages=True):
+            p = d.provider
+            consumers = api.provider_allocations(p.uuid) if d.inventories else {}
+            out[p.uuid] = ProviderState(
+                uuid=p.uuid, name=p.name, root_uuid=p.root_uuid, parent_uuid=p.parent_uuid, traits=d.traits,
+                capacity={rc: s.capacity for rc, s in stocks_of(p.uuid, d.inventories, None).items()},
+                usages=dict(d.usages or {}),
+                consumers=resources_by_provider(consumers))
+    return out
+
+
+def _allocations(api: Placement, consumer: str) -> dict[str, dict[str, int]]:
+    return resources_by_provider(api.get_allocations(consumer).get("allocations"))
+
+
+def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts:
+    """What one step of a move is judged on (see :class:`minbw.reports.move_checks.MoveFacts`)."""
+    api = api or Placement(conn)
+    server = find_server(conn, name_or_id)
+    ports = tuple(port_state(conn, p.id) for p in conn.network.ports(device_id=server.id))
+    request = request_of_server(server, ports)
+    mig = latest_migration(conn, server.id)
+    allocations = {server.id: _allocations(api, server.id)}
+    if mig is not None:
+        allocations[mig.uuid] = _allocations(api, mig.uuid)
+    names = {n for n in (server.hypervisor_hostname, mig and mig.source_node, mig and mig.dest_node) if n}
+    hosts = {}
+    for name in sorted(names):
+        found = api.list_providers(name=name)
+        if found:
+            hosts[name] = found[0].uuid
+    roots = list(hosts.values())
+    for allocs in allocations.values():
+        for rp in allocs:
+            roots.append(api.get_provider(rp).root_uuid)
+    providers = read_trees(api, roots)
+    claim, claim_error = None, None
+    try:
+        claim = claims.existing_claim(api, server.id, request)
+    except MappingError as e:
+        claim_error = str(e)
+    return MoveFacts(server=_server_view(server), request=request, ports=ports, allocations=allocations,
+                     providers=providers, hosts=hosts, migration=mig, claim=claim, claim_error=claim_error,
+                     last_action=last_host_action(conn, server.id) if mig else None)
+
+
+def report(facts: MoveFacts, verdict: Verdict) -> dict:
+    """The result shape of :func:`move_state` (and of the server_move_info module)."""
+    mig = facts.migration
+    sid = facts.server["id"]
+    names = {rp: p.name for rp, p in facts.providers.items()}
+    return {
+        "ok": verdict.ok, "problems": list(verdict.problems), "notes": list(verdict.notes), "phase": verdict.phase,
+        "server": dict(facts.server), "migration": mig.to_dict() if mig else None, "last_action": facts.last_action,
+        "consumers": {"server": sid, "migration": mig.uuid if mig else None},
+        "allocations": {c: {rp: dict(r) for rp, r in a.items()} for c, a in facts.allocations.items()},
+        "binding_allocations": {p.id: dict(p.binding_profile).get("allocation") for p in facts.ports},
+        "binding_hosts": {p.id: p.binding_host for p in facts.ports},
+        "groups": {part.consumer: {gid: {"provider": rp, "provider_name": names.get(rp)}
+                                   for gid, rp in part.groups.items()}
+                   for part in verdict.parts if part.groups},
+        "hosts": dict(facts.hosts),
+        "providers": {rp: p.to_dict() for rp, p in facts.providers.items()
+                      if p.consumers or rp in facts.hosts.values()},
+    }
+
+
+def move_state(conn, name_or_id: str, api: Placement | None = None, *,
+               expect_allocations: dict | None = None) -> dict:
+    """Where the server is in a move and whether its guarantee holds there: ``ok``, ``problems``,
+    ``phase``, the migration, the allocations per consumer, the ports' binding allocations."""
+    facts = move_facts(conn, name_or_id, api)
+    return report(facts, check_move(facts, expect_allocations=expect_allocations))
+
+
+# ---------------------------------------------------------------- waiting
+def wait_for(conn, server_id: str, action: str, *, statuses: Iterable[str], migration_statuses: Iterable[str] = (),
+             since: str | None = None, timeout: float = 180, poll: float = 1.0,
+             sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> dict:
+    """Wait until the server is in one of ``statuses`` with no task and, when ``migration_statuses``
+    is given, its newest migration (other than ``since``, the one before the call) is in one of them.
+    Returns ``{"server": view, "migration": Migration | None}``."""
+    statuses, want_mig = set(statuses), set(migration_statuses)
+    deadline = clock() + timeout
+    server, mig = None, None
+    while True:
+        server = conn.compute.get_server(server_id)
+        mig = latest_migration(conn, server_id) if want_mig else None
+        if mig is not None and since is not None and mig.uuid == since:
+            mig = None  # the call has not made its migration record yet
+        fault = (server.fault or {}).get("message")
+        if server.status == "ERROR":
+            raise NovaMoveFailed(f"{action}: server {server.name} ({server.id}) is ERROR"
+                                 + (f": {fault}" if fault else "")
+                                 + (f"; migration {mig.uuid} is {mig.status}" if mig else ""),
+                                 action=action, server=server.id, migration=mig.uuid if mig else None,
+                                 status=server.status, task_state=server.task_state,
+                                 migration_status=mig.status if mig else None, fault=fault,
+                                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)})
+        if mig is not None and mig.status in ("error", "failed") and mig.status not in want_mig:
+            raise NovaMoveFailed(f"{action}: migration {mig.uuid} of server {server.name} ({server.id}) is "
+                                 f"{mig.status}; the server is {server.status} (task {server.task_state})",
+                                 action=action, server=server.id, migration=mig.uuid, status=server.status,
+                                 task_state=server.task_state, migration_status=mig.status, fault=fault,
+                                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)})
+        done = server.status in statuses and not server.task_state
+        if done and want_mig:
+            done = mig is not None and mig.status in want_mig
+        if done:
+            return {"server": _server_view(server), "migration": mig}
+        if clock() >= deadline:
+            seen = f"migration {mig.uuid} is {mig.status}" if mig else "no new migration record"
+            raise NovaMoveFailed(f"{action}: server {server.name} ({server.id}) did not reach status "
+                                 f"{'/'.join(sorted(statuses))}"
+                                 + (f" with its migration {'/'.join(sorted(want_mig))}" if want_mig else "")
+                                 + f" within {timeout:.0f} s: it is {server.status} (task {server.task_state}), {seen}",
+                                 action=action, server=server.id, migration=mig.uuid if mig else None,
+                                 status=server.status, task_state=server.task_state,
+                                 migration_status=mig.status if mig else None, timed_out=True, fault=fault,
+                                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)})
+        sleep(poll)
+
+
+def _call(action: str, server, fn, *args, **kwargs) -> None:
+    """One Nova call; a refusal (4xx/5xx) becomes NovaMoveFailed with Nova's message."""
+    try:
+        fn(*args, **kwargs)
+    except sdk_exceptions.HttpException as e:
+        raise NovaMoveFailed(f"{action}: Nova refused it for server {server.name} ({server.id}): "
+                             f"{e.details or e}", action=action, server=server.id, status=server.status,
+                             task_state=server.task_state) from None
+
+
+def _before(conn, name_or_id: str):
+    server = find_server(conn, name_or_id)
+    mig = latest_migration(conn, server.id)
+    return server, (mig.uuid if mig else None)
+
+
+# ---------------------------------------------------------------- the moves
+def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+    """Cold migration (to ``host``, or where the scheduler puts it): VERIFY_RESIZE, migration ``finished``."""
+    server, since = _before(conn, name_or_id)
+    _call("migrate", server, conn.compute.migrate_server, server, host=host)
+    return wait_for(conn, server.id, "migrate", statuses={"VERIFY_RESIZE"}, migration_statuses={"finished"},
+                    since=since, timeout=timeout)
+
+
+def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> dict:
+    """Resize to ``flavor`` (name or id): VERIFY_RESIZE, migration ``finished``."""
+    server, since = _before(conn, name_or_id)
+    target = conn.compute.find_flavor(flavor, ignore_missing=True)
+    if target is None:
+        raise InvalidInput(f"flavor {flavor!r} does not exist in Nova. Fix: name an existing flavor to resize "
+                           f"server {server.name} to.")
+    _call("resize", server, conn.compute.resize_server, server, target)
+    return wait_for(conn, server.id, "resize", statuses={"VERIFY_RESIZE"}, migration_statuses={"finished"},
+                    since=since, timeout=timeout)
+
+
+def confirm(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+    """Confirm a resize or cold migration: ACTIVE (or SHUTOFF), migration ``confirmed``."""
+    server = find_server(conn, name_or_id)
+    _call("confirm", server, conn.compute.confirm_server_resize, server)
+    return wait_for(conn, server.id, "confirm", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"confirmed"},
+                    timeout=timeout)
+
+
+def revert(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+    """Revert a resize or cold migration: ACTIVE (or SHUTOFF), migration ``reverted``."""
+    server = find_server(conn, name_or_id)
+    _call("revert", server, conn.compute.revert_server_resize, server)
+    return wait_for(conn, server.id, "revert", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"reverted"},
+                    timeout=timeout)
+
+
+def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+    """Live migration (through the scheduler, to ``host`` when given): ACTIVE, migration ``completed``."""
+    server, since = _before(conn, name_or_id)
+    _call("live_migrate", server, conn.compute.live_migrate_server, server, host=host, block_migration="auto")
+    return wait_for(conn, server.id, "live_migrate", statuses={"ACTIVE"}, migration_statuses={"completed"},
+                    since=since, timeout=timeout)
+
+
+def compute_service(conn, host: str):
+    found = list(conn.compute.services(binary="nova-compute", host=host))
+    if not found:
+        raise ObjectNotFound(f"no nova-compute service on host {host!r}")
+    return found[0]
+
+
+def force_down(conn, host: str, down: bool = True) -> dict:
+    """Mark the host's nova-compute forced down (or not): what evacuation needs of a failed source.
+    Nova refuses to lift it while evacuations from the host wait for its clean-up."""
+    svc = compute_service(conn, host)
+    try:
+        conn.compute.update_service_forced_down(svc, host, "nova-compute", down)
+    except sdk_exceptions.HttpException as e:
+        raise NovaMoveFailed(f"force_down={down}: Nova refused it for nova-compute on {host}: {e.details or e}",
+                             action="force_down") from None
+    svc = compute_service(conn, host)
+    return {"host": host, "forced_down": svc.is_forced_down, "state": svc.state, "status": svc.status}
+
+
+def evacuate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+    """Evacuate from a source whose nova-compute is down (:func:`force_down`): the server rebuilt on
+    the target, migration ``done``. With compute API 2.95+ (openstacksdk's default) Nova leaves an
+    evacuated server stopped: SHUTOFF; :func:`start` brings it back."""
+    server, since = _before(conn, name_or_id)
+    _call("evacuate", server, conn.compute.evacuate_server, server, host=host)
+    return wait_for(conn, server.id, "evacuate", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"done"},
+                    since=since, timeout=timeout)
+
+
+def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll: float = 1.0) -> dict:
+    """After the source's nova-compute started again: its clean-up moves the evacuation to ``completed``."""
+    server = find_server(conn, name_or_id)
+    return wait_for(conn, server.id, "evacuation clean-up", statuses={"ACTIVE", "SHUTOFF"},
+                    migration_statuses={"completed"}, timeout=timeout, poll=poll)
+
+
+def start(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+    server = find_server(conn, name_or_id)
+    if server.status != "ACTIVE":
+        _call("start", server, conn.compute.start_server, server)
+    return wait_for(conn, server.id, "start", statuses={"ACTIVE"}, timeout=timeout)
+
+
+def shelve(conn, name_or_id: str, *, timeout: float = 180) -> dict:
+    """Shelve; with Nova's default ``shelved_offload_time = 0`` the server is offloaded at once:
+    SHELVED_OFFLOADED (allocations released, ports unbound). A cloud that keeps shelved servers
+    (SHELVED) is offloaded explicitly."""
+    server = find_server(conn, name_or_id)
+    _call("shelve", server, conn.compute.shelve_server, server)
+    got = wait_for(conn, server.id, "shelve", statuses={"SHELVED", "SHELVED_OFFLOADED"}, timeout=timeout)
+    if got["server"]["status"] == "SHELVED":
+        _call("shelve_offload", server, conn.compute.shelve_offload_server, server)
+        got = wait_for(conn, server.id, "shelve_offload", statuses={"SHELVED_OFFLOADED"}, timeout=timeout)
+    return got
+
+
+def unshelve(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+    """Unshelve (scheduled again; to ``host`` with compute API 2.91+): ACTIVE."""
+    server = find_server(conn, name_or_id)
+    kwargs = {"host": host} if host else {}
+    _call("unshelve", server, conn.compute.unshelve_server, server, **kwargs)
+    return wait_for(conn, server.id, "unshelve", statuses={"ACTIVE"}, timeout=timeout)
+
+
+ACTIONS = {
+    "migrate": migrate, "resize": resize, "confirm": confirm, "revert": revert, "live_migrate": live_migrate,
+    "evacuate": evacuate, "shelve": shelve, "unshelve": unshelve, "start": start,
+}
+
+
+def plan(conn, name_or_id: str, action: str, *, host: str | None = None, flavor: str | None = None,
+         force_down_source: bool = False) -> Plan:
+    """The Nova call :func:`run` makes for ``action`` (none when it is already done): check mode's plan."""
+    server = find_server(conn, name_or_id)
+    return plan_action(_server_view(server), latest_migration(conn, server.id), action, host=host, flavor=flavor,
+                       force_down_source=force_down_source)
+
+
+def run(conn, name_or_id: str, action: str, *, host: str | None = None, flavor: str | None = None,
+        force_down_source: bool = False, timeout: float = 180, check: bool = False) -> tuple[Plan, dict | None]:
+    """Plan the action, then (unless ``check``) apply that plan: force the evacuation source down when
+    asked, make the call, wait for its end state. Returns the plan and what the wait saw."""
+    the_plan = plan(conn, name_or_id, action, host=host, flavor=flavor, force_down_source=force_down_source)
+    if check or not the_plan.changed:
+        return the_plan, None
+    op = the_plan.ops[0]
+    if op.force_down:
+        force_down(conn, op.force_down, True)
+    kwargs = {"timeout": timeout}
+    if action in ("migrate", "live_migrate", "evacuate", "unshelve") and op.host:
+        kwargs["host"] = op.host
+    if action == "resize":
+        return the_plan, resize(conn, op.server, op.flavor, **kwargs)
+    return the_plan, ACTIONS[action](conn, op.server, **kwargs)

@@ -1,0 +1,207 @@
+"""Routed networks: read Neutron's segments, predict and read their Placement providers, sync them.
+
+Reads: Neutron's networks, segments, subnets, ports, agents and IP availability (openstacksdk's network
+proxy, admin) and Placement through :class:`minbw.placement.Placement`. The prediction and the plan
+are pure (:mod:`minbw.neutron.segments`, :mod:`minbw.plan.segments`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ..errors import ConcurrentUpdate, NotFound, ObjectNotFound, ProviderNotFound
+from ..neutron.segments import IPV4_ADDRESS, RoutedSegment, port_member_of, routed_segments
+from ..ops import apply_in_order
+from ..placement.client import Placement
+from ..plan import base
+from ..plan.segments import ObservedSegments, SegmentOp, SegmentsPlan, plan_segments, steady_recounts
+
+RETRIES = 4
+# A recount waits this long and reads everything again: Neutron sends a segment's deltas in batches, at most
+# `[DEFAULT] send_events_interval` (2 s by default) after the change, so a count that has not moved for
+# longer has no delta of Neutron's on its way.
+QUIET_SECONDS = 5.0
+_PORT_FIELDS = ("id", "name", "device_owner", "fixed_ips", "ip_allocation")
+
+
+@dataclass(frozen=True)
+class NeutronSegments:
+    segments: tuple[RoutedSegment, ...]
+    subnet_segment: dict            # subnet id → segment id
+
+    def of_network(self, network_id: str) -> tuple[RoutedSegment, ...]:
+        return tuple(s for s in self.segments if s.network_id == network_id)
+
+
+def _network_ids(conn, networks: Iterable[str] | None) -> list[str]:
+    if networks:
+        out = []
+        for n in networks:
+            net = conn.network.find_network(n, ignore_missing=True)
+            if net is None:
+                raise ObjectNotFound(f"no network {n!r} in Neutron. Fix: pass a network name or id that "
+                                     f"`openstack network list` shows.")
+            out.append(net.id)
+        return out
+    # every network with more than one segment, or a segment that has subnets bound to it (routed)
+    ids = {s.network_id for s in conn.network.segments()}
+    return sorted(i for i in ids if any(sub.segment_id for sub in conn.network.subnets(network_id=i)))
+
+
+def read_neutron(conn, networks: Iterable[str] | None = None) -> NeutronSegments:
+    """The routed segments of ``networks`` (default: every network with subnets on segments)."""
+    segs, subnets, ports, availability = [], [], [], {}
+    for net_id in _network_ids(conn, networks):
+        segs += [s.to_dict(computed=False) for s in conn.network.segments(network_id=net_id)]
+        subnets += [s.to_dict(computed=False) for s in conn.network.subnets(network_id=net_id)]
+        ports += [{k: p[k] for k in _PORT_FIELDS} for p in conn.network.ports(network_id=net_id)]
+        avail = conn.network.get_network_ip_availability(net_id)
+        for sub in avail.subnet_ip_availability or []:
+            availability[sub["subnet_id"]] = sub
+    agents = [{"host": a.host, "configurations": a.configuration or {}, "alive": a.is_alive}
+              for a in conn.network.agents()]
+    segments = routed_segments(segs, subnets, agents, availability, ports)
+    return NeutronSegments(segments, {s["id"]: s["segment_id"] for s in subnets if s.get("segment_id")})
+
+
+def observe(api: Placement, segments: Iterable[RoutedSegment]) -> ObservedSegments:
+    providers, inventories, aggregates, roots, generations = {}, {}, {}, {}, {}
+    for seg in segments:
+        try:
+            providers[seg.id] = api.get_provider(seg.id)
+        except (ProviderNotFound, NotFound):
+            continue
+        inventories[seg.id], generations[seg.id] = api.get_inventories(seg.id)
+        aggregates[seg.id] = frozenset(api.get_provider_aggregates(seg.id)[0])
+    for host in sorted({h for s in segments for h in s.hosts}):
+        found = api.list_providers(name=host)
+        if found:
+            roots[host] = found[0]
+            aggregates[found[0].uuid] = frozenset(api.get_provider_aggregates(found[0].uuid)[0])
+    return ObservedSegments(providers, inventories, aggregates, roots, generations)
+
+
+def _read_and_plan(conn, api: Placement, networks, recount: bool = False) -> tuple[NeutronSegments, ObservedSegments,
+                                                                                 SegmentsPlan]:
+    facts = read_neutron(conn, networks)
+    observed = observe(api, facts.segments)
+    return facts, observed, plan_segments(facts.segments, observed, recount=recount)
+
+
+def _result(planned: SegmentsPlan) -> dict:
+    """The plan, and the counts that differ: all of them, and as sentences the ones it does not recount."""
+    recounted = {op.uuid for op in planned.plan.ops if op.action == "recount"}
+    return {"plan": planned.plan.to_dict(), "warnings": list(planned.warnings), "diff": planned.plan.diff(),
+            "differences": [d.to_dict() for d in planned.differences],
+            "unresolved": [str(d) for d in planned.differences if d.segment not in recounted]}
+
+
+def report(conn, api: Placement, networks: Iterable[str] | None = None) -> dict:
+    """Each segment as Neutron would report it, what Placement holds, the writes a sync would make, and the
+    counts that differ from Neutron's (with their possible causes)."""
+    facts, observed, planned = _read_and_plan(conn, api, networks)
+    return {"segments": [_segment_view(s, observed) for s in facts.segments],
+            "in_sync": not planned.plan.changed and not planned.differences, **_result(planned)}
+
+
+def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> dict:
+    d = seg.to_dict()
+    d["placement"] = None if seg.id not in observed.providers else {
+        "inventories": observed.inventories.get(seg.id, {}),
+        "aggregates": sorted(observed.aggregates.get(seg.id, ())),
+        "hosts_in_aggregate": sorted(h for h, r in observed.roots.items()
+                                     if observed.aggregates.get(seg.id, frozenset())
+                                     & observed.aggregates.get(r.uuid, frozenset()))}
+    return d
+
+
+def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: bool = False, recount: bool = False,
+         quiet: float = QUIET_SECONDS, sleep: Callable[[float], None] = time.sleep) -> dict:
+    """Make Placement hold the routed segments' providers (check: only plan). Idempotent: warm, 0 writes.
+
+    Neutron's counts (IPV4_ADDRESS total and reserved) are written only for a new provider or inventory;
+    one that differs is reported in ``differences`` and, with ``recount``, set to Neutron's count when
+    neither it nor the segment's subnets and ports moved during ``quiet`` seconds (a count still moving
+    is left alone and said so in ``warnings``)."""
+    facts, observed, planned = _read_and_plan(conn, api, networks, recount)
+    warnings = list(planned.warnings)
+    if recount and not check and any(op.action == "recount" for op in planned.plan.ops):
+        sleep(quiet)
+        first = planned
+        facts, observed, planned = _read_and_plan(conn, api, networks, recount)
+        planned = steady_recounts(first, planned, facts.segments)
+        warnings = list(planned.warnings)
+    plan = planned.plan
+    result = {"changed": plan.changed, "steps": [str(op) for op in plan.ops],
+              "segments": [s.to_dict() for s in facts.segments], **_result(planned), "warnings": warnings}
+    if check or not plan.changed:
+        return result
+    apply(api, plan)
+    return result
+
+
+def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
+    return apply_in_order(plan.ops, lambda op: _apply_op(api, op),
+                          then="running the segment sync again resumes from what is in Placement")
+
+
+def _apply_op(api: Placement, op: SegmentOp) -> None:
+    if op.action == "create_provider":
+        api.create_provider(op.uuid, op.name, None)
+        return
+    if op.action == "recount":
+        # only at the generation the quiet window saw: a delta of Neutron's since then must not be overwritten
+        try:
+            api.set_inventories(op.uuid, op.inventories, op.generation)
+        except ConcurrentUpdate as e:
+            raise ConcurrentUpdate(f"{op.name}: its inventory changed after the quiet window (a delta of "
+                                   f"Neutron's): not recounted; run the recount again", status=409) from e
+        return
+    for _ in range(RETRIES + 1):
+        try:
+            if op.action == "set_inventories":  # a new count: only where there is none yet
+                have, gen = api.get_inventories(op.uuid)
+                if IPV4_ADDRESS not in have:
+                    api.set_inventories(op.uuid, {**have, **op.inventories}, gen)
+            elif op.action == "set_inventory_fields":  # Neutron's counts as they are now
+                have, gen = api.get_inventories(op.uuid)
+                inv = {**have[IPV4_ADDRESS], **op.inventories[IPV4_ADDRESS]}
+                api.set_inventories(op.uuid, {**have, IPV4_ADDRESS: inv}, gen)
+            else:  # set_aggregates / add_root_to_aggregate: add to what is there (Nova owns the rest)
+                have, gen = api.get_provider_aggregates(op.uuid)
+                api.set_provider_aggregates(op.uuid, have | set(op.aggregates[:1]), gen)
+            return
+        except ConcurrentUpdate:
+            continue
+    raise ConcurrentUpdate(f"provider {op.name} ({op.uuid}) kept changing during `{op}` ({RETRIES + 1} tries)",
+                           status=409)
+
+
+def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
+                        facts: NeutronSegments | None = None) -> tuple[tuple[tuple[str, ...], ...], list[dict]]:
+    """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice."""
+    ports = list(ports)
+    if facts is None:
+        facts = read_neutron(conn, sorted({p["network_id"] for p in ports}))
+    routed = {s.network_id for s in facts.segments if s.subnets}
+    aggregates = {}
+    for seg in facts.segments:
+        if seg.network_id not in routed:
+            continue  # not a routed network: no segment provider to ask about
+        try:
+            aggregates[seg.id] = api.get_provider_aggregates(seg.id)[0]
+        except (ProviderNotFound, NotFound):
+            aggregates[seg.id] = set()
+    member_of, choices = [], []
+    for port in ports:
+        if port["network_id"] not in routed:
+            continue
+        choice = port_member_of(port, facts.segments, facts.subnet_segment, aggregates)
+        if choice is not None:
+            member_of.append(choice.aggregates)
+            choices.append(choice.to_dict())
+    return tuple(member_of), choices
+
+
+__all__ = ["read_neutron", "observe", "report", "sync", "apply", "member_of_for_ports"]

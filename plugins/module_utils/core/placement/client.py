@@ -1,0 +1,385 @@
+"""The one layer that talks to Placement, through openstacksdk's placement proxy.
+
+The only code that builds a Placement URL or chooses the microversion of a call (the
+lowest that has what the call needs, named in :mod:`minbw.model.microversions`); every
+error answer becomes a :class:`minbw.errors.PlacementError` subclass chosen by
+``errors[0].code``.
+"""
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from keystoneauth1.exceptions import RetriableConnectionFailure
+
+from ..errors import (DuplicateName, InvalidInput, MicroversionUnsupported, NotFound, PlacementUnavailable,
+                          placement_error)
+from ..model import microversions as mv
+from ..model.providers import Provider, ProviderDetail
+
+READERS = 4  # concurrent provider reads: the client's work and the network overlap the server's
+TRANSIENT_STATUS = (502, 503, 504)  # the front (or Placement) could not answer now: try again
+DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The one retry policy of every Placement call (docs/reliability.md).
+
+    A call that got no usable answer — connection refused or reset, no answer within ``timeout``,
+    or a 502/503/504 — is tried again, ``attempts`` tries in all, waiting ``backoff`` seconds
+    doubled after each try (at most ``max_backoff``, jittered down to half). Every write minbw makes
+    is safe to repeat (a PUT carries the generation it read, a POST names its provider's or
+    consumer's UUID), and a write whose answer was lost is first re-read: if Placement already holds
+    what it wrote, the call is done (a provider created before a reset and answered 409 duplicate
+    on the retry is read back, not reported as a failure). A generation conflict
+    (``placement.concurrent_update``) is the callers' to retry — they re-read the generation —
+    waiting :meth:`pause` ``(n, conflict=True)``: ``conflict_backoff`` seconds times n, jittered.
+
+    Defaults, or the environment: ``MINBW_PLACEMENT_ATTEMPTS``, ``MINBW_PLACEMENT_BACKOFF``,
+    ``MINBW_PLACEMENT_MAX_BACKOFF``, ``MINBW_PLACEMENT_TIMEOUT`` (unset: the cloud's
+    ``api_timeout``, else 60 s).
+    """
+
+    attempts: int = 4
+    backoff: float = 0.5
+    max_backoff: float = 8.0
+    timeout: float | None = None
+    conflict_backoff: float = 0.05
+    overcommit_backoff: float = 0.2
+
+    ENV = {"attempts": "MINBW_PLACEMENT_ATTEMPTS", "backoff": "MINBW_PLACEMENT_BACKOFF",
+           "max_backoff": "MINBW_PLACEMENT_MAX_BACKOFF", "timeout": "MINBW_PLACEMENT_TIMEOUT"}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "RetryPolicy":
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, var in cls.ENV.items():
+            text = environ.get(var)
+            if text is None or text == "":
+                continue
+            try:
+                value = int(text) if name == "attempts" else float(text)
+            except ValueError:
+                value = None
+            if value is None or value < (1 if name == "attempts" else 0) or (name == "timeout" and value == 0):
+                wanted = {"attempts": "whole number >= 1", "timeout": "number > 0"}.get(name, "number >= 0")
+                raise InvalidInput(f"{var}={text!r}: expected a {wanted}"
+                                   f" (the Placement retry policy, docs/reliability.md); unset it for the default")
+            values[name] = value
+        return cls(**values)
+
+    def pause(self, attempt: int, conflict: bool = False, overcommit: bool = False) -> float:
+        """Seconds to wait before try ``attempt + 1`` (``attempt`` >= 1 tries failed). ``overcommit``: after
+        undoing a claim Placement accepted over capacity (racing claimers undo at once; the wider jitter
+        spreads their next tries): uniform in [0, ``overcommit_backoff`` × attempt]."""
+        if overcommit:
+            return random.uniform(0, self.overcommit_backoff * attempt)
+        if conflict:
+            return random.uniform(0, self.conflict_backoff * attempt)
+        return min(self.max_backoff, self.backoff * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+class Placement:
+    """Thin verbs over ``conn.placement``; transport retries by :class:`RetryPolicy`, no other policy
+    (callers decide on codes)."""
+
+    def __init__(self, conn, retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
+                 max_microversion: str | mv.Microversion | None = None):
+        """``max_microversion`` (``--os-placement-api-version``): no call above it is sent; a call that needs
+        more is refused naming the pin, and the candidates query uses at most it."""
+        self.conn = conn
+        self.proxy = conn.placement
+        self._max_version: tuple[int, int] | None = None
+        self.pinned = None if max_microversion is None else mv.parse(max_microversion)
+        self.retry = retry or RetryPolicy.from_env()
+        self.sleep = sleep
+        self.retried = 0      # calls tried again after no usable answer
+        self.converged = 0    # writes whose answer was lost, found applied when re-read
+        session_timeout = getattr(getattr(conn, "session", None), "timeout", None)
+        self.timeout = self.retry.timeout or session_timeout or DEFAULT_TIMEOUT
+        self.calls = 0  # HTTP calls sent (for summaries); safe to read from the calling thread
+        self.writes = 0
+        self._count = threading.Lock()
+
+    # ------------------------------------------------------------ plumbing
+    def request(self, method: str, url: str, microversion: str | mv.Microversion, json: Any = None,
+                ok=(200, 201, 204), params: Mapping[str, Any] | None = None,
+                converged: Callable[[], Any] | None = None):
+        """One call through the placement proxy at ``microversion``, tried again by :attr:`retry` when no
+        usable answer came; an error answer raises the PlacementError subclass of its ``errors[0].code``.
+        Returns the JSON body (None when empty).
+
+        ``converged`` (writes): re-reads Placement and returns what the write's answer would have been
+        when what it writes is already there, else None. It is asked before trying again a write whose
+        answer was lost, and before raising an error answer to such a retry (a 409: our own lost write).
+        """
+        if self.pinned is not None and mv.parse(microversion) > self.pinned:
+            raise MicroversionUnsupported(
+                f"{method.upper()} {url.split('?')[0]} needs Placement microversion {mv.format(microversion)}, above "
+                f"the {mv.format(self.pinned)} that --os-placement-api-version (OS_PLACEMENT_API_VERSION) pins. "
+                f"Fix: pin {mv.format(microversion)} or more, or leave the pin out")
+        kwargs: dict[str, Any] = {"microversion": mv.format(microversion), "raise_exc": False,
+                                  "timeout": self.timeout, "connect_retries": 0, "status_code_retries": 0}
+        if json is not None:
+            kwargs["json"] = json
+        if params:
+            kwargs["params"] = params
+        uncertain = False  # an earlier try of this write may have been applied
+        why = ""
+        status = None
+        last: Exception | None = None
+        for attempt in range(1, self.retry.attempts + 1):
+            if attempt > 1:
+                self._bump("retried")
+                self.sleep(self.retry.pause(attempt - 1))
+                if uncertain and converged is not None and (done := converged()) is not None:
+                    self._bump("converged")
+                    return done
+            self._bump("calls")
+            if method != "get":
+                self._bump("writes")
+            try:
+                resp = getattr(self.proxy, method)(url, **kwargs)
+            except RetriableConnectionFailure as e:
+                why, status, uncertain, last = f"{type(e).__name__}: {e}", None, uncertain or method != "get", e
+                continue
+            if resp.status_code in TRANSIENT_STATUS:
+                why, status = f"answered {resp.status_code} {resp.reason or ''}".rstrip(), resp.status_code
+                uncertain = uncertain or method != "get"
+                continue
+            if resp.status_code not in ok:
+                try:
+                    body = resp.json()
+                except ValueError:
+                    body = None
+                error = placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
+                                        method=method.upper(), url=url, fallback_message=resp.text[:500])
+                if uncertain and converged is not None and (done := converged()) is not None:
+                    self._bump("converged")
+                    return done
+                raise error
+            if resp.status_code == 204 or not resp.content:
+                return None
+            return resp.json()
+        raise PlacementUnavailable(why, status=status, method=method.upper(), url=url, tries=self.retry.attempts,
+                                   maybe_applied=uncertain) from (last if status is None else None)
+
+    def _bump(self, counter: str) -> None:
+        with self._count:  # the sync's reader/writer threads share this client
+            setattr(self, counter, getattr(self, counter) + 1)
+
+    def endpoint(self) -> str:
+        return self.proxy.get_endpoint()
+
+    def max_version(self) -> tuple[int, int]:
+        if self._max_version is None:
+            body = self.request("get", "/", mv.ROOT)
+            versions = body.get("versions") or [body.get("version", {})]
+            self._max_version = self._server_max = mv.parse(versions[0].get("max_version") or "1.0")
+            if self.pinned is not None:
+                self._max_version = min(self._max_version, self.pinned)
+        return self._max_version
+
+    def pin_limits(self) -> bool:
+        """Whether the pinned microversion, rather than the server, sets :meth:`max_version`."""
+        self.max_version()
+        return self.pinned is not None and self._server_max > self.pinned
+
+    def supports(self, microversion: str | mv.Microversion) -> bool:
+        return mv.at_least(self.max_version(), microversion)
+
+    def require(self, microversion: str | mv.Microversion, what: str) -> None:
+        if not self.supports(microversion):
+            raise MicroversionUnsupported(f"{what} needs Placement microversion {mv.format(microversion)}; "
+                                          f"this server offers up to {mv.format(self.max_version())}")
+
+    # ------------------------------------------------------------ providers
+    def list_providers(self, **filters: str) -> list[Provider]:
+        query = ("?" + urllib.parse.urlencode(filters)) if filters else ""
+        version = mv.PROVIDERS_REQUIRED if "required" in filters else mv.PROVIDERS
+        body = self.request("get", "/resource_providers" + query, version)
+        return [Provider.from_api(p) for p in body["resource_providers"]]
+
+    def provider_names(self, **filters: str) -> dict[str, str]:
+        """``{uuid: name}`` of the listed providers (summaries and mappings carry only UUIDs)."""
+        return {p.uuid: p.name for p in self.list_providers(**filters)}
+
+    def get_provider(self, uuid: str) -> Provider:
+        return Provider.from_api(self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS))
+
+    def _provider_as(self, uuid: str, name: str, parent_uuid: str | None) -> dict | None:
+        """The provider's body when it exists with this name and parent (a write of ours already there)."""
+        try:
+            body = self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS)
+        except NotFound:
+            return None
+        return body if (body["name"], body.get("parent_provider_uuid")) == (name, parent_uuid or None) else None
+
+    def create_provider(self, uuid: str, name: str, parent_uuid: str | None) -> Provider:
+        """Create a provider; one that already exists as asked (our own create whose answer was lost, or a
+        concurrent sync's) is read back and returned, not reported as a duplicate."""
+        body = {"uuid": uuid, "name": name}
+        if parent_uuid:
+            body["parent_provider_uuid"] = parent_uuid
+        same = lambda: self._provider_as(uuid, name, parent_uuid)  # noqa: E731
+        try:
+            # at ERROR_CODES (>= CREATE_RETURNS_BODY): a duplicate carries its code (placement.duplicate_name)
+            created = self.request("post", "/resource_providers", mv.ERROR_CODES, json=body, ok=(200,), converged=same)
+        except DuplicateName:
+            created = same()
+            if created is None:
+                raise
+            self._bump("converged")
+        return Provider.from_api(created)
+
+    def update_provider(self, uuid: str, name: str, parent_uuid: str | None, reparent: bool = False) -> Provider:
+        body = {"name": name}
+        if parent_uuid:
+            body["parent_provider_uuid"] = parent_uuid
+        version = mv.REPARENT if reparent else mv.CREATE_RETURNS_BODY
+        return Provider.from_api(self.request("put", f"/resource_providers/{uuid}", version, json=body,
+                                              converged=lambda: self._provider_as(uuid, name, parent_uuid)))
+
+    def delete_provider(self, uuid: str) -> None:
+        def gone() -> dict | None:
+            try:
+                self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS)
+            except NotFound:
+                return {}
+            return None
+        self.request("delete", f"/resource_providers/{uuid}", mv.PROVIDERS, converged=gone)
+
+    # ------------------------------------------------------------ traits
+    def existing_traits(self, names: Iterable[str]) -> set[str]:
+        names = sorted(set(names))
+        if not names:
+            return set()
+        body = self.request("get", "/traits?name=in:" + ",".join(names), mv.TRAITS)
+        return set(body["traits"])
+
+    def create_trait(self, name: str) -> None:
+        self.request("put", f"/traits/{name}", mv.TRAITS)
+
+    def get_provider_traits(self, uuid: str) -> tuple[set[str], int]:
+        body = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
+        return set(body["traits"]), body["resource_provider_generation"]
+
+    def set_provider_traits(self, uuid: str, traits: Iterable[str], generation: int) -> int:
+        # at ERROR_CODES: a generation conflict must carry its code (placement.concurrent_update) to be retried
+        wanted = set(traits)
+
+        def same() -> dict | None:
+            now = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
+            return now if set(now["traits"]) == wanted else None
+        body = self.request("put", f"/resource_providers/{uuid}/traits", mv.ERROR_CODES,
+                            json={"traits": sorted(wanted), "resource_provider_generation": generation}, converged=same)
+        return body["resource_provider_generation"]
+
+    # ------------------------------------------------------------ aggregates
+    def get_provider_aggregates(self, uuid: str) -> tuple[set[str], int]:
+        body = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
+        return set(body["aggregates"]), body["resource_provider_generation"]
+
+    def set_provider_aggregates(self, uuid: str, aggregates: Iterable[str], generation: int) -> int:
+        """Replace a provider's aggregates at ``generation`` (callers add to what they read)."""
+        wanted = set(aggregates)
+
+        def same() -> dict | None:
+            now = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
+            return now if set(now["aggregates"]) == wanted else None
+        body = self.request("put", f"/resource_providers/{uuid}/aggregates", mv.ERROR_CODES,
+                            json={"aggregates": sorted(wanted), "resource_provider_generation": generation},
+                            converged=same)
+        return body["resource_provider_generation"]
+
+    # ------------------------------------------------------------ inventories
+    def get_inventories(self, uuid: str) -> tuple[dict[str, dict], int]:
+        body = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
+        return body["inventories"], body["resource_provider_generation"]
+
+    def set_inventories(self, uuid: str, inventories: Mapping[str, Mapping], generation: int) -> int:
+        wanted = {rc: dict(inv) for rc, inv in inventories.items()}
+
+        def same() -> dict | None:
+            now = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
+            have = now["inventories"]
+            fits = set(have) == set(wanted) and all(have[rc].get(k) == v for rc, inv in wanted.items()
+                                                    for k, v in inv.items())
+            return now if fits else None
+        body = self.request("put", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES,
+                            json={"inventories": wanted, "resource_provider_generation": generation}, converged=same)
+        return body["resource_provider_generation"]
+
+    # ------------------------------------------------------------ usage and allocations
+    def provider_allocations(self, uuid: str, with_generation: bool = False) -> dict[str, dict]:
+        """consumer → ``{"resources": ...}``; ``with_generation``: the whole body (with
+        ``resource_provider_generation``)."""
+        body = self.request("get", f"/resource_providers/{uuid}/allocations", mv.PROVIDERS)
+        return body if with_generation else body["allocations"]
+
+    def provider_usages(self, uuid: str) -> dict[str, int]:
+        return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
+
+    def usages_of(self, uuids: Iterable[str], readers: int = READERS) -> dict[str, dict[str, int]]:
+        """``{rp: usages}`` of several providers, read concurrently (a write's verification: minbw.ops.verify)."""
+        uuids = list(dict.fromkeys(uuids))
+        if len(uuids) <= 1:
+            return {u: self.provider_usages(u) for u in uuids}
+        with ThreadPoolExecutor(max_workers=max(1, min(readers, len(uuids)))) as pool:
+            return dict(zip(uuids, pool.map(self.provider_usages, uuids)))
+
+    # ------------------------------------------------------------ whole providers
+    def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
+                         usages: bool = False, readers: int = READERS, traits: bool = True) -> Iterator[ProviderDetail]:
+        """Traits (and inventories, and usages of providers that have inventories) of each provider,
+        read concurrently, yielded in the given order. The one reader of provider trees. ``traits`` False:
+        not read (empty)."""
+        want_traits = traits
+
+        def read(p: Provider) -> ProviderDetail:
+            traits, gen_t = self.get_provider_traits(p.uuid) if want_traits else (set(), p.generation)
+            invs, gen_i = self.get_inventories(p.uuid) if inventories else ({}, gen_t)
+            use = (self.provider_usages(p.uuid) if invs else {}) if usages else None
+            return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == p.generation)
+
+        with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
+            yield from pool.map(read, list(providers))
+
+    # ------------------------------------------------------------ allocation candidates
+    def allocation_candidates(self, params: Mapping[str, Any], microversion: str | mv.Microversion) -> dict:
+        """``GET /allocation_candidates`` with a query built by :mod:`minbw.placement.query`."""
+        return self.request("get", "/allocation_candidates", microversion, params=params)
+
+    # ------------------------------------------------------------ consumers' allocations
+    def get_allocations(self, consumer: str) -> dict:
+        """``{"allocations": {...}, "consumer_generation": n|None, "project_id", "user_id"}``."""
+        return self.request("get", f"/allocations/{consumer}", mv.CONSUMER_GENERATIONS)
+
+    def put_allocations(self, consumer: str, body: Mapping[str, Any]) -> None:
+        """Replace a consumer's allocations atomically (``consumer_generation`` None: a new consumer).
+        A body with ``consumer_type`` is sent at the microversion that knows it."""
+        version = mv.CONSUMER_TYPES if body.get("consumer_type") else mv.CONSUMER_GENERATIONS
+        self.request("put", f"/allocations/{consumer}", version, json=dict(body),
+                     converged=lambda: {} if self._holds(consumer, body) else None)
+
+    def post_allocations(self, bodies: Mapping[str, Mapping[str, Any]]) -> None:
+        """``POST /allocations``: several consumers' allocations in one atomic call (moves, swaps)."""
+        version = (mv.CONSUMER_TYPES if any(b.get("consumer_type") for b in bodies.values())
+                   else mv.CONSUMER_GENERATIONS)
+        self.request("post", "/allocations", version, json={c: dict(b) for c, b in bodies.items()},
+                     converged=lambda: {} if all(self._holds(c, b) for c, b in bodies.items()) else None)
+
+    def _holds(self, consumer: str, body: Mapping[str, Any]) -> bool:
+        """Whether the consumer's allocations are already the ones ``body`` writes (a lost answer's write)."""
+        now = self.get_allocations(consumer)
+        have = {rp: dict(a["resources"]) for rp, a in (now.get("allocations") or {}).items()}
+        want = {rp: dict(a["resources"]) for rp, a in (body.get("allocations") or {}).items()}
+        return have == want and all(now.get(k) == body[k] for k in ("project_id", "user_id") if want and body.get(k))

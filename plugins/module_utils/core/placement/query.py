@@ -1,0 +1,199 @@
+"""A server's request (flavor + ports) as ONE ``GET /allocation_candidates`` query.
+
+Pure: no I/O. The query follows Nova's ``ResourceRequest.to_querystring`` (flavor in the
+unsuffixed group, one group per port request group suffixed with its id, ``same_subtree``
+per port, zero amounts stripped) at the lowest microversion that expresses it; the tests
+feed every query to Placement's own parser.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from urllib.parse import urlencode
+
+from ..errors import MicroversionUnsupported, RequestError
+from ..model import microversions as mv
+from ..model.requests import RequestGroup, ServerRequest
+
+# placement/schemas/common.py GROUP_PAT / GROUP_PAT_1_33
+_NUMERIC_SUFFIX = re.compile(r"^[1-9][0-9]*$")
+_STRING_SUFFIX = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+# Trait and class names: anything else would break the comma/"!"/"in:" syntax of the query.
+_NAME = re.compile(r"^[A-Z0-9_]{1,255}$")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+GROUP_POLICIES = ("none", "isolate")
+
+
+def _validate(req: ServerRequest, groups: tuple[RequestGroup, ...]) -> None:
+    if req.group_policy is not None and req.group_policy not in GROUP_POLICIES:
+        raise RequestError(f"group_policy must be one of {', '.join(GROUP_POLICIES)}, "
+                           f"got {req.group_policy!r}.")
+    if req.limit is not None and (not isinstance(req.limit, int) or req.limit < 1):
+        raise RequestError(f"limit must be a positive integer, got {req.limit!r}.")
+    seen: dict[str, str] = {}
+    for port in req.ports:
+        for g in port.groups:
+            if g.id in seen:
+                raise RequestError(f"request group id {g.id} appears in port {seen[g.id]} and port "
+                                   f"{port.port_id}: suffixes must be unique in one query.")
+            seen[g.id] = str(port.port_id)
+            if not _STRING_SUFFIX.match(g.id):
+                raise RequestError(f"port {port.port_id}: group id {g.id!r} is not a valid Placement "
+                                   f"suffix ([a-zA-Z0-9_-], 1 to 64 characters).")
+    for g in groups:
+        where = f"group {g.id}" if g.id else "the flavor (unsuffixed group)"
+        for rc, amount in g.resources:
+            if not _NAME.match(rc):
+                raise RequestError(f"{where}: {rc!r} is not a resource class name (A-Z, 0-9, _).")
+            if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
+                raise RequestError(f"{where}: amount of {rc} must be a non-negative integer, "
+                                   f"got {amount!r}.")
+        for t in (*g.required, *g.forbidden, *(t for a in g.required_any for t in a)):
+            if not _NAME.match(t):
+                raise RequestError(f"{where}: {t!r} is not a trait name (A-Z, 0-9, _).")
+        both = set(g.required) & set(g.forbidden)
+        if both:
+            raise RequestError(f"{where}: traits both required and forbidden: {sorted(both)}.")
+    for t in (*req.root_required, *req.root_forbidden):
+        if not _NAME.match(t):
+            raise RequestError(f"root_required: {t!r} is not a trait name (A-Z, 0-9, _).")
+    both = set(req.root_required) & set(req.root_forbidden)
+    if both:
+        raise RequestError(f"root traits both required and forbidden: {sorted(both)}.")
+    flavor = next((g for g in groups if not g.id), None)
+    if flavor is not None and not flavor.resources:
+        raise RequestError("the flavor requests traits but no resources; Placement refuses an "
+                           "unsuffixed group without resources. Fix: give the flavor resources.")
+    if (req.member_of or req.forbidden_member_of) and flavor is None:
+        raise RequestError("member_of applies to the flavor's (unsuffixed) group, and this request "
+                           "has no flavor resources. Fix: add flavor resources or drop member_of.")
+    for agg in (*(a for m in req.member_of for a in m), *req.forbidden_member_of,
+                *([req.in_tree] if req.in_tree else [])):
+        if not _UUID.match(agg):
+            raise RequestError(f"{agg!r} is not a UUID (member_of / in_tree take UUIDs).")
+    if not any(g.resources for g in groups):
+        raise RequestError("the request asks for no resources at all (no flavor resources, no "
+                           "non-zero port minimums); Placement needs at least one group with resources.")
+    subtree_ids = {i for s in req.same_subtrees() for i in s}
+    for g in groups:
+        if g.id and not g.resources and g.id not in subtree_ids:
+            raise RequestError(f"group {g.id} requests no resources (all amounts are 0) and is in "
+                               f"no same_subtree; Placement refuses such a group. Fix: give the "
+                               f"rule a non-zero minimum.")
+
+
+def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tuple[mv.Microversion, str]]]:
+    """The lowest microversion that expresses ``req``, and why: (version, feature) pairs."""
+    groups = req.request_groups()
+    why = [(mv.NESTED_CANDIDATES, "nested providers in allocation candidates")]
+    numbered = [g.id for g in groups if g.id]
+    if any(not _NUMERIC_SUFFIX.match(s) for s in numbered):
+        why.append((mv.STRING_SUFFIXES, "string group suffixes (the ports' request group ids)"))
+    if req.in_tree:
+        why.append((mv.IN_TREE, "in_tree"))
+    if req.forbidden_member_of:
+        why.append((mv.FORBIDDEN_AGGREGATES, "forbidden aggregates member_of=!in:"))
+    if req.root_required or req.root_forbidden:
+        why.append((mv.ROOT_REQUIRED, "root_required"))
+    if req.same_subtrees():
+        why.append((mv.SAME_SUBTREE, "same_subtree (a port with several request groups)"))
+    if any(g.id and not g.resources for g in groups):
+        why.append((mv.SAME_SUBTREE, "a request group without resources (a zero minimum)"))
+    if any(g.required_any for g in groups):
+        why.append((mv.ANY_TRAITS, "any-traits required=in:A,B (a multi-segment network)"))
+    return max(v for v, _ in why), why
+
+
+def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
+                 forbidden_member_of=()) -> list[tuple[str, str]]:
+    """One group's query parameters, suffixed with its id (none for the unsuffixed group)."""
+    s = g.id
+    out = [(f"resources{s}", ",".join(f"{rc}:{a}" for rc, a in g.resources))] if g.resources else []
+    plain = ",".join([*sorted(g.required), *(f"!{t}" for t in g.forbidden)])
+    if plain:
+        out.append((f"required{s}", plain))
+    out += [(f"required{s}", "in:" + ",".join(a)) for a in g.required_any]
+    out += [(f"member_of{s}", "in:" + ",".join(m) if len(m) > 1 else m[0]) for m in member_of]
+    if forbidden_member_of:
+        out.append((f"member_of{s}", "!in:" + ",".join(forbidden_member_of)))
+    if in_tree:
+        out.append((f"in_tree{s}", in_tree))
+    return out
+
+
+def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
+                mappings: bool = True, pinned: bool = False) -> tuple[dict[str, str | list[str]], str]:
+    """``(params, microversion)`` for ``GET /allocation_candidates``.
+
+    ``params`` suits ``conn.placement.allocation_candidates(**params, microversion=mv)``
+    (a list value is a repeated key). With ``mappings`` the microversion is raised to 1.34
+    when the server has it, so candidates name each group's provider; it is never raised
+    beyond what the server offers, and a request the server cannot express raises
+    MicroversionUnsupported instead of being weakened.
+    """
+    groups = req.request_groups()
+    _validate(req, groups)
+    need, why = required_microversion(req)
+    have = mv.parse(max_microversion)
+    if have < need:
+        missing = [f"{text} needs {mv.format(v)}" for v, text in why if v > have]
+        if pinned:  # the user's --os-placement-api-version, not the server, is the limit
+            raise MicroversionUnsupported(
+                f"--os-placement-api-version pins Placement microversion {mv.format(have)}, but this request "
+                f"needs {mv.format(need)}: {'; '.join(missing)}. Fix: pin {mv.format(need)} or more, or leave "
+                f"the pin out.")
+        raise MicroversionUnsupported(
+            f"Placement offers microversions up to {mv.format(have)}, but this request "
+            f"needs {mv.format(need)}: {'; '.join(missing)}. Sending it at a lower "
+            f"microversion would ask for less than requested. Fix: upgrade Placement to "
+            f"{mv.format(need)} or later, or drop those features (e.g. build the port "
+            f"requests with any_traits=False when the server lacks "
+            f"{mv.format(mv.ANY_TRAITS)}).")
+    use = max(need, mv.MAPPINGS) if mappings and have >= mv.MAPPINGS else need
+
+    has_flavor = any(not g.id for g in groups)
+    pairs: list[tuple[str, str]] = []
+    for g in groups:
+        # request-wide filters ride on the flavor's group; without one, in_tree on every group
+        on_this = not g.id or not has_flavor
+        pairs += group_params(g, req.in_tree if on_this else None, req.member_of if not g.id else (),
+                              req.forbidden_member_of if not g.id else ())
+    policy = req.effective_group_policy()
+    if policy:
+        pairs.append(("group_policy", policy))
+    if req.root_required or req.root_forbidden:
+        pairs.append(("root_required", ",".join([*req.root_required,
+                                                  *(f"!{t}" for t in req.root_forbidden)])))
+    pairs += [("same_subtree", ",".join(s)) for s in req.same_subtrees()]
+    if req.limit is not None:
+        pairs.append(("limit", str(req.limit)))
+
+    return _params(pairs), mv.format(use)
+
+
+def _params(pairs: list[tuple[str, str]]) -> dict[str, str | list[str]]:
+    params: dict[str, str | list[str]] = {}
+    for key, value in pairs:
+        if key in params:
+            prev = params[key]
+            params[key] = [*prev, value] if isinstance(prev, list) else [prev, value]
+        else:
+            params[key] = value
+    return params
+
+
+def single_group_query(g: RequestGroup, resources: Mapping[str, int] | None = None) -> tuple[dict, str]:
+    """``(params, microversion)`` asking for one group alone, unsuffixed (``resources`` replace its
+    own): the diagnosis asks this for each group of a request that has no candidates."""
+    alone = RequestGroup("", resources if resources is not None else g.resources, g.required,
+                         g.required_any, g.forbidden)
+    version = mv.ANY_TRAITS if g.required_any else mv.NESTED_CANDIDATES
+    return _params(group_params(alone)), mv.format(version)
+
+
+def query_string(params: Mapping[str, str | list[str]]) -> str:
+    """The URL query for ``params`` (sorted, repeated keys for list values), as Nova sorts it."""
+    pairs = []
+    for key, value in params.items():
+        pairs += [(key, v) for v in (value if isinstance(value, list) else [value])]
+    return urlencode(sorted(pairs))

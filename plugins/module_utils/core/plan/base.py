@@ -1,0 +1,38 @@
+"""The one plan shape: ops (the writes, in order), before, after (the prediction), diff, to_dict."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Op:
+    """One write; each kind of object has its own subclass with the fields its API call needs."""
+
+    action: str
+
+    def to_dict(self) -> dict:
+        return {"action": self.action}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``ops`` turn ``before`` (what is there; None: absent) into ``after`` (None: absent)."""
+
+    ops: tuple[Op, ...]
+    before: Any = None
+    after: Any = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.ops)
+
+    def writes(self) -> int:
+        return len(self.ops)
+
+    def diff(self) -> dict:
+        """Ansible's diff shape: the object before and after ({} for absent)."""
+        return {"before": self.before or {}, "after": self.after or {}}
+
+    def to_dict(self) -> dict:
+        return {"changed": self.changed, "writes": self.writes(), "ops": [op.to_dict() for op in self.ops]}

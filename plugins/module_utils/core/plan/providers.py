@@ -1,0 +1,253 @@
+"""Desired providers + what Placement holds → the list of writes (pure).
+
+The plan is data, like Neutron's ``deferred_sync()``: it can be printed, counted,
+diffed (check and diff mode) and tested before anything is written.
+"""
+from __future__ import annotations
+
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import PlanError, RootProviderNotFound
+from ..model import microversions as mv
+from ..model.providers import (DesiredState, Provider, ProviderSpec, freeze_inventories, snapshot,
+                                  thaw_inventories)
+from ..neutron import naming
+from ..neutron.provider_tree import swept_agents
+from ..plan import base
+
+# Deterministic UUIDs for roots that minbw creates itself (create_root), so that a
+# check-mode plan names the same UUID the real run will create.
+ROOT_NAMESPACE = uuidlib.UUID("5f0c3a52-9a51-5d3e-9a1e-6d696e62772e")
+
+
+def root_uuid(hypervisor: str) -> str:
+    return str(uuidlib.uuid5(ROOT_NAMESPACE, hypervisor))
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What Placement holds that matters to a sync (read by :func:`minbw.sync.observe`)."""
+
+    providers: Mapping[str, Provider]            # every provider seen, by uuid
+    roots: Mapping[str, Provider]                # hypervisor name → provider with that name
+    traits: Mapping[str, frozenset[str]]         # for desired providers that exist
+    inventories: Mapping[str, Mapping[str, Mapping]]
+    existing_traits: frozenset[str]              # which of the desired global traits exist
+    allocations: Mapping[str, Mapping[str, Any]]  # consumers on providers that would be removed
+    max_version: mv.Microversion = mv.ANY_TRAITS
+
+
+@dataclass(frozen=True)
+class Op(base.Op):
+    """One write to a provider (or a trait)."""
+
+    # action: create_trait | create_root | create_provider | update_provider | set_traits | set_inventories
+    #         | delete_provider
+    name: str = ""
+    uuid: str | None = None
+    parent_uuid: str | None = None
+    traits: tuple[str, ...] = ()
+    inventories: Mapping[str, Mapping] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        d: dict[str, Any] = {"action": self.action, "name": self.name}
+        if self.uuid:
+            d["uuid"] = self.uuid
+        if self.action in ("create_root", "create_provider", "update_provider"):
+            d["parent_provider_uuid"] = self.parent_uuid
+        if self.action == "set_traits":
+            d["traits"] = list(self.traits)
+        if self.action in ("set_inventories", "create_root") and (self.inventories or self.action == "set_inventories"):
+            d["inventories"] = thaw_inventories(self.inventories)
+        return d
+
+    def __str__(self) -> str:
+        what = {"create_trait": "create trait", "create_root": "create root provider",
+                "create_provider": "create provider", "update_provider": "update provider",
+                "set_traits": "set traits of", "set_inventories": "set inventories of",
+                "delete_provider": "delete provider"}[self.action]
+        detail = ""
+        if self.action == "set_traits":
+            detail = ": " + ", ".join(self.traits)
+        elif self.action == "set_inventories":
+            detail = ": " + (", ".join(f"{rc}={inv['total']}" for rc, inv in self.inventories.items()) or "none")
+        elif self.action in ("create_provider", "update_provider") and self.parent_uuid:
+            detail = f" under {self.parent_uuid}"
+        return f"{what} {self.name}" + (f" ({self.uuid})" if self.uuid and self.action != "create_trait" else "") + detail
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A provider the configuration no longer has, kept because something is allocated on it."""
+
+    uuid: str
+    name: str
+    consumers: Mapping[str, Mapping[str, int]]
+
+    def __str__(self) -> str:
+        who = ", ".join(f"{c} ({', '.join(f'{rc}={n}' for rc, n in sorted(r.items()))})"
+                        for c, r in sorted(self.consumers.items()))
+        return f"kept {self.name} ({self.uuid}): no longer configured, but allocated to {who}"
+
+    def to_dict(self) -> dict:
+        return {"uuid": self.uuid, "name": self.name, "consumers": {c: dict(r) for c, r in self.consumers.items()}}
+
+
+@dataclass(frozen=True)
+class Plan(base.Plan):
+    """``before``/``after``: uuid → provider as observed (generation left out) / as it will be."""
+
+    kept: tuple[Kept, ...] = ()
+    providers: tuple[ProviderSpec, ...] = ()   # desired, parents resolved
+    warnings: tuple[str, ...] = ()             # what Neutron would silently skip (OVN chassis options)
+
+    def diff(self) -> dict:
+        """Each provider before/after, only those that change (Ansible's diff shape)."""
+        changed = sorted({op.uuid or op.name for op in self.ops})
+        before = {u: self.before[u] for u in changed if u in self.before}
+        after = {u: self.after[u] for u in changed if u in self.after}
+        return {"before": before, "after": after}
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "kept": [k.to_dict() for k in self.kept],
+                "providers": [p.to_dict() for p in self.providers], "warnings": list(self.warnings)}
+
+
+
+def owned_agents(desired: DesiredState, providers) -> set[str]:
+    """The agent providers whose unlisted children are stale: the desired agents and the swept ones."""
+    return set(desired.agent_uuids) | swept_agents(desired, providers)
+
+
+def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
+    """Remove the agents' providers (devices, then agents); a provider with allocations is kept and
+    so is its agent provider, with the consumers named."""
+    ops: list[Op] = []
+    kept: list[Kept] = []
+    before: dict[str, dict] = {}
+    agents = owned_agents(desired, observed.providers.values())
+    ours = {p.uuid for p in desired.providers} | agents
+    present = [p for p in observed.providers.values() if p.uuid in ours or p.parent_uuid in agents]
+    blocked_parents: set[str] = set()
+    # leaves first: devices (children of our agents), then the agents themselves
+    for prov in sorted(present, key=lambda p: (p.uuid in agents, p.name)):
+        before[prov.uuid] = snapshot(prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
+                                     observed.inventories.get(prov.uuid))
+        consumers = observed.allocations.get(prov.uuid, {})
+        if consumers or prov.uuid in blocked_parents:
+            if consumers:
+                kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
+            blocked_parents.add(prov.parent_uuid)
+            continue
+        ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
+    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after={}, warnings=desired.warnings)
+
+
+def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,
+              root_inventories: Mapping[str, Mapping] | None = None) -> Plan:
+    """Compare and list the writes, in the order they must run. Raises PlanError; writes nothing."""
+    ops: list[Op] = []
+    before: dict[str, dict] = {}
+    after: dict[str, dict] = {}
+
+    roots: dict[str, str] = {}
+    warnings = list(desired.warnings)
+    for hyp in desired.hypervisors:
+        root = observed.roots.get(hyp)
+        devices = sorted(p.device for p in desired.providers if p.hypervisor == hyp and p.device)
+        if root is not None:
+            roots[hyp] = root.uuid
+            if root_inventories:
+                ops += _root_inventories(root, observed, root_inventories, before, after)
+        elif create_root:
+            roots[hyp] = root_uuid(hyp)
+            invs = freeze_inventories(root_inventories or {})
+            ops.append(Op("create_root", name=hyp, uuid=roots[hyp], inventories=invs))
+            after[roots[hyp]] = snapshot(hyp, None, (), invs)
+        elif all(p.kind == naming.OVN for p in desired.providers if p.hypervisor == hyp):
+            # Neutron's OVN extension skips a hypervisor entry that names no provider, silently
+            warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
+                            f"silently reports nothing for its resource_provider_hypervisors entries"
+                            + (f" (bridges {', '.join(devices)})" if devices else "") + "; minbw skips them too. "
+                            f"Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
+        else:
+            raise RootProviderNotFound(hyp, devices)
+
+    # the physnet traits only skipped providers had are not ensured either (Neutron never saw those bridges)
+    kept_traits = {t for p in desired.providers if p.hypervisor in roots for t in p.traits}
+    dropped = {t for p in desired.providers if p.hypervisor not in roots and p.role == "device"
+               for t in p.traits if t.startswith("CUSTOM_PHYSNET_")} - kept_traits
+    ops += [Op("create_trait", name=t) for t in sorted(desired.traits - dropped - observed.existing_traits)]
+
+    resolved: list[ProviderSpec] = []
+    reparent_ok = mv.at_least(observed.max_version, mv.REPARENT)
+    for spec in desired.providers:
+        if spec.hypervisor not in roots:
+            continue
+        parent = spec.parent_uuid or roots[spec.hypervisor]
+        spec = ProviderSpec(**{**spec.__dict__, "parent_uuid": parent})
+        resolved.append(spec)
+        after[spec.uuid] = snapshot(spec.name, parent, spec.traits, spec.inventories)
+        have = observed.providers.get(spec.uuid)
+        if have is None:
+            ops.append(Op("create_provider", name=spec.name, uuid=spec.uuid, parent_uuid=parent))
+            if spec.traits:
+                ops.append(Op("set_traits", name=spec.name, uuid=spec.uuid, traits=tuple(sorted(spec.traits))))
+            if spec.inventories:
+                ops.append(Op("set_inventories", name=spec.name, uuid=spec.uuid, inventories=spec.inventories))
+            continue
+        traits = observed.traits.get(spec.uuid, frozenset())
+        invs = observed.inventories.get(spec.uuid, {})
+        before[spec.uuid] = snapshot(have.name, have.parent_uuid, traits, invs)
+        if have.name != spec.name or have.parent_uuid != parent:
+            if have.parent_uuid != parent and not reparent_ok:
+                raise PlanError(
+                    f"provider {spec.name} ({spec.uuid}) hangs under {have.parent_uuid}, not under {parent}: "
+                    f"moving it needs Placement microversion {mv.format(mv.REPARENT)} (this server offers "
+                    f"{mv.format(observed.max_version)}); delete the provider and sync again (neutron bug 1921150)")
+            ops.append(Op("update_provider", name=spec.name, uuid=spec.uuid, parent_uuid=parent))
+        if frozenset(traits) != spec.traits:
+            ops.append(Op("set_traits", name=spec.name, uuid=spec.uuid, traits=tuple(sorted(spec.traits))))
+        if thaw_inventories(invs) != thaw_inventories(spec.inventories):
+            ops.append(Op("set_inventories", name=spec.name, uuid=spec.uuid, inventories=spec.inventories))
+
+    kept: list[Kept] = []
+    agent_uuids = owned_agents(desired, observed.providers.values())
+    wanted = {p.uuid for p in resolved}
+    for prov in sorted(observed.providers.values(), key=lambda p: p.name):
+        if prov.parent_uuid in agent_uuids and prov.uuid not in wanted:
+            consumers = observed.allocations.get(prov.uuid, {})
+            before[prov.uuid] = snapshot(prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
+                                         observed.inventories.get(prov.uuid))
+            if consumers:
+                kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
+            else:
+                ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
+    return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after,
+                warnings=tuple(warnings))
+
+
+def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: dict,
+                      after: dict) -> list[Op]:
+    """An existing root corrected to the inventories given: each given field of each given class replaced, the
+    rest of the root's inventories (nova-compute's allocation ratios, other classes) kept."""
+    have = thaw_inventories(observed.inventories.get(root.uuid, {}))
+    merged = {**have, **{rc: {**have.get(rc, {}), **dict(fields)} for rc, fields in given.items()}}
+    wanted = freeze_inventories(merged)
+    if thaw_inventories(wanted) == have:
+        return []
+    traits = observed.traits.get(root.uuid, frozenset())
+    before[root.uuid] = snapshot(root.name, None, traits, have)
+    after[root.uuid] = snapshot(root.name, None, traits, wanted)
+    return [Op("set_inventories", name=root.name, uuid=root.uuid, inventories=wanted)]
+
+
+_ORDER = ("create_trait", "create_root", "create_provider", "update_provider", "set_traits",
+          "set_inventories", "delete_provider")
+
+
+def _ordered(ops: list[Op]) -> list[Op]:
+    # stable: within one action the desired order (parents first) is kept
+    return sorted(ops, key=lambda op: _ORDER.index(op.action))

@@ -1,0 +1,83 @@
+"""A server's bandwidth guarantee, judged: what is there against what its ports request. Pure.
+
+:mod:`minbw.ops.servers` reads the server, its ports, the claim the exact solver maps from the
+server's allocations and the providers' usage; :func:`check_guarantee` lists what is wrong.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..model.claims import Claim
+from ..model.requests import PortRequest
+
+
+@dataclass(frozen=True)
+class PortState:
+    """A port of the server, with the request its guarantee is checked against."""
+
+    id: str
+    name: str | None
+    binding_profile: Mapping
+    binding_host: str | None
+    request: PortRequest | None
+    source: str | None          # "neutron" (its resource_request) or "computed" (minbw.neutron)
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "name": self.name, "request_source": self.source,
+                "resource_request": self.request.to_neutron() if self.request else None,
+                "binding_allocation": dict(self.binding_profile).get("allocation"),
+                "binding_host": self.binding_host, "notes": list(self.notes)}
+
+
+def check_guarantee(server: Mapping, ports: list[PortState], claim: Claim | None,
+                    claim_error: str | None, providers: Mapping[str, Mapping]) -> list[str]:
+    """Everything that breaks the guarantee, as sentences; empty when it holds.
+
+    ``server``: ``id``, ``status``, ``hypervisor_hostname``, ``compute_host``; ``providers``: uuid ->
+    ``{name, usages, allocations}`` (the provider's usage and its consumers' allocations).
+    """
+    problems = []
+    sid = server["id"]
+    if server.get("status") != "ACTIVE":
+        problems.append(f"server {sid} is {server.get('status')}, not ACTIVE")
+    if claim_error:
+        problems.append(f"the server's allocations in Placement do not satisfy its request: {claim_error}")
+    elif claim is None:
+        problems.append(f"Placement has no allocations for the server (consumer {sid})")
+    if claim is not None and server.get("hypervisor_hostname") and claim.host_name != server["hypervisor_hostname"]:
+        problems.append(f"the allocations are on host {claim.host_name}, but the server runs on "
+                        f"{server['hypervisor_hostname']}")
+    groups = {gid: rps[0] for gid, rps in (claim.mapping if claim else {}).items() if gid}
+
+    def name(rp):
+        return f"{providers.get(rp, {}).get('name') or rp} ({rp})"
+
+    for port in ports:
+        actual = dict(port.binding_profile).get("allocation")
+        where = f"port {port.name or port.id} ({port.id})" if port.name else f"port {port.id}"
+        if port.request is None:
+            if actual:
+                problems.append(f"{where} has no QoS minimum rules, but binding:profile.allocation is {actual}")
+            continue
+        if server.get("compute_host") and port.binding_host != server["compute_host"]:
+            problems.append(f"{where} is bound to host {port.binding_host!r}, the server is on {server['compute_host']!r}")
+        if claim is None:
+            continue
+        expected = claim.binding_profiles.get(port.id)
+        if actual != expected:
+            problems.append(f"{where}: binding:profile.allocation is {actual!r}, but the server's allocation maps "
+                            f"its request group(s) to {expected!r}")
+        for group in port.request.groups:
+            rp = groups.get(group.id)
+            info = providers.get(rp, {})
+            mine = (info.get("allocations", {}).get(sid) or {}).get("resources", {})
+            for rc, amount in group.resources:
+                if mine.get(rc, 0) < amount:
+                    problems.append(f"{where} group {group.id}: {name(rp)} has {mine.get(rc, 0)} {rc} allocated "
+                                    f"to the server, the group needs {amount}")
+                elif info.get("usages", {}).get(rc, 0) < amount:
+                    problems.append(f"{where} group {group.id}: the usage of {rc} on {name(rp)} is "
+                                    f"{info.get('usages', {}).get(rc, 0)}, less than the {amount} allocated")
+    return problems

@@ -1,0 +1,89 @@
+"""Read-only reports of the bandwidth providers: what Placement holds (providers with traits, inventories,
+usage) and what Neutron's agents report."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..errors import ObjectNotFound
+from ..model.providers import SHARING_TRAIT, DesiredState, snapshot
+from ..neutron import naming
+from ..neutron.agentconf import AgentConfig, config_from_report
+from ..placement.client import Placement
+from ..neutron.provider_tree import swept_agents
+from ..reports.reader import Reader
+
+
+def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]:
+    """Every provider (or one hypervisor's tree) with traits, inventories and usages, in tree order."""
+    if hypervisor:
+        roots = api.list_providers(name=hypervisor)
+        if not roots:
+            raise ObjectNotFound(f"no resource provider named {hypervisor!r}")
+        provs = api.list_providers(in_tree=roots[0].uuid)
+    else:
+        provs = api.list_providers()
+    out = [{"uuid": p.uuid, "name": p.name, "generation": p.generation, "root_provider_uuid": p.root_uuid,
+            "parent_provider_uuid": p.parent_uuid, "traits": sorted(d.traits),
+            "inventories": dict(d.inventories), "usages": dict(d.usages)}
+           for d in api.provider_details(provs, usages=True) for p in (d.provider,)]
+    return _tree_order(out)
+
+
+def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
+    """Placement's sharing providers (trait ``MISC_SHARES_VIA_AGGREGATE``), each with the roots of the trees
+    it serves: those with a provider in one of its aggregates, and its own (as Placement's
+    ``anchors_for_sharing_providers``). One listing, then two calls per sharing provider."""
+    out = {}
+    for s in api.list_providers(required=SHARING_TRAIT):
+        aggregates, _ = api.get_provider_aggregates(s.uuid)
+        members = api.list_providers(member_of="in:" + ",".join(sorted(aggregates))) if aggregates else []
+        out[s.uuid] = frozenset({p.root_uuid for p in members} | {s.root_uuid})
+    return out
+
+
+def _tree_order(provs: list[dict]) -> list[dict]:
+    children: dict = {}
+    for p in provs:
+        children.setdefault(p["parent_provider_uuid"], []).append(p)
+    known = {p["uuid"] for p in provs}
+    ordered: list[dict] = []
+
+    def walk(p):
+        ordered.append(p)
+        for c in sorted(children.get(p["uuid"], []), key=lambda x: x["name"]):
+            walk(c)
+    for p in sorted(provs, key=lambda x: x["name"]):
+        if p["parent_provider_uuid"] not in known:
+            walk(p)
+    return ordered
+
+
+def reported_configs(conn, hosts: Iterable[str] | None = None) -> list[AgentConfig]:
+    """What the bandwidth-reporting agents' heartbeats stand for (Neutron's agent list; OVS and SR-IOV: OVN
+    chassis report no bandwidth there)."""
+    hosts = set(hosts or ())
+    return [config_from_report(a.agent_type, a.host, a.configuration or {})
+            for a in conn.network.agents() if a.agent_type in naming.AGENT_KIND_BY_TYPE
+            and naming.AGENT_KIND_BY_TYPE[a.agent_type].key in naming.INI_KINDS
+            and (not hosts or a.host in hosts)]
+
+
+def placement_snapshots(api: Placement | Reader, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
+                        ) -> dict[str, dict]:
+    """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME), with
+    the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones. One
+    listing, then their traits and inventories (from the provider cache where it holds them)."""
+    reader = api if isinstance(api, Reader) else Reader(api)
+    wanted = set(uuids)
+    providers = reader.listing()
+    by_uuid = {p.uuid: p for p in providers}
+    swept = set().union(*(swept_agents(d, providers) for d in sides if d is not None))
+    wanted |= {p.uuid for p in providers if p.parent_uuid in swept}
+    out = {}
+    for d in reader.details([p for p in providers if p.uuid in wanted], usages=False).values():
+        p = d.provider
+        parent = by_uuid.get(p.parent_uuid)
+        shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
+        out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
+    reader.save()
+    return dict(sorted(out.items()))

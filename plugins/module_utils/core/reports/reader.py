@@ -1,0 +1,343 @@
+"""Reading Placement for the reports at the floor: one listing of every provider, then only the providers a
+report needs (the bandwidth providers; for a capacity count, those with room for the request), each read once,
+in parallel on a bounded pool, and not at all while the provider cache (:class:`ProviderCache`, shared with the
+sync) holds it at the generation the listing shows.
+
+The bandwidth providers are found without reading anything: Neutron's agent and device providers by the names and
+uuid5 UUIDs Neutron gives them (:func:`neutron_providers`), the providers the cache knows to hold a bandwidth or
+packet-rate inventory, and (``listings``) those that ``GET /resource_providers?resources=CLASS:1`` returns for
+each of those classes (any other provider with room). A provider that none of these names — not Neutron's, never
+read, and full — is not seen until it has room again or is read once (docs/benchmarks.md, "Reports").
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+from ..model.providers import Provider, ProviderDetail, freeze_inventories
+from ..neutron import naming
+from ..placement.client import Placement
+from ..reports import cache_check
+
+DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-read (the periodic full check)
+READERS = 4                    # providers read at once
+Progress = Callable[[str, int, int], None]
+
+
+def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Path:
+    """``$XDG_CACHE_HOME/minbw/providers-HASH.json`` (``~/.cache`` without it), one file per Placement endpoint."""
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "minbw" / f"providers-{hashlib.sha256(endpoint.encode()).hexdigest()[:16]}.json"
+
+
+class ProviderCache:
+    """Traits and inventories a previous sync read or wrote, by provider, kept per Placement endpoint in
+    one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
+    (Placement bumps the generation on every trait, inventory or allocation change) and it was last read
+    or written less than ``max_age`` seconds ago (the periodic full check); :func:`observe` trusts the
+    candidates that pass the safety check of :mod:`minbw.reports.cache_check` and re-reads the others.
+    Saving merges into what other syncs saved meanwhile (under a lock file), so syncs of different hosts
+    sharing the file lose nothing."""
+
+    VERSION = 2
+
+    def __init__(self, path: str | os.PathLike, endpoint: str, *, max_age: float = DEFAULT_CACHE_MAX_AGE,
+                 clock: Callable[[], float] = time.time):
+        self.path = Path(path)
+        self.endpoint = endpoint
+        self.max_age = max_age
+        self.clock = clock
+        self.entries: dict[str, dict] = self._load()
+        self._changed: dict[str, dict | None] = {}
+        self.stats = {"candidates": 0, "checks": 0, "trusted": 0, "reread": 0}
+        self.trusted: set[str] = set()
+
+    def _load(self) -> dict[str, dict]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != self.VERSION or data.get("endpoint") != self.endpoint:
+            return {}
+        return data.get("providers") or {}
+
+    def candidate(self, prov: Provider) -> dict | None:
+        e = self.entries.get(prov.uuid)
+        if (e and (e.get("generation"), e.get("name"), e.get("parent")) == (prov.generation, prov.name, prov.parent_uuid)
+                and self.clock() - e.get("checked", 0) <= self.max_age):
+            return e
+        return None
+
+    def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *,
+            used: Mapping[str, int] | None = None, checked: float | None = None) -> None:
+        self.entries[uuid] = self._changed[uuid] = {
+            "generation": generation, "name": name, "parent": parent, "traits": sorted(traits),
+            "inventories": {rc: dict(i) for rc, i in inventories.items()},
+            "used": dict(used) if used is not None else None,
+            "checked": self.clock() if checked is None else checked}
+
+    def drop(self, uuid: str) -> None:
+        self.entries.pop(uuid, None)
+        self._changed[uuid] = None
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            merged = {**self._load(), **{u: e for u, e in self._changed.items() if e is not None}}
+            for u in [u for u, e in self._changed.items() if e is None]:
+                merged.pop(u, None)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"version": self.VERSION, "endpoint": self.endpoint, "providers": merged}, f)
+            os.replace(tmp, self.path)
+        self.entries, self._changed = merged, {}
+
+
+def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict]) -> set[str]:
+    """The candidates the safety check confirms (none when re-reading them costs fewer calls than the check)."""
+    listings = cache_check.listings(candidates.values())
+    if len(listings) >= 2 * len(candidates):  # two reads per provider are cheaper than the check
+        return set()
+    answers = {li: {p.uuid for p in api.list_providers(**li.filters())} for li in listings}
+    cache.stats["checks"] += len(listings)
+    return set(candidates) - cache_check.disagreeing(candidates, answers)
+
+
+
+
+def sync_record_path(cache_path: str | os.PathLike) -> Path:
+    """Where the last sync against a cache's Placement is recorded: beside the cache file."""
+    path = Path(cache_path)
+    return path.with_name(path.name.replace("providers-", "sync-", 1) if path.name.startswith("providers-")
+                          else path.name + ".sync")
+
+
+def record_sync(cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock: Callable[[], float] = time.time) -> None:
+    """Record a sync's end (the exporter's ``minbw_sync_*`` metrics read it): when, whether it succeeded, its writes,
+    and when one last succeeded."""
+    path = sync_record_path(cache_path)
+    now = clock()
+    before = read_sync_record(cache_path) or {}
+    record = {"time": now, "ok": ok, "writes": writes, "last_success": now if ok else before.get("last_success")}
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-sync-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, path)
+
+
+def read_sync_record(cache_path: str | os.PathLike) -> dict | None:
+    try:
+        record = json.loads(sync_record_path(cache_path).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "time" in record else None
+
+
+# ---------------------------------------------------------------- which providers
+
+def neutron_providers(providers: Iterable[Provider]) -> set[str]:
+    """UUIDs of Neutron's agent and device providers in a listing: a name ``HOST:AGENT TYPE`` or ``HOST:AGENT
+    TYPE:DEVICE`` whose UUID is the uuid5 Neutron derives from it (neutron-lib's placement utils). No read."""
+    out = set()
+    for p in providers:
+        for kind in naming.AGENT_KINDS.values():
+            suffix = ":" + kind.agent_type
+            if p.name.endswith(suffix) and p.uuid == naming.agent_rp_uuid(kind, p.name[:-len(suffix)]):
+                out.add(p.uuid)
+            elif suffix + ":" in p.name:
+                host, device = p.name.split(suffix + ":", 1)
+                if p.uuid == naming.device_rp_uuid(kind, host, device):
+                    out.add(p.uuid)
+    return out
+
+
+def holds_bandwidth(inventories: Mapping) -> bool:
+    return any(rc in naming.GUARANTEED_CLASSES for rc in inventories)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a report read: ``providers`` every provider (the one listing), ``details`` those read or trusted
+    from the cache (traits, inventories, usages), ``allocations`` provider → consumer → resources (when asked),
+    ``stats`` the counts (listed, selected, trusted, read, allocation reads, checks, calls)."""
+
+    providers: Mapping[str, Provider]
+    details: Mapping[str, ProviderDetail]
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]] = field(default_factory=dict)
+    stats: Mapping[str, int] = field(default_factory=dict)
+
+    def names(self) -> dict[str, str]:
+        return {u: p.name for u, p in self.providers.items()}
+
+    def hosts(self) -> dict[str, str | None]:
+        """provider → its host (its root's name)."""
+        names = self.names()
+        return {u: names.get(p.root_uuid) for u, p in self.providers.items()}
+
+    def bandwidth(self) -> list[ProviderDetail]:
+        return [d for d in self.details.values() if holds_bandwidth(d.inventories)]
+
+
+class Reader:
+    """Reads providers for the reports: ``cache`` (a :class:`ProviderCache`, or None) trusted for providers
+    whose generation did not move, after its safety check unless ``verify`` is off (the exporter runs the check
+    on its slow interval); ``workers`` reads at once; ``progress(step, done, total)`` after each read."""
+
+    def __init__(self, api: Placement, cache: ProviderCache | None = None, *, workers: int = READERS,
+                 progress: Progress | None = None, verify: bool = True):
+        self.api = api
+        self.cache = cache
+        self.workers = max(1, workers)
+        self.progress = progress
+        self.verify = verify
+        self.read = 0  # providers read so far (not trusted from the cache)
+
+    def listing(self, **filters: str) -> list[Provider]:
+        return self.api.list_providers(**filters)
+
+    def bandwidth_scope(self, providers: Iterable[Provider], *, listings: bool = True) -> set[str]:
+        """The providers that hold (or may hold) bandwidth or packet rate (the module docstring says how)."""
+        providers = list(providers)
+        known = {p.uuid for p in providers}
+        scope = neutron_providers(providers)
+        if self.cache is not None:
+            scope |= {u for u, e in self.cache.entries.items() if u in known and holds_bandwidth(e["inventories"])}
+        if listings:
+            for rc in sorted(naming.GUARANTEED_CLASSES):
+                scope |= {p.uuid for p in self.listing(resources=f"{rc}:1")}
+        return scope & known
+
+    def details(self, providers: Iterable[Provider], *, usages: bool = True,
+                traits: bool = True) -> dict[str, ProviderDetail]:
+        """Traits, inventories (and usages) of ``providers``: from the cache where it holds them at the listed
+        generation (and the usage, when asked), else read (up to 3 calls each, ``workers`` at once) and cached.
+        ``traits`` False: a caller that needs none (the audit) skips them when there is no cache to fill."""
+        traits = traits or self.cache is not None  # a cache entry needs the traits
+        providers = list(providers)
+        out: dict[str, ProviderDetail] = {}
+        cache = self.cache
+        trusted: set[str] = set()
+        if cache is not None:
+            candidates = {p.uuid: e for p in providers if (e := cache.candidate(p)) is not None
+                          and (not usages or e.get("used") is not None)}
+            trusted = (verified(self.api, cache, candidates) if self.verify and candidates else set(candidates))
+            cache.stats["candidates"] += len(candidates)
+            cache.stats["trusted"] += len(trusted)
+            cache.stats["reread"] += len(candidates) - len(trusted)
+            for p in providers:
+                if p.uuid in trusted:
+                    e = cache.entries[p.uuid]
+                    out[p.uuid] = ProviderDetail(p, frozenset(e["traits"]), freeze_inventories(e["inventories"]),
+                                                 dict(e["used"] or {}) if usages else None, True)
+        to_read = [p for p in providers if p.uuid not in trusted]
+        self.read += len(to_read)
+        for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits),
+                              1):
+            out[d.provider.uuid] = d
+            if cache is not None and d.unmoved:
+                p = d.provider
+                cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits, d.inventories,
+                          used=dict(d.usages or {}) if usages else None)
+            if self.progress:
+                self.progress("providers read", i, len(to_read))
+        return out
+
+    def allocations(self, uuids: Iterable[str]) -> dict[str, dict[str, dict[str, int]]]:
+        """provider → consumer → resources, one read per provider, ``workers`` at once. A cached provider whose
+        allocations are read at its cached generation gets its usage from them (no usages read next time)."""
+        uuids = list(uuids)
+
+        def read(u: str) -> tuple[str, dict, int]:
+            body = self.api.provider_allocations(u, with_generation=True)
+            return u, {c: dict(a["resources"]) for c, a in body["allocations"].items()}, \
+                body.get("resource_provider_generation")
+        out = {}
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            for i, (u, allocs, generation) in enumerate(pool.map(read, uuids), 1):
+                out[u] = allocs
+                entry = self.cache.entries.get(u) if self.cache is not None else None
+                if entry is not None and entry.get("generation") == generation and entry.get("used") is None:
+                    used: dict[str, int] = {}
+                    for res in allocs.values():
+                        for rc, n in res.items():
+                            used[rc] = used.get(rc, 0) + n
+                    self.cache.put(u, generation, entry["name"], entry["parent"], entry["traits"],
+                                   entry["inventories"], used=used, checked=entry.get("checked"))
+                if self.progress:
+                    self.progress("allocations read", i, len(uuids))
+        return out
+
+    def save(self) -> None:
+        if self.cache is not None:
+            self.cache.save()
+
+
+def read_bandwidth(reader: Reader, *, allocations: bool = False, listings: bool = True,
+                   providers: list[Provider] | None = None) -> Reading:
+    """Every provider listed once; the bandwidth providers' traits, inventories and usages (the cache where it
+    can), and with ``allocations`` their allocations: the floor, one allocation read per bandwidth provider
+    (then neither traits nor usages are read without a cache: the allocations give the usage)."""
+    calls = reader.api.calls
+    providers = reader.listing() if providers is None else providers
+    by_uuid = {p.uuid: p for p in providers}
+    scope = reader.bandwidth_scope(providers, listings=listings)
+    details = reader.details((by_uuid[u] for u in sorted(scope)), usages=not allocations, traits=not allocations)
+    bandwidth = [u for u, d in details.items() if holds_bandwidth(d.inventories)]
+    allocs = reader.allocations(bandwidth) if allocations else {}
+    return Reading(by_uuid, details, allocs, {"listed": len(providers), "selected": len(scope),
+                                              "bandwidth": len(bandwidth), "allocation_reads": len(allocs),
+                                              "calls": reader.api.calls - calls})
+
+
+def read_for_capacity(reader: Reader, providers: list[Provider], items: Iterable[tuple[str, int]], *,
+                      everything: bool = False, shared: Iterable[str] = ()) -> list[ProviderDetail]:
+    """What a capacity count needs of ``providers``: those that can take one more of some ``(class, amount)``
+    item of the request now (one ``?resources=CLASS:AMOUNT`` listing per item: any other would hold no server),
+    the bandwidth providers (for the usage table), the sharing providers and the roots of their trees (their
+    traits), read or from the cache; the rest stand in their trees with nothing to offer. ``everything``
+    (a request group of traits alone): every provider."""
+    by_uuid = {p.uuid: p for p in providers}
+    if everything:
+        selected = set(by_uuid)
+    else:
+        selected = reader.bandwidth_scope(providers, listings=False) | (set(shared) & set(by_uuid))
+        for rc, amount in sorted(set(items)):
+            selected |= {p.uuid for p in reader.listing(resources=f"{rc}:{amount}")} & set(by_uuid)
+        selected |= {by_uuid[u].root_uuid for u in selected if by_uuid[u].root_uuid in by_uuid}
+    details = reader.details(by_uuid[u] for u in sorted(selected))
+    return [details.get(u) or ProviderDetail(p, frozenset(), {}, {}, True) for u, p in by_uuid.items()]
+
+
+def roots_over_capacity(reader: Reader, providers: Iterable[Provider], skip: Iterable[str] = ()) -> dict[str, ProviderDetail]:
+    """The root providers (compute nodes) that may be over capacity, read with their usages. Their classes come
+    from the cache (whatever its generation: an inventory is not over capacity before it holds allocations),
+    else from one inventories read per root (cached with its traits); then one ``?resources=CLASS:1`` listing
+    per class: a root missing from the listing of a class it holds (full, or over) is read."""
+    skip = set(skip)
+    roots = [p for p in providers if p.parent_uuid is None and p.uuid not in skip]
+    classes_of = {p.uuid: set(e["inventories"]) for p in roots
+                  if (e := (reader.cache.entries.get(p.uuid) if reader.cache else None)) is not None}
+    unknown = [p for p in roots if p.uuid not in classes_of]
+    saved, reader.verify = reader.verify, False
+    try:
+        for u, d in reader.details(unknown, usages=False, traits=False).items():
+            classes_of[u] = set(d.inventories)
+        with_room = {rc: {p.uuid for p in reader.listing(resources=f"{rc}:1")}
+                     for rc in sorted(set().union(*classes_of.values()) if classes_of else ())}
+        suspects = [p for p in roots if any(p.uuid not in with_room[rc] for rc in classes_of.get(p.uuid, ()))]
+        if reader.cache is not None:  # their usage moved with every claim: read again whatever the cache holds
+            for p in suspects:
+                reader.cache.entries.pop(p.uuid, None)
+        return reader.details(suspects)
+    finally:
+        reader.verify = saved

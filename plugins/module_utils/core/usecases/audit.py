@@ -1,0 +1,48 @@
+"""``minbw audit`` (``openstack bandwidth audit``) and the ``bandwidth_audit_info`` module: leaked bandwidth
+allocations, stale binding allocations, servers holding more than their ports request (double allocations),
+providers over capacity; ``fix`` removes what is safe to remove."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops.audit import apply_fixes, run_audit
+from ..plan.audit import AuditPlan
+from ..usecases.cloud import Cloud
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    fix: bool = False
+    ignore_consumers: tuple[str, ...] = ()   # consumers that are not Nova's (e.g. claims of minbw claim)
+    check: bool = False                      # with fix: say what would be fixed, fix nothing
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    plan: AuditPlan
+    fixes: tuple[dict, ...]
+
+    @property
+    def left(self) -> bool:
+        """Findings are left: report-only ones, or ones --fix did not fix."""
+        return bool(self.plan.left(list(self.fixes)))
+
+    @property
+    def changed(self) -> bool:
+        return any(f["done"] for f in self.fixes)
+
+    @property
+    def ok(self) -> bool:
+        return not self.left
+
+    def to_dict(self) -> dict:
+        return {**self.plan.to_dict(), "fixes": list(self.fixes)}
+
+
+def audit(cloud: Cloud, request: AuditRequest) -> AuditResult:
+    cloud.require("compute", "audit tells live servers and migrations from leaks by asking Nova")
+    cloud.require("network", "audit reads the ports' binding allocations from Neutron")
+    plan = run_audit(cloud.conn, cloud.reader(), ignore=request.ignore_consumers)
+    fixes = (apply_fixes(cloud.conn, cloud.placement, plan, binding_conn=cloud.service_conn())
+             if request.fix and not request.check else [])
+    return AuditResult(plan, tuple(fixes))

@@ -1,0 +1,70 @@
+"""``minbw capacity`` (``openstack bandwidth capacity show``) and the ``bandwidth_capacity_info`` module: how many
+more servers of one shape fit, per host, physnet and in total."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import InvalidInput
+from ..neutron.port_request import QosPort
+from ..reports.capacity.report import CapacityReport, capacity as count
+from ..reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
+from ..placement.client import Placement
+from ..reports.capacity.request import CapacityRequest, capacity_request
+from ..reports.providers import sharing_providers
+from ..reports.reader import Reader, read_for_capacity
+from ..usecases.cloud import Cloud
+
+
+@dataclass(frozen=True)
+class CapacityQuery:
+    """The server's shape (flavor resources and traits, ports as their ``resource_request`` or described by
+    their QoS rules) and, optionally, the one host to count. ``options`` name the front end's options in
+    errors (``resources``, ``hypervisor``; ``qos_ports``: one label per port)."""
+
+    resources: Mapping[str, int] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+    port_requests: tuple[Mapping, ...] = ()
+    qos_ports: tuple[QosPort | Mapping, ...] = ()
+    group_policy: str | None = None
+    hypervisor: str | None = None
+    resources_option: str = "resources"
+    hypervisor_option: str = "hypervisor"
+    port_labels: tuple[str, ...] | None = None
+
+
+def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
+    """Every host (or the one named), counted now (bad input is refused before anything is read)."""
+    request = capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
+                               group_policy=query.group_policy, resources_option=query.resources_option,
+                               port_labels=query.port_labels)
+    return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
+
+
+def capacity_report(api: Placement | Reader, request: CapacityRequest, hypervisor: str | None = None,
+                    option: str = "hypervisor") -> CapacityReport:
+    """``request`` counted on every host (or the one named ``hypervisor``; ``option`` names it in an error),
+    reading only what can hold a server (:func:`minbw.reports.reader.read_for_capacity`)."""
+    reader = api if isinstance(api, Reader) else Reader(api)
+    api = reader.api
+    if hypervisor:
+        roots = api.list_providers(name=hypervisor)
+        if not roots:
+            known = sorted(p.name for p in api.list_providers() if p.parent_uuid is None)
+            raise InvalidInput(f"{option}: no compute node (root resource provider) named {hypervisor!r} in "
+                               f"Placement. Fix: use one of {', '.join(known) or '(none: Placement has no providers)'}.")
+        if roots[0].parent_uuid is not None:
+            raise InvalidInput(f"{option}: {hypervisor!r} is not a compute node: it has a parent provider. Fix: "
+                               f"name the root provider (the hypervisor name nova-compute reports).")
+        providers = api.list_providers(in_tree=roots[0].uuid)
+        shared = {s: r for s, r in sharing_providers(api).items() if roots[0].uuid in r}
+        providers += [api.get_provider(s) for s in shared if s not in {p.uuid for p in providers}]
+    else:
+        providers = api.list_providers()
+        shared = sharing_providers(api)
+    groups = request.server.request_groups()
+    items = {(rc, amount) for g in groups for rc, amount in g.resources}
+    details = read_for_capacity(reader, providers, items, everything=any(not g.resources for g in groups),
+                                shared=shared)
+    reader.save()
+    return count(details, request, shared)

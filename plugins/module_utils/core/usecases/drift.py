@@ -1,0 +1,73 @@
+"""``minbw drift`` / ``openstack bandwidth drift show`` and the ``bandwidth_drift_info`` module: the agents'
+configuration vs what Neutron reports from it vs Placement, provider by provider.
+
+OVS / SR-IOV: the agents' ini files, the agents' heartbeats in Neutron's agent list, Placement. ML2/OVN: the
+chassis options on the computes (their Open vSwitch ``external_ids``, or a file) on the "ini" side, and the
+southbound ``Chassis`` rows on the "agent" side: they are what Neutron's OVN placement extension reads
+(Neutron's agent list carries no bandwidth for OVN chassis)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops import ovn
+from ..ops.agent_files import read_agent_configs
+from ..reports.drift import DriftRow, drift as compare
+from ..reports.providers import placement_snapshots, reported_configs
+from ..usecases.cloud import Cloud
+from ..usecases.providers import OvnSources
+
+
+@dataclass(frozen=True)
+class DriftRequest:
+    """``agent_configs``: ini files to compare (none: Neutron vs Placement only); ``neutron``: read what the
+    agents report (off against a cloud of Placement alone). ``chassis``: OVN chassis options as the computes
+    hold them (the ini side); ``southbound``: the southbound database's chassis (the agent side)."""
+
+    agent_configs: tuple[str, ...] = ()
+    host: str | None = None
+    neutron: bool = True
+    option: str = "agent_configs"  # how the front end names the files (in errors)
+    chassis: OvnSources = OvnSources()
+    southbound: OvnSources = OvnSources()
+
+
+@dataclass(frozen=True)
+class DriftResult:
+    rows: tuple[DriftRow, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return all(r.agree for r in self.rows)
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "providers": [r.to_dict() for r in self.rows], "warnings": list(self.warnings)}
+
+
+def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
+    """Compare what is given: the ini files and OVN chassis options as the computes hold them; Neutron's agents
+    (when ``neutron``) and the southbound chassis; and Placement (read by ``reader``, default the cloud's)."""
+    chassis = request.chassis.read(request.host)[0] if request.chassis.given else []
+    southbound = request.southbound.read()[0] if request.southbound.given else None
+    configs = (read_agent_configs(request.agent_configs, host=request.host, paths_option=request.option)
+               if request.agent_configs else [])
+    ini = ovn.desired(configs, chassis) if (configs or chassis) else None
+    hosts = {p.hypervisor for p in ini.providers} if ini else None
+    agent = None
+    # the heartbeats carry OVS / SR-IOV bandwidth only: with OVN chassis alone they have nothing to compare
+    heartbeats_wanted = request.neutron and (bool(configs) or not chassis)
+    if heartbeats_wanted:
+        cloud.require("network", "drift reads what the agents report from Neutron",
+                      fix="leave Neutron out (minbw drift --no-neutron; the module's neutron: false) to compare "
+                          "the ini files with Placement only")
+    if heartbeats_wanted or southbound is not None:
+        heartbeats = reported_configs(cloud.conn, hosts) if heartbeats_wanted else []
+        sb = list(southbound or ())
+        if chassis:  # the same chassis on both sides
+            names = {c.name for c in chassis}
+            sb = [c for c in sb if c.name in names]
+        agent = ovn.desired(heartbeats, sb, complete=southbound is not None and not chassis)
+    uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
+    rows = compare(ini, agent, placement_snapshots(reader or cloud.reader(), uuids, (ini, agent)))
+    warnings = ovn.chassis_configs([*chassis, *(southbound or ())])[1]
+    return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)))

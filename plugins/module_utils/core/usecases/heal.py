@@ -1,0 +1,44 @@
+"""``minbw heal`` (``openstack bandwidth server heal``) and the ``server_port_allocations`` module: give servers'
+QoS ports their missing allocations and ``binding:profile.allocation`` (check mode = each server's plan)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops import heal as ops_heal
+from ..usecases.cloud import Cloud
+
+
+@dataclass(frozen=True)
+class HealRequest:
+    servers: tuple[str, ...] = ()   # names or ids; none: every server
+    check: bool = False
+
+
+@dataclass(frozen=True)
+class HealResult:
+    servers: tuple[dict, ...]       # per server: plan, diff, healed, error
+    check: bool
+
+    @property
+    def needed(self) -> list[dict]:
+        return [r for r in self.servers if (r.get("plan") or {}).get("ops")]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.needed) if self.check else any(r.get("healed") for r in self.needed)
+
+    @property
+    def pending(self) -> list[dict]:
+        """Servers left unhealed (an error), or with --dry-run, those that need healing."""
+        return [r for r in self.servers if r.get("error") or (self.check and (r.get("plan") or {}).get("ops"))]
+
+    def to_dict(self) -> list[dict]:
+        return list(self.servers)
+
+
+def heal(cloud: Cloud, request: HealRequest) -> HealResult:
+    cloud.require("compute", "heal reads the servers from Nova")
+    cloud.require("network", "heal reads the servers' ports from Neutron")
+    results = ops_heal.heal(cloud.conn, cloud.placement, names=request.servers, check=request.check,
+                            binding_conn=None if request.check else cloud.service_conn(), progress=cloud.progress)
+    return HealResult(tuple(results), request.check)

@@ -1,0 +1,68 @@
+"""``minbw move [confirm|revert]`` (``openstack bandwidth allocation migrate [confirm|revert]``) and the
+``allocation_migration`` module: move a consumer's allocations to another host as Nova migrates a server (one
+atomic ``POST /allocations``; a migration consumer holds the source), then confirm or revert."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidInput, MoveRefused
+from ..ops import claims, moves
+from ..ops.moves import MoveResult
+from ..plan import base
+from ..usecases.candidates import ServerSpec, server_request
+from ..usecases.cloud import Cloud
+
+MOVE, CONFIRM, REVERT = "move", "confirm", "revert"
+
+
+@dataclass(frozen=True)
+class MoveRequest:
+    """``step`` move: ``consumer``, ``server`` and ``target_host`` (``migration`` None: a new one); confirm:
+    ``migration``; revert: ``consumer``, ``migration`` and optionally ``server`` (then the ports' source
+    binding allocations are shown). ``settled``: what a move to where the consumer already is (the migration
+    holding nothing) does: "refuse" (the command) or "unchanged" (the module: the desired state holds)."""
+
+    step: str = MOVE
+    consumer: str | None = None
+    server: ServerSpec | None = None
+    target_host: str | None = None
+    migration: str | None = None
+    retries: int = 4
+    check: bool = False
+    settled: str = "refuse"
+    options: tuple[str, str, str] = ("consumer", "target_host", "migration")  # their names in errors
+
+
+def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
+    api = cloud.placement
+    consumer_opt, target_opt, migration_opt = request.options
+    if request.step == CONFIRM:
+        if not request.migration:
+            raise InvalidInput(f"{migration_opt} is required to confirm a move.")
+        return moves.confirm(api, request.migration, retries=request.retries, check=request.check)
+    req = None
+    if request.server is not None and not request.server.empty:
+        req = server_request(cloud, request.server)[0]
+    if request.step == REVERT:
+        for option, value in ((consumer_opt, request.consumer), (migration_opt, request.migration)):
+            if not value:
+                raise InvalidInput(f"{option} is required to revert a move.")
+        return moves.revert(api, request.consumer, request.migration, req, retries=request.retries,
+                            check=request.check)
+    for option, value in ((consumer_opt, request.consumer), (target_opt, request.target_host)):
+        if not value:
+            raise InvalidInput(f"{option} is required to move (or confirm / revert one).")
+    if req is None:
+        req = server_request(cloud, request.server or ServerSpec())[0]
+    try:
+        return moves.move(api, request.consumer, req, request.target_host, request.migration,
+                          retries=request.retries, check=request.check)
+    except MoveRefused as e:
+        if e.reason != "same-host" or request.settled != "unchanged":
+            raise
+        # On the target already, the migration holding nothing: confirmed (or never moved). The desired state
+        # holds; the claim must still satisfy the request (MappingError says how it does not).
+        claim = claims.existing_claim(api, request.consumer, req)
+        held = {"consumer": {"host": request.target_host}}
+        return MoveResult(MOVE, False, request.migration or "", base.Plan((), held, held), request.consumer, claim,
+                          None, (), request.check, reason=e.reason, message=str(e))

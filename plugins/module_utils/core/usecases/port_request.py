@@ -1,0 +1,59 @@
+"""``minbw request`` (``openstack bandwidth request show``) and the ``port_resource_request_info`` module: a port's
+``resource_request`` computed as Neutron's QoS plugin computes it, from QoS rules, segments and vnic type, or for
+a port that exists, beside what Neutron shows."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from ..errors import InvalidInput
+from ..model.requests import PortRequest, request_view
+from ..neutron.port_request import QosPort, Segment
+from ..ops import neutron
+from ..usecases.cloud import Cloud
+
+DEFAULT_SEGMENT = Segment("vlan", "physnet0")  # a port described without its network
+
+
+@dataclass(frozen=True)
+class PortRequestQuery:
+    """Either ``port`` (a Neutron port's name or id: computed from what Neutron holds and compared) or
+    ``qos_port`` (its rules, vnic type and segments; ``port_id``: the id its group ids derive from, made up
+    when not given; None with a ``port_id``: a policy without minimum rules, which requests nothing)."""
+
+    qos_port: QosPort | None = None
+    port_id: str | None = None
+    port: str | None = None
+    agent_type: str | None = None
+    any_traits: bool = False
+
+
+@dataclass(frozen=True)
+class PortRequestResult:
+    port_id: str
+    request: PortRequest | None
+    compared: dict | None = None   # for a Neutron port: Neutron's own request and whether it matches
+
+    def to_dict(self) -> dict:
+        return {**request_view(self.request), "port_id": self.port_id, **(self.compared or {})}
+
+
+def port_request(cloud: Cloud | None, query: PortRequestQuery) -> PortRequestResult:
+    if query.port:
+        if cloud is None:
+            raise InvalidInput("reading a port from Neutron needs a cloud")
+        cloud.require("network", "the port is read from Neutron")
+        compared = neutron.request_against_neutron(cloud.conn, query.port, query.agent_type, query.any_traits)
+        ours = compared.pop("request")
+        return PortRequestResult(compared.pop("port_id"), ours, compared)
+    if query.qos_port is None:  # a policy without minimum rules: nothing to request
+        if not query.port_id:
+            raise InvalidInput("give a port (its name or id), or its id and its QoS rules")
+        return PortRequestResult(query.port_id, None)
+    port_id = query.port_id or query.qos_port.port_id or str(uuid.uuid4())
+    if query.port_id and query.qos_port.port_id and query.port_id != query.qos_port.port_id:
+        raise InvalidInput(f"the port id is given twice: {query.port_id} and id={query.qos_port.port_id}. Fix: "
+                           f"give it once")
+    return PortRequestResult(port_id, query.qos_port.request(port_id, query.qos_port.segments or (DEFAULT_SEGMENT,),
+                                                             agent_kind=query.agent_type,
+                                                             any_traits=query.any_traits))

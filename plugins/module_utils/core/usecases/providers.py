@@ -1,0 +1,158 @@
+"""``minbw providers plan|sync|show`` (``openstack bandwidth provider sync|list``) and the ``bandwidth_providers``
+and ``bandwidth_providers_info`` modules: make Placement's bandwidth providers match the agents' configuration
+(check mode = the plan), and show them with traits, inventories and usage."""
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..errors import InvalidInput
+from ..model.providers import DesiredState, root_inventories
+from ..ops import ovn
+from ..ops import sync as s
+from ..errors import MinbwError
+from ..reports.reader import record_sync
+from ..ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
+from ..ops.agent_files import read_agent_configs
+from ..plan.base import Plan
+from ..reports.providers import provider_report
+from ..usecases.cloud import Cloud, progress_of
+
+
+@dataclass(frozen=True)
+class OvnSources:
+    """Where ML2/OVN chassis options are read (what Neutron's OVN placement extension reads): saved files, the
+    southbound database (every chassis of the cloud), this compute's Open vSwitch database, or option values
+    (what an ovn_chassis_config task returns). ``sb_db``/``ovs_db``: the database, None for the tools' default;
+    ``sbctl``/``vsctl``: how to run ovn-sbctl / ovs-vsctl."""
+
+    files: tuple[str, ...] = ()
+    southbound: bool = False
+    sb_db: str | None = None
+    sbctl: str | tuple[str, ...] | None = None
+    open_vswitch: bool = False
+    ovs_db: str | None = None
+    vsctl: str | tuple[str, ...] | None = None
+    values: tuple = ()
+
+    @property
+    def given(self) -> bool:
+        return bool(self.files or self.southbound or self.open_vswitch or self.values)
+
+    def read(self, hostname: str | None = None):
+        """The chassis of every source, and whether they are every chassis of the cloud (the southbound)."""
+        return ovn.gather(files=self.files, southbound=self.southbound, sb_db=self.sb_db, sbctl=self.sbctl,
+                          open_vswitch=self.open_vswitch, ovs_db=self.ovs_db, vsctl=self.vsctl, values=self.values,
+                          hostname=hostname)
+
+
+@dataclass(frozen=True)
+class ProvidersRequest:
+    """The agents' configuration (ini files and/or option dicts) and how to sync it. ``cache`` None: no cache;
+    "" the default file of the endpoint; else a path. ``option``: how the front end names the files."""
+
+    agent_configs: tuple[str, ...] = ()
+    agents: tuple[Mapping, ...] = ()
+    ovn: OvnSources = OvnSources()
+    host: str | None = None
+    check: bool = False
+    absent: bool = False
+    create_root: bool = False
+    root_inventories: Mapping | None = None
+    cache: str | None = ""
+    cache_max_age: float = DEFAULT_CACHE_MAX_AGE
+    workers: int = DEFAULT_WORKERS
+    option: str = "agent_configs"
+    options: Mapping[str, str] = field(default_factory=dict)  # option names in errors: workers, cache_max_age, ...
+
+    def name(self, option: str) -> str:
+        return self.options.get(option, option)
+
+
+@dataclass(frozen=True)
+class ProvidersResult:
+    desired: DesiredState
+    plan: Plan
+    applied: s.ApplyResult | None
+    summary: str
+    check: bool
+
+    @property
+    def changed(self) -> bool:
+        return self.plan.changed
+
+    def diffs(self) -> list[dict]:
+        """One diff per changing provider, headed by its name and UUID."""
+        whole = self.plan.diff()
+        out = []
+        for uuid in set(whole["before"]) | set(whole["after"]):
+            before, after = whole["before"].get(uuid), whole["after"].get(uuid)
+            header = "%s (%s)" % ((after or before)["name"], uuid)
+            out.append(dict(before=before, after=after, before_header=header, after_header=header))
+        return sorted(out, key=lambda d: d["before_header"])
+
+    @property
+    def warnings(self) -> list[str]:
+        """What Neutron would silently skip (an OVN bridge without a hypervisor entry, ...)."""
+        return list(self.plan.warnings)
+
+    def to_dict(self) -> dict:
+        out = self.plan.to_dict()
+        out["diff"] = self.plan.diff()
+        out["result"] = self.applied.to_dict() if self.applied is not None else None  # null: nothing written
+        out["summary"] = self.summary
+        out["warnings"] = self.warnings
+        return out
+
+
+def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
+    """Plan (``check``) or make the writes that bring Placement to the configuration (``absent``: remove these
+    agents' providers where nothing is allocated)."""
+    if not (request.agent_configs or request.agents or request.ovn.given):
+        raise InvalidInput("give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
+                           "chassis options (--agent-config FILE, --ovn-chassis FILE, --ovn-sb-db [DB], "
+                           "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
+    configs = read_agent_configs(request.agent_configs, request.agents, request.host, paths_option=request.option)
+    chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
+    desired = ovn.desired(configs, chassis, complete=complete)
+    workers = s.check_workers(request.workers, request.name("workers"))
+    max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
+    roots = (root_inventories(request.root_inventories, request.name("root_inventories"))
+             if request.root_inventories else None)
+    api = cloud.placement
+    cache = None
+    if request.cache is not None:
+        cache = s.ProviderCache(request.cache or s.default_cache_path(api.endpoint()), api.endpoint(),
+                                max_age=max_age)
+    started, calls = time.perf_counter(), api.calls
+    try:
+        plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,
+                               root_inventories=roots, absent=request.absent, progress=progress_of(cloud),
+                               cache=cache, workers=workers)
+    except MinbwError:
+        if cache is not None and not request.check:
+            record_sync(cache.path, ok=False)
+        raise
+    if cache is not None and not request.check:  # the exporter's minbw_sync_* metrics
+        record_sync(cache.path, ok=True, writes=applied.writes if applied else 0)
+    line = s.summary(desired, plan, applied, seconds=time.perf_counter() - started, calls=api.calls - calls,
+                     cache=cache, check=request.check)
+    return ProvidersResult(desired, plan, applied, line, request.check)
+
+
+@dataclass(frozen=True)
+class ShowRequest:
+    hypervisor: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowResult:
+    providers: tuple[dict, ...]  # in tree order, each with traits, inventories and usages
+
+    def to_dict(self) -> list[dict]:
+        return list(self.providers)
+
+
+def show(cloud: Cloud, request: ShowRequest) -> ShowResult:
+    return ShowResult(tuple(provider_report(cloud.placement, request.hypervisor)))

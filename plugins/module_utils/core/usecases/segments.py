@@ -1,0 +1,57 @@
+"""``minbw segments [--sync]`` (``openstack bandwidth segment list|sync``) and the ``segment_providers`` module:
+routed networks' segment providers in Placement (IPV4_ADDRESS, aggregate, hosts) as Neutron's segments plugin
+reports them, and a sync where it does not."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidInput
+from ..ops import segments as ops_segments
+from ..usecases.cloud import Cloud
+
+
+@dataclass(frozen=True)
+class SegmentsRequest:
+    networks: tuple[str, ...] = ()   # names or ids; none: every network with subnets on segments
+    sync: bool = False               # write what is missing
+    check: bool = False              # with sync: the plan, nothing written
+    recount: bool = False            # with sync: also set counts that differ from Neutron's (once they stay still)
+    quiet_window: float = ops_segments.QUIET_SECONDS
+    option: str = "recount"          # how the front end names recount (in errors)
+
+
+@dataclass(frozen=True)
+class SegmentsResult:
+    """``report``: what ops.segments reports (segments, plan, warnings, diff; in_sync for a report, steps and
+    changed for a sync)."""
+
+    report: dict
+    sync: bool
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.report.get("changed", False))
+
+    @property
+    def in_sync(self) -> bool:
+        return self.report.get("in_sync", not self.report["plan"]["writes"])
+
+    @property
+    def unresolved(self) -> list[str]:
+        """Counts that differ from Neutron's and are left as they are (exit 3 for a sync)."""
+        return list(self.report.get("unresolved") or ())
+
+    def to_dict(self) -> dict:
+        return dict(self.report)
+
+
+def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
+    if request.recount and not request.sync:
+        raise InvalidInput(f"{request.option} goes with a sync (minbw segments --sync, or --dry-run to see the "
+                           f"recount planned)")
+    cloud.require("network", "the routed networks' segments are read from Neutron")
+    networks = list(request.networks) or None
+    if request.sync:
+        return SegmentsResult(ops_segments.sync(cloud.conn, cloud.placement, networks, check=request.check,
+                                                recount=request.recount, quiet=request.quiet_window), True)
+    return SegmentsResult(ops_segments.report(cloud.conn, cloud.placement, networks), False)

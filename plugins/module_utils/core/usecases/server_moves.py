@@ -1,0 +1,53 @@
+"""The ``server_move`` and ``server_move_info`` modules (and the ``bandwidth_move`` role): move a server through
+Nova (migrate, resize, confirm, revert, live migrate, evacuate, shelve, unshelve, start) and judge its bandwidth
+guarantee at each step of the move."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..ops import nova_moves
+from ..plan.base import Plan
+from ..usecases.cloud import Cloud
+
+
+@dataclass(frozen=True)
+class ServerMoveRequest:
+    server: str
+    action: str
+    host: str | None = None
+    flavor: str | None = None
+    force_down_source: bool = False
+    timeout: float = 180
+    check: bool = False
+
+
+@dataclass(frozen=True)
+class ServerMoveResult:
+    plan: Plan
+    seen: dict | None   # the step's state after the action (server, migration, verdict)
+
+    def to_dict(self) -> dict:
+        mig = (self.seen or {}).get("migration")
+        return {"plan": self.plan.to_dict(), "server": (self.seen or {}).get("server"),
+                "migration": mig.to_dict() if mig else None}
+
+
+def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
+    cloud.require("compute", "servers are moved through Nova")
+    plan, seen = nova_moves.run(cloud.conn, request.server, request.action, host=request.host,
+                                flavor=request.flavor, force_down_source=request.force_down_source,
+                                timeout=request.timeout, check=request.check)
+    return ServerMoveResult(plan, seen)
+
+
+@dataclass(frozen=True)
+class MoveStateQuery:
+    server: str
+    expect_allocations: Mapping[str, Mapping[str, int]] | None = None
+
+
+def move_state(cloud: Cloud, query: MoveStateQuery) -> dict:
+    """The server's move step, judged: phase, allocations of the server and its migration, problems."""
+    cloud.require("compute", "the server and its migrations are read from Nova")
+    return nova_moves.move_state(cloud.conn, query.server, cloud.placement, expect_allocations=query.expect_allocations)
