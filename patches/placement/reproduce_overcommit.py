@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Reproduce openstack-placement's overcommit under concurrent claims against any Placement you can reach.
 
     python3 patches/placement/reproduce_overcommit.py --os-cloud NAME [--claimers 16] [--capacity 24] [--rounds 5]
@@ -80,7 +79,7 @@ def claim_until_full(conn, provider, barrier, out, lock, quota) -> None:
         consumer = str(uuid.uuid4())
         body = {"allocations": {provider: {"resources": {RC: 1}}}, "project_id": "overcommit-repro",
                 "user_id": "overcommit-repro", "consumer_generation": None}
-        for _ in range(CONFLICT_TRIES):
+        for _attempt in range(CONFLICT_TRIES):
             r = placement.put(f"/allocations/{consumer}", json=body, microversion=MV, raise_exc=False)
             if r.status_code == 409 and code_of(r) == "placement.concurrent_update":
                 continue
@@ -104,7 +103,7 @@ def one_round(args, admin, n: int) -> int:
     try:
         check(placement.put(f"/resource_providers/{rp}/inventories", microversion=MV, raise_exc=False, json={
             "resource_provider_generation": 0, "inventories": {RC: {"total": args.capacity}}}), "setting the inventory")
-        conns = [connect(args) for _ in range(args.claimers)]
+        conns = [connect(args) for _claimer in range(args.claimers)]
         barrier = threading.Barrier(args.claimers)
         lock = threading.Lock()
         quota = [2 * args.capacity]
@@ -137,7 +136,7 @@ def one_round(args, admin, n: int) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--os-cloud", required=True, help="the clouds.yaml entry to use (an admin of Placement)")
     p.add_argument("--claimers", type=int, default=16, help="concurrent claimers (default 16)")
     p.add_argument("--capacity", type=int, default=24, help="units of the provider's inventory (default 24)")
