@@ -15,11 +15,11 @@ $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e 'python[placement,exporter]' -r requirements-test.txt
 	# openstack.cloud, the collection's dependency, into .venv/collections (from PyPI: Galaxy is not reached)
-	bash tests/ansible/install_openstack_cloud.sh
+	bash tests/support/ansible/install_openstack_cloud.sh
 	touch $@
 
 collection: setup
-	bash tests/ansible/install_collection.sh
+	bash tests/support/ansible/install_collection.sh
 
 # The core the collection's modules use, shipped in plugins/module_utils/core with its imports made relative
 # (python/ship_core.py says why and how); tests/unit/test_shipped_core.py fails until this is run after
@@ -53,13 +53,13 @@ demo: setup collection
 # The mini-cloud's and the production-style Placement's venv (.venv-cloud) and Debian packages (MariaDB,
 # RabbitMQ): installed once here, before suites that use them run side by side.
 cloud-install:
-	bash tests/minicloud/cloud.sh install
+	bash tests/support/minicloud/cloud.sh install
 
-# `make test`: every suite, in parallel lanes (tests/run_suites.py: e2e | functional+prodplacement |
+# `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e | functional+prodplacement |
 # unit+faults+ansible | sanity+lint), then the time per suite and the 15 slowest tests; fails when a test fails.
 # Its set-up (setup, collection, cloud-install) is done first and timed apart. tests/README.md: the suites.
 test: setup collection cloud-install
-	$(PY) tests/run_suites.py
+	$(PY) tests/support/run_suites.py
 
 # One suite alone (tests/README.md has what each runs against and its time budget):
 unit: setup
@@ -81,32 +81,32 @@ e2e: setup collection cloud-install
 	$(PY) -m pytest -q tests/e2e
 
 sanity: setup
-	bash tests/ansible/sanity.sh
+	bash tests/support/ansible/sanity.sh
 
 lint: setup
-	bash tests/ansible/lint.sh
+	bash tests/support/ansible/lint.sh
 
 bench: setup
 	$(PY) bench/run.py
 
 cloud-up: setup
-	bash tests/minicloud/cloud.sh up
+	bash tests/support/minicloud/cloud.sh up
 
 cloud-down:
-	bash tests/minicloud/cloud.sh down
+	bash tests/support/minicloud/cloud.sh down
 
 # The production-style Placement (uWSGI workers on its own MariaDB; docs/benchmarks.md): ports 18778/13406,
 # state in .state/prodplacement. PRODPLACEMENT_AUTH=keystone adds a real Keystone (port 15400);
 # PRODPLACEMENT_WORKERS, PRODPLACEMENT_TOKEN_EXPIRATION, PRODPLACEMENT_CONFLICT_RETRIES (default 10, upstream's),
-# PRODPLACEMENT_PATCHED=1 (patches/placement applied): see tests/prodplacement/prodplacement.sh.
+# PRODPLACEMENT_PATCHED=1 (patches/placement applied): see tests/support/prodplacement/prodplacement.sh.
 prod-placement-up: setup
-	bash tests/prodplacement/prodplacement.sh up
+	bash tests/support/prodplacement/prodplacement.sh up
 
 prod-placement-down:
-	bash tests/prodplacement/prodplacement.sh down
+	bash tests/support/prodplacement/prodplacement.sh down
 
 prod-placement-status:
-	bash tests/prodplacement/prodplacement.sh status
+	bash tests/support/prodplacement/prodplacement.sh status
 
 clean:
 	rm -rf $(VENV) .venv-cloud .state

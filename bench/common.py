@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # tests.conftest (PlacementServer) and tests.oracle (Neutron's sync)
+if str(REPO) not in sys.path:  # tests.conftest (PlacementServer) and tests.support.oracle (Neutron's sync)
     sys.path.insert(0, str(REPO))
 
 
@@ -97,7 +97,7 @@ class Servers:
 
     def start(self, name: str):
         if self.kind == "prod":
-            from tests.prodplacement.server import ProdPlacement
+            from tests.support.prodplacement.server import ProdPlacement
             progress(f"starting the production-style Placement {name!r} ({self.workers} uWSGI workers, MariaDB)")
             server = ProdPlacement(self.state_dir / name, workers=self.workers)
         else:

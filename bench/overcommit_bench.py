@@ -207,7 +207,7 @@ def _rounds() -> None:
 
 def run(ctx: Context) -> Section:
     warnings.filterwarnings("ignore")
-    from tests.prodplacement.server import ProdPlacement
+    from tests.support.prodplacement.server import ProdPlacement
     _rounds()
 
     section = Section("overcommit", "Placement's overcommit under concurrent claims (upstream's retry count 10): "

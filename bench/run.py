@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 2 when a target is not met")
     p.add_argument("--placement", choices=Servers.KINDS, default="embedded",
                    help="embedded (default: wsgiref, SQLite) or prod (uWSGI workers on MariaDB, "
-                        "tests/prodplacement/prodplacement.sh; installs MariaDB and .venv-cloud when missing)")
+                        "tests/support/prodplacement/prodplacement.sh; installs MariaDB and .venv-cloud when missing)")
     p.add_argument("--workers", type=int, default=4, help="uWSGI worker processes with --placement prod (default 4)")
     args = p.parse_args(argv)
     names = [s.strip() for s in args.sections.split(",") if s.strip()]

@@ -11,7 +11,7 @@ runs it by default: the provider cache on (its safety check included) and ``DEFA
 written at once. Its warm run is also measured without the cache (``--no-cache``), for comparison.
 Neutron: for every host and agent, what the placement plugin does on each agent heartbeat
 after a (re)start: root look-ups by hypervisor name, then ``PlacementState.deferred_sync()``
-executed call by call with neutron-lib's ``PlacementAPIClient`` (tests/oracle/neutron_sync.py).
+executed call by call with neutron-lib's ``PlacementAPIClient`` (tests/support/oracle/neutron_sync.py).
 
 Both read the same generated ini files; timing covers reading and parsing them too.
 Correctness is checked inside the run, not counted: the trees of a sample of hosts are equal
@@ -174,7 +174,7 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
 
 
 def run_neutron(server, files: dict[str, list[Path]], phase: str) -> Run:
-    from tests.oracle import neutron_sync as oracle
+    from tests.support.oracle import neutron_sync as oracle
 
     client = oracle.neutron_client(server.url)
     client.list_resource_providers(name="warm-up")  # load the client's code paths; not counted

@@ -56,7 +56,7 @@ def get_cost_stack(server, uuids: list[str]) -> dict:
     from minbw.model import microversions
     from minbw.placement.client import Placement
     from minbw.deploy.serve import load_app
-    from tests.oracle import neutron_sync as oracle
+    from tests.support.oracle import neutron_sync as oracle
 
     app = load_app(server.state_dir / "placement.conf")   # same database, no HTTP
     conn = server.connect()

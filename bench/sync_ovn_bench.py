@@ -12,7 +12,7 @@ prints it; timing covers reading and parsing it.
 - Neutron: what its OVN extension does for each chassis when neutron-server's API worker starts (the
   Chassis row's create event, ``ChassisBandwidthConfigEvent.run``): ``name2uuid()`` (a listing of every
   provider), ``build_placement_state`` and ``deferred_sync()`` executed call by call with neutron-lib's
-  ``PlacementAPIClient`` (tests/oracle/neutron_ovn.py). Cold: no agent providers yet; warm: the same again
+  ``PlacementAPIClient`` (tests/support/oracle/neutron_ovn.py). Cold: no agent providers yet; warm: the same again
   (the next neutron-server restart).
 
 Checked inside the run (not counted; a failure raises BenchError): the trees of sampled hosts are equal
@@ -70,7 +70,7 @@ def run_minbw(server, path: Path, phase: str, cache_file: Path | None = None):
 
 
 def run_neutron(server, path: Path, phase: str) -> Run:
-    from tests.oracle import neutron_ovn, neutron_sync
+    from tests.support.oracle import neutron_ovn, neutron_sync
 
     client = neutron_sync.neutron_client(server.url)
     client.list_resource_providers(name="warm-up")  # load the client's code paths; not counted

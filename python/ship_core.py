@@ -23,7 +23,7 @@ makes of its source, when the set of files is not the closure, or when the part 
 (AGENT_ROOTS' closure: agent_config, agent_config_info and the filters) imports anything but the standard
 library or uses Python newer than 3.9. After changing a file of python/minbw run:  make module-utils
 
-ansible-test sanity (tests/ansible/sanity.sh) checks the shipped files as module_utils; this script also
+ansible-test sanity (tests/support/ansible/sanity.sh) checks the shipped files as module_utils; this script also
 writes their entries in tests/sanity/ignore-*.txt (the lines under plugins/module_utils/core/, each with
 its reason; the other lines are kept as they are):
 - import: a file that reaches the core's PyPI dependencies (openstacksdk, ...) cannot be imported in
@@ -163,7 +163,7 @@ def shipped_text(rel: str) -> str:
 
 
 SANITY = REPO / "tests" / "sanity"
-SANITY_PYTHON = "3.11"  # tests/ansible/sanity.sh: ansible-test sanity --python 3.11
+SANITY_PYTHON = "3.11"  # tests/support/ansible/sanity.sh: ansible-test sanity --python 3.11
 _IMPORT = "# reaches the core's PyPI dependencies, which ansible-test's import venv lacks (python/ship_core.py)"
 _STYLE = "# generated copy of the core, written to the project's style (python/ship_core.py)"
 

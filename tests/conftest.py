@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests import timing
+from tests.support import timing
 
 REPO = Path(__file__).resolve().parent.parent
 MINBW = [sys.executable, "-m", "minbw.cli"]
 
 
-# the time per suite and the slowest tests at the end of every run (tests/timing.py)
+# the time per suite and the slowest tests at the end of every run (tests/support/timing.py)
 pytest_addoption = timing.pytest_addoption
 pytest_configure = timing.pytest_configure
 
@@ -140,11 +140,11 @@ def placement_server(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def prod_placement(tmp_path_factory):
-    """The production-style Placement (tests/prodplacement/prodplacement.sh): uWSGI, 4 workers, its own
+    """The production-style Placement (tests/support/prodplacement/prodplacement.sh): uWSGI, 4 workers, its own
     MariaDB, noauth2, upstream's allocation_conflict_retry_count 10; free ports. Stock openstack-placement,
     or with patches/placement/*.patch when PRODPLACEMENT_PATCHED=1 (docs/placement-overcommit.md). Installs
     what it needs on a fresh machine (mariadb-server, .venv-cloud)."""
-    from tests.prodplacement.server import ProdPlacement
+    from tests.support.prodplacement.server import ProdPlacement
     server = ProdPlacement(tmp_path_factory.mktemp("prodplacement"), workers=4)
     try:
         server.start()
@@ -156,7 +156,7 @@ def prod_placement(tmp_path_factory):
 @pytest.fixture(scope="session")
 def prod_placement_keystone(tmp_path_factory):
     """As prod_placement, behind a real Keystone whose tokens live 20 seconds."""
-    from tests.prodplacement.server import ProdPlacement
+    from tests.support.prodplacement.server import ProdPlacement
     server = ProdPlacement(tmp_path_factory.mktemp("prodplacement-ks"), workers=2, keystone=True,
                            token_expiration=KEYSTONE_TOKEN_SECONDS)
     try:

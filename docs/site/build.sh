@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 export PATH=$venv/bin:$PATH ANSIBLE_COLLECTIONS_PATH=$work ANSIBLE_CONFIG=$work/ansible.cfg
 printf '[defaults]\n' > "$work/ansible.cfg"
 
-bash "$repo/tests/ansible/install_collection.sh" "$work" >/dev/null
+bash "$repo/tests/support/ansible/install_collection.sh" "$work" >/dev/null
 collection=$work/ansible_collections/minbw/openstack
 (cd "$collection" && antsibull-docs lint-collection-docs --plugin-docs --validate-collection-refs all \
     --disallow-unknown-collection-refs .)

@@ -5,7 +5,7 @@
 #   bash patches/placement/run_placement_tests.sh [WORKDIR] [STESTR-FILTER...]
 #
 # WORKDIR (default: a new temporary directory) gets the sdist, a venv (python3 -m venv; the sdist installed
-# editable with its test dependencies, pinned by tests/minicloud/constraints.txt) and a git repository of the
+# editable with its test dependencies, pinned by tests/support/minicloud/constraints.txt) and a git repository of the
 # sdist, so that the patch is applied and taken back with git. STESTR-FILTER (optional) narrows the tests, e.g.
 # placement.tests.functional.db.test_allocation. Prints one line per run (passed / skipped / failed) and exits 1
 # when a run with the patch has a failure. Needs network access to PyPI (pip download) and ~25 minutes on 2 CPUs.
@@ -29,7 +29,7 @@ if [ ! -d src ]; then
 fi
 if [ ! -x venv/bin/stestr ]; then
     python3 -m venv venv
-    venv/bin/pip install -q -c "$ROOT/tests/minicloud/constraints.txt" -e ./src stestr oslotest testtools fixtures \
+    venv/bin/pip install -q -c "$ROOT/tests/support/minicloud/constraints.txt" -e ./src stestr oslotest testtools fixtures \
         gabbi wsgi-intercept cryptography PyMySQL
 fi
 G=(git -C src -c safe.directory='*')

@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.playbook_runner import Run, run_playbook
+from tests.support.playbook_runner import Run, run_playbook
 
 HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session", autouse=True)
 def installed_collection():
-    subprocess.run([str(HERE / "install_collection.sh")], check=True, capture_output=True)
+    subprocess.run([str(HERE.parent / "support" / "ansible" / "install_collection.sh")], check=True, capture_output=True)
 
 
 @pytest.fixture
 def playbook():
     """``playbook(name, extra_vars, check=False, diff=False)`` runs tests/ansible/playbooks/NAME with
-    the repository's ansible.cfg and returns a :class:`tests.playbook_runner.Run`."""
+    the repository's ansible.cfg and returns a :class:`tests.support.playbook_runner.Run`."""
     def run(name: str, extra_vars: dict, check: bool = False, diff: bool = False) -> Run:
         return run_playbook(HERE / "playbooks" / name, extra_vars, check=check, diff=diff)
     return run

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.playbook_runner import run_playbook
+from tests.support.playbook_runner import run_playbook
 
 PLAYBOOK = Path(__file__).resolve().parent / "playbooks" / "computes_sync.yml"
 OVS_INI = """[DEFAULT]

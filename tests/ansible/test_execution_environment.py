@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 from ansible_builder.ee_schema import validate_schema
 
-from tests.tour import run_tour, tour
+from tests.support.tour import run_tour, tour
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -53,7 +53,7 @@ def test_the_readmes_definition_builds_a_context_whose_requirements_resolve(tmp_
 
     # the galaxy stage (openstack.cloud, which it would fetch from Galaxy, is there already) ...
     collections = tmp_path / "collections"
-    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"), str(collections)], check=True,
+    subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"), str(collections)], check=True,
                    capture_output=True)
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")
     subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "-r", "requirements.yml",

@@ -53,7 +53,7 @@ def test_2_6_0_runs_unchanged(placement_server, tmp_path):
 
 
 def install_2_5_0(dest: Path) -> Path:
-    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"), str(dest)], check=True,
+    subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"), str(dest)], check=True,
                    capture_output=True, env=dict(os.environ, MINBW_OPENSTACK_CLOUD_FROM="ansible==12.3.0"))
     assert installed_version(dest) == "2.5.0"
     return dest

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from minbw.neutron import agentconf as ac
-from tests.playbook_runner import run_playbook
+from tests.support.playbook_runner import run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 OPERATORS = REPO / "docs" / "operators.md"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from minbw.neutron import ovn
-from tests.oracle import neutron_ovn
+from tests.support.oracle import neutron_ovn
 
 REPO = Path(__file__).resolve().parents[2]
 GW = "enable-chassis-as-gw,availability-zones=az1:az2"
@@ -23,7 +23,7 @@ GW = "enable-chassis-as-gw,availability-zones=az1:az2"
 def ovs_db(tmp_path):
     """A compute's Open vSwitch database as the packages make it: ovsdb-server, the vswitch schema, init."""
     if not (shutil.which("ovsdb-server") and shutil.which("ovs-vsctl")):
-        subprocess.run(["bash", str(REPO / "tests" / "minicloud" / "cloud.sh"), "install-packages"], check=True,
+        subprocess.run(["bash", str(REPO / "tests" / "support" / "minicloud" / "cloud.sh"), "install-packages"], check=True,
                        capture_output=True)
     db, sock = tmp_path / "conf.db", tmp_path / "db.sock"
     subprocess.run(["ovsdb-tool", "create", str(db), "/usr/share/openvswitch/vswitch.ovsschema"], check=True)

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from minbw.neutron import ovn
-from tests.oracle import neutron_ovn
+from tests.support.oracle import neutron_ovn
 
 HERE = Path(__file__).resolve().parent
 INVENTORY = """[ovn-controller-network]

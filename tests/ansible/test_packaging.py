@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.tour import run_tour, tour
+from tests.support.tour import run_tour, tour
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -86,7 +86,7 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
     missing = subprocess.run(galaxy_install, capture_output=True, text=True, env=env)
     assert missing.returncode != 0 and "openstack.cloud:>=2.6.0,<3.0.0" in missing.stderr, missing.stderr
     # with openstack.cloud in the collections path (from PyPI's ansible package), --offline resolves it there
-    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"), str(dest)], check=True,
+    subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"), str(dest)], check=True,
                    capture_output=True)
     subprocess.run(galaxy_install, check=True, capture_output=True, env=env)
     listed = subprocess.run([str(BIN / "ansible-galaxy"), "collection", "list", "--format", "json", "-p", str(dest)],
@@ -182,7 +182,7 @@ def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
         [f"minbw-openstack-{VERSION}.tar.gz", f"minbw-{VERSION}-py3-none-any.whl", f"minbw-{VERSION}.tar.gz"])
 
     # openstack.cloud where ansible-galaxy looks first (Galaxy is not reached from here)
-    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"),
+    subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"),
                     str(home / ".ansible/collections")], check=True, capture_output=True)
     install = tour("install-tarball")
     assert install[0] == "cd dist" and install[1].startswith("ansible-galaxy collection install minbw-openstack-")
@@ -220,7 +220,7 @@ def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
     (from_git,) = tour("install-git")
     assert from_git == "ansible-galaxy collection install git+https://github.com/minbw/minbw.git"
     home2 = tmp_path / "home2"
-    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"),
+    subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"),
                     str(home2 / ".ansible/collections")], check=True, capture_output=True)
     run_lines([from_git.replace("https://github.com/minbw/minbw.git", f"file://{repo}")], user_env(home2, fresh_venv),
               cwd=tmp_path)
@@ -230,7 +230,7 @@ def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
 
     # README.collection.md's commands, where the tarball is (no checkout, no ansible.cfg)
     home3 = tmp_path / "home3"
-    subprocess.run(["bash", str(REPO / "tests/ansible/install_openstack_cloud.sh"),
+    subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"),
                     str(home3 / ".ansible/collections")], check=True, capture_output=True)
     shutil.copy(REPO / "dist" / f"minbw-openstack-{VERSION}.tar.gz", tmp_path)
     readme = (REPO / "README.collection.md").read_text()

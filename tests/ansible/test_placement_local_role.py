@@ -11,7 +11,7 @@ import socket
 import time
 from pathlib import Path
 
-from tests.playbook_runner import run_playbook
+from tests.support.playbook_runner import run_playbook
 
 HERE = Path(__file__).resolve().parent
 

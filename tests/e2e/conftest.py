@@ -1,9 +1,9 @@
-"""The end-to-end suite's mini-cloud: real Keystone, Placement, Neutron, Nova and Glance (tests/minicloud).
+"""The end-to-end suite's mini-cloud: real Keystone, Placement, Neutron, Nova and Glance (tests/support/minicloud).
 
 One cloud runs at a time (fixed ports). The suite cold-starts it once, as configured by default (Neutron's
 placement plugin on); the tests that use ``cloud_plugin_off`` (plugin off, nova-compute reporting SR-IOV PFs) run
 last, on the same MariaDB and RabbitMQ: ``cloud.sh up`` with that mode is a warm start (services restarted, databases
-restored from the snapshot the cold start took; tests/minicloud/README.md). A cloud that cannot start fails the
+restored from the snapshot the cold start took; tests/support/minicloud/README.md). A cloud that cannot start fails the
 tests with cloud.sh's output (which carries the failing service's log); nothing is skipped. A module never starts a
 cloud of its own (tests/unit/test_shared_fixtures.py): a new variant is a fixture here.
 
@@ -12,7 +12,7 @@ mapped and disabled, no agents, so no bandwidth): the single-host tests see one 
 written for. ``cloud_two_hosts`` brings devstack1 into service (``cloud.sh activate-spare``) for the tests of
 moves between hosts; those run after the single-host tests and before the plugin-off ones, on the same cloud.
 
-The ML2/OVN variant (``cloud_ovn_plugin_off``, then ``cloud_ovn``: tests/minicloud/ovn.sh) is one more cold
+The ML2/OVN variant (``cloud_ovn_plugin_off``, then ``cloud_ovn``: tests/support/minicloud/ovn.sh) is one more cold
 start, last: two computes with ovn-controller each, Neutron's placement plugin off first, then turned on by
 restarting neutron-server only (``cloud.sh neutron-placement 1``), not by a new cloud.
 """
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.playbook_runner import Run, run_playbook
+from tests.support.playbook_runner import Run, run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
-CLOUD_SH = REPO / "tests" / "minicloud" / "cloud.sh"
+CLOUD_SH = REPO / "tests" / "support" / "minicloud" / "cloud.sh"
 STATE = REPO / ".state" / "minicloud"
 HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
@@ -162,7 +162,7 @@ def cloud_manager():
 def installed_collection(tmp_path_factory) -> Path:
     """The collection built from this tree into a private path, out of reach of concurrent re-installs."""
     dest = tmp_path_factory.mktemp("collections")
-    subprocess.run(["bash", str(REPO / "tests" / "ansible" / "install_collection.sh"), str(dest)], check=True,
+    subprocess.run(["bash", str(REPO / "tests" / "support" / "ansible" / "install_collection.sh"), str(dest)], check=True,
                    capture_output=True)
     return dest
 

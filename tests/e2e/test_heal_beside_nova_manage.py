@@ -164,7 +164,7 @@ def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud,
     ``reset_after`` Neutron applies it and the answer is lost (keystoneauth's ConnectFailure, which is no
     SDKException), with ``503`` no answer can be trusted. Either way the write may have been applied, so heal
     undoes the allocation it wrote *and* puts the binding back; it reports both, and the server is as before."""
-    from tests.faults.proxy import FaultProxy, Rule
+    from tests.support.faults.proxy import FaultProxy, Rule
 
     conn = demo.conn
     api = Placement(conn)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.tour import run_tour
+from tests.support.tour import run_tour
 
 REPO = Path(__file__).resolve().parents[2]
 OPERATORS = REPO / "docs" / "operators.md"

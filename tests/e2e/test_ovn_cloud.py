@@ -1,4 +1,4 @@
-"""ML2/OVN end to end on the mini-cloud's OVN variant (tests/minicloud/ovn.sh): the real OVN (northd, both
+"""ML2/OVN end to end on the mini-cloud's OVN variant (tests/support/minicloud/ovn.sh): the real OVN (northd, both
 databases, ovn-controller and Open vSwitch per compute) and Neutron's ML2/OVN with its placement extension.
 
 Each compute starts with the bandwidth of seed 003 in its chassis options (``ovn-cms-options``:

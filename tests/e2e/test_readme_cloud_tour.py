@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.tour import expected_exit, run_tour, tour
+from tests.support.tour import expected_exit, run_tour, tour
 
 
 def test_the_cloud_tour_runs_as_written(cloud):

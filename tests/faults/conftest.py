@@ -1,4 +1,4 @@
-"""The real embedded Placement behind the fault-injecting proxy (tests/faults/proxy.py)."""
+"""The real embedded Placement behind the fault-injecting proxy (tests/support/faults/proxy.py)."""
 from __future__ import annotations
 
 import os
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.proxy import FaultProxy
+from tests.support.faults.proxy import FaultProxy
 
 # fast but real back-off for tests (the defaults are in minbw.placement.client.RetryPolicy)
 TEST_POLICY = {"attempts": 4, "backoff": 0.02, "max_backoff": 0.1, "timeout": 1.5}

@@ -1,5 +1,5 @@
 """Real concurrent ``minbw providers sync`` processes, started at the same instant (forked from one
-pre-imported minbw, tests/faults/forker.py), straight against the real Placement: two or three syncs of
+pre-imported minbw, tests/support/faults/forker.py), straight against the real Placement: two or three syncs of
 the same host, and syncs of different hosts. The end state is read from Placement."""
 from __future__ import annotations
 

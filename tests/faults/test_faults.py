@@ -14,7 +14,7 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync as s
 from tests.conftest import MINBW
-from tests.faults.proxy import Rule
+from tests.support.faults.proxy import Rule
 
 OVS = "[DEFAULT]\nhost = {host}\n[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1500:1500\n"
 SRIOV = ("[DEFAULT]\nhost = {host}\n[sriov_nic]\nphysical_device_mappings = physnet0:ens5\n"

@@ -11,7 +11,7 @@ import sys
 
 from minbw.ops import sync as s
 from tests.conftest import MINBW, REPO
-from tests.faults.proxy import Rule
+from tests.support.faults.proxy import Rule
 from tests.faults.test_faults import OVS, SRIOV, desired, root
 
 HOSTS = ("k0", "k1", "k2")
@@ -37,10 +37,10 @@ def drop_agents(direct, roots) -> None:
 
 
 class Forker:
-    """tests/faults/forker.py: one real process per run, forked from a pre-imported minbw."""
+    """tests/support/faults/forker.py: one real process per run, forked from a pre-imported minbw."""
 
     def __init__(self, env):
-        self.proc = subprocess.Popen([sys.executable, "-m", "tests.faults.forker"], env=env, cwd=REPO, text=True,
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.support.faults.forker"], env=env, cwd=REPO, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def run_all(self, runs: list[dict], before=lambda pids: None) -> list[int]:

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.proxy import Rule
-from tests.playbook_runner import run_playbook
+from tests.support.faults.proxy import Rule
+from tests.support.playbook_runner import run_playbook
 
 HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module", autouse=True)
 def installed_collection():
-    subprocess.run([str(HERE.parent / "ansible" / "install_collection.sh")], check=True, capture_output=True)
+    subprocess.run([str(HERE.parent / "support" / "ansible" / "install_collection.sh")], check=True, capture_output=True)
 
 
 def run(proxied, tmp_path, consumer):

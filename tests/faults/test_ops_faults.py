@@ -13,7 +13,7 @@ from minbw.neutron.segments import RoutedSegment
 from minbw.ops import moves, segments as seg_ops, separation as sep_ops
 from minbw.plan import separation as sp
 from minbw.plan.segments import plan_segments
-from tests.faults.proxy import Rule
+from tests.support.faults.proxy import Rule
 from tests.functional.test_allocation_moves import ONE_SERVER, TWICE, allocations, boot, bridge, host, \
     server_request, totals
 

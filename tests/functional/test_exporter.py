@@ -1,4 +1,4 @@
-"""``minbw exporter`` scraped by a real Prometheus (Debian's package, installed by tests/prometheus/install.sh) in
+"""``minbw exporter`` scraped by a real Prometheus (Debian's package, installed by tests/support/prometheus/install.sh) in
 front of the session's embedded Placement: PromQL returns the values the test put there, before and after a
 claim, an edited ini file and a provider pushed over capacity; every expression of the alert rules and of the
 Grafana dashboard evaluates; ``promtool`` accepts the rules and their tests make each alert fire."""
@@ -35,7 +35,7 @@ resource_provider_bandwidths = br-test:{kbps}:{kbps}
 
 @pytest.fixture(scope="module")
 def promtool():
-    subprocess.run(["bash", str(REPO / "tests" / "prometheus" / "install.sh")], check=True, timeout=900)
+    subprocess.run(["bash", str(REPO / "tests" / "support" / "prometheus" / "install.sh")], check=True, timeout=900)
     return "promtool"
 
 

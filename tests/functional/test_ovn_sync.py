@@ -12,7 +12,7 @@ from minbw.ops import ovn as ovn_ops
 from minbw.ops import sync as s
 from tests.conftest import run_drift
 from tests.functional.test_sync import make_root, tree
-from tests.oracle import neutron_ovn, neutron_sync
+from tests.support.oracle import neutron_ovn, neutron_sync
 
 OVN = naming.AGENT_KINDS[naming.OVN]
 GW = "enable-chassis-as-gw,availability-zones=az1"

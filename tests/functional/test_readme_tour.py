@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.tour import README, expected_exit, run_tour, tour
+from tests.support.tour import README, expected_exit, run_tour, tour
 
 STATE = "/tmp/pl"  # the tour's own paths, as written
 

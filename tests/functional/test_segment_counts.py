@@ -1,6 +1,6 @@
 """Routed segments' IPV4_ADDRESS counts: minbw's prediction against Neutron's segments plugin, run for real.
 
-Neutron keeps ``total`` and ``reserved`` by deltas (tests/oracle/neutron_segments.py runs its notifier's
+Neutron keeps ``total`` and ``reserved`` by deltas (tests/support/oracle/neutron_segments.py runs its notifier's
 handlers with neutron-lib's Placement client against the real embedded Placement). For generated
 histories of subnets and ports of every device owner, the count Neutron leaves in Placement is the one
 minbw predicts from the final subnets and ports, and minbw's plan then reports nothing. Then the exact
@@ -21,7 +21,7 @@ from minbw.errors import NotFound, ProviderNotFound
 from minbw.neutron.segments import IPV4_ADDRESS, routed_segments
 from minbw.ops import segments as seg_ops
 from minbw.plan.segments import plan_segments
-from tests.oracle.neutron_segments import NeutronSegments
+from tests.support.oracle.neutron_segments import NeutronSegments
 
 # every device owner neutron-lib names (its prefixes as the services fill them in), and some of other services
 OWNERS = sorted({v for k, v in vars(n_const).items() if k.startswith("DEVICE_OWNER") and isinstance(v, str)}

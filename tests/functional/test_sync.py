@@ -18,7 +18,7 @@ from minbw.errors import ConcurrentUpdate, ConfigError, InvalidInput, PartialApp
 from minbw.reports import cache_check
 from minbw.plan.providers import make_plan
 from minbw.neutron.provider_tree import desired_state
-from tests.oracle import neutron_sync as oracle
+from tests.support.oracle import neutron_sync as oracle
 
 OVS_INI = """[ovs]
 resource_provider_bandwidths = br-test:1500:1500,br-ex::1

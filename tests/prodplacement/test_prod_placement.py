@@ -1,6 +1,6 @@
 """minbw on the production-style Placement: uWSGI with 4 worker processes on MariaDB (noauth2), and behind
 a real Keystone whose tokens expire during the run. Started by the session fixtures ``prod_placement`` and
-``prod_placement_keystone`` (tests/conftest.py, tests/prodplacement/prodplacement.sh)."""
+``prod_placement_keystone`` (tests/conftest.py, tests/support/prodplacement/prodplacement.sh)."""
 from __future__ import annotations
 
 import contextlib

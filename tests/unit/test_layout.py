@@ -208,6 +208,17 @@ def test_test_files_have_unique_names():
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
 
 
+def test_unit_tests_are_in_the_folders_of_the_packages_they_test():
+    # tests/README.md: tests/unit/<package>/test_<module>.py; no __init__.py there (it would make tests/unit/neutron
+    # the package `neutron`, hiding Neutron itself from the oracles); tests/support/ holds no tests
+    unit = Path(__file__).resolve().parent
+    folders = {p.name for p in unit.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    packages = {p.name for p in CORE.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted(folders - packages) == [], f"tests/unit folders that are no package of {CORE.relative_to(REPO)}"
+    assert [str(p.relative_to(REPO)) for p in unit.rglob("__init__.py")] == []
+    assert [str(p.relative_to(REPO)) for p in (REPO / "tests" / "support").rglob("test_*.py")] == []
+
+
 def test_relative_imports_are_judged_too():
     # the shipped modules import relatively: the rules above must see those imports as well
     assert {"minbw.errors", "minbw.model.providers", "minbw.neutron.agentconf"} <= \

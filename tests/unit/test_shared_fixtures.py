@@ -17,7 +17,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 # the shared fixture, and the mini-cloud's own tooling (scripts and helpers, not tests)
 ALLOWED = {TESTS / "e2e" / "conftest.py", Path(__file__).resolve()}  # the fixture; this guard (its examples)
-ALLOWED_DIRS = {TESTS / "minicloud"}
+ALLOWED_DIRS = {TESTS / "support" / "minicloud"}
 LIFECYCLE = {"up", "down"}
 OWNERS = {"CloudManager", "MiniCloud"}
 SHELL_UP = re.compile(r"cloud\.sh\b[^\n]*\b(up|down)\b")
@@ -60,9 +60,9 @@ def _test_files():
 
 
 @pytest.mark.parametrize("source", [
-    'subprocess.run(["bash", "tests/minicloud/cloud.sh", "up"])',
+    'subprocess.run(["bash", "tests/support/minicloud/cloud.sh", "up"])',
     'subprocess.run(["bash", str(CLOUD_SH), "up"], env=env)',
-    'subprocess.run(f"{REPO}/tests/minicloud/cloud.sh down", shell=True)',
+    'subprocess.run(f"{REPO}/tests/support/minicloud/cloud.sh down", shell=True)',
     "manager = CloudManager()",
     "c = MiniCloud({})",
     'cloud.cloud_sh("up")',
@@ -75,7 +75,7 @@ def test_the_guard_finds_a_module_starting_its_own_cloud(source):
 @pytest.mark.parametrize("source", [
     'cloud.cloud_sh("restart-agents", "devstack1")',
     'cloud_two_hosts.cloud_sh("stop-compute", "devstack0")',
-    'subprocess.run(["bash", "tests/prodplacement/prodplacement.sh", "up"])',
+    'subprocess.run(["bash", "tests/support/prodplacement/prodplacement.sh", "up"])',
     "def test_x(cloud, demo): assert cloud.connect()",
 ])
 def test_the_guard_lets_the_shared_cloud_be_used(source):
@@ -95,8 +95,8 @@ def test_no_test_module_starts_a_mini_cloud_outside_the_shared_fixture():
 
 
 def test_make_test_lanes_run_every_test_file_once():
-    """tests/run_suites.py (``make test``) names folders and files per lane: every test file is in exactly one."""
-    from tests.run_suites import LANES
+    """tests/support/run_suites.py (``make test``) names folders and files per lane: every test file is in exactly one."""
+    from tests.support.run_suites import LANES
     repo = TESTS.parent
     every = {p.relative_to(repo) for p in TESTS.rglob("test_*.py")}
     runs: list[Path] = []
@@ -114,7 +114,7 @@ def test_make_test_lanes_run_every_test_file_once():
 def test_the_readme_names_targets_and_tests_that_exist():
     """tests/README.md's `make` targets are the Makefile's, its test ids name existing tests, its budgets every suite."""
     import re as re_
-    from tests.timing import budgets
+    from tests.support.timing import budgets
     readme = (TESTS / "README.md").read_text()
     makefile = (TESTS.parent / "Makefile").read_text()
     targets = set(re_.findall(r"^([\w-]+):", makefile, re_.M))

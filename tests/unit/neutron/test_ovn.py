@@ -10,7 +10,7 @@ from minbw.model.providers import Provider, inventory_problems, normalize_invent
 from minbw.neutron import naming, ovn
 from minbw.neutron.provider_tree import desired_state
 from minbw.plan.providers import Observed, make_plan
-from tests.oracle import neutron_ovn as oracle
+from tests.support.oracle import neutron_ovn as oracle
 
 FAST = settings(max_examples=300, deadline=None)
 OVN = naming.AGENT_KINDS[naming.OVN]

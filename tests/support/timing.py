@@ -4,8 +4,8 @@ Loaded by tests/conftest.py. At the end of a run it prints, per suite (the folde
 functional, ansible, faults, prodplacement, e2e), the number of tests, their summed time (setup + call +
 teardown: a session fixture's start is in the setup of the first test that needs it) and the span from the
 first test's start to the last one's end; then the 15 slowest tests. With ``MINBW_TEST_TIMES=path`` (or
-``--times-json path``) the same figures go to ``path`` as JSON; tests/run_suites.py, which `make test` runs,
-merges the files of its parallel lanes into one summary (``python tests/timing.py FILE...`` prints it).
+``--times-json path``) the same figures go to ``path`` as JSON; tests/support/run_suites.py, which `make test` runs,
+merges the files of its parallel lanes into one summary (``python tests/support/timing.py FILE...`` prints it).
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 SLOWEST = 15
-README = Path(__file__).resolve().parent / "README.md"
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def budgets(readme: Path = README) -> dict[str, float]:
@@ -116,5 +116,5 @@ def pytest_configure(config):
         config.pluginmanager.register(TimingPlugin(config), "minbw-timings")
 
 
-if __name__ == "__main__":  # python tests/timing.py RUN.json... : the merged summary
+if __name__ == "__main__":  # python tests/support/timing.py RUN.json... : the merged summary
     print("\n".join(summarize([json.loads(Path(p).read_text()) for p in sys.argv[1:]])))

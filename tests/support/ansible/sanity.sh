@@ -10,7 +10,7 @@ set -euo pipefail
 shopt -s nullglob
 
 here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
+repo=$(cd "$here/../../.." && pwd)
 venv=${MINBW_VENV:-$repo/.venv}
 work=$(mktemp -d "${TMPDIR:-/tmp}/minbw-sanity.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -1,4 +1,4 @@
-"""The production-style Placement (tests/prodplacement/prodplacement.sh) as an object for tests and bench.
+"""The production-style Placement (tests/support/prodplacement/prodplacement.sh) as an object for tests and bench.
 
 Same surface as tests.conftest.PlacementServer (state_dir, url, clouds_yaml, cloud, start/stop, env,
 connect, pids), so a test or a bench section takes either.

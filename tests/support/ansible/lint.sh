@@ -3,12 +3,12 @@
 # test playbooks), then antsibull-changelog lint (changelogs/). Any finding fails the script.
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 venv=${MINBW_VENV:-$repo/.venv}
 cd "$repo"
 # The roles and playbooks use openstack.cloud's modules: ansible-lint resolves them where ansible.cfg's
 # collections_path points (.venv/collections).
-bash "$repo/tests/ansible/install_openstack_cloud.sh" >/dev/null
+bash "$repo/tests/support/ansible/install_openstack_cloud.sh" >/dev/null
 # ansible-lint runs ansible-playbook --syntax-check and ansible-galaxy: the venv's, found on PATH.
 # --offline: no requirements.yml or galaxy.yml dependency installs (openstack.cloud is there already) and no
 # schema downloads.

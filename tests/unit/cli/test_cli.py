@@ -20,7 +20,7 @@ from minbw.cli import base, progress
 from minbw.cli.base import EXIT_ERROR, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_USAGE, Section, View
 from minbw.cli.shell import MinbwShell
 
-CLI = Path(__file__).resolve().parents[2] / "python" / "minbw" / "cli"
+CLI = Path(__file__).resolve().parents[3] / "python" / "minbw" / "cli"
 LISTER = View([{"a": 1, "b": "x"}, {"a": 2, "b": "y z"}], ("a", "b"), ((1, "x"), (2, "y z")),
               head=("above",), tail=("below",), sections=(Section("more", ("k",), (("v",),)),))
 SHOW = base.fields({"changed": True, "pid": 7}, ("changed", "pid"), "started (pid 7)")

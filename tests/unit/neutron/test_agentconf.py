@@ -10,7 +10,7 @@ from oslo_config import types
 
 from minbw.neutron import agentconf as ac
 from minbw.errors import ConfigError
-from tests.oracle import neutron_sync as oracle
+from tests.support.oracle import neutron_sync as oracle
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import desired_state
 from minbw.reports.drift import snapshots

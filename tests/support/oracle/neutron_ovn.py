@@ -10,7 +10,7 @@ import types
 import uuid
 import warnings
 
-from tests.oracle import neutron_sync
+from tests.support.oracle import neutron_sync
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

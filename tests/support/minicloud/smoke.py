@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """minicloud smoke test: guaranteed minimum bandwidth end to end (seed 003's demo).
 
-Run after `tests/minicloud/cloud.sh up`, with any Python that has openstacksdk
+Run after `tests/support/minicloud/cloud.sh up`, with any Python that has openstacksdk
 (/work/main/.venv/bin/python or /work/main/.venv-cloud/bin/python):
 
-    python tests/minicloud/smoke.py [--keep] [--vnic-type normal|direct] [--expect-novalidhost]
+    python tests/support/minicloud/smoke.py [--keep] [--vnic-type normal|direct] [--expect-novalidhost]
 
 Creates net0 (vlan/physnet0/100) + subnet0, QoS policy qp0 with minimum_bandwidth 1000 kbps
 egress+ingress, port port-normal-qos with it, a tiny Glance image, a flavor (1 vCPU, 256 MB,
@@ -89,7 +89,7 @@ def main():
     if 'OS_CLIENT_CONFIG_FILE' not in os.environ:
         here = os.path.dirname(os.path.abspath(__file__))
         os.environ['OS_CLIENT_CONFIG_FILE'] = os.path.join(
-            here, '..', '..', '.state', 'minicloud', 'clouds.yaml')
+            here, '..', '..', '..', '.state', 'minicloud', 'clouds.yaml')
     conn = openstack.connect(cloud=args.cloud)
     names = {'network': 'net0', 'subnet': 'subnet0', 'policy': 'qp0',
              'port': 'port-%s-qos' % args.vnic_type, 'image': 'minicloud-tiny',

@@ -13,7 +13,7 @@ set -euo pipefail
 # MINBW_OPENSTACK_CLOUD_FROM=ansible==12.3.0 takes another release's copy, unchanged.
 ANSIBLE_PACKAGE=${MINBW_OPENSTACK_CLOUD_FROM:-ansible==14.5.0}
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 venv=${MINBW_VENV:-$repo/.venv}
 dest=${1:-$venv/collections}
 # (not the cache of earlier versions of this script, which patched openstack.cloud 2.5.0)

@@ -30,12 +30,12 @@
 #   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services (default 1)
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
-#   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/minicloud/ovn.sh)
+#   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/support/minicloud/ovn.sh)
 #   MINICLOUD_OVN_CMS / MINICLOUD_OVN_CMS_1  devstack0's / devstack1's ovn-cms-options (OVN variant)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
 S=${MINICLOUD_STATE:-$ROOT/.state/minicloud}
 VENV=${MINICLOUD_VENV:-$ROOT/.venv-cloud}
 PY=$VENV/bin/python
@@ -491,7 +491,7 @@ EOF
 
 write_env() {
     cat >"$S/env" <<EOF
-# source me: minicloud paths (written by tests/minicloud/cloud.sh up)
+# source me: minicloud paths (written by tests/support/minicloud/cloud.sh up)
 export MINICLOUD_STATE=$S
 export MINICLOUD_VENV=$VENV
 export OS_CLIENT_CONFIG_FILE=$S/clouds.yaml
@@ -692,7 +692,7 @@ EOF
 }
 
 # ---------------------------------------------------------------- checks (python, openstacksdk)
-check() {  # check WHAT [args] -> exit 0 when satisfied (tests/minicloud/check.py); CHECK_HOST, CHECK_HOSTS
+check() {  # check WHAT [args] -> exit 0 when satisfied (tests/support/minicloud/check.py); CHECK_HOST, CHECK_HOSTS
     OS_CLIENT_CONFIG_FILE=$S/clouds.yaml CHECK_HOST=${CHECK_HOST:-$HOSTNAME_NOVA} CHECK_HOSTS="${CHECK_HOSTS:-${HOSTS[*]}}" \
         MINICLOUD_RUN=$RUN "$PY" "$HERE/check.py" "$@"
 }

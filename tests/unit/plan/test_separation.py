@@ -10,7 +10,7 @@ from minbw.neutron.port_request import Segment, build_port_request
 from minbw.neutron.qos import MIN_BW, QosRule
 from minbw.placement.query import build_query
 from minbw.plan import separation as sp
-from tests.unit.test_query import LATEST, assert_same_as_placement, placement_parse
+from tests.unit.placement.test_query import LATEST, assert_same_as_placement, placement_parse
 
 T = sp.DEFAULT_TRAIT
 AGG = "5d1c3b2a-0e9f-4a8b-8c7d-6e5f4a3b2c1d"

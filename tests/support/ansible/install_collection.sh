@@ -10,7 +10,7 @@
 # the first one installs and the others find it done (and never replace a copy under a running playbook).
 set -euo pipefail
 
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 venv=${MINBW_VENV:-$repo/.venv}
 dest=${1:-$venv/collections}
 mkdir -p "$dest"
@@ -40,7 +40,7 @@ build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 cd "$repo"
 # The dependency first: with it in DEST, `ansible-galaxy collection install --offline` resolves it there.
-bash "$repo/tests/ansible/install_openstack_cloud.sh" "$dest" >/dev/null
+bash "$repo/tests/support/ansible/install_openstack_cloud.sh" "$dest" >/dev/null
 "$venv/bin/ansible-galaxy" collection build --force --output-path "$build" . >/dev/null
 ANSIBLE_COLLECTIONS_PATH=$dest "$venv/bin/ansible-galaxy" collection install --force --offline -p "$dest" "$build"/minbw-openstack-*.tar.gz >/dev/null
 echo "$sum" >"$dest/.minbw-openstack.fingerprint"

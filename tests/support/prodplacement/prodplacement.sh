@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # prodplacement: a production-style Placement on 127.0.0.1 for minbw's tests and benchmarks.
 #
-# The real openstack-placement 16.0.0 under uWSGI (N worker processes, as tests/minicloud/cloud.sh runs it)
+# The real openstack-placement 16.0.0 under uWSGI (N worker processes, as tests/support/minicloud/cloud.sh runs it)
 # on its own MariaDB instance (Debian's mariadb-server; own datadir, socket, pid file and port), noauth2 by
 # default; with PRODPLACEMENT_AUTH=keystone also a real Keystone 30.0.0 (own database, configurable token
 # lifetime) and Placement behind keystonemiddleware. Nothing is shared with the mini-cloud: other ports,
 # other state directory (the Python venv, .venv-cloud, is the mini-cloud's, installed by
-# `tests/minicloud/cloud.sh install`, which never starts anything).
+# `tests/support/minicloud/cloud.sh install`, which never starts anything).
 #
 #   prodplacement.sh up       wipe state, install if needed, configure, start, wait until ready
 #   prodplacement.sh down     stop every process (own pid files / process groups)
@@ -34,7 +34,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
 S=$(realpath -m "${PRODPLACEMENT_STATE:-$ROOT/.state/prodplacement}")
 VENV=$(realpath -m "${PRODPLACEMENT_VENV:-$ROOT/.venv-cloud}")
 PY=$VENV/bin/python
@@ -93,15 +93,15 @@ do_install() {
     fi
     venv_ok && return 0
     [ "${PRODPLACEMENT_SKIP_INSTALL:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
-    say "installing the venv $VENV with tests/minicloud/cloud.sh install (the mini-cloud's pins; installs only)"
-    MINICLOUD_VENV=$VENV bash "$ROOT/tests/minicloud/cloud.sh" install || die "tests/minicloud/cloud.sh install failed"
+    say "installing the venv $VENV with tests/support/minicloud/cloud.sh install (the mini-cloud's pins; installs only)"
+    MINICLOUD_VENV=$VENV bash "$ROOT/tests/support/minicloud/cloud.sh" install || die "tests/support/minicloud/cloud.sh install failed"
     venv_ok || die "venv $VENV still lacks openstack-placement 16.0.0 / keystone 30.0.0 / uwsgi / pymysql"
 }
 
 # ---------------------------------------------------------------- process helpers (shared with cloud.sh)
 # start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini
 UWSGI_LISTEN=128  # the listen queue of the uWSGI servers, for many concurrent clients
-. "$ROOT/tests/minicloud/services.sh"
+. "$ROOT/tests/support/minicloud/services.sh"
 
 port_free() {
     "$PY" -c "import socket,sys
@@ -198,7 +198,7 @@ write_clouds() {
     chmod 600 "$f"
     if [ "$AUTH" = keystone ]; then
         cat >"$f" <<EOF
-# Written by tests/prodplacement/prodplacement.sh: Placement behind Keystone.
+# Written by tests/support/prodplacement/prodplacement.sh: Placement behind Keystone.
 clouds:
   $CLOUD:
     auth:
@@ -214,7 +214,7 @@ clouds:
 EOF
     else
         cat >"$f" <<EOF
-# Written by tests/prodplacement/prodplacement.sh: Placement with noauth2 (token admin).
+# Written by tests/support/prodplacement/prodplacement.sh: Placement with noauth2 (token admin).
 clouds:
   $CLOUD:
     auth_type: admin_token
@@ -225,7 +225,7 @@ clouds:
 EOF
     fi
     cat >"$S/env" <<EOF
-# source me: the production-style Placement (written by tests/prodplacement/prodplacement.sh up)
+# source me: the production-style Placement (written by tests/support/prodplacement/prodplacement.sh up)
 export OS_CLIENT_CONFIG_FILE=$S/clouds.yaml
 export OS_CLOUD=$CLOUD
 export PRODPLACEMENT_STATE=$S

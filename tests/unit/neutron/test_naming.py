@@ -5,7 +5,7 @@ from hypothesis import given, settings, strategies as st
 from neutron_lib.placement import utils as place_utils
 
 from minbw.neutron import naming
-from tests.oracle import neutron_sync as oracle
+from tests.support.oracle import neutron_sync as oracle
 
 text = st.text(min_size=1, max_size=20)
 

@@ -22,7 +22,7 @@ from neutron.notifiers import batch_notifier
 from neutron.services.segments import plugin as seg_plugin
 from neutron_lib.callbacks import events, resources
 
-from tests.oracle.neutron_sync import neutron_client
+from tests.support.oracle.neutron_sync import neutron_client
 
 
 class _NovaAggregates:

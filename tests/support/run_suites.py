@@ -5,18 +5,18 @@ The suites are independent of each other (tests/README.md), so they run as separ
     e2e         pytest tests/e2e             the mini-cloud (fixed ports: the only lane that may use it)
     local-1     pytest tests/functional tests/prodplacement and some of tests/ansible (ANSIBLE_LOCAL_1)
     local-2     pytest tests/unit tests/faults and the rest of tests/ansible
-    collection  tests/ansible/sanity.sh, then tests/ansible/lint.sh
+    collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh
 
 The e2e lane mostly waits for the mini-cloud (boots, heartbeats, agents going down), which leaves CPU to the
 other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); the two local lanes are split so
 that their CPU time is about even (tests/README.md has the figures).
 Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
 times to .state/test-logs/LANE.json; the end of the run prints the time per suite and the 15 slowest tests of
-all lanes (tests/timing.py), and each lane's wall time.
+all lanes (tests/support/timing.py), and each lane's wall time.
 
-    python tests/run_suites.py                 every lane (what `make test` runs)
-    python tests/run_suites.py e2e local-2     only these lanes
-    MINBW_PYTEST_ARGS="-x" python tests/run_suites.py   extra pytest arguments for every pytest lane
+    python tests/support/run_suites.py                 every lane (what `make test` runs)
+    python tests/support/run_suites.py e2e local-2     only these lanes
+    MINBW_PYTEST_ARGS="-x" python tests/support/run_suites.py   extra pytest arguments for every pytest lane
 """
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.timing import summarize  # noqa: E402
+from tests.support.timing import summarize  # noqa: E402
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
@@ -45,7 +45,7 @@ LANES: dict[str, list[tuple[str, list[str]]]] = {
                  + ANSIBLE_LOCAL_1)],
     "local-2": [("unit faults ansible", PYTEST + ["tests/unit", "tests/faults", "tests/ansible"]
                  + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
-    "collection": [("sanity", ["bash", "tests/ansible/sanity.sh"]), ("lint", ["bash", "tests/ansible/lint.sh"])],
+    "collection": [("sanity", ["bash", "tests/support/ansible/sanity.sh"]), ("lint", ["bash", "tests/support/ansible/lint.sh"])],
 }
 # The e2e lane is the longest and mostly waits on the mini-cloud's services, which need the CPU when they do work
 # (its cold start, boots): the other lanes run at a lower priority (nice 10) and take the CPU it leaves.

@@ -1,4 +1,4 @@
-# Process and uWSGI helpers shared by tests/minicloud/cloud.sh and tests/prodplacement/prodplacement.sh.
+# Process and uWSGI helpers shared by tests/support/minicloud/cloud.sh and tests/support/prodplacement/prodplacement.sh.
 # Sourced after the caller has set LOG, RUN, ETC, IP, VENV, PY and defined say().
 # shellcheck shell=bash
 

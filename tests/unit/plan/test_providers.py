@@ -1,0 +1,112 @@
+"""Unit tables for plan/providers.py: the provider tree's writes (and the tree predicted after) from what Placement
+has and what the agents' configuration wants; the absent plan."""
+from __future__ import annotations
+
+import pytest
+
+from minbw.errors import RootProviderNotFound
+from minbw.model.providers import Provider, freeze_inventories
+from minbw.neutron.agentconf import load_agent_ini
+from minbw.neutron.provider_tree import desired_state
+from minbw.plan.providers import Observed, make_absent_plan, make_plan, root_uuid
+
+
+OVS = "[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1500:1500\n"
+ROOT = Provider("3b36d91e-bf60-460f-b1f8-3322dee5cdfd", "devstack0", 1, None, "3b36d91e-bf60-460f-b1f8-3322dee5cdfd")
+AGENT = "89ca1421-5117-5348-acab-6d0e2054239c"
+BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
+AGENT_TRAITS = frozenset({"CUSTOM_VNIC_TYPE_NORMAL", "CUSTOM_VNIC_TYPE_DIRECT", "CUSTOM_VNIC_TYPE_SMART_NIC",
+                          "CUSTOM_VNIC_TYPE_VDPA"})
+BR_TRAITS = AGENT_TRAITS | {"CUSTOM_PHYSNET_PHYSNET0"}
+GLOBAL_TRAITS = BR_TRAITS | {"CUSTOM_NETWORK_TUNNEL_PROVIDER"}  # the custom traits Neutron makes sure exist
+BW = {"NET_BW_EGR_KILOBIT_PER_SEC": {"total": 1500}, "NET_BW_IGR_KILOBIT_PER_SEC": {"total": 1500}}
+
+
+def desired(ini=OVS):
+    return desired_state([load_agent_ini(ini, source="ovs.ini", host="devstack0")])
+
+
+def observed(providers=(), traits=None, inventories=None, roots=True, allocations=None, existing_traits=None,
+             max_version=(1, 39)):
+    provs = {p.uuid: p for p in ([ROOT] if roots else []) + list(providers)}
+    return Observed(providers=provs, roots={"devstack0": ROOT} if roots else {}, traits=traits or {},
+                    inventories={u: freeze_inventories(i) for u, i in (inventories or {}).items()},
+                    existing_traits=frozenset(GLOBAL_TRAITS if existing_traits is None else existing_traits),
+                    allocations=allocations or {}, max_version=max_version)
+
+
+def agent(gen=1, parent=ROOT.uuid, name="devstack0:Open vSwitch agent"):
+    return Provider(AGENT, name, gen, parent, ROOT.uuid)
+
+
+def bridge(gen=1, name="devstack0:Open vSwitch agent:br-test"):
+    return Provider(BR_TEST, name, gen, AGENT, ROOT.uuid)
+
+
+IN_SYNC = dict(providers=[agent(), bridge()], traits={AGENT: AGENT_TRAITS, BR_TEST: BR_TRAITS},
+               inventories={BR_TEST: BW})
+
+
+@pytest.mark.parametrize("case, obs, ops", [
+    ("nothing there", dict(), [("create_provider", AGENT), ("create_provider", BR_TEST),
+                               ("set_traits", AGENT), ("set_traits", BR_TEST), ("set_inventories", BR_TEST)]),
+    ("a trait Placement lacks", dict(existing_traits=AGENT_TRAITS),
+     [("create_trait", None), ("create_trait", None), ("create_provider", AGENT), ("create_provider", BR_TEST), ("set_traits", AGENT),
+      ("set_traits", BR_TEST), ("set_inventories", BR_TEST)]),
+    ("in sync", IN_SYNC, []),
+    ("another total", dict(IN_SYNC, inventories={BR_TEST: {**BW, "NET_BW_EGR_KILOBIT_PER_SEC": {"total": 9}}}),
+     [("set_inventories", BR_TEST)]),
+    ("a trait too many", dict(IN_SYNC, traits={AGENT: AGENT_TRAITS | {"CUSTOM_X"}, BR_TEST: BR_TRAITS}),
+     [("set_traits", AGENT)]),
+    ("renamed", dict(IN_SYNC, providers=[agent(), bridge(name="old")]), [("update_provider", BR_TEST)]),
+    ("under another parent", dict(IN_SYNC, providers=[agent(parent="elsewhere"), bridge()]),
+     [("update_provider", AGENT)]),
+    ("a device no longer configured",
+     dict(IN_SYNC, providers=[agent(), bridge(), Provider("gone", "devstack0:Open vSwitch agent:br-old", 1, AGENT,
+                                                          ROOT.uuid)]),
+     [("delete_provider", "gone")]),
+])
+def test_provider_plan(case, obs, ops):
+    plan = make_plan(desired(), observed(**obs))
+    assert [(op.action, op.uuid) for op in plan.ops] == ops, case
+    assert plan.changed is bool(ops) and plan.writes() == len(ops)
+    assert set(plan.diff()["after"]) == {op.uuid for op in plan.ops if op.uuid and op.uuid in plan.after}
+
+
+def test_provider_plan_predicts_the_tree_after():
+    plan = make_plan(desired(), observed(**dict(IN_SYNC, inventories={BR_TEST: {}})))
+    assert plan.diff() == {
+        "before": {BR_TEST: {"name": "devstack0:Open vSwitch agent:br-test", "parent_provider_uuid": AGENT,
+                             "traits": sorted(BR_TRAITS), "inventories": {}}},
+        "after": {BR_TEST: {"name": "devstack0:Open vSwitch agent:br-test", "parent_provider_uuid": AGENT,
+                            "traits": sorted(BR_TRAITS),
+                            "inventories": {rc: {"total": 1500, "reserved": 0, "min_unit": 1, "max_unit": 2147483647,
+                                                 "step_size": 1, "allocation_ratio": 1.0} for rc in BW}}}}
+
+
+def test_provider_plan_kept_where_allocated_and_the_root():
+    gone = Provider("gone", "devstack0:Open vSwitch agent:br-old", 3, AGENT, ROOT.uuid)
+    plan = make_plan(desired(), observed(**dict(IN_SYNC, providers=[agent(), bridge(), gone]),
+                                         allocations={"gone": {"vm": {"resources": {"NET_BW_EGR_KILOBIT_PER_SEC": 5}}}}))
+    assert plan.ops == () and [(k.uuid, dict(k.consumers)) for k in plan.kept] == [
+        ("gone", {"vm": {"NET_BW_EGR_KILOBIT_PER_SEC": 5}})]
+    with pytest.raises(RootProviderNotFound, match="devstack0"):
+        make_plan(desired(), observed(roots=False))
+    created = make_plan(desired(), observed(roots=False), create_root=True, root_inventories={"VCPU": {"total": 8}})
+    assert (created.ops[0].action, created.ops[0].uuid) == ("create_root", root_uuid("devstack0"))
+    assert created.ops[1].parent_uuid == root_uuid("devstack0")
+
+
+def test_provider_plan_reparent_needs_1_37():
+    with pytest.raises(Exception, match="1.37"):
+        make_plan(desired(), observed(**dict(IN_SYNC, providers=[agent(parent="x"), bridge()]), max_version=(1, 36)))
+
+
+@pytest.mark.parametrize("allocated, ops, kept", [
+    ({}, [("delete_provider", BR_TEST), ("delete_provider", AGENT)], []),
+    ({BR_TEST: {"vm": {"resources": {"NET_BW_EGR_KILOBIT_PER_SEC": 1}}}}, [], [BR_TEST]),
+])
+def test_absent_plan(allocated, ops, kept):
+    plan = make_absent_plan(desired(), observed(**IN_SYNC, allocations=allocated))
+    assert [(op.action, op.uuid) for op in plan.ops] == ops
+    assert [k.uuid for k in plan.kept] == kept
