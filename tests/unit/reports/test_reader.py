@@ -25,3 +25,18 @@ def test_the_sync_record_keeps_the_last_success(tmp_path):
     record_sync(cache, ok=True, writes=3, clock=lambda: 100.0)
     record_sync(cache, ok=False, clock=lambda: 200.0)
     assert read_sync_record(cache) == {"time": 200.0, "ok": False, "writes": 0, "last_success": 100.0}
+
+
+def test_a_cache_entry_without_traits_serves_only_readers_that_need_none(tmp_path):
+    from minbw.reports.reader import ProviderCache
+    cache = ProviderCache(tmp_path / "c.json", "http://placement")
+    prov = Provider.from_api({"uuid": "u1", "name": "h1", "generation": 3, "parent_provider_uuid": None,
+                              "root_provider_uuid": "u1"})
+    cache.put("u1", 3, "h1", None, None, {"VCPU": {"total": 8}})
+    assert cache.candidate(prov) is None  # the sync needs traits: it reads them
+    assert cache.candidate(prov, traits=False)["inventories"] == {"VCPU": {"total": 8}}
+    cache.put("u1", 3, "h1", None, {"CUSTOM_X"}, {"VCPU": {"total": 8}})
+    cache.put("u1", 3, "h1", None, None, {"VCPU": {"total": 8}})  # same generation: the traits read stay
+    assert cache.candidate(prov)["traits"] == ["CUSTOM_X"]
+    cache.put("u1", 4, "h1", None, None, {"VCPU": {"total": 8}})  # moved: they are unknown again
+    assert cache.entries["u1"]["traits"] is None

@@ -18,8 +18,10 @@ from ..plan.audit import AuditPlan, Migration, PortBinding, Server, audit, guara
 
 @dataclass(frozen=True)
 class PlacementView:
-    """What the audit reads of Placement: provider → consumer → resources and provider → class →
-    inventory for every provider with an inventory; names; each provider's host (its root's name)."""
+    """What the audit reads of Placement: provider → consumer → resources of every bandwidth provider (and
+    root over capacity); provider → class → inventory of those that may be over capacity (a provider listed
+    with room in every class it holds allocations of is not; its inventory is not read); names; each
+    provider's host (its root's name)."""
 
     allocations: dict
     inventories: dict
@@ -28,14 +30,15 @@ class PlacementView:
 
 
 def read_placement(api: Placement | Reader, progress=None) -> PlacementView:
-    """The bandwidth providers (:func:`minbw.reports.reader.read_bandwidth`: one listing, their inventories —
-    from the provider cache where it holds them — and one allocation read each), and the compute roots a
+    """The bandwidth providers (:func:`minbw.reports.reader.read_bandwidth`: one listing, one allocation read
+    each, and the inventories of those that may be over capacity — from the provider cache where it holds
+    them), and the compute roots a
     ``?resources=CLASS:1`` listing per class finds full or over (:func:`roots_over_capacity`: read, and their
     allocations when over), so the capacity check covers them without reading every root.
     ``progress(step, done, total)`` after each read."""
     reader = api if isinstance(api, Reader) else Reader(api, progress=progress)
     seen = read_bandwidth(reader, allocations=True)
-    roots = roots_over_capacity(reader, seen.providers.values(), skip=seen.details)
+    roots = roots_over_capacity(reader, seen.providers.values(), skip=set(seen.details) | set(seen.allocations))
     over = sorted(u for u, d in roots.items()
                   if any(s.used > s.capacity for s in stocks_of(u, d.inventories, d.usages).values()))
     allocations = {**seen.allocations, **reader.allocations(over)}

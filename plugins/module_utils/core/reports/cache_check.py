@@ -17,6 +17,7 @@ created (usage 0, and every allocation moves the generation); for the others an 
 and only an unexpected presence counts. Traits are asked for only when some cached provider has them:
 an extra trait nobody is meant to have is not seen either. So with usage unknown a lower total at the same generation
 and the same classes, and an extra unrelated trait, go unnoticed until the periodic full check (the cache's maximum age).
+An entry without traits (the audit reads none) is checked by its inventories alone.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ class Listing:
     def expects(self, entry: Mapping) -> bool | None:
         """Whether the cached ``entry`` is in this listing's answer; None when it depends on unknown usage."""
         if self.trait:
-            return self.trait in entry["traits"]
+            return None if entry.get("traits") is None else self.trait in entry["traits"]
         inv = entry["inventories"].get(self.resource_class)
         if inv is None:
             return False
@@ -65,7 +66,7 @@ def capacity(inv: Mapping) -> int:
 def listings(entries: Iterable[Mapping]) -> tuple[Listing, ...]:
     """The listings that check ``entries`` (cached provider entries), in a stable order."""
     entries = list(entries)
-    traits = sorted({t for e in entries for t in e["traits"]})
+    traits = sorted({t for e in entries for t in e.get("traits") or ()})
     amounts: set[tuple[str, int]] = set()
     for e in entries:
         for rc, inv in e["inventories"].items():

@@ -69,17 +69,24 @@ class ProviderCache:
             return {}
         return data.get("providers") or {}
 
-    def candidate(self, prov: Provider) -> dict | None:
+    def candidate(self, prov: Provider, *, traits: bool = True) -> dict | None:
+        """The entry of ``prov`` if it may be trusted (``traits``: only one that holds its traits)."""
         e = self.entries.get(prov.uuid)
         if (e and (e.get("generation"), e.get("name"), e.get("parent")) == (prov.generation, prov.name, prov.parent_uuid)
-                and self.clock() - e.get("checked", 0) <= self.max_age):
+                and self.clock() - e.get("checked", 0) <= self.max_age and (not traits or e.get("traits") is not None)):
             return e
         return None
 
     def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *,
             used: Mapping[str, int] | None = None, checked: float | None = None) -> None:
+        """Record what was read of a provider at ``generation``; ``traits`` None: not read (a reader that needs
+        none, the audit's, caches the inventories alone; the traits an entry at the same generation holds stay)."""
+        old = self.entries.get(uuid)
+        if traits is None and old is not None and old.get("generation") == generation:
+            traits = old.get("traits")
         self.entries[uuid] = self._changed[uuid] = {
-            "generation": generation, "name": name, "parent": parent, "traits": sorted(traits),
+            "generation": generation, "name": name, "parent": parent,
+            "traits": None if traits is None else sorted(traits),
             "inventories": {rc: dict(i) for rc, i in inventories.items()},
             "used": dict(used) if used is not None else None,
             "checked": self.clock() if checked is None else checked}
@@ -205,6 +212,11 @@ class Reader:
     def listing(self, **filters: str) -> list[Provider]:
         return self.api.list_providers(**filters)
 
+    def with_room(self, classes: Iterable[str] = naming.GUARANTEED_CLASSES) -> dict[str, set[str]]:
+        """class → the providers that can take one more unit of it now (one ``?resources=CLASS:1`` listing
+        each): they hold an inventory of it and are not full, let alone over capacity."""
+        return {rc: {p.uuid for p in self.listing(resources=f"{rc}:1")} for rc in sorted(classes)}
+
     def bandwidth_scope(self, providers: Iterable[Provider], *, listings: bool = True) -> set[str]:
         """The providers that hold (or may hold) bandwidth or packet rate (the module docstring says how)."""
         providers = list(providers)
@@ -213,40 +225,47 @@ class Reader:
         if self.cache is not None:
             scope |= {u for u, e in self.cache.entries.items() if u in known and holds_bandwidth(e["inventories"])}
         if listings:
-            for rc in sorted(naming.GUARANTEED_CLASSES):
-                scope |= {p.uuid for p in self.listing(resources=f"{rc}:1")}
+            scope |= set().union(*self.with_room().values())
         return scope & known
+
+    def cached(self, providers: Iterable[Provider], *, usages: bool = True,
+               traits: bool = True) -> dict[str, ProviderDetail]:
+        """The details of ``providers`` the cache holds at their listed generation (with the usage and the
+        traits when asked), after its safety check unless ``verify`` is off. Nothing is read but the check."""
+        cache = self.cache
+        if cache is None:
+            return {}
+        providers = list(providers)
+        candidates = {p.uuid: e for p in providers if (e := cache.candidate(p, traits=traits)) is not None
+                      and (not usages or e.get("used") is not None)}
+        trusted = (verified(self.api, cache, candidates) if self.verify and candidates else set(candidates))
+        cache.stats["candidates"] += len(candidates)
+        cache.stats["trusted"] += len(trusted)
+        cache.stats["reread"] += len(candidates) - len(trusted)
+        out = {}
+        for p in providers:
+            if p.uuid in trusted:
+                e = cache.entries[p.uuid]
+                out[p.uuid] = ProviderDetail(p, frozenset(e["traits"] or ()), freeze_inventories(e["inventories"]),
+                                             dict(e["used"] or {}) if usages else None, True)
+        return out
 
     def details(self, providers: Iterable[Provider], *, usages: bool = True,
                 traits: bool = True) -> dict[str, ProviderDetail]:
         """Traits, inventories (and usages) of ``providers``: from the cache where it holds them at the listed
         generation (and the usage, when asked), else read (up to 3 calls each, ``workers`` at once) and cached.
-        ``traits`` False: a caller that needs none (the audit) skips them when there is no cache to fill."""
-        traits = traits or self.cache is not None  # a cache entry needs the traits
+        ``traits`` False: a caller that needs none (the audit) does not read them (nor cache them)."""
         providers = list(providers)
-        out: dict[str, ProviderDetail] = {}
+        out = self.cached(providers, usages=usages, traits=traits)
         cache = self.cache
-        trusted: set[str] = set()
-        if cache is not None:
-            candidates = {p.uuid: e for p in providers if (e := cache.candidate(p)) is not None
-                          and (not usages or e.get("used") is not None)}
-            trusted = (verified(self.api, cache, candidates) if self.verify and candidates else set(candidates))
-            cache.stats["candidates"] += len(candidates)
-            cache.stats["trusted"] += len(trusted)
-            cache.stats["reread"] += len(candidates) - len(trusted)
-            for p in providers:
-                if p.uuid in trusted:
-                    e = cache.entries[p.uuid]
-                    out[p.uuid] = ProviderDetail(p, frozenset(e["traits"]), freeze_inventories(e["inventories"]),
-                                                 dict(e["used"] or {}) if usages else None, True)
-        to_read = [p for p in providers if p.uuid not in trusted]
+        to_read = [p for p in providers if p.uuid not in out]
         self.read += len(to_read)
         for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits),
                               1):
             out[d.provider.uuid] = d
             if cache is not None and d.unmoved:
                 p = d.provider
-                cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits, d.inventories,
+                cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits if traits else None, d.inventories,
                           used=dict(d.usages or {}) if usages else None)
             if self.progress:
                 self.progress("providers read", i, len(to_read))
@@ -285,18 +304,46 @@ class Reader:
 def read_bandwidth(reader: Reader, *, allocations: bool = False, listings: bool = True,
                    providers: list[Provider] | None = None) -> Reading:
     """Every provider listed once; the bandwidth providers' traits, inventories and usages (the cache where it
-    can), and with ``allocations`` their allocations: the floor, one allocation read per bandwidth provider
-    (then neither traits nor usages are read without a cache: the allocations give the usage)."""
+    can). With ``allocations`` (the audit): their allocations instead, the floor, one allocation read per
+    bandwidth provider, and no other read of a provider the listings or the cache already tell about
+    (:func:`_read_allocations`)."""
     calls = reader.api.calls
     providers = reader.listing() if providers is None else providers
     by_uuid = {p.uuid: p for p in providers}
-    scope = reader.bandwidth_scope(providers, listings=listings)
-    details = reader.details((by_uuid[u] for u in sorted(scope)), usages=not allocations, traits=not allocations)
-    bandwidth = [u for u, d in details.items() if holds_bandwidth(d.inventories)]
-    allocs = reader.allocations(bandwidth) if allocations else {}
+    if allocations:
+        details, allocs, scope = _read_allocations(reader, by_uuid, listings)
+        bandwidth = list(allocs)
+    else:
+        scope = reader.bandwidth_scope(providers, listings=listings)
+        details = reader.details((by_uuid[u] for u in sorted(scope)))
+        bandwidth = [u for u, d in details.items() if holds_bandwidth(d.inventories)]
+        allocs = {}
     return Reading(by_uuid, details, allocs, {"listed": len(providers), "selected": len(scope),
                                               "bandwidth": len(bandwidth), "allocation_reads": len(allocs),
                                               "calls": reader.api.calls - calls})
+
+
+def _read_allocations(reader: Reader, by_uuid: Mapping[str, Provider], listings: bool
+                      ) -> tuple[dict[str, ProviderDetail], dict[str, dict[str, dict[str, int]]], set[str]]:
+    """The audit's read: ``(details, allocations, scope)``. A provider in a ``?resources=CLASS:1`` listing of a
+    bandwidth or packet-rate class holds that class and has room in it; one the cache holds at its generation
+    is known. The others of the scope (Neutron's providers that are full, over capacity, or hold nothing: its
+    agents) have their inventories read (no traits: the audit needs none). Then one allocation read per
+    bandwidth provider, and the inventories of those the listings do not clear: a provider holding allocations
+    of a class whose with-room listing lacks it may be over capacity; the others cannot be, and the capacity
+    check needs no inventory of theirs."""
+    with_room = reader.with_room() if listings else {}
+    listed = set().union(*with_room.values()) & set(by_uuid)
+    scope = reader.bandwidth_scope(by_uuid.values(), listings=False) | listed
+    details = reader.cached([by_uuid[u] for u in sorted(scope)], usages=False, traits=False)
+    details.update(reader.details([by_uuid[u] for u in sorted(scope - listed - set(details))],
+                                  usages=False, traits=False))
+    bandwidth = sorted(u for u in scope if u in listed or (u in details and holds_bandwidth(details[u].inventories)))
+    allocs = reader.allocations(bandwidth)
+    suspects = [by_uuid[u] for u in bandwidth if u not in details
+                and any(u not in with_room.get(rc, ()) for res in allocs[u].values() for rc in res)]
+    details.update(reader.details(suspects, usages=False, traits=False))
+    return details, allocs, scope
 
 
 def read_for_capacity(reader: Reader, providers: list[Provider], items: Iterable[tuple[str, int]], *,
