@@ -110,10 +110,11 @@ def test_server_that_exits_fails_with_its_log(tmp_path, placement_local):
     # The server itself fails at start-up: it cannot write clouds.yaml where a directory is.
     (state_dir / "clouds.yaml").mkdir(parents=True)
 
+    # a timeout far longer than any start under load: failing well before it means the role saw the exit
     started = time.monotonic()
-    recap, _, out = play(tmp_path, port, state_dir, "started", placement_local_timeout=60)
+    recap, _, out = play(tmp_path, port, state_dir, "started", placement_local_timeout=600)
     assert recap["failed"] == 1, out
-    assert time.monotonic() - started < 30, "waited for the timeout although the server had exited"
+    assert time.monotonic() - started < 300, "waited for the timeout although the server had exited"
     assert "did not become ready" in out and "Is a directory" in out
     assert not (state_dir / "placement.pid").exists()
     assert not answers(port)
