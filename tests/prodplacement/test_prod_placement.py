@@ -213,7 +213,7 @@ def check_round(prod, results, demand, fits, claimers, bridges, what) -> int:
     assert len(failed) >= demand - fits
     for c, rc, out, err in failed:
         assert rc == 4, (rc, err)
-        assert err.startswith("minbw: No valid host: "), err
+        assert err.startswith("minbw: error: No valid host: "), err
         # why, as the diagnosis saw it a moment later (a provider may be over capacity for that moment, until
         # the claimer that overfilled it undoes its claim: then no provider can serve the group)
         assert ("largest free amount is" in err or "taken by others" in err
