@@ -99,5 +99,5 @@ def swept_agents(desired: DesiredState, providers) -> set[str]:
     """The swept agent providers: those ``desired.sweep`` names, and every agent provider (among
     ``providers``) of a kind the configuration describes completely."""
     kinds = [naming.AGENT_KINDS[k] for k in desired.sweep_kinds]
-    return {u for _name, u in desired.sweep} | {p.uuid for p in providers for k in kinds
-                                            if naming.is_agent_rp(k, p.name, p.uuid)}
+    named = {u for _name, u in desired.sweep}
+    return named | {p.uuid for p in providers for k in kinds if naming.is_agent_rp(k, p.name, p.uuid)}
