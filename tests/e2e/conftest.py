@@ -33,7 +33,8 @@ from tests.support.playbook_runner import Run, run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
 CLOUD_SH = REPO / "tests" / "support" / "minicloud" / "cloud.sh"
-STATE = REPO / ".state" / "minicloud"
+# cloud.sh's state (MINICLOUD_STATE: another lane's cloud, tests/support/run_suites.py)
+STATE = Path(os.environ.get("MINICLOUD_STATE") or REPO / ".state" / "minicloud")
 HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
 TWO_HOSTS = "cloud_two_hosts"

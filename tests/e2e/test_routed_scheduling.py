@@ -489,7 +489,7 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
     other = {"devstack0": "devstack1", "devstack1": "devstack0"}[first]
     cloud_two_hosts.cloud_sh("stop-agents", first)
     try:
-        # Neutron marks an agent dead agent_down_time (75 s) after its last heartbeat
+        # Neutron marks an agent dead agent_down_time (25 s in the mini-cloud) after its last heartbeat
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline and any(a.is_alive for a in conn.network.agents(host=first)):
             time.sleep(1)

@@ -30,6 +30,8 @@
 #   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services (default 1)
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
+#   MINICLOUD_STATE=dir             the cloud's state (default .state/minicloud; another cloud beside it: its own dir,
+#                                   in a network namespace of its own, tests/support/netns.py)
 #   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/support/minicloud/ovn.sh)
 #   MINICLOUD_OVN_CMS / MINICLOUD_OVN_CMS_1  devstack0's / devstack1's ovn-cms-options (OVN variant)
 set -euo pipefail
@@ -337,11 +339,16 @@ EOF
     local plugins=qos,segments
     [ "$PLACEMENT_PLUGIN" = 1 ] && plugins=qos,segments,placement
     {
+        # the L2 agent emulators heartbeat every 5 s and Neutron sees an agent dead 25 s after its last one (upstream:
+        # 30 s / 75 s): a test that stops a host's agents waits 25 s, not 75 (OVN chassis keep upstream's 75 s)
+        local down_time=25
+        [ "$OVN" = 1 ] && down_time=75
         cat <<EOF
 [DEFAULT]
 debug = $DEBUG
 core_plugin = ml2
 service_plugins = $plugins
+agent_down_time = $down_time
 auth_strategy = keystone
 transport_url = $TRANSPORT
 state_path = $S/neutron
@@ -357,7 +364,7 @@ connection = $DBURL/neutron
 [oslo_concurrency]
 lock_path = $S/lock
 [agent]
-report_interval = 10
+report_interval = 5
 [securitygroup]
 firewall_driver = noop
 EOF
@@ -834,9 +841,11 @@ save_snapshot() {
     cp -a "$S/keystone/fernet-keys" "$S/keystone/credential-keys" "$tmp/"
     cp -a "$S/glance/glance.sqlite" "$tmp/"
     touch "$tmp/complete"
-    # one snapshot: this key's
-    find "$SNAP_ROOT" -mindepth 1 -maxdepth 1 ! -name "$(basename "$tmp")" -exec rm -rf {} +
-    mv "$tmp" "$dir"
+    # one snapshot: this key's (another cloud of the same run, in its own state dir, may be saving it too: its
+    # .new.* is left alone, and the first complete one stays)
+    find "$SNAP_ROOT" -mindepth 1 -maxdepth 1 ! -name '.new.*' ! -name "$(basename "$dir")" -exec rm -rf {} +
+    find "$SNAP_ROOT" -mindepth 1 -maxdepth 1 -name '.new.*' -mmin +60 -exec rm -rf {} +  # a killed run's
+    mv -T "$tmp" "$dir" 2>/dev/null || { rm -rf "$tmp"; [ -f "$dir/complete" ] || die "could not save the snapshot in $dir"; }
     say "snapshot of the migrated databases saved ($(du -sh "$dir" | cut -f1), $dir)"
 }
 
