@@ -177,3 +177,50 @@ def test_a_failing_report_is_served_as_failed_and_the_scrape_goes_on(placement, 
     assert fams["minbw_report_success"].value(report="drift") == 0
     assert fams["minbw_drift_findings"].samples == ()  # no findings served from a failed report
     assert fams["minbw_report_success"].value(report="providers") == 1
+
+
+def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, placement_server, tmp_path):
+    """A long-running exporter keeps the last headroom while no provider's generation moved, and counts it again
+    (right) after a claim, an inventory change and a freed claim."""
+    from minbw.usecases import exporter as exporter_mod
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
+    ini = tmp_path / "openvswitch_agent.ini"
+    ini.write_text(OVS.format(kbps=5000))
+    sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+                                   "--root-inventory", "VCPU=8"], env=placement_server.env(), capture_output=True,
+                          text=True)
+    assert sync.returncode == 0, sync.stderr
+    counted = []
+    real_capacity = exporter_mod.capacity
+
+    def counting(*args, **kwargs):
+        counted.append(1)
+        return real_capacity(*args, **kwargs)
+
+    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(
+        port_sizes=(PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"),), cache=None))
+
+    def headroom():
+        fams = {f.name: f for f in exporter.scrape()}
+        samples = fams["minbw_headroom_ports"].samples
+        return next((v for k, v in samples if ("host", "devstack0") in k and ("physnet", "physnet0") in k), samples)
+
+    exporter_mod.capacity = counting
+    try:
+        assert headroom() == 5 and len(counted) == 1
+        assert headroom() == 5 and headroom() == 5 and len(counted) == 1  # nothing moved: the last count
+
+        port_req = QosPort.parse("min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0", "test").request(
+            str(uuid.uuid4()))
+        consumer = str(uuid.uuid4())
+        claims.claim(placement, consumer, ServerRequest(extra_resources={"VCPU": 1}, ports=(port_req,)),
+                     project_id="p", user_id="u")
+        assert headroom() == 4 and len(counted) == 2
+        inv, gen = placement.get_inventories(BR_TEST)
+        placement.set_inventories(BR_TEST, {rc: {**i, "total": 3000} for rc, i in inv.items()}, gen)
+        assert headroom() == 2 and len(counted) == 3
+        claims.free(placement, consumer)
+        assert headroom() == 3 and headroom() == 3 and len(counted) == 4
+    finally:
+        exporter_mod.capacity = real_capacity

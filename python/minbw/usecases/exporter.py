@@ -138,6 +138,7 @@ class Exporter:
         self.slow = _Slow()
         self._lock = threading.Lock()
         self.last_stats: dict = {}
+        self._headroom: tuple[tuple, list] | None = None  # (what it was counted from, the headroom per size)
 
     # ------------------------------------------------------------ the scrape
     def scrape(self) -> list[metrics.Family]:
@@ -147,8 +148,7 @@ class Exporter:
             status = dict(self.slow.status)
             try:
                 reading = read_bandwidth(self.reader, listings=False)
-                details = self._capacity_details(reading)
-                sizes = [(s.name, s.vnic_type, capacity(details, req, self.slow.shared)) for s, req in self.sizes]
+                sizes = self._headroom_of(reading)
                 if self.cache is not None and self.cache._changed:
                     self.cache.save()
                 status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
@@ -171,6 +171,17 @@ class Exporter:
                                     drift_rows=self.slow.drift_rows, findings=self.slow.findings,
                                     audit_kinds=self.slow.audit_kinds, status=status,
                                     sync_record=sync_record, stats=stats, calls_total=self.api.calls)
+
+    def _headroom_of(self, reading) -> list:
+        """(size, vnic type, capacity) per port size: counted again only when a provider moved (Placement bumps a
+        provider's generation on every inventory, trait and allocation change), the providers read changed (the
+        slow reports found one) or the sharing providers changed; otherwise the last scrape's."""
+        key = (frozenset(reading.providers.values()), frozenset(reading.details), frozenset(self.slow.shared.items()))
+        if self._headroom is None or self._headroom[0] != key:
+            details = self._capacity_details(reading)
+            self._headroom = (key, [(s.name, s.vnic_type, capacity(details, req, self.slow.shared))
+                                    for s, req in self.sizes])
+        return self._headroom[1]
 
     def _capacity_details(self, reading) -> list[ProviderDetail]:
         """The bandwidth providers, the sharing providers, and every other provider of their trees standing in
