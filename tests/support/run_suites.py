@@ -124,7 +124,8 @@ def main(names: list[str]) -> int:
         print(f"unknown lane(s) {', '.join(unknown)}; lanes: {', '.join(LANES)}", file=sys.stderr)
         return 2
     here = lanes_here()
-    names = [n for n in names if n in here] or ([] if names else list(here))
+    # a lane asked for that cannot run here (e2e-2 without a namespace): its tests are in the one e2e lane
+    names = list(dict.fromkeys(n if n in here else "e2e" for n in names)) or list(here)
     logs = REPO / ".state" / "test-logs"
     logs.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
