@@ -99,6 +99,25 @@ def test_both_doors_open_onto_the_same_command_classes():
         assert {"-f", "--format", "-c", "--column", "--json", "--sort-column", "--fit-width"} <= opts, name
 
 
+
+def test_the_epilog_is_cliffs_without_reading_every_distribution(monkeypatch):
+    """Command.get_epilog answers as cliff's own does (the oracle: cliff's get_epilog, given the module→distribution
+    map a wheel install has), for the minbw shell (no plugin line) and another application's (the plugin line),
+    without cliff's read of every installed distribution's metadata."""
+    from cliff import command as cliff_command
+    monkeypatch.setattr(cliff_command, "_dists_by_mods", {"minbw": "minbw", "cliff": "cliff"})
+    foreign = type("OpenStackShell", (), {"__module__": "cliff.app"})  # an app of another distribution
+    for ep_name, ep in {**commands("minbw.cli"), **commands("openstack.bandwidth.v1")}.items():
+        cls = ep.load()
+        for app, line in ((MinbwShell(), False), (foreign(), True)):
+            cmd = cls(app, None)
+            ours = cmd.get_epilog()
+            assert ours == cliff_command.Command.get_epilog(cmd), ep_name
+            assert ("This command is provided by the minbw plugin." in ours) is line, ep_name
+    monkeypatch.setattr(cliff_command, "_dists_by_mods", None)
+    monkeypatch.setattr(cliff_command, "packages_distributions", lambda: pytest.fail("read every distribution"))
+    cls(MinbwShell(), None).get_parser("minbw x")
+
 def run_shell(*argv: str) -> tuple[int, str, str]:
     proc = subprocess.run([sys.executable, "-m", "minbw.cli", *argv], capture_output=True, text=True, timeout=120,
                           env={"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
