@@ -4,15 +4,34 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
+import cliff
 from cliff import commandmanager
-from openstack import exceptions as sdk_exceptions
-from osc_lib import shell as osc_shell
-from osc_lib.api import auth
 
-from minbw import __version__
-from minbw.model import microversions as mv
+
+def _import_lazily(name: str) -> None:
+    """Make ``name`` a module that runs its code on first use (importlib's LazyLoader)."""
+    if name not in sys.modules:
+        spec = importlib.util.find_spec(name)
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+
+
+# osc-lib imports cliff's interactive mode (and with it cmd2, rich, pygments: a fifth of a command's start) for a
+# type annotation; it runs only for `minbw` without a command, which then imports it.
+_import_lazily("cliff.interactive")
+cliff.interactive = sys.modules["cliff.interactive"]
+
+from openstack import exceptions as sdk_exceptions  # noqa: E402
+from osc_lib import shell as osc_shell  # noqa: E402
+from osc_lib.api import auth  # noqa: E402
+
+from minbw import __version__  # noqa: E402
+from minbw.model import microversions as mv  # noqa: E402
 
 # The commands of this shell: entry points of this group (python/pyproject.toml), the old minbw names.
 COMMANDS = "minbw.cli"

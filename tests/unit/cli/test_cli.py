@@ -209,3 +209,15 @@ def test_progress_bar_on_a_terminal_plain_lines_otherwise():
             p("writes done", 1, 4)
             raise RuntimeError("a write failed")
     assert broken.getvalue().endswith("1/4\n")  # the error message starts on a line of its own
+
+
+def test_interactive_mode_is_imported_only_when_used():
+    """cliff's interactive mode (cmd2) is loaded on first use: a command's start does not import it, and `minbw`
+    without a command still reads commands from its input."""
+    probe = ("import sys; from minbw.cli import shell; shell.main(['placement', 'status', '--state-dir', '/nonexistent',"
+             " '--port', '1', '-f', 'value', '-c', 'running']); print('cmd2' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["False", "False"], proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "minbw.cli"], capture_output=True, text=True, timeout=120,
+                          input="placement status --state-dir /nonexistent --port 1 -f value -c running\nquit\n")
+    assert proc.stdout.split() == ["False"], proc.stdout + proc.stderr  # (cliff's interactive mode exits 1)
