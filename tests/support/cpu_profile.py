@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -64,6 +65,7 @@ def run(out: Path, cmd: list[str]) -> int:
             pids.update(int(p) for p in (group / "cgroup.procs").read_text().split())
             time.sleep(0.3)
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: accounting still ends (finally)
     _acct(str(acct_file))
     started = time.monotonic()
     try:
