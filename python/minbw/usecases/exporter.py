@@ -333,7 +333,7 @@ class Exposition:
         self._families: dict[tuple[bool, str], tuple[metrics.Family, str]] = {}
         self._headers: dict[tuple[bool, metrics.Family], str] = {}
         self._providers: dict[tuple[bool, str], tuple[tuple, dict[str, str]]] = {}
-        self.rendered = 0  # families and providers rendered, all told (tests, benchmarks)
+        self.rendered = {"families": 0, "providers": 0}  # rendered, all told (tests, benchmarks)
 
     def render(self, families, parts: Mapping[str, tuple] | None = None, *, openmetrics: bool = False) -> str:
         """``families`` (:meth:`Exporter.scrape`); ``parts``: provider → its own samples
@@ -357,7 +357,7 @@ class Exposition:
         kept = self._families.get((openmetrics, f.name))
         if kept is None or (kept[0] is not f and kept[0] != f):
             kept = self._families[(openmetrics, f.name)] = (f, _render([f], openmetrics))
-            self.rendered += 1
+            self.rendered["families"] += 1
         return kept[1]
 
     def _header(self, openmetrics: bool, f) -> str:
@@ -375,7 +375,7 @@ class Exposition:
             text = _render([metrics.Family(n, "gauge", "-", tuple(samples)) for n, samples in by_name.items()],
                            openmetrics)
             kept = self._providers[(openmetrics, uuid)] = (own, _sample_lines(text))
-            self.rendered += 1
+            self.rendered["providers"] += 1
         return kept[1]
 
     def _forget(self, parts: Mapping[str, tuple]) -> None:
