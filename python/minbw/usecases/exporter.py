@@ -140,7 +140,6 @@ class Exporter:
         self.last_stats: dict = {}
         self._headroom: tuple[tuple, list] | None = None  # (what it was counted from, the headroom per size)
         self._counted: dict[str, dict] = {}  # size → the hosts counted (capacity's memo: only trees that moved)
-        self._saved = 0.0                    # when a scrape last saved the provider cache (time.monotonic)
         self.provider_families = metrics.ProviderFamilies()  # the provider families of providers that did not move
         self._exposition = Exposition()
 
@@ -158,7 +157,6 @@ class Exporter:
         try:
             reading = read_bandwidth(self.reader, listings=False)
             sizes = self._headroom_of(reading)
-            self._save_cache()
             status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
                                    "last_success": self.clock()}
         except Exception as e:  # noqa: BLE001 - served as a failed scrape (minbw_report_success 0)
@@ -181,14 +179,6 @@ class Exporter:
                                     sync_record=sync_record, stats=stats, calls_total=self.api.calls,
                                     provider_families=self.provider_families)
         return families, self.provider_families.parts
-
-    def _save_cache(self) -> None:
-        """Save what the scrapes read into the cache file, at most once per slow interval (writing 7,000 entries
-        takes a second; what is not saved yet is only read again after a restart)."""
-        if self.cache is not None and self.cache._changed and (
-                not self._saved or time.monotonic() - self._saved >= self.request.slow_interval):
-            self.cache.save()
-            self._saved = time.monotonic()
 
     def exposition(self, *, openmetrics: bool = False) -> str:
         """One scrape rendered (Prometheus' text format, or OpenMetrics), the renderings of what did not change
@@ -312,16 +302,18 @@ def _render(families, openmetrics: bool) -> str:
     return generate_latest(_Families(families)).decode()
 
 
-def _sample_lines(text: str) -> dict[str, str]:
-    """family name → its sample lines, of a rendering of gauges (their names are not changed by the format)."""
+def _sample_lines(text: str, keep_lines: bool = False) -> dict:
+    """family name → its sample lines (``keep_lines``: as a list, one line per sample), of a rendering of gauges
+    (their names are not changed by the format)."""
     out: dict[str, list[str]] = {}
     lines: list[str] = []
-    for line in text.splitlines(keepends=True):
+    for line in text.split("\n")[:-1]:  # prometheus_client escapes a newline in a label value, no other separator
+        line += "\n"
         if line.startswith("# TYPE "):
             lines = out.setdefault(line.split(" ", 3)[2], [])
         elif not line.startswith("#"):
             lines.append(line)
-    return {name: "".join(ls) for name, ls in out.items()}
+    return out if keep_lines else {name: "".join(ls) for name, ls in out.items()}
 
 
 class Exposition:
@@ -340,7 +332,8 @@ class Exposition:
         (:attr:`metrics.ProviderFamilies.parts`), whose families are rendered provider by provider."""
         parts = parts or {}
         per_provider = {name for own in parts.values() for name, _, _ in own}
-        lines = {u: self._provider(openmetrics, u, own) for u, own in parts.items()}
+        self._render_providers(openmetrics, parts)
+        lines = {u: self._providers[(openmetrics, u)][1] for u in parts}
         out = []
         for f in families:
             if f.name in per_provider:
@@ -366,17 +359,30 @@ class Exposition:
             self._headers[key] = _render([key[1]], openmetrics)
         return self._headers[key]
 
-    def _provider(self, openmetrics: bool, uuid: str, own: tuple) -> dict[str, str]:
-        kept = self._providers.get((openmetrics, uuid))
-        if kept is None or (kept[0] is not own and kept[0] != own):
-            by_name: dict[str, list] = {}
+    def _render_providers(self, openmetrics: bool, parts: Mapping[str, tuple]) -> None:
+        """Render the providers whose samples are new or changed, all in one rendering (a family's samples in
+        the providers' order, one line each), and keep each one's lines."""
+        todo = [(u, own) for u, own in parts.items()
+                if (kept := self._providers.get((openmetrics, u))) is None or (kept[0] is not own and kept[0] != own)]
+        if not todo:
+            return
+        by_name: dict[str, list] = {}
+        for _, own in todo:
             for name, labels, value in own:
                 by_name.setdefault(name, []).append((labels, value))
-            text = _render([metrics.Family(n, "gauge", "-", tuple(samples)) for n, samples in by_name.items()],
-                           openmetrics)
-            kept = self._providers[(openmetrics, uuid)] = (own, _sample_lines(text))
-            self.rendered["providers"] += 1
-        return kept[1]
+        text = _sample_lines(_render([metrics.Family(n, "gauge", "-", tuple(samples))
+                                      for n, samples in by_name.items()], openmetrics), keep_lines=True)
+        taken = {name: 0 for name in by_name}
+        for u, own in todo:
+            counts: dict[str, int] = {}
+            for name, _, _ in own:
+                counts[name] = counts.get(name, 0) + 1
+            mine = {}
+            for name, k in counts.items():
+                mine[name] = "".join(text[name][taken[name]:taken[name] + k])
+                taken[name] += k
+            self._providers[(openmetrics, u)] = (own, mine)
+        self.rendered["providers"] += len(todo)
 
     def _forget(self, parts: Mapping[str, tuple]) -> None:
         """Drop the lines of providers gone (the exporter runs for months)."""
