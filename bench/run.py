@@ -71,7 +71,17 @@ def _reports(ctx):
 
 def _exporter(ctx):
     from bench import reports_bench
-    return reports_bench.run(ctx, reports=False)
+    return reports_bench.run(ctx, parts=("exporter",))
+
+
+def _heal(ctx):
+    from bench import reports_bench
+    return reports_bench.run(ctx, parts=("heal",))
+
+
+def _exporter_heal(ctx):
+    from bench import reports_bench
+    return reports_bench.run(ctx, parts=("heal", "exporter"))
 
 
 SECTIONS = {
@@ -82,9 +92,11 @@ SECTIONS = {
     "overcommit": _overcommit,  # Placement's overcommit: raw, plain and verified claims; stock vs patched
     "reports": _reports,  # audit/drift/capacity/heal reads and exporter scrapes at the largest size
     "exporter": _exporter,  # the exporter's scrapes alone (the reports section's workload)
+    "heal": _heal,  # heal --dry-run's Placement side alone (the reports section's workload)
+    "exporter_heal": _exporter_heal,  # both, on one workload built once
 }
-# exporter: a part of reports, to measure alone
-DEFAULT_SECTIONS = [s for s in SECTIONS if s != "exporter"]
+# parts of reports, to measure alone
+DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("exporter", "heal", "exporter_heal")]
 DEFAULT_SIZES = (10, 100, 500)
 
 

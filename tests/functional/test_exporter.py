@@ -224,3 +224,99 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         assert headroom() == 3 and headroom() == 3 and len(counted) == 4
     finally:
         exporter_mod.capacity = real_capacity
+
+
+def _sync_hosts(placement_server, tmp_path, hosts, kbps=5000):
+    """Each host's OVS agent (br-test on physnet0) and compute root, by minbw's sync; host → br-test's uuid."""
+    from minbw.neutron import naming
+    for host in hosts:
+        ini = tmp_path / f"{host}.ini"
+        ini.write_text(OVS.format(kbps=kbps).replace("devstack0", host))
+        sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+                                       "--root-inventory", "VCPU=8"], env=placement_server.env(),
+                              capture_output=True, text=True)
+        assert sync.returncode == 0, sync.stderr
+    return {h: naming.device_rp_uuid(naming.AGENT_KINDS[naming.OVS], h, "br-test") for h in hosts}
+
+
+# what changes from one scrape to the next whatever moved
+_VOLATILE = ("minbw_scrape_", "minbw_placement_calls", "minbw_report_")
+
+
+def _series(text: str, openmetrics: bool) -> dict:
+    """(name, labels) → value of an exposition, parsed by prometheus_client's parsers."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_om
+    from prometheus_client.parser import text_string_to_metric_families as parse_text
+    parsed = (parse_om if openmetrics else parse_text)(text)
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in parsed for s in f.samples
+            if not s.name.startswith(_VOLATILE)}
+
+
+@pytest.mark.parametrize("openmetrics", [False, True], ids=["text", "openmetrics"])
+def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_right(
+        placement, placement_server, tmp_path, openmetrics):
+    """A long-running exporter keeps what it built and rendered while no provider moved; after a claim on one
+    host's bridge it rebuilds and renders that provider alone: only the series of that provider, of its host's
+    headroom and of the sums over it change, and every value is the one a new exporter, reading everything,
+    serves (after the claim, after an edited ini, after the claim is freed)."""
+    from minbw.reports.reader import ProviderCache
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
+    hosts = [f"hx{i}" for i in range(3)]
+    bridges = _sync_hosts(placement_server, tmp_path, hosts)
+    size = PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0")
+    cache = tmp_path / "providers.json"
+    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=str(cache)))
+
+    def fresh() -> dict:  # a new exporter without a cache: it reads every provider
+        new = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=None))
+        return _series(new.exposition(openmetrics=openmetrics), openmetrics)
+
+    first = _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
+    assert first == fresh()
+    built, rendered = exporter.provider_families.built, exporter._exposition.rendered["providers"]
+    families = exporter.scrape()
+    assert _series(exporter.exposition(openmetrics=openmetrics), openmetrics) == first
+    assert exporter.provider_families.built == built  # nothing moved: no provider's samples built again
+    assert exporter._exposition.rendered["providers"] == rendered  # nor rendered again
+    kept = {f.name: f for f in families}
+    again = {f.name: f for f in exporter.scrape()}
+    assert again["minbw_bandwidth_used_bits_per_second"] is kept["minbw_bandwidth_used_bits_per_second"]
+
+    # a claim on hx1's bridge (and its root): hx1's bridge is the one provider rebuilt
+    consumer = str(uuid.uuid4())
+    root = placement.list_providers(name="hx1")[0].uuid
+    placement.put_allocations(consumer, {"allocations": {root: {"resources": {"VCPU": 1}},
+                                                         bridges["hx1"]: {"resources": {
+                                                             "NET_BW_EGR_KILOBIT_PER_SEC": 1000,
+                                                             "NET_BW_IGR_KILOBIT_PER_SEC": 1000}}},
+                                         "project_id": "p", "user_id": "u", "consumer_generation": None})
+    built, read = exporter.provider_families.built, exporter.reader.read
+    after = _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
+    assert exporter.provider_families.built == built + 1 and exporter.reader.read == read + 1  # the bridge
+    assert exporter._exposition.rendered["providers"] == rendered + 1
+    changed = {k for k in first.keys() | after.keys() if first.get(k) != after.get(k)}
+    bridge = "hx1:Open vSwitch agent:br-test"
+    sums = ("minbw_vnic_type_bandwidth_used_bits_per_second", "minbw_physnet_headroom_ports",
+            "minbw_cloud_headroom_ports")
+    theirs = {k for k in changed if dict(k[1]).get("provider") == bridge or k[0] in sums
+              or (k[0] == "minbw_headroom_ports" and dict(k[1])["host"] == "hx1")}
+    assert changed == theirs, changed - theirs
+    assert {k[0] for k in changed if dict(k[1]).get("provider") == bridge} == {
+        "minbw_bandwidth_used_bits_per_second"}  # its usage, nothing else of it
+    assert {k[0] for k in changed} == {"minbw_bandwidth_used_bits_per_second", "minbw_headroom_ports", *sums}
+    assert after[("minbw_headroom_ports", (("host", "hx1"), ("physnet", "physnet0"), ("size", "small"),
+                                           ("vnic_type", "normal")))] == 4
+    assert after == fresh()
+
+    # an edited ini: hx2's bridge gets 3000 kbps each way
+    _sync_hosts(placement_server, tmp_path, ["hx2"], kbps=3000)
+    edited = _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
+    assert edited == fresh() and edited[("minbw_headroom_ports", (("host", "hx2"), ("physnet", "physnet0"),
+                                                                  ("size", "small"), ("vnic_type", "normal")))] == 3
+    # the claim freed
+    claims.free(placement, consumer)
+    assert _series(exporter.exposition(openmetrics=openmetrics), openmetrics) == fresh()
+    assert not ProviderCache(cache, placement.endpoint()).entries  # scrapes do not write the file...
+    exporter.run_slow()
+    assert ProviderCache(cache, placement.endpoint()).entries  # ...the slow reports do

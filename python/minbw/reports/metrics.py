@@ -76,8 +76,7 @@ def _scale(rc: str) -> int:
     return 1000  # kbps → bits per second, kpps → packets per second
 
 
-def providers(b: _Builder, details: Iterable, hosts: Mapping[str, str | None]) -> None:
-    """Total, reserved, used and allocation ratio per provider and class, and summed per vnic type."""
+def _declare_providers(b: _Builder) -> None:
     for stem, unit, what in (("bandwidth", "bits_per_second", "bandwidth"),
                              ("packet_rate", "packets_per_second", "packet rate")):
         b.declare(f"{stem}_inventory_{unit}", f"A provider's {what} inventory (Placement's total)")
@@ -88,23 +87,98 @@ def providers(b: _Builder, details: Iterable, hosts: Mapping[str, str | None]) -
         b.declare(f"vnic_type_{stem}_inventory_{unit}", f"The {what} inventory of the providers serving a vnic type")
         b.declare(f"vnic_type_{stem}_reserved_{unit}", f"The reserved {what} of the providers serving a vnic type")
         b.declare(f"vnic_type_{stem}_used_{unit}", f"The {what} allocated on the providers serving a vnic type")
+
+
+def _labels(**labels: str) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, str(v)) for k, v in labels.items()))
+
+
+def provider_samples(d, host: str | None) -> tuple[tuple, tuple]:
+    """One provider's samples, ``(own, sums)``: ``own`` its total, reserved, used and allocation ratio per class,
+    ``sums`` what it adds to the per vnic type sums; each ``(metric, labels, value)``, labels as sorted pairs."""
+    physnet, vnics = provider_labels(d.traits)
+    where = {"host": host or "", "provider": d.provider.name, "physnet": physnet, "vnic_types": vnics}
+    own, sums = [], []
+    for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items():
+        if rc not in CLASSES:
+            continue
+        stem, unit, direction = CLASSES[rc]
+        labels = _labels(**where, direction=direction)
+        own += [(PREFIX + f"{stem}_inventory_{unit}", labels, s.total * _scale(rc)),
+                (PREFIX + f"{stem}_reserved_{unit}", labels, s.reserved * _scale(rc)),
+                (PREFIX + f"{stem}_used_{unit}", labels, s.used * _scale(rc)),
+                (PREFIX + f"{stem}_allocation_ratio", labels, s.allocation_ratio)]
+        for vnic in filter(None, vnics.split(",")):
+            key = _labels(vnic_type=vnic, physnet=physnet, direction=direction)
+            sums += [(PREFIX + f"vnic_type_{stem}_{part}_{unit}", key, value * _scale(rc))
+                     for part, value in (("inventory", s.total), ("reserved", s.reserved), ("used", s.used))]
+    return tuple(own), tuple(sums)
+
+
+def _put(b: _Builder, own: Iterable, sums: Iterable) -> None:
+    for name, key, value in own:
+        b._samples[name][key] = value
+    for name, key, value in sums:
+        b._samples[name][key] = b._samples[name].get(key, 0) + value
+
+
+def providers(b: _Builder, details: Iterable, hosts: Mapping[str, str | None]) -> None:
+    """Total, reserved, used and allocation ratio per provider and class, and summed per vnic type."""
+    _declare_providers(b)
     for d in details:
-        physnet, vnics = provider_labels(d.traits)
-        where = {"host": hosts.get(d.provider.uuid) or "", "provider": d.provider.name, "physnet": physnet,
-                 "vnic_types": vnics}
-        for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items():
-            if rc not in CLASSES:
-                continue
-            stem, unit, direction = CLASSES[rc]
-            labels = dict(where, direction=direction)
-            b.add(f"{stem}_inventory_{unit}", s.total * _scale(rc), **labels)
-            b.add(f"{stem}_reserved_{unit}", s.reserved * _scale(rc), **labels)
-            b.add(f"{stem}_used_{unit}", s.used * _scale(rc), **labels)
-            b.add(f"{stem}_allocation_ratio", s.allocation_ratio, **labels)
-            for vnic in filter(None, vnics.split(",")):
-                for part, value in (("inventory", s.total), ("reserved", s.reserved), ("used", s.used)):
-                    b.add(f"vnic_type_{stem}_{part}_{unit}", value * _scale(rc), add=True, vnic_type=vnic,
-                          physnet=physnet, direction=direction)
+        _put(b, *provider_samples(d, hosts.get(d.provider.uuid)))
+
+
+class ProviderFamilies:
+    """The provider families of a long-running exporter. A provider's samples are built again only when its
+    detail or its host changed (a provider that did not move keeps its detail: the reader builds it again only
+    when its listing or cache entry changed), and only its samples are replaced in the families; when no
+    provider's samples changed, came or went, the last families are returned as they were (the same objects).
+    Their samples are in the providers' order (each provider's in label order), not sorted across providers.
+
+    ``parts`` holds each provider's own samples apart (provider → its ``own`` samples) so that an exposition can
+    keep what it rendered of each provider (:mod:`minbw.usecases.exporter`)."""
+
+    def __init__(self):
+        self._of: dict[str, tuple] = {}   # provider → (detail, host, own, sums)
+        self._families: list[Family] | None = None
+        self._b = _Builder()
+        _declare_providers(self._b)
+        self._sums = {n for n in self._b.families if n.startswith(PREFIX + "vnic_type_")}
+        self.built = 0                    # providers whose samples were built, all told (tests, benchmarks)
+
+    def families(self, details: Iterable, hosts: Mapping[str, str | None]) -> list[Family]:
+        seen, changed = {}, []
+        for d in details:
+            u, host = d.provider.uuid, hosts.get(d.provider.uuid) or ""
+            kept = self._of.get(u)
+            if kept is None or kept[1] != host or (kept[0] is not d and kept[0] != d):
+                changed.append((kept, kept := (d, host, *provider_samples(d, host))))
+                self.built += 1
+            seen[u] = kept
+        gone = [self._of[u] for u in self._of.keys() - seen.keys()]
+        self._of = seen
+        if self._families is not None and not changed and not gone:
+            return self._families
+        samples = self._b._samples
+        for old in gone + [old for old, _ in changed if old is not None]:
+            for name, key, _ in old[2]:
+                samples[name].pop(key, None)
+        for _, new in changed:
+            for name, key, value in new[2]:
+                samples[name][key] = value
+        for name in self._sums:
+            samples[name].clear()
+        for _, _, _, sums in seen.values():
+            _put(self._b, (), sums)
+        self._families = [Family(f.name, f.type, f.help, tuple(sorted(samples[n].items())) if n in self._sums
+                                 else tuple(samples[n].items())) for n, f in self._b.families.items()]
+        return self._families
+
+    @property
+    def parts(self) -> dict[str, tuple]:
+        """provider → its own samples (as the last :meth:`families` built them), in the details' order."""
+        return {u: kept[2] for u, kept in self._of.items()}
 
 
 def headroom(b: _Builder, sizes: Iterable[tuple[str, str, object]]) -> None:
@@ -190,11 +264,16 @@ def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None =
              sizes: Iterable[tuple[str, str, object]] = (), drift_rows: Iterable | None = None,
              findings: Iterable | None = None, audit_kinds: Iterable[str] = AUDIT_KINDS, status: Mapping[str, Mapping] | None = None,
              sync_record: Mapping | None = None, stats: Mapping[str, float] | None = None,
-             calls_total: int = 0) -> list[Family]:
+             calls_total: int = 0, provider_families: ProviderFamilies | None = None) -> list[Family]:
     """Every family, from what the last scrape and the last slow reports found (None: that report has not
-    run, or failed: its families carry no sample)."""
+    run, or failed: its families carry no sample). ``provider_families``: the exporter's, which keeps the
+    provider families of the providers that did not move."""
     b = _Builder()
-    providers(b, details, hosts or {})
+    if provider_families is None:
+        providers(b, details, hosts or {})
+        kept = []
+    else:
+        kept = provider_families.families(details, hosts or {})
     headroom(b, sizes)
     host_names = {name: name for name in (hosts or {}).values() if name}
     if drift_rows is not None:
@@ -209,4 +288,4 @@ def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None =
     reports(b, status or {})
     sync(b, sync_record)
     scrape(b, stats or {}, calls_total)
-    return b.build()
+    return kept + b.build()

@@ -139,38 +139,53 @@ class Exporter:
         self._lock = threading.Lock()
         self.last_stats: dict = {}
         self._headroom: tuple[tuple, list] | None = None  # (what it was counted from, the headroom per size)
+        self._counted: dict[str, dict] = {}  # size → the hosts counted (capacity's memo: only trees that moved)
+        self.provider_families = metrics.ProviderFamilies()  # the provider families of providers that did not move
+        self._exposition = Exposition()
 
     # ------------------------------------------------------------ the scrape
     def scrape(self) -> list[metrics.Family]:
         """List the providers, re-read the bandwidth providers that moved, count the headroom: every family."""
         with self._lock:
-            started, calls, read = time.perf_counter(), self.api.calls, self.reader.read
-            status = dict(self.slow.status)
-            try:
-                reading = read_bandwidth(self.reader, listings=False)
-                sizes = self._headroom_of(reading)
-                if self.cache is not None and self.cache._changed:
-                    self.cache.save()
-                status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
-                                       "last_success": self.clock()}
-            except Exception as e:  # noqa: BLE001 - served as a failed scrape (minbw_report_success 0)
-                self._say(f"reading the providers failed: {type(e).__name__}: {e}")
-                status["providers"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
-                                       "last_success": (self.slow.status.get("providers") or {}).get("last_success")}
-                self.slow.status["providers"] = status["providers"]
-                return metrics.families(status=status, stats={"seconds": time.perf_counter() - started,
-                                                              "calls": self.api.calls - calls},
-                                        calls_total=self.api.calls)
+            return self._scrape()[0]
+
+    def _scrape(self) -> tuple[list[metrics.Family], Mapping[str, tuple]]:
+        """The families, and each provider's own samples (:attr:`metrics.ProviderFamilies.parts`; none when the
+        scrape failed)."""
+        started, calls, read = time.perf_counter(), self.api.calls, self.reader.read
+        status = dict(self.slow.status)
+        try:
+            reading = read_bandwidth(self.reader, listings=False)
+            sizes = self._headroom_of(reading)
+            status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
+                                   "last_success": self.clock()}
+        except Exception as e:  # noqa: BLE001 - served as a failed scrape (minbw_report_success 0)
+            self._say(f"reading the providers failed: {type(e).__name__}: {e}")
+            status["providers"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
+                                   "last_success": (self.slow.status.get("providers") or {}).get("last_success")}
             self.slow.status["providers"] = status["providers"]
-            stats = {"seconds": time.perf_counter() - started, "calls": self.api.calls - calls,
-                     "read": self.reader.read - read,
-                     "listed": reading.stats["listed"], "bandwidth": reading.stats["bandwidth"]}
-            self.last_stats = stats
-            sync_record = read_sync_record(self.cache.path) if self.cache is not None else None
-            return metrics.families(details=reading.bandwidth(), hosts=reading.hosts(), sizes=sizes,
+            return metrics.families(status=status, stats={"seconds": time.perf_counter() - started,
+                                                          "calls": self.api.calls - calls},
+                                    calls_total=self.api.calls), {}
+        self.slow.status["providers"] = status["providers"]
+        stats = {"seconds": time.perf_counter() - started, "calls": self.api.calls - calls,
+                 "read": self.reader.read - read,
+                 "listed": reading.stats["listed"], "bandwidth": reading.stats["bandwidth"]}
+        self.last_stats = stats
+        sync_record = read_sync_record(self.cache.path) if self.cache is not None else None
+        families = metrics.families(details=reading.bandwidth(), hosts=reading.hosts(), sizes=sizes,
                                     drift_rows=self.slow.drift_rows, findings=self.slow.findings,
                                     audit_kinds=self.slow.audit_kinds, status=status,
-                                    sync_record=sync_record, stats=stats, calls_total=self.api.calls)
+                                    sync_record=sync_record, stats=stats, calls_total=self.api.calls,
+                                    provider_families=self.provider_families)
+        return families, self.provider_families.parts
+
+    def exposition(self, *, openmetrics: bool = False) -> str:
+        """One scrape rendered (Prometheus' text format, or OpenMetrics), the renderings of what did not change
+        kept (:class:`Exposition`)."""
+        with self._lock:
+            families, parts = self._scrape()
+            return self._exposition.render(families, parts, openmetrics=openmetrics)
 
     def _headroom_of(self, reading) -> list:
         """(size, vnic type, capacity) per port size: counted again only when a provider moved (Placement bumps a
@@ -179,7 +194,8 @@ class Exporter:
         key = (frozenset(reading.providers.values()), frozenset(reading.details), frozenset(self.slow.shared.items()))
         if self._headroom is None or self._headroom[0] != key:
             details = self._capacity_details(reading)
-            self._headroom = (key, [(s.name, s.vnic_type, capacity(details, req, self.slow.shared))
+            self._headroom = (key, [(s.name, s.vnic_type, capacity(details, req, self.slow.shared,
+                                                                   memo=self._counted.setdefault(s.name, {})))
                                     for s, req in self.sizes])
         return self._headroom[1]
 
@@ -259,40 +275,170 @@ class Exporter:
 
 # ---------------------------------------------------------------- serving
 
-def registry_of(exporter: Exporter):
-    """A prometheus_client registry whose one collector scrapes ``exporter``."""
-    from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
+class _Families:
+    """A collector (for prometheus_client's renderers) of :class:`metrics.Family` objects."""
 
-    class _Collector:
-        def collect(self):
-            for f in exporter.scrape():
-                names = [k for k, _ in f.samples[0][0]] if f.samples else []
-                cls = CounterMetricFamily if f.type == "counter" else GaugeMetricFamily
-                fam = cls(f.name, f.help, labels=names)
-                for labels, value in f.samples:
-                    fam.add_metric([v for _, v in labels], value)
-                yield fam
+    def __init__(self, families):
+        self.families = families
 
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Collector())
-    return registry
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+        for f in self.families:
+            names = [k for k, _ in f.samples[0][0]] if f.samples else []
+            cls = CounterMetricFamily if f.type == "counter" else GaugeMetricFamily
+            fam = cls(f.name, f.help, labels=names)
+            for labels, value in f.samples:
+                fam.add_metric([v for _, v in labels], value)
+            yield fam
 
 
-def exposition(exporter: Exporter) -> str:
-    """One scrape in Prometheus' text format (``minbw exporter --once``)."""
+def _render(families, openmetrics: bool) -> str:
+    """``families`` in Prometheus' text format (0.0.4) or OpenMetrics (without its ``# EOF``), by
+    prometheus_client."""
+    if openmetrics:
+        from prometheus_client.openmetrics.exposition import generate_latest
+        return generate_latest(_Families(families)).decode()[:-len("# EOF\n")]
     from prometheus_client import generate_latest
-    return generate_latest(registry_of(exporter)).decode()
+    return generate_latest(_Families(families)).decode()
+
+
+def _sample_lines(text: str, keep_lines: bool = False) -> dict:
+    """family name → its sample lines (``keep_lines``: as a list, one line per sample), of a rendering of gauges
+    (their names are not changed by the format)."""
+    out: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for line in text.split("\n")[:-1]:  # prometheus_client escapes a newline in a label value, no other separator
+        line += "\n"
+        if line.startswith("# TYPE "):
+            lines = out.setdefault(line.split(" ", 3)[2], [])
+        elif not line.startswith("#"):
+            lines.append(line)
+    return out if keep_lines else {name: "".join(ls) for name, ls in out.items()}
+
+
+class Exposition:
+    """The exporter's families rendered by prometheus_client and kept: a family whose samples did not change is
+    not rendered again, and the families of the providers are rendered per provider (each provider's lines kept
+    while its samples are the same), so a scrape after a few providers moved renders only theirs."""
+
+    def __init__(self):
+        self._families: dict[tuple[bool, str], tuple[metrics.Family, str]] = {}
+        self._headers: dict[tuple[bool, metrics.Family], str] = {}
+        self._providers: dict[tuple[bool, str], tuple[tuple, dict[str, str]]] = {}
+        self.rendered = {"families": 0, "providers": 0}  # rendered, all told (tests, benchmarks)
+
+    def render(self, families, parts: Mapping[str, tuple] | None = None, *, openmetrics: bool = False) -> str:
+        """``families`` (:meth:`Exporter.scrape`); ``parts``: provider → its own samples
+        (:attr:`metrics.ProviderFamilies.parts`), whose families are rendered provider by provider."""
+        parts = parts or {}
+        per_provider = {name for own in parts.values() for name, _, _ in own}
+        self._render_providers(openmetrics, parts)
+        lines = {u: self._providers[(openmetrics, u)][1] for u in parts}
+        out = []
+        for f in families:
+            if f.name in per_provider:
+                out.append(self._header(openmetrics, f))
+                out.extend(lines[u].get(f.name, "") for u in parts)
+            else:
+                out.append(self._family(openmetrics, f))
+        if openmetrics:
+            out.append("# EOF\n")
+        self._forget(parts)
+        return "".join(out)
+
+    def _family(self, openmetrics: bool, f) -> str:
+        kept = self._families.get((openmetrics, f.name))
+        if kept is None or (kept[0] is not f and kept[0] != f):
+            kept = self._families[(openmetrics, f.name)] = (f, _render([f], openmetrics))
+            self.rendered["families"] += 1
+        return kept[1]
+
+    def _header(self, openmetrics: bool, f) -> str:
+        key = (openmetrics, metrics.Family(f.name, f.type, f.help))
+        if key not in self._headers:
+            self._headers[key] = _render([key[1]], openmetrics)
+        return self._headers[key]
+
+    def _render_providers(self, openmetrics: bool, parts: Mapping[str, tuple]) -> None:
+        """Render the providers whose samples are new or changed, all in one rendering (a family's samples in
+        the providers' order, one line each), and keep each one's lines."""
+        todo = [(u, own) for u, own in parts.items()
+                if (kept := self._providers.get((openmetrics, u))) is None or (kept[0] is not own and kept[0] != own)]
+        if not todo:
+            return
+        by_name: dict[str, list] = {}
+        for _, own in todo:
+            for name, labels, value in own:
+                by_name.setdefault(name, []).append((labels, value))
+        text = _sample_lines(_render([metrics.Family(n, "gauge", "-", tuple(samples))
+                                      for n, samples in by_name.items()], openmetrics), keep_lines=True)
+        taken = {name: 0 for name in by_name}
+        for u, own in todo:
+            counts: dict[str, int] = {}
+            for name, _, _ in own:
+                counts[name] = counts.get(name, 0) + 1
+            mine = {}
+            for name, k in counts.items():
+                mine[name] = "".join(text[name][taken[name]:taken[name] + k])
+                taken[name] += k
+            self._providers[(openmetrics, u)] = (own, mine)
+        self.rendered["providers"] += len(todo)
+
+    def _forget(self, parts: Mapping[str, tuple]) -> None:
+        """Drop the lines of providers gone (the exporter runs for months)."""
+        if len(self._providers) > 2 * len(parts) + 100:
+            self._providers = {k: v for k, v in self._providers.items() if k[1] in parts}
+
+
+def exposition(exporter: Exporter, *, openmetrics: bool = False) -> str:
+    """One scrape in Prometheus' text format (``minbw exporter --once``), or OpenMetrics."""
+    return exporter.exposition(openmetrics=openmetrics)
+
+
+def _app(exporter: Exporter):
+    """The WSGI application serving ``/metrics``: the format Prometheus asks for (its Accept header, as
+    prometheus_client chooses), gzip when accepted."""
+    import gzip
+    from prometheus_client.exposition import choose_encoder
+
+    def app(environ, start_response):
+        if environ.get("PATH_INFO", "/") == "/favicon.ico":
+            start_response("200 OK", [])
+            return [b""]
+        _, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        body = exporter.exposition(openmetrics=content_type.startswith("application/openmetrics-text")).encode()
+        headers = [("Content-Type", content_type)]
+        if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
+            body = gzip.compress(body, compresslevel=1)
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [body]
+    return app
+
+
+def start_server(exporter: Exporter, address: str, port: int):
+    """Serve ``exporter`` on ``address:port`` in a daemon thread (as prometheus_client's start_http_server does,
+    with the renderings kept): the server (``server_port``, ``shutdown()``, ``server_close()``)."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+            pass
+
+    server = make_server(address, port, _app(exporter), ThreadingWSGIServer, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | None = None,
           ready=None) -> int:
     """Serve the metrics on ``address:port`` until ``stop`` is set (SIGTERM/SIGINT in the command); the slow
     reports first, then every ``slow_interval`` seconds, in a background thread."""
-    from prometheus_client import start_http_server
     stop = stop or threading.Event()
     exporter = Exporter(cloud, request)
     exporter.run_slow()
-    server, thread = start_http_server(request.port, request.address, registry_of(exporter))
+    server = start_server(exporter, request.address, request.port)
     if ready:
         ready(f"minbw exporter serving on http://{request.address}:{server.server_port}/metrics")
     try:

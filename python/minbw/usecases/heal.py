@@ -40,5 +40,6 @@ def heal(cloud: Cloud, request: HealRequest) -> HealResult:
     cloud.require("compute", "heal reads the servers from Nova")
     cloud.require("network", "heal reads the servers' ports from Neutron")
     results = ops_heal.heal(cloud.conn, cloud.placement, names=request.servers, check=request.check,
-                            binding_conn=None if request.check else cloud.service_conn(), progress=cloud.progress)
+                            binding_conn=None if request.check else cloud.service_conn(), progress=cloud.progress,
+                            reader=cloud.reader())
     return HealResult(tuple(results), request.check)

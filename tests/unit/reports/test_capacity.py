@@ -469,3 +469,25 @@ def test_counts_match_the_simulation(details, req):
             assert lim.reason or lim.copies >= fit.fits
         if fit.fits == 0 and fit.ways == 0:
             assert fit.limited_by and all(lim.reason for lim in fit.limited_by)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shared_layouts(), st.data(), st.booleans())
+def test_a_count_kept_between_calls_is_the_count_from_scratch(layout, data, port):
+    """capacity's memo (a long-running exporter's): after some providers changed, the count is the one made
+    from scratch, and a host whose tree did not change keeps its row (not counted again)."""
+    details, shared = layout
+    req = request(*([(bw_rules(1, None), {"physnet": "physnet0"})] if port else []), flavor={"VCPU": 1, "DISK_GB": 1})
+    memo: dict = {}
+    assert capacity(details, req, shared, memo=memo).to_dict() == capacity(details, req, shared).to_dict()
+    before = {h.uuid: h for h in capacity(details, req, shared, memo=memo).hosts}
+    moved = set(data.draw(st.lists(st.sampled_from([d.provider.uuid for d in details]), unique=True)))
+    changed = [rp(d.provider.uuid, d.provider.name, d.provider.parent_uuid, d.provider.root_uuid, d.traits,
+                  d.inventories, {rc: data.draw(st.integers(0, 2)) for rc in d.inventories})
+               if d.provider.uuid in moved else d for d in details]
+    after = capacity(changed, req, shared, memo=memo)
+    assert after.to_dict() == capacity(changed, req, shared).to_dict()
+    served = {r for s, roots in shared.items() if s in moved for r in roots}
+    for h in after.hosts:
+        if not any(d.provider.uuid in moved for d in details if d.provider.root_uuid == h.uuid) and h.uuid not in served:
+            assert h is before[h.uuid]

@@ -7,33 +7,92 @@ from collections.abc import Iterable
 from ..errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
 from ..ops import WRITE_FAILURES, outcome_unknown, servers as server_ops, verify
 from ..ops.neutron import write_binding_profile
+from ..model.providers import Provider
 from ..placement.client import Placement
 from ..plan.heal import HealPlan, plan_heal
+from ..reports.reader import Reader
+
+
+class Trees:
+    """The compute trees a heal run plans against, read through the reports' reader (:class:`Reader`): the
+    providers listed once (one listing of every provider when more than :attr:`WHOLE` hosts are healed, else
+    each host's own two listings), then the traits, inventories and usages of every provider of those trees in
+    one :meth:`Reader.details` (the provider cache where it holds them at the listed generation, after its
+    safety check; read otherwise). A tree a heal wrote to is listed and read again when next needed (only its
+    providers that moved are read)."""
+
+    WHOLE = 2
+
+    def __init__(self, reader: Reader):
+        self.reader = reader
+        self._trees: dict[str, dict[str, dict]] = {}
+        self._roots: dict[str, Provider] = {}   # hypervisor → its provider, from the listing
+        self._moved: set[str] = set()
+
+    def prefetch(self, hypervisors: Iterable[str]) -> None:
+        """List the trees of ``hypervisors`` and read their providers at once."""
+        wanted = sorted(set(hypervisors) - set(self._trees))
+        if not wanted:
+            return
+        members: dict[str, list[Provider]] = {}
+        if len(wanted) > self.WHOLE:
+            listing = self.reader.listing()
+            by_name = {}
+            for p in listing:
+                by_name.setdefault(p.name, p)
+            for h in wanted:
+                if h in by_name:
+                    self._roots[h] = by_name[h]
+            in_tree: dict[str, list[Provider]] = {}
+            for p in listing:
+                in_tree.setdefault(p.root_uuid, []).append(p)
+            members = {h: in_tree.get(self._roots[h].uuid, []) for h in wanted if h in self._roots}
+        else:
+            for h in wanted:
+                members.update(self._list(h))
+        details = self.reader.details([p for ps in members.values() for p in ps], usages=True)
+        for h, ps in members.items():
+            self._trees[h] = {p.uuid: {"name": p.name, "traits": sorted(details[p.uuid].traits),
+                                       "inventories": details[p.uuid].inventories,
+                                       "usages": details[p.uuid].usages} for p in ps}
+
+    def _list(self, hypervisor: str) -> dict[str, list[Provider]]:
+        roots = self.reader.listing(name=hypervisor)
+        if not roots:
+            return {}
+        self._roots[hypervisor] = roots[0]
+        return {hypervisor: self.reader.listing(in_tree=roots[0].uuid)}
+
+    def of(self, hypervisor: str) -> dict[str, dict]:
+        """rp → {name, traits, inventories, usages} of the compute node's tree."""
+        if hypervisor in self._moved:
+            self._moved.discard(hypervisor)
+            self._trees.pop(hypervisor, None)
+            self._roots.pop(hypervisor, None)
+        if hypervisor not in self._trees:
+            self.prefetch([hypervisor])
+        if hypervisor not in self._trees:
+            raise ObjectNotFound(f"no resource provider named {hypervisor!r} (the server's hypervisor)")
+        return self._trees[hypervisor]
+
+    def moved(self, hypervisor: str) -> None:
+        """A heal wrote to the tree of ``hypervisor``: its usages moved."""
+        self._moved.add(hypervisor)
 
 
 def compute_tree(api: Placement, hypervisor: str) -> dict[str, dict]:
-    """rp → {name, traits, inventories, usages} of the compute node's tree."""
-    roots = api.list_providers(name=hypervisor)
-    if not roots:
-        raise ObjectNotFound(f"no resource provider named {hypervisor!r} (the server's hypervisor)")
-    return {d.provider.uuid: {"name": d.provider.name, "traits": sorted(d.traits), "inventories": d.inventories,
-                              "usages": d.usages}
-            for d in api.provider_details(api.list_providers(in_tree=roots[0].uuid), usages=True)}
+    """rp → {name, traits, inventories, usages} of the compute node's tree (read, no cache)."""
+    return Trees(Reader(api)).of(hypervisor)
 
 
-def server_plan(conn, api: Placement, server, trees: dict | None = None) -> tuple[HealPlan, list, dict]:
+def server_plan(conn, api: Placement, server, trees: Trees | None = None) -> tuple[HealPlan, list, dict]:
     """The heal plan of one server (an openstacksdk Server with its full body), its ports and allocations.
-    ``trees``: the compute trees read so far in this run, by hypervisor (each host's tree is read once)."""
+    ``trees``: the run's compute trees (each host's tree is read once)."""
     ports = [server_ops.port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     current = api.get_allocations(server.id)
     if not server.hypervisor_hostname:
         raise ObjectNotFound(f"server {server.name} ({server.id}) is on no hypervisor (status {server.status})")
-    host = server.hypervisor_hostname
-    tree = trees.get(host) if trees is not None else None
-    if tree is None:
-        tree = compute_tree(api, host)
-        if trees is not None:
-            trees[host] = tree
+    tree = (trees or Trees(Reader(api))).of(server.hypervisor_hostname)
     plan = plan_heal({"id": server.id}, current, ports, tree)
     return plan, ports, current
 
@@ -97,16 +156,18 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
 
 
 def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False,
-         binding_conn=None, progress=None) -> list[dict]:
+         binding_conn=None, progress=None, reader: Reader | None = None) -> list[dict]:
     """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
     the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised.
     ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``.
-    ``progress(step, done, total)`` after each server."""
+    ``progress(step, done, total)`` after each server. ``reader``: the reports' reader the compute trees are
+    read with (its provider cache; default: one without cache over ``api``)."""
     api = api or Placement(conn)
     found = ([server_ops.find_server(conn, n) for n in names] if names else
              [conn.compute.get_server(s.id) for s in conn.compute.servers(all_projects=True)])
     results = []
-    trees: dict = {}  # hypervisor → its tree, read once per run (dropped when a heal writes there)
+    trees = Trees(reader or Reader(api))  # each host's tree read once per run (again after a heal wrote there)
+    trees.prefetch(s.hypervisor_hostname for s in found if s.hypervisor_hostname)
     for server in found:
         if progress and results:
             progress("servers healed" if not check else "servers planned", len(results), len(found))
@@ -122,7 +183,7 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
         elif not plan.ops or check:
             entry.update(healed=False, error=None)
         else:
-            trees.pop(server.hypervisor_hostname, None)  # its usage moves with the write
+            trees.moved(server.hypervisor_hostname)  # its usage moves with the write
             try:
                 entry.update(apply(conn, api, server, plan, ports, current, binding_conn), error=None)
             except PartialApply as e:
@@ -130,4 +191,5 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
         results.append(entry)
     if progress:
         progress("servers healed" if not check else "servers planned", len(results), len(found))
+    trees.reader.save()  # what was read, for the next report (and the next run)
     return results

@@ -12,6 +12,7 @@ read, and full — is not seen until it has room again or is read once (docs/ben
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -155,17 +156,20 @@ def read_sync_record(cache_path: str | os.PathLike) -> dict | None:
 def neutron_providers(providers: Iterable[Provider]) -> set[str]:
     """UUIDs of Neutron's agent and device providers in a listing: a name ``HOST:AGENT TYPE`` or ``HOST:AGENT
     TYPE:DEVICE`` whose UUID is the uuid5 Neutron derives from it (neutron-lib's placement utils). No read."""
-    out = set()
-    for p in providers:
-        for kind in naming.AGENT_KINDS.values():
-            suffix = ":" + kind.agent_type
-            if p.name.endswith(suffix) and p.uuid == naming.agent_rp_uuid(kind, p.name[:-len(suffix)]):
-                out.add(p.uuid)
-            elif suffix + ":" in p.name:
-                host, device = p.name.split(suffix + ":", 1)
-                if p.uuid == naming.device_rp_uuid(kind, host, device):
-                    out.add(p.uuid)
-    return out
+    return {p.uuid for p in providers if _is_neutrons(p.uuid, p.name)}
+
+
+@functools.lru_cache(maxsize=1 << 16)  # a long-running reader (the exporter) lists the same providers each scrape
+def _is_neutrons(uuid: str, name: str) -> bool:
+    for kind in naming.AGENT_KINDS.values():
+        suffix = ":" + kind.agent_type
+        if name.endswith(suffix) and uuid == naming.agent_rp_uuid(kind, name[:-len(suffix)]):
+            return True
+        if suffix + ":" in name:
+            host, device = name.split(suffix + ":", 1)
+            if uuid == naming.device_rp_uuid(kind, host, device):
+                return True
+    return False
 
 
 def holds_bandwidth(inventories: Mapping) -> bool:
@@ -208,6 +212,9 @@ class Reader:
         self.progress = progress
         self.verify = verify
         self.read = 0  # providers read so far (not trusted from the cache)
+        # (uuid, usages, traits) → (listed provider, cache entry, detail): a detail built from the cache is built
+        # again only when the provider's listing or its cache entry changed (the exporter's reader lives long)
+        self._built: dict[tuple[str, bool, bool], tuple[Provider, dict, ProviderDetail]] = {}
 
     def listing(self, **filters: str) -> list[Provider]:
         return self.api.list_providers(**filters)
@@ -246,8 +253,15 @@ class Reader:
         for p in providers:
             if p.uuid in trusted:
                 e = cache.entries[p.uuid]
-                out[p.uuid] = ProviderDetail(p, frozenset(e["traits"] or ()), freeze_inventories(e["inventories"]),
-                                             dict(e["used"] or {}) if usages else None, True)
+                key = (p.uuid, usages, traits)
+                built = self._built.get(key)
+                if built is None or built[0] != p or built[1] != e:
+                    detail = ProviderDetail(p, frozenset(e["traits"] or ()), freeze_inventories(e["inventories"]),
+                                            dict(e["used"] or {}) if usages else None, True)
+                    built = self._built[key] = (p, e, detail)
+                out[p.uuid] = built[2]
+        if len(self._built) > 2 * len(cache.entries) + 1000:  # providers deleted since: forget them
+            self._built = {k: v for k, v in self._built.items() if k[0] in cache.entries}
         return out
 
     def details(self, providers: Iterable[Provider], *, usages: bool = True,

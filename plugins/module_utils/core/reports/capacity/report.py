@@ -102,10 +102,13 @@ class CapacityReport:
 
 # ---------------------------------------------------------------- hosts
 
-def trees(details: Iterable, shared: Mapping[str, Iterable[str]] | None = None) -> tuple[list[Tree], list[str]]:
+def trees(details: Iterable, shared: Mapping[str, Iterable[str]] | None = None,
+          memo: dict | None = None) -> tuple[list[Tree], list[str]]:
     """The provider trees of ``details``, each with the sharing providers that serve it: ``shared`` maps a
     sharing provider (trait ``MISC_SHARES_VIA_AGGREGATE``) to the roots of the trees that have a provider in
-    one of its aggregates (Placement's ``anchors_for_sharing_providers``); its own tree counts it anyway."""
+    one of its aggregates (Placement's ``anchors_for_sharing_providers``); its own tree counts it anyway.
+    ``memo`` (a dict kept between calls): a tree whose providers' details are the same as last time is not
+    built again (the same :class:`Tree` object)."""
     details = list(details)
     by_uuid = {d.provider.uuid: d for d in details}
     by_root: dict[str, list] = {}
@@ -117,19 +120,30 @@ def trees(details: Iterable, shared: Mapping[str, Iterable[str]] | None = None) 
             for root in set(roots) - {by_uuid[s].provider.root_uuid}:
                 serves.setdefault(root, []).append(by_uuid[s])
     trees, notes = [], []
+    built = memo.setdefault("trees", {}) if memo is not None else {}
+    kept = {}
     for root, members in by_root.items():
         top = next((d for d in members if d.provider.uuid == root), None)
         if top is None:
             continue  # a tree read without its root (cannot happen with a whole listing)
         outside = sorted(serves.get(root, ()), key=lambda d: d.provider.name)
+        key = (tuple(members), tuple(outside))
+        if root in built and built[root][0] == key:
+            kept[root] = built[root]
+            trees.append(built[root][1])
+            continue
         names = {d.provider.uuid: d.provider.name for d in members + outside}
         order = tuple([root] + sorted((d.provider.uuid for d in members if d.provider.uuid != root),
                                       key=lambda u: names[u]) + [d.provider.uuid for d in outside])
         stocks = {(d.provider.uuid, rc): s for d in members + outside
                   for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items()}
-        trees.append(Tree(root, names, {d.provider.uuid: d.provider.parent_uuid for d in members + outside},
-                          {d.provider.uuid: frozenset(d.traits) for d in members + outside}, stocks, order,
-                          frozenset(d.provider.uuid for d in outside)))
+        tree = Tree(root, names, {d.provider.uuid: d.provider.parent_uuid for d in members + outside},
+                    {d.provider.uuid: frozenset(d.traits) for d in members + outside}, stocks, order,
+                    frozenset(d.provider.uuid for d in outside))
+        kept[root] = (key, tree)
+        trees.append(tree)
+    if memo is not None:
+        memo["trees"] = kept  # the trees gone are forgotten
     if any(not getattr(d, "unmoved", True) for d in details):
         notes.append("some providers changed while they were read: run again for a consistent count")
     return sorted(trees, key=lambda t: t.names[t.root]), notes
@@ -224,12 +238,23 @@ def _pool(request: CapacityRequest, group: Sequence[Tree], rows: Mapping[str, Ho
 
 
 def capacity(details: Iterable, request: CapacityRequest,
-             shared: Mapping[str, Iterable[str]] | None = None) -> CapacityReport:
+             shared: Mapping[str, Iterable[str]] | None = None, memo: dict | None = None) -> CapacityReport:
     """How many more servers shaped as ``request`` fit on each host (root provider) of ``details``,
     per physnet and in total (the module docstring gives the rule). ``shared``: the sharing providers and
-    the roots they serve (:func:`trees`)."""
-    host_trees, notes = trees(details, shared)
-    rows = {t.root: _host(request, t) for t in host_trees}
+    the roots they serve (:func:`trees`). ``memo``: a dict kept between counts of the same ``request`` (a
+    long-running exporter's): a host whose tree did not change is not counted again."""
+    host_trees, notes = trees(details, shared, memo)
+    counted_before = memo.get("hosts", {}) if memo is not None else {}
+    rows, usage = {}, {}
+    for t in host_trees:
+        kept = counted_before.get(t.root)
+        if kept is None or kept[0] is not t:
+            kept = (t, _host(request, t), network_usage(t))
+        rows[t.root], usage[t.root] = kept[1], kept[2]
+        if memo is not None:
+            memo.setdefault("next", {})[t.root] = kept
+    if memo is not None:
+        memo["hosts"] = memo.pop("next", {})
     counted = []
     for t in host_trees:
         if is_sharing_root(t) and not rows[t.root].fit.fits:
@@ -244,7 +269,7 @@ def capacity(details: Iterable, request: CapacityRequest,
     seen: set[tuple[str, str]] = set()
     providers = []
     for t in counted:
-        for row in network_usage(t):
+        for row in usage[t.root]:
             if (row["uuid"], row["resource_class"]) not in seen:
                 seen.add((row["uuid"], row["resource_class"]))
                 providers.append(row)

@@ -1,0 +1,82 @@
+"""minbw.usecases.exporter: the exposition kept between scrapes is what prometheus_client renders of the same
+families (the oracle), in both formats, whatever the labels hold; and what it keeps is rendered again only when it
+changed."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from minbw.model.providers import Provider, ProviderDetail
+from minbw.reports import metrics
+from minbw.usecases.exporter import Exposition, _Families
+
+E, I = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
+PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
+TRAITS = ("CUSTOM_VNIC_TYPE_NORMAL", "CUSTOM_VNIC_TYPE_DIRECT", "CUSTOM_PHYSNET_PHYSNET0", "CUSTOM_PHYSNET_X_Y")
+NAMES = st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)  # quotes, \\, \n, unicode
+
+
+@st.composite
+def providers(draw):
+    out = []
+    for i in range(draw(st.integers(0, 6))):
+        inv = {rc: {"total": draw(st.integers(1, 10**6)), "reserved": 0,
+                    "allocation_ratio": draw(st.sampled_from([1.0, 1.5, 0.3333333333333333]))}
+               for rc in draw(st.lists(st.sampled_from([E, I, PPS]), unique=True, min_size=1))}
+        used = {rc: draw(st.integers(0, 10**6)) for rc in inv}
+        out.append(ProviderDetail(Provider(f"u{i}", f"{draw(NAMES)}-{i}", 1, "r", "r"),
+                                  frozenset(draw(st.lists(st.sampled_from(TRAITS)))), inv, used, True))
+    return out
+
+
+def lines(text: str) -> list[str]:
+    return sorted(text.split("\n"))
+
+
+def oracle(families, openmetrics: bool) -> str:
+    if openmetrics:
+        from prometheus_client.openmetrics.exposition import generate_latest
+    else:
+        from prometheus_client import generate_latest
+    return generate_latest(_Families(families)).decode()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(providers(), providers(), st.dictionaries(st.sampled_from([f"u{i}" for i in range(6)]), NAMES), st.booleans())
+def test_the_kept_exposition_is_prometheus_clients_rendering(first, second, hosts, openmetrics):
+    kept, exposition = metrics.ProviderFamilies(), Exposition()
+    for details in (first, second, first):
+        families = metrics.families(details=details, hosts=hosts, findings=(), drift_rows=(),
+                                    stats={"calls": len(details)}, provider_families=kept)
+        text = exposition.render(families, kept.parts, openmetrics=openmetrics)
+        assert lines(text) == lines(oracle(families, openmetrics))
+        assert text.endswith("# EOF\n") == openmetrics
+        # the same families as a builder without the memo: the same samples, whatever their order
+        plain = metrics.families(details=details, hosts=hosts, findings=(), drift_rows=(),
+                                 stats={"calls": len(details)})
+        assert [(f.name, sorted(f.samples)) for f in families] == [(f.name, sorted(f.samples)) for f in plain]
+
+
+def test_only_what_changed_is_rendered_again():
+    details = [ProviderDetail(Provider(f"u{i}", f"h{i}:br", 1, "r", "r"), frozenset(TRAITS[:1]),
+                              {E: {"total": 1000}}, {E: i}, True) for i in range(5)]
+    kept, exposition = metrics.ProviderFamilies(), Exposition()
+
+    def render(details):
+        families = metrics.families(details=details, hosts={}, provider_families=kept)
+        return exposition.render(families, kept.parts, openmetrics=True)
+
+    render(details)
+    assert exposition.rendered["providers"] == 5 and kept.built == 5
+    families = exposition.rendered["families"]
+    render(details)
+    assert exposition.rendered == {"providers": 5, "families": families} and kept.built == 5
+    moved = list(details)
+    moved[2] = ProviderDetail(Provider("u2", "h2:br", 2, "r", "r"), frozenset(TRAITS[:1]), {E: {"total": 1000}},
+                              {E: 7}, True)
+    text = render(moved)
+    assert exposition.rendered["providers"] == 6 and kept.built == 6
+    assert text.count("h2:br") == 4 and text.count("h3:br") == 4  # its four samples, the others' kept
+    assert 'minbw_bandwidth_used_bits_per_second{direction="egress",host="",physnet="",provider="h2:br",' \
+           'vnic_types="normal"} 7000.0' in text
+    render(moved[:2] + moved[3:])  # a provider gone: its lines with it
+    assert "h2:br" not in render(moved[:2] + moved[3:]) and exposition.rendered["providers"] == 6
