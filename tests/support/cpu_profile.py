@@ -27,7 +27,8 @@ from pathlib import Path
 CGROUP = Path("/sys/fs/cgroup/cpuacct")
 ACCT_V3 = struct.Struct("<BBHIIIIIIf8H16s")  # include/uapi/linux/acct.h, struct acct_v3
 HZ = 100  # AHZ: the unit of ac_utime/ac_stime/ac_etime
-LINGER_S = 30  # how long processes the command left running may take to exit before accounting stops
+LINGER_S = 30
+PROFILING = "MINBW_CPU_PROFILE"  # set for the command: process accounting is taken (a test of this tool skips)  # how long processes the command left running may take to exit before accounting stops
 
 
 def _comp_t(value: int) -> int:
@@ -69,7 +70,8 @@ def run(out: Path, cmd: list[str]) -> int:
     _acct(str(acct_file))
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())))
+        proc = subprocess.Popen(cmd, preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())),
+                                env=dict(os.environ, **{PROFILING: str(out)}))
         threading.Thread(target=sample, daemon=True).start()
         rc = proc.wait()
         deadline = time.monotonic() + LINGER_S  # what it left running is accounted when it exits
