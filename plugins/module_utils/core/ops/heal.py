@@ -25,9 +25,7 @@ class Trees:
 
     def __init__(self, reader: Reader):
         self.reader = reader
-        self._trees: dict[str, dict[str, dict]] = {}
-        self._roots: dict[str, Provider] = {}   # hypervisor → its provider, from the listing
-        self._moved: set[str] = set()
+        self._trees: dict[str, dict[str, dict]] = {}  # hypervisor → its tree, until a heal writes there
 
     def prefetch(self, hypervisors: Iterable[str]) -> None:
         """List the trees of ``hypervisors`` and read their providers at once."""
@@ -37,16 +35,12 @@ class Trees:
         members: dict[str, list[Provider]] = {}
         if len(wanted) > self.WHOLE:
             listing = self.reader.listing()
-            by_name = {}
-            for p in listing:
-                by_name.setdefault(p.name, p)
-            for h in wanted:
-                if h in by_name:
-                    self._roots[h] = by_name[h]
+            by_name: dict[str, Provider] = {}
             in_tree: dict[str, list[Provider]] = {}
             for p in listing:
+                by_name.setdefault(p.name, p)
                 in_tree.setdefault(p.root_uuid, []).append(p)
-            members = {h: in_tree.get(self._roots[h].uuid, []) for h in wanted if h in self._roots}
+            members = {h: in_tree.get(by_name[h].uuid, []) for h in wanted if h in by_name}
         else:
             for h in wanted:
                 members.update(self._list(h))
@@ -58,17 +52,10 @@ class Trees:
 
     def _list(self, hypervisor: str) -> dict[str, list[Provider]]:
         roots = self.reader.listing(name=hypervisor)
-        if not roots:
-            return {}
-        self._roots[hypervisor] = roots[0]
-        return {hypervisor: self.reader.listing(in_tree=roots[0].uuid)}
+        return {hypervisor: self.reader.listing(in_tree=roots[0].uuid)} if roots else {}
 
     def of(self, hypervisor: str) -> dict[str, dict]:
         """rp → {name, traits, inventories, usages} of the compute node's tree."""
-        if hypervisor in self._moved:
-            self._moved.discard(hypervisor)
-            self._trees.pop(hypervisor, None)
-            self._roots.pop(hypervisor, None)
         if hypervisor not in self._trees:
             self.prefetch([hypervisor])
         if hypervisor not in self._trees:
@@ -76,8 +63,9 @@ class Trees:
         return self._trees[hypervisor]
 
     def moved(self, hypervisor: str) -> None:
-        """A heal wrote to the tree of ``hypervisor``: its usages moved."""
-        self._moved.add(hypervisor)
+        """A heal wrote to the tree of ``hypervisor``: its usages moved, so it is listed and read again when next
+        needed."""
+        self._trees.pop(hypervisor, None)
 
 
 def compute_tree(api: Placement, hypervisor: str) -> dict[str, dict]:

@@ -245,16 +245,15 @@ def capacity(details: Iterable, request: CapacityRequest,
     long-running exporter's): a host whose tree did not change is not counted again."""
     host_trees, notes = trees(details, shared, memo)
     counted_before = memo.get("hosts", {}) if memo is not None else {}
-    rows, usage = {}, {}
+    counted_now, rows, usage = {}, {}, {}
     for t in host_trees:
         kept = counted_before.get(t.root)
         if kept is None or kept[0] is not t:
             kept = (t, _host(request, t), network_usage(t))
+        counted_now[t.root] = kept
         rows[t.root], usage[t.root] = kept[1], kept[2]
-        if memo is not None:
-            memo.setdefault("next", {})[t.root] = kept
     if memo is not None:
-        memo["hosts"] = memo.pop("next", {})
+        memo["hosts"] = counted_now  # the hosts gone are forgotten
     counted = []
     for t in host_trees:
         if is_sharing_root(t) and not rows[t.root].fit.fits:
