@@ -6,6 +6,8 @@ one place that turns errors into a failed task, and the result shape (changed, d
 
 from __future__ import annotations
 
+import os
+import sys
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -97,6 +99,29 @@ def _suboption_options(spec):
     return [name for name, opt in spec.items() if opt.get('options')]
 
 
+def connect(**kwargs):
+    """``openstack.connect(**kwargs)`` without this run's payload on ``sys.path``.
+
+    keystoneauth1 finds the auth plugin through stevedore, whose entry-point cache (~/.cache/python-entrypoints)
+    is keyed on ``sys.path``. Ansible puts the module's payload (a zip under a new temporary directory each run)
+    first on ``sys.path``, so every module run missed that cache: it read the entry points of every installed
+    distribution (0.3 s of CPU in a venv of 300) and wrote one more cache file of them. The payload holds no
+    distribution, so the entry points found without it are the same, and the cache written by the first run
+    serves every later one.
+    """
+    saved = sys.path[:]
+    sys.path[:] = [entry for entry in saved if not _holds_this_file(entry)]
+    try:
+        return openstack.connect(**kwargs)
+    finally:
+        sys.path[:] = saved
+
+
+def _holds_this_file(entry):
+    """Whether the ``sys.path`` entry is where this module was imported from (Ansible's payload)."""
+    return bool(entry) and __file__.startswith(os.path.join(entry, ''))
+
+
 class MinbwModule:
     """An AnsibleModule with the auth options, that connects on first use of ``conn``.
 
@@ -144,7 +169,7 @@ class MinbwModule:
     def conn(self):
         """The openstacksdk Connection, made on first use (inside ``run``, so errors are reported)."""
         if self._conn is None:
-            self._conn = openstack.connect(**self.connect_kwargs())
+            self._conn = connect(**self.connect_kwargs())
         return self._conn
 
     def cloud(self):
@@ -158,7 +183,7 @@ class MinbwModule:
         service = self._cloud_option('service_cloud')
         if not service:
             return self.conn
-        return openstack.connect(**(dict(service) if isinstance(service, dict) else dict(cloud=service)))
+        return connect(**(dict(service) if isinstance(service, dict) else dict(cloud=service)))
 
     def _cloud_option(self, option):
         value = self.params.get(option)

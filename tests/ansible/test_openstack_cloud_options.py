@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from tests.support.playbook_runner import run_playbook
 
 # conftest's session fixture installs the collection here (ansible.cfg's collections_path).
 COLLECTIONS = Path(sys.executable).parent.parent / "collections"
@@ -72,3 +75,17 @@ def test_port_takes_openstack_cloud_port_names():
     # the use case maps the fixed IP entry by the module's own name (no Neutron lookup for an entry without a subnet)
     from minbw.usecases.port import fixed_ip
     assert fixed_ip(None, {"subnet": None, "ip_address": "10.0.4.20"}) == {"ip_address": "10.0.4.20"}
+
+
+def test_module_runs_reuse_the_sdk_entry_point_cache(placement_server, tmp_path):
+    """keystoneauth1 finds the auth plugin through stevedore, whose entry-point cache is keyed on sys.path, and
+    each module run has its own payload on sys.path: without module_utils.base.connect every run read every
+    installed distribution's entry points again and left one more cache file. Three runs, one file."""
+    book = tmp_path / "three.yml"
+    task = {"minbw.openstack.bandwidth_capacity_info": {"cloud": "minbw-local", "resources": {"VCPU": 1}}}
+    book.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [task] * 3}]))
+    cache = tmp_path / "cache"
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), OS_CLIENT_CONFIG_FILE=str(placement_server.clouds_yaml))
+    r = run_playbook(book, {}, env=env)
+    assert not r.failed and r.recap["ok"] == 3, r.output
+    assert len(list((cache / "python-entrypoints").iterdir())) == 1

@@ -8,10 +8,18 @@ import pytest
 
 from tests.support.faults.proxy import FaultProxy
 
+# The client's timeout here, and how late a "slow_after" answer comes (later: the client gives up first).
+# The embedded Placement answers one request at a time. With a timeout of 1 s, a loaded machine (make test's
+# lanes beside two mini-clouds) once took longer than that for an ordinary GET /allocation_candidates; each
+# retry queued behind the request the client had abandoned, and all four tries timed out (CI, stop 25:
+# test_claim_and_free_under_faults[slow_after]). 3 s leaves a loaded machine room; only the injected slow
+# answers wait for it.
+TIMEOUT = 3.0
+SLOW = TIMEOUT + 1.0
 # fast but real back-off for tests (the defaults are in minbw.placement.client.RetryPolicy)
-TEST_POLICY = {"attempts": 4, "backoff": 0.02, "max_backoff": 0.1, "timeout": 1.5}
+TEST_POLICY = {"attempts": 4, "backoff": 0.02, "max_backoff": 0.1, "timeout": TIMEOUT}
 TEST_ENV = {"MINBW_PLACEMENT_ATTEMPTS": "4", "MINBW_PLACEMENT_BACKOFF": "0.02",
-            "MINBW_PLACEMENT_MAX_BACKOFF": "0.1", "MINBW_PLACEMENT_TIMEOUT": "1.5"}
+            "MINBW_PLACEMENT_MAX_BACKOFF": "0.1", "MINBW_PLACEMENT_TIMEOUT": str(TIMEOUT)}
 
 
 class Proxied:

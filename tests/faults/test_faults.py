@@ -14,6 +14,7 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync as s
 from tests.conftest import MINBW
+from tests.faults.conftest import SLOW
 from tests.support.faults.proxy import Rule
 
 OVS = "[DEFAULT]\nhost = {host}\n[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1500:1500\n"
@@ -101,9 +102,9 @@ WRITES = [("POST", PROVIDERS), ("PUT", TRAITS), ("PUT", INVENTORIES)]
 @pytest.mark.parametrize("method,path", WRITES)
 def test_answer_slower_than_the_timeout_after_placement_applied_it(placement, proxied, hosts, method, path):
     """Placement applied the write, its answer came after the client gave up: re-read, found, done."""
-    proxied.proxy.add(Rule(method, path, "slow_after", delay=2.5))
+    proxied.proxy.add(Rule(method, path, "slow_after", delay=SLOW))
     want = desired("hostA")
-    api = proxied.api(timeout=1.0)
+    api = proxied.api()
     plan, result = s.sync(api, want)
     assert api.converged == result.found_applied == 1 and result.writes == len(plan.ops)
     converged(placement, want, hosts)
@@ -184,8 +185,8 @@ def _claim_setup(placement):
 def test_claim_and_free_under_faults(placement, proxied, hosts, fault):
     req = _claim_setup(placement)
     consumer = str(uuidlib.uuid4())
-    proxied.proxy.add(Rule("PUT", "/allocations/", fault, nth=(1, 3), delay=2.0))
-    api = proxied.api(timeout=1.0)
+    proxied.proxy.add(Rule("PUT", "/allocations/", fault, nth=(1, 3), delay=SLOW))
+    api = proxied.api()
     got = claims.claim(api, consumer, req, project_id="p", user_id="u")
     held = placement.get_allocations(consumer)["allocations"]
     assert {rp: a["resources"] for rp, a in held.items()} == {rp: a["resources"] for rp, a in got.allocations.items()}

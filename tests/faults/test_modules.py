@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.faults.conftest import SLOW
 from tests.support.faults.proxy import Rule
 from tests.support.playbook_runner import run_playbook
 
@@ -28,7 +29,7 @@ def run(proxied, tmp_path, consumer):
 def test_modules_survive_resets_503_and_lost_answers(placement, proxied, tmp_path):
     proxied.proxy.add(Rule("POST", r"^/resource_providers$", "reset_after", nth=(1, 2)),
                       Rule("PUT", r"/traits$", "503", nth=(1,)),
-                      Rule("PUT", r"/inventories$", "slow_after", nth=(2,), delay=2.5),
+                      Rule("PUT", r"/inventories$", "slow_after", nth=(2,), delay=SLOW),
                       Rule("PUT", r"^/allocations/", "reset_after", nth=(1, 2)))
     consumer = str(uuidlib.uuid4())
     r = run(proxied, tmp_path, consumer)

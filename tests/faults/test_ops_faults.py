@@ -13,6 +13,7 @@ from minbw.neutron.segments import RoutedSegment
 from minbw.ops import moves, segments as seg_ops, separation as sep_ops
 from minbw.plan import separation as sp
 from minbw.plan.segments import plan_segments
+from tests.faults.conftest import SLOW
 from tests.support.faults.proxy import Rule
 from tests.functional.test_allocation_moves import ONE_SERVER, TWICE, allocations, boot, bridge, host, \
     server_request, totals
@@ -37,8 +38,8 @@ def test_move_then_confirm_under_faults(placement, proxied, moved_setup, fault):
     """The first try of each POST faults; the move lands once, the confirm frees the source once: no
     double claim, nothing lost — a lost answer is found applied when re-read, a 409 is planned again."""
     req, consumer, h1, h2, source = moved_setup
-    proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=2.0))
-    api = proxied.api(timeout=1.0)
+    proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=SLOW))
+    api = proxied.api()
     moved = moves.move(api, consumer, req, "h2")
     assert moved.changed
     assert allocations(placement, moved.migration) == source
@@ -46,7 +47,7 @@ def test_move_then_confirm_under_faults(placement, proxied, moved_setup, fault):
                                                 bridge(placement, "h2"): {k: 1000 for k in ONE_SERVER if "NET" in k}}
     assert totals(placement) == TWICE
     proxied.proxy.clear()
-    proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=2.0))
+    proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=SLOW))
     confirmed = moves.confirm(api, moved.migration)
     assert confirmed.changed and allocations(placement, moved.migration) == {}
     assert totals(placement) == ONE_SERVER
@@ -59,8 +60,8 @@ def test_move_then_confirm_under_faults(placement, proxied, moved_setup, fault):
 def test_revert_under_faults(placement, proxied, moved_setup, fault):
     req, consumer, h1, h2, source = moved_setup
     moved = moves.move(placement, consumer, req, "h2")
-    proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=2.0))
-    reverted = moves.revert(proxied.api(timeout=1.0), consumer, moved.migration, req)
+    proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=SLOW))
+    reverted = moves.revert(proxied.api(), consumer, moved.migration, req)
     assert reverted.changed
     assert allocations(placement, consumer) == source and allocations(placement, moved.migration) == {}
     assert totals(placement) == ONE_SERVER
@@ -138,8 +139,8 @@ def test_separation_unavailable_part_way_names_what_was_and_was_not_written(plac
 @pytest.mark.parametrize("fault", FAULTS)
 def test_separation_exclusive_under_faults(placement, proxied, roots, fault):
     separate(placement, ["s1", "s2"])
-    proxied.proxy.add(Rule("PUT", r"/resource_providers/[^/]+/traits$", fault, nth=(1, 2), delay=2.0))
-    plan, done = separate(proxied.api(timeout=1.0), ["s3"], exclusive=True)
+    proxied.proxy.add(Rule("PUT", r"/resource_providers/[^/]+/traits$", fault, nth=(1, 2), delay=SLOW))
+    plan, done = separate(proxied.api(), ["s3"], exclusive=True)
     assert {(op.action, op.host) for op in done} == {("reserve", "s3"), ("release", "s1"), ("release", "s2")}
     assert marked(placement, roots) == {"s3"}
     assert separate(placement, ["s3"], exclusive=True)[0].ops == ()
@@ -187,8 +188,8 @@ def test_segments_under_faults(placement, proxied, fault):
         host(placement, name, ovs_kbps=0)
     segs = routed(2, ("q0", "q1"))
     # every request to the providers may fault, but Placement answers 409 only to writes
-    proxied.proxy.add(Rule("PUT" if fault == "409" else "*", r"^/resource_providers", fault, nth=(2, 5, 9), delay=2.0))
-    plan, done = sync_segments(proxied.api(timeout=1.0), segs)
+    proxied.proxy.add(Rule("PUT" if fault == "409" else "*", r"^/resource_providers", fault, nth=(2, 5, 9), delay=SLOW))
+    plan, done = sync_segments(proxied.api(), segs)
     assert len(done) == len(plan.ops) > 0
     for s in segs:
         assert placement.get_inventories(s.id)[0]["IPV4_ADDRESS"]["total"] == 6
