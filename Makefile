@@ -51,9 +51,11 @@ demo: setup collection
 	$(VENV)/bin/ansible-playbook playbooks/demo.yml
 
 # The mini-cloud's and the production-style Placement's venv (.venv-cloud) and Debian packages (MariaDB,
-# RabbitMQ): installed once here, before suites that use them run side by side.
+# RabbitMQ): installed once here, before suites that use them run side by side; and the mini-cloud's databases
+# migrated once, kept as the snapshot each cloud of the run restores (cloud.sh snapshot; a no-op when current).
 cloud-install:
 	bash tests/support/minicloud/cloud.sh install
+	bash tests/support/minicloud/cloud.sh snapshot
 
 # `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e | functional+prodplacement |
 # unit+faults+ansible | sanity+lint), then the time per suite and the 15 slowest tests; fails when a test fails.

@@ -14,6 +14,7 @@
 #   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
 #   cloud.sh install-packages  only the Debian packages (apt); idempotent
+#   cloud.sh snapshot        take that snapshot now, without starting the cloud (make cloud-install); idempotent
 #   cloud.sh snapshot-dir    where `up` keeps (or finds) the snapshot of the migrated databases
 #
 # Env:
@@ -830,7 +831,7 @@ SNAP_ROOT=${MINICLOUD_SNAPSHOT_DIR:-$ROOT/.state/minicloud-snapshot}
 DBS=(keystone placement nova_api nova_cell0 nova neutron)
 
 snapshot_key() {
-    { declare -f start_mariadb wait_mariadb write_configs setup_keystone setup_nova register_catalog save_snapshot
+    { declare -f start_mariadb wait_mariadb write_configs migrate setup_keystone setup_nova register_catalog save_snapshot
       echo "$DBURL $TRANSPORT $KS $PASS ${DBS[*]}"
       ls "$VENV"/lib/python3*/site-packages | grep 'dist-info$'; mariadbd --version; } 2>/dev/null | sha256sum | cut -c1-16
 }
@@ -868,6 +869,53 @@ restore_snapshot() {  # the databases (dropped first if they exist), the keys, g
     mkdir -p "$S/keystone" "$S/glance"
     cp -a "$dir/fernet-keys" "$dir/credential-keys" "$S/keystone/"
     cp -a "$dir/glance.sqlite" "$S/glance/"
+}
+
+# migrate [CMD]: the databases migrated (CMD, e.g. wait_rabbit, runs meanwhile), Keystone bootstrapped and
+# started, the catalog registered, and the snapshot of it all saved
+migrate() {
+    say "db migrations (parallel)"
+    bg_step keystone setup_keystone
+    bg_step placement "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync
+    bg_step nova setup_nova
+    bg_step neutron "$VENV/bin/neutron-db-manage" --config-file "$ETC/neutron/neutron.conf" \
+        --config-file "$ETC/neutron/ml2_conf.ini" upgrade heads
+    bg_step glance "$VENV/bin/glance-manage" --config-dir "$ETC/glance" db_sync
+    "$@"
+    wait_steps
+    say "migrations done"
+
+    start_api keystone
+    wait_check "keystone token" 60 keystone token
+    register_catalog >"$LOG/setup-catalog.out" 2>&1 || { cat "$LOG/setup-catalog.out" >&2; die "catalog registration failed"; }
+    say "catalog registered"
+    save_snapshot
+}
+
+# `cloud.sh snapshot` (make cloud-install): the snapshot `up` restores, taken now when none is current, so that
+# the clouds of a test run restore it instead of each migrating (a set-up step, like installing the packages).
+# Only MariaDB and Keystone run, in a state dir of their own (.state/minicloud-snapshot-build) and, where one can
+# be made, a network namespace of their own (tests/support/netns.py): a cloud running meanwhile is not touched.
+do_snapshot() {
+    if snapshot_ok; then say "the database snapshot is current: $(snapshot_dir)"; return 0; fi
+    [ "${MINICLOUD_SNAPSHOT:-1}" = 1 ] || return 0
+    do_install
+    if [ -z "${MINICLOUD_SNAPSHOT_BUILD:-}" ]; then
+        local build=$ROOT/.state/minicloud-snapshot-build netns=()
+        unshare --net true 2>/dev/null && netns=(unshare --net -- "$PY" "$ROOT/tests/support/netns.py")
+        MINICLOUD_SNAPSHOT_BUILD=1 MINICLOUD_STATE=$build MINICLOUD_SKIP_INSTALL=1 "${netns[@]}" bash "$0" snapshot
+        rm -rf "$build"
+        return
+    fi
+    do_down
+    rm -rf "$S"
+    mkdir -p "$ETC" "$LOG" "$RUN"
+    : >"$RUN/setup.jobs"
+    start_mariadb
+    write_configs
+    wait_mariadb
+    trap do_down EXIT
+    migrate
 }
 
 # ---------------------------------------------------------------- up
@@ -950,22 +998,7 @@ do_up() {
             start_api keystone
             wait_check "keystone token" 60 keystone token
         else
-            say "db migrations (parallel)"
-            bg_step keystone setup_keystone
-            bg_step placement "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync
-            bg_step nova setup_nova
-            bg_step neutron "$VENV/bin/neutron-db-manage" --config-file "$ETC/neutron/neutron.conf" \
-                --config-file "$ETC/neutron/ml2_conf.ini" upgrade heads
-            bg_step glance "$VENV/bin/glance-manage" --config-dir "$ETC/glance" db_sync
-            wait_rabbit
-            wait_steps
-            say "migrations done"
-
-            start_api keystone
-            wait_check "keystone token" 60 keystone token
-            register_catalog >"$LOG/setup-catalog.out" 2>&1 || { cat "$LOG/setup-catalog.out" >&2; die "catalog registration failed"; }
-            say "catalog registered"
-            save_snapshot
+            migrate wait_rabbit
         fi
     fi
 
@@ -1150,6 +1183,7 @@ case $cmd in
     neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
     install-packages) mkdir -p "$S"; apt_install ;;
+    snapshot) do_snapshot ;;
     snapshot-dir) snapshot_dir ;;
-    *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
