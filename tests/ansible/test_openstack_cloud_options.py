@@ -81,6 +81,8 @@ def test_module_runs_reuse_the_sdk_entry_point_cache(placement_server, tmp_path)
     """keystoneauth1 finds the auth plugin through stevedore, whose entry-point cache is keyed on sys.path, and
     each module run has its own payload on sys.path: without module_utils.base.connect every run read every
     installed distribution's entry points again and left one more cache file. Three runs, one file."""
+    if sys.executable.startswith("/tmp"):  # stevedore's own rule (stevedore/_cache.py): it writes no cache then
+        pytest.skip("stevedore keeps no entry-point cache for a Python under /tmp (this venv's is)")
     book = tmp_path / "three.yml"
     task = {"minbw.openstack.bandwidth_capacity_info": {"cloud": "minbw-local", "resources": {"VCPU": 1}}}
     book.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": [task] * 3}]))
