@@ -19,9 +19,9 @@ from minbw.neutron.port_request import QosPort
 from minbw.reports.capacity.request import CapacityRequest
 from minbw.usecases.capacity import capacity_report
 from minbw.reports.capacity.request import qos_port as port_of
+from tests.conftest import MINBW
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
-MINBW = [sys.executable, "-m", "minbw.cli"]
 
 
 

@@ -5,7 +5,6 @@ it draws from)."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import uuid
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -14,12 +13,11 @@ from minbw.model.requests import ServerRequest
 from minbw.ops import claims
 from minbw.reports.capacity.request import CapacityRequest
 from minbw.usecases.capacity import capacity_report
-from tests.conftest import wipe
+from tests.conftest import MINBW, wipe
 from tests.functional.test_capacity_placement import claim_until_full, free_all
 
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
 E = "NET_BW_EGR_KILOBIT_PER_SEC"
-MINBW = [sys.executable, "-m", "minbw.cli"]
 
 
 def provider(api, name, parent=None, inventories=None, traits=(), aggregates=()):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -18,9 +17,8 @@ import pytest
 from minbw.model.requests import ServerRequest
 from minbw.neutron.port_request import QosPort
 from minbw.ops import claims
-from tests.conftest import REPO, free_port
+from tests.conftest import MINBW, REPO, free_port
 
-MINBW = [sys.executable, "-m", "minbw.cli"]
 ROLE_FILES = REPO / "roles" / "bandwidth_exporter" / "files"
 ALERTS = ROLE_FILES / "minbw-alerts.yml"
 DASHBOARD = ROLE_FILES / "minbw-dashboard.json"

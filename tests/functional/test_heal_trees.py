@@ -4,13 +4,12 @@ from a warm provider cache, and a tree a heal wrote to read again."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import uuid
 
 from minbw.ops.heal import Trees
 from minbw.reports.reader import ProviderCache, Reader
+from tests.conftest import MINBW
 
-MINBW = [sys.executable, "-m", "minbw.cli"]
 OVS = """[DEFAULT]
 host = {host}
 [ovs]
