@@ -911,10 +911,10 @@ do_snapshot() {
     rm -rf "$S"
     mkdir -p "$ETC" "$LOG" "$RUN"
     : >"$RUN/setup.jobs"
+    trap do_down EXIT  # MariaDB and Keystone stop also when a step fails
     start_mariadb
     write_configs
     wait_mariadb
-    trap do_down EXIT
     migrate
 }
 

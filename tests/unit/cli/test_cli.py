@@ -99,7 +99,6 @@ def test_both_doors_open_onto_the_same_command_classes():
         assert {"-f", "--format", "-c", "--column", "--json", "--sort-column", "--fit-width"} <= opts, name
 
 
-
 def test_the_epilog_is_cliffs_without_reading_every_distribution(monkeypatch):
     """Command.get_epilog answers as cliff's own does (the oracle: cliff's get_epilog, given the module→distribution
     map a wheel install has), for the minbw shell (no plugin line) and another application's (the plugin line),
@@ -117,6 +116,7 @@ def test_the_epilog_is_cliffs_without_reading_every_distribution(monkeypatch):
     monkeypatch.setattr(cliff_command, "_dists_by_mods", None)
     monkeypatch.setattr(cliff_command, "packages_distributions", lambda: pytest.fail("read every distribution"))
     cls(MinbwShell(), None).get_parser("minbw x")
+
 
 def run_shell(*argv: str) -> tuple[int, str, str]:
     proc = subprocess.run([sys.executable, "-m", "minbw.cli", *argv], capture_output=True, text=True, timeout=120,
