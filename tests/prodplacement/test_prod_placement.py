@@ -238,29 +238,43 @@ def doc_commands(section: str) -> list[str]:
     return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
 
 
+REPRODUCER_RUNS = 3  # a race: on stock 16.0.0 one run of 5 rounds once ended with none over capacity
+
+
 def test_the_documented_reproducer_on_the_production_style_placement(prod, prod_placement):
     """The reproducer, run as docs/placement-overcommit.md shows it: on stock openstack-placement 16.0.0
-    (retry count 10) rounds end over capacity (exit 1); patched (PRODPLACEMENT_PATCHED=1) none does (exit 0)."""
+    (retry count 10) rounds end over capacity (exit 1); patched (PRODPLACEMENT_PATCHED=1) none does (exit 0).
+    Stock overcommits by a race, so the command runs up to REPRODUCER_RUNS times, until one run reproduces it;
+    patched, every one of the REPRODUCER_RUNS runs must end within capacity."""
     commands = doc_commands("## Reproduce it")
     assert commands and commands[-1].startswith("python3 patches/placement/reproduce_overcommit.py --os-cloud ")
     # what `source .state/prodplacement/env` sets, for this test's server; python3: the venv's (openstacksdk)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
            "OS_CLIENT_CONFIG_FILE": str(prod_placement.clouds_yaml), "OS_CLOUD": prod_placement.cloud}
-    t0 = time.time()
     assert f"--os-cloud {prod_placement.cloud} " in commands[-1]
-    r = subprocess.run(["bash", "-c", commands[-1]],
-                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    print(f"\n{prod_placement.describe()} ({time.time() - t0:.0f} s):\n{r.stdout}{r.stderr}")
-    rounds = re.findall(r"^round \d+: .* usage (\d+) of capacity (\d+): (within capacity|OVERCOMMITTED by \d+)",
-                        r.stdout, re.M)
-    assert len(rounds) == 5, r.stdout + r.stderr
-    over = [u for u, c, _ in rounds if int(u) > int(c)]
-    assert f"{len(over)} of 5 rounds ended over capacity" in r.stdout
-    if prod_placement.patched:
-        assert r.returncode == 0 and not over, r.stdout
+    outputs = []
+    for _ in range(REPRODUCER_RUNS):
+        t0 = time.time()
+        r = subprocess.run(["bash", "-c", commands[-1]],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        print(f"\n{prod_placement.describe()} ({time.time() - t0:.0f} s):\n{r.stdout}{r.stderr}")
+        outputs.append(r.stdout)
+        rounds = re.findall(r"^round \d+: .* usage (\d+) of capacity (\d+): (within capacity|OVERCOMMITTED by \d+)",
+                            r.stdout, re.M)
+        assert len(rounds) == 5, r.stdout + r.stderr
+        over = [u for u, c, _ in rounds if int(u) > int(c)]
+        assert f"{len(over)} of 5 rounds ended over capacity" in r.stdout
+        assert not [p for p in prod.list_providers() if p.name.startswith("overcommit-repro-")]   # cleaned up
+        if prod_placement.patched:
+            assert r.returncode == 0 and not over, r.stdout
+        elif over:
+            assert r.returncode == 1, r.stdout
+            break
+        else:
+            assert r.returncode == 0, r.stdout
     else:
-        assert r.returncode == 1 and over, "stock openstack-placement 16.0.0 did not overcommit:\n" + r.stdout
-    assert not [p for p in prod.list_providers() if p.name.startswith("overcommit-repro-")]   # cleaned up
+        assert prod_placement.patched, ("stock openstack-placement 16.0.0 did not overcommit in %d runs:\n%s"
+                                        % (REPRODUCER_RUNS, "\n".join(outputs)))
 
 
 # ---------------------------------------------------------------- Keystone tokens expiring during a run
