@@ -39,7 +39,7 @@ def promtool():
 
 def test_promtool_accepts_the_rules_and_each_alert_fires(promtool):
     checked = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True)
-    assert checked.returncode == 0 and "SUCCESS: 15 rules found" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "SUCCESS: 16 rules found" in checked.stdout, checked.stdout + checked.stderr
     tested = subprocess.run([promtool, "test", "rules", "minbw-alerts-test.yml"], capture_output=True, text=True,
                             cwd=REPO / "tests" / "prometheus")
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
@@ -100,7 +100,7 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
     assert sync.returncode == 0, sync.stderr
     port = free_port()
     exporter_log = open(tmp_path / "exporter.log", "w")
-    exporter = subprocess.Popen(MINBW + ["exporter", "--listen-port", str(port), "--slow-interval", "1",
+    exporter = subprocess.Popen(MINBW + ["exporter", "--listen-port", str(port), "--slow-interval", "1", "--interval", "1",
                                          "--agent-config", str(ini), "--port-size",
                                          "small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"],
                                 env=env, stdout=exporter_log, stderr=subprocess.STDOUT)
@@ -128,10 +128,20 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
         prom.wait(used, 1_000_000)
         prom.wait(headroom, 4)
         prom.wait('host:minbw_bandwidth_used_bits_per_second:sum{host="devstack0",direction="ingress"}', 1_000_000)
-        # a warm scrape: one listing, and a read of what moved (br-test, once)
-        calls = prom.query("max_over_time(minbw_scrape_placement_calls[5s])")[()]
+        # a collection after the claim: one listing, br-test's traits, inventories and usage (it moved); then a
+        # warm one: the listing and br-test's usage (every bandwidth provider's usage is read each collection)
+        calls = prom.query("max_over_time(minbw_collection_placement_calls[5s])")[()]
         assert calls <= 4, calls
-        prom.wait("minbw_scrape_placement_calls", 1)
+        prom.wait("minbw_collection_placement_calls", 2)
+        assert prom.query("minbw_collection_age_seconds")[()] < 5  # what a scrape serves is at most a cycle old
+
+        # the claim deleted as Nova frees a deleted server (no generation moves): the next collection shows it
+        placement.request("delete", f"/allocations/{consumer}", "1.28")
+        prom.wait(used, 0)
+        prom.wait(headroom, 5)
+        claims.claim(placement, consumer, ServerRequest(extra_resources={"VCPU": 1}, ports=(port_req,)),
+                     project_id="p", user_id="u")
+        prom.wait(used, 1_000_000)
 
         # the ini file edited: it no longer agrees with Placement
         ini.write_text(OVS.format(kbps=6000))
@@ -171,16 +181,17 @@ def test_a_failing_report_is_served_as_failed_and_the_scrape_goes_on(placement, 
                                                agent_configs=(str(tmp_path / "missing.ini"),), cache=None))
     status = exporter.run_slow()
     assert status["drift"]["ok"] is False and status["audit"]["ok"] is True and "drift report failed" in said[0]
-    fams: dict[str, Family] = {f.name: f for f in exporter.scrape()}
+    fams: dict[str, Family] = {f.name: f for f in exporter.collect()}
     assert fams["minbw_report_success"].value(report="drift") == 0
     assert fams["minbw_drift_findings"].samples == ()  # no findings served from a failed report
     assert fams["minbw_report_success"].value(report="providers") == 1
 
 
 def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, placement_server, tmp_path):
-    """A long-running exporter keeps the last headroom while no provider's generation moved, and counts it again
-    (right) after a claim, an inventory change and a freed claim."""
-    from minbw.usecases import exporter as exporter_mod
+    """A long-running exporter keeps the last headroom while no provider's listing, inventories or usage changed,
+    and counts it again (right) after a claim, an inventory change, a freed claim, and a claim deleted with
+    ``DELETE /allocations/{consumer}`` (which moves no generation: docs/placement-generations.md)."""
+    from minbw.exporter import collector as exporter_mod
     from minbw.usecases.cloud import Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     ini = tmp_path / "openvswitch_agent.ini"
@@ -200,7 +211,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         port_sizes=(PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"),), cache=None))
 
     def headroom():
-        fams = {f.name: f for f in exporter.scrape()}
+        fams = {f.name: f for f in exporter.collect()}
         samples = fams["minbw_headroom_ports"].samples
         return next((v for k, v in samples if ("host", "devstack0") in k and ("physnet", "physnet0") in k), samples)
 
@@ -220,6 +231,11 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         assert headroom() == 2 and len(counted) == 3
         claims.free(placement, consumer)
         assert headroom() == 3 and headroom() == 3 and len(counted) == 4
+        claims.claim(placement, consumer, ServerRequest(extra_resources={"VCPU": 1}, ports=(port_req,)),
+                     project_id="p", user_id="u")
+        assert headroom() == 2 and len(counted) == 5
+        placement.request("delete", f"/allocations/{consumer}", "1.28")  # as Nova frees a deleted server
+        assert headroom() == 3 and len(counted) == 6
     finally:
         exporter_mod.capacity = real_capacity
 
@@ -238,7 +254,7 @@ def _sync_hosts(placement_server, tmp_path, hosts, kbps=5000):
 
 
 # what changes from one scrape to the next whatever moved
-_VOLATILE = ("minbw_scrape_", "minbw_placement_calls", "minbw_report_")
+_VOLATILE = ("minbw_collection_", "minbw_placement_calls", "minbw_report_")
 
 
 def _series(text: str, openmetrics: bool) -> dict:
@@ -268,17 +284,24 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
 
     def fresh() -> dict:  # a new exporter without a cache: it reads every provider
         new = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=None))
+        new.collect()
         return _series(new.exposition(openmetrics=openmetrics), openmetrics)
 
-    first = _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
+    def scrape() -> dict:  # a collection, then what a scrape gets
+        exporter.collect()
+        return _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
+
+    first = scrape()
     assert first == fresh()
-    built, rendered = exporter.provider_families.built, exporter._exposition.rendered["providers"]
-    families = exporter.scrape()
-    assert _series(exporter.exposition(openmetrics=openmetrics), openmetrics) == first
-    assert exporter.provider_families.built == built  # nothing moved: no provider's samples built again
-    assert exporter._exposition.rendered["providers"] == rendered  # nor rendered again
+    saved = cache.stat().st_mtime_ns  # the first collection's safety check saved the cache...
+    families_of = exporter.collector.provider_families
+    built, rendered = families_of.built, exporter.served.exposition.rendered["providers"]
+    families = exporter.collect()
+    assert scrape() == first
+    assert families_of.built == built  # nothing moved: no provider's samples built again
+    assert exporter.served.exposition.rendered["providers"] == rendered  # nor rendered again
     kept = {f.name: f for f in families}
-    again = {f.name: f for f in exporter.scrape()}
+    again = {f.name: f for f in exporter.collect()}
     assert again["minbw_bandwidth_used_bits_per_second"] is kept["minbw_bandwidth_used_bits_per_second"]
 
     # a claim on hx1's bridge (and its root): hx1's bridge is the one provider rebuilt
@@ -289,10 +312,10 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
                                                              "NET_BW_EGR_KILOBIT_PER_SEC": 1000,
                                                              "NET_BW_IGR_KILOBIT_PER_SEC": 1000}}},
                                          "project_id": "p", "user_id": "u", "consumer_generation": None})
-    built, read = exporter.provider_families.built, exporter.reader.read
-    after = _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
-    assert exporter.provider_families.built == built + 1 and exporter.reader.read == read + 1  # the bridge
-    assert exporter._exposition.rendered["providers"] == rendered + 1
+    built, read = families_of.built, exporter.collector.reader.read
+    after = scrape()
+    assert families_of.built == built + 1 and exporter.collector.reader.read == read + 1  # the bridge
+    assert exporter.served.exposition.rendered["providers"] == rendered + 1
     changed = {k for k in first.keys() | after.keys() if first.get(k) != after.get(k)}
     bridge = "hx1:Open vSwitch agent:br-test"
     sums = ("minbw_vnic_type_bandwidth_used_bits_per_second", "minbw_physnet_headroom_ports",
@@ -309,12 +332,11 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
 
     # an edited ini: hx2's bridge gets 3000 kbps each way
     _sync_hosts(placement_server, tmp_path, ["hx2"], kbps=3000)
-    edited = _series(exporter.exposition(openmetrics=openmetrics), openmetrics)
+    edited = scrape()
     assert edited == fresh() and edited[("minbw_headroom_ports", (("host", "hx2"), ("physnet", "physnet0"),
                                                                   ("size", "small"), ("vnic_type", "normal")))] == 3
     # the claim freed
     claims.free(placement, consumer)
-    assert _series(exporter.exposition(openmetrics=openmetrics), openmetrics) == fresh()
-    assert not ProviderCache(cache, placement.endpoint()).entries  # scrapes do not write the file...
-    exporter.run_slow()
-    assert ProviderCache(cache, placement.endpoint()).entries  # ...the slow reports do
+    assert scrape() == fresh()
+    assert cache.stat().st_mtime_ns == saved  # ...and the collections between two checks do not write it
+    assert ProviderCache(cache, placement.endpoint()).entries

@@ -64,7 +64,8 @@ def test_heal_reads_the_trees_through_the_reader_and_its_cache(placement, placem
         assert sum(1 for m, path in kinds if path.split("?")[0].endswith("/resource_providers")) == listings, kinds
         assert {h: plain(trees.of(h)) for h in hosts} == {h: expected[h] for h in hosts}
 
-    # a warm cache: the one listing and the cache's safety check, no provider read
+    # a warm cache: the one listing, the cache's safety check and each provider's usage (a generation does not
+    # move when allocations are deleted: no usage comes from the cache), no provider's traits or inventories read
     cache = tmp_path / "providers.json"
     filling = Reader(placement, ProviderCache(cache, placement.endpoint()))
     Trees(filling).prefetch(HOSTS)
@@ -73,9 +74,23 @@ def test_heal_reads_the_trees_through_the_reader_and_its_cache(placement, placem
     placement.counter.reset()
     trees = Trees(warm)
     trees.prefetch(HOSTS)
-    assert warm.read == 0 and all(path.split("?")[0].endswith("/resource_providers")
-                                  for _, path in placement.counter.calls), placement.counter.calls
+    with_inventory = sum(1 for h in HOSTS for v in expected[h].values() if v["inventories"])
+    usage_reads = [path for _, path in placement.counter.calls if path.endswith("/usages")]
+    assert warm.read == 0 and warm.usages_read == len(usage_reads) == with_inventory
+    assert all(path.split("?")[0].endswith("/resource_providers") or path.endswith("/usages")
+               for _, path in placement.counter.calls), placement.counter.calls
     assert {h: plain(trees.of(h)) for h in HOSTS} == expected
+
+    # an allocation deleted (no generation moves): the next warm read has the usage Placement has
+    consumer = next(c for c in placement.provider_allocations(bridge))
+    placement.request("delete", f"/allocations/{consumer}", "1.28")
+    freed = Trees(Reader(placement, ProviderCache(cache, placement.endpoint())))
+    assert plain(freed.of("ht1"))[bridge]["usages"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 0, "NET_BW_IGR_KILOBIT_PER_SEC": 0}
+    assert plain(freed.of("ht1")) == plain(direct(placement, "ht1"))
+    placement.put_allocations(consumer, {
+        "allocations": {root: {"resources": {"VCPU": 1}},
+                        bridge: {"resources": {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}}},
+        "project_id": "p", "user_id": "u", "consumer_generation": None})
 
     # a heal wrote to ht2's tree: its tree is listed again and only what moved is read
     root2 = placement.list_providers(name="ht2")[0].uuid

@@ -1,6 +1,6 @@
 """The core's layout keeps one dependency direction (python/README.md):
 
-    cli, the collection's modules → usecases → ops, reports (readers) → placement.client → model
+    cli, the collection's modules → usecases → exporter, ops, reports (readers) → placement.client → model
                                               ↘ plan, reports (analyses) → neutron, placement.query/mapping
                                                                               → model, errors
 
@@ -22,7 +22,7 @@ CORE = REPO / "python" / "minbw"
 ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift", "minbw.reports.cache_check",
             "minbw.reports.move_checks", "minbw.reports.candidates", "minbw.reports.verify")
 PURE = ("minbw.model", "minbw.neutron", "minbw.plan", "minbw.placement.query", "minbw.placement.mapping") + ANALYSES
-IO = ("minbw.ops", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader", "minbw.placement.client", "minbw.deploy",
+IO = ("minbw.ops", "minbw.exporter", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader", "minbw.placement.client", "minbw.deploy",
       "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
                 "http", "wsgiref", "placement", "threading", "concurrent")
@@ -38,8 +38,9 @@ ALLOWED = {
     "minbw.reports": ("minbw.reports", "minbw.placement", "minbw.model", "minbw.neutron", "minbw.errors"),
     "minbw.ops": ("minbw.ops", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
                   "minbw.neutron", "minbw.errors"),
-    "minbw.usecases": ("minbw.usecases", "minbw.ops", "minbw.reports", "minbw.placement", "minbw.plan",
-                       "minbw.model", "minbw.neutron", "minbw.deploy", "minbw.errors"),
+    "minbw.exporter": ("minbw.exporter", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
+    "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.reports", "minbw.placement",
+                       "minbw.plan", "minbw.model", "minbw.neutron", "minbw.deploy", "minbw.errors"),
     "minbw.cli": ("minbw.cli", "minbw.usecases", "minbw.model", "minbw.neutron", "minbw.errors", "minbw"),
     "minbw.deploy": ("minbw.deploy", "minbw.errors"),
     "minbw.errors": (),

@@ -22,8 +22,9 @@ def _port_size(text: str):
 class Exporter(Command):
     """Serve Prometheus metrics of the bandwidth providers (total, reserved, used, ratio), the headroom in ports
     of the sizes given, the audit's and the drift's findings, the last sync, and each scrape's cost
-    (docs/exporter.md). A scrape lists the providers once and re-reads only those whose generation moved; the
-    slow reports run every --slow-interval seconds. --once prints one scrape and exits."""
+    (docs/exporter.md). A collection every --interval seconds reads every bandwidth provider's usage (the traits
+    and inventories of those whose generation moved); the slow reports run every --slow-interval seconds; a scrape
+    is served from the last collection and never waits. --once prints one collection and exits."""
 
     def add_arguments(self, parser):
         parser.add_argument("--port-size", action="append", type=_port_size, metavar="NAME=RULES",
@@ -33,9 +34,12 @@ class Exporter(Command):
                                                              "options given here win over it")
         parser.add_argument("--listen-address", metavar="ADDRESS", help="default 127.0.0.1")
         parser.add_argument("--listen-port", type=tcp_port, metavar="PORT", help="default 9817")
+        parser.add_argument("--interval", type=seconds, metavar="SECONDS",
+                            help="seconds between collections: every bandwidth provider's usage read, the headroom "
+                                 "counted (default 30); scrapes are served from the last one")
         parser.add_argument("--slow-interval", type=seconds, metavar="SECONDS",
-                            help="seconds between runs of the audit, the drift and the cache's safety check "
-                                 "(default 300)")
+                            help="seconds between runs of the audit, the drift and the provider cache's safety "
+                                 "check (default 300)")
         parser.add_argument("--agent-config", action="append", metavar="FILE",
                             help="an OVS or SR-IOV agent ini file the drift compares with Placement; repeat")
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
@@ -43,10 +47,11 @@ class Exporter(Command):
                             help="the drift does not read the agents from Neutron")
         cache = parser.add_mutually_exclusive_group()
         cache.add_argument("--cache", metavar="FILE", help="the provider cache (default: the sync's, per endpoint)")
-        cache.add_argument("--no-cache", action="store_true", help="read every bandwidth provider on every scrape")
+        cache.add_argument("--no-cache", action="store_true",
+                           help="read every bandwidth provider's traits and inventories on every collection")
         parser.add_argument("--workers", type=count, metavar="N", help="providers read at once (default 4)")
         parser.add_argument("--once", action="store_true",
-                            help="run the slow reports, print one scrape in Prometheus' text format, exit")
+                            help="run the slow reports, print one collection in Prometheus' text format, exit")
 
     def request(self, parsed_args):
         import yaml
@@ -61,7 +66,7 @@ class Exporter(Command):
             except yaml.YAMLError as e:
                 raise InvalidInput(f"--config {parsed_args.config}: not YAML: {e}") from None
         overrides = dict(address=parsed_args.listen_address, port=parsed_args.listen_port,
-                         slow_interval=parsed_args.slow_interval, host=parsed_args.host, neutron=parsed_args.neutron,
+                         slow_interval=parsed_args.slow_interval, interval=parsed_args.interval, host=parsed_args.host, neutron=parsed_args.neutron,
                          workers=parsed_args.workers,
                          agent_configs=tuple(parsed_args.agent_config) if parsed_args.agent_config else None,
                          port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,

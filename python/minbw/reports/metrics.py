@@ -137,7 +137,7 @@ class ProviderFamilies:
     Their samples are in the providers' order (each provider's in label order), not sorted across providers.
 
     ``parts`` holds each provider's own samples apart (provider → its ``own`` samples) so that an exposition can
-    keep what it rendered of each provider (:mod:`minbw.usecases.exporter`)."""
+    keep what it rendered of each provider (:mod:`minbw.exporter.exposition`)."""
 
     def __init__(self):
         self._of: dict[str, tuple] = {}   # provider → (detail, host, own, sums)
@@ -245,16 +245,21 @@ def sync(b: _Builder, record: Mapping | None) -> None:
         b.add("sync_last_success_timestamp_seconds", record["last_success"])
 
 
-def scrape(b: _Builder, stats: Mapping[str, float], calls_total: int) -> None:
-    b.declare("scrape_duration_seconds", "How long the last scrape took (reading Placement included)")
-    b.declare("scrape_placement_calls", "Placement calls the last scrape made")
-    b.declare("scrape_providers_read", "Providers the last scrape read (those whose generation moved)")
-    b.declare("providers", "Resource providers in Placement (the scrape's one listing)")
+def collection(b: _Builder, stats: Mapping[str, float], calls_total: int) -> None:
+    """The last collection's cost (a scrape serves the last collection; its age is the scrape's own family)."""
+    b.declare("collection_duration_seconds", "How long the last collection took (reading Placement included)")
+    b.declare("collection_placement_calls", "Placement calls the last collection made")
+    b.declare("collection_providers_read", "Providers whose traits and inventories the last collection read (those "
+                                           "whose generation moved)")
+    b.declare("collection_usages_read", "Usages the last collection read of providers whose traits and inventories "
+                                        "the cache held (every bandwidth provider's usage is read each collection)")
+    b.declare("providers", "Resource providers in Placement (the collection's one listing)")
     b.declare("bandwidth_providers", "Providers holding bandwidth or packet rate")
-    b.declare("placement_calls", "Placement calls made by the exporter since it started", "counter")
-    b.add("scrape_duration_seconds", stats.get("seconds", 0.0))
-    b.add("scrape_placement_calls", stats.get("calls", 0))
-    b.add("scrape_providers_read", stats.get("read", 0))
+    b.declare("placement_calls", "Placement calls made by the exporter's collections since it started", "counter")
+    b.add("collection_duration_seconds", stats.get("seconds", 0.0))
+    b.add("collection_placement_calls", stats.get("calls", 0))
+    b.add("collection_providers_read", stats.get("read", 0))
+    b.add("collection_usages_read", stats.get("usages_read", 0))
     b.add("providers", stats.get("listed", 0))
     b.add("bandwidth_providers", stats.get("bandwidth", 0))
     b.add("placement_calls", calls_total)
@@ -265,7 +270,7 @@ def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None =
              findings: Iterable | None = None, audit_kinds: Iterable[str] = AUDIT_KINDS, status: Mapping[str, Mapping] | None = None,
              sync_record: Mapping | None = None, stats: Mapping[str, float] | None = None,
              calls_total: int = 0, provider_families: ProviderFamilies | None = None) -> list[Family]:
-    """Every family, from what the last scrape and the last slow reports found (None: that report has not
+    """Every family, from what the last collection and the last slow reports found (None: that report has not
     run, or failed: its families carry no sample). ``provider_families``: the exporter's, which keeps the
     provider families of the providers that did not move."""
     b = _Builder()
@@ -287,5 +292,5 @@ def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None =
         b.declare("audit_findings", "The audit's findings by kind")
     reports(b, status or {})
     sync(b, sync_record)
-    scrape(b, stats or {}, calls_total)
+    collection(b, stats or {}, calls_total)
     return kept + b.build()

@@ -42,11 +42,14 @@ def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Pa
 class ProviderCache:
     """Traits and inventories a previous sync read or wrote, by provider, kept per Placement endpoint in
     one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
-    (Placement bumps the generation on every trait, inventory or allocation change) and it was last read
-    or written less than ``max_age`` seconds ago (the periodic full check); :func:`observe` trusts the
-    candidates that pass the safety check of :mod:`minbw.reports.cache_check` and re-reads the others.
-    Saving merges into what other syncs saved meanwhile (under a lock file), so syncs of different hosts
-    sharing the file lose nothing."""
+    (Placement bumps the generation on every trait and inventory change, and on every allocation written by
+    ``PUT``/``POST``) and it was last read or written less than ``max_age`` seconds ago (the periodic full
+    check); :func:`observe` trusts the candidates that pass the safety check of :mod:`minbw.reports.cache_check`
+    and re-reads the others. An entry's ``used`` is never served as a provider's usage: ``DELETE
+    /allocations/{consumer}`` frees usage without moving any generation (docs/placement-generations.md), so a
+    usage read at a generation is an upper bound of the usage at that generation, which only the safety check
+    uses (a provider with more room than its entry says is re-read). Saving merges into what other syncs saved
+    meanwhile (under a lock file), so syncs of different hosts sharing the file lose nothing."""
 
     VERSION = 2
 
@@ -212,9 +215,11 @@ class Reader:
         self.progress = progress
         self.verify = verify
         self.read = 0  # providers read so far (not trusted from the cache)
-        # (uuid, usages, traits) → (listed provider, cache entry, detail): a detail built from the cache is built
-        # again only when the provider's listing or its cache entry changed (the exporter's reader lives long)
-        self._built: dict[tuple[str, bool, bool], tuple[Provider, dict, ProviderDetail]] = {}
+        self.usages_read = 0  # usages read of providers whose traits and inventories the cache held
+        # (uuid, usages, traits) → (listed provider, cache entry, usages, detail): a detail built from the cache is
+        # built again only when the provider's listing, its cache entry or its usage changed (the exporter's reader
+        # lives long)
+        self._built: dict[tuple[str, bool, bool], tuple[Provider, dict, Mapping | None, ProviderDetail]] = {}
 
     def listing(self, **filters: str) -> list[Provider]:
         return self.api.list_providers(**filters)
@@ -237,29 +242,36 @@ class Reader:
 
     def cached(self, providers: Iterable[Provider], *, usages: bool = True,
                traits: bool = True) -> dict[str, ProviderDetail]:
-        """The details of ``providers`` the cache holds at their listed generation (with the usage and the
-        traits when asked), after its safety check unless ``verify`` is off. Nothing is read but the check."""
+        """The details of ``providers`` whose traits (when asked) and inventories the cache holds at their listed
+        generation, after its safety check unless ``verify`` is off. Their usage (when asked) is read now, one
+        read per provider with an inventory, ``workers`` at once: a generation does not move when allocations
+        are deleted, so no usage is served from the cache."""
         cache = self.cache
         if cache is None:
             return {}
         providers = list(providers)
-        candidates = {p.uuid: e for p in providers if (e := cache.candidate(p, traits=traits)) is not None
-                      and (not usages or e.get("used") is not None)}
+        candidates = {p.uuid: e for p in providers if (e := cache.candidate(p, traits=traits)) is not None}
         trusted = (verified(self.api, cache, candidates) if self.verify and candidates else set(candidates))
         cache.stats["candidates"] += len(candidates)
         cache.stats["trusted"] += len(trusted)
         cache.stats["reread"] += len(candidates) - len(trusted)
+        fresh: dict[str, dict[str, int]] = {}
+        if usages:
+            need = [p.uuid for p in providers if p.uuid in trusted and cache.entries[p.uuid]["inventories"]]
+            fresh = self.api.usages_of(need, readers=self.workers) if need else {}
+            self.usages_read += len(need)
         out = {}
         for p in providers:
             if p.uuid in trusted:
                 e = cache.entries[p.uuid]
+                used = fresh.get(p.uuid, {}) if usages else None
                 key = (p.uuid, usages, traits)
                 built = self._built.get(key)
-                if built is None or built[0] != p or built[1] != e:
+                if built is None or built[0] != p or built[1] != e or built[2] != used:
                     detail = ProviderDetail(p, frozenset(e["traits"] or ()), freeze_inventories(e["inventories"]),
-                                            dict(e["used"] or {}) if usages else None, True)
-                    built = self._built[key] = (p, e, detail)
-                out[p.uuid] = built[2]
+                                            used, True)
+                    built = self._built[key] = (p, e, used, detail)
+                out[p.uuid] = built[3]
         if len(self._built) > 2 * len(cache.entries) + 1000:  # providers deleted since: forget them
             self._built = {k: v for k, v in self._built.items() if k[0] in cache.entries}
         return out
@@ -267,7 +279,7 @@ class Reader:
     def details(self, providers: Iterable[Provider], *, usages: bool = True,
                 traits: bool = True) -> dict[str, ProviderDetail]:
         """Traits, inventories (and usages) of ``providers``: from the cache where it holds them at the listed
-        generation (and the usage, when asked), else read (up to 3 calls each, ``workers`` at once) and cached.
+        generation (their usage read now, when asked), else read (up to 3 calls each, ``workers`` at once) and cached.
         ``traits`` False: a caller that needs none (the audit) does not read them (nor cache them)."""
         providers = list(providers)
         out = self.cached(providers, usages=usages, traits=traits)
@@ -287,7 +299,7 @@ class Reader:
 
     def allocations(self, uuids: Iterable[str]) -> dict[str, dict[str, dict[str, int]]]:
         """provider → consumer → resources, one read per provider, ``workers`` at once. A cached provider whose
-        allocations are read at its cached generation gets its usage from them (no usages read next time)."""
+        allocations are read at its cached generation gets its usage from them (for the cache's safety check)."""
         uuids = list(uuids)
 
         def read(u: str) -> tuple[str, dict, int]:

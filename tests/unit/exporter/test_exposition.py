@@ -1,4 +1,4 @@
-"""minbw.usecases.exporter: the exposition kept between scrapes is what prometheus_client renders of the same
+"""minbw.exporter.exposition: the exposition kept between collections is what prometheus_client renders of the same
 families (the oracle), in both formats, whatever the labels hold; and what it keeps is rendered again only when it
 changed."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minbw.model.providers import Provider, ProviderDetail
 from minbw.reports import metrics
-from minbw.usecases.exporter import Exposition, _Families
+from minbw.exporter.exposition import Exposition, _Families
 
 E, I = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
