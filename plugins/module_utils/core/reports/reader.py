@@ -42,13 +42,14 @@ def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Pa
 class ProviderCache:
     """Traits and inventories a previous sync read or wrote, by provider, kept per Placement endpoint in
     one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
-    (Placement bumps the generation on every trait and inventory change, and on every allocation written by
-    ``PUT``/``POST``) and it was last read or written less than ``max_age`` seconds ago (the periodic full
-    check); :func:`observe` trusts the candidates that pass the safety check of :mod:`minbw.reports.cache_check`
-    and re-reads the others. An entry's ``used`` is never served as a provider's usage: ``DELETE
-    /allocations/{consumer}`` frees usage without moving any generation (docs/placement-generations.md), so a
-    usage read at a generation is an upper bound of the usage at that generation, which only the safety check
-    uses (a provider with more room than its entry says is re-read). Saving merges into what other syncs saved
+    (Placement bumps the generation on every trait and inventory change, and of every provider that a
+    ``PUT``/``POST`` of allocations allocates on) and it was last read or written less than ``max_age`` seconds
+    ago (the periodic full check); :func:`observe` trusts the candidates that pass the safety check of
+    :mod:`minbw.reports.cache_check` and re-reads the others. An entry's ``used`` is never served as a provider's
+    usage: ``DELETE /allocations/{consumer}``, and a write that moves a consumer's allocations off a provider,
+    free usage without moving that provider's generation (docs/placement-generations.md), so a usage read at a
+    generation is an upper bound of the usage at that generation, which only the safety check uses (a provider
+    with more room than its entry says is re-read). Saving merges into what other syncs saved
     meanwhile (under a lock file), so syncs of different hosts sharing the file lose nothing."""
 
     VERSION = 2

@@ -1,0 +1,51 @@
+"""What moves a resource provider's generation in the real (embedded) Placement: the reproducer of
+docs/placement-generations.md, run as the page shows it, against stock openstack-placement 16.0.0, where
+``DELETE /allocations/{consumer}`` frees the usage and leaves the generation where it was (exit 1), while freeing
+with ``PUT /allocations/{consumer}`` and empty allocations moves it."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "placement-generations.md"
+STEP = re.compile(r"^  (?P<what>\S.*?)\s+generation (?P<generation>\d+), usage (?P<usage>\d+)$", re.M)
+
+
+def doc_commands(section: str) -> list[str]:
+    """The commands (``$ ...`` lines) of the first console block under ``section`` in
+    docs/placement-generations.md: what the test runs, exactly as written."""
+    text = DOC.read_text()
+    block = text[text.index(section):].split("```console", 1)[1].split("```", 1)[0]
+    return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+
+
+def test_the_documented_reproducer_reproduces_on_stock_placement(placement, placement_server):
+    commands = doc_commands("## Reproduce it")
+    assert commands == [f"python3 patches/placement/reproduce_delete_generation.py --os-cloud {placement_server.cloud}"]
+    # what `export OS_CLIENT_CONFIG_FILE=...` sets, for this test's server; python3: the venv's (openstacksdk)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "OS_CLIENT_CONFIG_FILE": str(placement_server.clouds_yaml)}
+    env.pop("OS_CLOUD", None)
+    r = subprocess.run(["bash", "-c", commands[0]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    print(r.stdout + r.stderr)
+    assert r.returncode == 1, r.stdout + r.stderr
+    steps = [(m["what"], int(m["generation"]), int(m["usage"])) for m in STEP.finditer(r.stdout)]
+    assert [what for what, _, _ in steps] == [
+        "PUT /resource_providers/{uuid}/inventories (8 units)",
+        "PUT /allocations/{consumer 1} (2 units)", "DELETE /allocations/{consumer 1}",
+        "PUT /allocations/{consumer 2} (2 units)", "PUT /allocations/{consumer 2} {} (consumer generation 1)"]
+    (_, g_inv, _), (_, g_claim, u_claim), (_, g_delete, u_delete), (_, g_claim2, u_claim2), (_, g_put, u_put) = steps
+    # the DELETE freed the usage and left the generation where the claim put it ...
+    assert (u_claim, u_delete) == (2, 0) and g_delete == g_claim == g_inv + 1
+    # ... while every other write moved it by one, freeing with PUT {} included
+    assert (u_claim2, u_put) == (2, 0) and (g_claim2, g_put) == (g_delete + 1, g_delete + 2)
+    assert r.stdout.splitlines()[-1] == (f"DELETE freed 2 units and left the generation at {g_claim}; PUT {{}} freed "
+                                         f"2 units and moved it from {g_claim2} to {g_put}: reproduced")
+    # cleaned up: no provider, no class
+    assert not [p for p in placement.list_providers() if p.name.startswith("delete-generation-repro-")]
+    classes = placement.request("get", "/resource_classes", "1.28")["resource_classes"]
+    assert "CUSTOM_DELETE_GENERATION_REPRO" not in {c["name"] for c in classes}

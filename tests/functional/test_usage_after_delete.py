@@ -1,0 +1,75 @@
+"""Usage is never trusted to a provider generation: ``DELETE /allocations/{consumer}`` (how Nova frees a deleted
+server by default) frees usage without moving any generation (docs/placement-generations.md), and every reader that
+answers with usage or headroom shows the freed amount in its next answer, with the provider cache warm: the
+capacity count, heal's compute trees (tests/functional/test_heal_trees.py), the audit's over-capacity check, and
+the exporter (tests/functional/test_exporter.py, tests/faults/test_exporter_collection.py)."""
+from __future__ import annotations
+
+import uuid
+
+from minbw.model.requests import ServerRequest
+from minbw.neutron.port_request import QosPort
+from minbw.ops import claims
+from minbw.ops.audit import read_placement
+from minbw.plan.audit import OVER_CAPACITY, audit as judge
+from minbw.reports.capacity.request import capacity_request
+from minbw.reports.reader import ProviderCache, Reader
+from minbw.usecases.capacity import capacity_report
+from tests.functional.test_capacity_placement import host
+
+PORT = "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"
+OVS = "bridge_mappings = physnet0:br-d\nresource_provider_bandwidths = br-d:5000:5000\n"
+
+
+def _claim(placement, consumer: str) -> None:
+    port = QosPort.parse(PORT, "test").request(str(uuid.uuid4()))
+    claims.claim(placement, consumer, ServerRequest(extra_resources={"VCPU": 1}, ports=(port,)),
+                 project_id="p", user_id="u")
+
+
+def _delete(placement, consumer: str) -> None:
+    placement.request("delete", f"/allocations/{consumer}", "1.28")  # as Nova frees a deleted server
+
+
+def test_capacity_counts_what_a_delete_freed_with_the_cache_warm(placement, tmp_path):
+    host(placement, "hd0", ovs=OVS)
+    req = capacity_request({"VCPU": 1}, qos_ports=(QosPort.parse(PORT, "test"),))
+    cache = tmp_path / "providers.json"
+
+    def count() -> int:
+        reader = Reader(placement, ProviderCache(cache, placement.endpoint()))
+        total = capacity_report(reader, req).total
+        reader.save()
+        return total
+
+    consumers = [str(uuid.uuid4()) for _ in range(3)]
+    for c in consumers:
+        _claim(placement, c)
+    assert count() == 2 and count() == 2  # 5 ports' worth, 3 taken; the second count from the warm cache
+    generations = {p.uuid: p.generation for p in placement.list_providers()}
+    _delete(placement, consumers[0])
+    assert {p.uuid: p.generation for p in placement.list_providers()} == generations  # nothing moved
+    assert count() == 3  # the freed port's room, at the next count
+
+
+def test_the_audit_sees_a_provider_back_within_capacity_after_a_delete(placement, tmp_path):
+    root = host(placement, "hd1", ovs=OVS)
+    bridge = next(p.uuid for p in placement.list_providers(in_tree=root) if p.name.endswith(":br-d"))
+    consumers = [str(uuid.uuid4()) for _ in range(3)]
+    for c in consumers:
+        _claim(placement, c)
+    inv, gen = placement.get_inventories(bridge)  # 3,000 used: capacity lowered to 2,500
+    placement.set_inventories(bridge, {rc: {**i, "reserved": 2500} for rc, i in inv.items()}, gen)
+    cache = tmp_path / "providers.json"
+
+    def over() -> set[str]:
+        reader = Reader(placement, ProviderCache(cache, placement.endpoint()))
+        seen = read_placement(reader)
+        reader.save()
+        plan = judge(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
+                     inventories=seen.inventories, hosts=seen.hosts)
+        return {f.subject for f in plan.findings if f.kind == OVER_CAPACITY}
+
+    assert over() == {bridge} and over() == {bridge}
+    _delete(placement, consumers[0])
+    assert over() == set()
