@@ -63,14 +63,20 @@ def root_uuid(host: str) -> str:
 
 
 def server_request():
-    """The one server request both sections use (flavor + one QoS port, 1000/1000 kbps, physnet0, normal),
-    with ``limit`` as Nova sends it (max_placement_results, default 1000)."""
-    from minbw.model.requests import ServerRequest
+    """The one server request both sections use (flavor + one QoS port, 1000/1000 kbps, physnet0, normal), as
+    Nova 34's scheduler builds it (minbw.nova: its request filters, the roots made as nova-compute makes them, so
+    root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED; ``limit`` max_placement_results, default 1000)."""
     from minbw.neutron.port_request import QosRule, Segment, build_port_request
+    from minbw.nova.inputs import CloudFacts, Flavor, Port, Server
+    from minbw.nova.scheduler import query
     rules = [QosRule(RULE_IDS[0], "minimum_bandwidth", "egress", KBPS),
              QosRule(RULE_IDS[1], "minimum_bandwidth", "ingress", KBPS)]
     port = build_port_request(PORT_ID, rules, [Segment("vlan", "physnet0")], "normal")
-    return ServerRequest(extra_resources=FLAVOR, ports=(port,), limit=NOVA_LIMIT)
+    req = query(Server(flavor=Flavor.given(FLAVOR), ports=(Port(PORT_ID, request=port),)), None,
+                CloudFacts(every_compute_reports_owner_nova=True)).request
+    if req.limit != NOVA_LIMIT:
+        raise BenchError(f"Nova's query has limit {req.limit}, expected {NOVA_LIMIT}")
+    return req
 
 
 def build_placement(ctx: Context, name: str):
@@ -145,6 +151,7 @@ def _inprocess(body_bytes: bytes, req, max_mv: str, repeat: int) -> dict[str, di
     cands = CandidateSet(tuple(body["allocation_requests"]), body["provider_summaries"], params, mv)
     first = cands.by_host()[0][1][0]
     steps = {
+        "Nova's request (request filters + ResourceRequest, minbw.nova)": server_request,
         "build_query": lambda: build_query(req, max_mv),
         "json.loads of the body (also in raw)": lambda: json.loads(body_bytes),
         "CandidateSet from the parsed body": lambda: CandidateSet(tuple(body["allocation_requests"]),

@@ -83,12 +83,13 @@ def write_agent_files(directory: Path, n: int) -> dict[str, list[Path]]:
 
 def make_roots(server, hosts: list[str]) -> None:
     from minbw.placement.client import Placement
-    from minbw.model.providers import freeze_inventories
+    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
     api = Placement(server.connect())
     invs = freeze_inventories(ROOT_INVENTORIES)
-    for host in hosts:
+    for host in hosts:  # as nova-compute makes its compute node: inventories, COMPUTE_NODE and OWNER_NOVA
         prov = api.create_provider(root_uuid(host), host, None)
-        api.set_inventories(prov.uuid, invs, prov.generation)
+        generation = api.set_inventories(prov.uuid, invs, prov.generation)
+        api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, generation)
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Reproduce openstack-placement's DELETE /allocations/{consumer} freeing usage without moving the provider generation.
+"""Reproduce openstack-placement's DELETE /allocations/{consumer}, and a PUT moving a consumer off a provider, freeing
+usage without moving the provider generation.
 
     python3 patches/placement/reproduce_delete_generation.py --os-cloud NAME
 
@@ -13,12 +14,17 @@ providers and allocations (admin). Every request is a raw HTTP request through t
    deleted (``DELETE /allocations/{consumer}``, as Nova frees a deleted server's); generation and usage again;
 3. for contrast, the same with a second consumer freed by ``PUT /allocations/{consumer}`` with ``allocations: {}``
    at its consumer generation (as ``minbw free`` and Nova with ``reclaim_instance_interval > 0`` do);
-4. the provider and the class deleted.
+4. a third consumer claims 2 units and is moved to a second provider (8 units of the same class) by ``PUT
+   /allocations/{consumer}`` naming only that one, at its consumer generation (as Nova's resize revert and a
+   migration's source clean-up move allocations off a provider); the first provider's generation and usage before
+   and after the move, then the second provider's;
+5. the consumers' allocations, the providers and the class deleted.
 
-Exit status: 1 when the DELETE freed the usage and left the provider's generation where it was (reproduced), 0 when
-it moved the generation, 2 on a set-up error or an unexpected answer (the usage not freed, the contrast's ``PUT``
-not moving the generation). openstack-placement 16.0.0 exits 1; with
-patches/placement/0002-*.patch applied, 0. docs/placement-generations.md tells the whole story.
+Exit status: 1 when any part reproduced, i.e. a freed provider's generation did not move (the DELETE of 2., or the
+move of 4. on the provider left), 0 when none did, 2 on a set-up error or an unexpected answer (the usage not
+freed, the contrast's ``PUT`` or the provider moved to not moving the generation). openstack-placement 16.0.0 exits
+1 (both parts reproduce); with patches/placement/0002-*.patch applied, 1 (the move still reproduces); with 0002 and
+0003, 0. docs/placement-generations.md tells the whole story.
 """
 from __future__ import annotations
 
@@ -94,6 +100,31 @@ def free_by_put(placement, rp: str) -> tuple[int, int, int, int]:
     return g1, u1, g2, u2
 
 
+def move_by_put(placement, rp: str, rp2: str) -> tuple[int, int, int, int, int, int, int, int]:
+    """Claim on rp, then PUT the same claim on rp2 alone at the consumer generation: (generation, usage) of rp after
+    the claim and after the move, and of rp2 before and after the move. The consumer's allocations are deleted
+    at the end, whatever happened."""
+    consumer = str(uuid.uuid4())
+    try:
+        g1, u1 = claim(placement, rp, consumer)
+        step(f"PUT /allocations/{{consumer 3}} ({UNITS} units)", g1, u1)
+        b1, bu1 = state(placement, rp2)
+        step("provider 2, before the move", b1, bu1)
+        current = check(placement.get(f"/allocations/{consumer}", microversion=MV, raise_exc=False),
+                        f"GET /allocations/{consumer}").json()
+        body = {"allocations": {rp2: {"resources": {RC: UNITS}}},
+                "consumer_generation": current["consumer_generation"], **OWNER}
+        check(placement.put(f"/allocations/{consumer}", json=body, microversion=MV, raise_exc=False),
+              f"PUT /allocations/{consumer} on provider 2")
+        g2, u2 = state(placement, rp)
+        step(f"PUT /allocations/{{consumer 3}} ({UNITS} units on provider 2)", g2, u2)
+        b2, bu2 = state(placement, rp2)
+        step("provider 2, after the move", b2, bu2)
+    finally:
+        placement.delete(f"/allocations/{consumer}", microversion=MV, raise_exc=False)
+    return g1, u1, g2, u2, b1, bu1, b2, bu2
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     p.add_argument("--os-cloud", required=True, help="the clouds.yaml entry to use (an admin of Placement)")
@@ -117,6 +148,7 @@ def run(args) -> int:
           f"resource class {RC}, microversion {MV}", flush=True)
     check(placement.put(f"/resource_classes/{RC}", microversion=MV, raise_exc=False), "creating the class")
     rp = str(uuid.uuid4())
+    rp2 = str(uuid.uuid4())
     check(placement.post("/resource_providers", json={"uuid": rp, "name": f"delete-generation-repro-{rp}"},
                          microversion=MV, raise_exc=False), "creating the provider")
     try:
@@ -128,19 +160,38 @@ def run(args) -> int:
         d1, du1, d2, du2 = free_by_delete(placement, rp)
         print("freeing with PUT /allocations/{consumer} {\"allocations\": {}} at its consumer generation:", flush=True)
         p1, pu1, p2, pu2 = free_by_put(placement, rp)
+        print(f"moving off the provider with PUT /allocations/{{consumer}} to provider 2, "
+              f"delete-generation-repro-{rp2} ({TOTAL} units):", flush=True)
+        check(placement.post("/resource_providers", json={"uuid": rp2, "name": f"delete-generation-repro-{rp2}"},
+                             microversion=MV, raise_exc=False), "creating the second provider")
+        check(placement.put(f"/resource_providers/{rp2}/inventories", microversion=MV, raise_exc=False, json={
+            "resource_provider_generation": 0, "inventories": {RC: {"total": TOTAL}}}),
+            "setting the second provider's inventory")
+        m1, mu1, m2, mu2, b1, bu1, b2, bu2 = move_by_put(placement, rp, rp2)
     finally:
+        placement.delete(f"/resource_providers/{rp2}", microversion=MV, raise_exc=False)
         placement.delete(f"/resource_providers/{rp}", microversion=MV, raise_exc=False)
         placement.delete(f"/resource_classes/{RC}", microversion=MV, raise_exc=False)
     if du1 - du2 != UNITS or pu1 - pu2 != UNITS:
         raise ReproError(f"the usage was not freed: {du1} -> {du2} by DELETE, {pu1} -> {pu2} by PUT {{}}")
+    if mu1 - mu2 != UNITS or bu2 - bu1 != UNITS:
+        raise ReproError(f"the move did not move the usage: {mu1} -> {mu2} on the provider, {bu1} -> {bu2} on "
+                         f"provider 2")
     if p2 == p1:
         raise ReproError(f"PUT /allocations/{{consumer}} {{}} did not move the generation either ({p1})")
+    if b2 == b1:
+        raise ReproError(f"PUT /allocations/{{consumer}} did not move provider 2's generation either ({b1})")
     put = f"PUT {{}} freed {UNITS} units and moved it from {p1} to {p2}"
     if d2 == d1:
         print(f"DELETE freed {UNITS} units and left the generation at {d1}; {put}: reproduced")
-        return 1
-    print(f"DELETE freed {UNITS} units and moved the generation from {d1} to {d2}; {put}: not reproduced")
-    return 0
+    else:
+        print(f"DELETE freed {UNITS} units and moved the generation from {d1} to {d2}; {put}: not reproduced")
+    moved = f"provider 2's moved from {b1} to {b2}"
+    if m2 == m1:
+        print(f"the move freed {UNITS} units and left the generation at {m1} ({moved}): reproduced")
+    else:
+        print(f"the move freed {UNITS} units and moved the generation from {m1} to {m2} ({moved}): not reproduced")
+    return 1 if d2 == d1 or m2 == m1 else 0
 
 
 if __name__ == "__main__":

@@ -15,6 +15,13 @@ SERVER_REQUEST_SPEC = dict(
     in_tree=dict(type='str'),
     root_required=dict(type='list', elements='str', default=[]),
     limit=dict(type='int'),
+    flavor=dict(type='str'),
+    image=dict(type='str'),
+    availability_zone=dict(type='str'),
+    project=dict(type='str'),
+    nova_options=dict(type='dict', default={}),
+    nova_conf=dict(type='path'),
+    owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
     separation=dict(type='dict', options=dict(
         mode=dict(type='str', default='off', choices=['off', 'avoid', 'strict']),
         trait=dict(type='str', default='CUSTOM_MINBW_QOS_HOST'),
@@ -32,4 +39,17 @@ def server_spec(params):
                       port_requests=tuple(params['port_requests']), ports=tuple(params['ports']),
                       any_traits=params['any_traits'], group_policy=params['group_policy'], in_tree=params['in_tree'],
                       root_required=tuple(params['root_required']), limit=params['limit'],
-                      separation=separation_of(option='separation', **(params['separation'] or {})))
+                      separation=separation_of(option='separation', **(params['separation'] or {})),
+                      **nova_fields(params))
+
+
+def nova_fields(params):
+    """The ServerSpec (and CapacityQuery) fields of the Nova options: the server as operators name it, Nova's
+    scheduler options by Nova's names (O(nova_options): C(section.option) to value; O(nova_conf))."""
+    options = tuple('%s=%s' % (k, str(v).lower() if isinstance(v, bool) else v)
+                    for k, v in (params['nova_options'] or {}).items())
+    fields = dict(flavor=params['flavor'], image=params['image'], project=params['project'], nova_options=options,
+                  nova_conf=params['nova_conf'], owner_nova={'auto': None, 'yes': True, 'no': False}[params['owner_nova']])
+    if 'availability_zone' in params:
+        fields['availability_zone'] = params['availability_zone']
+    return fields

@@ -23,7 +23,7 @@ def test_bandwidth_exporter_role(tmp_path, playbook):
     request = ExporterRequest.from_config(yaml.safe_load(config.read_text()))
     assert [(s.name, s.vnic_type) for s in request.port_sizes] == [("small", "normal"), ("sriov", "direct")]
     assert (request.port, request.address, request.audit, request.interval, request.slow_interval) == (
-        9817, "127.0.0.1", False, 30, 300)
+        9817, "127.0.0.1", False, 90, 300)
     text = unit.read_text()
     assert f"ExecStart=/usr/local/bin/minbw exporter --config {config}" in text
     assert "Environment=OS_CLOUD=admin" in text and f"Environment=XDG_CACHE_HOME={tmp_path / 'cache'}" in text

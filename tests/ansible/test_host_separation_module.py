@@ -51,7 +51,9 @@ def test_host_separation_role_and_module(playbook, placement_local, tmp_path):
     assert res["separation"]["changed"] is True and res["separation"]["writes"] == 2
     assert hosts(res["plain"]) == ["devstack0"]
     assert hosts(res["qos"]) == ["devstack1"]
-    assert res["plain"]["query"]["root_required"] == f"!{TRAIT}"
+    # Nova's owner_nova_filter's and compute_status_filter's root traits (the fixture's roots are made as
+    # nova-compute makes them), then the separation's
+    assert res["plain"]["query"]["root_required"] == f"OWNER_NOVA,!COMPUTE_STATUS_DISABLED,!{TRAIT}"
 
     r, res = run(port_requests=qos)
     assert res["separation"]["changed"] is False and res["separation"]["ops"] == []  # idempotent

@@ -58,7 +58,7 @@ def test_formats_and_columns_on_several_commands(cloud):
         "resource_class", "allocation_ratio", "min_unit", "max_unit", "reserved", "step_size", "total", "used"]
 
     value = run(env, "providers", "show", "-f", "value", "-c", "name", "-c", "generation")
-    assert value.stdout.splitlines() == ["devstack0 1", "devstack0:Open vSwitch agent 1",
+    assert value.stdout.splitlines() == ["devstack0 2", "devstack0:Open vSwitch agent 1",
                                          "devstack0:Open vSwitch agent:br-test 2"], value.stdout
     as_json = json.loads(run(env, "providers", "show", "-f", "json").stdout)
     assert as_json == json.loads(run(env, "providers", "show", "--json").stdout)  # --json is -f json

@@ -17,7 +17,8 @@ from tests.conftest import MINBW
 from tests.functional.test_claims import FLAVOR, SEED_OVS, host, port_request
 
 T = sp.DEFAULT_TRAIT
-NOVA_TRAITS = {"COMPUTE_NET_ATTACH_INTERFACE", "COMPUTE_VOLUME_EXTEND"}  # what the resource tracker sets
+# what the resource tracker sets (ResourceTracker._get_traits: the driver's, COMPUTE_NODE and OWNER_NOVA)
+NOVA_TRAITS = {"COMPUTE_NET_ATTACH_INTERFACE", "COMPUTE_VOLUME_EXTEND", "COMPUTE_NODE", "OWNER_NOVA"}
 
 
 @pytest.fixture
@@ -157,7 +158,9 @@ def test_cli(placement, placement_server, two_hosts, tmp_path):
     out = minbw("candidates", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1", "--separation", "avoid", "--json")
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
-    assert body["query"]["root_required"] == f"!{T}"
+    # Nova's owner_nova_filter's and compute_status_filter's root traits, then the separation's
+    assert body["query"]["root_required"] == f"OWNER_NOVA,!COMPUTE_STATUS_DISABLED,!{T}"
+    assert "compute_status_filter: root_forbidden COMPUTE_STATUS_DISABLED (always)" in body["nova_filters"]
     assert {body["provider_summaries"][rp]["root_provider_uuid"] for a in body["allocation_requests"]
             for rp in a["allocations"]} == {two_hosts["devstack0"]}
     bad = minbw("separation", "--hosts", "devstack1", "--trait", "QOS")

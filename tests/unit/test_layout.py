@@ -21,7 +21,8 @@ CORE = REPO / "python" / "minbw"
 # the analyses of reports/ are pure; its readers (diagnose, providers) read Placement and Neutron
 ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift", "minbw.reports.cache_check",
             "minbw.reports.move_checks", "minbw.reports.candidates", "minbw.reports.verify")
-PURE = ("minbw.model", "minbw.neutron", "minbw.plan", "minbw.placement.query", "minbw.placement.mapping") + ANALYSES
+PURE = ("minbw.model", "minbw.neutron", "minbw.nova", "minbw.plan", "minbw.placement.query",
+        "minbw.placement.mapping") + ANALYSES
 IO = ("minbw.ops", "minbw.exporter", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader", "minbw.placement.client", "minbw.deploy",
       "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
@@ -30,17 +31,19 @@ IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess"
 ALLOWED = {
     "minbw.model": ("minbw.model", "minbw.errors"),
     "minbw.neutron": ("minbw.neutron", "minbw.model", "minbw.errors"),
+    # Nova's scheduler, reproduced; placement.query: the one query builder (scheduler.py checks Nova's query with it)
+    "minbw.nova": ("minbw.nova", "minbw.model", "minbw.neutron", "minbw.placement.query", "minbw.errors"),
     "minbw.placement.query": ("minbw.model", "minbw.errors"),
     "minbw.placement.mapping": ("minbw.model", "minbw.errors"),
     "minbw.placement.client": ("minbw.model", "minbw.errors"),
-    "minbw.plan": ("minbw.plan", "minbw.model", "minbw.neutron", "minbw.placement.query",
+    "minbw.plan": ("minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.placement.query",
                    "minbw.placement.mapping", "minbw.errors") + ANALYSES,
     "minbw.reports": ("minbw.reports", "minbw.placement", "minbw.model", "minbw.neutron", "minbw.errors"),
     "minbw.ops": ("minbw.ops", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
-                  "minbw.neutron", "minbw.errors"),
+                  "minbw.neutron", "minbw.nova", "minbw.errors"),
     "minbw.exporter": ("minbw.exporter", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
     "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.reports", "minbw.placement",
-                       "minbw.plan", "minbw.model", "minbw.neutron", "minbw.deploy", "minbw.errors"),
+                       "minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.deploy", "minbw.errors"),
     "minbw.cli": ("minbw.cli", "minbw.usecases", "minbw.model", "minbw.neutron", "minbw.errors", "minbw"),
     "minbw.deploy": ("minbw.deploy", "minbw.errors"),
     "minbw.errors": (),
@@ -99,7 +102,8 @@ MODULES = dict(modules())
 
 def test_the_layout_has_the_expected_rooms():
     rooms = {n.split(".")[1] for n in MODULES if n.count(".") >= 1}
-    assert {"model", "neutron", "placement", "plan", "ops", "reports", "deploy", "cli", "usecases", "errors"} <= rooms
+    assert {"model", "neutron", "nova", "placement", "plan", "ops", "reports", "deploy", "cli", "usecases",
+            "errors"} <= rooms
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

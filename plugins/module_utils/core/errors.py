@@ -149,6 +149,20 @@ class OvercommitUndone(NoValidHost):
         return {**super().to_dict(), "excess": [dict(e) for e in self.excess]}
 
 
+class RequestFilterFailed(NoValidHost):
+    """One of Nova's scheduler request filters refused the server before any Placement query (Nova raises
+    ``RequestFilterFailed`` and answers "No valid host"): ``filter`` names it, ``reason`` is Nova's."""
+
+    def __init__(self, filter_name: str, reason: str, fix: str = ""):
+        self.filter = filter_name
+        self.reason = reason
+        super().__init__(f"No valid host: Nova's request filter {filter_name} refuses the server: {reason}"
+                         + (f" Fix: {fix}" if fix else ""))
+
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "filter": self.filter, "reason": self.reason}
+
+
 class ServerFailed(MinbwError):
     """A server went to ERROR for a reason other than "No valid host" (Nova's fault message says why)."""
 

@@ -7,7 +7,8 @@ import html
 import io
 
 from minbw.cli.base import Command, View
-from minbw.cli.options import add_report_cache_argument, report_cloud, add_port_arguments, add_resource_arguments, load_port_request, names, resources
+from minbw.cli.options import (add_nova_arguments, add_port_arguments, add_report_cache_argument, add_resource_arguments,
+                               load_port_request, names, nova_spec_fields, report_cloud, resources)
 from minbw.errors import MissingDependency
 
 # ---------------------------------------------------------------- the table
@@ -154,6 +155,7 @@ class Capacity(Command):
     def add_arguments(self, parser):
         add_report_cache_argument(parser)
         add_resource_arguments(parser, "a trait the flavor requires (!TRAIT: forbids)")
+        add_nova_arguments(parser, availability_zone=False)
         add_port_arguments(parser, neutron_ports=False)
         parser.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
         parser.add_argument("--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host "
@@ -167,7 +169,8 @@ class Capacity(Command):
                               tuple(load_port_request(x) for x in parsed_args.port_request or ()), tuple(specs),
                               group_policy=parsed_args.group_policy, hypervisor=parsed_args.hypervisor,
                               resources_option="--resource", hypervisor_option="--hypervisor",
-                              port_labels=tuple(f"--qos-port {i}" for i in range(1, len(specs) + 1)))
+                              port_labels=tuple(f"--qos-port {i}" for i in range(1, len(specs) + 1)),
+                              **nova_spec_fields(parsed_args))
         if parsed_args.png or parsed_args.html:
             _matplotlib()  # a missing matplotlib fails before anything is read
         report = capacity(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), query).to_dict()

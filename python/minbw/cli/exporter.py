@@ -36,7 +36,7 @@ class Exporter(Command):
         parser.add_argument("--listen-port", type=tcp_port, metavar="PORT", help="default 9817")
         parser.add_argument("--interval", type=seconds, metavar="SECONDS",
                             help="seconds between collections: every bandwidth provider's usage read, the headroom "
-                                 "counted (default 30); scrapes are served from the last one")
+                                 "counted (default 90); scrapes are served from the last one")
         parser.add_argument("--slow-interval", type=seconds, metavar="SECONDS",
                             help="seconds between runs of the audit, the drift and the provider cache's safety "
                                  "check (default 300)")
@@ -49,7 +49,7 @@ class Exporter(Command):
         cache.add_argument("--cache", metavar="FILE", help="the provider cache (default: the sync's, per endpoint)")
         cache.add_argument("--no-cache", action="store_true",
                            help="read every bandwidth provider's traits and inventories on every collection")
-        parser.add_argument("--workers", type=count, metavar="N", help="providers read at once (default 4)")
+        parser.add_argument("--workers", type=count, metavar="N", help="providers read at once (default 8)")
         parser.add_argument("--once", action="store_true",
                             help="run the slow reports, print one collection in Prometheus' text format, exit")
 

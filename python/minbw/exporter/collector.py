@@ -71,6 +71,9 @@ class Collector:
         # the safety check runs on the slow interval (:meth:`check`); a cycle trusts the generations for traits
         # and inventories only
         self.reader = Reader(api, cache, workers=workers, verify=False)
+        # the root traits the sizes ask about (what Nova's request filters ask of a compute node)
+        self.root_traits = frozenset(t for _, req in self.sizes
+                                     for t in (*req.server.root_required, *req.server.root_forbidden))
         self.shared: Mapping[str, frozenset[str]] = _EMPTY
         self.status: dict[str, dict] = {}
         self.provider_families = metrics.ProviderFamilies()  # the provider families of providers that did not move
@@ -122,14 +125,16 @@ class Collector:
 
     def _capacity_details(self, reading) -> list[ProviderDetail]:
         """The bandwidth providers, the sharing providers, and every other provider of their trees standing in
-        with nothing to offer (the trees need their roots)."""
+        with nothing to offer (the trees need their roots), a root with the root traits the sizes ask about
+        (Nova's request filters: one ``?required=TRAIT`` listing per trait)."""
         shared = [reading.providers[u] for u in self.shared if u in reading.providers]
         details = dict(reading.details)
         details.update(self.reader.details([p for p in shared if p.uuid not in details]))
         trees = {d.provider.root_uuid for d in details.values()}
-        return list(details.values()) + [ProviderDetail(p, frozenset(), {}, {}, True)
-                                         for u, p in reading.providers.items()
-                                         if u not in details and p.root_uuid in trees]
+        having = {t: {p.uuid for p in self.reader.listing(required=t)} for t in sorted(self.root_traits)}
+        return list(details.values()) + [
+            ProviderDetail(p, frozenset(t for t, roots in having.items() if u in roots), {}, {}, True)
+            for u, p in reading.providers.items() if u not in details and p.root_uuid in trees]
 
     # ------------------------------------------------------------ the safety check
     def check(self) -> None:
@@ -142,7 +147,7 @@ class Collector:
             self.reader.verify = True
             providers = self.reader.listing()
             scope = self.reader.bandwidth_scope(providers, listings=True)
-            self.reader.details([p for p in providers if p.uuid in scope])
+            self.reader.details([p for p in providers if p.uuid in scope], usages=False)  # the cycle reads usage
             self.shared = MappingProxyType(sharing_providers(self.api))
             if self.cache is not None:
                 self.cache.save()

@@ -36,14 +36,18 @@ class Served:
         self._bodies: dict[bool, str] = {}
         self._gzipped: dict[bool, bytes] = {}
         self._formats: set[bool] = set()
+        self._zipped_formats: set[bool] = set()
 
     def publish(self, collection: Collection) -> None:
+        """Render ``collection`` in every format asked for so far (gzipped too where a scrape accepted gzip), then
+        serve it: the scrapes never render or compress a publication themselves after the first of a format."""
         with self._rendering:
             with self._lock:
-                formats = set(self._formats)
+                formats, zipped = set(self._formats), set(self._zipped_formats)
             bodies = {om: self._render(self.exposition, collection, om) for om in formats}
+            heads = {om: gzip.compress(bodies[om].encode(), compresslevel=1) for om in zipped & formats}
             with self._lock:
-                self._collection, self._bodies, self._gzipped = collection, bodies, {}
+                self._collection, self._bodies, self._gzipped = collection, bodies, heads
 
     @staticmethod
     def _render(exposition: Exposition, collection: Collection, openmetrics: bool) -> str:
@@ -78,6 +82,7 @@ class Served:
         with self._lock:
             collection, head = self._collection, self._gzipped.get(openmetrics)
             body = self._bodies.get(openmetrics)
+            self._zipped_formats.add(openmetrics)
         if collection is None or body is None:
             return gzip.compress(self.body(openmetrics).encode(), compresslevel=1)
         if head is None:

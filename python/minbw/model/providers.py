@@ -41,6 +41,11 @@ class ProviderDetail:
 # os_traits.MISC_SHARES_VIA_AGGREGATE: a provider whose inventory serves every tree with a provider in one of
 # its aggregates (Placement's sharing providers)
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"
+# The traits every nova-compute (Nova 34) reports on its compute node's root provider whatever its driver
+# (nova/compute/resource_tracker.py, ResourceTracker._get_traits): a root minbw creates in a nova-compute's stead
+# (create_root) gets them, so that Nova's scheduling query (root_required=OWNER_NOVA) finds it as Nova's own.
+COMPUTE_NODE, OWNER_NOVA = "COMPUTE_NODE", "OWNER_NOVA"
+NOVA_ROOT_TRAITS = (COMPUTE_NODE, OWNER_NOVA)
 MAX_INT = 2147483647
 # What Placement fills in for fields an inventory leaves out (placement.handlers.inventory).
 PLACEMENT_INVENTORY_DEFAULTS = MappingProxyType(

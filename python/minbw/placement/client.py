@@ -204,7 +204,9 @@ class Placement:
     # ------------------------------------------------------------ providers
     def list_providers(self, **filters: str) -> list[Provider]:
         query = ("?" + urllib.parse.urlencode(filters)) if filters else ""
-        version = mv.PROVIDERS_REQUIRED if "required" in filters else mv.PROVIDERS
+        version = mv.PROVIDERS
+        if "required" in filters:
+            version = mv.PROVIDERS_FORBIDDEN if "!" in filters["required"] else mv.PROVIDERS_REQUIRED
         body = self.request("get", "/resource_providers" + query, version)
         return [Provider.from_api(p) for p in body["resource_providers"]]
 

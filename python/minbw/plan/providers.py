@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound
 from minbw.model import microversions as mv
-from minbw.model.providers import (DesiredState, Provider, ProviderSpec, freeze_inventories, snapshot,
-                                  thaw_inventories)
+from minbw.model.providers import (NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, freeze_inventories,
+                                   snapshot, thaw_inventories)
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import swept_agents
 from minbw.plan import base
@@ -165,7 +165,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             roots[hyp] = root_uuid(hyp)
             invs = freeze_inventories(root_inventories or {})
             ops.append(Op("create_root", name=hyp, uuid=roots[hyp], inventories=invs))
-            after[roots[hyp]] = snapshot(hyp, None, (), invs)
+            ops.append(Op("set_traits", name=hyp, uuid=roots[hyp], traits=NOVA_ROOT_TRAITS))
+            after[roots[hyp]] = snapshot(hyp, None, NOVA_ROOT_TRAITS, invs)
         elif all(p.kind == naming.OVN for p in desired.providers if p.hypervisor == hyp):
             # Neutron's OVN extension skips a hypervisor entry that names no provider, silently
             warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "

@@ -8,6 +8,7 @@ interval, and scrapes served from the last collection in memory.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Mapping
@@ -17,17 +18,23 @@ from minbw.errors import InvalidInput, RequestError
 from minbw.exporter.collector import Collector, SlowResults
 from minbw.exporter.loops import Loops, Served, start_server
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
+from minbw.nova.options import SchedulerOptions
+from minbw.ops.nova_query import root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
 from minbw.placement.client import Placement
 from minbw.plan.audit import OVER_CAPACITY, audit as judge
 from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
 from minbw.reports.reader import ProviderCache, Reader, default_cache_path
+from minbw.usecases.candidates import nova_server_query
 from minbw.usecases.cloud import Cloud
 
 DEFAULT_PORT = 9817
 DEFAULT_SLOW_INTERVAL = 300.0
-DEFAULT_INTERVAL = 30.0   # seconds between collections (docs/exporter.md: how it was chosen)
+# seconds between collections: 3x a warm collection at 1,000 hosts with 8 workers on the production-style
+# Placement (27-28 s, docs/benchmarks.md, "The exporter's collection and scrapes at 1,000 hosts")
+DEFAULT_INTERVAL = 90.0
+DEFAULT_WORKERS = 8       # providers read at once: 8 took 27-28 s a cycle at 1,000 hosts, 4 35-53 s, 16 no better
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -74,7 +81,7 @@ class ExporterRequest:
     neutron: bool | None = None
     audit: bool | None = None
     cache: str | None = ""
-    workers: int = 4
+    workers: int = DEFAULT_WORKERS
 
     def __post_init__(self):
         names = [s.name for s in self.port_sizes]
@@ -106,7 +113,7 @@ class ExporterRequest:
                   "interval": float(config.get("interval", DEFAULT_INTERVAL)),
                   "agent_configs": tuple(config.get("agent_configs") or ()), "host": config.get("host"),
                   "neutron": config.get("neutron"), "audit": config.get("audit"),
-                  "cache": config.get("cache", ""), "workers": int(config.get("workers", 4))}
+                  "cache": config.get("cache", ""), "workers": int(config.get("workers", DEFAULT_WORKERS))}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -188,8 +195,16 @@ class Exporter:
         cache = None
         if request.cache is not None:
             cache = ProviderCache(request.cache or default_cache_path(api.endpoint()), api.endpoint())
-        sizes = [(s, capacity_request(qos_ports=(s.port,), port_labels=(f"port size {s.name}",)))
-                 for s in request.port_sizes]
+        # what Nova's request filters ask of every compute node (compute_status_filter, owner_nova_filter),
+        # read when the exporter starts: a disabled nova-compute's host has no headroom
+        nova = nova_server_query(cloud, SchedulerOptions(), resources={"VCPU": 1})
+        roots = {"root_required": nova.request.root_required, "root_forbidden": nova.request.root_forbidden}
+        reasons = root_trait_reasons(nova.applied)
+        sizes = []
+        for s in request.port_sizes:
+            req = capacity_request(qos_ports=(s.port,), port_labels=(f"port size {s.name}",))
+            sizes.append((s, dataclasses.replace(req, server=dataclasses.replace(req.server, **roots),
+                                                 root_reasons=reasons)))
         self.collector = Collector(api, sizes, cache=cache, workers=request.workers,
                                    check_interval=request.slow_interval, clock=clock, say=cloud.say)
         self.slow_reports = SlowReports(cloud, request)

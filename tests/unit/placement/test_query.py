@@ -2,7 +2,8 @@
 
 ``placement_parse`` runs the first steps of placement.handlers.allocation_candidate.
 list_allocation_candidates (schema of that microversion, RequestWideParams, RequestGroup.
-dict_from_request, the group_policy rule) on the query string we would send.
+dict_from_request, the group_policy rule) on the query string we would send. That the query is Nova's
+own, string for string, is tests/unit/nova/test_scheduler.py's (Nova's code as the oracle).
 """
 import uuid
 
@@ -66,7 +67,9 @@ def assert_same_as_placement(sr: ServerRequest, params, mv):
     assert rw.limit == (sr.limit or [])  # Placement keeps the empty getall() when absent
     assert (rw.anchor_required_traits or set()) == set(sr.root_required)
     assert (rw.anchor_forbidden_traits or set()) == set(sr.root_forbidden)
-    assert sorted(map(sorted, rw.same_subtrees)) == sorted(map(sorted, sr.same_subtrees()))
+    # Nova's form (every port's list) at 1.36 and more; below, the lists that constrain anything
+    subtrees = sr.same_subtree() if microversions.parse(mv) >= microversions.SAME_SUBTREE else sr.same_subtrees()
+    assert sorted(map(sorted, rw.same_subtrees)) == sorted(map(sorted, subtrees))
 
 
 # --- strategies -------------------------------------------------------------------------------
@@ -134,7 +137,7 @@ def test_placement_parses_every_query_to_the_same_request(sr):
     params, mv = build_query(sr, LATEST)
     assert_same_as_placement(sr, params, mv)
     need, _ = required_microversion(sr)
-    assert mv == microversions.format(max(need, (1, 34)))
+    assert mv == microversions.format(max(need, microversions.NOVA_CANDIDATES))  # Nova's 1.36, or more
     # also at the lowest microversion we claim, and nothing lower expresses it
     params_low, mv_low = build_query(sr, LATEST, mappings=False)
     assert mv_low == microversions.format(need)
@@ -155,13 +158,18 @@ def test_seed_003_query():
     gid = port.groups[0].id
     sr = ServerRequest(vcpus=1, memory_mb=256, disk_gb=1, ports=(port,))
     params, mv = build_query(sr, "1.39")
-    assert mv == "1.34"
+    assert mv == "1.36"  # Nova's (report.SAME_SUBTREE_VERSION)
     assert params == {
         "resources": "DISK_GB:1,MEMORY_MB:256,VCPU:1",
         f"resources{gid}": "NET_BW_EGR_KILOBIT_PER_SEC:1000,NET_BW_IGR_KILOBIT_PER_SEC:1000",
         f"required{gid}": "CUSTOM_PHYSNET_PHYSNET0,CUSTOM_VNIC_TYPE_NORMAL",
+        "same_subtree": gid,  # Neutron's same_subtree of the port, one group or more: Nova sends it as it is
     }
-    assert build_query(sr, "1.39", mappings=False)[1] == "1.33"
+    # below Nova's microversion (an older Placement, or no mappings asked): the one-group same_subtree, always
+    # true, is left out and the request needs no more than 1.33
+    assert build_query(sr, "1.39", mappings=False) == ({k: v for k, v in params.items() if k != "same_subtree"},
+                                                       "1.33")
+    assert build_query(sr, "1.35")[1] == "1.34"
     assert build_query(sr, "1.33")[1] == "1.33"
     with pytest.raises(MicroversionUnsupported, match=r"string group suffixes .* needs 1.33"):
         build_query(sr, "1.32")
@@ -207,7 +215,7 @@ def test_any_traits_needs_1_39_and_never_degrades():
         build_query(sr, "1.38")
     # the caller's fallback: Neutron's request
     fallback = build_port_request(PORT, BW, segs, "normal", any_traits=False)
-    assert build_query(ServerRequest(vcpus=1, ports=(fallback,)), "1.38")[1] == "1.34"
+    assert build_query(ServerRequest(vcpus=1, ports=(fallback,)), "1.38")[1] == "1.36"
 
 
 def test_flavor_rules_like_nova():
@@ -232,7 +240,7 @@ def test_request_wide_options():
     assert mv == "1.35"
     assert params["required"] == "CUSTOM_GOLD,!CUSTOM_SILVER"
     assert params["root_required"] == "COMPUTE_STATUS_ENABLED,!CUSTOM_X"
-    assert sorted(params["member_of"]) == sorted(["in:" + ",".join(sorted(aggs)), aggs[0]])
+    assert sorted(params["member_of"]) == sorted(["in:" + ",".join(sorted(aggs)), "in:" + aggs[0]])  # Nova: in:
     assert params["in_tree"] == tree and params["limit"] == "5"
     assert_same_as_placement(sr, params, mv)
     # no flavor group: in_tree goes on every port group
@@ -243,7 +251,10 @@ def test_request_wide_options():
         build_query(ServerRequest(ports=(port,), member_of=(aggs,)), LATEST)
 
 
-def test_zero_minimum_is_stripped_like_nova():
+def test_zero_minimum_is_stripped_beyond_nova():
+    """A zero minimum: the amount is stripped and the group kept in its same_subtree (1.36), which Placement
+    accepts. Nova sends resources<group>= (empty) instead, which Placement refuses: minbw.nova refuses such a
+    server (tests/unit/nova/test_scheduler.py); this is the form for requests built by hand."""
     zero = [QosRule(BW[0].id, MIN_BW, "egress", 0)]
     port = build_port_request(PORT, zero, PHYSNET0, "normal")
     assert port.groups[0].resource_dict == {"NET_BW_EGR_KILOBIT_PER_SEC": 0}  # Neutron's value

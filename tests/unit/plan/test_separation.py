@@ -64,7 +64,7 @@ QOS = ServerRequest(**FLAVOR, ports=(PORT,))
     # the aggregate variant: what Nova's isolated aggregate filtering sends
     (sp.Separation("avoid", aggregate=AGG), PLAIN, {"member_of": f"!in:{AGG}"}),
     (sp.Separation("avoid", aggregate=AGG), QOS, {}),
-    (sp.Separation("strict", aggregate=AGG), QOS, {"member_of": AGG}),
+    (sp.Separation("strict", aggregate=AGG), QOS, {"member_of": f"in:{AGG}"}),  # Nova's form, one aggregate too
 ])
 def test_request_side(sep, req, want):
     sr = sp.separate(req, sep)

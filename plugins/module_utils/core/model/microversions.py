@@ -9,6 +9,7 @@ ROOT = (1, 0)                    # GET / (the version document)
 TRAITS = (1, 6)
 PROVIDERS = (1, 14)              # parent/root in provider bodies, in_tree
 PROVIDERS_REQUIRED = (1, 18)     # the required= trait filter on provider listings
+PROVIDERS_FORBIDDEN = (1, 22)    # !TRAIT (forbidden traits) in that filter
 AGGREGATES = (1, 19)             # provider aggregates with the provider generation
 CREATE_RETURNS_BODY = (1, 20)    # POST /resource_providers returns the provider (its generation)
 ERROR_CODES = (1, 23)            # errors[0].code in error bodies (placement.concurrent_update, ...)
@@ -21,6 +22,7 @@ STRING_SUFFIXES = (1, 33)
 MAPPINGS = (1, 34)
 ROOT_REQUIRED = (1, 35)
 SAME_SUBTREE = (1, 36)           # also: request groups without resources
+NOVA_CANDIDATES = SAME_SUBTREE   # what Nova 34 sends GET /allocation_candidates at (report.SAME_SUBTREE_VERSION)
 REPARENT = (1, 37)
 CONSUMER_TYPES = (1, 38)
 ANY_TRAITS = (1, 39)             # also: repeating required{S}

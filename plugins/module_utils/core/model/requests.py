@@ -204,8 +204,14 @@ class ServerRequest:
 
     ``extra_resources`` are the flavor's ``resources:CLASS`` extra specs: they override
     vcpus/memory_mb/disk_gb, PCPU replaces VCPU, and 0 removes a class (Nova's rules).
-    ``group_policy`` None is Nova's default: "none" when there is more than one numbered
-    group, else not sent.
+    ``flavor_groups`` are the flavor's granular groups (``resources<S>:``/``trait<S>:``, numbered or
+    string-suffixed), every one the flavor names, empty ones included (Nova counts them for the
+    group_policy default); ``device_groups`` are other groups from outside the flavor with their own
+    ids (Cyborg device profiles). ``group_policy`` None is Nova's default
+    (``nova.scheduler.utils.resources_from_request_spec``): "none" when there are two or more
+    suffixed groups and the flavor defines at most one of them, else not sent.
+    ``member_of`` is an AND of ORs (each inner tuple one ``member_of=in:A,B``, kept with any
+    repeats as Nova sends them); ``minbw.nova.scheduler.query`` builds one the way Nova 34 does.
     """
 
     vcpus: int = 0
@@ -224,13 +230,17 @@ class ServerRequest:
     forbidden_member_of: tuple[str, ...] = ()
     in_tree: str | None = None
     limit: int | None = None
+    flavor_groups: tuple[RequestGroup, ...] = ()
+    device_groups: tuple[RequestGroup, ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "extra_resources", _pairs(self.extra_resources))
         for name in ("required", "forbidden", "root_required", "root_forbidden", "forbidden_member_of"):
             object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
         object.__setattr__(self, "ports", tuple(p for p in self.ports if p is not None))
-        object.__setattr__(self, "member_of", tuple(tuple(sorted(set(m))) for m in self.member_of))
+        object.__setattr__(self, "member_of", tuple(tuple(sorted(m)) for m in self.member_of))
+        object.__setattr__(self, "flavor_groups", tuple(self.flavor_groups))
+        object.__setattr__(self, "device_groups", tuple(self.device_groups))
 
     @classmethod
     def from_options(cls, resources: Mapping[str, int] | None = None, required=(), port_requests=(), *,
@@ -292,18 +302,25 @@ class ServerRequest:
                                    root_forbidden=tuple(t for t in self.root_forbidden if t not in drop))
 
     def flavor_resources(self) -> dict[str, int]:
+        """The unsuffixed group's resources (Nova's ResourceRequest.from_request_spec): vcpus, memory_mb
+        and disk_gb only for classes no group of the request names (zero amounts included), PCPU anywhere
+        replacing VCPU; zero amounts stripped."""
         extra = dict(self.extra_resources)
-        res = {}
-        # Nova: extra specs win; a flavor asking for PCPU gets no VCPU from flavor.vcpus
-        if orc.VCPU not in extra and orc.PCPU not in extra:
+        named = set(extra) | {rc for g in (*self.flavor_groups, *self.device_groups) for rc, _ in g.resources} \
+            | {rc for p in self.ports for g in p.groups for rc, _ in g.resources}
+        res = dict(extra)
+        if orc.VCPU not in named and orc.PCPU not in named:
             res[orc.VCPU] = self.vcpus
-        res[orc.MEMORY_MB] = self.memory_mb
-        res[orc.DISK_GB] = self.disk_gb
-        res.update(extra)
+        if orc.MEMORY_MB not in named:
+            res[orc.MEMORY_MB] = self.memory_mb
+        if orc.DISK_GB not in named:
+            res[orc.DISK_GB] = self.disk_gb
         return {rc: amount for rc, amount in sorted(res.items()) if amount}
 
     def request_groups(self) -> tuple[RequestGroup, ...]:
-        """Every group sent to Placement, unsuffixed ("") first, zero amounts stripped as Nova does."""
+        """Every group sent to Placement: unsuffixed ("") first, then the flavor's granular groups, the
+        device groups and the ports' groups; zero amounts stripped and groups left with nothing dropped,
+        as Nova's ResourceRequest.strip_zeros does."""
         return self._groups
 
     @cached_property
@@ -313,11 +330,17 @@ class ServerRequest:
         flavor = self.flavor_resources()
         if flavor or self.required or self.forbidden:
             groups.append(RequestGroup("", flavor, self.required, forbidden=self.forbidden))
-        for port in self.ports:
-            for g in port.groups:
-                groups.append(RequestGroup(g.id, [(rc, a) for rc, a in g.resources if a],
-                                           g.required, g.required_any, g.forbidden))
+        for g in (*self.flavor_groups, *self.device_groups, *(g for port in self.ports for g in port.groups)):
+            stripped = RequestGroup(g.id, [(rc, a) for rc, a in g.resources if a], g.required, g.required_any,
+                                    g.forbidden)
+            if stripped.resources or stripped.required or stripped.required_any or stripped.forbidden:
+                groups.append(stripped)
         return tuple(groups)
+
+    def same_subtree(self) -> tuple[tuple[str, ...], ...]:
+        """The ``same_subtree`` lists Nova sends: each port's, as Neutron gives it (a one-group list too),
+        its suffixes sorted (nova.scheduler.utils.ResourceRequest.to_querystring)."""
+        return tuple(tuple(sorted(p.same_subtree)) for p in self.ports if p.same_subtree)
 
     def same_subtrees(self) -> tuple[tuple[str, ...], ...]:
         """Each port's same_subtree, minus one-group lists of groups with resources (always true)."""
@@ -335,7 +358,10 @@ class ServerRequest:
         return tuple(out)
 
     def effective_group_policy(self) -> str | None:
+        """Nova's (resources_from_request_spec): the flavor's policy; else, with two or more suffixed
+        groups, "none" when the flavor defines at most one of them (the others come from ports), and
+        nothing when it defines more (Placement then refuses the query: the flavor must say)."""
         if self.group_policy is not None:
             return self.group_policy
         numbered = [g for g in self.request_groups() if g.id]
-        return "none" if len(numbered) > 1 else None
+        return "none" if len(numbered) > 1 and len(self.flavor_groups) <= 1 else None

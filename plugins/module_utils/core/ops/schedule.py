@@ -40,6 +40,7 @@ class PortPlan:
     fixed_ips: tuple
     request: PortRequest | None
     notes: tuple[str, ...] = ()
+    vnic_type: str = "normal"
 
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "network_id": self.network_id,
@@ -70,21 +71,24 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bo
         if reported is None and computed is not None and not any_traits:
             notes.append("Neutron did not show a resource_request (not an admin?); computed as Neutron does")
         out.append(PortPlan(port["id"], port.get("name"), port["network_id"], tuple(port.get("fixed_ips") or ()),
-                            request, tuple(notes)))
+                            request, tuple(notes), port.get("binding_vnic_type") or port.get("binding:vnic_type")
+                            or "normal"))
     return out
 
 
-def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan]) -> tuple[ServerRequest, list[dict]]:
-    """``req`` plus the Neutron ports' request groups and, for ports on routed networks, ``member_of`` their
-    segments' aggregates (Nova's routed-network prefilter, minus segments without free addresses)."""
+def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan], *,
+               add_groups: bool = True) -> tuple[ServerRequest, list[dict]]:
+    """``req`` plus the Neutron ports' request groups (``add_groups``; False: ``req`` has them already) and, for
+    ports on routed networks, ``member_of`` their segments' aggregates (Nova's routed-network prefilter, minus
+    segments without free addresses)."""
     member_of, choices = segments.member_of_for_ports(
         conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports])
     if member_of and not req.flavor_resources():
         raise RequestError("the ports are on a routed network, whose segments are chosen with member_of on the "
                            "consumer's own resources, and no resources were given. Fix: pass resources "
                            "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1).")
-    return dataclasses.replace(req, ports=req.ports + tuple(p.request for p in ports if p.request),
-                               member_of=req.member_of + member_of), choices
+    added = tuple(p.request for p in ports if p.request) if add_groups else ()
+    return dataclasses.replace(req, ports=req.ports + added, member_of=req.member_of + member_of), choices
 
 
 def with_neutron_ports(api: Placement, req: ServerRequest, ports: Iterable[str], *,

@@ -1,9 +1,20 @@
 """A server's request (flavor + ports) as ONE ``GET /allocation_candidates`` query.
 
-Pure: no I/O. The query follows Nova's ``ResourceRequest.to_querystring`` (flavor in the
-unsuffixed group, one group per port request group suffixed with its id, ``same_subtree``
-per port, zero amounts stripped) at the lowest microversion that expresses it; the tests
-feed every query to Placement's own parser.
+Pure: no I/O. The query is Nova 34's (``nova.scheduler.utils.ResourceRequest.to_querystring`` and
+``RequestGroup.to_queryparams``): the flavor in the unsuffixed group with the request-wide
+``member_of`` (always ``in:``), ``member_of=!in:`` and ``in_tree``; one group per flavor granular group
+and per port request group, suffixed with its id; each port's ``same_subtree`` as Neutron gives it
+(at 1.36 or more; below, only the lists that constrain anything);
+``resources`` as sorted ``CLASS:AMOUNT`` strings; ``group_policy`` defaulted as Nova does; ``limit``
+when set. It is sent at the microversion Nova's report client sends (``SAME_SUBTREE_VERSION``, 1.36)
+when Placement offers it, else at the lowest that expresses it (or 1.34 for mappings).
+tests/unit/nova/test_scheduler.py compares the query string with Nova's own on generated servers;
+tests/unit/placement/test_query.py feeds every query to Placement's own parser.
+
+Beyond Nova (requests ``minbw.nova`` never builds, for the callers that name groups by hand):
+``required<S>=in:A,B`` (any-traits, 1.39); a group without resources inside a ``same_subtree`` (1.36;
+Nova would send ``resources<S>=``, which Placement refuses); ``in_tree`` on every group when there is no
+unsuffixed group.
 """
 from __future__ import annotations
 
@@ -60,6 +71,13 @@ def _validate(req: ServerRequest, groups: tuple[RequestGroup, ...]) -> None:
     both = set(req.root_required) & set(req.root_forbidden)
     if both:
         raise RequestError(f"root traits both required and forbidden: {sorted(both)}.")
+    numbered = [g.id for g in groups if g.id]
+    if len(numbered) > 1 and req.effective_group_policy() is None:
+        raise RequestError(f"the flavor defines {len(req.flavor_groups)} granular request groups and no "
+                           f"group_policy; with {len(numbered)} suffixed groups ({', '.join(numbered)}) Placement "
+                           f"refuses a query without one (Nova sends none: it defaults it only when the flavor "
+                           f"defines at most one group). Fix: set the flavor's extra spec group_policy=none or "
+                           f"group_policy=isolate.")
     flavor = next((g for g in groups if not g.id), None)
     if flavor is not None and not flavor.resources:
         raise RequestError("the flavor requests traits but no resources; Placement refuses an "
@@ -108,12 +126,13 @@ def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
                  forbidden_member_of=()) -> list[tuple[str, str]]:
     """One group's query parameters, suffixed with its id (none for the unsuffixed group)."""
     s = g.id
-    out = [(f"resources{s}", ",".join(f"{rc}:{a}" for rc, a in g.resources))] if g.resources else []
-    plain = ",".join([*sorted(g.required), *(f"!{t}" for t in g.forbidden)])
+    # Nova sorts the "CLASS:AMOUNT" strings, not the classes (CUSTOM_X1:1 before CUSTOM_X:1)
+    out = [(f"resources{s}", ",".join(sorted(f"{rc}:{a}" for rc, a in g.resources)))] if g.resources else []
+    plain = ",".join([*sorted(g.required), *(f"!{t}" for t in sorted(g.forbidden))])
     if plain:
         out.append((f"required{s}", plain))
     out += [(f"required{s}", "in:" + ",".join(a)) for a in g.required_any]
-    out += [(f"member_of{s}", "in:" + ",".join(m) if len(m) > 1 else m[0]) for m in member_of]
+    out += [(f"member_of{s}", "in:" + ",".join(sorted(m))) for m in member_of]
     if forbidden_member_of:
         out.append((f"member_of{s}", "!in:" + ",".join(forbidden_member_of)))
     if in_tree:
@@ -126,10 +145,12 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
     """``(params, microversion)`` for ``GET /allocation_candidates``.
 
     ``params`` suits ``conn.placement.allocation_candidates(**params, microversion=mv)``
-    (a list value is a repeated key). With ``mappings`` the microversion is raised to 1.34
-    when the server has it, so candidates name each group's provider; it is never raised
-    beyond what the server offers, and a request the server cannot express raises
-    MicroversionUnsupported instead of being weakened.
+    (a list value is a repeated key). With ``mappings`` the microversion is Nova's, 1.36
+    (``nova.scheduler.client.report.SAME_SUBTREE_VERSION``, what its ``get_allocation_candidates``
+    sends), when the server has it, else 1.34 when it has that, so candidates name each group's
+    provider; it is never raised beyond what the server offers, and a request the server cannot
+    express raises MicroversionUnsupported instead of being weakened. Without ``mappings``: the
+    lowest microversion that expresses the request.
     """
     groups = req.request_groups()
     _validate(req, groups)
@@ -149,7 +170,10 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
             f"{mv.format(need)} or later, or drop those features (e.g. build the port "
             f"requests with any_traits=False when the server lacks "
             f"{mv.format(mv.ANY_TRAITS)}).")
-    use = max(need, mv.MAPPINGS) if mappings and have >= mv.MAPPINGS else need
+    use = need
+    if mappings:
+        use = max(need, mv.NOVA_CANDIDATES) if have >= mv.NOVA_CANDIDATES else \
+            max(need, mv.MAPPINGS) if have >= mv.MAPPINGS else need
 
     has_flavor = any(not g.id for g in groups)
     pairs: list[tuple[str, str]] = []
@@ -164,7 +188,10 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
     if req.root_required or req.root_forbidden:
         pairs.append(("root_required", ",".join([*req.root_required,
                                                   *(f"!{t}" for t in req.root_forbidden)])))
-    pairs += [("same_subtree", ",".join(s)) for s in req.same_subtrees()]
+    # Nova's form: every port's same_subtree as Neutron gives it; below 1.36 (an older Placement) the one-group
+    # lists of groups with resources, always true, are left out (ServerRequest.same_subtrees)
+    subtrees = req.same_subtree() if use >= mv.SAME_SUBTREE else req.same_subtrees()
+    pairs += [("same_subtree", ",".join(s)) for s in subtrees]
     if req.limit is not None:
         pairs.append(("limit", str(req.limit)))
 
@@ -192,7 +219,8 @@ def single_group_query(g: RequestGroup, resources: Mapping[str, int] | None = No
 
 
 def query_string(params: Mapping[str, str | list[str]]) -> str:
-    """The URL query for ``params`` (sorted, repeated keys for list values), as Nova sorts it."""
+    """The URL query for ``params`` (sorted, repeated keys for list values): Nova's
+    ``urlencode(sorted(qparams))``, the same string for the same request."""
     pairs = []
     for key, value in params.items():
         pairs += [(key, v) for v in (value if isinstance(value, list) else [value])]

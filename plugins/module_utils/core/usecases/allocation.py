@@ -11,7 +11,7 @@ from ..model.claims import Claim
 from ..ops import claims
 from ..plan.allocations import ClaimPlan, holding_difference, plan_free
 from ..plan.base import Plan
-from ..usecases.candidates import ServerSpec, no_valid_host, server_request
+from ..usecases.candidates import ServerSpec, no_valid_host, nova_query
 from ..usecases.cloud import Cloud
 
 
@@ -50,7 +50,7 @@ class ClaimResult:
 
 def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
     api = cloud.placement
-    req, segments = server_request(cloud, request.server)
+    req, segments, nq = nova_query(cloud, request.server)
     held = api.get_allocations(request.consumer).get("allocations") or {}
     if held:
         try:
@@ -75,7 +75,7 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
                             consumer_type=request.consumer_type, max_hosts=request.max_hosts,
                             candidates=plan.candidates)
     except NoValidHost as e:
-        raise no_valid_host(cloud, req, segments, e) from None
+        raise no_valid_host(cloud, req, segments, e, nq) from None
     return ClaimResult(True, claims.named(api, made))
 
 

@@ -9,13 +9,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from ..errors import NoValidHost
+from ..errors import InvalidInput, NoValidHost
 from ..model.claims import CandidateSet
 from ..model.requests import ServerRequest
 from ..model.resources import check_resources
 from ..neutron.port_request import QosPort
 from ..ops import claims
-from ..ops.schedule import explain_segments, hosts_outside_segments, with_neutron_ports
+from ..nova.inputs import Flavor, Image, Port, Server
+from ..nova.options import SchedulerOptions
+from ..nova.scheduler import NovaQuery, query
+from ..ops.nova_query import cloud_facts, prefiltered_hosts, read_flavor, read_image, read_scheduler_options
+from ..ops.schedule import explain_segments, hosts_outside_segments, read_ports, with_ports
 from ..placement.query import query_string
 from ..plan.separation import Separation, separate
 from ..reports.candidates import candidate_view
@@ -28,9 +32,14 @@ _QOS_PORT_NS = "b1c1a7c4-8f2e-5d0a-9a55-3f1e2d4c6b70"
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """What a server asks Placement for, as plain values: the flavor's resources and traits, its ports (as
-    their ``resource_request`` JSON, as Neutron ports by name or id, or described by their QoS rules), and the
-    request-wide filters. ``option`` names the resources' option in errors (``--resource`` / ``resources``)."""
+    """What a server asks Placement for, as plain values: its flavor (a Nova flavor by name or id, or its
+    resources and traits given here), its image (a Glance image by name or id), its ports (as their
+    ``resource_request`` JSON, as Neutron ports by name or id, or described by their QoS rules), its availability
+    zone and project, and the request-wide filters. Nova's scheduler options are given by Nova's names
+    (``nova_options``: ``section.option=value``; ``nova_conf``: a nova.conf to read them from), Nova's defaults
+    otherwise; ``owner_nova`` whether every nova-compute reports OWNER_NOVA (None: read from Placement,
+    :mod:`minbw.ops.nova_query`). ``option`` names the resources' option in errors (``--resource`` /
+    ``resources``)."""
 
     resources: Mapping[str, int] = field(default_factory=dict)
     required: tuple[str, ...] = ()
@@ -43,14 +52,31 @@ class ServerSpec:
     root_required: tuple[str, ...] = ()
     limit: int | None = None
     separation: Separation | None = None
+    flavor: str | None = None
+    image: str | None = None
+    availability_zone: str | None = None
+    project: str | None = None
+    nova_options: tuple[str, ...] = ()
+    nova_conf: str | None = None
+    owner_nova: bool | None = None
     option: str = "resources"
+    flavor_option: str = "flavor"
 
     def __post_init__(self):
         object.__setattr__(self, "resources", MappingProxyType(check_resources(self.resources, self.option)))
+        if self.flavor and (self.resources or self.required or self.group_policy):
+            raise InvalidInput(f"{self.flavor_option} {self.flavor}: the flavor gives the server's resources, traits "
+                               f"and group_policy (its extra specs). Fix: give either a flavor or "
+                               f"{self.option} (with required / group_policy), not both.")
+        object.__setattr__(self, "nova_options", tuple(self.nova_options or ()))
 
     @property
     def empty(self) -> bool:
-        return not (self.resources or self.required or self.port_requests or self.qos_ports or self.ports)
+        return not (self.resources or self.required or self.port_requests or self.qos_ports or self.ports
+                    or self.flavor)
+
+    def scheduler_options(self) -> SchedulerOptions:
+        return read_scheduler_options(self.nova_options, self.nova_conf)
 
 
 def qos_port_request(index: int, port: QosPort):
@@ -61,23 +87,52 @@ def qos_port_request(index: int, port: QosPort):
 
 
 def server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict]]:
-    """The core's request for ``spec``, and each Neutron port's routed segments (empty when none): Neutron ports
-    are read (their request groups; on a routed network ``member_of`` their segments' aggregates, segments
-    without free addresses left out); the separation keeps the server off or onto the reserved hosts."""
-    req = ServerRequest.from_options(spec.resources, spec.required, spec.port_requests,
-                                     group_policy=spec.group_policy, in_tree=spec.in_tree,
-                                     root_required=spec.root_required, limit=spec.limit)
-    built = tuple(qos_port_request(i, p) for i, p in enumerate(spec.qos_ports))
-    req = dataclasses.replace(req, ports=req.ports + tuple(p for p in built if p))
-    segments: list[dict] = []
+    """The core's request for ``spec``, and each Neutron port's routed segments (empty when none).
+
+    The request is the one Nova 34's scheduler builds (:func:`nova_query`: its request filters and its
+    ResourceRequest, :mod:`minbw.nova`), then minbw's own: Neutron ports on a routed network get ``member_of``
+    their segments' aggregates (segments without free addresses left out), ``in_tree``, ``root_required`` and
+    ``limit`` as given, and the separation keeps the server off or onto the reserved hosts."""
+    return _server_request(cloud, spec)[:2]
+
+
+def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict], NovaQuery | None]:
+    """:func:`server_request`, with Nova's query it starts from (None for a spec that asks for nothing)."""
+    return _server_request(cloud, spec)
+
+
+def _server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict], NovaQuery | None]:
+    options = spec.scheduler_options()
+    port_plans: list = []
     if spec.ports:
         cloud.require("network", "Neutron ports are read from Neutron",
                       fix="describe the ports instead (--port-request FILE or --qos-port RULES; the modules' "
                           "port_requests or qos_ports)")
-        req, segments = with_neutron_ports(cloud.placement, req, spec.ports, any_traits=spec.any_traits)
+        port_plans = read_ports(cloud.conn, spec.ports, any_traits=spec.any_traits, allow_bound=True)
+    given = ServerRequest.from_options({}, (), spec.port_requests)
+    built = tuple(p for p in (qos_port_request(i, p) for i, p in enumerate(spec.qos_ports)) if p)
+    ports = [Port(p.port_id, request=p) for p in (*given.ports, *built)]
+    ports += [Port(p.id, vnic_type=p.vnic_type, request=p.request) for p in port_plans]
+    nq = None
+    if spec.empty:
+        req = ServerRequest()
+    else:
+        nq = nova_server_query(cloud, options, flavor=spec.flavor, resources=spec.resources, required=spec.required,
+                               group_policy=spec.group_policy, image=spec.image, ports=tuple(ports),
+                               availability_zone=spec.availability_zone, project=spec.project,
+                               owner_nova=spec.owner_nova, flavor_option=spec.flavor_option)
+        req = nq.request
+    extra_root = tuple(t for t in spec.root_required if not t.startswith("!"))
+    req = dataclasses.replace(
+        req, in_tree=spec.in_tree or req.in_tree, limit=spec.limit if spec.limit is not None else req.limit,
+        root_required=req.root_required + extra_root,
+        root_forbidden=req.root_forbidden + tuple(t[1:] for t in spec.root_required if t.startswith("!")))
+    segments: list[dict] = []
+    if port_plans:
+        req, segments = with_ports(cloud.conn, cloud.placement, req, port_plans, add_groups=False)
     if spec.separation is not None:
         req = separate(req, spec.separation)
-    return req, segments
+    return req, segments, nq
 
 
 @dataclass(frozen=True)
@@ -88,6 +143,7 @@ class CandidatesResult:
     segments: tuple[dict, ...]
     request: ServerRequest
     names: Mapping[str, str] = field(default_factory=dict)  # provider uuid -> name (when there are candidates)
+    nova: NovaQuery | None = None   # Nova's query the request starts from: its request filters
 
     @property
     def found(self) -> bool:
@@ -102,13 +158,14 @@ class CandidatesResult:
 
     def to_dict(self) -> dict:
         return {**self.candidates.to_dict(), "candidates": list(self.view), "count": len(self.view),
-                "diagnosis": list(self.diagnosis), "segments": list(self.segments)}
+                "diagnosis": list(self.diagnosis), "segments": list(self.segments),
+                "nova_filters": self.nova.explain() if self.nova else []}
 
 
 def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
     """One candidates query; each candidate's group→provider mapping; the per-group diagnosis when none."""
     api = cloud.placement
-    req, segments = server_request(cloud, spec)
+    req, segments, nq = nova_query(cloud, spec)
     cands = claims.get_candidates(api, req)
     diagnosis: list[dict] = []
     view: list[dict] = []
@@ -121,9 +178,57 @@ def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
         outside = hosts_outside_segments(api, req, segments) if segments else ""
         if outside:
             diagnosis.append({"group": "member_of", "label": "the ports' segments", "problems": [outside]})
-    return CandidatesResult(cands, tuple(view), tuple(diagnosis), tuple(segments), req, names)
+        if nq is not None:
+            diagnosis = nova_diagnosis(prefiltered_hosts(api, nq.applied), diagnosis)
+    return CandidatesResult(cands, tuple(view), tuple(diagnosis), tuple(segments), req, names, nq)
 
 
-def no_valid_host(cloud: Cloud, req: ServerRequest, segments: list[dict], error: NoValidHost) -> NoValidHost:
-    """``error`` naming the hosts outside the ports' segments that had room (routed networks)."""
+def nova_server_query(cloud: Cloud, options: SchedulerOptions, *, flavor: str | None = None,
+                      resources: Mapping[str, int] | None = None, required=(), group_policy: str | None = None,
+                      image: str | None = None, ports: tuple = (), availability_zone: str | None = None,
+                      project: str | None = None, owner_nova: bool | None = None,
+                      flavor_option: str = "flavor") -> NovaQuery:
+    """Nova 34's query for a server (:func:`minbw.nova.scheduler.query`): its flavor read from Nova (``flavor``:
+    name or id) or given by ``resources``, ``required`` and ``group_policy``; its image read from Glance; the
+    facts its request filters read (:func:`minbw.ops.nova_query.cloud_facts`)."""
+    if flavor or image or availability_zone:
+        cloud.require("compute", "a flavor, an image or an availability zone is Nova's",
+                      fix="give the flavor's resources instead (--resource; the modules' resources)")
+    server = Server(flavor=read_flavor(cloud.conn, flavor, flavor_option) if flavor else
+                    Flavor.given(resources or {}, required, group_policy),
+                    image=read_image(cloud.conn, image) if image else Image(), ports=ports,
+                    availability_zone=availability_zone, project_id=project)
+    has_compute = cloud.has("compute")
+    facts = cloud_facts(cloud.placement, cloud.conn if has_compute else None, options,
+                        availability_zone=availability_zone, owner_nova=owner_nova, has_compute=has_compute)
+    return query(server, options, facts)
+
+
+def nova_diagnosis(removed: list[dict], diagnosis: list[dict]) -> list[dict]:
+    """``diagnosis`` with, first, the hosts Nova's request filters remove (``removed``:
+    :func:`minbw.ops.nova_query.prefiltered_hosts`); where every group fits only on such hosts, the groups
+    together are said to fit there, and not to lack room."""
+    if not removed:
+        return diagnosis
+    gone = {h for r in removed for h in r["hosts"]}
+    entry = {"group": "nova", "label": "Nova's request filters", "fits_alone": None, "hosts": sorted(gone),
+             "problems": [f"{r['filter']} removes {', '.join(r['hosts'])} ({r['reason']})" for r in removed]}
+    out = []
+    for e in diagnosis:
+        if e.get("group") == "*" and e.get("hosts") and set(e["hosts"]) <= gone:
+            e = {**e, "problems": [f"every group fits on {', '.join(e['hosts'])}, which Nova's request filters "
+                                   f"remove (above): the server fits on no other host"]}
+        out.append(e)
+    return [entry] + out
+
+
+def no_valid_host(cloud: Cloud, req: ServerRequest, segments: list[dict], error: NoValidHost,
+                  nq: NovaQuery | None = None) -> NoValidHost:
+    """``error`` naming the hosts outside the ports' segments that had room (routed networks), and the hosts
+    Nova's request filters remove (``nq``: Nova's query the request started from), first."""
+    if nq is not None and error.diagnosis:
+        diagnosis = nova_diagnosis(prefiltered_hosts(cloud.placement, nq.applied), list(error.diagnosis))
+        if diagnosis != error.diagnosis:
+            head = str(error).split(". ", 1)[0]
+            error = NoValidHost(f"{head}. {summary(diagnosis)}", diagnosis, error.attempts)
     return explain_segments(cloud.placement, req, segments, error) if segments else error

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InvalidInput
+from ..model.requests import ServerRequest
+from ..ops.nova_query import read_scheduler_options, root_trait_reasons
 from ..neutron.port_request import QosPort
 from ..reports.capacity.report import CapacityReport, capacity as count
 from ..reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
@@ -13,6 +15,7 @@ from ..placement.client import Placement
 from ..reports.capacity.request import CapacityRequest, capacity_request
 from ..reports.providers import sharing_providers
 from ..reports.reader import Reader, read_for_capacity
+from ..usecases.candidates import nova_server_query
 from ..usecases.cloud import Cloud
 
 
@@ -31,13 +34,48 @@ class CapacityQuery:
     resources_option: str = "resources"
     hypervisor_option: str = "hypervisor"
     port_labels: tuple[str, ...] | None = None
+    flavor: str | None = None
+    image: str | None = None
+    project: str | None = None
+    nova_options: tuple[str, ...] = ()
+    nova_conf: str | None = None
+    owner_nova: bool | None = None
+    flavor_option: str = "flavor"
+
+    def __post_init__(self):
+        if self.flavor and (self.resources or self.required or self.group_policy):
+            raise InvalidInput(f"{self.flavor_option} {self.flavor}: the flavor gives the server's resources, traits "
+                               f"and group_policy (its extra specs). Fix: give either a flavor or "
+                               f"{self.resources_option} (with required / group_policy), not both.")
 
 
 def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
-    """Every host (or the one named), counted now (bad input is refused before anything is read)."""
+    """Every host (or the one named), counted now (bad input is refused before anything is read), for the server
+    Nova would schedule: its flavor (given, or read from Nova) and image, with what Nova's request filters add to
+    the compute node (a disabled nova-compute's host counts 0, and says why)."""
+    options = read_scheduler_options(query.nova_options, query.nova_conf)
+    capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
+                     group_policy=query.group_policy, resources_option=query.resources_option,
+                     port_labels=query.port_labels, flavor=ServerRequest(vcpus=1) if query.flavor else None)
+    # ports alone (no flavor): what Nova's filters ask of the compute node still counts (Nova's own query always
+    # has a flavor; a VCPU stands in for it here and is not counted)
+    ports_alone = not (query.flavor or query.resources)
+    nq = nova_server_query(cloud, options, flavor=query.flavor,
+                           resources={"VCPU": 1} if ports_alone else query.resources, required=query.required,
+                           group_policy=query.group_policy, image=query.image, project=query.project,
+                           owner_nova=query.owner_nova, flavor_option=query.flavor_option)
+    if nq.request.member_of or nq.request.forbidden_member_of or nq.request.in_tree:
+        raise InvalidInput("capacity counts every host; Nova's request filters would restrict this server to "
+                           "aggregates (" + "; ".join(nq.explain()) + ") and the count does not follow aggregates. "
+                           "Fix: leave out the options that add them, or count one host with its hypervisor.")
+    flavor = nq.request
+    if ports_alone:
+        flavor = ServerRequest(required=flavor.required, forbidden=flavor.forbidden,
+                               root_required=flavor.root_required, root_forbidden=flavor.root_forbidden)
     request = capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
                                group_policy=query.group_policy, resources_option=query.resources_option,
-                               port_labels=query.port_labels)
+                               port_labels=query.port_labels, flavor=flavor,
+                               root_reasons=root_trait_reasons(nq.applied))
     return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
 
 

@@ -178,16 +178,19 @@ def _same_subtree_ok(rps: set[str], tree: Tree) -> bool:
     return bool(common & rps)
 
 
-def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str]) -> tuple[list[_Way], dict, list[Limit], bool]:
+def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
+          root_reasons: Mapping[str, str] = MappingProxyType({})) -> tuple[list[_Way], dict, list[Limit], bool]:
     """The distinct ways to place one server on the tree; every provider each item (a group's class)
-    can use in some way; the reasons when there are none; whether the enumeration was cut at
-    MAX_COMBINATIONS."""
+    can use in some way; the reasons when there are none (``root_reasons``: root trait → why the request has it,
+    e.g. the Nova request filter that added it); whether the enumeration was cut at MAX_COMBINATIONS."""
     root_traits = tree.traits[tree.root]
     missing = [t for t in req.root_required if t not in root_traits]
     bad = [t for t in req.root_forbidden if t in root_traits]
     if missing or bad:
-        return [], {}, [Limit(reason=f"the root {tree.names[tree.root]} "
-                                 + (f"lacks {', '.join(missing)}" if missing else f"has {', '.join(bad)}"))], False
+        said = [f"lacks {t}" for t in missing] + [f"has {t}" for t in bad]
+        why = [root_reasons[t] for t in (*missing, *bad) if t in root_reasons]
+        return [], {}, [Limit(reason=f"the root {tree.names[tree.root]} {', '.join(said)}"
+                                 + (f" ({'; '.join(why)})" if why else ""))], False
     groups = req.request_groups()
     options, reasons = [], []
     for g in groups:
@@ -410,8 +413,9 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
     return _Packing(best, worst, not exhausted, upper, best_counts)
 
 
-def fit(req: ServerRequest, tree: Tree, port_names: Mapping[str, str] = MappingProxyType({})) -> Fit:
-    return fit_together(((req, tree),), port_names)
+def fit(req: ServerRequest, tree: Tree, port_names: Mapping[str, str] = MappingProxyType({}),
+        root_reasons: Mapping[str, str] = MappingProxyType({})) -> Fit:
+    return fit_together(((req, tree),), port_names, root_reasons)
 
 
 def merged(trees: Sequence[Tree]) -> Tree:
@@ -428,7 +432,8 @@ def merged(trees: Sequence[Tree]) -> Tree:
 
 
 def fit_together(pairs: Sequence[tuple[ServerRequest, Tree]],
-                 port_names: Mapping[str, str] = MappingProxyType({})) -> Fit:
+                 port_names: Mapping[str, str] = MappingProxyType({}),
+                 root_reasons: Mapping[str, str] = MappingProxyType({})) -> Fit:
     """How many servers fit on the trees together, each tree with its own shape of the server (a port left
     open takes that host's networks): the ways of every tree packed against the same free amounts, so a
     sharing provider that serves several trees counts once. One pair: the host alone."""
@@ -437,7 +442,7 @@ def fit_together(pairs: Sequence[tuple[ServerRequest, Tree]],
     reasons: list[Limit] = []
     cut = False
     for req, tree in pairs:
-        ways, found, why, c = _ways(req, tree, port_names)
+        ways, found, why, c = _ways(req, tree, port_names, root_reasons)
         all_ways += ways
         for item, keys in found.items():
             pools.setdefault(item, set()).update(keys)

@@ -185,7 +185,8 @@ def _host(request: CapacityRequest, tree: Tree) -> HostCapacity:
     name = tree.names[tree.root]
     if request.open_groups:
         networks = host_networks(tree)
-        rows = tuple(NetworkFit(request.label(t), (t,), fit_on(request.for_network((t,)), tree, request.port_names))
+        rows = tuple(NetworkFit(request.label(t), (t,), fit_on(request.for_network((t,)), tree, request.port_names,
+                                                               request.root_reasons))
                      for t in networks)
         if not networks:
             fit = Fit(0, 0, True, 0, (Limit(reason=f"no provider of {name} has a physnet or tunnel trait "
@@ -193,9 +194,9 @@ def _host(request: CapacityRequest, tree: Tree) -> HostCapacity:
         elif len(networks) == 1:
             fit = rows[0].fit
         else:
-            fit = fit_on(request.for_network(networks), tree, request.port_names)
+            fit = fit_on(request.for_network(networks), tree, request.port_names, request.root_reasons)
         return HostCapacity(tree.root, name, fit, rows)
-    fit = fit_on(request.server, tree, request.port_names)
+    fit = fit_on(request.server, tree, request.port_names, request.root_reasons)
     fixed = request.fixed_networks()
     rows = (NetworkFit("+".join(request.label(t) for t in fixed), fixed, fit),) if fixed else ()
     return HostCapacity(tree.root, name, fit, rows)
@@ -227,12 +228,12 @@ def _pool(request: CapacityRequest, group: Sequence[Tree], rows: Mapping[str, Ho
                 pairs.append((request.for_network(networks), t))
         else:
             pairs.append((request.server, t))
-    together = fit_together(pairs, names) if pairs else Fit(0, 0, True, 0)
+    together = fit_together(pairs, names, request.root_reasons) if pairs else Fit(0, 0, True, 0)
     physnets = {}
     for label in sorted({n.physnet for t in group for n in rows[t.root].physnets}):
         members = [(t, n) for t in group for n in rows[t.root].physnets if n.physnet == label]
         physnets[label] = fit_together([(request.for_network(n.traits) if request.open_groups else request.server, t)
-                                        for t, n in members], names)
+                                        for t, n in members], names, request.root_reasons)
     sharing = sorted({t.names[rp] for t in group for rp in t.shared})
     return Pool(tuple(t.root for t in group), tuple(sharing), together, physnets)
 

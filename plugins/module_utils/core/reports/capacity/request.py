@@ -32,11 +32,13 @@ class CapacityRequest:
     open_groups: frozenset[str] = frozenset()
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     port_names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # port id → how the user named it
+    root_reasons: Mapping[str, str] = dataclasses.field(default_factory=dict)  # root trait → why it is asked for
 
     def __post_init__(self):
         object.__setattr__(self, "open_groups", frozenset(self.open_groups))
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
         object.__setattr__(self, "port_names", MappingProxyType(dict(self.port_names)))
+        object.__setattr__(self, "root_reasons", MappingProxyType(dict(self.root_reasons)))
         groups = self.server.request_groups()
         if not any(g.resources for g in groups):
             raise InvalidInput("nothing to count: the server asks for no resources. Fix: give the flavor's "
@@ -109,13 +111,16 @@ def qos_port(index: int, port: QosPort, where: str = "") -> tuple[PortRequest, f
 def capacity_request(resources: Mapping | None = None, required: Iterable[str] = (), port_requests: Iterable = (),
                      qos_ports: Sequence[QosPort | Mapping] = (), *, group_policy: str | None = None,
                      resources_option: str = "resources", port_labels: Sequence[str] | None = None,
+                     flavor: ServerRequest | None = None, root_reasons: Mapping[str, str] | None = None,
                      ) -> CapacityRequest:
     """The shape to count, from plain data (CLI options, module parameters): the flavor's resources and
     traits, ports as Neutron reports their ``resource_request`` (``port_requests``), and ports given by
     their QoS rules (``qos_ports``: :class:`QosPort` or its dict; a port without physical_network or tunnel
     network_type is counted on each physnet). ``port_labels`` name the qos_ports in errors (default
-    ``qos_ports[i]``)."""
-    flavor = check_resources(resources, resources_option)
+    ``qos_ports[i]``). ``flavor``: the server as Nova's query has it without ports (its flavor groups, traits and
+    root traits: :mod:`minbw.nova`), instead of ``resources``, ``required`` and ``group_policy``;
+    ``root_reasons``: why it asks for each root trait."""
+    amounts = check_resources(resources, resources_option)
     built, opened, labels, names = [], set(), {}, {}
     for i, spec in enumerate(qos_ports or ()):
         where = port_labels[i] if port_labels else f"qos_ports[{i}]"
@@ -136,8 +141,11 @@ def capacity_request(resources: Mapping | None = None, required: Iterable[str] =
             raise InvalidInput(f"required: {t!r} is not a trait name (A-Z, 0-9, _; forbidden ones start with !).")
     if group_policy not in (None, "none", "isolate"):
         raise InvalidInput(f"group_policy must be none or isolate, got {group_policy!r}.")
-    server = ServerRequest.from_options(flavor, [t for t in traits if not t.startswith("!")], port_requests,
+    server = ServerRequest.from_options(amounts, [t for t in traits if not t.startswith("!")], port_requests,
                                         group_policy=group_policy)
     server = dataclasses.replace(server, forbidden=tuple(t[1:] for t in traits if t.startswith("!")))
+    if flavor is not None:
+        server = dataclasses.replace(flavor, ports=server.ports, limit=None,
+                                     group_policy=group_policy or flavor.group_policy)
     return CapacityRequest(dataclasses.replace(server, ports=server.ports + tuple(built)), frozenset(opened), labels,
-                           names)
+                           names, root_reasons or {})

@@ -1,0 +1,162 @@
+"""What Nova's scheduler reads to build its Placement query for a server, read from the cloud: the flavor (with
+its extra specs) and the image by name or id, the host aggregates, and whether every nova-compute reports
+``OWNER_NOVA`` (the facts of :class:`minbw.nova.inputs.CloudFacts`). :mod:`minbw.nova` turns them into Nova's query.
+
+How minbw knows that every nova-compute reports ``OWNER_NOVA`` (Nova asks its own database for the minimum
+nova-compute service version in all cells, 73 or more: ``request_filter._should_filter_by_owner``; no API shows
+service versions): every nova-compute since Train marks its compute node's root provider with ``COMPUTE_NODE``,
+and from service version 73 (Nova 34) with ``OWNER_NOVA`` too (``ResourceTracker._get_traits``). minbw takes a
+root with both as the sign that the cloud's computes run Nova 34: one listing, ``?required=COMPUTE_NODE,OWNER_NOVA``,
+once per command. It then asks for ``OWNER_NOVA`` as Nova does, and a root without it is left out, as Nova leaves
+out a compute whose trait was removed, one upgraded whose resource tracker has not written it yet, and the
+provider left behind by a deleted compute service (Nova no longer counts that service's version). The one case
+where Nova does not: during a rolling upgrade to Nova 34, while some nova-compute is older, Nova asks for no
+``OWNER_NOVA`` and minbw does; the caller then says so (``owner_nova`` False: ``--owner-nova no``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from minbw.errors import InvalidInput, ObjectNotFound
+from minbw.nova.fields import COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA
+from minbw.nova.inputs import Aggregate, CloudFacts, Flavor, Image
+from minbw.nova.options import SchedulerOptions
+from minbw.placement.client import Placement
+
+
+def every_compute_reports_owner_nova(api: Placement) -> bool:
+    """Whether Nova's ``owner_nova_filter`` adds ``root_required=OWNER_NOVA`` (the module docstring says how)."""
+    if OWNER_NOVA not in api.existing_traits([OWNER_NOVA]):
+        return False  # a Placement whose os-traits predate it: no compute can report it
+    return any(p.parent_uuid is None for p in api.list_providers(required=f"{COMPUTE_NODE},{OWNER_NOVA}"))
+
+
+def read_scheduler_options(nova_options=(), nova_conf: str | None = None) -> SchedulerOptions:
+    """Nova's scheduler options: Nova's defaults, those of the nova.conf ``nova_conf`` (read here), then
+    ``nova_options`` (``section.option=value``)."""
+    base = None
+    if nova_conf:
+        try:
+            with open(nova_conf) as f:
+                text = f.read()
+        except OSError as e:
+            raise InvalidInput(f"nova_conf {nova_conf}: {e.strerror}. Fix: give a readable nova.conf.") from None
+        base = SchedulerOptions.from_nova_conf(text, source=nova_conf)
+    return SchedulerOptions.parse(tuple(nova_options or ()), base=base, source="nova options")
+
+
+def read_flavor(conn, name_or_id: str, option: str = "--flavor") -> Flavor:
+    """The flavor by name or id, with its extra specs, as Nova's API shows it."""
+    try:
+        flavor = conn.compute.find_flavor(name_or_id, ignore_missing=True, get_extra_specs=True)
+    except Exception as e:  # noqa: BLE001 - several flavors of that name, or Nova's answer: said in one line
+        raise InvalidInput(f"{option} {name_or_id}: {e}. Fix: give the flavor's id ('openstack flavor list').") \
+            from None
+    if flavor is None:
+        raise ObjectNotFound(f"{option} {name_or_id}: no such flavor in Nova. Fix: one of 'openstack flavor list'.")
+    return Flavor.from_api(flavor.to_dict())
+
+
+def read_image(conn, name_or_id: str, option: str = "--image") -> Image:
+    """The image by name or id, with its properties, as Glance shows it."""
+    try:
+        image = conn.image.find_image(name_or_id, ignore_missing=True)
+    except Exception as e:  # noqa: BLE001 - several images of that name, or Glance's answer
+        raise InvalidInput(f"{option} {name_or_id}: {e}. Fix: give the image's id ('openstack image list').") \
+            from None
+    if image is None:
+        raise ObjectNotFound(f"{option} {name_or_id}: no such image in Glance. Fix: one of 'openstack image list'.")
+    return Image.from_api(image.to_dict())
+
+
+def read_aggregates(conn) -> tuple[Aggregate, ...]:
+    """Nova's host aggregates (uuid: compute API 2.41) with their metadata."""
+    return tuple(Aggregate.from_api(a.to_dict()) for a in conn.compute.aggregates())
+
+
+def needs_aggregates(options: SchedulerOptions, availability_zone: str | None) -> bool:
+    """Whether a request filter reads Nova's aggregates for this server (an AZ, tenant isolation, isolated
+    aggregates)."""
+    return bool(availability_zone or options.limit_tenants_to_placement_aggregate
+                or options.enable_isolated_aggregate_filtering)
+
+
+def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability_zone: str | None = None,
+                owner_nova: bool | None = None, has_compute: bool = True) -> CloudFacts:
+    """The facts Nova's request filters read for a server: ``owner_nova`` given, or read from Placement; the
+    aggregates from Nova when a filter reads them (``has_compute`` False: a cloud without Nova, where asking for
+    an availability zone or an aggregate option is refused)."""
+    if options.query_placement_for_routed_network_aggregates:
+        raise InvalidInput("nova option scheduler.query_placement_for_routed_network_aggregates: minbw does not read "
+                           "the facts of Nova's routed-network filter; a Neutron port (--port) on a routed network "
+                           "gets member_of its segments' aggregates from minbw itself. Fix: leave the option out.")
+    aggregates: Iterable[Aggregate] = ()
+    if needs_aggregates(options, availability_zone):
+        if not has_compute:
+            raise InvalidInput("an availability zone and Nova's aggregate options need Nova's host aggregates, and "
+                               "this cloud has no compute service. Fix: leave them out.")
+        aggregates = read_aggregates(conn)
+    owner = every_compute_reports_owner_nova(api) if owner_nova is None else owner_nova
+    return CloudFacts(every_compute_reports_owner_nova=owner, aggregates=tuple(aggregates))
+
+
+__all__ = ["every_compute_reports_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
+           "read_aggregates", "cloud_facts", "prefiltered_hosts", "root_trait_reasons"]
+
+
+# what a root trait a request filter asks about means to an operator, and how to change it
+_MEANS = {
+    COMPUTE_STATUS_DISABLED: "its nova-compute service is disabled ('openstack compute service set --enable HOST "
+                               "nova-compute' brings it back)",
+    OWNER_NOVA: "its root lacks OWNER_NOVA, which every nova-compute of Nova 34 reports on its compute node (a "
+                  "root made by hand, a deleted compute's provider, or the trait removed; during a rolling upgrade "
+                  "to Nova 34: --owner-nova no)",
+}
+
+
+def prefiltered_hosts(api: Placement, filters) -> list[dict]:
+    """The compute nodes (root providers) each of Nova's request filters removes from the candidates, read from
+    Placement: for each filter that added ``root_forbidden T`` the roots with ``T``, ``root_required T`` the roots
+    without it, ``member_of in:A,B`` (to the flavor's group) the roots in none of those aggregates.
+    ``filters``: :attr:`minbw.nova.scheduler.NovaQuery.applied`. One listing per filter and trait."""
+    filters = list(filters)
+    roots = {p.uuid: p.name for p in api.list_providers() if p.parent_uuid is None}
+    traits = {a.partition(" ")[2] for f in filters for a in f.added if a.startswith(("root_forbidden ", "root_required "))}
+    known = api.existing_traits(traits) if traits else set()  # Placement refuses a listing naming an unknown trait
+
+    def having(trait: str) -> set[str]:
+        return {p.uuid for p in api.list_providers(required=trait)} if trait in known else set()
+    out = []
+    for f in filters:
+        for added in f.added:
+            kind, _, what = added.partition(" ")
+            if kind == "root_forbidden":
+                removed = having(what) & set(roots)
+                why = f"{what}: {_MEANS.get(what, f'the root has {what}')}"
+            elif kind == "root_required":
+                removed = set(roots) - having(what)
+                why = f"no {what}: {_MEANS.get(what, f'the root lacks {what}')}"
+            elif kind == "member_of" and what.startswith("in:"):
+                inside: set[str] = set()
+                for agg in what[3:].split(","):
+                    inside |= {p.root_uuid for p in api.list_providers(member_of=agg)}
+                removed = set(roots) - inside
+                why = f"in none of the aggregates {what[3:]}"
+            else:
+                continue
+            if removed:
+                out.append({"filter": f.name, "why": f.why, "added": added, "reason": why,
+                            "hosts": sorted(roots[u] for u in removed)})
+    return out
+
+
+def root_trait_reasons(filters) -> dict[str, str]:
+    """root trait → which of Nova's request filters asks for it and what it means (for the capacity's reasons):
+    ``filters`` as in :func:`prefiltered_hosts`."""
+    out = {}
+    for f in filters:
+        for added in f.added:
+            kind, _, trait = added.partition(" ")
+            if kind in ("root_forbidden", "root_required"):
+                out[trait] = f"Nova's {f.name}: " + _MEANS.get(trait, f.why)
+    return out

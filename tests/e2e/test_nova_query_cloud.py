@@ -1,0 +1,94 @@
+"""Answers Nova honours, on the mini-cloud with two computes (Nova 34): nova-compute on devstack1 disabled as an
+operator disables it (``openstack compute service set --disable``), Nova's resource tracker puts
+COMPUTE_STATUS_DISABLED on its root, and Nova's scheduler forbids that trait on every request
+(compute_status_filter). ``minbw capacity --flavor`` counts 0 there and names the filter, ``minbw candidates`` leaves
+it out, a QoS server boots on devstack0, and the diagnosis of a server that fits only on devstack1 names the filter
+instead of bandwidth. Enabled again, the answers come back. Every query minbw sends here is the one Nova sends
+(root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED: Nova 34's computes report OWNER_NOVA)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from minbw.placement.client import Placement
+
+EGR = "NET_BW_EGR_KILOBIT_PER_SEC"
+DISABLED = "COMPUTE_STATUS_DISABLED"
+
+
+def _minbw(env, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "minbw.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _wait_for_trait(api: Placement, root: str, present: bool, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (DISABLED in api.get_provider_traits(root)[0]) == present:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"nova-compute did not {'set' if present else 'remove'} {DISABLED} on {root} in "
+                         f"{timeout} s: its traits are {sorted(api.get_provider_traits(root)[0])}")
+
+
+def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cloud_two_hosts):
+    demo, conn, env = demo_two_hosts, demo_two_hosts.conn, cloud_two_hosts.env
+    api = Placement(conn)
+    roots = {h: api.list_providers(name=h)[0].uuid for h in ("devstack0", "devstack1")}
+    assert all({"COMPUTE_NODE", "OWNER_NOVA"} <= api.get_provider_traits(r)[0] for r in roots.values())
+    shape = ["--flavor", demo.flavor.name, "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
+
+    def capacity() -> dict:
+        out = _minbw(env, "capacity", *shape, "--json")
+        assert out.returncode == 0, out.stderr
+        return {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
+
+    def candidate_hosts() -> set[str]:
+        out = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
+        assert out.returncode in (0, 4), out.stderr
+        return set(out.stdout.split())
+
+    before = capacity()
+    assert before["devstack1"]["fits"] > 0 and candidate_hosts() == {"devstack0", "devstack1"}
+    (service,) = list(conn.compute.services(binary="nova-compute", host="devstack1"))
+    conn.compute.disable_service(service, "devstack1", "nova-compute", disabled_reason="minbw e2e")
+    try:
+        _wait_for_trait(api, roots["devstack1"], True)
+        counted = capacity()
+        assert counted["devstack1"]["fits"] == 0 and counted["devstack0"]["fits"] == before["devstack0"]["fits"]
+        said = json.dumps(counted["devstack1"])
+        assert DISABLED in said and "compute_status_filter" in said, said
+        assert candidate_hosts() == {"devstack0"}
+        shown = json.loads(_minbw(env, "candidates", *shape, "--json").stdout)
+        assert "compute_status_filter: root_forbidden COMPUTE_STATUS_DISABLED (always)" in shown["nova_filters"]
+        assert shown["query"]["root_required"] == "OWNER_NOVA,!COMPUTE_STATUS_DISABLED"
+
+        policy = demo.policy("e2e-novaq-bw", bw=[("egress", 1000), ("ingress", 1000)])
+        vm = demo.boot("e2e-novaq-vm", [demo.port("e2e-novaq-p0", policy)])
+        assert vm.compute_host == "devstack0"  # Nova put it on the enabled compute, as minbw said
+
+        # a port that fits only on devstack1's bridge now: more than devstack0's has free
+        bridges = {h: next(p.uuid for p in api.list_providers(in_tree=r) if p.name.endswith(":br-test"))
+                   for h, r in roots.items()}
+        free = {}
+        for h, b in bridges.items():
+            inv = api.get_inventories(b)[0][EGR]
+            free[h] = int((inv["total"] - inv.get("reserved", 0)) * inv.get("allocation_ratio", 1.0)) - \
+                api.provider_usages(b).get(EGR, 0)
+        need = free["devstack0"] + 1
+        assert free["devstack1"] >= need, free
+        big = ["--flavor", demo.flavor.name, "--qos-port", f"min_bw:egress:{need},physnet=physnet0"]
+        none = _minbw(env, "candidates", *big)
+        assert none.returncode == 4, none.stdout + none.stderr
+        assert "compute_status_filter removes devstack1" in none.stdout, none.stdout
+        assert "which Nova's request filters remove" in none.stdout, none.stdout
+        conn.compute.delete_server(vm)
+        conn.compute.wait_for_delete(vm, interval=0.5, wait=120)
+        demo.servers.remove(next(s for s in demo.servers if s.id == vm.id))
+    finally:
+        conn.compute.enable_service(service, "devstack1", "nova-compute")
+    _wait_for_trait(api, roots["devstack1"], False)
+    assert candidate_hosts() == {"devstack0", "devstack1"}
+    assert capacity()["devstack1"]["fits"] == before["devstack1"]["fits"]
