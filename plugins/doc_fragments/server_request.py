@@ -42,39 +42,9 @@ options:
         (C(required=in:A,B), Placement 1.39); Neutron's own request uses only the first segment.
     type: bool
     default: false
-  flavor:
-    description:
-      - A Nova flavor (name or id) whose vcpus, ram, disk and extra specs (C(resources*:), C(trait*:),
-        C(group_policy), C(hw:*)) make the server's request as Nova builds it, instead of O(resources),
-        O(required) and O(group_policy).
-    type: str
-  image:
-    description: A Glance image (name or id) whose properties (C(trait:*), C(hw_*)) Nova's request adds.
-    type: str
   availability_zone:
     description: The requested availability zone (C(member_of) the aggregates whose metadata names it, as Nova).
     type: str
-  project:
-    description: The server's project, for Nova's tenant isolation (C(scheduler.limit_tenants_to_placement_aggregate)).
-    type: str
-  nova_options:
-    description:
-      - "Nova's scheduler options by Nova's names, C(section.option) to value, for example
-        C({scheduler.image_metadata_prefilter: true}); Nova's defaults otherwise."
-      - Nova's request filters apply as Nova applies them, these options included (docs/scheduling.md).
-    type: dict
-    default: {}
-  nova_conf:
-    description: A nova.conf to read Nova's scheduler options from (O(nova_options) win).
-    type: path
-  owner_nova:
-    description:
-      - Whether every nova-compute reports C(OWNER_NOVA), so that Nova requires it on the compute node.
-      - C(auto) is yes when a compute node in Placement has C(COMPUTE_NODE) and C(OWNER_NOVA); C(no) during a
-        rolling upgrade to Nova 34.
-    type: str
-    default: auto
-    choices: [auto, 'yes', 'no']
   group_policy:
     description:
       - How numbered groups may share providers. Placement requires it with more than one numbered group;

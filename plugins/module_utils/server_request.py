@@ -5,6 +5,16 @@
 
 from __future__ import annotations
 
+# the server as operators name it, and Nova's scheduler options (doc fragment minbw.openstack.nova_server)
+NOVA_SPEC = dict(
+    flavor=dict(type='str'),
+    image=dict(type='str'),
+    project=dict(type='str'),
+    nova_options=dict(type='dict', default={}),
+    nova_conf=dict(type='path'),
+    owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
+)
+
 SERVER_REQUEST_SPEC = dict(
     resources=dict(type='dict', default={}),
     required=dict(type='list', elements='str', default=[]),
@@ -15,18 +25,13 @@ SERVER_REQUEST_SPEC = dict(
     in_tree=dict(type='str'),
     root_required=dict(type='list', elements='str', default=[]),
     limit=dict(type='int'),
-    flavor=dict(type='str'),
-    image=dict(type='str'),
     availability_zone=dict(type='str'),
-    project=dict(type='str'),
-    nova_options=dict(type='dict', default={}),
-    nova_conf=dict(type='path'),
-    owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
     separation=dict(type='dict', options=dict(
         mode=dict(type='str', default='off', choices=['off', 'avoid', 'strict']),
         trait=dict(type='str', default='CUSTOM_MINBW_QOS_HOST'),
         aggregate=dict(type='str'),
     )),
+    **NOVA_SPEC
 )
 
 

@@ -23,6 +23,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.server_request
+  - minbw.openstack.nova_server
   - ansible.builtin.action_common_attributes
 options:
   consumer:

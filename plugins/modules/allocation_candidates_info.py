@@ -20,6 +20,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.server_request
+  - minbw.openstack.nova_server
   - ansible.builtin.action_common_attributes
   - minbw.openstack.info_module
 '''

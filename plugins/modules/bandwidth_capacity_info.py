@@ -82,36 +82,9 @@ options:
     description:
       - Only the compute node (root provider) with this name. Fails when there is none.
     type: str
-  flavor:
-    description:
-      - A Nova flavor (name or id) whose vcpus, ram, disk and extra specs make the server's request as Nova builds
-        it, instead of O(resources), O(required) and O(group_policy).
-    type: str
-  image:
-    description: A Glance image (name or id) whose properties (C(trait:*), C(hw_*)) Nova's request adds.
-    type: str
-  project:
-    description: The server's project, for Nova's tenant isolation.
-    type: str
-  nova_options:
-    description:
-      - Nova's scheduler options by Nova's names, C(section.option) to value; Nova's defaults otherwise.
-      - What Nova's request filters ask of the compute node counts (a host whose nova-compute is disabled counts 0,
-        naming C(compute_status_filter)).
-    type: dict
-    default: {}
-  nova_conf:
-    description: A nova.conf to read Nova's scheduler options from (O(nova_options) win).
-    type: path
-  owner_nova:
-    description:
-      - Whether every nova-compute reports C(OWNER_NOVA) (C(auto) - yes when a compute node in Placement has
-        C(COMPUTE_NODE) and C(OWNER_NOVA)); C(no) during a rolling upgrade to Nova 34.
-    type: str
-    default: auto
-    choices: [auto, 'yes', 'no']
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - minbw.openstack.nova_server
   - ansible.builtin.action_common_attributes
   - minbw.openstack.info_module
 '''
@@ -208,7 +181,7 @@ request:
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
-from ansible_collections.minbw.openstack.plugins.module_utils.server_request import nova_fields
+from ansible_collections.minbw.openstack.plugins.module_utils.server_request import NOVA_SPEC, nova_fields
 
 QOS_PORT_SPEC = dict(
     qos_rules=dict(type='list', elements='dict', required=True),
@@ -224,12 +197,7 @@ ARGUMENT_SPEC = dict(
     qos_ports=dict(type='list', elements='dict', default=[], options=QOS_PORT_SPEC),
     group_policy=dict(type='str', choices=['none', 'isolate']),
     hypervisor=dict(type='str'),
-    flavor=dict(type='str'),
-    image=dict(type='str'),
-    project=dict(type='str'),
-    nova_options=dict(type='dict', default={}),
-    nova_conf=dict(type='path'),
-    owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
+    **NOVA_SPEC
 )
 
 

@@ -15,7 +15,7 @@ from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
 from minbw.reports.providers import sharing_providers
 from minbw.reports.reader import Reader, read_for_capacity
-from minbw.usecases.candidates import nova_server_query
+from minbw.usecases.candidates import check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
 
@@ -43,10 +43,8 @@ class CapacityQuery:
     flavor_option: str = "flavor"
 
     def __post_init__(self):
-        if self.flavor and (self.resources or self.required or self.group_policy):
-            raise InvalidInput(f"{self.flavor_option} {self.flavor}: the flavor gives the server's resources, traits "
-                               f"and group_policy (its extra specs). Fix: give either a flavor or "
-                               f"{self.resources_option} (with required / group_policy), not both.")
+        check_flavor_or_resources(self.flavor, self.resources, self.required, self.group_policy, self.flavor_option,
+                                  self.resources_option)
 
 
 def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:

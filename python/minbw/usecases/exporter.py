@@ -118,6 +118,15 @@ class ExporterRequest:
         return cls(**values)
 
 
+def _own_client(cloud: Cloud, request: ExporterRequest) -> tuple[Placement, ProviderCache | None]:
+    """A Placement client of a thread's own (its call counts are that thread's), and its provider cache object
+    (``request.cache``: "" the sync's file for this Placement, None none; objects of one file merge when saved)."""
+    api = Placement(cloud.conn, max_microversion=cloud.placement_version)
+    if request.cache is None:
+        return api, None
+    return api, ProviderCache(request.cache or default_cache_path(api.endpoint()), api.endpoint())
+
+
 class SlowReports:
     """The audit and the drift (all of it on a cloud with Nova and Neutron; on a cloud of Placement alone what
     Placement tells: providers over capacity), with a Placement client, reader and provider cache of their own:
@@ -126,11 +135,7 @@ class SlowReports:
     def __init__(self, cloud: Cloud, request: ExporterRequest):
         self.cloud = cloud
         self.request = request
-        api = Placement(cloud.conn, max_microversion=cloud.placement_version)
-        cache = None
-        if request.cache is not None:
-            cache = ProviderCache(request.cache or default_cache_path(api.endpoint()), api.endpoint())
-        self.reader = Reader(api, cache, workers=request.workers)
+        self.reader = Reader(*_own_client(cloud, request), workers=request.workers)
         self.status: dict[str, dict] = {}
         self.findings: tuple | None = None
         self.audit_kinds: tuple[str, ...] = metrics.AUDIT_KINDS
@@ -191,10 +196,7 @@ class Exporter:
     def __init__(self, cloud: Cloud, request: ExporterRequest, clock=time.time):
         self.cloud = cloud
         self.request = request
-        api = Placement(cloud.conn, max_microversion=cloud.placement_version)
-        cache = None
-        if request.cache is not None:
-            cache = ProviderCache(request.cache or default_cache_path(api.endpoint()), api.endpoint())
+        api, cache = _own_client(cloud, request)
         # what Nova's request filters ask of every compute node (compute_status_filter, owner_nova_filter),
         # read when the exporter starts: a disabled nova-compute's host has no headroom
         nova = nova_server_query(cloud, SchedulerOptions(), resources={"VCPU": 1})

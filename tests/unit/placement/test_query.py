@@ -7,14 +7,10 @@ own, string for string, is tests/unit/nova/test_scheduler.py's (Nova's code as t
 """
 import uuid
 
-import microversion_parse
 import pytest
 import webob
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
-from placement import lib as placement_lib
 from placement import microversion as placement_mv
-from placement import util as placement_util
-from placement.handlers import allocation_candidate as ac_handler
 
 from minbw.errors import MicroversionUnsupported, RequestError
 from minbw.model import microversions
@@ -22,6 +18,7 @@ from minbw.model.requests import PortRequest, ServerRequest
 from minbw.neutron.port_request import Segment, build_port_request
 from minbw.neutron.qos import MIN_BW, MIN_PPS, QosRule
 from minbw.placement.query import build_query, query_string, required_microversion
+from tests.support.oracle.placement_parser import placement_parse as parse_query
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LATEST = placement_mv.max_version_string()
@@ -35,16 +32,7 @@ PHYSNET0 = [Segment("vlan", "physnet0")]
 
 
 def placement_parse(params, mv):
-    req = webob.Request.blank("/allocation_candidates?" + query_string(params))
-    version = microversion_parse.extract_version(
-        {"openstack-api-version": f"placement {mv}"}, "placement", placement_mv.VERSIONS)
-    req.environ[placement_mv.MICROVERSION_ENVIRON] = version
-    placement_util.validate_query_params(req, ac_handler._get_schema(version))
-    rqparams = placement_lib.RequestWideParams.from_request(req)
-    groups = placement_lib.RequestGroup.dict_from_request(req, rqparams)
-    if not rqparams.group_policy and sum(g.use_same_provider for g in groups.values()) > 1:
-        raise webob.exc.HTTPBadRequest("group_policy required")
-    return groups, rqparams
+    return parse_query(query_string(params), mv)
 
 
 def assert_same_as_placement(sr: ServerRequest, params, mv):

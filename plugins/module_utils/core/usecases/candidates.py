@@ -64,10 +64,8 @@ class ServerSpec:
 
     def __post_init__(self):
         object.__setattr__(self, "resources", MappingProxyType(check_resources(self.resources, self.option)))
-        if self.flavor and (self.resources or self.required or self.group_policy):
-            raise InvalidInput(f"{self.flavor_option} {self.flavor}: the flavor gives the server's resources, traits "
-                               f"and group_policy (its extra specs). Fix: give either a flavor or "
-                               f"{self.option} (with required / group_policy), not both.")
+        check_flavor_or_resources(self.flavor, self.resources, self.required, self.group_policy, self.flavor_option,
+                                  self.option)
         object.__setattr__(self, "nova_options", tuple(self.nova_options or ()))
 
     @property
@@ -77,6 +75,15 @@ class ServerSpec:
 
     def scheduler_options(self) -> SchedulerOptions:
         return read_scheduler_options(self.nova_options, self.nova_conf)
+
+
+def check_flavor_or_resources(flavor, resources, required, group_policy, flavor_option: str,
+                              resources_option: str) -> None:
+    """A server is given by a Nova flavor or by its resources and traits, not both."""
+    if flavor and (resources or required or group_policy):
+        raise InvalidInput(f"{flavor_option} {flavor}: the flavor gives the server's resources, traits and "
+                           f"group_policy (its extra specs). Fix: give either a flavor or {resources_option} (with "
+                           f"required / group_policy), not both.")
 
 
 def qos_port_request(index: int, port: QosPort):
