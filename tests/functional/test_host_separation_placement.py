@@ -124,7 +124,7 @@ def test_claims_never_put_a_plain_server_on_the_reserved_host(placement, two_hos
            for _ in range(2)]
     assert {c.host_name for c in got} == {"devstack0"}
     # devstack0 is full (2 VCPUs): the next plain server has no valid host, though devstack1 is empty
-    with pytest.raises(NoValidHost, match=f"root_required=!{T} rule hosts out"):
+    with pytest.raises(NoValidHost, match=f"root_required=!{T} rule it out"):
         claims.claim(placement, str(uuid.uuid4()), plain, project_id="p", user_id="u")
     strict = claims.named(placement, claims.claim(placement, str(uuid.uuid4()), sp.separate(qos(), sp.Separation("strict")),
                                                   project_id="p", user_id="u"))

@@ -117,11 +117,27 @@ def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
         out.append(entry)
     checked = [e for e in out if e["fits_alone"] is not None]
     if checked and all(e["fits_alone"] for e in checked):
-        out.append(_combined(req, fits, names))
+        out.append(_combined(api, req, fits, names))
     return out
 
 
-def _combined(req: ServerRequest, fits: dict, names: dict) -> dict:
+def _ruled_out(api: Placement, req: ServerRequest, root: str) -> str:
+    """The request-wide filters that rule the host of root provider ``root`` out ("" when none does): its root
+    traits against ``root_required``, its aggregates against ``member_of`` (two reads, only when asked)."""
+    why = []
+    if req.root_required or req.root_forbidden:
+        traits = api.get_provider_traits(root)[0]
+        why += [f"root_required={t}" for t in req.root_required if t not in traits]
+        why += [f"root_required=!{t}" for t in req.root_forbidden if t in traits]
+    if req.member_of or req.forbidden_member_of:
+        aggregates = api.get_provider_aggregates(root)[0]
+        why += [f"member_of=in:{','.join(m)}" for m in req.member_of if not set(m) & aggregates]
+        if set(req.forbidden_member_of) & aggregates:
+            why.append(f"member_of=!in:{','.join(req.forbidden_member_of)}")
+    return " ".join(why)
+
+
+def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> dict:
     common = set.intersection(*(set(h) for h in fits.values())) if fits else set()
     entry = {"group": "*", "label": "all groups together", "fits_alone": False, "problems": []}
     if not common:
@@ -133,12 +149,7 @@ def _combined(req: ServerRequest, fits: dict, names: dict) -> dict:
     entry["hosts"] = sorted(names.get(h, h) for h in common)
     groups = {g.id: g for g in req.request_groups()}
     policy = req.effective_group_policy()
-    filters = " ".join(
-        [f"root_required={','.join([*req.root_required, *(f'!{t}' for t in req.root_forbidden)])}"] * bool(
-            req.root_required or req.root_forbidden)
-        + [f"member_of={','.join(m)}" for m in req.member_of]
-        + [f"member_of=!in:{','.join(req.forbidden_member_of)}"] * bool(req.forbidden_member_of))
-    for host in sorted(common):
+    for i, host in enumerate(sorted(common)):
         demand: dict[str, int] = {}
         for gid, hosts in fits.items():
             for rc, amount in groups[gid].resources:
@@ -146,8 +157,10 @@ def _combined(req: ServerRequest, fits: dict, names: dict) -> dict:
         numbered = [fits[gid][host] for gid in fits if gid]
         shared = set.intersection(*numbered) if numbered else set()
         detail = f"on {names.get(host, host)} the groups need {', '.join(f'{rc}={n}' for rc, n in sorted(demand.items()))} together"
+        filters = _ruled_out(api, req, host) if i < MAX_PROVIDERS_READ else ""
         if filters:
-            detail += f", and the request-wide filters {filters} rule hosts out (a reserved host, see host separation)"
+            detail += f", and the request-wide filters {filters} rule it out (Nova's request filters, a reserved host: " \
+                      f"see host separation)"
         elif policy == "isolate" and len([gid for gid in fits if gid]) > 1 and shared and \
                 all(len(fits[gid][host]) == 1 for gid in fits if gid):
             detail += f", but group_policy=isolate forbids the numbered groups from sharing {names.get(next(iter(shared)), '')}"
