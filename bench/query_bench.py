@@ -86,7 +86,7 @@ def build_placement(ctx: Context, name: str):
     from minbw.neutron.agentconf import load_agent_ini
     from minbw.placement.client import Placement
     from minbw.neutron.provider_tree import desired_state
-    from minbw.model.providers import freeze_inventories
+    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
 
     shared = ctx.options.get(PROD_KEY)
     if ctx.options.get("placement") == "prod" and shared is not None and shared in ctx.servers.running:
@@ -104,9 +104,9 @@ def build_placement(ctx: Context, name: str):
     api = Placement(server.connect())
     t = time.perf_counter()
     invs = freeze_inventories(ROOT_INVENTORIES)
-    for i in range(1, HOSTS + 1):
+    for i in range(1, HOSTS + 1):  # as nova-compute makes its compute node: inventories, COMPUTE_NODE and OWNER_NOVA
         prov = api.create_provider(root_uuid(host_name(i)), host_name(i), None)
-        api.set_inventories(prov.uuid, invs, prov.generation)
+        api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, api.set_inventories(prov.uuid, invs, prov.generation))
         if i % 250 == 0:
             progress(f"{name}: {i}/{HOSTS} roots")
     configs = [load_agent_ini(OVS_INI, source=f"{host_name(i)}/openvswitch_agent.ini", host=host_name(i))
