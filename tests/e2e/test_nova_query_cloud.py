@@ -92,3 +92,37 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
     _wait_for_trait(api, roots["devstack1"], False)
     assert candidate_hosts() == {"devstack0", "devstack1"}
     assert capacity()["devstack1"]["fits"] == before["devstack1"]["fits"]
+
+
+def test_a_root_without_owner_nova_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cloud_two_hosts):
+    """Every nova-compute of the mini-cloud is Nova 34 (service version 73 or later), so Nova requires OWNER_NOVA on
+    the compute node (owner_nova_filter). With the trait taken off devstack1's root, Nova finds no valid host for a QoS
+    server asked onto devstack1, and minbw says devstack1 has no room, naming the filter, and leaves it out."""
+    demo, conn, env = demo_two_hosts, demo_two_hosts.conn, cloud_two_hosts.env
+    api = Placement(conn)
+    root = api.list_providers(name="devstack1")[0].uuid
+    shape = ["--flavor", demo.flavor.name, "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
+    traits, generation = api.get_provider_traits(root)
+    assert "OWNER_NOVA" in traits
+    api.set_provider_traits(root, set(traits) - {"OWNER_NOVA"}, generation)
+    try:
+        out = _minbw(env, "capacity", *shape, "--json")
+        assert out.returncode == 0, out.stderr
+        counted = {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
+        assert counted["devstack1"]["fits"] == 0 and counted["devstack0"]["fits"] > 0
+        assert "owner_nova_filter" in json.dumps(counted["devstack1"]), counted["devstack1"]
+        hosts = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
+        assert set(hosts.stdout.split()) == {"devstack0"}, hosts.stdout + hosts.stderr
+        # asked for devstack1 (compute API 2.74: the scheduler still checks it), Nova finds no valid host there
+        policy = demo.policy("e2e-novaq-owner", bw=[("egress", 1000), ("ingress", 1000)])
+        vm = demo.boot("e2e-novaq-owner-vm", [demo.port("e2e-novaq-owner-p0", policy)], wait=False, host="devstack1")
+        vm = conn.compute.wait_for_server(vm, status="ERROR", failures=["ACTIVE"], interval=0.5, wait=180)
+        assert "No valid host" in (vm.fault or {}).get("message", ""), vm.fault
+        conn.compute.delete_server(vm)
+        conn.compute.wait_for_delete(vm, interval=0.5, wait=120)
+        demo.servers.remove(next(s for s in demo.servers if s.id == vm.id))
+    finally:
+        traits, generation = api.get_provider_traits(root)
+        api.set_provider_traits(root, set(traits) | {"OWNER_NOVA"}, generation)
+    out = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
+    assert set(out.stdout.split()) == {"devstack0", "devstack1"}, out.stdout + out.stderr
