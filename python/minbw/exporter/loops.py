@@ -54,10 +54,6 @@ class Served:
         body = exposition.render(collection.families, collection.parts, openmetrics=openmetrics)
         return body[:-len(_EOF)] if openmetrics else body
 
-    @property
-    def collection(self) -> Collection | None:
-        return self._collection
-
     def body(self, openmetrics: bool = False) -> str:
         """What a scrape gets: the last collection rendered, and its age (empty before the first collection)."""
         with self._lock:
@@ -147,14 +143,12 @@ class Loops:
         self.stop = stop
         self.say = say
         self.slow = SlowResults()   # replaced whole by the slow loop, read by the collection loop
-        self.cycles = 0
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def collect_once(self) -> Collection:
         collection = self.collector.collect(self.slow)
         self.served.publish(collection)
-        self.cycles += 1
         return collection
 
     def _collecting(self) -> None:

@@ -100,10 +100,6 @@ def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability
     return CloudFacts(every_compute_reports_owner_nova=owner, aggregates=tuple(aggregates))
 
 
-__all__ = ["every_compute_reports_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
-           "read_aggregates", "cloud_facts", "prefiltered_hosts", "root_trait_reasons"]
-
-
 # what a root trait a request filter asks about means to an operator, and how to change it
 _MEANS = {
     COMPUTE_STATUS_DISABLED: "its nova-compute service is disabled ('openstack compute service set --enable HOST "
@@ -160,3 +156,7 @@ def root_trait_reasons(filters) -> dict[str, str]:
             if kind in ("root_forbidden", "root_required"):
                 out[trait] = f"Nova's {f.name}: " + _MEANS.get(trait, f.why)
     return out
+
+
+__all__ = ["every_compute_reports_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
+           "read_aggregates", "cloud_facts", "prefiltered_hosts", "root_trait_reasons"]

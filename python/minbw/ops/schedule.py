@@ -91,12 +91,6 @@ def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan], 
     return dataclasses.replace(req, ports=req.ports + added, member_of=req.member_of + member_of), choices
 
 
-def with_neutron_ports(api: Placement, req: ServerRequest, ports: Iterable[str], *,
-                       any_traits: bool = False) -> tuple[ServerRequest, list[dict]]:
-    """``req`` plus the Neutron ports named (bound ones too: read-only uses such as candidates and claims)."""
-    return with_ports(api.conn, api, req, read_ports(api.conn, ports, any_traits=any_traits, allow_bound=True))
-
-
 def build_request(conn, api: Placement, ports: list[PortPlan], resources: Mapping[str, int], *,
                   required=(), forbidden=(), root_forbidden=(), root_required=(), group_policy=None,
                   limit=None) -> tuple[ServerRequest, list[dict]]:

@@ -18,7 +18,6 @@ from minbw.errors import InvalidInput, RequestError
 from minbw.exporter.collector import Collector, SlowResults
 from minbw.exporter.loops import Loops, Served, start_server
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
-from minbw.nova.options import SchedulerOptions
 from minbw.ops.nova_query import root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
 from minbw.placement.client import Placement
@@ -26,7 +25,7 @@ from minbw.plan.audit import OVER_CAPACITY, audit as judge
 from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
 from minbw.reports.reader import ProviderCache, Reader, default_cache_path
-from minbw.usecases.candidates import nova_server_query
+from minbw.usecases.candidates import nova_root_filters
 from minbw.usecases.cloud import Cloud
 
 DEFAULT_PORT = 9817
@@ -193,13 +192,14 @@ class Exporter:
     the scrapes are served (:class:`minbw.exporter.loops.Served`). Called directly (``--once``, tests,
     benchmarks), each method runs in the caller's thread."""
 
-    def __init__(self, cloud: Cloud, request: ExporterRequest, clock=time.time):
+    def __init__(self, cloud: Cloud, request: ExporterRequest, clock=time.time,
+                 stop: threading.Event | None = None):
         self.cloud = cloud
         self.request = request
         api, cache = _own_client(cloud, request)
         # what Nova's request filters ask of every compute node (compute_status_filter, owner_nova_filter),
         # read when the exporter starts: a disabled nova-compute's host has no headroom
-        nova = nova_server_query(cloud, SchedulerOptions(), resources={"VCPU": 1})
+        nova = nova_root_filters(cloud)
         roots = {"root_required": nova.request.root_required, "root_forbidden": nova.request.root_forbidden}
         reasons = root_trait_reasons(nova.applied)
         sizes = []
@@ -212,7 +212,7 @@ class Exporter:
         self.slow_reports = SlowReports(cloud, request)
         self.served = Served(clock)
         self.loops = Loops(self.collector, self.slow_reports.run, self.served, interval=request.interval,
-                           slow_interval=request.slow_interval, stop=threading.Event(), say=cloud.say)
+                           slow_interval=request.slow_interval, stop=stop or threading.Event(), say=cloud.say)
 
     def run_slow(self) -> dict:
         """The slow reports now; every report's status (the cache check's is the collector's)."""
@@ -240,9 +240,8 @@ def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | Non
     collection first (the first scrape has it), then the collection every ``interval`` seconds and the slow
     reports every ``slow_interval`` seconds, each in its own thread; scrapes are served from memory."""
     stop = stop or threading.Event()
-    exporter = Exporter(cloud, request)
+    exporter = Exporter(cloud, request, stop=stop)
     loops = exporter.loops
-    loops.stop = stop
     exporter.collect()
     server = start_server(exporter.served, request.address, request.port)
     loops.start()

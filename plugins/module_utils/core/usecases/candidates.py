@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 from ..errors import InvalidInput, NoValidHost
 from ..model.claims import CandidateSet
-from ..model.requests import ServerRequest
+from ..model.requests import ServerRequest, port_request_of
 from ..model.resources import check_resources
 from ..neutron.port_request import QosPort
 from ..ops import claims
@@ -100,15 +100,11 @@ def server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[
     ResourceRequest, :mod:`minbw.nova`), then minbw's own: Neutron ports on a routed network get ``member_of``
     their segments' aggregates (segments without free addresses left out), ``in_tree``, ``root_required`` and
     ``limit`` as given, and the separation keeps the server off or onto the reserved hosts."""
-    return _server_request(cloud, spec)[:2]
+    return nova_query(cloud, spec)[:2]
 
 
 def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict], NovaQuery | None]:
     """:func:`server_request`, with Nova's query it starts from (None for a spec that asks for nothing)."""
-    return _server_request(cloud, spec)
-
-
-def _server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict], NovaQuery | None]:
     options = spec.scheduler_options()
     port_plans: list = []
     if spec.ports:
@@ -116,9 +112,9 @@ def _server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list
                       fix="describe the ports instead (--port-request FILE or --qos-port RULES; the modules' "
                           "port_requests or qos_ports)")
         port_plans = read_ports(cloud.conn, spec.ports, any_traits=spec.any_traits, allow_bound=True)
-    given = ServerRequest.from_options({}, (), spec.port_requests)
-    built = tuple(p for p in (qos_port_request(i, p) for i, p in enumerate(spec.qos_ports)) if p)
-    ports = [Port(p.port_id, request=p) for p in (*given.ports, *built)]
+    given = (port_request_of(v) for v in spec.port_requests)
+    built = (qos_port_request(i, p) for i, p in enumerate(spec.qos_ports))
+    ports = [Port(p.port_id, request=p) for p in (*given, *built) if p]
     ports += [Port(p.id, vnic_type=p.vnic_type, request=p.request) for p in port_plans]
     nq = None
     if spec.empty:
@@ -188,6 +184,18 @@ def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
         if nq is not None:
             diagnosis = nova_diagnosis(prefiltered_hosts(api, nq.applied), diagnosis)
     return CandidatesResult(cands, tuple(view), tuple(diagnosis), tuple(segments), req, names, nq)
+
+
+# the flavor of a server whose flavor does not matter (its ports alone are counted, or only what Nova's request
+# filters ask of every compute node is wanted): Nova's query always has one; whoever uses it does not count it
+STAND_IN = MappingProxyType({"VCPU": 1})
+
+
+def nova_root_filters(cloud: Cloud, options: SchedulerOptions | None = None, **server) -> NovaQuery:
+    """Nova's query for a server whose flavor does not matter (:data:`STAND_IN`): for what its request filters
+    ask of every compute node (``root_required``, ``root_forbidden``; :func:`nova_server_query`'s ``server``
+    keywords but the flavor's)."""
+    return nova_server_query(cloud, options or SchedulerOptions(), resources=STAND_IN, **server)
 
 
 def nova_server_query(cloud: Cloud, options: SchedulerOptions, *, flavor: str | None = None,

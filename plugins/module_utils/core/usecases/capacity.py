@@ -15,7 +15,7 @@ from ..placement.client import Placement
 from ..reports.capacity.request import CapacityRequest, capacity_request
 from ..reports.providers import sharing_providers
 from ..reports.reader import Reader, read_for_capacity
-from ..usecases.candidates import check_flavor_or_resources, nova_server_query
+from ..usecases.candidates import STAND_IN, check_flavor_or_resources, nova_server_query
 from ..usecases.cloud import Cloud
 
 
@@ -55,13 +55,12 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
                      group_policy=query.group_policy, resources_option=query.resources_option,
                      port_labels=query.port_labels, flavor=ServerRequest(vcpus=1) if query.flavor else None)
-    # ports alone (no flavor): what Nova's filters ask of the compute node still counts (Nova's own query always
-    # has a flavor; a VCPU stands in for it here and is not counted)
+    # ports alone (no flavor): what Nova's filters ask of the compute node still counts; the flavor that stands in
+    # for the one Nova's query always has is not counted
     ports_alone = not (query.flavor or query.resources)
-    nq = nova_server_query(cloud, options, flavor=query.flavor,
-                           resources={"VCPU": 1} if ports_alone else query.resources, required=query.required,
-                           group_policy=query.group_policy, image=query.image, project=query.project,
-                           owner_nova=query.owner_nova, flavor_option=query.flavor_option)
+    nq = nova_server_query(cloud, options, flavor=query.flavor, resources=query.resources or STAND_IN,
+                           required=query.required, group_policy=query.group_policy, image=query.image,
+                           project=query.project, owner_nova=query.owner_nova, flavor_option=query.flavor_option)
     if nq.request.member_of or nq.request.forbidden_member_of or nq.request.in_tree:
         raise InvalidInput("capacity counts every host; Nova's request filters would restrict this server to "
                            "aggregates (" + "; ".join(nq.explain()) + ") and the count does not follow aggregates. "

@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..model.resources import check_resources
-from ..nova.options import SchedulerOptions
 from ..ops.schedule import schedule as run
-from ..usecases.candidates import nova_server_query
+from ..usecases.candidates import nova_root_filters
 from ..usecases.cloud import Cloud
 
 
@@ -48,7 +47,7 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
                                    "attempts": [], "segments": [], "ports": []}, False)
     # what Nova's request filters ask of every compute node (a disabled nova-compute's host, a root without
     # OWNER_NOVA on a Nova 34 cloud): the workflow picks only hosts Nova would
-    nova = nova_server_query(cloud, SchedulerOptions(), resources=dict(request.resources) or {"VCPU": 1})
+    nova = nova_root_filters(cloud)
     outcome = run(cloud.conn, api, list(request.ports), dict(request.resources), consumer=request.consumer,
                   max_hosts=request.max_hosts, any_traits=request.any_traits, check=request.check,
                   service_conn=None if request.check else cloud.service_conn(), progress=cloud.say,
