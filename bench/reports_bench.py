@@ -249,12 +249,12 @@ def scrape_once(url: str) -> tuple[float, int, bytes]:
     return seconds, len(raw), raw
 
 
-def time_scrapes(url: str, situation: str, spacing: float = 0.0, busy=None) -> dict:
-    """``SCRAPES`` scrapes, ``spacing`` seconds apart; ``busy`` (a thread) what runs meanwhile: how many of the
-    scrapes were answered while it still ran."""
+def time_scrapes(url: str, situation: str, spacing: float = 0.0, busy=None, count: int = SCRAPES) -> dict:
+    """``count`` scrapes, ``spacing`` seconds apart; ``busy`` (a thread, or anything with ``is_alive()``) what
+    runs meanwhile: how many of the scrapes were answered while it still ran."""
     import gzip
     times, sizes, during = [], [], 0
-    for i in range(SCRAPES):
+    for i in range(count):
         alive = busy is not None and busy.is_alive()
         s, size, raw = scrape_once(url)
         times.append(s)
@@ -265,11 +265,12 @@ def time_scrapes(url: str, situation: str, spacing: float = 0.0, busy=None) -> d
         if spacing:
             time.sleep(spacing)
     times.sort()
-    row = {"situation": situation, "scrapes": SCRAPES, "during": during if busy is not None else None,
-           "median_s": percentile(times, 50), "p90_s": percentile(times, 90), "max_s": times[-1],
-           "kib": max(sizes) / 1024, "load": loadavg()}
-    progress(f"exporter: scrapes {situation}: median {row['median_s'] * 1000:.1f} ms, max {row['max_s'] * 1000:.1f} "
-             f"ms ({during if busy is not None else '-'} of {SCRAPES} during), {row['kib']:.0f} KiB gzipped")
+    row = {"situation": situation, "scrapes": count, "during": during if busy is not None else None,
+           "median_s": percentile(times, 50), "p90_s": percentile(times, 90), "p99_s": percentile(times, 99),
+           "max_s": times[-1], "kib": max(sizes) / 1024, "load": loadavg()}
+    progress(f"exporter: scrapes {situation}: median {row['median_s'] * 1000:.1f} ms, p99 {row['p99_s'] * 1000:.1f} "
+             f"ms, max {row['max_s'] * 1000:.1f} ms ({during if busy is not None else '-'} of {count} during), "
+             f"{row['kib']:.0f} KiB gzipped")
     return row
 
 

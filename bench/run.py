@@ -5,6 +5,9 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
 
 - ``sync``   provider sync for N hosts, minbw vs Neutron's own algorithm, same Placement.
 - ``sync_ovn`` the same for N ML2/OVN chassis, minbw vs Neutron's OVN placement extension.
+- ``sync_ovn_isolation`` (not by default) minbw's OVN sync of N chassis from a real southbound database (an
+             ovsdb-server of its own, ovn-sbctl), clean vs 10 chassis broken: the others synced as in the clean
+             run, each skipped chassis named once, exit 3, wall time broken ÷ clean.
 - ``query``  client overhead (query build + parse + mapping) at 1,000 candidates beside
              the raw GET through openstacksdk's placement adapter.
 - ``claims`` claim throughput vs raw PUT throughput, 1 and 8 claimer processes (``--placement prod``:
@@ -12,6 +15,11 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
 - ``overcommit`` Placement's overcommit under concurrent claims (always on production-style Placements,
              stock and patched, retry count 10): raw, plain and verified claims at 8, 16, 32 claimers; the
              cost of the verification; raw throughput stock vs patched.
+- ``delete_generation`` (not by default) the delete-generation reproducer (docs/placement-generations.md)
+             against a fresh Placement: stock, or patched with ``PRODPLACEMENT_PATCHED=1 ... --placement prod``.
+- ``exporter_scale`` (not by default) the exporter in its own process at each of ``--sizes`` hosts (the
+             workload built through the API, minbw's sync, bulk POST /allocations): its collections, peak RSS,
+             scrapes from another process.
 
 ``--placement prod`` runs every section on the production-style Placement (tests/prodplacement:
 uWSGI worker processes on MariaDB) instead of the embedded one.
@@ -51,6 +59,11 @@ def _sync_ovn(ctx):
     return sync_ovn_bench.run(ctx)
 
 
+def _sync_ovn_isolation(ctx):
+    from bench import sync_ovn_isolation_bench
+    return sync_ovn_isolation_bench.run(ctx)
+
+
 def _query(ctx):
     from bench import query_bench
     return query_bench.run(ctx)
@@ -64,6 +77,13 @@ def _claims(ctx):
 def _overcommit(ctx):
     from bench import overcommit_bench
     return overcommit_bench.run(ctx)
+
+
+def _delete_generation(ctx):
+    from bench import generations_bench
+    return generations_bench.run(ctx)
+
+
 def _reports(ctx):
     from bench import reports_bench
     return reports_bench.run(ctx)
@@ -72,6 +92,11 @@ def _reports(ctx):
 def _exporter(ctx):
     from bench import reports_bench
     return reports_bench.run(ctx, parts=("exporter",))
+
+
+def _exporter_scale(ctx):
+    from bench import exporter_scale_bench
+    return exporter_scale_bench.run(ctx)
 
 
 def _heal(ctx):
@@ -87,16 +112,20 @@ def _exporter_heal(ctx):
 SECTIONS = {
     "sync": _sync,
     "sync_ovn": _sync_ovn,  # ML2/OVN chassis: minbw vs Neutron's OVN placement extension
+    "sync_ovn_isolation": _sync_ovn_isolation,  # OVN from a southbound DB: 10 broken chassis vs clean
     "query": _query,     # client overhead at 1,000 candidates vs raw GET
     "claims": _claims,   # claim throughput vs raw PUT, 1 and 8 claimers
     "overcommit": _overcommit,  # Placement's overcommit: raw, plain and verified claims; stock vs patched
+    "delete_generation": _delete_generation,  # the delete-generation reproducer (stock; PRODPLACEMENT_PATCHED=1)
     "reports": _reports,  # audit/drift/capacity/heal reads and exporter scrapes at the largest size
     "exporter": _exporter,  # the exporter's scrapes alone (the reports section's workload)
+    "exporter_scale": _exporter_scale,  # the exporter in its own process at each of --sizes, scraped from another
     "heal": _heal,  # heal --dry-run's Placement side alone (the reports section's workload)
     "exporter_heal": _exporter_heal,  # both, on one workload built once
 }
 # parts of reports, to measure alone
-DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("exporter", "heal", "exporter_heal")]
+DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("exporter", "heal", "exporter_heal", "delete_generation",
+                                                     "exporter_scale", "sync_ovn_isolation")]
 DEFAULT_SIZES = (10, 100, 500)
 
 

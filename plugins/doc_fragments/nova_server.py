@@ -11,11 +11,16 @@ options:
   flavor:
     description:
       - A Nova flavor (name or id) whose vcpus, ram, disk and extra specs (C(resources*:), C(trait*:),
-        C(group_policy), C(hw:*)) make the server's request as Nova builds it, instead of O(resources),
-        O(required) and O(group_policy).
+        C(group_policy), C(hw:*)) make the server's request as Nova builds it, instead of O(resources) (and the
+        traits and group policy given beside it, where the module takes them).
     type: str
   image:
     description: A Glance image (name or id) whose properties (C(trait:*), C(hw_*)) Nova's request adds.
+    type: str
+  availability_zone:
+    description:
+      - The requested availability zone, as Nova's C(map_az_to_placement_aggregate) reads it - C(member_of) the
+        aggregates whose metadata names it; a count leaves the hosts outside them at 0, saying why.
     type: str
   project:
     description: The server's project, for Nova's tenant isolation (C(scheduler.limit_tenants_to_placement_aggregate)).

@@ -42,9 +42,6 @@ options:
         (C(required=in:A,B), Placement 1.39); Neutron's own request uses only the first segment.
     type: bool
     default: false
-  availability_zone:
-    description: The requested availability zone (C(member_of) the aggregates whose metadata names it, as Nova).
-    type: str
   group_policy:
     description:
       - How numbered groups may share providers. Placement requires it with more than one numbered group;

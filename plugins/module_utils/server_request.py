@@ -9,6 +9,7 @@ from __future__ import annotations
 NOVA_SPEC = dict(
     flavor=dict(type='str'),
     image=dict(type='str'),
+    availability_zone=dict(type='str'),
     project=dict(type='str'),
     nova_options=dict(type='dict', default={}),
     nova_conf=dict(type='path'),
@@ -25,7 +26,6 @@ SERVER_REQUEST_SPEC = dict(
     in_tree=dict(type='str'),
     root_required=dict(type='list', elements='str', default=[]),
     limit=dict(type='int'),
-    availability_zone=dict(type='str'),
     separation=dict(type='dict', options=dict(
         mode=dict(type='str', default='off', choices=['off', 'avoid', 'strict']),
         trait=dict(type='str', default='CUSTOM_MINBW_QOS_HOST'),
@@ -53,8 +53,6 @@ def nova_fields(params):
     scheduler options by Nova's names (O(nova_options): C(section.option) to value; O(nova_conf))."""
     options = tuple('%s=%s' % (k, str(v).lower() if isinstance(v, bool) else v)
                     for k, v in (params['nova_options'] or {}).items())
-    fields = dict(flavor=params['flavor'], image=params['image'], project=params['project'], nova_options=options,
-                  nova_conf=params['nova_conf'], owner_nova={'auto': None, 'yes': True, 'no': False}[params['owner_nova']])
-    if 'availability_zone' in params:
-        fields['availability_zone'] = params['availability_zone']
-    return fields
+    return dict(flavor=params['flavor'], image=params['image'], availability_zone=params['availability_zone'],
+                project=params['project'], nova_options=options, nova_conf=params['nova_conf'],
+                owner_nova={'auto': None, 'yes': True, 'no': False}[params['owner_nova']])

@@ -22,6 +22,10 @@ description:
     before and after (name, parent, traits, inventories; generations left out), one diff per provider.
   - The root provider of each hypervisor (the compute node, created by nova-compute) must exist,
     unless O(create_root=true).
+  - Each agent configuration and chassis is checked, planned and written on its own. One that cannot be
+    (options that do not parse, an inventory Placement would refuse, two of them describing the same provider)
+    gets no writes and is named in RV(skipped) with its fix; every other one is synced, and the task succeeds
+    unless O(fail_on_skipped=true). When none can be synced the task fails.
 options:
   agent_configs:
     description:
@@ -64,6 +68,12 @@ options:
     type: list
     elements: str
     default: [ovn-sbctl]
+  fail_on_skipped:
+    description:
+      - Fail the task when some agent configuration or chassis was skipped (RV(skipped)), after the others were
+        synced; by default such a partial run succeeds with warnings.
+    type: bool
+    default: false
   cache:
     description:
       - Remember what the sync read and wrote in O(cache_file), so that the next sync re-reads only
@@ -244,7 +254,7 @@ summary:
   type: str
   sample: "1000 hosts, 6000 providers: 0 created, 0 updated, 0 deleted (0 writes) in 2.1 s, 20 calls (0.02/host);
     cache: 6000 of 6000 cached providers trusted after 17 checks, 0 re-read"
-skipped:
+quirks:
   description:
     - What Neutron would silently skip in the ML2/OVN chassis options, one sentence each (also shown as
       warnings); empty without O(ovn_chassis) / O(ovn_sb_db).
@@ -253,6 +263,22 @@ skipped:
   elements: str
   sample: ["chassis c1 (compute1): Neutron silently reports no bandwidth for bridge br-x of
     resource_provider_bandwidths: no entry in ovn-cms-options resource_provider_hypervisors (add br-x:HYPERVISOR)"]
+skipped:
+  description:
+    - The agent configurations and chassis that got no writes, one line each naming it, its host, what is wrong
+      and the fix (also shown as warnings); every other one was synced. See O(fail_on_skipped).
+  returned: always
+  type: list
+  elements: str
+  sample: ["chassis c1 (hostname compute1, southbound): it and chassis c0 (southbound) describe the same device
+    provider compute0:OVN Controller agent:br-ex (...), so which one Placement would get depends on which reports
+    last. Fix: ..."]
+units:
+  description: Each agent configuration and chassis - its C(unit), C(kind), C(host), C(hypervisors), whether a
+    write touched its hypervisors (C(changed)) and why it was skipped (C(skipped), null when synced).
+  returned: always
+  type: list
+  elements: dict
 kept:
   description: Providers no longer configured but kept, because something is allocated on them.
   returned: always
@@ -278,13 +304,17 @@ def ensure(module):
         root_inventories=p['root_inventories'], cache=(p['cache_file'] or '') if p['cache'] else None,
         cache_max_age=p['cache_max_age'], workers=p['workers']))
     planned, applied = result.plan.to_dict(), result.applied
-    for warning in result.warnings:
+    for warning in result.warnings + ['skipped: %s' % line for line in result.skipped]:
         module.ansible.warn(warning)
-    return module.result(result.changed, diff=result.diffs(), writes=result.plan.writes(), summary=result.summary,
-                         retries=applied.retries if applied else 0,
-                         found_applied=applied.found_applied if applied else 0,
-                         ops=planned['ops'], providers=planned['providers'], kept=planned['kept'],
-                         skipped=result.warnings)
+    values = module.result(result.changed, diff=result.diffs(), writes=result.plan.writes(), summary=result.summary,
+                           retries=applied.retries if applied else 0,
+                           found_applied=applied.found_applied if applied else 0,
+                           ops=planned['ops'], providers=planned['providers'], kept=planned['kept'],
+                           quirks=result.warnings, skipped=result.skipped, units=result.units())
+    if result.skipped and p['fail_on_skipped']:
+        module.ansible.fail_json(msg='%d of %d configurations skipped (the others synced): %s' % (
+            len(result.skipped), len(values['units']), ' | '.join(result.skipped)), **values)
+    return values
 
 
 def main():
@@ -294,6 +324,7 @@ def main():
         ovn_chassis=dict(type='list', elements='dict'),
         ovn_sb_db=dict(type='str'),
         ovn_sbctl=dict(type='list', elements='str', default=['ovn-sbctl']),
+        fail_on_skipped=dict(type='bool', default=False),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         cache=dict(type='bool', default=True),
         cache_file=dict(type='path'),

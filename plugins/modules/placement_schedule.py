@@ -21,12 +21,15 @@ description:
   - On a routed network the query carries C(member_of) the aggregates of the port's segments, leaving out
     segments with no free IPv4 address (for ports that still need one).
   - Neutron lets only the service role write C(binding:profile); give O(service_cloud).
+  - The query is the one Nova's scheduler sends for a server of these resources (or O(flavor), O(image),
+    O(availability_zone), O(project)) with these ports, Nova's request filters included (docs/scheduling.md).
   - Check mode returns the host and bindings the first attempt would make, and writes nothing.
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.service_cloud
+  - minbw.openstack.nova_server
   - ansible.builtin.action_common_attributes
 options:
   ports:
@@ -36,7 +39,8 @@ options:
     required: true
   resources:
     description:
-      - "The consumer's own resources by resource class, for example C({VCPU: 1, MEMORY_MB: 512, DISK_GB: 1})."
+      - "The consumer's own resources by resource class, for example C({VCPU: 1, MEMORY_MB: 512, DISK_GB: 1}),
+        or give O(flavor)."
       - Needed when a port is on a routed network (the segment filter rides on these).
     type: dict
     default: {}
@@ -116,6 +120,7 @@ ports:
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVICE_CLOUD_SPEC, MinbwModule
+from ansible_collections.minbw.openstack.plugins.module_utils.server_request import NOVA_SPEC, nova_fields
 
 
 def ensure(module):
@@ -124,14 +129,15 @@ def ensure(module):
     p = module.params
     result = schedule(module.cloud(), ScheduleRequest(tuple(p['ports']), p['resources'], consumer=p['consumer'],
                                                       max_hosts=p['max_hosts'], any_traits=p['any_traits'],
-                                                      check=module.check_mode))
+                                                      check=module.check_mode, **nova_fields(p)))
     return module.result(result.changed, **result.to_dict())
 
 
 def main():
     MinbwModule(dict(SERVICE_CLOUD_SPEC, ports=dict(type='list', elements='str', required=True),
                      resources=dict(type='dict', default={}), consumer=dict(type='str'),
-                     max_hosts=dict(type='int', default=3), any_traits=dict(type='bool', default=False))).run(ensure)
+                     max_hosts=dict(type='int', default=3), any_traits=dict(type='bool', default=False),
+                     **NOVA_SPEC)).run(ensure)
 
 
 if __name__ == '__main__':

@@ -16,6 +16,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.neutron.qos import QosRule
 from minbw.ops import claims, sync
 from minbw.placement.client import Placement
+from tests.support.compute_roots import compute_root
 
 PORT = "99a97b12-6364-4d10-8d8e-c3dab4161691"
 CONSUMER = "71cb7e04-3d5a-40f9-a99f-07f0d0831741"
@@ -31,9 +32,7 @@ def connect(state_dir):
 
 def host(api, name):
     """A compute node root and the OVS agent's br-a on physnet0 (2000 kbps), as in test_allocation_moves.py."""
-    root = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
-    api.create_provider(root, name, None)
-    api.set_inventories(root, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}}, 0)
+    root = compute_root(api, name, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}})
     ini = "[ovs]\nbridge_mappings = physnet0:br-a\nresource_provider_bandwidths = br-a:2000:2000\n"
     sync.sync(api, desired_state([load_agent_ini(ini, source="ovs.ini", host=name)]))
     return root, next(p.uuid for p in api.list_providers() if p.name == f"{name}:Open vSwitch agent:br-a")

@@ -32,3 +32,23 @@ def test_values_present_then_absent(playbook, placement_local, tmp_path):
     assert sync["changed"] and not uuids & OVS
     sync, uuids = run("absent")
     assert not sync["changed"]
+
+
+def test_one_bad_agent_is_skipped_and_named_the_good_one_synced(playbook, placement_local, tmp_path):
+    port, state_dir = placement_local
+    result_file = tmp_path / "result.json"
+    base = dict(port=port, state_dir=str(state_dir), result_file=str(result_file))
+    r = playbook("bandwidth_providers_partial.yml", dict(base, fail_on_skipped=False))
+    assert not r.failed, r.output
+    sync = json.loads(result_file.read_text())
+    assert not sync.get("failed") and sync["changed"], sync
+    (line,) = sync["skipped"]
+    assert line.startswith("agents[1]: resource_provider_bandwidths:") and "br-nope" in line and "Fix:" in line
+    assert [(u["unit"], u["host"], bool(u["skipped"]), u["changed"]) for u in sync["units"]] == [
+        ("agents[1]", "devstack1", True, False), ("agents[0]", "devstack0", False, True)]
+    assert {p["name"] for p in sync["providers"]} == {"devstack0:Open vSwitch agent",
+                                                      "devstack0:Open vSwitch agent:br-test"}
+    r = playbook("bandwidth_providers_partial.yml", dict(base, fail_on_skipped=True))
+    sync = json.loads(result_file.read_text())
+    assert sync["failed"] and "1 of 2 configurations skipped (the others synced)" in sync["msg"], sync
+    assert not sync["changed"] and sync["skipped"] == [line]  # devstack0 already synced: nothing to write

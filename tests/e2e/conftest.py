@@ -240,9 +240,11 @@ class Demo:
         self.ports.append(port)
         return port
 
-    def boot(self, name, ports, wait=True, host=None):
+    def boot(self, name, ports, wait=True, host=None, availability_zone=None):
         """``host``: the compute host to boot on (compute API 2.74+, still checked by the scheduler)."""
         extra = {"host": host} if host else {}
+        if availability_zone:
+            extra["availability_zone"] = availability_zone
         server = self.conn.compute.create_server(name=name, flavor_id=self.flavor.id, image_id=self.image.id,
                                                  networks=[{"port": p.id} for p in ports], **extra)
         self.servers.append(server)

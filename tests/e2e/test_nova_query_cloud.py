@@ -66,6 +66,16 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
         assert shown["query"]["root_required"] == "OWNER_NOVA,!COMPUTE_STATUS_DISABLED"
 
         policy = demo.policy("e2e-novaq-bw", bw=[("egress", 1000), ("ingress", 1000)])
+        # the ports-first workflow, for a server of the same flavor: Nova's query, so devstack0 only (planned, not
+        # bound: the server below takes devstack0's room)
+        spare = demo.port("e2e-novaq-sched-p0", policy)
+        for _ in range(3):
+            plan = _minbw(env, "schedule", "--flavor", demo.flavor.name, "--port", spare.id, "--dry-run", "--json")
+            assert plan.returncode == 0, plan.stdout + plan.stderr
+            planned = json.loads(plan.stdout)
+            assert planned["host"] == "devstack0", planned
+            held = planned["plan"]["ops"][0]["allocations"][roots["devstack0"]]["resources"]
+            assert held["VCPU"] == demo.flavor.vcpus and held["MEMORY_MB"] == demo.flavor.ram, held
         vm = demo.boot("e2e-novaq-vm", [demo.port("e2e-novaq-p0", policy)])
         assert vm.compute_host == "devstack0"  # Nova put it on the enabled compute, as minbw said
 
@@ -126,3 +136,42 @@ def test_a_root_without_owner_nova_is_left_out_as_nova_leaves_it_out(demo_two_ho
         api.set_provider_traits(root, set(traits) | {"OWNER_NOVA"}, generation)
     out = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
     assert set(out.stdout.split()) == {"devstack0", "devstack1"}, out.stdout + out.stderr
+
+
+def test_an_availability_zone_counts_and_lists_only_its_hosts_as_nova_does(demo_two_hosts, cloud_two_hosts):
+    """A host aggregate with ``availability_zone`` metadata holding devstack0: Nova mirrors it into Placement on
+    devstack0's compute node, and its scheduler asks a server in that zone for ``member_of`` the aggregate
+    (map_az_to_placement_aggregate, no option). ``minbw capacity --availability-zone`` counts devstack1 0 naming the
+    filter, ``candidates`` leaves devstack1 out, and a QoS server asked into the zone boots on devstack0."""
+    demo, conn, env = demo_two_hosts, demo_two_hosts.conn, cloud_two_hosts.env
+    api = Placement(conn)
+    zone = "az-minbw-e2e"
+    shape = ["--flavor", demo.flavor.name, "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
+    aggregate = conn.compute.create_aggregate(name="minbw-e2e-az", availability_zone=zone)
+    try:
+        conn.compute.add_host_to_aggregate(aggregate, "devstack0")
+        root0 = api.list_providers(name="devstack0")[0].uuid
+        assert aggregate.uuid in api.get_provider_aggregates(root0)[0]  # Nova mirrored it into Placement
+        out = _minbw(env, "capacity", *shape, "--availability-zone", zone, "--json")
+        assert out.returncode == 0, out.stderr
+        counted = {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
+        assert counted["devstack1"]["fits"] == 0 and counted["devstack0"]["fits"] > 0, counted
+        said = json.dumps(counted["devstack1"])
+        assert "map_az_to_placement_aggregate" in said and aggregate.uuid in said, said
+        everywhere = json.loads(_minbw(env, "capacity", *shape, "--json").stdout)
+        assert {h["host"]: h["fits"] for h in everywhere["hosts"]}["devstack1"] > 0  # no zone: both count
+        hosts = _minbw(env, "candidates", *shape, "--availability-zone", zone, "-f", "value", "-c", "host")
+        assert set(hosts.stdout.split()) == {"devstack0"}, hosts.stdout + hosts.stderr
+        shown = json.loads(_minbw(env, "candidates", *shape, "--availability-zone", zone, "--json").stdout)
+        assert f"in:{aggregate.uuid}" in json.dumps(shown["query"].get("member_of")), shown["query"]
+        policy = demo.policy("e2e-novaq-az", bw=[("egress", 1000), ("ingress", 1000)])
+        vm = demo.boot("e2e-novaq-az-vm", [demo.port("e2e-novaq-az-p0", policy)], availability_zone=zone)
+        assert vm.compute_host == "devstack0"
+        conn.compute.delete_server(vm)
+        conn.compute.wait_for_delete(vm, interval=0.5, wait=120)
+        demo.servers.remove(next(s for s in demo.servers if s.id == vm.id))
+    finally:
+        aggregate = conn.compute.get_aggregate(aggregate)
+        for host in aggregate.hosts or ():
+            conn.compute.remove_host_from_aggregate(aggregate, host)
+        conn.compute.delete_aggregate(aggregate)

@@ -447,6 +447,20 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
              for p in [out["provider_summaries"][rp]]}
     assert roots == {api.list_providers(name="devstack1")[0].uuid}, out
     assert "free IPv4 addresses" in out["segments"][0]["excluded"][0]["why"]
+    # Nova's own routed_networks_filter (the mini-cloud's nova.conf turns it on): member_of every segment of the
+    # port's network (no address yet), from Neutron's subnets and the segments' aggregates in Placement; minbw's
+    # own member_of (rack1 only: rack0 has no address left) is sent beside it, not instead of it
+    shape = ["--port", probe.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1"]
+    nova = minbw(cloud_env(routed), "candidates", *shape, "--nova-option",
+                 "scheduler.query_placement_for_routed_network_aggregates=true")
+    aggs = {name: sorted(api.get_provider_aggregates(seg.id)[0]) for name, seg in routed.seg.items()}
+    assert all(aggs.values()), aggs
+    (routed_filter,) = [f for f in nova["nova_filters"] if f.startswith("routed_networks_filter")]
+    assert f"member_of in:{','.join(sorted(aggs['rack0'] + aggs['rack1']))}" in routed_filter, routed_filter
+    sent = json.dumps(nova["query"]["member_of"])
+    assert ",".join(sorted(aggs["rack0"] + aggs["rack1"])) in sent and f"in:{','.join(aggs['rack1'])}" in sent, sent
+    assert {p["root_provider_uuid"] for ar in nova["allocation_requests"] for rp in ar["allocations"]
+            for p in [nova["provider_summaries"][rp]]} == {api.list_providers(name="devstack1")[0].uuid}
     # the module takes the same ports: the same filter
     run = playbook(Path(__file__).resolve().parent / "playbooks" / "candidates_ports.yml", {"ports": [probe.id]})
     assert not run.failed and run.result["count"] >= 1, run.output
@@ -556,7 +570,8 @@ def test_the_module_plans_in_check_mode_binds_and_claims_then_is_idempotent(demo
     pol = demo_two_hosts.policy("e2e-sched-mod", bw=[("egress", 200)])
     port = demo_two_hosts.port("e2e-sched-mod-port", pol)
     path = Path(__file__).resolve().parent / "playbooks" / "placement_schedule.yml"
-    extra = {"ports": [port.id], "consumer": "7e2f5b3d-6c4f-4d8e-8f90-1b2c3d4e5f60"}
+    flavor = demo_two_hosts.flavor  # the consumer's own resources are a Nova flavor's, as Nova's query has them
+    extra = {"ports": [port.id], "consumer": "7e2f5b3d-6c4f-4d8e-8f90-1b2c3d4e5f60", "flavor": flavor.name}
     check = playbook(path, extra, check=True)
     assert not check.failed and check.result["changed"] and check.result["host"] in ("devstack0", "devstack1")
     assert not conn.network.get_port(port.id).binding_host_id  # check mode binds nothing
@@ -568,6 +583,9 @@ def test_the_module_plans_in_check_mode_binds_and_claims_then_is_idempotent(demo
         assert bound.binding_host_id == done.result["host"]
         assert bound.binding_profile == done.result["bindings"][0]["binding_profile"]
         assert set(api.get_allocations(extra["consumer"])["allocations"]) == set(done.result["allocations"])
+        root = api.list_providers(name=done.result["host"])[0].uuid
+        wanted = {"VCPU": flavor.vcpus, "MEMORY_MB": flavor.ram, "DISK_GB": flavor.disk}
+        assert done.result["allocations"][root]["resources"] == {k: v for k, v in wanted.items() if v}
         again = playbook(path, extra)
         assert not again.failed and not again.result["changed"], again.output
     finally:

@@ -15,6 +15,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync as s
 from tests.conftest import MINBW
 from tests.faults.conftest import SLOW
+from tests.support.compute_roots import compute_root
 from tests.support.faults.proxy import Rule
 
 OVS = "[DEFAULT]\nhost = {host}\n[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1500:1500\n"
@@ -32,10 +33,8 @@ def desired(*hosts):
 
 
 def root(api, name):
-    uuid = str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, name))
-    api.create_provider(uuid, name, None)
-    api.set_inventories(uuid, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}}, 0)
-    return uuid
+    """A compute node root, as nova-compute makes it."""
+    return compute_root(api, name, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}})
 
 
 def converged(direct, want, roots) -> None:

@@ -20,6 +20,7 @@ from minbw.neutron.qos import QosRule
 from minbw.ops import claims, moves, sync
 from minbw.placement.client import Placement
 from minbw.plan.moves import target_request
+from tests.support.compute_roots import compute_root
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
@@ -28,9 +29,7 @@ PORT = "99a97b12-6364-4d10-8d8e-c3dab4161691"
 
 def host(api, name, ovs_kbps=2000, sriov=""):
     """A compute node root (as nova-compute makes it) with the OVS agent's br-a on physnet0 (our sync)."""
-    root = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
-    api.create_provider(root, name, None)
-    api.set_inventories(root, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}}, 0)
+    root = compute_root(api, name, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}})
     texts = []
     if ovs_kbps:
         texts.append(f"[ovs]\nbridge_mappings = physnet0:br-a\n"

@@ -20,6 +20,7 @@ from minbw.reports.capacity.request import CapacityRequest
 from minbw.usecases.capacity import capacity_report
 from minbw.reports.capacity.request import qos_port as port_of
 from tests.conftest import MINBW
+from tests.support.compute_roots import compute_root
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 
@@ -31,9 +32,7 @@ def qos_port(index, rules, physnet=None, **kw):
 
 def host(api, name, ovs="", sriov="", vcpu=64):
     """A compute node root (as nova-compute makes it) and its agents' providers (our sync)."""
-    root = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
-    api.create_provider(root, name, None)
-    api.set_inventories(root, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 65536}, "DISK_GB": {"total": 1000}}, 0)
+    root = compute_root(api, name, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 65536}, "DISK_GB": {"total": 1000}})
     texts = [t for t in (ovs and "[ovs]\n" + ovs, sriov and "[sriov_nic]\n" + sriov) if t]
     sync.sync(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
     return root

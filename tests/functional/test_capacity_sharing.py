@@ -9,6 +9,7 @@ import uuid
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from minbw.model.providers import NOVA_ROOT_TRAITS
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims
 from minbw.reports.capacity.request import CapacityRequest
@@ -36,9 +37,10 @@ def provider(api, name, parent=None, inventories=None, traits=(), aggregates=())
 
 
 def seed_001(api):
-    """A compute (VCPU, MEMORY_MB), its br-test bridge (1000 kbps) and a sharing DISK_GB pool in its aggregate."""
+    """A compute (VCPU, MEMORY_MB; Nova's root traits), its br-test bridge (1000 kbps) and a sharing DISK_GB pool
+    in its aggregate (a pool is no compute node: no Nova root traits)."""
     agg = str(uuid.uuid5(uuid.NAMESPACE_DNS, "agg-ceph"))
-    h1 = provider(api, "h1", inventories={"VCPU": 8, "MEMORY_MB": 4096}, aggregates=[agg])
+    h1 = provider(api, "h1", inventories={"VCPU": 8, "MEMORY_MB": 4096}, traits=NOVA_ROOT_TRAITS, aggregates=[agg])
     provider(api, "h1:br-test", h1, {E: 1000}, ["CUSTOM_PHYSNET_PHYSNET0", "CUSTOM_VNIC_TYPE_NORMAL"])
     ceph = provider(api, "ceph", inventories={"DISK_GB": 30}, traits=[SHARES], aggregates=[agg])
     return h1, ceph
@@ -91,7 +93,8 @@ def test_capacity_with_sharing_providers_agrees_with_placement(placement, topo):
     wipe(placement)
     trees = {}
     for i, h in enumerate(topo["hosts"]):
-        root = provider(placement, f"g{i}", inventories={"VCPU": h["vcpu"], **({"DISK_GB": h["disk"]} if h["disk"] else {})})
+        root = provider(placement, f"g{i}", inventories={"VCPU": h["vcpu"], **({"DISK_GB": h["disk"]} if h["disk"] else {})},
+                        traits=NOVA_ROOT_TRAITS)
         bridge = provider(placement, f"g{i}:br", root, {E: 1000}, ["CUSTOM_PHYSNET_PHYSNET0"]) if h["bridge"] else None
         trees[i] = (root, bridge if h["aggregate_on"] == "bridge" and bridge else root)
     for j, pool in enumerate(topo["pools"]):

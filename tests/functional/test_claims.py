@@ -18,18 +18,17 @@ from minbw.model.requests import ServerRequest
 from minbw.placement.query import build_query
 from minbw.neutron.port_request import Segment, build_port_request
 from minbw.neutron.qos import QosRule
+from tests.support.compute_roots import compute_root
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 
 
 def host(api, name, ovs="", sriov="", vcpu=8):
     """A compute node root (as nova-compute makes it) and its agents' providers (our sync)."""
-    root = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
-    api.create_provider(root, name, None)
     inv = {"MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}}
     if vcpu:
         inv["VCPU"] = {"total": vcpu}
-    api.set_inventories(root, inv, 0)
+    root = compute_root(api, name, inv)
     texts = [t for t in (ovs and "[ovs]\n" + ovs, sriov and "[sriov_nic]\n" + sriov) if t]
     sync.sync(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
     return root

@@ -117,3 +117,67 @@ def test_capacity_and_claims_on_ovn_providers(placement):
                          diagnose_on_failure=False) for _ in range(6)]
     assert all(c.mapping[port.groups[0].id] == [br_test] for c in held), [c.mapping for c in held]
     assert placement.provider_usages(br_test) == {"NET_BW_EGR_KILOBIT_PER_SEC": 3000, "NET_BW_IGR_KILOBIT_PER_SEC": 3000}
+
+
+def _chassis(host: str, bandwidths: str, hypervisors: str) -> dict:
+    return {ovn.BRIDGE_MAPPINGS: "physnet0:br-test",
+            ovn.CMS_OPTIONS: f"resource_provider_bandwidths={bandwidths},resource_provider_hypervisors={hypervisors}"}
+
+
+def test_one_chassis_s_typo_costs_that_chassis_only(placement, placement_server, tmp_path):
+    """Every chassis of the cloud from one southbound dump. c1's resource_provider_hypervisors names devstack0 by
+    mistake, so c0 and c1 both describe devstack0's br-test; c3's options do not parse. Those three get no writes
+    and one line each (chassis, hostname, option, fix); c2 is synced exactly as Neutron's OVN extension writes it;
+    the providers c1 wrote before the typo are left as they were; exit 3 (partial). The module's result says the
+    same per chassis, and fails on request."""
+    for host in ("devstack0", "devstack1", "devstack2"):
+        make_root(placement, host)
+    good = {"c0": ("devstack0", _chassis("devstack0", "br-test:1000:1000", "br-test:devstack0")),
+            "c1": ("devstack1", _chassis("devstack1", "br-test:2000:2000", "br-test:devstack1")),
+            "c2": ("devstack2", _chassis("devstack2", "br-test:3000:3000", "br-test:devstack2"))}
+    dump = tmp_path / "chassis.json"
+    dump.write_text(json.dumps(sb_json(**good)))
+
+    def run(*a):
+        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+                              env=placement_server.env(), timeout=120)
+    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    assert out.returncode == 0, out.stderr
+    before = {h: tree(placement, h) for h in ("devstack0", "devstack1")}
+    # c2's bridge grows, c1 gets a typo, c3 (hostname devstack2 too) cannot be parsed
+    broken = {"c0": good["c0"],
+              "c1": ("devstack1", _chassis("devstack1", "br-test:2500:2500", "br-test:devstack0")),
+              "c2": ("devstack2", _chassis("devstack2", "br-test:4000:4000", "br-test:devstack2")),
+              "c3": ("devstack2", {ovn.BRIDGE_MAPPINGS: "physnet1:br-y",
+                                   ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-y:1:2:3"})}
+    dump.write_text(json.dumps(sb_json(**broken)))
+    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    assert out.returncode == 3, out.stdout + out.stderr
+    lines = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
+    assert len(lines) == 3, out.stderr
+    by_chassis = {c: next(x for x in lines if f"chassis {c} (" in x.split(": ", 3)[2]) for c in ("c0", "c1", "c3")}
+    assert "hostname devstack1" in by_chassis["c1"] or "(host devstack1)" in by_chassis["c1"]
+    assert "devstack0:OVN Controller agent:br-test" in by_chassis["c1"] and "Fix:" in by_chassis["c1"]
+    assert "resource_provider_hypervisors" in by_chassis["c1"]
+    assert "hostname devstack2" in by_chassis["c3"] and "resource_provider_bandwidths" in by_chassis["c3"]
+    assert "Fix:" in by_chassis["c0"]
+    result = json.loads(out.stdout)
+    units = {u["unit"].split(" (")[0]: u for u in result["units"]}
+    assert {c: bool(u["skipped"]) for c, u in units.items()} == {
+        "chassis c0": True, "chassis c1": True, "chassis c2": False, "chassis c3": True}
+    assert units["chassis c2"]["changed"] is True and units["chassis c0"]["changed"] is False
+    # the skipped chassis' providers are as they were (c1's not swept, though no chassis describes them now)
+    assert {h: tree(placement, h) for h in ("devstack0", "devstack1")} == before
+    # c2: what Neutron's OVN extension writes for it
+    name2uuid = {p.name: p.uuid for p in placement.list_providers()}
+    theirs = neutron_ovn.tree(neutron_ovn.deferred(broken["c2"][1], name2uuid))
+    mine = tree(placement, "devstack2")
+    assert {u: (v[0], v[1]) for u, v in mine.items()} == theirs["providers"]
+    assert {u: set(v[2]) for u, v in mine.items()} == theirs["provider_traits"]
+    assert {u: {rc: {k: i[k] for k in ("total",)} for rc, i in v[3].items()} for u, v in mine.items() if v[3]} == {
+        u: {rc: {"total": i["total"]} for rc, i in inv.items()} for u, inv in theirs["inventories"].items()}
+    # nothing at all can be synced: an error, nothing written
+    dump.write_text(json.dumps(sb_json(c1=broken["c1"], c0=broken["c0"])))
+    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    assert out.returncode == 1 and "nothing to sync" in out.stderr, out.stdout + out.stderr
+    assert {h: tree(placement, h) for h in ("devstack0", "devstack1")} == before

@@ -5,7 +5,6 @@ import json
 import subprocess
 import sys
 import time
-import uuid as uuidlib
 
 import pytest
 from neutron_lib.exceptions.placement import PlacementClientError
@@ -18,6 +17,8 @@ from minbw.errors import ConcurrentUpdate, ConfigError, InvalidInput, PartialApp
 from minbw.reports import cache_check
 from minbw.plan.providers import make_plan
 from minbw.neutron.provider_tree import desired_state
+from tests.conftest import wipe
+from tests.support.compute_roots import compute_root
 from tests.support.oracle import neutron_sync as oracle
 
 OVS_INI = """[ovs]
@@ -49,8 +50,7 @@ def desired(*inis, host="devstack0"):
 
 def make_root(api, name="devstack0"):
     """A compute node root provider, as nova-compute creates it (seed 003's UUID for devstack0)."""
-    uuid = "3b36d91e-bf60-460f-b1f8-3322dee5cdfd" if name == "devstack0" else str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, name))
-    return api.create_provider(uuid, name, None).uuid
+    return compute_root(api, name, uuid="3b36d91e-bf60-460f-b1f8-3322dee5cdfd" if name == "devstack0" else None)
 
 
 def tree(api, root_name="devstack0"):
@@ -446,17 +446,26 @@ def test_parallel_sync_writes_every_tree_and_a_failure_is_reported(placement, tm
     assert s.sync(placement, want, workers=4)[0].ops == ()
     for h in hosts:
         assert len(tree(placement, h)) == 5
-    # a tree whose root vanished fails; the report names what was written and what was not
+    # a tree whose root vanished fails alone: the other trees are written, the failed one named with what was not
     more = tuple(f"par{i}" for i in range(8, 12))
     want2 = three_hosts(placement, (OVS_INI,), more)
     observed = s.observe(placement, want2)
     plan = make_plan(want2, observed)
     placement.delete_provider(observed.roots["par9"].uuid)
+    result = s.apply(placement, plan, observed, workers=4)
+    (failed,) = result.failed
+    assert failed["tree"] == "par9" and failed["pending"] and all(op.name.startswith("par9:") for op in failed["pending"])
+    assert result.writes == len(plan.ops) - len(failed["pending"]) == len(result.applied)
+    assert all(len(tree(placement, h)) == 3 for h in ("par8", "par10", "par11"))
+    # when every tree fails, nothing could be done: PartialApply names what was written and what was not
+    make_root(placement, "par9")
+    observed = s.observe(placement, want2)
+    plan = make_plan(want2, observed)
+    assert {op.name.split(":")[0] for op in plan.ops} == {"par9"}
+    placement.delete_provider(observed.roots["par9"].uuid)
     with pytest.raises(PartialApply) as err:
         s.apply(placement, plan, observed, workers=4)
-    applied = err.value.applied
-    assert applied and len(applied) < len(plan.ops) and all(op in plan.ops for op in applied)
-    assert err.value.result.writes == len(applied)
+    assert err.value.applied == [] and len(err.value.pending) == len(plan.ops)
 
 
 def test_workers_out_of_range_is_a_clear_error_and_zero_writes(placement):
@@ -508,3 +517,55 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     bad = subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", *args, "--workers", "99"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--workers: expected a whole number from 1 to 32" in bad.stderr  # usage
+
+
+def test_a_provider_deleted_under_the_sync_costs_its_host_tree_only(placement, tmp_path):
+    """Three hosts' bridges grow; while the sync runs (after its reads, before its writes) hv2's bridge provider is
+    deleted in Placement. hv1's and hv3's trees are written; hv2's write is refused (the provider is gone) and
+    named with what was left; the cache forgets it, and the next sync creates it again."""
+    hosts = ("hv1", "hv2", "hv3")
+    s.sync(placement, three_hosts(placement, hosts=hosts))
+    grown = desired_state([load_agent_ini(OVS_INI.replace("1500:1500", "2500:2500"), source=f"{h}.ini", host=h)
+                           for h in hosts])
+    bridge = next(p for p in grown.providers if p.name == "hv2:Open vSwitch agent:br-test")
+    deleted = []
+
+    def meanwhile(step, done, total):
+        if step == "providers read" and done == total and not deleted:
+            placement.delete_provider(bridge.uuid)
+            deleted.append(bridge.uuid)
+    cache = s.ProviderCache(tmp_path / "cache.json", placement.endpoint())
+    plan, result = s.sync(placement, grown, progress=meanwhile, workers=1, cache=cache)
+    assert deleted and [f["tree"] for f in result.failed] == ["hv2"], result.to_dict()
+    (line,) = result.failures()
+    assert line.startswith("host tree hv2: ") and "hv2:Open vSwitch agent:br-test" in line and "running the sync again" in line
+    for h in ("hv1", "hv3"):
+        inv = placement.get_inventories(next(p.uuid for p in grown.providers if p.name == f"{h}:Open vSwitch agent:br-test"))[0]
+        assert inv["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 2500
+    assert bridge.uuid not in s.ProviderCache(tmp_path / "cache.json", placement.endpoint()).entries
+    plan, again = s.sync(placement, grown, cache=s.ProviderCache(tmp_path / "cache.json", placement.endpoint()))
+    assert [op.action for op in plan.ops if op.uuid == bridge.uuid] == ["create_provider", "set_traits", "set_inventories"]
+    assert not again.failed
+    assert placement.get_inventories(bridge.uuid)[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 2500
+
+
+def test_a_host_without_its_compute_node_costs_that_host_only(placement, placement_server, tmp_path):
+    """Agent files of two hosts, one of which has no compute node in Placement yet: the other is synced, the
+    missing one named with the fix, exit 3; with neither there, nothing can be done (exit 1)."""
+    make_root(placement, "hv1")
+    for h in ("hv1", "hv2"):
+        (tmp_path / f"{h}.ini").write_text(f"[DEFAULT]\nhost = {h}\n" + OVS_INI)
+    args = ["providers", "sync", "--agent-config", str(tmp_path / "hv1.ini"), "--agent-config",
+            str(tmp_path / "hv2.ini"), "--no-cache", "--json"]
+    out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
+                         env=placement_server.env(), timeout=120)
+    assert out.returncode == 3, out.stdout + out.stderr
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
+    assert "No resource provider named 'hv2'" in line and "Fix:" in line
+    assert len(tree(placement, "hv1")) == 3 and not placement.list_providers(name="hv2")
+    units = {u["host"]: u for u in json.loads(out.stdout)["units"]}
+    assert units["hv1"]["changed"] and not units["hv1"]["skipped"] and units["hv2"]["skipped"].startswith("No resource")
+    wipe(placement)
+    out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
+                         env=placement_server.env(), timeout=120)
+    assert out.returncode == 1 and "nothing to sync" in out.stderr and not placement.list_providers(), out.stderr

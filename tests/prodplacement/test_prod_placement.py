@@ -23,6 +23,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync
 from minbw.placement.client import Placement
 from tests.conftest import KEYSTONE_TOKEN_SECONDS, CallCounter, wipe
+from tests.support.compute_roots import compute_root
 
 FLAVOR = ["--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1"]
 KBPS = 1000
@@ -48,10 +49,8 @@ def prod(prod_placement):
 def make_hosts(api, names, ovs_kbps, sriov_kbps=None, vcpu=1000):
     """Compute-node roots (as nova-compute makes them) and their agents' providers by minbw's sync."""
     for name in names:
-        root = str(uuid.uuid5(uuid.NAMESPACE_DNS, name))
-        api.create_provider(root, name, None)
-        api.set_inventories(root, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 1_000_000},
-                                   "DISK_GB": {"total": 10_000}}, 0)
+        compute_root(api, name, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 1_000_000},
+                                 "DISK_GB": {"total": 10_000}})
     _, result = sync.sync(api, desired_state(agent_configs(names, ovs_kbps, sriov_kbps)))
     return result
 

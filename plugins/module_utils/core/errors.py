@@ -339,16 +339,20 @@ class CloudError(MinbwError):
 
 
 class MissingService(CloudError):
-    """The cloud has no such service in its catalog (e.g. no Nova behind the embedded Placement): which one,
-    what needed it, and what to do."""
+    """The cloud has no such service (e.g. no Nova behind the embedded Placement): which one, the cloud, how that
+    is known (``why``: its configuration turns it off, its catalog lists none, its one endpoint is Placement's,
+    ...), what needed it, and what to do."""
 
-    def __init__(self, service: str, project: str, needed_by: str, cloud: str = "the cloud", fix: str = ""):
+    def __init__(self, service: str, project: str, needed_by: str, cloud: str = "the cloud", fix: str = "",
+                 why: str = ""):
         self.service = service
-        super().__init__(f"{cloud} has no {service} service ({project}) in its catalog, and {needed_by}. Fix: "
+        self.why = why
+        said = f": {why};" if why else " in its catalog,"
+        super().__init__(f"{cloud} has no {service} service ({project}){said} and {needed_by}. Fix: "
                          + (fix or f"run it against a cloud with {project} (--os-cloud / the module's cloud)"))
 
     def to_dict(self) -> dict:
-        return {"msg": str(self), "service": self.service}
+        return {"msg": str(self), "service": self.service, "why": self.why}
 
 
 class MissingDependency(MinbwError):

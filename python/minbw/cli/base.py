@@ -32,7 +32,7 @@ def _top_package(obj: object) -> str:
 
 EXIT_ERROR = 1        # an error: bad input, a refusal, an unreachable cloud, bad credentials
 EXIT_USAGE = 2        # argparse: an unknown option or a bad value, found before anything is read
-EXIT_FINDINGS = 3     # audit / drift / heal found something that is left (a CI gate)
+EXIT_FINDINGS = 3     # audit / drift / heal found something that is left (a CI gate); a sync skipped some units
 EXIT_NO_VALID_HOST = 4  # claim, candidates, move, schedule: Placement has no host for the request (not an error)
 
 

@@ -155,7 +155,7 @@ class Capacity(Command):
     def add_arguments(self, parser):
         add_report_cache_argument(parser)
         add_resource_arguments(parser, "a trait the flavor requires (!TRAIT: forbids)")
-        add_nova_arguments(parser, availability_zone=False)
+        add_nova_arguments(parser)
         add_port_arguments(parser, neutron_ports=False)
         parser.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
         parser.add_argument("--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host "

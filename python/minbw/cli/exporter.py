@@ -7,7 +7,7 @@ import sys
 import threading
 
 from minbw.cli.base import Command
-from minbw.cli.options import count, seconds, tcp_port
+from minbw.cli.options import add_owner_nova_argument, count, seconds, tcp_port
 from minbw.errors import InvalidInput
 
 
@@ -50,6 +50,7 @@ class Exporter(Command):
         cache.add_argument("--no-cache", action="store_true",
                            help="read every bandwidth provider's traits and inventories on every collection")
         parser.add_argument("--workers", type=count, metavar="N", help="providers read at once (default 8)")
+        add_owner_nova_argument(parser)
         parser.add_argument("--once", action="store_true",
                             help="run the slow reports, print one collection in Prometheus' text format, exit")
 
@@ -67,7 +68,7 @@ class Exporter(Command):
                 raise InvalidInput(f"--config {parsed_args.config}: not YAML: {e}") from None
         overrides = dict(address=parsed_args.listen_address, port=parsed_args.listen_port,
                          slow_interval=parsed_args.slow_interval, interval=parsed_args.interval, host=parsed_args.host, neutron=parsed_args.neutron,
-                         workers=parsed_args.workers,
+                         workers=parsed_args.workers, owner_nova=parsed_args.owner_nova,
                          agent_configs=tuple(parsed_args.agent_config) if parsed_args.agent_config else None,
                          port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,
                          cache=None if parsed_args.no_cache else parsed_args.cache)

@@ -110,15 +110,13 @@ def add_port_arguments(parser: argparse.ArgumentParser, neutron_ports: bool = Tr
                         help="default: none with several port groups (as Nova)")
 
 
-def add_nova_arguments(parser: argparse.ArgumentParser, availability_zone: bool = True) -> None:
+def add_nova_arguments(parser: argparse.ArgumentParser) -> None:
     """The server as operators name it, and Nova's scheduler options (docs/scheduling.md, "Nova's query")."""
     parser.add_argument("--flavor", metavar="NAME|ID",
                         help="a Nova flavor: its vcpus, ram, disk and extra specs (instead of --resource)")
     parser.add_argument("--image", metavar="NAME|ID", help="a Glance image: its properties (trait:*, hw_*)")
-    if availability_zone:
-        parser.add_argument("--availability-zone", metavar="AZ",
-                            help="the requested availability zone (member_of the aggregates whose metadata names "
-                                 "it)")
+    parser.add_argument("--availability-zone", metavar="AZ",
+                        help="the requested availability zone (member_of the aggregates whose metadata names it)")
     parser.add_argument("--project", metavar="PROJECT_ID",
                         help="the server's project (Nova's tenant isolation, [scheduler] "
                              "limit_tenants_to_placement_aggregate)")
@@ -127,7 +125,14 @@ def add_nova_arguments(parser: argparse.ArgumentParser, availability_zone: bool 
                              "scheduler.image_metadata_prefilter=true (repeat; Nova's defaults otherwise)")
     parser.add_argument("--nova-conf", metavar="FILE",
                         help="read Nova's scheduler options from this nova.conf (--nova-option wins)")
-    parser.add_argument("--owner-nova", choices=("auto", "yes", "no"), default="auto",
+    add_owner_nova_argument(parser, default="auto")
+
+
+OWNER_NOVA_CHOICES = {"auto": None, "yes": True, "no": False}
+
+
+def add_owner_nova_argument(parser: argparse.ArgumentParser, default: str | None = None) -> None:
+    parser.add_argument("--owner-nova", choices=tuple(OWNER_NOVA_CHOICES), default=default,
                         help="whether every nova-compute reports OWNER_NOVA, so that Nova asks for it on the compute "
                              "node (auto: a compute node in Placement has it; no: during a rolling upgrade to Nova 34)")
 
@@ -136,9 +141,8 @@ def nova_spec_fields(parsed_args) -> dict:
     """The ServerSpec fields of :func:`add_nova_arguments`' options."""
     fields = {"flavor": parsed_args.flavor, "image": parsed_args.image, "project": parsed_args.project,
               "nova_options": tuple(parsed_args.nova_option or ()), "nova_conf": parsed_args.nova_conf,
-              "owner_nova": {"auto": None, "yes": True, "no": False}[parsed_args.owner_nova], "flavor_option": "--flavor"}
-    if hasattr(parsed_args, "availability_zone"):
-        fields["availability_zone"] = parsed_args.availability_zone
+              "owner_nova": OWNER_NOVA_CHOICES[parsed_args.owner_nova], "flavor_option": "--flavor",
+              "availability_zone": parsed_args.availability_zone}
     return fields
 
 

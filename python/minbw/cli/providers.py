@@ -1,7 +1,9 @@
 """``minbw providers plan|sync|show`` — ``openstack bandwidth provider sync|list``."""
 from __future__ import annotations
 
-from minbw.cli.base import Command, Section, View
+import sys
+
+from minbw.cli.base import EXIT_FINDINGS, Command, Section, View
 from minbw.cli.options import add_ovn_arguments, ovn_sources, warn
 from minbw.usecases.providers import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
 
@@ -78,6 +80,8 @@ class SyncProviders(Command):
             cache=None if parsed_args.no_cache else (parsed_args.cache or ""), cache_max_age=parsed_args.cache_max_age,
             workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
         warn(result.warnings)
+        for line in result.skipped:
+            print(f"minbw: skipped: {line}", file=sys.stderr)
         return plan_view(result)
 
 
@@ -99,7 +103,9 @@ def plan_view(result) -> View:
         tail += (f"{len(plan.ops)} writes planned (nothing written)",)
     tail += (result.summary,)
     rows = tuple(("done" if applied else "plan", str(op)) for op in plan.ops)
-    return View(result.to_dict(), PLAN_COLUMNS, rows, head=head, tail=tail, show_table=bool(rows))
+    # some configurations skipped (named on stderr), the others synced: exit 3, a partial run
+    return View(result.to_dict(), PLAN_COLUMNS, rows, head=head, tail=tail, show_table=bool(rows),
+                exit_code=EXIT_FINDINGS if result.skipped else 0)
 
 
 class ShowProviders(Command):

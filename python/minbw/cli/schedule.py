@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from minbw.cli.base import Command, View
-from minbw.cli.options import add_service_cloud_argument, count, resource, resources, uuid_arg
+from minbw.cli.options import (add_nova_arguments, add_service_cloud_argument, count, nova_spec_fields, resource,
+                               resources, uuid_arg)
 
 COLUMNS = ("port", "name", "host", "binding:profile.allocation")
 
@@ -17,7 +18,8 @@ class Schedule(Command):
         parser.add_argument("--port", action="append", default=[], required=True, metavar="NAME|ID",
                             help="a port to bind (unbound, existing); repeat for several")
         parser.add_argument("--resource", action="append", type=resource, metavar="CLASS=AMOUNT",
-                            help="the consumer's own resources, e.g. VCPU=1 (repeat)")
+                            help="the consumer's own resources, e.g. VCPU=1 (repeat), or --flavor")
+        add_nova_arguments(parser)
         parser.add_argument("--consumer", metavar="UUID", type=uuid_arg,
                             help="the consumer of the allocation (default: a new UUID)")
         parser.add_argument("--max-hosts", type=count, default=3, metavar="N",
@@ -41,7 +43,7 @@ class Schedule(Command):
         result = schedule(self.cloud(parsed_args, service=not parsed_args.dry_run), ScheduleRequest(
             tuple(parsed_args.port), resources(parsed_args), consumer=parsed_args.consumer,
             max_hosts=parsed_args.max_hosts, any_traits=parsed_args.any_traits, check=parsed_args.dry_run,
-            option="--resource"))
+            option="--resource", **nova_spec_fields(parsed_args)))
         out = result.outcome
         if not result.changed:
             head = (f"unchanged: consumer {out['consumer']} already holds allocations",)

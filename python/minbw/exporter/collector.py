@@ -6,7 +6,9 @@ moved (the others from the provider cache: a trait or inventory change moves a p
 usage of EVERY bandwidth provider, ``workers`` at once (a ``DELETE /allocations/{consumer}``, as Nova frees a
 deleted server, moves no generation: docs/placement-generations.md); and counts the headroom again for the trees
 whose details changed. On every ``check_interval`` it first runs the cache's safety check, the listings that find
-bandwidth providers not made by Neutron, and the sharing providers.
+bandwidth providers not made by Neutron, and the sharing providers, and decides again whether every
+nova-compute reports ``OWNER_NOVA`` (the ``owner_nova`` it is given): the headroom
+follows a fleet's upgrade to Nova 34 within one ``check_interval``.
 
 A :class:`Collector` is owned by one thread (the collection loop, :mod:`minbw.exporter.loops`): its reader, its
 provider cache and its memos are used by nobody else. The slow reports' results come in as an immutable
@@ -54,16 +56,21 @@ class Collection:
 
 class Collector:
     """Collection cycles over one Placement (``api``: a client of its own, so that its call counts are the
-    collection's), counting the headroom of ``sizes`` (``(PortSize, CapacityRequest)`` pairs).
+    collection's), counting the headroom of ``sizes_for(owner_nova())`` (``(PortSize, CapacityRequest)`` pairs
+    for Nova's query when every nova-compute reports ``OWNER_NOVA`` or not; ``owner_nova`` is asked at each safety
+    check).
 
     ``cache`` (a :class:`ProviderCache` or None) holds traits and inventories between cycles; ``workers``
     providers are read at once; ``check_interval`` seconds between the cache's safety checks."""
 
-    def __init__(self, api: Placement, sizes, *, cache: ProviderCache | None = None, workers: int = 4,
-                 check_interval: float = 300.0, clock: Callable[[], float] = time.time,
-                 say: Callable[[str], None] | None = None):
+    def __init__(self, api: Placement, sizes_for: Callable[[bool], list], owner_nova: Callable[[], bool], *,
+                 cache: ProviderCache | None = None, workers: int = 4, check_interval: float = 300.0,
+                 clock: Callable[[], float] = time.time, say: Callable[[str], None] | None = None):
         self.api = api
-        self.sizes = list(sizes)
+        self.sizes_for = sizes_for
+        self.decide_owner_nova = owner_nova
+        self.owner_nova: bool | None = None  # undecided until a safety check succeeds
+        self.sizes: list = []
         self.cache = cache
         self.check_interval = check_interval
         self.clock = clock
@@ -71,9 +78,7 @@ class Collector:
         # the safety check runs on the slow interval (:meth:`check`); a cycle trusts the generations for traits
         # and inventories only
         self.reader = Reader(api, cache, workers=workers, verify=False)
-        # the root traits the sizes ask about (what Nova's request filters ask of a compute node)
-        self.root_traits = frozenset(t for _, req in self.sizes
-                                     for t in (*req.server.root_required, *req.server.root_forbidden))
+        self.root_traits: frozenset[str] = frozenset()  # what Nova's request filters ask of a compute node
         self.shared: Mapping[str, frozenset[str]] = _EMPTY
         self.status: dict[str, dict] = {}
         self.provider_families = metrics.ProviderFamilies()  # the provider families of providers that did not move
@@ -81,11 +86,21 @@ class Collector:
         self._counted: dict[str, dict] = {}  # size → the hosts counted (capacity's memo: only trees that moved)
         self._checked: float | None = None   # when the last safety check ran
 
+    def _use_sizes(self, owner_nova: bool) -> None:
+        """Count the headroom for Nova's query as it is when every nova-compute reports OWNER_NOVA or not."""
+        if owner_nova == self.owner_nova:
+            return
+        self.owner_nova = owner_nova
+        self.sizes = list(self.sizes_for(owner_nova))
+        self.root_traits = frozenset(t for _, req in self.sizes
+                                     for t in (*req.server.root_required, *req.server.root_forbidden))
+        self._headroom, self._counted = None, {}
+
     # ------------------------------------------------------------ one cycle
     def collect(self, slow: SlowResults = SlowResults()) -> Collection:
         """One cycle (the safety check first when it is due): the families and how it went."""
-        if self._checked is None or self.clock() - self._checked >= self.check_interval:
-            self.check()
+        if self._checked is None or self.clock() - self._checked >= self.check_interval or self.owner_nova is None:
+            self.check()  # due, or the last one could not tell which query Nova sends
         started, calls, read, usages = time.perf_counter(), self.api.calls, self.reader.read, self.reader.usages_read
         status = {**slow.status, **self.status}
         try:
@@ -139,11 +154,13 @@ class Collector:
     # ------------------------------------------------------------ the safety check
     def check(self) -> None:
         """The cache's safety check, the ``?resources=CLASS:1`` listings that find bandwidth providers not made by
-        Neutron (read, and so in the scope of the next cycles), and the sharing providers; the cache saved."""
+        Neutron (read, and so in the scope of the next cycles), the sharing providers, and whether every
+        nova-compute reports OWNER_NOVA; the cache saved."""
         self._checked = self.clock()
         started = time.perf_counter()
         before = self.status.get("cache_check") or {}
         try:
+            self._use_sizes(self.decide_owner_nova())
             self.reader.verify = True
             providers = self.reader.listing()
             scope = self.reader.bandwidth_scope(providers, listings=True)

@@ -117,6 +117,23 @@ class ProviderSpec:
 
 
 @dataclass(frozen=True)
+class Unit:
+    """One agent configuration or OVN chassis of a sync: where it comes from (``name``: the ini file, the
+    option dict, ``chassis NAME (source)``), its kind, host and hypervisors, and, when it gets no writes, why
+    (``skipped``: the problem and its fix)."""
+
+    name: str
+    kind: str
+    host: str | None = None
+    hypervisors: tuple[str, ...] = ()
+    skipped: str = ""
+
+    def to_dict(self) -> dict:
+        return {"unit": self.name, "kind": self.kind, "host": self.host, "hypervisors": list(self.hypervisors),
+                "skipped": self.skipped or None}
+
+
+@dataclass(frozen=True)
 class DesiredState:
     providers: tuple[ProviderSpec, ...]
     traits: frozenset[str]  # custom traits Neutron ensures exist (PUT /traits/X)
@@ -127,6 +144,16 @@ class DesiredState:
     # database): every agent provider of theirs in Placement is swept
     sweep_kinds: frozenset[str] = frozenset()
     warnings: tuple[str, ...] = ()  # what Neutron would silently skip in the configuration
+    # every configuration and chassis, the skipped ones with why (a skipped unit gets no writes; the others do)
+    units: tuple[Unit, ...] = ()
+    # agent providers a skipped unit may own: their children that no planned unit describes are left alone
+    unswept: frozenset[str] = frozenset()
+    # each unit on its own: a hypervisor without its compute node's root is skipped (named), not refused
+    isolated: bool = False
+
+    @property
+    def skipped(self) -> tuple[Unit, ...]:
+        return tuple(u for u in self.units if u.skipped)
 
     @property
     def hypervisors(self) -> tuple[str, ...]:

@@ -15,11 +15,11 @@ where Nova does not: during a rolling upgrade to Nova 34, while some nova-comput
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from minbw.errors import InvalidInput, ObjectNotFound
+from minbw.errors import InvalidInput, NotFound, ObjectNotFound, ProviderNotFound
 from minbw.nova.fields import COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA
-from minbw.nova.inputs import Aggregate, CloudFacts, Flavor, Image
+from minbw.nova.inputs import Aggregate, CloudFacts, Flavor, Image, Port, Subnet
 from minbw.nova.options import SchedulerOptions
 from minbw.placement.client import Placement
 
@@ -82,14 +82,16 @@ def needs_aggregates(options: SchedulerOptions, availability_zone: str | None) -
 
 
 def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability_zone: str | None = None,
-                owner_nova: bool | None = None, has_compute: bool = True) -> CloudFacts:
+                owner_nova: bool | None = None, has_compute: bool = True, ports: Sequence[Port] = ()) -> CloudFacts:
     """The facts Nova's request filters read for a server: ``owner_nova`` given, or read from Placement; the
     aggregates from Nova when a filter reads them (``has_compute`` False: a cloud without Nova, where asking for
-    an availability zone or an aggregate option is refused)."""
+    an availability zone or an aggregate option is refused); with ``[scheduler]
+    query_placement_for_routed_network_aggregates`` on, the subnets of the Neutron ports' networks and their
+    segments' aggregates in Placement (:func:`routed_network_facts`)."""
+    subnets: tuple[Subnet, ...] = ()
+    segment_aggregates: dict[str, tuple[str, ...]] = {}
     if options.query_placement_for_routed_network_aggregates:
-        raise InvalidInput("nova option scheduler.query_placement_for_routed_network_aggregates: minbw does not read "
-                           "the facts of Nova's routed-network filter; a Neutron port (--port) on a routed network "
-                           "gets member_of its segments' aggregates from minbw itself. Fix: leave the option out.")
+        subnets, segment_aggregates = routed_network_facts(api, conn, ports)
     aggregates: Iterable[Aggregate] = ()
     if needs_aggregates(options, availability_zone):
         if not has_compute:
@@ -97,7 +99,28 @@ def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability
                                "this cloud has no compute service. Fix: leave them out.")
         aggregates = read_aggregates(conn)
     owner = every_compute_reports_owner_nova(api) if owner_nova is None else owner_nova
-    return CloudFacts(every_compute_reports_owner_nova=owner, aggregates=tuple(aggregates))
+    return CloudFacts(every_compute_reports_owner_nova=owner, aggregates=tuple(aggregates), subnets=subnets,
+                      segment_aggregates=segment_aggregates)
+
+
+def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[tuple[Subnet, ...],
+                                                                              dict[str, tuple[str, ...]]]:
+    """What Nova's ``routed_networks_filter`` reads for the ports that name a network (Neutron ports; a port
+    given by its rules has none, and the filter adds nothing for it): the subnets of their networks (Neutron) and
+    each subnet segment's aggregates (its resource provider in Placement; none when Neutron made no provider,
+    which Nova's filter reports as "Aggregates not found")."""
+    networks = sorted({p.network_id for p in ports if p.network_id})
+    if not networks:
+        return (), {}
+    subnets = tuple(Subnet(s.id, s.network_id, s.segment_id) for n in networks for s in conn.network.subnets(
+        network_id=n))
+    segment_aggregates = {}
+    for segment in sorted({s.segment_id for s in subnets if s.segment_id}):
+        try:
+            segment_aggregates[segment] = tuple(sorted(api.get_provider_aggregates(segment)[0]))
+        except (NotFound, ProviderNotFound):  # no provider for the segment
+            segment_aggregates[segment] = ()
+    return subnets, segment_aggregates
 
 
 # what a root trait a request filter asks about means to an operator, and how to change it
@@ -113,10 +136,31 @@ _MEANS = {
 def prefiltered_hosts(api: Placement, filters) -> list[dict]:
     """The compute nodes (root providers) each of Nova's request filters removes from the candidates, read from
     Placement: for each filter that added ``root_forbidden T`` the roots with ``T``, ``root_required T`` the roots
-    without it, ``member_of in:A,B`` (to the flavor's group) the roots in none of those aggregates.
-    ``filters``: :attr:`minbw.nova.scheduler.NovaQuery.applied`. One listing per filter and trait."""
-    filters = list(filters)
+    without it, ``member_of in:A,B`` (to the flavor's group) the roots in none of those aggregates, ``member_of
+    !in:A,B`` the roots in one of them. A root stands for its host: Nova puts a host aggregate's hosts' compute
+    nodes in the Placement aggregate, and the flavor's resources are the compute node's (Placement accepts a
+    provider of the flavor's group when it or its root is in the aggregate). ``filters``:
+    :attr:`minbw.nova.scheduler.NovaQuery.applied`. One listing per filter and trait."""
+    return _removed(api, filters, {p.uuid: p.name for p in api.list_providers() if p.parent_uuid is None})
+
+
+def aggregate_exclusions(api: Placement, filters) -> dict[str, str]:
+    """root uuid → why Nova's request filters keep that host out by its aggregates (``member_of``: an
+    availability zone, tenant isolation, isolated aggregates); ``filters`` as in :func:`prefiltered_hosts`."""
+    filters = [f for f in filters if any(a.startswith("member_of ") for a in f.added)]
+    if not filters:
+        return {}
     roots = {p.uuid: p.name for p in api.list_providers() if p.parent_uuid is None}
+    out: dict[str, str] = {}
+    for r in _removed(api, filters, roots, kinds=("member_of",)):
+        for u in r["uuids"]:
+            out.setdefault(u, f"is {r['reason']} (Nova's {r['filter']}: {r['why']})")
+    return out
+
+
+def _removed(api: Placement, filters, roots: dict[str, str], kinds=("root_forbidden", "root_required",
+                                                                       "member_of")) -> list[dict]:
+    filters = list(filters)
     traits = {a.partition(" ")[2] for f in filters for a in f.added if a.startswith(("root_forbidden ", "root_required "))}
     known = api.existing_traits(traits) if traits else set()  # Placement refuses a listing naming an unknown trait
 
@@ -126,23 +170,26 @@ def prefiltered_hosts(api: Placement, filters) -> list[dict]:
     for f in filters:
         for added in f.added:
             kind, _, what = added.partition(" ")
+            if kind not in kinds:
+                continue
             if kind == "root_forbidden":
                 removed = having(what) & set(roots)
                 why = f"{what}: {_MEANS.get(what, f'the root has {what}')}"
             elif kind == "root_required":
                 removed = set(roots) - having(what)
                 why = f"no {what}: {_MEANS.get(what, f'the root lacks {what}')}"
-            elif kind == "member_of" and what.startswith("in:"):
-                inside: set[str] = set()
-                for agg in what[3:].split(","):
-                    inside |= {p.root_uuid for p in api.list_providers(member_of=agg)}
-                removed = set(roots) - inside
-                why = f"in none of the aggregates {what[3:]}"
+            elif kind == "member_of" and what.startswith(("in:", "!in:")):
+                aggs = what.partition("in:")[2]
+                inside = {p.uuid for p in api.list_providers(member_of=f"in:{aggs}") if p.parent_uuid is None}
+                if what.startswith("!"):
+                    removed, why = inside & set(roots), f"in one of the aggregates {aggs}"
+                else:
+                    removed, why = set(roots) - inside, f"in none of the aggregates {aggs}"
             else:
                 continue
             if removed:
                 out.append({"filter": f.name, "why": f.why, "added": added, "reason": why,
-                            "hosts": sorted(roots[u] for u in removed)})
+                            "hosts": sorted(roots[u] for u in removed), "uuids": sorted(removed)})
     return out
 
 
@@ -159,4 +206,4 @@ def root_trait_reasons(filters) -> dict[str, str]:
 
 
 __all__ = ["every_compute_reports_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
-           "read_aggregates", "cloud_facts", "prefiltered_hosts", "root_trait_reasons"]
+           "read_aggregates", "cloud_facts", "routed_network_facts", "prefiltered_hosts", "aggregate_exclusions", "root_trait_reasons"]

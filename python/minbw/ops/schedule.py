@@ -22,6 +22,7 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import (BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError)
 from minbw.model.requests import PortRequest, ServerRequest
+from minbw.nova.inputs import Port
 from minbw.ops import WRITE_FAILURES, claims, neutron, segments
 from minbw.placement.client import Placement
 from minbw.plan.allocations import claim_op
@@ -41,6 +42,11 @@ class PortPlan:
     request: PortRequest | None
     notes: tuple[str, ...] = ()
     vnic_type: str = "normal"
+
+    def nova_port(self) -> Port:
+        """The port as Nova's scheduler sees it (its request filters and ResourceRequest)."""
+        return Port(self.id, vnic_type=self.vnic_type, request=self.request, network_id=self.network_id,
+                    subnet_ids=tuple(ip["subnet_id"] for ip in self.fixed_ips if ip.get("subnet_id")))
 
     def to_dict(self) -> dict:
         return {"id": self.id, "name": self.name, "network_id": self.network_id,
@@ -88,6 +94,7 @@ def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan], 
                            "consumer's own resources, and no resources were given. Fix: pass resources "
                            "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1).")
     added = tuple(p.request for p in ports if p.request) if add_groups else ()
+    member_of = tuple(m for m in member_of if m not in req.member_of)  # Nova's routed-network filter has it
     return dataclasses.replace(req, ports=req.ports + added, member_of=req.member_of + member_of), choices
 
 
@@ -150,8 +157,12 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
              service_conn=None, max_hosts: int = 3, any_traits: bool = False, check: bool = False,
              required=(), forbidden=(), root_required=(), root_forbidden=(), group_policy=None,
              limit: int | None = None, progress: Callable[[str], None] | None = None,
-             sleep: Callable[[float], None] = time.sleep) -> dict:
+             sleep: Callable[[float], None] = time.sleep,
+             server: Callable[[list[PortPlan]], ServerRequest] | None = None) -> dict:
     """Schedule, bind and claim ``ports`` (+ ``resources``) for ``consumer`` (default: a new uuid).
+
+    ``server``: the request for the ports read (their groups in it), as Nova's query builds it for a server of a
+    flavor (instead of ``resources`` and the traits given); the ports' segments are added here.
 
     Returns the outcome: host, allocations, each port's binding, every attempt. ``check`` returns the plan
     (first attempt) and writes nothing. Raises NoValidHost (its ``attempts`` say why each host failed)
@@ -167,9 +178,12 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     port_plans = read_ports(conn, ports, any_traits=any_traits)
     if not port_plans:
         raise InvalidInput("no ports given. Fix: pass at least one port (name or id).")
-    req, choices = build_request(conn, api, port_plans, resources or {}, required=required, forbidden=forbidden,
-                                 root_required=root_required, root_forbidden=root_forbidden,
-                                 group_policy=group_policy, limit=limit)
+    if server is not None:
+        req, choices = with_ports(conn, api, server(port_plans), port_plans, add_groups=False)
+    else:
+        req, choices = build_request(conn, api, port_plans, resources or {}, required=required, forbidden=forbidden,
+                                     root_required=root_required, root_forbidden=root_forbidden,
+                                     group_policy=group_policy, limit=limit)
     base = {"consumer": consumer, "ports": [p.to_dict() for p in port_plans], "segments": choices}
     try:
         plan = claims.plan(api, consumer, req, max_hosts=max_hosts)

@@ -30,16 +30,37 @@ from minbw.usecases.cloud import Cloud
 _QOS_PORT_NS = "b1c1a7c4-8f2e-5d0a-9a55-3f1e2d4c6b70"
 
 
+@dataclass(frozen=True, kw_only=True)
+class NovaServer:
+    """The server as operators name it to Nova: a flavor (name or id; ``flavor_option`` names it in errors), an
+    image, an availability zone, a project, and Nova's scheduler options by Nova's names (``nova_options``:
+    ``section.option=value``; ``nova_conf``: a nova.conf to read them from; Nova's defaults otherwise);
+    ``owner_nova`` whether every nova-compute reports OWNER_NOVA (None: read from Placement,
+    :mod:`minbw.ops.nova_query`). Every request that asks Placement "where" has these (keywords only)."""
+
+    flavor: str | None = None
+    image: str | None = None
+    availability_zone: str | None = None
+    project: str | None = None
+    nova_options: tuple[str, ...] = ()
+    nova_conf: str | None = None
+    owner_nova: bool | None = None
+    flavor_option: str = "flavor"
+
+    def __post_init__(self):
+        object.__setattr__(self, "nova_options", tuple(self.nova_options or ()))
+
+    def scheduler_options(self) -> SchedulerOptions:
+        return read_scheduler_options(self.nova_options, self.nova_conf)
+
+
 @dataclass(frozen=True)
-class ServerSpec:
+class ServerSpec(NovaServer):
     """What a server asks Placement for, as plain values: its flavor (a Nova flavor by name or id, or its
     resources and traits given here), its image (a Glance image by name or id), its ports (as their
     ``resource_request`` JSON, as Neutron ports by name or id, or described by their QoS rules), its availability
-    zone and project, and the request-wide filters. Nova's scheduler options are given by Nova's names
-    (``nova_options``: ``section.option=value``; ``nova_conf``: a nova.conf to read them from), Nova's defaults
-    otherwise; ``owner_nova`` whether every nova-compute reports OWNER_NOVA (None: read from Placement,
-    :mod:`minbw.ops.nova_query`). ``option`` names the resources' option in errors (``--resource`` /
-    ``resources``)."""
+    zone and project, and the request-wide filters (:class:`NovaServer` has the fields Nova reads). ``option``
+    names the resources' option in errors (``--resource`` / ``resources``)."""
 
     resources: Mapping[str, int] = field(default_factory=dict)
     required: tuple[str, ...] = ()
@@ -52,29 +73,18 @@ class ServerSpec:
     root_required: tuple[str, ...] = ()
     limit: int | None = None
     separation: Separation | None = None
-    flavor: str | None = None
-    image: str | None = None
-    availability_zone: str | None = None
-    project: str | None = None
-    nova_options: tuple[str, ...] = ()
-    nova_conf: str | None = None
-    owner_nova: bool | None = None
     option: str = "resources"
-    flavor_option: str = "flavor"
 
     def __post_init__(self):
+        super().__post_init__()
         object.__setattr__(self, "resources", MappingProxyType(check_resources(self.resources, self.option)))
         check_flavor_or_resources(self.flavor, self.resources, self.required, self.group_policy, self.flavor_option,
                                   self.option)
-        object.__setattr__(self, "nova_options", tuple(self.nova_options or ()))
 
     @property
     def empty(self) -> bool:
         return not (self.resources or self.required or self.port_requests or self.qos_ports or self.ports
                     or self.flavor)
-
-    def scheduler_options(self) -> SchedulerOptions:
-        return read_scheduler_options(self.nova_options, self.nova_conf)
 
 
 def check_flavor_or_resources(flavor, resources, required, group_policy, flavor_option: str,
@@ -115,7 +125,7 @@ def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict
     given = (port_request_of(v) for v in spec.port_requests)
     built = (qos_port_request(i, p) for i, p in enumerate(spec.qos_ports))
     ports = [Port(p.port_id, request=p) for p in (*given, *built) if p]
-    ports += [Port(p.id, vnic_type=p.vnic_type, request=p.request) for p in port_plans]
+    ports += [p.nova_port() for p in port_plans]
     nq = None
     if spec.empty:
         req = ServerRequest()
@@ -214,8 +224,9 @@ def nova_server_query(cloud: Cloud, options: SchedulerOptions, *, flavor: str | 
                     image=read_image(cloud.conn, image) if image else Image(), ports=ports,
                     availability_zone=availability_zone, project_id=project)
     has_compute = cloud.has("compute")
-    facts = cloud_facts(cloud.placement, cloud.conn if has_compute else None, options,
-                        availability_zone=availability_zone, owner_nova=owner_nova, has_compute=has_compute)
+    facts = cloud_facts(cloud.placement, cloud.conn if has_compute or ports else None, options,
+                        availability_zone=availability_zone, owner_nova=owner_nova, has_compute=has_compute,
+                        ports=server.ports)
     return query(server, options, facts)
 
 

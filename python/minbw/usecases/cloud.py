@@ -3,16 +3,27 @@ before anything is contacted), Placement's client over it, the service user that
 where progress goes."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+from keystoneauth1 import exceptions as ksa_exceptions
+from keystoneauth1.identity.base import BaseIdentityPlugin
+from openstack import exceptions as sdk_exceptions
+from openstack.connection import Connection
+
 from minbw.errors import MissingService
+from minbw.usecases.connection import one_line
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 Say = Callable[[str], None]                  # a line about a long run's course (e.g. each host schedule tries)
 
 # What each service is called in errors, and which project serves it.
 SERVICES = {"network": "Neutron", "compute": "Nova", "image": "Glance", "placement": "Placement"}
+# A request each service answers, to tell it from what else sits at an endpoint of a cloud without a service
+# catalog (one small GET; a 404 there: not this service). Nova needs none: openstacksdk's version discovery of it
+# already finds no compute API at an endpoint that is not Nova's.
+PROBES = {"network": "/extensions"}
 
 
 class Cloud:
@@ -36,6 +47,7 @@ class Cloud:
         self.workers = workers  # providers the reports read at once
         self._conn = None
         self._placement = None
+        self._absent: dict[str, str | None] = {}
 
     @property
     def conn(self):
@@ -66,17 +78,103 @@ class Cloud:
         return self._service_connect() if self._service_connect is not None else self.conn
 
     def has(self, service: str) -> bool:
-        """Whether the cloud's configuration offers ``service`` (no call is made: a cloud that lacks one in its
-        catalog fails on first use, which the front ends explain)."""
-        return bool(self.conn.config.has_service(service))
+        """Whether the cloud offers ``service`` (see :meth:`absent`)."""
+        return self.absent(service) is None
+
+    def absent(self, service: str) -> str | None:
+        """Why the cloud has no ``service``, however openstacksdk learns it (None: it has one, as far as can be
+        told before using it; asked once per service). Its configuration turns it off (``has_compute: false``);
+        its catalog lists none, or lists Placement's endpoint for it; a cloud without a catalog (``admin_token``,
+        ``none``) has no endpoint for it, or its one endpoint is Placement's, or answers no such API. With a
+        catalog no call is made but the token's; without one, openstacksdk's version discovery of the service
+        (made on its first use anyway) and one small GET (:data:`PROBES`)."""
+        if service not in self._absent:
+            self._absent[service] = self._why_absent(service)
+        return self._absent[service]
 
     def require(self, service: str, needed_by: str, fix: str = "") -> None:
-        """Refuse, naming the service and what needed it, when the cloud has no ``service`` (e.g. the embedded
-        Placement, which is a cloud of Placement alone)."""
-        if not self.has(service):
-            name = getattr(self.conn.config, "name", None)
-            raise MissingService(service, SERVICES.get(service, service), needed_by,
-                                 f"cloud {name!r}" if name else "the cloud", fix)
+        """Refuse, naming the service, the cloud, how it is known to lack it, what needed it, and the fix, when
+        the cloud has no ``service`` (e.g. the embedded Placement, which is a cloud of Placement alone; or a
+        hand-written clouds.yaml of a Placement behind an ``admin_token``, which does not say so)."""
+        why = self.absent(service)
+        if why is None:
+            return
+        name = getattr(self.conn.config, "name", None)
+        cloud = f"cloud {name!r}" if name else "the cloud"
+        project = SERVICES.get(service, service)
+        if self.conn.config.has_service(service):  # it is not configured off: say how to give it, or say so
+            key = service.replace("-", "_")
+            ways = (f"give {cloud} a {service} endpoint ({key}_endpoint_override in its clouds.yaml entry, or "
+                    f"auth through a Keystone whose catalog lists {project}), or, if it has no {project}, say so "
+                    f"with has_{key}: false in its clouds.yaml entry")
+            fix = f"{fix}; or {ways}" if fix else ways
+        raise MissingService(service, project, needed_by, cloud, fix, why=why)
+
+    def _why_absent(self, service: str) -> str | None:
+        conn = self.conn
+        config = conn.config
+        key = service.replace("-", "_")
+        if not config.has_service(service):
+            reason = config.get_disabled_reason(service)
+            return f"its configuration turns it off ({one_line(reason) if reason else f'has_{key}: false'})"
+        if not isinstance(conn, Connection):  # a stand-in (tests): its configuration is all there is to ask
+            return None
+        # read before any proxy is made: openstacksdk may write an override of its own while making one
+        override = config.get_endpoint(service)
+        if isinstance(config.get_auth(), BaseIdentityPlugin):
+            # a catalog (the token's, no call of its own): what openstacksdk would find, without making the proxy
+            endpoint = override or config.get_endpoint_from_catalog(service)
+            if not endpoint:
+                return (f"its catalog lists no {service} endpoint (interface {config.get_interface(service)}, "
+                        f"region {config.get_region_name(service) or 'any'})")
+            return self._placement_s(service, endpoint)
+        return self._why_absent_without_catalog(service, override)
+
+    def _why_absent_without_catalog(self, service: str, override: str | None) -> str | None:
+        """A cloud without a service catalog (``admin_token``, ``none``, ``http_basic``): every service is asked
+        at its ``<service>_endpoint_override`` or else at the auth's one endpoint, whatever serves there."""
+        conn = self.conn
+        config = conn.config
+        key = service.replace("-", "_")
+        auth_type = config.config.get("auth_type") or "?"
+        fixed = None if override else getattr(config.get_auth(), "endpoint", None)
+        if not override and not fixed:
+            return f"it has no service catalog (auth_type {auth_type}) and no {key}_endpoint_override"
+        if fixed and self._placement_s(service, fixed):
+            return f"it has no service catalog (auth_type {auth_type}), and its one endpoint, {fixed}, is Placement's"
+        try:
+            proxy = getattr(conn, key)
+            endpoint = proxy.get_endpoint()  # a disabled-service stand-in raises here
+        except (ksa_exceptions.EndpointNotFound, sdk_exceptions.ServiceDisabledException,
+                sdk_exceptions.NotSupported, sdk_exceptions.ServiceDiscoveryException) as e:
+            return f"openstacksdk finds none ({type(e).__name__}: {one_line(e)})"
+        kinds = tuple((getattr(getattr(type(conn), key, None), "supported_versions", None) or {}).values())
+        if kinds and not isinstance(proxy, kinds):  # openstacksdk's passthrough proxy: no API it knows
+            return f"its endpoint {endpoint} offers no {service} API (openstacksdk discovered no version of it)"
+        said = self._placement_s(service, endpoint)
+        if said or service not in PROBES:
+            return said
+        answer = proxy.get(PROBES[service], raise_exc=False)
+        if answer.status_code == 404:
+            return (f"it has no service catalog (auth_type {auth_type}), and its endpoint {endpoint} answers "
+                    f"{PROBES[service]} with 404 (Not Found)")
+        return None
+
+    def _placement_s(self, service: str, endpoint: str) -> str | None:
+        """Why ``endpoint`` is no ``service``'s: it is Placement's (None: it is not, or the service is Placement)."""
+        if service != "placement" and _same_endpoint(endpoint, self._placement_endpoint()):
+            return f"its endpoint {endpoint} is Placement's"
+        return None
+
+    def _placement_endpoint(self) -> str | None:
+        return self.placement.endpoint()
+
+
+def _same_endpoint(a: str | None, b: str | None) -> bool:
+    """Whether two endpoints are one, whatever API version path (``/v2.0``, ``/v2.1``) ends either."""
+    def base(url: str) -> str:
+        return re.sub(r"/v\d+(\.\d+)?$", "", url.strip().rstrip("/")).rstrip("/").lower()
+    return bool(a and b) and base(a) == base(b)
 
 
 def progress_of(cloud: Cloud) -> Progress:

@@ -9,6 +9,7 @@ interval, and scrapes served from the last collection in memory.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Mapping
@@ -18,7 +19,7 @@ from minbw.errors import InvalidInput, RequestError
 from minbw.exporter.collector import Collector, SlowResults
 from minbw.exporter.loops import Loops, Served, start_server
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
-from minbw.ops.nova_query import root_trait_reasons
+from minbw.ops.nova_query import every_compute_reports_owner_nova, root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
 from minbw.placement.client import Placement
 from minbw.plan.audit import OVER_CAPACITY, audit as judge
@@ -68,7 +69,8 @@ class ExporterRequest:
     collections; ``slow_interval`` seconds between runs of the slow reports (and of the provider cache's safety
     check); ``agent_configs`` (and ``host``) the ini files the drift compares;
     ``neutron`` / ``audit``: None = when the cloud has the services; ``cache`` the provider cache file
-    ("" the sync's default file, None none); ``workers`` providers read at once."""
+    ("" the sync's default file, None none); ``workers`` providers read at once; ``owner_nova`` whether every
+    nova-compute reports OWNER_NOVA (None: decided at each safety check, :mod:`minbw.ops.nova_query`)."""
 
     port_sizes: tuple[PortSize, ...] = ()
     address: str = "127.0.0.1"
@@ -81,6 +83,7 @@ class ExporterRequest:
     audit: bool | None = None
     cache: str | None = ""
     workers: int = DEFAULT_WORKERS
+    owner_nova: bool | None = None
 
     def __post_init__(self):
         names = [s.name for s in self.port_sizes]
@@ -97,7 +100,7 @@ class ExporterRequest:
         if not isinstance(config, Mapping):
             raise InvalidInput(f"the exporter's config: expected a mapping of options, got {type(config).__name__}")
         keys = ("port_sizes", "listen_address", "listen_port", "interval", "slow_interval", "agent_configs", "host",
-                "neutron", "audit", "cache", "workers")
+                "neutron", "audit", "cache", "workers", "owner_nova")
         unknown = sorted(set(config) - set(keys))
         if unknown:
             raise InvalidInput(f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(keys)}")
@@ -112,9 +115,22 @@ class ExporterRequest:
                   "interval": float(config.get("interval", DEFAULT_INTERVAL)),
                   "agent_configs": tuple(config.get("agent_configs") or ()), "host": config.get("host"),
                   "neutron": config.get("neutron"), "audit": config.get("audit"),
-                  "cache": config.get("cache", ""), "workers": int(config.get("workers", DEFAULT_WORKERS))}
+                  "cache": config.get("cache", ""), "workers": int(config.get("workers", DEFAULT_WORKERS)),
+                  "owner_nova": _owner_nova(config.get("owner_nova", "auto"))}
+        overrides = {k: _owner_nova(v) if k == "owner_nova" else v for k, v in overrides.items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _owner_nova(value) -> bool | None:
+    """owner_nova as the config or the command line give it: auto (None), yes/true, no/false."""
+    known = {"auto": None, "yes": True, "true": True, "no": False, "false": False}
+    if isinstance(value, bool) or value is None:
+        return value
+    if str(value).lower() not in known:
+        raise InvalidInput(f"owner_nova: expected auto, yes or no (whether every nova-compute reports OWNER_NOVA), "
+                           f"got {value!r}")
+    return known[str(value).lower()]
 
 
 def _own_client(cloud: Cloud, request: ExporterRequest) -> tuple[Placement, ProviderCache | None]:
@@ -187,6 +203,21 @@ class SlowReports:
         self.drift_rows = result.rows
 
 
+def port_sizes(cloud: Cloud, sizes, owner_nova: bool) -> list:
+    """Each port size as the server Nova's request filters shape (what they ask of every compute node:
+    compute_status_filter, owner_nova_filter as ``owner_nova`` says): a disabled nova-compute's host has no
+    headroom."""
+    nova = nova_root_filters(cloud, owner_nova=owner_nova)
+    roots = {"root_required": nova.request.root_required, "root_forbidden": nova.request.root_forbidden}
+    reasons = root_trait_reasons(nova.applied)
+    out = []
+    for s in sizes:
+        req = capacity_request(qos_ports=(s.port,), port_labels=(f"port size {s.name}",))
+        out.append((s, dataclasses.replace(req, server=dataclasses.replace(req.server, **roots),
+                                           root_reasons=reasons)))
+    return out
+
+
 class Exporter:
     """One cloud's exporter: the collector (its own thread in :func:`serve`), the slow reports (theirs), and what
     the scrapes are served (:class:`minbw.exporter.loops.Served`). Called directly (``--once``, tests,
@@ -197,17 +228,10 @@ class Exporter:
         self.cloud = cloud
         self.request = request
         api, cache = _own_client(cloud, request)
-        # what Nova's request filters ask of every compute node (compute_status_filter, owner_nova_filter),
-        # read when the exporter starts: a disabled nova-compute's host has no headroom
-        nova = nova_root_filters(cloud)
-        roots = {"root_required": nova.request.root_required, "root_forbidden": nova.request.root_forbidden}
-        reasons = root_trait_reasons(nova.applied)
-        sizes = []
-        for s in request.port_sizes:
-            req = capacity_request(qos_ports=(s.port,), port_labels=(f"port size {s.name}",))
-            sizes.append((s, dataclasses.replace(req, server=dataclasses.replace(req.server, **roots),
-                                                 root_reasons=reasons)))
-        self.collector = Collector(api, sizes, cache=cache, workers=request.workers,
+        given = request.owner_nova
+        owner_nova = functools.partial(every_compute_reports_owner_nova, api) if given is None else lambda: given
+        self.collector = Collector(api, functools.partial(port_sizes, cloud, request.port_sizes), owner_nova,
+                                   cache=cache, workers=request.workers,
                                    check_interval=request.slow_interval, clock=clock, say=cloud.say)
         self.slow_reports = SlowReports(cloud, request)
         self.served = Served(clock)

@@ -7,14 +7,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from minbw.errors import InvalidInput
+from minbw.errors import ConfigError, InvalidInput
 from minbw.model.providers import DesiredState, root_inventories
 from minbw.ops import ovn
 from minbw.ops import sync as s
 from minbw.errors import MinbwError
 from minbw.reports.reader import record_sync
 from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
-from minbw.ops.agent_files import read_agent_configs
+from minbw.ops.agent_files import read_agent_units
 from minbw.plan.base import Plan
 from minbw.reports.providers import provider_report
 from minbw.usecases.cloud import Cloud, progress_of
@@ -97,12 +97,34 @@ class ProvidersResult:
         """What Neutron would silently skip (an OVN bridge without a hypervisor entry, ...)."""
         return list(self.plan.warnings)
 
+    @property
+    def skipped(self) -> list[str]:
+        """One line per agent configuration or chassis that got no writes (which, its host, what and the fix),
+        and per host tree whose writes Placement refused while the others were made."""
+        return ([u.skipped for u in self.desired.skipped] + [why for _hyp, why in self.plan.skipped]
+                + (self.applied.failures() if self.applied else []))
+
+    def units(self) -> list[dict]:
+        """Each configuration and chassis: its hypervisors, whether a write touched them (``changed``), and
+        why it was skipped (None: planned)."""
+        ops = self.applied.applied if self.applied is not None else self.plan.ops
+        by_uuid = {p.uuid: p.hypervisor for p in self.plan.providers}
+        touched = {by_uuid.get(op.uuid) or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
+        failed = {f["tree"]: f["error"] for f in (self.applied.failed if self.applied else [])}
+        rootless = dict(self.plan.skipped)
+        return [{**u.to_dict(), "changed": not u.skipped and bool(touched & {u.host, *u.hypervisors}),
+                 "skipped": u.skipped or next((rootless[h] for h in u.hypervisors if h in rootless), None),
+                 "failed": next((failed[h] for h in u.hypervisors if h in failed), None)}
+                for u in self.desired.units]
+
     def to_dict(self) -> dict:
         out = self.plan.to_dict()
         out["diff"] = self.plan.diff()
         out["result"] = self.applied.to_dict() if self.applied is not None else None  # null: nothing written
         out["summary"] = self.summary
         out["warnings"] = self.warnings
+        out["skipped"] = self.skipped
+        out["units"] = self.units()
         return out
 
 
@@ -113,9 +135,18 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         raise InvalidInput("give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
                            "chassis options (--agent-config FILE, --ovn-chassis FILE, --ovn-sb-db [DB], "
                            "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
-    configs = read_agent_configs(request.agent_configs, request.agents, request.host, paths_option=request.option)
+    configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
+                                       paths_option=request.option)
     chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
-    desired = ovn.desired(configs, chassis, complete=complete)
+    # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
+    desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _ in unread], isolate=True)
+    if desired.skipped and len(desired.skipped) == len(desired.units):  # nothing could be done
+        if len(desired.units) == 1 and unread:
+            raise unread[0][1]
+        raise ConfigError("nothing to sync: " + ("; ".join(u.skipped for u in desired.skipped) if
+                                                 len(desired.units) == 1 else
+                                                 f"every one of the {len(desired.units)} configurations is "
+                                                 f"skipped: " + " | ".join(u.skipped for u in desired.skipped)))
     workers = s.check_workers(request.workers, request.name("workers"))
     max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
     roots = (root_inventories(request.root_inventories, request.name("root_inventories"))
@@ -138,6 +169,10 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         record_sync(cache.path, ok=True, writes=applied.writes if applied else 0)
     line = s.summary(desired, plan, applied, seconds=time.perf_counter() - started, calls=api.calls - calls,
                      cache=cache, check=request.check)
+    if desired.skipped:
+        line += f"; {len(desired.skipped)} of {len(desired.units)} configurations skipped (named above)"
+    if applied is not None and applied.failed:
+        line += f"; the writes of {len(applied.failed)} host tree(s) failed (named above)"
     return ProvidersResult(desired, plan, applied, line, request.check)
 
 

@@ -7,14 +7,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from minbw.model.requests import ServerRequest
 from minbw.model.resources import check_resources
 from minbw.ops.schedule import schedule as run
-from minbw.usecases.candidates import nova_root_filters
+from minbw.usecases.candidates import NovaServer, check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
 
 @dataclass(frozen=True)
-class ScheduleRequest:
+class ScheduleRequest(NovaServer):
+    """The ports to bind and the consumer's own resources: given (``resources``) or a Nova flavor's (``flavor``),
+    with its image, availability zone, project and Nova's scheduler options, as in :class:`ServerSpec`: the query
+    is the one Nova's scheduler would send for such a server with these ports."""
+
     ports: tuple[str, ...]
     resources: Mapping[str, int] = field(default_factory=dict)
     consumer: str | None = None
@@ -24,7 +29,9 @@ class ScheduleRequest:
     option: str = "resources"
 
     def __post_init__(self):
+        super().__post_init__()
         object.__setattr__(self, "resources", MappingProxyType(check_resources(self.resources, self.option)))
+        check_flavor_or_resources(self.flavor, self.resources, (), None, self.flavor_option, self.option)
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,18 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
         if held:
             return ScheduleResult({"consumer": request.consumer, "host": None, "allocations": held, "bindings": [],
                                    "attempts": [], "segments": [], "ports": []}, False)
-    # what Nova's request filters ask of every compute node (a disabled nova-compute's host, a root without
-    # OWNER_NOVA on a Nova 34 cloud): the workflow picks only hosts Nova would
-    nova = nova_root_filters(cloud)
-    outcome = run(cloud.conn, api, list(request.ports), dict(request.resources), consumer=request.consumer,
-                  max_hosts=request.max_hosts, any_traits=request.any_traits, check=request.check,
-                  service_conn=None if request.check else cloud.service_conn(), progress=cloud.say,
-                  root_required=nova.request.root_required, root_forbidden=nova.request.root_forbidden)
+    options = request.scheduler_options()
+
+    def nova(plans) -> ServerRequest:
+        # Nova's query for a server of this flavor with these ports: what its request filters ask of every compute
+        # node too (a disabled nova-compute's host, a root without OWNER_NOVA on a Nova 34 cloud, an availability
+        # zone), so the workflow picks only hosts Nova would
+        return nova_server_query(cloud, options, flavor=request.flavor, resources=request.resources,
+                                 image=request.image, ports=tuple(p.nova_port() for p in plans), availability_zone=request.availability_zone,
+                                 project=request.project, owner_nova=request.owner_nova,
+                                 flavor_option=request.flavor_option).request
+    outcome = run(cloud.conn, api, list(request.ports), consumer=request.consumer, max_hosts=request.max_hosts,
+                  any_traits=request.any_traits, check=request.check,
+                  service_conn=None if request.check else cloud.service_conn(), progress=cloud.say, server=nova)
     outcome.pop("changed", None)
     return ScheduleResult(outcome, True)

@@ -7,6 +7,7 @@ any sequence of claims reaches and the fewest at which a sequence can get stuck.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 
@@ -211,6 +212,25 @@ def test_sharing_disk_counts_for_the_hosts_of_its_aggregate_once():
     both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
     assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 1), ("h2", 1)] and both.total == 2
     assert both.physnet_totals()[0]["fits"] == 2
+
+
+def test_a_host_nova_keeps_out_by_its_aggregates_counts_0_and_leaves_the_pool():
+    # an availability zone whose aggregate holds h1 only: h2 counts 0 everywhere, naming why, and the hosts
+    # sharing a disk pool are counted together without it
+    h1 = host("h1", {"VCPU": 8, "MEMORY_MB": 4096}, [("br-test", (PN0, NORMAL), {E: 1000, I: 1000}, None)])
+    h2 = host("h2", {"VCPU": 8, "MEMORY_MB": 4096}, [("br-test", (PN0, NORMAL), {E: 1000, I: 1000}, None)])
+    ceph = rp("ceph", "ceph", traits=(SHARES,), inv={"DISK_GB": 30})
+    req = request((bw_rules(), {"physnet": "physnet0"}), flavor={"VCPU": 1, "DISK_GB": 10})
+    why = "is in none of the aggregates A (Nova's map_az_to_placement_aggregate: availability zone 'az1')"
+    kept_out = dataclasses.replace(req, excluded_roots={"h2": why})
+    both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
+    assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 1), ("h2", 1)] and both.total == 2
+    report = capacity(h1 + h2 + [ceph], kept_out, {"ceph": {"h1", "h2", "ceph"}})
+    assert [(h.name, h.fit.fits) for h in report.hosts] == [("h1", 1), ("h2", 0)] and report.total == 1
+    h2_row = report.hosts[1]
+    assert [lim.reason for lim in h2_row.fit.limited_by] == [f"the root h2 {why}"]
+    assert [(n.physnet, n.fit.fits) for n in h2_row.physnets] == [("physnet0", 0)]
+    assert report.physnet_totals()[0]["fits"] == 1
 
 
 def test_a_sharing_provider_that_fits_by_itself_is_a_host():

@@ -107,5 +107,11 @@ def test_config_and_options():
     assert (req.port, req.slow_interval, [s.name for s in req.port_sizes]) == (9901, 60.0, ["small"])
     with pytest.raises(InvalidInput, match="unknown key"):
         ExporterRequest.from_config({"port_size": {}})
+    assert req.owner_nova is None  # decided at each safety check
+    assert ExporterRequest.from_config({"owner_nova": False}).owner_nova is False
+    assert ExporterRequest.from_config({"owner_nova": "no"}, owner_nova="yes").owner_nova is True  # the option wins
+    assert ExporterRequest.from_config({"owner_nova": "no"}, owner_nova="auto").owner_nova is False
+    with pytest.raises(InvalidInput, match="owner_nova: expected auto, yes or no"):
+        ExporterRequest.from_config({"owner_nova": "maybe"})
     with pytest.raises(InvalidInput, match="given twice"):
         ExporterRequest(port_sizes=(PortSize.parse("a=min_bw:egress:1"), PortSize.parse("a=min_bw:egress:2")))

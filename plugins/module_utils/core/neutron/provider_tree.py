@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from ..errors import ConfigError
-from ..model.providers import (DesiredState, ProviderSpec, freeze_inventories, inventory_problems,
+from ..model.providers import (DesiredState, ProviderSpec, Unit, freeze_inventories, inventory_problems,
                                normalize_inventory)
 from . import naming
 from .agentconf import AgentConfig
@@ -71,28 +71,97 @@ def agent_providers(cfg: AgentConfig) -> tuple[list[ProviderSpec], set[str]]:
 
 
 def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
-                  sweep_kinds: Iterable[str] = ()) -> DesiredState:
+                  sweep_kinds: Iterable[str] = (), skipped: Iterable[Unit] = (), *,
+                  isolate: bool = False) -> DesiredState:
+    """The providers of every configuration, each configuration (and OVN chassis) a unit of its own: one whose
+    providers Placement would refuse is skipped, and so are the units that describe the same provider
+    differently, or the same device twice (Neutron's result would depend on which report came last); every other
+    unit is planned. Two OVN chassis that report different bridges into one hypervisor's agent provider are both
+    planned, as Neutron's OVN extension writes both (with a warning). ``skipped``: units already found bad (an
+    unreadable file, a chassis whose options do not parse). Without ``isolate`` the first bad unit raises its
+    ConfigError instead (one configuration checked, or every one required good)."""
+    warnings = list(warnings)
+    units: list[tuple[AgentConfig, list[ProviderSpec], set[str]]] = []
+    bad: dict[int, str] = {}  # index in units → why
+    out_units: list[Unit] = list(skipped)
+    for cfg in configs:
+        try:
+            specs, t = agent_providers(cfg)
+        except ConfigError as e:
+            if not isolate:
+                raise
+            out_units.append(_unit(cfg, skipped=f"{e} (host {cfg.host})"))
+            continue
+        units.append((cfg, specs, t))
+    by_uuid: dict[str, list[tuple[int, ProviderSpec]]] = {}
+    for i, (_cfg, specs, _t) in enumerate(units):
+        for spec in specs:
+            by_uuid.setdefault(spec.uuid, []).append((i, spec))
+    for uuid, claims in by_uuid.items():
+        owners = sorted({i for i, _spec in claims})
+        if len(claims) == 1:
+            continue
+        spec = claims[0][1]
+        shared_agent = (spec.role == "agent" and spec.kind == naming.OVN and len(owners) == len(claims)
+                        and all(c == spec for _i, c in claims))
+        names = [units[i][0].source for i in owners]
+        if shared_agent:
+            warnings.append(f"{' and '.join(names)} all report to hypervisor {spec.hypervisor} "
+                            f"(resource_provider_hypervisors), so their bridges share the agent provider {spec.name}, "
+                            f"as Neutron's OVN extension writes them; if {spec.hypervisor} is not each one's "
+                            f"hypervisor, fix that chassis's ovn-cms-options")
+            continue
+        if not isolate:
+            raise ConfigError(
+                f"provider {spec.name} ({uuid}) is described twice: two {spec.kind} configurations report to "
+                f"hypervisor {spec.hypervisor} ({', '.join(names)})", source=units[owners[-1]][0].source,
+                fix="give each agent once")
+        what = (f"the same {'device' if spec.role == 'device' else 'agent'} provider {spec.name} ({uuid})"
+                + ("" if spec.role == "device" or spec.kind == naming.OVN else
+                   f": two {units[owners[0]][0].agent_kind.agent_type} configurations of one host"))
+        for i in owners:
+            others = ", ".join(n for j, n in zip(owners, names) if j != i) or "itself, twice"
+            why = (f"{units[i][0].source} (host {units[i][0].host}): it and {others} describe {what}, so which one "
+                   f"Placement would get depends on which reports "
+                   f"last. Fix: give each {'bridge' if spec.kind == naming.OVN else 'device'} of hypervisor "
+                   f"{spec.hypervisor} in one {'chassis' if spec.kind == naming.OVN else 'agent configuration'} "
+                   f"only (resource_provider_hypervisors names the hypervisor each reports to)")
+            bad.setdefault(i, why)
     providers: dict[str, ProviderSpec] = {}
     traits: set[str] = set()
     sweep: set[tuple[str, str]] = set()
-    for cfg in configs:
-        specs, t = agent_providers(cfg)
+    unswept: set[str] = set()
+    for i, (cfg, specs, t) in enumerate(units):
+        if i in bad:
+            out_units.append(_unit(cfg, skipped=bad[i]))
+            continue
+        out_units.append(_unit(cfg))
         traits |= t
         if cfg.kind == naming.OVN:
             # Neutron deletes the providers of bridges that left a chassis's options; the chassis's own
             # host is where they hang when no hypervisor entry is left to name it
             sweep |= {(h, naming.agent_rp_uuid(cfg.agent_kind, h)) for h in {cfg.host, *cfg.hypervisors.values()}}
         for spec in specs:
-            if spec.uuid in providers:
-                raise ConfigError(
-                    f"provider {spec.name} ({spec.uuid}) is described twice: two {cfg.agent_kind.agent_type} "
-                    f"configurations report to hypervisor {spec.hypervisor}", source=cfg.source,
-                    fix="give each agent once")
             providers[spec.uuid] = spec
+    for u in out_units:  # what a skipped unit may own: its agents (a chassis that did not parse: its host's)
+        if u.skipped and u.kind in naming.AGENT_KINDS:
+            unswept |= {naming.agent_rp_uuid(naming.AGENT_KINDS[u.kind], h) for h in {u.host, *u.hypervisors} if h}
+    sweep_kinds = set(sweep_kinds)
+    unknown = [u for u in out_units if u.skipped and not u.hypervisors and u.kind in sweep_kinds]
+    if unknown:
+        sweep_kinds -= {u.kind for u in unknown}
+        warnings.append(f"the {', '.join(sorted({u.kind for u in unknown}))} agent providers that no configuration "
+                        f"describes are kept this run: {', '.join(u.name for u in unknown)} could not be read, and "
+                        f"may own some of them")
     # agents before devices: parents are created first
     ordered = sorted(providers.values(), key=lambda p: (p.role != "agent", p.hypervisor, p.kind, p.name))
     return DesiredState(providers=tuple(ordered), traits=frozenset(traits), sweep=frozenset(sweep),
-                        sweep_kinds=frozenset(sweep_kinds), warnings=tuple(warnings))
+                        sweep_kinds=frozenset(sweep_kinds), warnings=tuple(warnings), units=tuple(out_units),
+                        unswept=frozenset(unswept), isolated=isolate)
+
+
+def _unit(cfg: AgentConfig, skipped: str = "") -> Unit:
+    return Unit(cfg.source, cfg.kind, cfg.host, tuple(sorted(set(cfg.hypervisors.values()))), skipped)
 
 
 def swept_agents(desired: DesiredState, providers) -> set[str]:
@@ -100,4 +169,5 @@ def swept_agents(desired: DesiredState, providers) -> set[str]:
     ``providers``) of a kind the configuration describes completely."""
     kinds = [naming.AGENT_KINDS[k] for k in desired.sweep_kinds]
     named = {u for _name, u in desired.sweep}
-    return named | {p.uuid for p in providers for k in kinds if naming.is_agent_rp(k, p.name, p.uuid)}
+    return (named | {p.uuid for p in providers for k in kinds if naming.is_agent_rp(k, p.name, p.uuid)}) \
+        - desired.unswept

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..errors import ConfigError
+from ..model.providers import Unit
 from ..neutron import naming
 from ..neutron.agentconf import AgentConfig, load_agent_ini, load_agent_values
 
@@ -12,19 +13,37 @@ from ..neutron.agentconf import AgentConfig, load_agent_ini, load_agent_values
 def read_agent_configs(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), host: str | None = None,
                        *, paths_option: str = "agent_configs") -> list[AgentConfig]:
     """Agent ini files (``paths``) and agents given as option dicts (``agent_type``, ``host`` and the
-    agent's options), parsed as the agents would. ``host`` is the default agent host."""
-    configs = []
+    agent's options), parsed as the agents would. ``host`` is the default agent host. The first bad one raises
+    its ConfigError."""
+    configs, errors = read_agent_units(paths, agents, host, paths_option=paths_option)
+    if errors:
+        raise errors[0][1]
+    return configs
+
+
+def read_agent_units(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), host: str | None = None,
+                     *, paths_option: str = "agent_configs") -> tuple[list[AgentConfig], list[tuple[Unit, ConfigError]]]:
+    """:func:`read_agent_configs`, each file and option dict on its own: the configurations read, and each one
+    that could not be (as a skipped :class:`Unit`, with its error)."""
+    configs, errors = [], []
     for i, values in enumerate(agents or ()):
         values = dict(values)
         kind = values.pop("agent_type", None)
-        if kind not in naming.INI_KINDS:
-            why = "; give ML2/OVN chassis as ovn_chassis" if kind == naming.OVN else ""
-            raise ConfigError(f"agent_type must be one of {', '.join(naming.INI_KINDS)}, got {kind!r}{why}",
-                              source=f"agents[{i}]")
-        configs.append(load_agent_values(kind, values, values.pop("host", None) or host, source=f"agents[{i}]"))
+        where, agent_host = f"agents[{i}]", values.pop("host", None) or host
+        try:
+            if kind not in naming.INI_KINDS:
+                why = "; give ML2/OVN chassis as ovn_chassis" if kind == naming.OVN else ""
+                raise ConfigError(f"agent_type must be one of {', '.join(naming.INI_KINDS)}, got {kind!r}{why}",
+                                  source=where)
+            configs.append(load_agent_values(kind, values, agent_host, source=where))
+        except ConfigError as e:
+            errors.append((Unit(where, kind if kind in naming.INI_KINDS else "", agent_host, (), str(e)), e))
     for path in paths or ():
-        configs.append(load_agent_ini(read_text(path, paths_option), source=path, host=host))
-    return configs
+        try:
+            configs.append(load_agent_ini(read_text(path, paths_option), source=path, host=host))
+        except ConfigError as e:
+            errors.append((Unit(path, "", host, (), str(e)), e))
+    return configs, errors
 
 
 def read_text(path: str, option: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 import yaml
 
 from ..errors import ConfigError
-from ..model.providers import DesiredState
+from ..model.providers import DesiredState, Unit
 from ..neutron import naming, ovn
 from ..neutron.agentconf import AgentConfig
 from ..neutron.provider_tree import desired_state
@@ -106,24 +106,50 @@ def chassis_values(values: Iterable, option: str = "ovn_chassis") -> list[ovn.Ch
             for i, v in enumerate(values or ())]
 
 
-def chassis_configs(chassis: Iterable[ovn.Chassis],
-                    tunnelled_rp_name: str = naming.RP_TUNNELLED) -> tuple[list[AgentConfig], list[str]]:
-    """Each chassis as the AgentConfig Neutron reports from, and the warnings of what it skips."""
-    configs, warnings = [], []
+def chassis_configs(chassis: Iterable[ovn.Chassis], tunnelled_rp_name: str = naming.RP_TUNNELLED, *,
+                    isolate: bool = False) -> tuple[list[AgentConfig], list[str], list[Unit]]:
+    """Each chassis as the AgentConfig Neutron reports from, the warnings of what it skips, and the chassis
+    that cannot be read (a chassis of a name given twice, options that do not parse): with ``isolate`` each
+    skipped on its own, named with its hostname and why; without, the first raises ConfigError."""
+    chassis = list(chassis)
+    names = [c.name for c in chassis]
+    configs, warnings, skipped = [], [], []
     for c in chassis:
-        config, said = ovn.chassis_config(c, tunnelled_rp_name)
+        where = f"chassis {c.name} ({c.source})"
+        named = f"chassis {c.name} (hostname {c.hostname}, {c.source})"
+        if names.count(c.name) > 1:
+            if not isolate:
+                raise ConfigError(f"chassis {c.name} given more than once", option="--ovn-chassis",
+                                  fix="give each chassis from one source")
+            skipped.append(Unit(where, naming.OVN, c.hostname, (), f"{named}: given more than once (from "
+                                f"{', '.join(o.source for o in chassis if o.name == c.name)}). Fix: give each "
+                                f"chassis from one source"))
+            continue
+        try:
+            config, said = ovn.chassis_config(c, tunnelled_rp_name)
+        except ConfigError as e:
+            if not isolate:
+                raise
+            fix = f" Fix: {e.fix}." if e.fix else ""
+            skipped.append(Unit(where, naming.OVN, c.hostname, (), f"{named}: {e.option + ': ' if e.option else ''}"
+                                f"{e.neutron_message.rstrip('.')}.{fix}"))
+            continue
         configs.append(config)
         warnings += said
-    return configs, warnings
+    return configs, warnings, skipped
 
 
 def desired(agent_configs: Iterable[AgentConfig] = (), chassis: Iterable[ovn.Chassis] = (), *,
-            complete: bool = False, tunnelled_rp_name: str = naming.RP_TUNNELLED) -> DesiredState:
-    """The providers of the agents' configurations and of the OVN chassis together. ``complete``: the
-    chassis are every chassis of the cloud (the southbound database), so any OVN device provider in
-    Placement that none of them describes is stale."""
-    configs, warnings = chassis_configs(chassis, tunnelled_rp_name)
-    return desired_state([*agent_configs, *configs], warnings, sweep_kinds=[naming.OVN] if complete else [])
+            complete: bool = False, tunnelled_rp_name: str = naming.RP_TUNNELLED,
+            skipped: Iterable[Unit] = (), isolate: bool = False) -> DesiredState:
+    """The providers of the agents' configurations and of the OVN chassis together, each a unit of its own
+    (:func:`minbw.neutron.provider_tree.desired_state`; ``skipped``: agent configurations that could not be
+    read; ``isolate``: a bad unit is skipped, not raised). ``complete``: the chassis are every chassis of the
+    cloud (the southbound database), so any OVN device provider in Placement that none of them describes is
+    stale."""
+    configs, warnings, bad = chassis_configs(chassis, tunnelled_rp_name, isolate=isolate)
+    return desired_state([*agent_configs, *configs], warnings, sweep_kinds=[naming.OVN] if complete else [],
+                         skipped=[*skipped, *bad], isolate=isolate)
 
 
 def gather(*, files: Iterable[str] = (), southbound: bool = False, sb_db: str | None = None,
@@ -143,9 +169,4 @@ def gather(*, files: Iterable[str] = (), southbound: bool = False, sb_db: str | 
         complete = True
     if open_vswitch:
         chassis.append(read_open_vswitch(ovs_db, vsctl, hostname))
-    names = [c.name for c in chassis]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ConfigError(f"chassis {', '.join(twice)} given more than once", option="--ovn-chassis",
-                          fix="give each chassis from one source")
     return chassis, complete

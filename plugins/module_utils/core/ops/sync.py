@@ -94,12 +94,17 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
     if cache:
         cache.stats["reread"] += sum(1 for u in to_read if u in candidates)
 
-    for i, d in enumerate(api.provider_details((providers[u] for u in to_read), readers=workers), 1):
+    for i, d in enumerate(api.provider_details((providers[u] for u in to_read), readers=workers, missing_ok=True),
+                          1):
         p = d.provider
         traits[p.uuid], inventories[p.uuid] = d.traits, freeze_inventories(d.inventories)
         if cache and d.unmoved:  # nothing moved between the listing and the reads
             cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits, inventories[p.uuid])
         progress("providers read", i, len(to_read))
+    gone = set(to_read) - set(traits)  # deleted since the listing: absent (the plan makes it again if desired)
+    for u in gone:
+        providers.pop(u, None)
+    present, stale = [u for u in present if u not in gone], [u for u in stale if u not in gone]
     allocations = {u: api.provider_allocations(u) for u in (present if allocations_of_all else stale)}
     return Observed(providers=providers, roots=roots, traits=traits, inventories=inventories,
                     existing_traits=frozenset(api.existing_traits(desired.traits)),
@@ -114,11 +119,19 @@ class ApplyResult:
     applied: list[Op] = field(default_factory=list)
     kept: tuple[Kept, ...] = ()
     generations: dict[str, int] = field(default_factory=dict)
+    # host trees whose writes failed while the others were made: {tree (root name), error, code, pending ops}
+    failed: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"writes": self.writes, "retries": self.retries, "found_applied": self.found_applied,
                 "applied": [op.to_dict() for op in self.applied], "kept": [k.to_dict() for k in self.kept],
-                "generations": dict(self.generations)}
+                "generations": dict(self.generations),
+                "failed": [{**f, "pending": [op.to_dict() for op in f["pending"]]} for f in self.failed]}
+
+    def failures(self) -> list[str]:
+        """One line per host tree whose writes failed: which, why, what is left."""
+        return [f"host tree {f['tree']}: {f['error']} — {len(f['pending'])} of its writes not made (the first: "
+                f"{f['pending'][0]}); running the sync again resumes from what is in Placement" for f in self.failed]
 
 
 def tree_of(plan: Plan, observed: Observed) -> Callable[[Op], str]:
@@ -148,6 +161,7 @@ class _Applier:
         self.result = ApplyResult()
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self.failed: dict[str, tuple[MinbwError, list[Op]]] = {}  # tree → what stopped it, its writes not made
 
     def _with_retry(self, op: Op, write: Callable[[int], int], refresh: Callable[[], int]) -> None:
         attempt = 0
@@ -181,21 +195,28 @@ class _Applier:
             if op.action != "create_trait":
                 trees.setdefault(tree(op), []).append(op)  # plan order kept: parents before children
         if workers <= 1 or len(trees) <= 1:
-            for tree_ops in trees.values():
-                self._tree(tree_ops)
+            for key, tree_ops in trees.items():
+                self._tree(key, tree_ops)
             return
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(self._tree, tree_ops) for tree_ops in trees.values()]
+            futures = [pool.submit(self._tree, key, tree_ops) for key, tree_ops in trees.items()]
         errors = [f.exception() for f in futures if f.exception() is not None]
-        if errors:  # the others stopped before their next tree: report the first cause
-            raise next((e for e in errors if isinstance(e, MinbwError)), errors[0])
+        if errors:  # not Placement's answer (a bug, an interrupt): the others stopped before their next tree
+            raise errors[0]
 
-    def _tree(self, ops: Sequence[Op]) -> None:
+    def _tree(self, key: str, ops: Sequence[Op]) -> None:
+        """One host tree's writes in order; Placement refusing one (a provider deleted meanwhile, a conflict
+        past its retries, ...) stops this tree only: the others go on."""
         if self._stop.is_set():
             return
+        done = 0
         try:
             for op in ops:
                 self._one(op)
+                done += 1
+        except MinbwError as e:
+            with self._lock:
+                self.failed[key] = (e, list(ops[done:]))
         except BaseException:
             self._stop.set()
             raise
@@ -234,8 +255,11 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
     gens.update(pinned or {})
     applier = _Applier(api, gens, set(pinned or {}), retries, progress)
     found_before = api.converged
+    trees = tree_of(plan, observed)
     try:
-        applier.run(plan.ops, tree_of(plan, observed), workers)
+        applier.run(plan.ops, trees, workers)
+        if applier.failed and len(applier.failed) == len({trees(op) for op in plan.ops if op.action != "create_trait"}):
+            raise next(iter(applier.failed.values()))[0]  # every tree failed: nothing could be done
     except MinbwError as e:
         applier.result.found_applied = api.converged - found_before
         # never leave a half-applied state unreported
@@ -243,9 +267,13 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
         made = {id(op) for op in done}  # the plan's own op objects: no equality scan of every pair
         raise PartialApply(e, done, len(plan.ops), applier.result,
                            pending=[op for op in plan.ops if id(op) not in made]) from e
+    names = {u: a["name"] for u, a in plan.after.items()} | {u: p.name for u, p in observed.providers.items()}
+    applier.result.failed = [{"tree": names.get(key, key), "error": str(e), "code": getattr(e, "code", None),
+                              "pending": pending} for key, (e, pending) in applier.failed.items()]
     applier.result.found_applied = api.converged - found_before
     applier.result.kept = plan.kept
-    applier.result.generations = {u: g for u, g in gens.items() if u in plan.after}
+    pending = {op.uuid for f in applier.result.failed for op in f["pending"]}
+    applier.result.generations = {u: g for u, g in gens.items() if u in plan.after and u not in pending}
     return applier.result
 
 
@@ -296,6 +324,9 @@ def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_r
         raise
     if cache:
         remember(cache, plan, result)
+        for f in result.failed:  # a tree whose writes failed: what Placement holds there is not the plan's
+            for op in f["pending"]:
+                cache.drop(op.uuid or "")
         cache.save()
     return plan, result
 

@@ -19,11 +19,12 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from keystoneauth1.exceptions import RetriableConnectionFailure
 
 from ..errors import (DuplicateName, InvalidInput, MicroversionUnsupported, NotFound, PlacementUnavailable,
-                          placement_error)
+                          ProviderNotFound, placement_error)
 from ..model import microversions as mv
 from ..model.providers import Provider, ProviderDetail
 
 READERS = 4  # concurrent provider reads: the client's work and the network overlap the server's
+_GONE = object()  # a provider read with missing_ok that Placement no longer has
 TRANSIENT_STATUS = (502, 503, 504)  # the front (or Placement) could not answer now: try again
 DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
 
@@ -330,20 +331,37 @@ class Placement:
     def provider_usages(self, uuid: str) -> dict[str, int]:
         return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
 
-    def usages_of(self, uuids: Iterable[str], readers: int = READERS) -> dict[str, dict[str, int]]:
-        """``{rp: usages}`` of several providers, read concurrently (a write's verification: minbw.ops.verify)."""
+    def usages_of(self, uuids: Iterable[str], readers: int = READERS, *,
+                  missing_ok: bool = False) -> dict[str, dict[str, int]]:
+        """``{rp: usages}`` of several providers, read concurrently (a write's verification: minbw.ops.verify).
+        ``missing_ok``: a provider deleted meanwhile is left out (a report over many), instead of raising."""
         uuids = list(dict.fromkeys(uuids))
+        read = self._tolerant(self.provider_usages) if missing_ok else self.provider_usages
         if len(uuids) <= 1:
-            return {u: self.provider_usages(u) for u in uuids}
-        with ThreadPoolExecutor(max_workers=max(1, min(readers, len(uuids)))) as pool:
-            return dict(zip(uuids, pool.map(self.provider_usages, uuids)))
+            found = {u: read(u) for u in uuids}
+        else:
+            with ThreadPoolExecutor(max_workers=max(1, min(readers, len(uuids)))) as pool:
+                found = dict(zip(uuids, pool.map(read, uuids)))
+        return {u: v for u, v in found.items() if v is not _GONE}
+
+    @staticmethod
+    def _tolerant(read: Callable):
+        """``read(provider)``, or :data:`_GONE` when Placement says the provider is not there (any more)."""
+        def tolerant(p):
+            try:
+                return read(p)
+            except (ProviderNotFound, NotFound):
+                return _GONE
+        return tolerant
 
     # ------------------------------------------------------------ whole providers
     def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
-                         usages: bool = False, readers: int = READERS, traits: bool = True) -> Iterator[ProviderDetail]:
+                         usages: bool = False, readers: int = READERS, traits: bool = True,
+                         missing_ok: bool = False) -> Iterator[ProviderDetail]:
         """Traits (and inventories, and usages of providers that have inventories) of each provider,
         read concurrently, yielded in the given order. The one reader of provider trees. ``traits`` False:
-        not read (empty)."""
+        not read (empty). ``missing_ok``: a provider deleted since it was listed is left out, instead of
+        raising (one provider gone costs that provider only)."""
         want_traits = traits
 
         def read(p: Provider) -> ProviderDetail:
@@ -353,7 +371,9 @@ class Placement:
             return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == p.generation)
 
         with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
-            yield from pool.map(read, list(providers))
+            for d in pool.map(self._tolerant(read) if missing_ok else read, list(providers)):
+                if d is not _GONE:
+                    yield d
 
     # ------------------------------------------------------------ allocation candidates
     def allocation_candidates(self, params: Mapping[str, Any], microversion: str | mv.Microversion) -> dict:

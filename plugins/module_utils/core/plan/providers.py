@@ -102,6 +102,7 @@ class Plan(base.Plan):
     kept: tuple[Kept, ...] = ()
     providers: tuple[ProviderSpec, ...] = ()   # desired, parents resolved
     warnings: tuple[str, ...] = ()             # what Neutron would silently skip (OVN chassis options)
+    skipped: tuple[tuple[str, str], ...] = ()  # (hypervisor, why) planned nothing for: no compute node root
 
     def diff(self) -> dict:
         """Each provider before/after, only those that change (Ansible's diff shape)."""
@@ -117,8 +118,9 @@ class Plan(base.Plan):
 
 
 def owned_agents(desired: DesiredState, providers) -> set[str]:
-    """The agent providers whose unlisted children are stale: the desired agents and the swept ones."""
-    return set(desired.agent_uuids) | swept_agents(desired, providers)
+    """The agent providers whose unlisted children are stale: the desired agents and the swept ones, but for
+    those a skipped unit may own (``desired.unswept``)."""
+    return (set(desired.agent_uuids) | swept_agents(desired, providers)) - desired.unswept
 
 
 def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
@@ -154,6 +156,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
 
     roots: dict[str, str] = {}
     warnings = list(desired.warnings)
+    skipped: list[tuple[str, str]] = []
     for hyp in desired.hypervisors:
         root = observed.roots.get(hyp)
         devices = sorted(p.device for p in desired.providers if p.hypervisor == hyp and p.device)
@@ -173,8 +176,16 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                             f"silently reports nothing for its resource_provider_hypervisors entries"
                             + (f" (bridges {', '.join(devices)})" if devices else "") + "; minbw skips them too. "
                             f"Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
+        elif desired.isolated:  # this hypervisor's configurations only: named, the others planned
+            skipped.append((hyp, str(RootProviderNotFound(hyp, devices))))
         else:
             raise RootProviderNotFound(hyp, devices)
+    if skipped and not roots:  # no hypervisor has its root: nothing can be done
+        if len(skipped) == 1:
+            raise RootProviderNotFound(skipped[0][0], sorted(p.device for p in desired.providers
+                                                             if p.hypervisor == skipped[0][0] and p.device))
+        raise PlanError("nothing to sync: no hypervisor has its compute node's root provider in Placement: "
+                        + " | ".join(why for _hyp, why in skipped))
 
     # the physnet traits only skipped providers had are not ensured either (Neutron never saw those bridges)
     kept_traits = {t for p in desired.providers if p.hypervisor in roots for t in p.traits}
@@ -227,7 +238,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             else:
                 ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
     return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after,
-                warnings=tuple(warnings))
+                warnings=tuple(warnings), skipped=tuple(skipped))
 
 
 def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: dict,

@@ -217,6 +217,7 @@ class Reader:
         self.verify = verify
         self.read = 0  # providers read so far (not trusted from the cache)
         self.usages_read = 0  # usages read of providers whose traits and inventories the cache held
+        self.gone: set[str] = set()  # providers the last read found deleted since their listing (left out)
         # (uuid, usages, traits) → (listed provider, cache entry, usages, detail): a detail built from the cache is
         # built again only when the provider's listing, its cache entry or its usage changed (the exporter's reader
         # lives long)
@@ -248,6 +249,7 @@ class Reader:
         read per provider with an inventory, ``workers`` at once: a generation does not move when allocations
         are deleted, so no usage is served from the cache."""
         cache = self.cache
+        self.gone = set()  # of these providers, those deleted since their listing (this call's)
         if cache is None:
             return {}
         providers = list(providers)
@@ -259,11 +261,12 @@ class Reader:
         fresh: dict[str, dict[str, int]] = {}
         if usages:
             need = [p.uuid for p in providers if p.uuid in trusted and cache.entries[p.uuid]["inventories"]]
-            fresh = self.api.usages_of(need, readers=self.workers) if need else {}
+            fresh = self.api.usages_of(need, readers=self.workers, missing_ok=True) if need else {}
             self.usages_read += len(need)
+            self.gone |= set(need) - set(fresh)  # deleted since the listing: not there any more
         out = {}
         for p in providers:
-            if p.uuid in trusted:
+            if p.uuid in trusted and p.uuid not in self.gone:
                 e = cache.entries[p.uuid]
                 used = fresh.get(p.uuid, {}) if usages else None
                 key = (p.uuid, usages, traits)
@@ -285,10 +288,10 @@ class Reader:
         providers = list(providers)
         out = self.cached(providers, usages=usages, traits=traits)
         cache = self.cache
-        to_read = [p for p in providers if p.uuid not in out]
+        to_read = [p for p in providers if p.uuid not in out and p.uuid not in self.gone]
         self.read += len(to_read)
-        for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits),
-                              1):
+        for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits,
+                                                        missing_ok=True), 1):
             out[d.provider.uuid] = d
             if cache is not None and d.unmoved:
                 p = d.provider

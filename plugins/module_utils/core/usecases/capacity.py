@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InvalidInput
 from ..model.requests import ServerRequest
-from ..ops.nova_query import read_scheduler_options, root_trait_reasons
+from ..ops.nova_query import aggregate_exclusions, root_trait_reasons
 from ..neutron.port_request import QosPort
 from ..reports.capacity.report import CapacityReport, capacity as count
 from ..reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
@@ -15,12 +15,12 @@ from ..placement.client import Placement
 from ..reports.capacity.request import CapacityRequest, capacity_request
 from ..reports.providers import sharing_providers
 from ..reports.reader import Reader, read_for_capacity
-from ..usecases.candidates import STAND_IN, check_flavor_or_resources, nova_server_query
+from ..usecases.candidates import STAND_IN, NovaServer, check_flavor_or_resources, nova_server_query
 from ..usecases.cloud import Cloud
 
 
 @dataclass(frozen=True)
-class CapacityQuery:
+class CapacityQuery(NovaServer):
     """The server's shape (flavor resources and traits, ports as their ``resource_request`` or described by
     their QoS rules) and, optionally, the one host to count. ``options`` name the front end's options in
     errors (``resources``, ``hypervisor``; ``qos_ports``: one label per port)."""
@@ -34,15 +34,9 @@ class CapacityQuery:
     resources_option: str = "resources"
     hypervisor_option: str = "hypervisor"
     port_labels: tuple[str, ...] | None = None
-    flavor: str | None = None
-    image: str | None = None
-    project: str | None = None
-    nova_options: tuple[str, ...] = ()
-    nova_conf: str | None = None
-    owner_nova: bool | None = None
-    flavor_option: str = "flavor"
 
     def __post_init__(self):
+        super().__post_init__()
         check_flavor_or_resources(self.flavor, self.resources, self.required, self.group_policy, self.flavor_option,
                                   self.resources_option)
 
@@ -50,8 +44,9 @@ class CapacityQuery:
 def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     """Every host (or the one named), counted now (bad input is refused before anything is read), for the server
     Nova would schedule: its flavor (given, or read from Nova) and image, with what Nova's request filters add to
-    the compute node (a disabled nova-compute's host counts 0, and says why)."""
-    options = read_scheduler_options(query.nova_options, query.nova_conf)
+    the compute node (a disabled nova-compute's host counts 0, and says why; so does a host outside the requested
+    availability zone's aggregates, or the project's, or in an isolated aggregate)."""
+    options = query.scheduler_options()
     capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
                      group_policy=query.group_policy, resources_option=query.resources_option,
                      port_labels=query.port_labels, flavor=ServerRequest(vcpus=1) if query.flavor else None)
@@ -60,11 +55,11 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     ports_alone = not (query.flavor or query.resources)
     nq = nova_server_query(cloud, options, flavor=query.flavor, resources=query.resources or STAND_IN,
                            required=query.required, group_policy=query.group_policy, image=query.image,
-                           project=query.project, owner_nova=query.owner_nova, flavor_option=query.flavor_option)
-    if nq.request.member_of or nq.request.forbidden_member_of or nq.request.in_tree:
-        raise InvalidInput("capacity counts every host; Nova's request filters would restrict this server to "
-                           "aggregates (" + "; ".join(nq.explain()) + ") and the count does not follow aggregates. "
-                           "Fix: leave out the options that add them, or count one host with its hypervisor.")
+                           project=query.project, availability_zone=query.availability_zone,
+                           owner_nova=query.owner_nova, flavor_option=query.flavor_option)
+    if nq.request.in_tree:
+        raise InvalidInput("capacity counts every host; Nova's request would restrict this server to one tree ("
+                           + "; ".join(nq.explain()) + "). Fix: count that host with its hypervisor instead.")
     flavor = nq.request
     if ports_alone:
         flavor = ServerRequest(required=flavor.required, forbidden=flavor.forbidden,
@@ -72,7 +67,8 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     request = capacity_request(query.resources, query.required, query.port_requests, query.qos_ports,
                                group_policy=query.group_policy, resources_option=query.resources_option,
                                port_labels=query.port_labels, flavor=flavor,
-                               root_reasons=root_trait_reasons(nq.applied))
+                               root_reasons=root_trait_reasons(nq.applied),
+                               excluded_roots=aggregate_exclusions(cloud.placement, nq.applied))
     return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
 
 

@@ -2,6 +2,7 @@
 rate (used, free). Pure: the use case reads the providers."""
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -182,6 +183,16 @@ def host_networks(tree: Tree) -> tuple[str, ...]:
 
 
 def _host(request: CapacityRequest, tree: Tree) -> HostCapacity:
+    """The host counted; 0 everywhere on a host Nova's request filters keep out by its aggregates, with why."""
+    host = _counted(request, tree)
+    out = request.excluded_roots.get(tree.root)
+    if out is None:
+        return host
+    zero = Fit(0, 0, True, 0, (Limit(reason=f"the root {host.name} {out}"),))
+    return HostCapacity(host.uuid, host.name, zero, tuple(dataclasses.replace(n, fit=zero) for n in host.physnets))
+
+
+def _counted(request: CapacityRequest, tree: Tree) -> HostCapacity:
     name = tree.names[tree.root]
     if request.open_groups:
         networks = host_networks(tree)
@@ -221,6 +232,7 @@ def _pool(request: CapacityRequest, group: Sequence[Tree], rows: Mapping[str, Ho
     """The hosts of ``group`` counted together: the server as each host counts it, and per physnet row."""
     names = request.port_names
     pairs = []
+    group = [t for t in group if t.root not in request.excluded_roots]
     for t in group:
         if request.open_groups:
             networks = host_networks(t)

@@ -33,12 +33,16 @@ class CapacityRequest:
     labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
     port_names: Mapping[str, str] = dataclasses.field(default_factory=dict)  # port id → how the user named it
     root_reasons: Mapping[str, str] = dataclasses.field(default_factory=dict)  # root trait → why it is asked for
+    # root uuid → why Nova's request filters keep the host out by its aggregates (an availability zone, tenant
+    # isolation, isolated aggregates: member_of on the compute node)
+    excluded_roots: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "open_groups", frozenset(self.open_groups))
         object.__setattr__(self, "labels", MappingProxyType(dict(self.labels)))
         object.__setattr__(self, "port_names", MappingProxyType(dict(self.port_names)))
         object.__setattr__(self, "root_reasons", MappingProxyType(dict(self.root_reasons)))
+        object.__setattr__(self, "excluded_roots", MappingProxyType(dict(self.excluded_roots)))
         groups = self.server.request_groups()
         if not any(g.resources for g in groups):
             raise InvalidInput("nothing to count: the server asks for no resources. Fix: give the flavor's "
@@ -112,14 +116,15 @@ def capacity_request(resources: Mapping | None = None, required: Iterable[str] =
                      qos_ports: Sequence[QosPort | Mapping] = (), *, group_policy: str | None = None,
                      resources_option: str = "resources", port_labels: Sequence[str] | None = None,
                      flavor: ServerRequest | None = None, root_reasons: Mapping[str, str] | None = None,
-                     ) -> CapacityRequest:
+                     excluded_roots: Mapping[str, str] | None = None) -> CapacityRequest:
     """The shape to count, from plain data (CLI options, module parameters): the flavor's resources and
     traits, ports as Neutron reports their ``resource_request`` (``port_requests``), and ports given by
     their QoS rules (``qos_ports``: :class:`QosPort` or its dict; a port without physical_network or tunnel
     network_type is counted on each physnet). ``port_labels`` name the qos_ports in errors (default
     ``qos_ports[i]``). ``flavor``: the server as Nova's query has it without ports (its flavor groups, traits and
     root traits: :mod:`minbw.nova`), instead of ``resources``, ``required`` and ``group_policy``;
-    ``root_reasons``: why it asks for each root trait."""
+    ``root_reasons``: why it asks for each root trait; ``excluded_roots``: the hosts (root uuid → why) Nova's
+    request filters keep out by their aggregates."""
     amounts = check_resources(resources, resources_option)
     built, opened, labels, names = [], set(), {}, {}
     for i, spec in enumerate(qos_ports or ()):
@@ -148,4 +153,4 @@ def capacity_request(resources: Mapping | None = None, required: Iterable[str] =
         server = dataclasses.replace(flavor, ports=server.ports, limit=None,
                                      group_policy=group_policy or flavor.group_policy)
     return CapacityRequest(dataclasses.replace(server, ports=server.ports + tuple(built)), frozenset(opened), labels,
-                           names, root_reasons or {})
+                           names, root_reasons or {}, excluded_roots or {})

@@ -1,0 +1,539 @@
+"""Section ``exporter_scale``: the exporter at N hosts (each of ``--sizes``) as it runs — its own process, a
+collection thread and an HTTP server — scraped from another process as Prometheus scrapes it, with the process's
+real peak memory (RSS).
+
+The workload is the reports section's shape (bench/reports_bench.py) built faster, through Placement's API:
+
+- the N compute roots as nova-compute makes them (inventories, COMPUTE_NODE and OWNER_NOVA: the calls of
+  bench/sync_bench.py's ``make_roots``), ``ROOT_THREADS`` hosts at once;
+- the agents' providers by **minbw's own sync** (every host's OVS and SR-IOV agent ini files → one
+  ``desired_state`` → ``sync()``), ``SYNC_WORKERS`` host trees written at once (its ``workers`` option; the
+  ``minbw providers sync`` default is 4), with the provider cache the exporter then uses (``cache`` of the exporter
+  defaults to the sync's file);
+- 10 QoS consumers per host, each holding VCPU 1 on the root and 1000 kbps each way on the host's first bridge —
+  the same consumers as the reports section's, but sent with Placement's bulk ``POST /allocations``
+  (microversion 1.28: ``consumer_generation`` null, new consumers), the consumers of ``HOSTS_PER_POST`` hosts per
+  request, ``CONSUMER_THREADS`` requests at once (disjoint hosts: no two requests touch one provider).
+
+Then checked through the API: the provider count (7 per host) and ``GET /usages?project_id=bench`` (VCPU and
+bandwidth of every consumer).
+
+The exporter runs in a spawned process of its own (``minbw exporter`` as the service builds it: one port size,
+Placement only, ``workers`` 8 by default), driven over a pipe; its collection cycles are counted there (an HTTP
+hook on its collector's own client) and its memory read from ``/proc/self/status`` (VmRSS, VmHWM) and
+``getrusage`` (ru_maxrss) after every step. Up to ``FULL_UP_TO`` hosts: the first cycle from an **empty** cache (a
+cold start), three warm cycles, one after a claim moved a host, scrapes during the slow reports too, and a
+collection scraped by a client inside the exporter's own process (as reports_bench measured it before, for
+comparison). Above: the first cycle with the cache the sync left (what an exporter beside the sync meets), two
+warm cycles. At every size: ``SCRAPES`` scrapes (OpenMetrics, gzip) from this process while nothing else runs and
+during a collection, and a ``DELETE /allocations/{consumer}`` whose freed bandwidth must be in the body the next
+collection publishes (scraped).
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import resource
+import statistics
+import threading
+import time
+import traceback
+import uuid as uuidlib
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, loadavg, progress,
+                          spawn_workers, stop_workers)
+from bench.reports_bench import CONSUMERS_PER_HOST, EGR, IGR, claim_on, exporter_for, scrape_once, time_scrapes
+from bench.sync_bench import ROOT_INVENTORIES, host_name, root_uuid, write_agent_files
+
+ROOT_THREADS = 8
+SYNC_WORKERS = 16
+HOSTS_PER_POST = 10
+CONSUMER_THREADS = 4
+FULL_UP_TO = 2000   # sizes up to this get the cold start, the slow reports and the in-process client too
+SCRAPES = 100       # scrapes timed per situation
+MEMORY_GOAL_MIB = 1024
+
+
+def consumer_uuid(host: str, j: int) -> str:
+    """The reports section's consumers (bench/reports_bench.py)."""
+    return str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{host}-consumer-{j}"))
+
+
+# ---------------------------------------------------------------- the workload
+
+def make_roots(server, hosts: list[str], threads: int = ROOT_THREADS) -> dict:
+    """sync_bench.make_roots' calls (provider, inventories, COMPUTE_NODE and OWNER_NOVA), ``threads`` hosts at once."""
+    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
+    from minbw.placement.client import Placement
+    api = Placement(server.connect())
+    invs = freeze_inventories(ROOT_INVENTORIES)
+
+    def make(host):
+        prov = api.create_provider(root_uuid(host), host, None)
+        generation = api.set_inventories(prov.uuid, invs, prov.generation)
+        api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, generation)
+    t = time.perf_counter()
+    step = max(1000, len(hosts) // 10)
+    with ThreadPoolExecutor(threads) as pool:
+        for i, _ in enumerate(pool.map(make, hosts), 1):
+            if i % step == 0:
+                progress(f"exporter_scale: roots {i}/{len(hosts)}")
+    return {"step": "roots (nova-compute's calls)", "how": f"{threads} hosts at once", "calls": api.calls,
+            "s": time.perf_counter() - t, "load": loadavg()}
+
+
+def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKERS) -> dict:
+    """minbw's own sync of every host's agent files, ``workers`` host trees at once, filling ``cache_file``."""
+    from minbw.neutron.agentconf import load_agent_ini
+    from minbw.neutron.provider_tree import desired_state
+    from minbw.ops import sync as s
+    from minbw.placement.client import Placement
+    from minbw.reports.reader import ProviderCache
+    api = Placement(server.connect())
+    t = time.perf_counter()
+    desired = desired_state([load_agent_ini(p.read_text(), source=str(p)) for h in files for p in files[h]])
+    cache = ProviderCache(cache_file, api.endpoint())
+
+    def every(step, done, total):
+        if done % 10000 == 0:
+            progress(f"exporter_scale: sync {step} {done}/{total}")
+    plan, result = s.sync(api, desired, progress=every, cache=cache, workers=workers)
+    seconds = time.perf_counter() - t
+    summary = s.summary(desired, plan, result, seconds=seconds, calls=api.calls, cache=cache)
+    progress(f"exporter_scale: sync: {summary}")
+    if result is None or result.writes != api.writes:
+        raise BenchError(f"exporter_scale: the sync wrote {api.writes} times, its result says "
+                         f"{result.writes if result else None}")
+    return {"step": "agents' providers (minbw's sync)", "how": f"workers {workers}, cache on", "calls": api.calls,
+            "s": seconds, "load": loadavg(), "summary": summary}
+
+
+def post_consumers(server, hosts: list[str], per_post: int = HOSTS_PER_POST, threads: int = CONSUMER_THREADS) -> dict:
+    """The consumers of every host by bulk ``POST /allocations``, ``per_post`` hosts' consumers per request."""
+    from minbw.neutron import naming
+    from minbw.placement.client import Placement
+    api = Placement(server.connect())
+    kind = naming.AGENT_KINDS[naming.OVS]
+    groups = [hosts[i:i + per_post] for i in range(0, len(hosts), per_post)]
+
+    def post(group):
+        bodies = {}
+        for host in group:
+            bridge = naming.device_rp_uuid(kind, host, "br-phys0")
+            for j in range(CONSUMERS_PER_HOST):
+                bodies[consumer_uuid(host, j)] = {
+                    "allocations": {root_uuid(host): {"resources": {"VCPU": 1}},
+                                    bridge: {"resources": {EGR: 1000, IGR: 1000}}},
+                    "project_id": "bench", "user_id": "bench", "consumer_generation": None}
+        api.post_allocations(bodies)
+    t = time.perf_counter()
+    step = max(1, len(groups) // 10)
+    with ThreadPoolExecutor(threads) as pool:
+        for i, _ in enumerate(pool.map(post, groups), 1):
+            if i % step == 0:
+                progress(f"exporter_scale: consumers of {min(i * per_post, len(hosts))}/{len(hosts)} hosts")
+    return {"step": f"{len(hosts) * CONSUMERS_PER_HOST} consumers (bulk POST /allocations)",
+            "how": f"{per_post * CONSUMERS_PER_HOST} consumers per request, {threads} requests at once",
+            "calls": api.calls, "s": time.perf_counter() - t, "load": loadavg()}
+
+
+def check_workload(server, n: int) -> dict:
+    """Through the API: 7 providers per host, and the bench project's usage of every consumer."""
+    from minbw.placement.client import Placement
+    api = Placement(server.connect())
+    providers = api.list_providers()
+    usages = api.request("get", "/usages?project_id=bench", "1.9")["usages"]
+    consumers = n * CONSUMERS_PER_HOST
+    want = {"VCPU": consumers, EGR: consumers * 1000, IGR: consumers * 1000}
+    if len(providers) != 7 * n or {k: usages.get(k) for k in want} != want:
+        raise BenchError(f"exporter_scale: the workload: {len(providers)} providers (want {7 * n}), bench's usage "
+                         f"{usages} (want {want})")
+    out = {"providers": len(providers), "usages": usages}
+    progress(f"exporter_scale: checked: {len(providers)} providers, project bench's usage {usages}")
+    return out
+
+
+# ---------------------------------------------------------------- the exporter's own process
+
+def memory() -> dict:
+    """This process's resident memory now and at its peak (MiB): /proc/self/status VmRSS, VmHWM; ru_maxrss."""
+    status = Path("/proc/self/status").read_text()
+    kib = {k: int(v) for k, v in re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M)}
+    return {"rss_mib": kib["VmRSS"] / 1024, "hwm_mib": kib["VmHWM"] / 1024,
+            "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+class _Cloud:
+    """What exporter_for needs of a server: connect(), from its clouds.yaml (a spawned process gets the path)."""
+
+    def __init__(self, clouds_yaml: str, cloud: str):
+        self.clouds_yaml, self.cloud = clouds_yaml, cloud
+
+    def connect(self):
+        import openstack.config
+        from openstack import connection
+        cfg = openstack.config.OpenStackConfig(config_files=[self.clouds_yaml])
+        return connection.Connection(config=cfg.get_one(cloud=self.cloud))
+
+
+def _exporter_process(pipe, clouds_yaml: str, cloud: str, cache_file: str, workers: int) -> None:
+    """The exporter alone in a process: built as the service builds it, its collector given a client of its own
+    (its calls counted), then commands from ``pipe`` until ("stop",)."""
+    import warnings
+    warnings.filterwarnings("ignore")
+    try:
+        from minbw.exporter.loops import start_server
+        from minbw.placement.client import Placement
+        server = _Cloud(clouds_yaml, cloud)
+        exp = exporter_for(server, Path(cache_file), workers=workers)
+        api = Placement(server.connect())
+        api.max_version()  # discovered once, as a long-running client does; not counted
+        exp.collector.api = api
+        exp.collector.reader.api = api
+    except Exception:  # noqa: BLE001 - told to the parent
+        pipe.send(("error", traceback.format_exc()))
+        return
+    http = None
+
+    def collect(workers=None, loop=True):
+        """One collection: as the collection loop runs it (``loop``: Loops.cycle, the garbage collector's part
+        included), or as serve() runs the first one (Loops.collect_once)."""
+        if workers:
+            exp.collector.reader.workers = workers
+        counter = HttpCounter(api.conn.session.session)
+        before, load0 = api.calls, loadavg()
+        t = time.perf_counter()
+        collection = exp.loops.cycle() if loop else exp.loops.collect_once()
+        seconds = time.perf_counter() - t
+        counter.detach()
+        if not collection.ok:
+            raise BenchError(f"exporter collection failed: {exp.collector.status.get('providers')}")
+        calls = api.calls - before
+        if calls != counter.total:
+            raise BenchError(f"the client counted {calls} calls, the HTTP hook {counter.total}")
+        stats = dict(collection.stats)
+        return {"calls": calls, "s": seconds, "waiting_s": counter.http_seconds, "workers": exp.collector.reader.workers,
+                "floor": 1 + stats["bandwidth"], "ratio": calls / (1 + stats["bandwidth"]), "stats": stats,
+                "kinds": counter.kinds(), "load_start": load0, "load": loadavg(), **memory()}
+
+    def serve():
+        nonlocal http
+        http = start_server(exp.served, "127.0.0.1", 0)
+        return http.server_port
+
+    def slow():
+        t = time.perf_counter()
+        calls = exp.slow_reports.reader.api.calls
+        status = exp.run_slow()
+        return {"s": time.perf_counter() - t, "calls": exp.slow_reports.reader.api.calls - calls,
+                "ok": all(v.get("ok") for v in status.values()), "load": loadavg(), **memory()}
+
+    def collect_scraped_here(count, spacing):
+        """A collection in a thread while this process's main thread scrapes its own server (the client shares
+        the exporter's interpreter, as reports_bench measured it)."""
+        out, errors = {}, []
+
+        def run():
+            try:
+                out["row"] = collect()
+            except Exception as e:  # noqa: BLE001 - raised below
+                errors.append(e)
+        busy = threading.Thread(target=run, daemon=True)
+        busy.start()
+        scrapes = time_scrapes(f"http://127.0.0.1:{http.server_port}/metrics",
+                               "during a collection, the client a thread of the exporter's process",
+                               spacing=spacing, busy=busy, count=count)
+        busy.join()
+        if errors:
+            raise errors[0]
+        return out["row"], scrapes
+
+    handlers = {"collect": collect, "serve": serve, "slow": slow, "memory": memory,
+                "collect_scraped_here": collect_scraped_here}
+    pipe.send(("ready", memory()))
+    while True:
+        op, *args = pipe.recv()
+        if op == "stop":
+            break
+        try:
+            pipe.send(("ok", handlers[op](*args)))
+        except Exception:  # noqa: BLE001 - told to the parent
+            pipe.send(("error", traceback.format_exc()))
+    if http is not None:
+        http.shutdown()
+        http.server_close()
+
+
+class ExporterProcess:
+    """The parent's handle on :func:`_exporter_process`: ``call`` waits for the answer; ``send`` then ``answer``
+    let this process scrape meanwhile (``busy`` tells whether the answer is still to come)."""
+
+    def __init__(self, server, cache_file: Path, workers: int):
+        self.procs, self.pipes, first = spawn_workers(
+            _exporter_process, [(str(server.clouds_yaml), server.cloud, str(cache_file), workers)], 600,
+            "the exporter process")
+        self.pipe = self.pipes[0]
+        status, self.started = first[0]
+        if status != "ready":
+            stop_workers(self.procs, self.pipes)
+            raise BenchError(f"the exporter process did not start:\n{self.started}")
+
+    def send(self, op: str, *args) -> None:
+        self.pipe.send((op, *args))
+
+    def answer(self):
+        status, out = self.pipe.recv()
+        if status != "ok":
+            raise BenchError(f"the exporter process failed:\n{out}")
+        return out
+
+    def call(self, op: str, *args):
+        self.send(op, *args)
+        return self.answer()
+
+    @property
+    def busy(self):
+        pipe = self.pipe
+
+        class Busy:
+            @staticmethod
+            def is_alive():
+                return not pipe.poll()
+        return Busy()
+
+    def stop(self) -> None:
+        stop_workers(self.procs, self.pipes)
+
+
+def _control_process(pipe) -> None:
+    """The control: the exporter's HTTP stack (wsgiref, prometheus_client's ThreadingWSGIServer) in a process of
+    its own serving one fixed gzipped body — what a scrape costs on this machine at this moment without the
+    exporter's work beside it."""
+    from wsgiref.simple_server import WSGIRequestHandler, make_server
+    from prometheus_client.exposition import ThreadingWSGIServer
+    pipe.send(("ready", None))
+    op, body = pipe.recv()
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+            pass
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/openmetrics-text; version=1.0.0; charset=utf-8"),
+                                  ("Content-Encoding", "gzip")])
+        return [body]
+    server = make_server("127.0.0.1", 0, app, ThreadingWSGIServer, handler_class=Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    pipe.send(("ok", server.server_port))
+    pipe.recv()  # ("stop",)
+    server.shutdown()
+    server.server_close()
+
+
+def time_alternating(urls: dict[str, str], situation: str, spacing: float = 0.0, busy=None,
+                     count: int = SCRAPES) -> list[dict]:
+    """``count`` rounds of one scrape of each of ``urls`` (name → url) in turn, ``spacing`` seconds between rounds:
+    a row per url, as reports_bench.time_scrapes makes them."""
+    from bench.common import percentile
+    times = {name: [] for name in urls}
+    sizes = {name: 0 for name in urls}
+    during = 0
+    for _ in range(count):
+        alive = busy is not None and busy.is_alive()
+        for name, url in urls.items():
+            s, size, _ = scrape_once(url)
+            times[name].append(s)
+            sizes[name] = max(sizes[name], size)
+        during += alive and busy.is_alive()
+        if spacing:
+            time.sleep(spacing)
+    rows = []
+    for name, ts in times.items():
+        ts.sort()
+        row = {"situation": f"{situation}: {name}", "scrapes": count, "during": during if busy is not None else None,
+               "median_s": percentile(ts, 50), "p90_s": percentile(ts, 90), "p99_s": percentile(ts, 99),
+               "max_s": ts[-1], "kib": sizes[name] / 1024, "load": loadavg()}
+        progress(f"exporter: scrapes {row['situation']}: median {row['median_s'] * 1000:.1f} ms, p99 "
+                 f"{row['p99_s'] * 1000:.1f} ms, max {row['max_s'] * 1000:.1f} ms ({row['during']} of {count} "
+                 f"during), {row['kib']:.0f} KiB gzipped")
+        rows.append(row)
+    return rows
+
+
+def used_of(url: str, provider: str) -> dict[str, float]:
+    """direction → ``provider``'s bandwidth used (bits/s) in a scrape of ``url`` (OpenMetrics, gzip): its
+    ``minbw_bandwidth_used_bits_per_second`` lines, parsed by prometheus_client's OpenMetrics parser."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    _, _, raw = scrape_once(url)
+    name = "minbw_bandwidth_used_bits_per_second"
+    mine = [line for line in gzip.decompress(raw).decode().splitlines()
+            if line.startswith(name + "{") and f'provider="{provider}"' in line]
+    text = f"# TYPE {name} gauge\n" + "".join(line + "\n" for line in mine) + "# EOF\n"
+    return {s.labels["direction"]: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+# ---------------------------------------------------------------- the section
+
+def measure(ctx: Context, n: int) -> dict:
+    from minbw.neutron import naming
+    from minbw.placement.client import Placement
+    from minbw.usecases.exporter import DEFAULT_WORKERS
+    full = n <= FULL_UP_TO
+    state = ctx.state_dir / f"exporter-scale-{n}"
+    state.mkdir(parents=True, exist_ok=True)
+    cache = state / "cache.json"
+    cache.unlink(missing_ok=True)
+    server = ctx.servers.start(f"exporter-scale-{n}")
+    hosts = [host_name(i) for i in range(1, n + 1)]
+    started = time.perf_counter()
+    build = []
+    try:
+        progress(f"exporter_scale: {n} hosts: roots, minbw's sync, consumers")
+        build.append(make_roots(server, hosts))
+        build.append(sync_agents(server, write_agent_files(state / "agents", n), cache))
+        build.append(post_consumers(server, hosts))
+        checked = check_workload(server, n)
+        build_s = time.perf_counter() - started
+        progress(f"exporter_scale: built in {build_s:.0f} s")
+        if full:
+            cache.unlink()  # a cold start: the exporter's first cycle fills the cache itself
+        exp = ExporterProcess(server, cache, DEFAULT_WORKERS)
+        try:
+            out = _exporter_runs(exp, server, n, hosts, full, naming, Placement)
+        finally:
+            exp.stop()
+    finally:
+        ctx.servers.stop(server)
+    return {"n": n, "build": build, "build_s": build_s, "checked": checked, "full": full,
+            "exporter_started": exp.started, **out}
+
+
+def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placement) -> dict:
+    cycles = []
+
+    def cycle(run, row=None, workers=None, loop=True):
+        row = row or exp.call("collect", workers, loop)
+        row["run"] = run
+        cycles.append(row)
+        progress(f"exporter_scale: {run}: {row['calls']} calls (÷ floor {row['ratio']:.4f}), {row['s']:.1f} s, "
+                 f"RSS {row['rss_mib']:.0f} MiB (peak {row['hwm_mib']:.0f}), load {row['load']}")
+        return row
+
+    cycle("first: cold (empty cache; the safety check fills it)" if full else "first: the cache the sync left "
+          "(the safety check; providers whose generation moved re-read)", loop=False)
+    for i in range(1, 4 if full else 3):
+        cycle(f"warm {i}")
+    if full:
+        claim_on(server, hosts[n // 3], 1)
+        cycle("one host moved (a claim on its root and bridge)")
+    warm = statistics.median(r["s"] for r in cycles if r["run"].startswith("warm "))
+
+    port = exp.call("serve")
+    url = f"http://127.0.0.1:{port}/metrics"
+    scrape_once(url)  # the first scrape of OpenMetrics/gzip (the format is rendered from then on)
+    # the control: the same HTTP stack serving the same gzipped body from a process of its own, scraped in turn
+    # with the exporter (the machine's own latency at that moment, the exporter's work apart)
+    procs, pipes, _ = spawn_workers(_control_process, [()], 120, "the control server")
+    try:
+        pipes[0].send(("body", scrape_once(url)[2]))
+        status, control_port = pipes[0].recv()
+        urls = {"the exporter": url,
+                "control (a static server, a process of its own)": f"http://127.0.0.1:{control_port}/metrics"}
+        scrapes = time_alternating(urls, "nothing else runs (client: another process)")
+        # the collection is started first; the spacing spreads the scrapes over about 90 % of a warm cycle
+        spacing = max(0.0, 0.9 * warm / SCRAPES - 0.01)
+        exp.send("collect", None, True)
+        scrapes += time_alternating(urls, "during a collection (client: another process)", spacing=spacing,
+                                    busy=exp.busy)
+        cycle("warm, scraped meanwhile (client: another process)", exp.answer())
+        if full:
+            row, inproc = exp.call("collect_scraped_here", SCRAPES, spacing)
+            scrapes.append(inproc)
+            cycle("warm, scraped meanwhile (client: a thread of the exporter's process)", row)
+            exp.send("slow")
+            scrapes += time_alternating(urls, "during the slow reports (client: another process)", spacing=0.25,
+                                        busy=exp.busy)
+            slow = exp.answer()
+            progress(f"exporter_scale: slow reports: {slow['calls']} calls, {slow['s']:.1f} s")
+        else:
+            slow = None
+    finally:
+        stop_workers(procs, pipes)
+
+    # freed bandwidth: one consumer deleted as Nova frees a deleted server (no generation moves)
+    host = hosts[n // 2]
+    consumer = consumer_uuid(host, 0)
+    bridge = naming.device_rp_name(naming.AGENT_KINDS[naming.OVS], host, "br-phys0")
+    before = used_of(url, bridge)
+    if set(before) != {"egress", "ingress"} or min(before.values()) < 1000 * 1000:
+        raise BenchError(f"exporter_scale: {bridge}'s usage before the delete: {before}")
+    Placement(server.connect()).request("delete", f"/allocations/{consumer}", "1.28")
+    cycle("after DELETE /allocations/{consumer}")
+    after = used_of(url, bridge)
+    freed = {d: before[d] - after.get(d, before[d]) for d in before}
+    if freed != {"egress": 1000 * 1000, "ingress": 1000 * 1000}:
+        raise BenchError(f"exporter_scale: after DELETE /allocations/{consumer}, one collection later {bridge}'s "
+                         f"usage went {before} → {after} (expected 1,000,000 bits/s less each way)")
+    progress(f"exporter_scale: DELETE /allocations/{consumer}: {bridge} used {before} → {after}, one cycle later")
+    mem = exp.call("memory")
+    return {"cycles": cycles, "scrapes": scrapes, "slow": slow, "warm_s": warm, "memory": mem,
+            "delete": {"consumer": consumer, "provider": bridge, "before": before, "after": after, "cycles": 1}}
+
+
+def run(ctx: Context) -> Section:
+    tables, targets, notes, data = [], [], [], []
+    for n in ctx.sizes:
+        m = measure(ctx, n)
+        data.append(m)
+        bw = 4 * n
+        tables.append(Table(
+            f"The workload at {n} hosts ({7 * n} providers, {bw} bandwidth providers, {n * CONSUMERS_PER_HOST} "
+            f"consumers), built through Placement's API in {m['build_s']:.0f} s",
+            [Column("step", "step"), Column("how", "how"), Column("calls", "calls"), Column("s", "s", "{:.1f}"),
+             Column("load", "load")], m["build"]))
+        tables.append(Table(
+            f"Exporter collection cycles at {n} hosts (the exporter's own process, workers 8); floor: 1 listing + "
+            f"1 usage read per bandwidth provider with an inventory",
+            [Column("run", "run"), Column("workers", "workers"), Column("calls", "calls"), Column("floor", "floor"),
+             Column("ratio", "calls ÷ floor", "{:.4f}"), Column("s", "s", "{:.2f}"),
+             Column("waiting_s", "waiting s", "{:.1f}"), Column("rss_mib", "RSS MiB", "{:.0f}"),
+             Column("hwm_mib", "peak RSS MiB", "{:.0f}"), Column("load", "load")], m["cycles"]))
+        tables.append(Table(
+            f"Exporter scrapes at {n} hosts over HTTP, as Prometheus sends them (OpenMetrics, gzip), timed at the "
+            f"client: {SCRAPES} each",
+            [Column("situation", "while"), Column("during", "scrapes during it"),
+             Column("median_s", "median s", "{:.4f}"), Column("p90_s", "p90 s", "{:.4f}"),
+             Column("p99_s", "p99 s", "{:.4f}"), Column("max_s", "max s", "{:.4f}"),
+             Column("kib", "body KiB (gzip)", "{:.0f}"), Column("load", "load")], m["scrapes"]))
+        scope = f"N={n}"
+        warm = [r for r in m["cycles"] if not r["run"].startswith("first")]
+        worst = max(warm, key=lambda r: r["ratio"])
+        targets.append(Target("exporter collection (warm, moved, after a delete): calls ÷ floor", scope,
+                              round(worst["ratio"], 4), "<=", 1.01))
+        targets.append(Target("freed bandwidth (DELETE /allocations) served after: collections", scope,
+                              m["delete"]["cycles"], "<=", 1))
+        targets.append(Target("exporter process peak RSS (VmHWM)", scope, round(m["memory"]["hwm_mib"], 1), "<=",
+                              MEMORY_GOAL_MIB, " MiB"))
+        if m["full"]:
+            for r in m["scrapes"]:
+                if "control" in r["situation"]:
+                    continue
+                targets.append(Target(f"scrape max, {r['situation']}", scope, round(r["max_s"], 4), "<=", 0.020,
+                                      " s"))
+        mem = m["memory"]
+        notes.append(f"N={n}: the exporter process's memory at the end: RSS {mem['rss_mib']:.0f} MiB, peak (VmHWM) "
+                     f"{mem['hwm_mib']:.0f} MiB, ru_maxrss {mem['maxrss_mib']:.0f} MiB; after it was built, before "
+                     f"its first cycle: RSS {m['exporter_started']['rss_mib']:.0f} MiB")
+        d = m["delete"]
+        notes.append(f"N={n}: DELETE /allocations/{d['consumer']}: {d['provider']} used {d['before']} → "
+                     f"{d['after']} bits/s in the body the next collection published (scraped)")
+        notes.append(f"N={n}: checked through the API after the build: {m['checked']['providers']} providers, "
+                     f"project bench's usage {m['checked']['usages']}")
+        if m["slow"]:
+            notes.append(f"N={n}: the slow reports (exp.run_slow(): the audit's Placement side, a reader of their "
+                         f"own) took {m['slow']['calls']} calls and {m['slow']['s']:.1f} s")
+    return Section("exporter_scale", "The exporter as it runs: its own process, scraped from another", tables,
+                   targets, notes=notes, data={"sizes": data})

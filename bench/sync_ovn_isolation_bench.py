@@ -1,0 +1,444 @@
+"""Issue 29 item 3 ("one bad host never blocks the fleet"): the OVN provider sync of N chassis (the workload of
+bench/sync_ovn_bench.py: 2 bridges each, 3 providers per host) read from a real OVN southbound database
+(``ovsdb-server`` with the ``OVN_Southbound`` schema, written with ``ovn-sbctl``: bench/ovn_sb.py), clean and
+with 10 chassis broken in different ways, against the same kind of Placement.
+
+The 10 broken chassis (positions k·N/10 + 1 for k = 1..9, and N; at N = 1,000: chassis-0101 … chassis-0901 and
+chassis-1000), each of a kind ``minbw providers sync`` isolates (the chassis gets no writes and one
+``minbw: skipped:`` line; every other chassis is synced; exit 3):
+
+- 3 typos in ``resource_provider_hypervisors`` naming the next chassis's hypervisor for a bridge it also has
+  (br-phys0; br-phys1; both): two chassis describe one bridge provider, so *both* are skipped, the typo's
+  chassis and its partner (13 chassis skipped in all, 3·(N - 13) providers planned);
+- 3 ``resource_provider_bandwidths`` that do not parse (4 fields; a rate that is not a number; a bridge twice);
+- 2 inventories Placement would refuse (``resource_provider_inventory_defaults`` reserved above the total;
+  step_size 0);
+- 1 ``ovn-bridge-mappings`` that does not parse (a physnet twice) and 1 ``resource_provider_hypervisors`` that
+  does not parse (';' typed for ':').
+
+A chassis name given twice cannot be in the southbound database (``Chassis`` is indexed on ``name``: ovsdb-server
+refuses the second row, checked here); it is checked with the database plus a saved chassis of a name in it,
+untimed, without Placement.
+
+Timed (in-process, as ``minbw providers sync --ovn-sb-db DB`` runs: the usecase reads the database with
+ovn-sbctl; cache on, 4 workers), clean on one fresh Placement (A) and broken on another (B), the database switched
+between the clean and broken options before each run (one ovn-sbctl transaction, not counted), in alternating
+order so that a drift of the machine's load does not favour one side: cold (round 1 on fresh Placements; round 2
+after deleting every agent/device provider, broken first), warm with the cache (``WARM_ROUNDS`` pairs) and warm
+without it (``NOCACHE_ROUNDS`` pairs). Then ``minbw providers sync --ovn-sb-db DB --no-cache --json`` in its own
+process: clean on A (exit 0), broken on B (exit 3), broken on A over the clean providers (exit 3, nothing written,
+the skipped chassis' providers left as they were).
+
+Checked and reported (targets): every host of a synced chassis has on B exactly the providers (names, UUIDs,
+parents, traits, inventories) it has on A after the clean run, every skipped one has none; 13 skipped lines, each
+skipped chassis the subject of exactly one; exit 3; wall time broken ÷ clean ≤ 1.10 (medians of each phase).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, cpu_seconds, loadavg,
+                          progress, server_cpu_seconds)
+from bench.ovn_sb import SouthboundDB
+from bench.sync_bench import host_name, make_roots
+from bench.sync_ovn_bench import PROVIDERS_PER_HOST, chassis_table
+
+BW = "br-phys0:10000000:10000000;br-phys1:10000000:10000000"
+WARM_ROUNDS = 5
+NOCACHE_ROUNDS = 3
+TIME_RATIO_MAX = 1.10
+READERS = 4  # threads reading the trees for the comparison (not timed)
+
+
+def _cms(host: str, bw: str = BW, hyp: str | None = None, inv: str | None = None) -> str:
+    return (f"resource_provider_bandwidths={bw},"
+            + (f"resource_provider_inventory_defaults={inv}," if inv else "")
+            + f"resource_provider_hypervisors={hyp or f'br-phys0:{host};br-phys1:{host}'}")
+
+
+def broken_chassis(n: int) -> dict[str, dict]:
+    """chassis name → {kind, other_config (the keys that replace the clean ones), partner (collision) or None,
+    what (how it is broken)}."""
+    if n < 20:
+        raise BenchError("the isolation benchmark needs at least 20 chassis")
+    pos = [k * n // 10 + 1 for k in range(1, 10)] + [n]
+    h = host_name
+    kinds = [
+        ("collision", "resource_provider_hypervisors names the next chassis's hypervisor for br-phys0",
+         lambda i: {"ovn-cms-options": _cms(h(i), hyp=f"br-phys0:{h(i + 1)};br-phys1:{h(i)}")}, 1),
+        ("unparseable bandwidths", "resource_provider_bandwidths with 4 fields for br-phys0",
+         lambda i: {"ovn-cms-options": _cms(h(i), bw="br-phys0:10000000:10000000:5;br-phys1:10000000:10000000")}, 0),
+        ("refused inventory", "resource_provider_inventory_defaults reserved:20000000 (> total 10000000)",
+         lambda i: {"ovn-cms-options": _cms(h(i), inv="reserved:20000000")}, 0),
+        ("collision", "resource_provider_hypervisors names the next chassis's hypervisor for br-phys1",
+         lambda i: {"ovn-cms-options": _cms(h(i), hyp=f"br-phys0:{h(i)};br-phys1:{h(i + 1)}")}, 1),
+        ("unparseable bandwidths", "resource_provider_bandwidths with a rate 'ten'",
+         lambda i: {"ovn-cms-options": _cms(h(i), bw="br-phys0:ten:10000000;br-phys1:10000000:10000000")}, 0),
+        ("refused inventory", "resource_provider_inventory_defaults step_size:0",
+         lambda i: {"ovn-cms-options": _cms(h(i), inv="step_size:0")}, 0),
+        ("collision", "resource_provider_hypervisors names the next chassis's hypervisor for both bridges",
+         lambda i: {"ovn-cms-options": _cms(h(i), hyp=f"br-phys0:{h(i + 1)};br-phys1:{h(i + 1)}")}, 1),
+        ("unparseable bandwidths", "resource_provider_bandwidths with br-phys0 twice",
+         lambda i: {"ovn-cms-options": _cms(h(i), bw="br-phys0:10000000:10000000;br-phys0:1000000:1000000")}, 0),
+        ("unparseable bridge mappings", "ovn-bridge-mappings with physnet0 twice",
+         lambda i: {"ovn-bridge-mappings": "physnet0:br-phys0,physnet0:br-phys1"}, 0),
+        ("unparseable hypervisors", "resource_provider_hypervisors with ';' typed for ':'",
+         lambda i: {"ovn-cms-options": _cms(h(i), hyp=f"br-phys0:{h(i)};br-phys1;{h(i)}")}, 0),
+    ]
+    out = {}
+    for i, (kind, what, other, partner) in zip(pos, kinds):
+        out[f"chassis-{i:04d}"] = {"kind": kind, "what": what, "other_config": other(i), "host": h(i),
+                                   "partner": f"chassis-{i + partner:04d}" if partner else None}
+    names = set(out) | {b["partner"] for b in out.values() if b["partner"]}
+    if len(names) != 13:
+        raise BenchError(f"N={n}: broken chassis and collision partners overlap: {sorted(names)}")
+    return out
+
+
+def clean_rows(n: int) -> list[tuple[str, str, dict[str, str]]]:
+    """(name, hostname, other_config) of bench/sync_ovn_bench.py's chassis (chassis-0001 on compute-0001 ...)."""
+    return [(name, hostname, dict(other[1])) for name, hostname, other in chassis_table(n)["data"]]
+
+
+# ---------------------------------------------------------------- runs
+
+class SB:
+    """The southbound database and which options it holds now (clean or broken)."""
+
+    def __init__(self, db: SouthboundDB, rows, broken):
+        self.db = db
+        self.clean = {name: {k: other[k] for k in ("ovn-bridge-mappings", "ovn-cms-options")}
+                      for name, _host, other in rows if name in broken}
+        self.broken = {name: b["other_config"] for name, b in broken.items()}
+        self.state = "clean"
+
+    def use(self, state: str) -> None:
+        if state != self.state:
+            self.db.set_other_config(self.clean if state == "clean" else self.broken)
+            self.state = state
+
+
+def sync_run(server, sb: SB, case: str, phase: str, round_: int, cache_file: Path | None) -> tuple[dict, object]:
+    """One timed ``providers sync`` in-process (the CLI's usecase): the southbound read with ovn-sbctl, the plan,
+    the writes."""
+    from minbw.usecases import providers
+    from minbw.usecases.cloud import Cloud
+
+    sb.use(case)
+    cloud = Cloud(server.connect)
+    cloud.conn.placement.get("/", microversion="1.0")  # load the client's code paths; not counted
+    api = cloud.placement
+    counter = HttpCounter(cloud.conn.session.session)
+    request = providers.ProvidersRequest(ovn=providers.OvnSources(southbound=True, sb_db=sb.db.db),
+                                         cache=str(cache_file) if cache_file else None, workers=4)
+    load0, c0, s0 = loadavg(), cpu_seconds(), server_cpu_seconds(server)
+    t0 = time.perf_counter()
+    result = providers.sync(cloud, request)
+    seconds = time.perf_counter() - t0
+    client_cpu, server_cpu, load1 = cpu_seconds() - c0, server_cpu_seconds(server) - s0, loadavg()
+    counter.detach()
+    if api.calls != counter.total:
+        raise BenchError(f"{case} {phase}: the client counted {api.calls} calls, the HTTP hook {counter.total}")
+    row = {"round": round_, "case": case, "phase": phase, "seconds": seconds, "calls": counter.total,
+           "gets": counter.gets, "writes": counter.writes, "skipped": len(result.skipped),
+           "warnings": len(result.warnings), "client_cpu_s": client_cpu, "server_cpu_s": server_cpu,
+           "load_start": load0, "load_end": load1, "summary": result.summary}
+    progress(f"{case} {phase} (round {round_}): {seconds:.1f} s, {counter.total} calls, {counter.writes} writes, "
+             f"{len(result.skipped)} skipped; load {load0}→{load1}; {result.summary}")
+    return row, result
+
+
+def cli_run(server, sb: SB, case: str, where: str) -> dict:
+    """``minbw providers sync --ovn-sb-db DB --no-cache --json`` in its own process."""
+    sb.use(case)
+    argv = [sys.executable, "-m", "minbw.cli", "providers", "sync", "--ovn-sb-db", sb.db.db, "--no-cache", "--json"]
+    load0 = loadavg()
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env=server.env(), timeout=1800)
+    seconds = time.perf_counter() - t0
+    lines = [x for x in done.stderr.splitlines() if x.startswith("minbw: skipped: ")]
+    try:
+        doc = json.loads(done.stdout)
+    except ValueError:
+        doc = None
+    progress(f"CLI {case} on {where}: exit {done.returncode}, {seconds:.1f} s, {len(lines)} skipped lines; "
+             f"load {load0}→{loadavg()}")
+    return {"case": case, "placement": where, "argv": " ".join(argv[1:]), "exit": done.returncode,
+            "seconds": seconds, "load_start": load0, "load_end": loadavg(), "skipped_lines": lines,
+            "stderr": done.stderr, "result": doc}
+
+
+# ---------------------------------------------------------------- checks
+
+def all_trees(server, hosts: list[str]) -> dict[str, dict]:
+    """host → {uuid: (name, parent, traits, inventories)} of every provider under its root (generations out)."""
+    from minbw.placement.client import Placement
+    api = Placement(server.connect())
+    provs = api.list_providers()
+    root_name = {p.uuid: p.name for p in provs if p.parent_uuid is None}
+    children = [p for p in provs if p.parent_uuid is not None]
+
+    def read(p):
+        return p, sorted(api.get_provider_traits(p.uuid)[0]), api.get_inventories(p.uuid)[0]
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        details = list(pool.map(read, children))
+    trees: dict[str, dict] = {h: {} for h in hosts}
+    for p, traits, invs in details:
+        trees.setdefault(root_name.get(p.root_uuid, f"? {p.root_uuid}"), {})[p.uuid] = (p.name, p.parent_uuid,
+                                                                                      traits, invs)
+    return trees
+
+
+def delete_agent_providers(server) -> int:
+    """Every provider below the compute roots, devices first (resets a Placement for another cold run)."""
+    from minbw.placement.client import Placement
+    api = Placement(server.connect())
+    provs = [p for p in api.list_providers() if p.parent_uuid is not None]
+    devices = [p.uuid for p in provs if p.parent_uuid != p.root_uuid]
+    agents = [p.uuid for p in provs if p.parent_uuid == p.root_uuid]
+    with ThreadPoolExecutor(max_workers=READERS) as pool:
+        list(pool.map(api.delete_provider, devices))
+        list(pool.map(api.delete_provider, agents))
+    return len(provs)
+
+
+def compare_trees(clean: dict, broken: dict, skipped_hosts: set[str]) -> dict:
+    same, differ, not_empty = [], [], []
+    for host, tree in clean.items():
+        if host in skipped_hosts:
+            (not_empty if broken.get(host) else same).append(host)
+        elif broken.get(host) == tree and len(tree) == PROVIDERS_PER_HOST:
+            same.append(host)
+        else:
+            differ.append({"host": host, "clean": tree, "broken": broken.get(host)})
+    return {"hosts": len(clean), "synced_identical": len([h for h in same if h not in skipped_hosts]),
+            "skipped_empty": len([h for h in same if h in skipped_hosts]), "differ": differ[:5],
+            "differ_count": len(differ), "skipped_not_empty": not_empty}
+
+
+def named(lines: list[str], expected: set[str], prefix: str = "") -> dict:
+    """Per chassis: in how many skipped lines it is the subject (the line starts with it), and in how many it is
+    mentioned at all (a collision's line names its partner too)."""
+    bodies = [x[len(prefix):] if prefix and x.startswith(prefix) else x for x in lines]
+    subjects: dict[str, int] = {}
+    for b in bodies:
+        if b.startswith("chassis "):
+            name = b.split(" ", 2)[1]
+            subjects[name] = subjects.get(name, 0) + 1
+    mentions = {c: sum(f"chassis {c} (" in b for b in bodies) for c in expected}
+    return {"lines": len(lines), "subjects": subjects,
+            "not_once": sorted(c for c in expected if subjects.get(c, 0) != 1),
+            "unexpected": sorted(set(subjects) - expected), "mentions": mentions,
+            "other_lines": [b for b in bodies if not b.startswith("chassis ")]}
+
+
+def duplicate_name_check(sbdb: SouthboundDB, state_dir: Path, name: str, host: str) -> dict:
+    """A second Chassis row of an existing name: refused by ovsdb-server. The same chassis given again from a file
+    beside the database: both skipped, each named once (in memory, no Placement)."""
+    from minbw.ops import ovn
+    from minbw.usecases.providers import OvnSources
+    refused = sbdb.try_sbctl("--", "--id=@e", "create", "Encap", "type=geneve", 'ip="10.255.255.254"',
+                             f'chassis_name="{name}"', "--", "create", "Chassis", f'name="{name}"',
+                             f'hostname="{host}"', "encaps=@e")
+    path = state_dir / "duplicate-chassis.json"
+    path.write_text(json.dumps([{"name": name, "hostname": host, "ovn-bridge-mappings":
+                                 "physnet0:br-phys0,physnet1:br-phys1", "ovn-cms-options": _cms(host)}]))
+    chassis, complete = OvnSources(files=(str(path),), southbound=True, sb_db=sbdb.db).read()
+    desired = ovn.desired(chassis=chassis, complete=complete, isolate=True)
+    lines = [u.skipped for u in desired.skipped]
+    return {"sbctl_exit": refused.returncode, "sbctl_error": refused.stderr.strip().splitlines()[-1:],
+            "chassis_read": len(chassis), "skipped_lines": lines,
+            "providers_planned": len(desired.providers)}
+
+
+# ---------------------------------------------------------------- the section
+
+RUN_COLUMNS = [Column("round", "round"), Column("case", "case"), Column("phase", "run"),
+               Column("seconds", "wall s", "{:.2f}"), Column("calls", "calls"), Column("writes", "writes"),
+               Column("skipped", "skipped"), Column("client_cpu_s", "client CPU s", "{:.2f}"),
+               Column("server_cpu_s", "server CPU s", "{:.2f}"), Column("load_start", "load start"),
+               Column("load_end", "load end")]
+RATIO_COLUMNS = [Column("phase", "run"), Column("pairs", "pairs"), Column("clean_s", "clean s (median)", "{:.2f}"),
+                 Column("broken_s", "broken s (median)", "{:.2f}"), Column("ratio", "broken ÷ clean", "{:.3f}"),
+                 Column("pair_ratios", "each pair"), Column("load", "load (min-max)")]
+
+
+def _ratio_row(phase: str, runs: list[dict]) -> dict:
+    clean = [r["seconds"] for r in runs if r["case"] == "clean" and r["phase"] == phase]
+    broken = [r["seconds"] for r in runs if r["case"] == "broken" and r["phase"] == phase]
+    loads = [x for r in runs if r["phase"] == phase for x in (r["load_start"], r["load_end"]) if x is not None]
+    c, b = statistics.median(clean), statistics.median(broken)
+    return {"phase": phase, "pairs": min(len(clean), len(broken)), "clean_s": c, "broken_s": b, "ratio": b / c,
+            "pair_ratios": " ".join(f"{y / x:.2f}" for x, y in zip(clean, broken)),
+            "load": f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"}
+
+
+def run(ctx: Context) -> Section:
+    warnings.filterwarnings("ignore")
+    section = Section("sync_ovn_isolation", "ML2/OVN provider sync from a real southbound database: 10 of N "
+                                            "chassis broken vs clean (issue 29: one bad host never blocks the fleet)")
+    runs_table = Table("Runs (in-process providers sync --ovn-sb-db, cache on unless 'no cache')", RUN_COLUMNS)
+    ratio_table = Table("Wall time broken ÷ clean", RATIO_COLUMNS)
+    per_size = {}
+    for n in ctx.sizes:
+        hosts = [host_name(i) for i in range(1, n + 1)]
+        rows = clean_rows(n)
+        broken = broken_chassis(n)
+        skipped_chassis = set(broken) | {b["partner"] for b in broken.values() if b["partner"]}
+        skipped_hosts = {host_name(int(c.split("-")[1])) for c in skipped_chassis}
+        expected_lines = len(skipped_chassis)
+        data: dict = {"broken": broken, "skipped_chassis": sorted(skipped_chassis), "runs": [], "cli": []}
+        sbdb = SouthboundDB(ctx.state_dir / f"ovn-sb-{n}")
+        progress(f"N={n}: starting the OVN southbound ovsdb-server, writing {n} Chassis rows with ovn-sbctl")
+        sbdb.start()
+        srv_a = srv_b = None
+        try:
+            t0 = time.perf_counter()
+            sbdb.create_chassis(rows)
+            data["sb"] = {"db": sbdb.db, "chassis": sbdb.count(), "encaps": sbdb.count("Encap"),
+                          "write_s": time.perf_counter() - t0,
+                          "ovsdb_server": subprocess.run(["ovsdb-server", "--version"], capture_output=True,
+                                                         text=True).stdout.splitlines()[0],
+                          "ovn_sbctl": subprocess.run(["ovn-sbctl", "--version"], capture_output=True,
+                                                      text=True).stdout.splitlines()[0]}
+            if data["sb"]["chassis"] != n:
+                raise BenchError(f"N={n}: the southbound database holds {data['sb']['chassis']} chassis")
+            sb = SB(sbdb, rows, broken)
+            data["duplicate_name"] = duplicate_name_check(sbdb, ctx.state_dir, rows[4][0], rows[4][1])
+            progress(f"N={n}: duplicate name: {data['duplicate_name']}")
+
+            progress(f"N={n}: starting two Placements (A: clean, B: broken), {n} compute roots each")
+            srv_a = ctx.servers.start(f"ovn-iso-n{n}-clean")
+            make_roots(srv_a, hosts)
+            srv_b = ctx.servers.start(f"ovn-iso-n{n}-broken")
+            make_roots(srv_b, hosts)
+            where = {"clean": srv_a, "broken": srv_b}
+            cache = {"clean": ctx.state_dir / f"ovn-iso-n{n}-clean-cache.json",
+                     "broken": ctx.state_dir / f"ovn-iso-n{n}-broken-cache.json"}
+            runs: list[dict] = data["runs"]
+            results: dict = {}
+
+            def one(case, phase, round_, with_cache=True):
+                row, result = sync_run(where[case], sb, case, phase, round_, cache[case] if with_cache else None)
+                runs.append(row)
+                results[(case, phase, round_)] = result
+                return row, result
+
+            # cold, round 1: fresh Placements, clean first
+            for case in ("clean", "broken"):
+                one(case, "cold", 1)
+            c1, b1 = results[("clean", "cold", 1)], results[("broken", "cold", 1)]
+            if c1.skipped or not c1.applied or c1.applied.failed:
+                raise BenchError(f"N={n}: the clean cold run skipped or failed something: {c1.skipped[:3]}")
+            data["lines_broken_cold"] = b1.skipped
+            data["warnings_broken_cold"] = b1.warnings
+            data["units_skipped_broken_cold"] = sum(1 for u in b1.units() if u["skipped"])
+            progress(f"N={n}: reading and comparing every host's providers on both Placements")
+            trees_a = all_trees(srv_a, hosts)
+            trees_b = all_trees(srv_b, hosts)
+            data["compare_cold_1"] = compare_trees(trees_a, trees_b, skipped_hosts)
+            progress(f"N={n}: after cold round 1: {json.dumps({k: v for k, v in data['compare_cold_1'].items() if k != 'differ'})}")
+
+            # warm with the cache, then without, alternating which side goes first
+            for r in range(1, WARM_ROUNDS + 1):
+                for case in (("clean", "broken") if r % 2 else ("broken", "clean")):
+                    one(case, "warm", r)
+            for r in range(1, NOCACHE_ROUNDS + 1):
+                for case in (("broken", "clean") if r % 2 else ("clean", "broken")):
+                    one(case, "warm (no cache)", r, with_cache=False)
+            for row in runs:
+                if row["phase"] != "cold" and row["writes"]:
+                    raise BenchError(f"N={n}: a warm run wrote {row['writes']} times: {row}")
+            warm_b = results[("broken", "warm", 1)]
+            data["warm_cache_stats"] = {"clean": runs[[i for i, r in enumerate(runs) if r["case"] == "clean"
+                                                       and r["phase"] == "warm"][0]]["summary"],
+                                        "broken": warm_b.summary}
+
+            # cold, round 2: every agent/device provider deleted (not counted), broken first
+            progress(f"N={n}: deleting the agent and device providers of both Placements for a second cold round")
+            for case in ("clean", "broken"):
+                delete_agent_providers(where[case])
+                cache[case].unlink(missing_ok=True)
+            for case in ("broken", "clean"):
+                one(case, "cold", 2)
+            trees_a2 = all_trees(srv_a, hosts)
+            trees_b2 = all_trees(srv_b, hosts)
+            data["compare_cold_2"] = compare_trees(trees_a2, trees_b2, skipped_hosts)
+            data["clean_trees_same_both_rounds"] = trees_a2 == trees_a
+
+            # the CLI in its own process: exit status and the stderr lines
+            data["cli"].append(cli_run(srv_a, sb, "clean", "A (clean providers)"))
+            data["cli"].append(cli_run(srv_b, sb, "broken", "B (broken run's providers)"))
+            data["cli"].append(cli_run(srv_a, sb, "broken", "A (clean providers)"))
+            trees_a3 = all_trees(srv_a, hosts)
+            data["broken_over_clean_left_a_unchanged"] = trees_a3 == trees_a2
+        finally:
+            for srv in (srv_b, srv_a):
+                if srv is not None:
+                    ctx.servers.stop(srv)
+            sbdb.stop()
+
+        for row in runs:
+            runs_table.rows.append(row)
+        ratios = [_ratio_row(p, runs) for p in ("cold", "warm", "warm (no cache)")]
+        cli_clean, cli_broken_b, cli_broken_a = data["cli"]
+        ratios.append({"phase": "CLI --no-cache (own process)", "pairs": 1, "clean_s": cli_clean["seconds"],
+                       "broken_s": cli_broken_b["seconds"], "ratio": cli_broken_b["seconds"] / cli_clean["seconds"],
+                       "pair_ratios": f"{cli_broken_b['seconds'] / cli_clean['seconds']:.2f}",
+                       "load": f"{min(cli_clean['load_start'], cli_broken_b['load_start']):.1f}-"
+                               f"{max(cli_clean['load_end'], cli_broken_b['load_end']):.1f}"})
+        ratio_table.rows += ratios
+        names_cold = named(data["lines_broken_cold"], skipped_chassis)
+        names_cli = [named(c["skipped_lines"], skipped_chassis, "minbw: skipped: ") for c in data["cli"]]
+        data["named_cold"] = names_cold
+        data["named_cli"] = names_cli
+        for c in data["cli"]:
+            stderr = c.pop("stderr")
+            c["warning_lines"] = sum(1 for x in stderr.splitlines() if x.startswith("minbw: warning: "))
+            if c["exit"] not in (0, 3):
+                c["stderr_tail"] = stderr[-4000:]
+            res = c.pop("result") or {}
+            c["writes"] = (res.get("result") or {}).get("writes", 0)
+            c["planned_ops"] = len(res.get("ops", [])) if isinstance(res.get("ops"), list) else None
+            c["units"] = len(res.get("units", []))
+            c["units_skipped"] = sum(1 for u in res.get("units", []) if u.get("skipped"))
+            c["summary"] = res.get("summary")
+        cmp1, cmp2 = data["compare_cold_1"], data["compare_cold_2"]
+        good = n - len(skipped_hosts)
+        scope = f"N={n}"
+        section.targets += [
+            Target("synced hosts identical to the clean run (cold 1)", scope, cmp1["synced_identical"], "==", good),
+            Target("synced hosts identical to the clean run (cold 2)", scope, cmp2["synced_identical"], "==", good),
+            Target("skipped hosts without providers (cold 1)", scope, cmp1["skipped_empty"], "==",
+                   len(skipped_hosts)),
+            Target("skipped lines (in-process)", scope, names_cold["lines"], "==", expected_lines),
+            Target("skipped chassis not the subject of exactly 1 line", scope,
+                   len(names_cold["not_once"]) + len(names_cold["unexpected"]), "==", 0),
+            Target("CLI exit, clean", scope, cli_clean["exit"], "==", 0),
+            Target("CLI exit, broken on B", scope, cli_broken_b["exit"], "==", 3),
+            Target("CLI exit, broken over clean (A)", scope, cli_broken_a["exit"], "==", 3),
+            Target("CLI skipped lines, broken on B", scope, names_cli[1]["lines"], "==", expected_lines),
+            Target("CLI chassis not named exactly once, broken on B", scope,
+                   len(names_cli[1]["not_once"]) + len(names_cli[1]["unexpected"]), "==", 0),
+            Target("CLI broken over clean: Placement A unchanged", scope,
+                   int(data["broken_over_clean_left_a_unchanged"]), "==", 1),
+        ] + [Target(f"wall time broken ÷ clean, {r['phase']}", scope, round(r["ratio"], 3), "<=", TIME_RATIO_MAX)
+             for r in ratios[:3]]
+        data["ratios"] = ratios
+        per_size[n] = data
+        progress(f"N={n}: done; ratios " + ", ".join(f"{r['phase']} {r['ratio']:.3f}" for r in ratios))
+    section.tables = [runs_table, ratio_table]
+    section.data["sizes"] = per_size
+    section.notes.append(
+        "Broken: 10 chassis (3 hypervisor typos colliding with the next chassis, 3 bandwidths, 2 refused "
+        "inventories, 1 bridge mappings, 1 hypervisors that do not parse); the 3 collision partners are skipped "
+        "too (both describe one bridge provider), so 13 lines and 13 hosts without writes. Trees compared for "
+        "every host (names, UUIDs, parents, traits, inventories).")
+    return section
