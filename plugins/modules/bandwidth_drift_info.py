@@ -71,9 +71,16 @@ EXAMPLES = r'''
 
 RETURN = r'''
 ok:
-  description: Every side agrees on every provider.
+  description: Every side agrees on every provider, and no configuration was skipped.
   returned: always
   type: bool
+skipped:
+  description:
+    - The agent ini files and chassis left out of the comparison, one line each naming it, its host, what is wrong
+      and the fix (C(ini:) or C(agent:) the side); the others are compared. Their hosts have no rows.
+  returned: always
+  type: list
+  elements: str
 providers:
   description: >-
     One row per provider, C(uuid), C(name), C(agree), C(differences) and the provider as each side has it
@@ -95,7 +102,7 @@ def drift(module):
         tuple(p['agent_configs']), p['host'], p['neutron'], chassis=OvnSources(values=tuple(p['ovn_chassis'])),
         southbound=OvnSources(southbound=p['ovn_sb_db'] is not None, sb_db=p['ovn_sb_db'] or None,
                               sbctl=tuple(p['ovn_sbctl']))))
-    for warning in result.warnings:
+    for warning in list(result.warnings) + ['skipped: %s' % line for line in result.skipped]:
         module.ansible.warn(warning)
     return module.result(False, **result.to_dict())
 

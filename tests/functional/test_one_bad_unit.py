@@ -91,3 +91,21 @@ def test_a_sync_that_meets_a_provider_deleted_while_read_makes_it_again(placemen
     from minbw.cli.shell import main  # in process: the armed listing is this process's
     assert main(args) == 0
     assert placement.get_inventories(three_hosts["devstack0"])[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 5000
+
+
+def test_drift_compares_every_agent_file_but_the_bad_one(placement, placement_server, three_hosts, tmp_path):
+    """Three hosts' ini files, devstack1's now unparseable: drift still compares devstack0's and devstack2's with
+    Placement (they agree), names devstack1's file once with the fix, and exits 3 (a partial answer)."""
+    (tmp_path / "devstack1.ini").write_text(OVS.format(host="devstack1").replace("br-test:5000", "br-nope:5000"))
+    args = ["drift", "--no-neutron", "--json"] + [a for h in HOSTS for a in ("--agent-config",
+                                                                             str(tmp_path / f"{h}.ini"))]
+    out = subprocess.run(MINBW + args, env=placement_server.env(), capture_output=True, text=True)
+    assert out.returncode == 3, out.stdout + out.stderr
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
+    assert "devstack1.ini" in line and "br-nope" in line and "Fix:" in line
+    import json
+    result = json.loads(out.stdout)
+    names = {r["name"] for r in result["providers"]}
+    assert {"devstack0:Open vSwitch agent:br-test", "devstack2:Open vSwitch agent:br-test"} <= names
+    assert all(r["differences"] == [] for r in result["providers"]) and not any("devstack1" in n for n in names)
+    assert result["skipped"] == [line.removeprefix("minbw: skipped: ")]

@@ -1,6 +1,8 @@
 """``minbw drift`` — ``openstack bandwidth drift show``."""
 from __future__ import annotations
 
+import sys
+
 from minbw.cli.base import EXIT_FINDINGS, Command, View
 from minbw.cli.options import add_ovn_arguments, add_report_cache_argument, ovn_sources, report_cloud, warn
 
@@ -35,6 +37,8 @@ class Drift(Command):
             southbound=OvnSources(southbound=parsed_args.ovn_sb_db is not None, sb_db=parsed_args.ovn_sb_db or None,
                                   sbctl=parsed_args.ovn_sbctl)))
         warn(result.warnings)
+        for line in result.skipped:
+            print(f"minbw: skipped: {line}", file=sys.stderr)
         compared = [s for s in SIDES if any(s in r.sides for r in result.rows)]
         # a side that was not compared (no ini files, --no-neutron) shows "-"
         rows = tuple((r.name, *(("yes" if r.sides.get(s) else "MISSING") if s in compared else "-" for s in SIDES),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from openstack import exceptions as sdk_exceptions
+
 from ..errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
 from ..ops import WRITE_FAILURES, outcome_unknown, servers as server_ops, verify
 from ..ops.neutron import write_binding_profile
@@ -143,6 +145,20 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
     return undone
 
 
+def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
+    """The named servers, or every server of every project: one Nova deletes between the listing and its read is
+    gone (nothing to heal), not an error that stops the run for the others."""
+    if names:
+        return [server_ops.find_server(conn, n) for n in names]
+    found = []
+    for listed in conn.compute.servers(all_projects=True):
+        try:
+            found.append(conn.compute.get_server(listed.id))
+        except sdk_exceptions.NotFoundException:
+            continue
+    return found
+
+
 def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False,
          binding_conn=None, progress=None, reader: Reader | None = None) -> list[dict]:
     """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
@@ -151,8 +167,7 @@ def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check
     ``progress(step, done, total)`` after each server. ``reader``: the reports' reader the compute trees are
     read with (its provider cache; default: one without cache over ``api``)."""
     api = api or Placement(conn)
-    found = ([server_ops.find_server(conn, n) for n in names] if names else
-             [conn.compute.get_server(s.id) for s in conn.compute.servers(all_projects=True)])
+    found = servers_to_heal(conn, names)
     results = []
     trees = Trees(reader or Reader(api))  # each host's tree read once per run (again after a heal wrote there)
     trees.prefetch(s.hypervisor_hostname for s in found if s.hypervisor_hostname)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ops import ovn
-from ..ops.agent_files import read_agent_configs
+from ..errors import ConfigError
+from ..ops.agent_files import read_agent_units
 from ..reports.drift import DriftRow, drift as compare
 from ..reports.providers import placement_snapshots, reported_configs
 from ..usecases.cloud import Cloud
@@ -35,13 +36,15 @@ class DriftRequest:
 class DriftResult:
     rows: tuple[DriftRow, ...]
     warnings: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()  # the configurations and chassis not compared: which, its host, what, the fix
 
     @property
     def ok(self) -> bool:
-        return all(r.agree for r in self.rows)
+        return all(r.agree for r in self.rows) and not self.skipped
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "providers": [r.to_dict() for r in self.rows], "warnings": list(self.warnings)}
+        return {"ok": self.ok, "providers": [r.to_dict() for r in self.rows], "warnings": list(self.warnings),
+                "skipped": list(self.skipped)}
 
 
 def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
@@ -49,9 +52,14 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     (when ``neutron``) and the southbound chassis; and Placement (read by ``reader``, default the cloud's)."""
     chassis = request.chassis.read(request.host)[0] if request.chassis.given else []
     southbound = request.southbound.read()[0] if request.southbound.given else None
-    configs = (read_agent_configs(request.agent_configs, host=request.host, paths_option=request.option)
-               if request.agent_configs else [])
-    ini = ovn.desired(configs, chassis) if (configs or chassis) else None
+    # each ini file and chassis on its own: one that cannot be read is named and left out of the comparison
+    configs, unread = read_agent_units(request.agent_configs, host=request.host, paths_option=request.option)
+    ini = ovn.desired(configs, chassis, skipped=[u for u, _ in unread], isolate=True) \
+        if (configs or chassis or unread) else None
+    if ini is not None and ini.skipped and len(ini.skipped) == len(ini.units):  # nothing to compare
+        if len(ini.units) == 1 and unread:
+            raise unread[0][1]
+        raise ConfigError("nothing to compare: " + " | ".join(u.skipped for u in ini.skipped))
     hosts = {p.hypervisor for p in ini.providers} if ini else None
     agent = None
     # the heartbeats carry OVS / SR-IOV bandwidth only: with OVN chassis alone they have nothing to compare
@@ -66,8 +74,12 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
         if chassis:  # the same chassis on both sides
             names = {c.name for c in chassis}
             sb = [c for c in sb if c.name in names]
-        agent = ovn.desired(heartbeats, sb, complete=southbound is not None and not chassis)
+        agent = ovn.desired(heartbeats, sb, complete=southbound is not None and not chassis, isolate=True)
     uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
     rows = compare(ini, agent, placement_snapshots(reader or cloud.reader(), uuids, (ini, agent)))
-    warnings = ovn.chassis_configs([*chassis, *(southbound or ())])[1]
-    return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)))
+    # a skipped unit's hosts are not compared: its providers would only show as missing on its side
+    left_out = {h for d in (ini, agent) if d for u in d.skipped for h in (u.host, *u.hypervisors) if h}
+    rows = [r for r in rows if r.name.split(":", 1)[0] not in left_out]
+    warnings = ovn.chassis_configs([*chassis, *(southbound or ())], isolate=True)[1]
+    skipped = [f"{side}: {u.skipped}" for side, d in (("ini", ini), ("agent", agent)) if d for u in d.skipped]
+    return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)), tuple(dict.fromkeys(skipped)))
