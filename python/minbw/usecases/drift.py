@@ -80,6 +80,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     # a skipped unit's hosts are not compared: its providers would only show as missing on its side
     left_out = {h for d in (ini, agent) if d for u in d.skipped for h in (u.host, *u.hypervisors) if h}
     rows = [r for r in rows if r.name.split(":", 1)[0] not in left_out]
-    warnings = ovn.chassis_configs([*chassis, *(southbound or ())], isolate=True)[1]
+    # each side's chassis apart: the same chassis is on both sides by design
+    warnings = [w for side in (chassis, southbound or ()) for w in ovn.chassis_configs(side, isolate=True)[1]]
     skipped = [f"{side}: {u.skipped}" for side, d in (("ini", ini), ("agent", agent)) if d for u in d.skipped]
     return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)), tuple(dict.fromkeys(skipped)))
