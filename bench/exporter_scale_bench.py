@@ -19,9 +19,12 @@ Then checked through the API: the provider count (7 per host) and ``GET /usages?
 bandwidth of every consumer).
 
 The exporter runs in a spawned process of its own (``minbw exporter`` as the service builds it: one port size,
-Placement only, ``workers`` 8 by default), driven over a pipe; its collection cycles are counted there (an HTTP
-hook on its collector's own client) and its memory read from ``/proc/self/status`` (VmRSS, VmHWM) and
-``getrusage`` (ru_maxrss) after every step. Up to ``FULL_UP_TO`` hosts: the first cycle from an **empty** cache (a
+Placement only, ``workers`` 8 by default), driven over a pipe; its first cycle is run as ``serve()`` runs it
+(``Loops.collect_once``), every later one as its collection loop runs it (``Loops.cycle``); its cycles are counted
+there (an HTTP hook on its collector's own client) and its memory read from ``/proc/self/status`` (VmRSS, VmHWM)
+and ``getrusage`` (ru_maxrss) after every step. The scrapes alternate with scrapes of a control: the same HTTP
+stack serving the same gzipped body from a process of its own (what a scrape costs on the machine at that moment,
+the exporter's work apart). Up to ``FULL_UP_TO`` hosts: the first cycle from an **empty** cache (a
 cold start), three warm cycles, one after a claim moved a host, scrapes during the slow reports too, and a
 collection scraped by a client inside the exporter's own process (as reports_bench measured it before, for
 comparison). Above: the first cycle with the cache the sync left (what an exporter beside the sync meets), two
@@ -32,7 +35,6 @@ collection publishes (scraped).
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import resource
 import statistics
@@ -215,7 +217,8 @@ def _exporter_process(pipe, clouds_yaml: str, cloud: str, cache_file: str, worke
         if calls != counter.total:
             raise BenchError(f"the client counted {calls} calls, the HTTP hook {counter.total}")
         stats = dict(collection.stats)
-        return {"calls": calls, "s": seconds, "waiting_s": counter.http_seconds, "workers": exp.collector.reader.workers,
+        return {"calls": calls, "s": seconds, "waiting_s": counter.http_seconds,
+                "workers": exp.collector.reader.workers,
                 "floor": 1 + stats["bandwidth"], "ratio": calls / (1 + stats["bandwidth"]), "stats": stats,
                 "kinds": counter.kinds(), "load_start": load0, "load": loadavg(), **memory()}
 

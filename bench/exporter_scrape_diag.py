@@ -29,6 +29,7 @@ import argparse
 import gc
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -213,6 +214,7 @@ def main(argv=None) -> int:
             results.append(json.loads(r.stdout.strip().splitlines()[-1]))
     finally:
         servers.stop_all()
+        shutil.rmtree(state, ignore_errors=True)
     print(f"exporter scrape diagnosis at {args.hosts} hosts ({servers.describe()}), "
           f"{time.strftime('%Y-%m-%d %H:%M')}; load average {loadavg()} at the end")
     for r in results:

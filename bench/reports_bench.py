@@ -450,7 +450,8 @@ def run(ctx: Context, parts: tuple[str, ...] = PARTS) -> Section:
             f"client: {SCRAPES} each",
             [Column("situation", "while"), Column("during", "scrapes during it"),
              Column("median_s", "median s", "{:.4f}"), Column("p90_s", "p90 s", "{:.4f}"),
-             Column("max_s", "max s", "{:.4f}"), Column("kib", "body KiB (gzip)", "{:.0f}"),
+             Column("p99_s", "p99 s", "{:.4f}"), Column("max_s", "max s", "{:.4f}"),
+             Column("kib", "body KiB (gzip)", "{:.0f}"),
              Column("load", "load")], scrapes))
     targets = []
     if collections:

@@ -20,14 +20,21 @@ A chassis name given twice cannot be in the southbound database (``Chassis`` is 
 refuses the second row, checked here); it is checked with the database plus a saved chassis of a name in it,
 untimed, without Placement.
 
-Timed (in-process, as ``minbw providers sync --ovn-sb-db DB`` runs: the usecase reads the database with
-ovn-sbctl; cache on, 4 workers), clean on one fresh Placement (A) and broken on another (B), the database switched
-between the clean and broken options before each run (one ovn-sbctl transaction, not counted), in alternating
-order so that a drift of the machine's load does not favour one side: cold (round 1 on fresh Placements; round 2
-after deleting every agent/device provider, broken first), warm with the cache (``WARM_ROUNDS`` pairs) and warm
-without it (``NOCACHE_ROUNDS`` pairs). Then ``minbw providers sync --ovn-sb-db DB --no-cache --json`` in its own
-process: clean on A (exit 0), broken on B (exit 3), broken on A over the clean providers (exit 3, nothing written,
-the skipped chassis' providers left as they were).
+Phases (``BENCH_OVN_ISOLATION_PHASES``; all three by default, in this order):
+
+- ``sequential``: timed in-process, as ``minbw providers sync --ovn-sb-db DB`` runs (the usecase reads the
+  database with ovn-sbctl; cache on, 4 workers), clean on one fresh Placement (A) and broken on another (B), the
+  database switched between the clean and broken options before each run (one ovn-sbctl transaction, not
+  counted), in alternating order so that a drift of the machine's load does not favour one side: cold (round 1
+  on fresh Placements; round 2 after deleting every agent/device provider, broken first), warm with the cache
+  (``WARM_ROUNDS`` pairs) and warm without it (``NOCACHE_ROUNDS`` pairs).
+- ``cli``: ``minbw providers sync --ovn-sb-db DB --no-cache --json`` in its own process: clean on A (exit 0),
+  broken on B (exit 3), broken on A over the clean providers (exit 3, nothing written, the skipped chassis'
+  providers left as they were).
+- ``side``: the CLI's clean sync (on A, from the database) and broken sync (on B, from a second ovsdb-server
+  holding the same chassis with the 10 broken) started at the same moment in two processes, so that the load of a
+  shared machine hits both alike: cold (``SIDE_COLD_ROUNDS``, each after deleting the providers), warm with the
+  cache and without it.
 
 Checked and reported (targets): every host of a synced chassis has on B exactly the providers (names, UUIDs,
 parents, traits, inventories) it has on A after the clean run, every skipped one has none; 13 skipped lines, each
