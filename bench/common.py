@@ -143,15 +143,17 @@ def server_cpu_seconds(server) -> float:
 
 # ---------------------------------------------------------------- long-lived worker processes
 
-def spawn_workers(target, args: list[tuple], ready_timeout: float, what: str = "a claimer process"):
+def spawn_workers(target, args: list[tuple], ready_timeout: float, what: str = "a claimer process",
+                  daemon: bool = True):
     """One spawned process per ``args`` entry, running ``target(pipe, *entry)``; waits for each one's first
-    message (it is ready). Returns (processes, pipes, first messages)."""
+    message (it is ready). Returns (processes, pipes, first messages). ``daemon=False`` for a process that starts
+    processes itself (multiprocessing forbids a daemonic one to); :func:`stop_workers` still ends it."""
     import multiprocessing
     ctx = multiprocessing.get_context("spawn")
     procs, pipes = [], []
     for entry in args:
         parent, child = ctx.Pipe()
-        p = ctx.Process(target=target, args=(child, *entry), daemon=True)
+        p = ctx.Process(target=target, args=(child, *entry), daemon=daemon)
         p.start()
         procs.append(p)
         pipes.append(parent)

@@ -160,12 +160,25 @@ def check_workload(server, n: int) -> dict:
 
 # ---------------------------------------------------------------- the exporter's own process
 
+def _status_mib(pid: str = "self") -> dict:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return {k: int(v) / 1024 for k, v in re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M)}
+
+
+_SERVER_PID: list[int] = []  # the exporter's HTTP server process, once started (serve)
+
+
 def memory() -> dict:
-    """This process's resident memory now and at its peak (MiB): /proc/self/status VmRSS, VmHWM; ru_maxrss."""
-    status = Path("/proc/self/status").read_text()
-    kib = {k: int(v) for k, v in re.findall(r"^(VmRSS|VmHWM):\s+(\d+) kB", status, re.M)}
-    return {"rss_mib": kib["VmRSS"] / 1024, "hwm_mib": kib["VmHWM"] / 1024,
-            "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    """The exporter's resident memory now and at its peak (MiB): its collecting process's /proc/self/status VmRSS,
+    VmHWM and ru_maxrss, and, once it serves, its HTTP server process's beside them (``http_``) and the two summed
+    (``total_``: the sum of the peaks, an upper bound of the peak of the sum)."""
+    mine = _status_mib()
+    out = {"rss_mib": mine["VmRSS"], "hwm_mib": mine["VmHWM"],
+           "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    server = _status_mib(str(_SERVER_PID[0])) if _SERVER_PID else {"VmRSS": 0.0, "VmHWM": 0.0}
+    out.update(http_rss_mib=server["VmRSS"], http_hwm_mib=server["VmHWM"],
+               total_rss_mib=out["rss_mib"] + server["VmRSS"], total_hwm_mib=out["hwm_mib"] + server["VmHWM"])
+    return out
 
 
 class _Cloud:
@@ -187,7 +200,7 @@ def _exporter_process(pipe, clouds_yaml: str, cloud: str, cache_file: str, worke
     import warnings
     warnings.filterwarnings("ignore")
     try:
-        from minbw.exporter.loops import start_server
+        from minbw.exporter.http import start_server
         from minbw.placement.client import Placement
         server = _Cloud(clouds_yaml, cloud)
         exp = exporter_for(server, Path(cache_file), workers=workers)
@@ -225,6 +238,7 @@ def _exporter_process(pipe, clouds_yaml: str, cloud: str, cache_file: str, worke
     def serve():
         nonlocal http
         http = start_server(exp.served, "127.0.0.1", 0)
+        _SERVER_PID.append(http.pid)
         return http.server_port
 
     def slow():
@@ -277,7 +291,7 @@ class ExporterProcess:
     def __init__(self, server, cache_file: Path, workers: int):
         self.procs, self.pipes, first = spawn_workers(
             _exporter_process, [(str(server.clouds_yaml), server.cloud, str(cache_file), workers)], 600,
-            "the exporter process")
+            "the exporter process", daemon=False)  # not daemonic: the exporter starts its HTTP server's process
         self.pipe = self.pipes[0]
         status, self.started = first[0]
         if status != "ready":
@@ -518,8 +532,8 @@ def run(ctx: Context) -> Section:
                               round(worst["ratio"], 4), "<=", 1.01))
         targets.append(Target("freed bandwidth (DELETE /allocations) served after: collections", scope,
                               m["delete"]["cycles"], "<=", 1))
-        targets.append(Target("exporter process peak RSS (VmHWM)", scope, round(m["memory"]["hwm_mib"], 1), "<=",
-                              MEMORY_GOAL_MIB, " MiB"))
+        targets.append(Target("exporter peak RSS (VmHWM: collecting process + HTTP server process)", scope,
+                              round(m["memory"]["total_hwm_mib"], 1), "<=", MEMORY_GOAL_MIB, " MiB"))
         if m["full"]:
             for r in m["scrapes"]:
                 if "control" in r["situation"]:
@@ -527,6 +541,8 @@ def run(ctx: Context) -> Section:
                 targets.append(Target(f"scrape max, {r['situation']}", scope, round(r["max_s"], 4), "<=", 0.020,
                                       " s"))
         mem = m["memory"]
+        notes.append(f"N={n}: the HTTP server process's memory at the end: RSS {mem['http_rss_mib']:.0f} MiB, peak "
+                     f"{mem['http_hwm_mib']:.0f} MiB")
         notes.append(f"N={n}: the exporter process's memory at the end: RSS {mem['rss_mib']:.0f} MiB, peak (VmHWM) "
                      f"{mem['hwm_mib']:.0f} MiB, ru_maxrss {mem['maxrss_mib']:.0f} MiB; after it was built, before "
                      f"its first cycle: RSS {m['exporter_started']['rss_mib']:.0f} MiB")

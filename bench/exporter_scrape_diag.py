@@ -76,7 +76,7 @@ def variant(args) -> dict:
     warnings.filterwarnings("ignore")
     from bench.exporter_scale_bench import _Cloud, memory
     from bench.reports_bench import exporter_for, scrape_once
-    from minbw.exporter.loops import start_server
+    from minbw.exporter.http import start_server
     from minbw.placement.client import Placement
     import requests.models
     cloud = _Cloud(args.clouds_yaml, args.cloud)

@@ -279,7 +279,7 @@ def measure_exporter(ctx, server, measure, cache, hosts, by_host) -> tuple[list,
     host moved, after a DELETE /allocations/{consumer}), the scrapes as Prometheus sends them (idle, during a
     collection, during the slow reports), and a generic read-everything exporter's scrape beside them."""
     import threading
-    from minbw.exporter.loops import start_server
+    from minbw.exporter.http import start_server
     from minbw.neutron import naming
     from minbw.placement.client import Placement
     n = len(hosts)

@@ -265,14 +265,18 @@ quirks:
     resource_provider_bandwidths: no entry in ovn-cms-options resource_provider_hypervisors (add br-x:HYPERVISOR)"]
 skipped:
   description:
-    - The agent configurations and chassis that got no writes, one line each naming it, its host, what is wrong
-      and the fix (also shown as warnings); every other one was synced. See O(fail_on_skipped).
+    - >-
+      The agent configurations and chassis that got no writes, one line each in one format - the unit's kind
+      and name, its host in parentheses, what is wrong, then C(Fix:) and the fix, as in the sample - sorted by
+      kind and name (also shown as warnings); every other one was synced. The kinds - C(ini file), C(agent) (an
+      entry of O(agents)), C(chassis), C(hypervisor) (a compute node without its root provider) and C(host tree)
+      (a tree whose writes Placement refused). See O(fail_on_skipped).
   returned: always
   type: list
   elements: str
-  sample: ["chassis c1 (hostname compute1, southbound): it and chassis c0 (southbound) describe the same device
-    provider compute0:OVN Controller agent:br-ex (...), so which one Placement would get depends on which reports
-    last. Fix: ..."]
+  sample: ["chassis c1 (host compute1): it and chassis c0 (host compute0) describe the same device provider
+    compute0:OVN Controller agent:br-ex (...), so which one Placement would get depends on which reports last.
+    Fix: give each bridge of hypervisor compute0 in one chassis only (...)"]
 units:
   description: Each agent configuration and chassis - its C(unit), C(kind), C(host), C(hypervisors), whether a
     write touched its hypervisors (C(changed)) and why it was skipped (C(skipped), null when synced).

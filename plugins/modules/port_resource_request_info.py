@@ -106,16 +106,12 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def request_info(module):
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron.port_request import QosPort
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.inputs import qos_port_of_rules
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.port_request import (
         PortRequestQuery, port_request)
 
     p = module.params
-    qos_port = None
-    minimum = [r for r in p['qos_rules'] if r.get('type') in ('minimum_bandwidth', 'minimum_packet_rate')]
-    if not p['port'] and minimum:  # other rule types (limits, DSCP marking) reserve nothing: left out
-        qos_port = QosPort.from_dict(dict(qos_rules=minimum, vnic_type=p['vnic_type'], segments=p['segments']),
-                                     'qos_rules')
+    qos_port = None if p['port'] else qos_port_of_rules(p['qos_rules'], p['vnic_type'], p['segments'])
     result = port_request(module.cloud(), PortRequestQuery(qos_port=qos_port, port_id=p['port_id'], port=p['port'],
                                                            agent_type=p['agent_type'], any_traits=p['any_traits']))
     return module.result(False, **result.to_dict())

@@ -22,6 +22,10 @@ description:
     count that differs is returned in C(differences) with its possible causes (and warned about), and set to
     Neutron's count only with O(recount).
   - Check mode returns the writes and changes nothing; a second run makes 0 writes.
+  - Each segment's writes are its own unit. When Placement refuses one (the segment's provider deleted meanwhile, a
+    conflict past the retries), that segment's writes stop and it is named in RV(failed_segments) and warned
+    about; the other segments are written and the task succeeds. The task fails when every segment's writes
+    failed, or Placement is unavailable (the error names the writes made and not made).
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
@@ -100,6 +104,13 @@ unresolved:
   returned: always
   type: list
   elements: str
+failed_segments:
+  description: The segments whose writes failed while the others were written, each with C(segment), C(label),
+    C(error), C(code) (Placement's error code) and C(pending) (its writes not made, the failed one first); running
+    the module again resumes from what is in Placement.
+  returned: always
+  type: list
+  elements: dict
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
@@ -112,7 +123,7 @@ def ensure(module):
     result = segments(module.cloud(), SegmentsRequest(tuple(p['networks']), sync=True, check=module.check_mode,
                                                       recount=p['recount'], quiet_window=p['quiet_window']))
     report = result.to_dict()
-    for w in report['warnings'] + report['unresolved']:
+    for w in report['warnings'] + report['unresolved'] + result.failed:
         module.ansible.warn(w)
     return module.result(report.pop('changed'), diff=report.pop('diff'), **report)
 

@@ -43,7 +43,8 @@ def test_one_bad_agent_is_skipped_and_named_the_good_one_synced(playbook, placem
     sync = json.loads(result_file.read_text())
     assert not sync.get("failed") and sync["changed"], sync
     (line,) = sync["skipped"]
-    assert line.startswith("agents[1]: resource_provider_bandwidths:") and "br-nope" in line and "Fix:" in line
+    assert line.startswith("agent agents[1] (host devstack1): resource_provider_bandwidths: ") and "br-nope" in line
+    assert ". Fix: " in line
     assert [(u["unit"], u["host"], bool(u["skipped"]), u["changed"]) for u in sync["units"]] == [
         ("agents[1]", "devstack1", True, False), ("agents[0]", "devstack0", False, True)]
     assert {p["name"] for p in sync["providers"]} == {"devstack0:Open vSwitch agent",

@@ -134,3 +134,72 @@ def test_scrapes_never_wait_and_a_deleted_claim_is_freed_at_the_next_collection(
         stop.set()
         server.join(30)
     assert not server.is_alive()
+
+
+def test_scrapes_are_answered_while_the_collecting_process_is_stopped_and_the_server_ends_with_it(
+        placement_server, tmp_path):
+    """The scrapes are answered by a process of their own: with ``minbw exporter``'s own process stopped
+    (SIGSTOP: no collection, no Python of its runs at all), scrapes are still answered, with the last collection
+    and an age that grows; killed (SIGKILL, nothing cleaned up), its server process ends with it."""
+    import os
+    import re
+    import signal
+    import time
+    ini = tmp_path / "es0.ini"
+    ini.write_text(OVS.format(host="es0"))
+    env = placement_server.env()
+    sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+                                   "--root-inventory", "VCPU=8"], env=env, capture_output=True, text=True)
+    assert sync.returncode == 0, sync.stderr
+    port = free_port()
+    exporter = subprocess.Popen(MINBW + ["exporter", "--listen-port", str(port), "--interval", "0.5",
+                                         "--no-neutron", "--port-size", "s=min_bw:egress:1000,min_bw:ingress:1000"],
+                                env=env, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}/metrics"
+    server_pid = None
+    try:
+        line = exporter.stderr.readline()
+        found = re.search(r"serving on (\S+) \(scrapes answered by process (\d+)\)", line)
+        assert found and found[1] == url, line
+        server_pid = int(found[2])
+        assert server_pid != exporter.pid
+        room = dict(name="minbw_headroom_ports", host="es0", size="s")
+        _wait(url, lambda s: _value(s, **room) == 10, "the empty bridge")
+
+        os.kill(exporter.pid, signal.SIGSTOP)
+        try:
+            first = _scrape(url)
+            time.sleep(1.5)  # three collection intervals: none can run while the process is stopped
+            second = _scrape(url)
+        finally:
+            os.kill(exporter.pid, signal.SIGCONT)
+        assert _value(first, **room) == _value(second, **room) == 10
+        ages = [_value(s, name="minbw_collection_age_seconds") for s in (first, second)]
+        assert ages[1] - ages[0] >= 1.4, ages  # the same collection served, older
+
+        exporter.kill()
+        exporter.wait(10)
+        for _ in range(100):
+            if not os.path.exists(f"/proc/{server_pid}") or "Z" in _state(server_pid):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the server process {server_pid} outlived the exporter: {_state(server_pid)}")
+    finally:
+        if exporter.poll() is None:
+            exporter.kill()
+            exporter.wait(10)
+        exporter.stderr.close()
+        if server_pid and os.path.exists(f"/proc/{server_pid}"):
+            try:
+                os.kill(server_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -103,6 +103,7 @@ def test_drift_compares_every_agent_file_but_the_bad_one(placement, placement_se
     assert out.returncode == 3, out.stdout + out.stderr
     (line,) = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
     assert "devstack1.ini" in line and "br-nope" in line and "Fix:" in line
+    assert line.startswith("minbw: skipped: ini file ") and "(host devstack1)" in line, line  # as the sync says it
     import json
     result = json.loads(out.stdout)
     names = {r["name"] for r in result["providers"]}

@@ -150,17 +150,22 @@ def test_one_chassis_s_typo_costs_that_chassis_only(placement, placement_server,
               "c2": ("devstack2", _chassis("devstack2", "br-test:4000:4000", "br-test:devstack2")),
               "c3": ("devstack2", {ovn.BRIDGE_MAPPINGS: "physnet1:br-y",
                                    ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-y:1:2:3"})}
-    dump.write_text(json.dumps(sb_json(**broken)))
+    dump.write_text(json.dumps(sb_json(**dict(reversed(broken.items())))))  # c3 first: the lines are sorted
     out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 3, out.stdout + out.stderr
     lines = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
-    assert len(lines) == 3, out.stderr
-    by_chassis = {c: next(x for x in lines if f"chassis {c} (" in x.split(": ", 3)[2]) for c in ("c0", "c1", "c3")}
-    assert "hostname devstack1" in by_chassis["c1"] or "(host devstack1)" in by_chassis["c1"]
-    assert "devstack0:OVN Controller agent:br-test" in by_chassis["c1"] and "Fix:" in by_chassis["c1"]
-    assert "resource_provider_hypervisors" in by_chassis["c1"]
-    assert "hostname devstack2" in by_chassis["c3"] and "resource_provider_bandwidths" in by_chassis["c3"]
-    assert "Fix:" in by_chassis["c0"]
+    # one line per chassis, in the order of their names, each: chassis NAME (host HOST): what. Fix: the fix
+    assert [x.split(" (host ")[0] for x in lines] == [f"minbw: skipped: chassis {c}" for c in ("c0", "c1", "c3")]
+    by_chassis = dict(zip(("c0", "c1", "c3"), lines))
+    assert by_chassis["c1"].startswith("minbw: skipped: chassis c1 (host devstack1): it and chassis c0 (host "
+                                       "devstack0) describe the same device provider")
+    assert "devstack0:OVN Controller agent:br-test" in by_chassis["c1"] and ". Fix: " in by_chassis["c1"]
+    assert "resource_provider_hypervisors" in by_chassis["c1"].split(". Fix: ")[1]
+    assert by_chassis["c3"].startswith("minbw: skipped: chassis c3 (host devstack2): ovn-cms-options "
+                                       "resource_provider_bandwidths: ") and ". Fix: write " in by_chassis["c3"]
+    assert by_chassis["c0"].startswith("minbw: skipped: chassis c0 (host devstack0): ") and ". Fix: " in by_chassis["c0"]
+    # the two chassis both skipped share no agent provider: no warning says they do
+    assert "share the agent provider" not in out.stderr, out.stderr
     result = json.loads(out.stdout)
     units = {u["unit"].split(" (")[0]: u for u in result["units"]}
     assert {c: bool(u["skipped"]) for c, u in units.items()} == {

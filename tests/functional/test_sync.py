@@ -538,7 +538,8 @@ def test_a_provider_deleted_under_the_sync_costs_its_host_tree_only(placement, t
     plan, result = s.sync(placement, grown, progress=meanwhile, workers=1, cache=cache)
     assert deleted and [f["tree"] for f in result.failed] == ["hv2"], result.to_dict()
     (line,) = result.failures()
-    assert line.startswith("host tree hv2: ") and "hv2:Open vSwitch agent:br-test" in line and "running the sync again" in line
+    assert line.startswith("host tree hv2 (host hv2): ") and "hv2:Open vSwitch agent:br-test" in line
+    assert line.endswith(". Fix: run the sync again: it resumes from what is in Placement")
     for h in ("hv1", "hv3"):
         inv = placement.get_inventories(next(p.uuid for p in grown.providers if p.name == f"{h}:Open vSwitch agent:br-test"))[0]
         assert inv["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 2500
@@ -561,10 +562,11 @@ def test_a_host_without_its_compute_node_costs_that_host_only(placement, placeme
                          env=placement_server.env(), timeout=120)
     assert out.returncode == 3, out.stdout + out.stderr
     (line,) = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
-    assert "No resource provider named 'hv2'" in line and "Fix:" in line
+    assert line.startswith("minbw: skipped: hypervisor hv2 (host hv2): No resource provider named 'hv2'")
+    assert ". Fix: " in line
     assert len(tree(placement, "hv1")) == 3 and not placement.list_providers(name="hv2")
     units = {u["host"]: u for u in json.loads(out.stdout)["units"]}
-    assert units["hv1"]["changed"] and not units["hv1"]["skipped"] and units["hv2"]["skipped"].startswith("No resource")
+    assert units["hv1"]["changed"] and not units["hv1"]["skipped"] and units["hv2"]["skipped"] == line.removeprefix("minbw: skipped: ")
     wipe(placement)
     out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
                          env=placement_server.env(), timeout=120)

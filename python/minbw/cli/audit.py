@@ -1,7 +1,9 @@
 """``minbw audit`` — ``openstack bandwidth audit``."""
 from __future__ import annotations
 
-from minbw.cli.base import EXIT_FINDINGS, Command, View
+import sys
+
+from minbw.cli.base import EXIT_ERROR, EXIT_FINDINGS, Command, View
 from minbw.cli.options import add_report_cache_argument, report_cloud, add_service_cloud_argument
 
 COLUMNS = ("kind", "subject", "detail")
@@ -9,7 +11,8 @@ COLUMNS = ("kind", "subject", "detail")
 
 class Audit(Command):
     """Find leaked bandwidth allocations, stale binding allocations, servers holding more than their ports request
-    (double allocations) and providers over capacity (exit 3 when something is found and left)."""
+    (double allocations) and providers over capacity (exit 3 when something is found and left; with --fix, 1 when
+    every fix failed)."""
 
     columns = COLUMNS
 
@@ -26,6 +29,8 @@ class Audit(Command):
         result = audit(report_cloud(self.cloud(parsed_args, service=True, progress=True), parsed_args),
                        AuditRequest(fix=parsed_args.fix, ignore_consumers=tuple(parsed_args.ignore_consumer)))
         plan = result.plan
+        for line in result.failed:  # the other fixes were made: exit 3 (findings left); every fix failed: exit 1
+            print(f"minbw: skipped: {line}", file=sys.stderr)
         return View(result.to_dict(), COLUMNS, tuple((f.kind, f.subject, f.detail) for f in plan.findings),
                     head=(f"ok: {plan.consumers} consumers with bandwidth, {plan.ports} ports with requests, "
                           f"{plan.providers} providers checked",)
@@ -33,4 +38,4 @@ class Audit(Command):
                     tail=tuple(f"fix {fix['action']} {fix['subject']}: " + ("done" if fix["done"] else
                                                                             f"FAILED: {fix['error']}")
                                for fix in result.fixes),
-                    exit_code=EXIT_FINDINGS if result.left else 0)
+                    exit_code=EXIT_ERROR if result.none_made else EXIT_FINDINGS if result.left else 0)

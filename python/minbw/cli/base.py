@@ -16,10 +16,12 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any
 
-from cliff import lister
+from cliff import command, lister
 from osc_lib.cli import format_columns
+from stevedore import extension
 
 from minbw.errors import MinbwError, NoValidHost
 
@@ -70,7 +72,7 @@ class DictColumn(format_columns.DictColumn):
     """``VCPU=1, MEMORY_MB=256`` in a table (resources, inventories), the dict itself in JSON."""
 
     def human_readable(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self._value.items())
+        return ", ".join(f"{k}={v}" for k, v in self.machine_readable().items())
 
 
 def cell(value: Any) -> Any:
@@ -89,45 +91,73 @@ def _jsonable(document: Any) -> Any:
 
 class Command(lister.Lister):
     """One command. Subclasses set ``columns``, add their options in :meth:`add_arguments` and build the
-    :class:`View` in :meth:`view`."""
+    :class:`View` in :meth:`view`.
+
+    Only cliff's public API: :meth:`run` is cliff's (its command hooks, the chosen formatter as ``self.formatter``,
+    :meth:`take_action`, :meth:`produce_output`) with the view's exit code; the output options are built here (cliff's
+    parser gives no public handle on its ``-f``/``-c`` options) with the formatters registered under
+    ``formatter_namespace``, each adding its own options."""
 
     auth_required = False   # minbw connects on first use, after its options are checked (usage errors: exit 2)
     columns: tuple[str, ...] = ()
     default_format = "table"
     _progress = None
+    _shown: View | None = None   # take_action's view, for produce_output (None: a failure, already said)
+    _exit_code = 0
 
     # ------------------------------------------------------------ parsing
     def get_epilog(self) -> str:
         """cliff's epilog without its look-up of which distribution holds the command: cliff reads the metadata of
         every installed distribution for it (half a second of CPU, the most of a command's start after its imports,
         spent on every run, not only on --help). Every command here is minbw's, so the plugin line appears exactly
-        when cliff would write it: in another application's shell (``openstack bandwidth ...``)."""
-        parts = [self._epilog or ""]
-        parts += [e for h in self._hooks if h.obj is not None and (e := h.obj.get_epilog()) is not None]
+        when cliff would write it: in another application's shell (``openstack bandwidth ...``). The command hooks'
+        epilogs come from the hooks cliff documents: entry points of the application's command namespace and the
+        command's name."""
+        parts = [""]
+        if self.cmd_name:
+            hooks = extension.ExtensionManager(
+                namespace=f"{self.app.command_manager.namespace}.{self.cmd_name.replace(' ', '_')}",
+                invoke_on_load=True, invoke_kwds={"command": self})
+            parts += [e for h in hooks if h.obj is not None and (e := h.obj.get_epilog()) is not None]
         if _top_package(self.app) != _top_package(self):
             parts.append(f"This command is provided by the {DISTRIBUTION} plugin.")
         return "\n\n".join(parts)
 
     def get_parser(self, prog_name: str) -> argparse.ArgumentParser:
-        parser = super().get_parser(prog_name)
-        known = {lister.Lister._normalize_column_name(c): c for c in self.columns}
+        """cliff's command parser (description, epilog, the command hooks' options) with the output options of a
+        cliff Lister, in its order and words, but ``-c`` checked against :attr:`columns`, ``-f`` defaulting to
+        :attr:`default_format` and ``--json``."""
+        parser = command.Command.get_parser(self, prog_name)
+        formatters = extension.ExtensionManager(self.formatter_namespace, invoke_on_load=True)
+        names = sorted(formatters.names())
+        group = parser.add_argument_group(title="output formatters", description="output formatter options")
+        group.add_argument("-f", "--format", dest="formatter", action="store", choices=names,
+                           default=self.default_format,
+                           help="the output format, defaults to table" if self.default_format == "table"
+                           else f"the output format (default {self.default_format})")
+        known = {column_key(c): c for c in self.columns}
 
         def column(text: str) -> str:
-            if lister.Lister._normalize_column_name(text) not in known:
+            if column_key(text) not in known:
                 raise argparse.ArgumentTypeError(f"no column {text!r}; this command's columns: "
                                                  f"{', '.join(self.columns) or '(none)'}")
-            return known[lister.Lister._normalize_column_name(text)]
-        for action in parser._actions:
-            if action.dest == "fit_width" and sys.stdout.isatty():
-                action.default = True  # tables fit the terminal (cliff's --max-width/--fit-width still apply)
-            if action.dest == "columns":
-                action.type, action.metavar = column, "COLUMN"
-                action.help = f"show this column (repeat for several): {', '.join(self.columns)}"
-            elif action.dest == "formatter" and self.default_format != "table":
-                action.default = self.default_format
-                action.help = f"the output format (default {self.default_format})"
-        self._formatter_group.add_argument("--json", dest="formatter", action="store_const", const="json",
-                                           help="the same as -f json")
+            return known[column_key(text)]
+        group.add_argument("-c", "--column", action="append", default=[], dest="columns", metavar="COLUMN", type=column,
+                           help=f"show this column (repeat for several): {', '.join(self.columns)}")
+        for formatter in formatters:
+            formatter.obj.add_argument_group(parser)
+        group.add_argument("--sort-column", action="append", default=[], dest="sort_columns", metavar="SORT_COLUMN",
+                           help="specify the column(s) to sort the data (columns specified first have a priority, "
+                                "non-existing columns are ignored), column names are case-insensitive and accept "
+                                "underscores for spaces, can be repeated")
+        direction = group.add_mutually_exclusive_group()
+        direction.add_argument("--sort-ascending", action="store_const", dest="sort_direction", const="asc",
+                               help="sort the column(s) in ascending order")
+        direction.add_argument("--sort-descending", action="store_const", dest="sort_direction", const="desc",
+                               help="sort the column(s) in descending order")
+        group.add_argument("--json", dest="formatter", action="store_const", const="json", help="the same as -f json")
+        if sys.stdout.isatty():
+            parser.set_defaults(fit_width=True)  # tables fit the terminal (--max-width/--fit-width still apply)
         self.add_arguments(parser)
         return parser
 
@@ -137,10 +167,6 @@ class Command(lister.Lister):
     # ------------------------------------------------------------ running
     def view(self, parsed_args: argparse.Namespace) -> View:
         raise NotImplementedError
-
-    def take_action(self, parsed_args: argparse.Namespace):
-        view = self.view(parsed_args)
-        return view.columns, view.rows
 
     def cloud(self, parsed_args: argparse.Namespace, *, service: bool = False, progress: bool = False):
         """The use cases' Cloud from the global ``--os-*`` options (connected on first use); ``service``: the
@@ -157,19 +183,27 @@ class Command(lister.Lister):
                      placement_version=connection.placement_version(self.app))
 
     def run(self, parsed_args: argparse.Namespace) -> int:
-        parsed_args = self._run_before_hooks(parsed_args)
-        self.formatter = self._formatter_plugins[parsed_args.formatter].obj
+        """cliff's run (hooks, formatter, :meth:`take_action`, :meth:`produce_output`); the exit code is the view's
+        or the failure's."""
+        self._shown, self._exit_code = None, 0
+        super().run(parsed_args)
+        return self._exit_code
+
+    def take_action(self, parsed_args: argparse.Namespace):
+        """The view's table for cliff (columns, rows); a failure is said here and shows nothing more."""
         try:
             view = self.view(parsed_args)
         except Exception as e:  # noqa: BLE001 - ours and the cloud's failures are explained; others re-raise
-            return self.fail(parsed_args, e)
+            self._exit_code = self.fail(parsed_args, e)
+            return (), ()
         except KeyboardInterrupt:
             self._close_progress()
             print("minbw: interrupted", file=sys.stderr)
-            return 130
+            self._exit_code = 130
+            return (), ()
         self._close_progress()
-        self.emit(parsed_args, view)
-        return view.exit_code
+        self._shown, self._exit_code = view, view.exit_code
+        return view.columns, view.rows
 
     def _close_progress(self) -> None:
         if self._progress is not None:
@@ -195,7 +229,12 @@ class Command(lister.Lister):
         return EXIT_NO_VALID_HOST if isinstance(error, NoValidHost) else EXIT_ERROR
 
     # ------------------------------------------------------------ output
-    def emit(self, parsed_args: argparse.Namespace, view: View) -> None:
+    def produce_output(self, parsed_args: argparse.Namespace, column_names, data) -> int:
+        """The view through ``self.formatter``: the document (``-f json``/``yaml`` without ``-c``), or the head
+        lines, the table (cliff's Lister output, or one object's fields) and, in a table, the sections and tail."""
+        view = self._shown
+        if view is None:
+            return 0
         fmt, out = parsed_args.formatter, self.app.stdout
         if fmt in ("json", "yaml") and not parsed_args.columns:
             document = _jsonable(view.document)
@@ -204,19 +243,19 @@ class Command(lister.Lister):
             else:
                 keys = list(dict.fromkeys(k for item in document for k in item)) if document else []
                 self.formatter.emit_list(keys, [[item.get(k) for k in keys] for item in document], out, parsed_args)
-            return
+            return 0
         table = fmt == "table"
         if table:
             for line in view.head:
                 out.write(line + "\n")
         if view.show_table or parsed_args.columns or not table:
-            rows = [[cell(c) for c in row] for row in view.rows]
+            rows = [[cell(c) for c in row] for row in data]
             if view.one and fmt in ("table", "value", "json", "yaml", "shell"):
-                columns, selector = self._generate_columns_and_selector(parsed_args, view.columns)
-                values = list(self._compress_iterable(rows[0], selector)) if selector else (rows[0] if rows else [])
+                columns, picked = _select(parsed_args.columns, column_names)
+                values = list(compress(rows[0], picked)) if picked else (rows[0] if rows else [])
                 self.formatter.emit_one(columns, values, out, parsed_args)
-            elif view.columns:
-                super().produce_output(parsed_args, view.columns, rows)
+            elif column_names:
+                super().produce_output(parsed_args, column_names, rows)
         if table and not parsed_args.columns:
             for section in view.sections:
                 if section.title:
@@ -225,6 +264,24 @@ class Command(lister.Lister):
                                          parsed_args)
             for line in view.tail:
                 out.write(line + "\n")
+        return 0
+
+
+def column_key(name: str) -> str:
+    """A column name as ``-c`` and ``--sort-column`` match it (cliff's rule: case, spaces as underscores)."""
+    return name.lower().strip().replace(" ", "_")
+
+
+def _select(wanted: list[str], columns) -> tuple[list[str], list[bool] | None]:
+    """The ``-c`` columns of one object in the object's order, and which of its values they are (None: all), as
+    cliff picks them."""
+    if not wanted:
+        return list(columns), None
+    keys = {column_key(c) for c in wanted}
+    picked = [column_key(c) in keys for c in columns]
+    if not any(picked):
+        raise ValueError(f"No recognized column names in {str(wanted)}. Recognized columns are {str(columns)}.")
+    return list(compress(columns, picked)), picked
 
 
 def _pairs(document: dict) -> tuple[list[str], list[Any]]:

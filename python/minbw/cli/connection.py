@@ -10,8 +10,8 @@ from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import CloudError, InvalidInput
-from minbw.model import microversions as mv
 from minbw.usecases.connection import OptionNames, explain as explain_connection, one_line
+from minbw.usecases.inputs import microversion
 
 NAMES = OptionNames(cacert="--os-cacert (cacert: in clouds.yaml)", insecure="--insecure (verify: false in clouds.yaml)",
                     cloud="--os-cloud / OS_CLOUD", auth="clouds.yaml / the --os-* options")
@@ -54,7 +54,7 @@ def placement_version(app) -> str | None:
     if not value or "." not in str(value):
         return None
     try:
-        return mv.format(value)
+        return microversion(value)
     except ValueError:
         raise InvalidInput(f"--os-placement-api-version (OS_PLACEMENT_API_VERSION): expected a microversion "
                            f"MAJOR.MINOR, e.g. 1.39, got {value!r}") from None

@@ -1,7 +1,9 @@
 """``minbw heal`` — ``openstack bandwidth server heal``."""
 from __future__ import annotations
 
-from minbw.cli.base import EXIT_FINDINGS, Command, View
+import sys
+
+from minbw.cli.base import EXIT_ERROR, EXIT_FINDINGS, Command, View
 from minbw.cli.options import add_service_cloud_argument
 
 COLUMNS = ("server", "port", "group", "status", "provider", "why")
@@ -9,7 +11,8 @@ COLUMNS = ("server", "port", "group", "status", "provider", "why")
 
 class Heal(Command):
     """Add missing port allocations and binding:profile.allocation to servers (what nova-manage placement
-    heal_allocations does, deterministic). Exit 3 when a server is left unhealed (with --dry-run: needs healing)."""
+    heal_allocations does, deterministic). Exit 3 when a server is left unhealed (with --dry-run: needs healing), 1
+    when every server's writes failed."""
 
     columns = COLUMNS
 
@@ -27,4 +30,7 @@ class Heal(Command):
             for g in (r.get("plan") or {}).get("groups", []) or [{}]:
                 rows.append((r["name"], g.get("port", "-"), g.get("group", "-"), g.get("status", "-"),
                              g.get("provider") or "-", g.get("chosen_by") or g.get("why") or r.get("error") or ""))
-        return View(result.to_dict(), COLUMNS, tuple(rows), exit_code=EXIT_FINDINGS if result.pending else 0)
+        for line in result.failed:  # the other servers were healed: exit 3; every write failed: exit 1
+            print(f"minbw: skipped: {line}", file=sys.stderr)
+        return View(result.to_dict(), COLUMNS, tuple(rows),
+                    exit_code=EXIT_ERROR if result.none_made else EXIT_FINDINGS if result.pending else 0)

@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 
 from minbw.errors import InvalidInput, RequestError
-from minbw.model.resources import EXAMPLE as RESOURCE_EXAMPLE, parse_resource, resources_of
-from minbw.neutron.port_request import QOS_PORT_EXAMPLE, QOS_PORT_GRAMMAR, QosPort
+from minbw.usecases.inputs import (QOS_PORT_EXAMPLE, QOS_PORT_GRAMMAR, RESOURCE_EXAMPLE, QosPort, parse_resource,
+                                   qos_port as parse_qos_port, resources_of)
 
 RESOURCE_HELP = f"a resource of the flavor, CLASS=AMOUNT, e.g. {RESOURCE_EXAMPLE}"
 QOS_PORT_HELP = (f"a QoS port described by its minimum rules: {QOS_PORT_GRAMMAR}; e.g. {QOS_PORT_EXAMPLE}. "
@@ -58,7 +58,7 @@ def resource(text: str) -> tuple[str, int]:
 
 def qos_port(text: str) -> QosPort:
     try:
-        return QosPort.parse(text, "--qos-port")
+        return parse_qos_port(text, "--qos-port")
     except RequestError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix("--qos-port: ")) from None
 

@@ -69,7 +69,7 @@ class SyncProviders(Command):
             parser.add_argument("--dry-run", action="store_true", help="show the writes, make none")
 
     def view(self, parsed_args):
-        from minbw.model.resources import resources_of
+        from minbw.usecases.inputs import resources_of
         from minbw.usecases import providers
         roots = resources_of(parsed_args.root_inventory or (), "--root-inventory") or None
         check = bool(self.dry_run or getattr(parsed_args, "dry_run", False))

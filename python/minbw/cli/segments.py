@@ -1,6 +1,8 @@
 """``minbw segments [--sync]`` — ``openstack bandwidth segment list|sync``: routed networks' segment providers."""
 from __future__ import annotations
 
+import sys
+
 from minbw.cli.base import EXIT_FINDINGS, Command, View
 
 SEGMENT_COLUMNS = ("segment", "physnet", "hosts", "ipv4_total", "ipv4_reserved", "free_ips", "in_placement")
@@ -9,7 +11,8 @@ STEP_COLUMNS = ("step",)
 
 class Segments(Command):
     """Each routed network segment's Placement provider (IPV4_ADDRESS, aggregate, hosts) as Neutron's segments
-    plugin reports it (exit 3 when Placement differs); --sync writes what is missing."""
+    plugin reports it (exit 3 when Placement differs); --sync writes what is missing (exit 3 when a segment's writes
+    failed and the others were made)."""
 
     columns = SEGMENT_COLUMNS + STEP_COLUMNS
     sync = None   # None: --sync chooses; True / False: the subclasses of openstack bandwidth segment sync / list
@@ -46,9 +49,11 @@ class Segments(Command):
             writes = report["plan"]["writes"]
             said = (f"{writes} writes" + (" planned (nothing written)" if dry_run else "") if writes
                     else "Placement already shows every segment: 0 writes.")
+            for line in result.failed:  # its writes stopped, the other segments' made: exit 3, a partial run
+                print(f"minbw: skipped: {line}", file=sys.stderr)
             return View(report, STEP_COLUMNS, tuple((s,) for s in report["steps"]), head=(said,),
                         tail=tuple(f"warning: {w}" for w in report["warnings"] + result.unresolved),
-                        exit_code=EXIT_FINDINGS if result.unresolved else 0)
+                        exit_code=EXIT_FINDINGS if result.unresolved or result.failed else 0)
         rows = []
         for s in report["segments"]:
             inv = (s["provider"]["inventories"] or {}).get("IPV4_ADDRESS") or {}

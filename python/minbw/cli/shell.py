@@ -7,31 +7,42 @@ import argparse
 import importlib.util
 import sys
 
-import cliff
 from cliff import commandmanager
 
 
-def _import_lazily(name: str) -> None:
-    """Make ``name`` a module that runs its code on first use (importlib's LazyLoader)."""
-    if name not in sys.modules:
-        spec = importlib.util.find_spec(name)
-        spec.loader = importlib.util.LazyLoader(spec.loader)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+class _LazyFinder:
+    """Finds one module with the finders after it on ``sys.meta_path`` and has importlib's LazyLoader load it: the
+    import binds it as usual, its code runs on first use."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        for finder in sys.meta_path:
+            spec = None if finder is self else finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
+                    spec.loader = importlib.util.LazyLoader(spec.loader)
+                return spec
+        return None
 
 
 # osc-lib imports cliff's interactive mode (and with it cmd2, rich, pygments: a fifth of a command's start) for a
-# type annotation; it runs only for `minbw` without a command, which then imports it.
-_import_lazily("cliff.interactive")
-cliff.interactive = sys.modules["cliff.interactive"]
+# type annotation; it runs only for `minbw` without a command, which then imports it. Only this import is lazy.
+_lazy = _LazyFinder("cliff.interactive")
+sys.meta_path.insert(0, _lazy)
+try:
+    from osc_lib import shell as osc_shell
+finally:
+    sys.meta_path.remove(_lazy)
 
 from openstack import exceptions as sdk_exceptions  # noqa: E402
-from osc_lib import shell as osc_shell  # noqa: E402
 from osc_lib.api import auth  # noqa: E402
 
 from minbw import __version__  # noqa: E402
-from minbw.model import microversions as mv  # noqa: E402
+from minbw.usecases.inputs import microversion  # noqa: E402
 
 # The commands of this shell: entry points of this group (python/pyproject.toml), the old minbw names.
 COMMANDS = "minbw.cli"
@@ -42,7 +53,7 @@ ENDPOINT_OVERRIDES = ("placement", "compute", "network")
 
 def _microversion(text: str) -> str:
     try:
-        return mv.format(text)
+        return microversion(text)
     except ValueError:
         if text.isdigit():
             return text  # a major version alone: negotiate (osc-placement's "1")
@@ -79,9 +90,7 @@ class MinbwShell(osc_shell.OpenStackShell):
             super().initialize_app(argv)
         except sdk_exceptions.ConfigException:
             self.client_manager = None  # the command that needs the cloud says what is wrong with it
-            self._load_plugins()
-            self._load_commands()
-            self.print_help_if_requested()
+            self.print_help_if_requested()  # (osc-lib's plugin and command loading steps do nothing in a shell)
 
     def prepare_to_run_command(self, cmd):
         """Nothing to prepare: every minbw command connects when it first needs the cloud."""

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from minbw.exporter.memory import limit_arenas
 from minbw.model.providers import ProviderDetail
 from minbw.placement.client import Placement
 from minbw.reports import metrics
@@ -61,11 +62,13 @@ class Collector:
     check).
 
     ``cache`` (a :class:`ProviderCache` or None) holds traits and inventories between cycles; ``workers``
-    providers are read at once; ``check_interval`` seconds between the cache's safety checks."""
+    providers are read at once; ``check_interval`` seconds between the cache's safety checks. Built before its
+    reader's threads start, it limits the process's malloc arenas (:func:`minbw.exporter.memory.limit_arenas`)."""
 
     def __init__(self, api: Placement, sizes_for: Callable[[bool], list], owner_nova: Callable[[], bool], *,
                  cache: ProviderCache | None = None, workers: int = 4, check_interval: float = 300.0,
                  clock: Callable[[], float] = time.time, say: Callable[[str], None] | None = None):
+        limit_arenas()  # before the reader's threads start (an arena a thread already has stays)
         self.api = api
         self.sizes_for = sizes_for
         self.decide_owner_nova = owner_nova
@@ -136,6 +139,8 @@ class Collector:
             self._headroom = (key, [(s.name, s.vnic_type, capacity(details, req, self.shared,
                                                                    memo=self._counted.setdefault(s.name, {})))
                                     for s, req in self.sizes])
+        else:  # the same: this cycle's providers and details kept, the last ones let go
+            self._headroom = (key, self._headroom[1])
         return self._headroom[1]
 
     def _capacity_details(self, reading) -> list[ProviderDetail]:
@@ -147,8 +152,10 @@ class Collector:
         details.update(self.reader.details([p for p in shared if p.uuid not in details]))
         trees = {d.provider.root_uuid for d in details.values()}
         having = {t: {p.uuid for p in self.reader.listing(required=t)} for t in sorted(self.root_traits)}
+        sets: dict[frozenset, frozenset] = {}  # the few sets of root traits: one object each
         return list(details.values()) + [
-            ProviderDetail(p, frozenset(t for t, roots in having.items() if u in roots), {}, {}, True)
+            ProviderDetail(p, sets.setdefault(has := frozenset(t for t, roots in having.items() if u in roots), has),
+                           _EMPTY, _EMPTY, True)
             for u, p in reading.providers.items() if u not in details and p.root_uuid in trees]
 
     # ------------------------------------------------------------ the safety check

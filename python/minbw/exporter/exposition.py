@@ -49,6 +49,11 @@ def _sample_lines(text: str, keep_lines: bool = False) -> dict:
     return out if keep_lines else {name: "".join(ls) for name, ls in out.items()}
 
 
+# Providers rendered by prometheus_client at once (a sample's line does not depend on the others): the first
+# rendering of 40,000 providers (10,000 hosts) holds one batch's samples, text and lines at a time, not all of them.
+RENDER_AT_ONCE = 2000
+
+
 class Exposition:
     """The exporter's families rendered by prometheus_client and kept: a family whose samples did not change is
     not rendered again, and the families of the providers are rendered per provider (each provider's lines kept
@@ -97,15 +102,19 @@ class Exposition:
         the providers' order, one line each), and keep each one's lines."""
         todo = [(u, own) for u, own in parts.items()
                 if (kept := self._providers.get((openmetrics, u))) is None or (kept[0] is not own and kept[0] != own)]
-        if not todo:
-            return
+        for start in range(0, len(todo), RENDER_AT_ONCE):
+            self._render_some(openmetrics, todo[start:start + RENDER_AT_ONCE])
+        self.rendered["providers"] += len(todo)
+
+    def _render_some(self, openmetrics: bool, todo: list[tuple[str, tuple]]) -> None:
         by_name: dict[str, list] = {}
         for _, own in todo:
             for name, labels, value in own:
                 by_name.setdefault(name, []).append((labels, value))
         text = _sample_lines(_render([metrics.Family(n, "gauge", "-", tuple(samples))
                                       for n, samples in by_name.items()], openmetrics), keep_lines=True)
-        taken = {name: 0 for name in by_name}
+        del by_name
+        taken = {name: 0 for name in text}
         for u, own in todo:
             counts: dict[str, int] = {}
             for name, _, _ in own:
@@ -115,7 +124,6 @@ class Exposition:
                 mine[name] = "".join(text[name][taken[name]:taken[name] + k])
                 taken[name] += k
             self._providers[(openmetrics, u)] = (own, mine)
-        self.rendered["providers"] += len(todo)
 
     def _forget(self, parts: Mapping[str, tuple]) -> None:
         """Drop the lines of providers gone (the exporter runs for months)."""

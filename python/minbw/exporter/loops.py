@@ -1,31 +1,25 @@
-"""The exporter's threads: the collection loop, the slow reports' loop, and the HTTP server whose scrapes are
-served from the last collection in memory and never wait for Placement, the audit, the drift or the cache check.
+"""The exporter's threads: the collection loop and the slow reports' loop, and what they publish for the scrapes
+(:class:`Served`), which the HTTP server's own process (:mod:`minbw.exporter.http`) answers from memory without
+waiting for Placement, the audit, the drift or the cache check.
 
 Who owns what: the collection loop's thread owns the :class:`~minbw.exporter.collector.Collector` (its reader,
 provider cache and memos); the slow loop's thread owns the slow reports (a reader and cache of their own); the
 two hand each other immutable objects only (:class:`SlowResults`, :class:`Collection`). :class:`Served` holds the
-last collection rendered; a scrape takes it under a lock held only for the swap, never while anything is read or
-rendered.
+last collection rendered, under a lock held only for the swap, never while anything is read or rendered.
 """
 from __future__ import annotations
 
 import gc
 import gzip
-import sys
 import threading
 import time
 from collections.abc import Callable
 
 from minbw.exporter.collector import Collection, Collector, SlowResults
 from minbw.exporter.exposition import Exposition, age
+from minbw.exporter.http import Board
 
 _EOF = "# EOF\n"
-# How long a thread that wants the interpreter lock back waits before the running thread is asked to give it up
-# (CPython's default: 5 ms). A scrape's thread gives the lock up at every socket call (accept, read, write) and
-# waits for it again each time while the collection's threads run Python, so at 5 ms a scrape during a collection
-# took 30-50 ms at 1,000 hosts instead of 2 (docs/benchmarks.md, "The exporter's collection and scrapes at 1,000
-# hosts"); :func:`start_server` lowers it to this.
-SWITCH_INTERVAL = 0.001
 # The collection loop moves what outlived a cycle (the provider cache, the details, the renderings kept: about
 # 200,000 objects at 1,000 hosts) out of the garbage collector's generations (gc.freeze), so that no full
 # collection, which holds the interpreter lock for all of its scan (100-150 ms at 1,000 hosts), stalls a scrape;
@@ -35,11 +29,13 @@ FULL_COLLECTION_EVERY = 40
 
 
 class Served:
-    """The last :class:`Collection`, rendered in each format a scrape has asked for (Prometheus' text format and
-    OpenMetrics), and gzipped on the first scrape that accepts it. :meth:`publish` renders outside the lock that
-    guards the swap; :meth:`body` takes that lock only to read. The first scrape of a format renders the last
-    collection in it itself (under the rendering's own lock: that one scrape may wait for a publication being
-    rendered); the publications after it render that format too."""
+    """The last :class:`Collection`, rendered in each format asked for so far (Prometheus' text format and
+    OpenMetrics), plain or gzipped as it was asked for. :meth:`publish` renders outside the lock that guards
+    the swap, then hands the result (a :class:`~minbw.exporter.http.Board`) to its subscribers: the HTTP server's
+    process (:mod:`minbw.exporter.http`), which serves the scrapes from it. :meth:`body` and :meth:`gzipped` serve
+    in this process (``--once``, tests). The first request of a format renders the last collection in it (under
+    the rendering's own lock: that one request may wait for a publication being rendered); the publications after
+    it render that format too."""
 
     def __init__(self, clock: Callable[[], float] = time.time):
         self.clock = clock
@@ -47,102 +43,91 @@ class Served:
         self._rendering = threading.Lock()
         self._lock = threading.Lock()
         self._collection: Collection | None = None
-        self._bodies: dict[bool, str] = {}
+        self._bodies: dict[bool, bytes] = {}
         self._gzipped: dict[bool, bytes] = {}
         self._formats: set[bool] = set()
         self._zipped_formats: set[bool] = set()
+        self._subscribers: list[Callable[[Board], None]] = []
 
     def publish(self, collection: Collection) -> None:
-        """Render ``collection`` in every format asked for so far (gzipped too where a scrape accepted gzip), then
-        serve it: the scrapes never render or compress a publication themselves after the first of a format."""
+        """Render ``collection`` in every format asked for so far (gzipped too where gzip was accepted), serve it,
+        and hand it to the subscribers."""
         with self._rendering:
             with self._lock:
-                formats, zipped = set(self._formats), set(self._zipped_formats)
-            bodies = {om: self._render(self.exposition, collection, om) for om in formats}
-            heads = {om: gzip.compress(bodies[om].encode(), compresslevel=1) for om in zipped & formats}
+                plain, zipped = set(self._formats), set(self._zipped_formats)
+            rendered = {om: self._render(self.exposition, collection, om) for om in plain | zipped}
+            bodies = {om: rendered[om] for om in plain}
+            heads = {om: gzip.compress(rendered[om], compresslevel=1) for om in zipped}
+            del rendered
             with self._lock:
                 self._collection, self._bodies, self._gzipped = collection, bodies, heads
+        self._notify()
+
+    def subscribe(self, receive: Callable[[Board], None]) -> None:
+        """Call ``receive`` with :meth:`board` now and after every publication (in the publishing thread)."""
+        self._subscribers.append(receive)
+        receive(self.board())
+
+    def _notify(self) -> None:
+        if self._subscribers:
+            board = self.board()
+            for receive in self._subscribers:
+                receive(board)
+
+    def board(self, openmetrics: bool | None = None, zipped: bool = False) -> Board:
+        """What is rendered of the last collection; with ``openmetrics`` given, that format (gzipped if
+        ``zipped``) asked for first: rendered now if it was not, and in every publication from now on."""
+        if openmetrics is not None:
+            self._rendered(openmetrics, zipped)
+        with self._lock:
+            collection = self._collection
+            return Board(collection.finished if collection else None, dict(self._bodies), dict(self._gzipped))
 
     @staticmethod
-    def _render(exposition: Exposition, collection: Collection, openmetrics: bool) -> str:
+    def _render(exposition: Exposition, collection: Collection, openmetrics: bool) -> bytes:
         body = exposition.render(collection.families, collection.parts, openmetrics=openmetrics)
-        return body[:-len(_EOF)] if openmetrics else body
+        return (body[:-len(_EOF)] if openmetrics else body).encode()
+
+    def _rendered(self, openmetrics: bool, zipped: bool) -> tuple[Collection | None, bytes | None]:
+        """The last collection and its rendering in ``openmetrics``, gzipped if ``zipped``, that format asked for
+        from now on (a publication keeps the plain rendering of a format only where it was asked for plain);
+        ``(None, None)`` before the first collection."""
+        def held():
+            return self._collection, (self._gzipped if zipped else self._bodies).get(openmetrics)
+
+        with self._lock:
+            (self._zipped_formats if zipped else self._formats).add(openmetrics)
+            collection, done = held()
+        if collection is None or done is not None:
+            return collection, done
+        with self._rendering:
+            with self._lock:
+                collection, done = held()
+                body = self._bodies.get(openmetrics)
+            if done is not None:
+                return collection, done
+            if body is None:
+                body = self._render(self.exposition, collection, openmetrics)
+            done = gzip.compress(body, compresslevel=1) if zipped else body
+            with self._lock:
+                (self._gzipped if zipped else self._bodies)[openmetrics] = done
+        return collection, done
 
     def body(self, openmetrics: bool = False) -> str:
         """What a scrape gets: the last collection rendered, and its age (empty before the first collection)."""
-        with self._lock:
-            collection, body = self._collection, self._bodies.get(openmetrics)
-            if body is None:
-                self._formats.add(openmetrics)
+        collection, body = self._rendered(openmetrics, False)
         if collection is None:
             return _EOF if openmetrics else ""
-        if body is None:  # a format not asked for before: the last collection rendered in it, by this scrape
-            with self._rendering:
-                with self._lock:
-                    collection, body = self._collection, self._bodies.get(openmetrics)
-                if body is None:
-                    body = self._render(self.exposition, collection, openmetrics)
-                    with self._lock:
-                        self._bodies[openmetrics] = body
         tail = age(self.clock() - collection.finished, openmetrics)
-        return body + tail + (_EOF if openmetrics else "")
+        return body.decode() + tail + (_EOF if openmetrics else "")
 
     def gzipped(self, openmetrics: bool = False) -> bytes:
         """:meth:`body` gzipped: the collection's part compressed once per collection (gzip members concatenate)."""
-        with self._lock:
-            collection, head = self._collection, self._gzipped.get(openmetrics)
-            body = self._bodies.get(openmetrics)
-            self._zipped_formats.add(openmetrics)
-        if collection is None or body is None:
+        collection, head = self._rendered(openmetrics, True)
+        if collection is None:
             return gzip.compress(self.body(openmetrics).encode(), compresslevel=1)
-        if head is None:
-            head = gzip.compress(body.encode(), compresslevel=1)
-            with self._lock:
-                if self._collection is collection:
-                    self._gzipped[openmetrics] = head
         tail = age(self.clock() - collection.finished, openmetrics) + (_EOF if openmetrics else "")
         return head + gzip.compress(tail.encode(), compresslevel=1)
-
-
-def app(served: Served):
-    """The WSGI application serving ``/metrics``: the format Prometheus asks for (its Accept header, as
-    prometheus_client chooses), gzip when accepted. It reads nothing: it serves the last collection."""
-    from prometheus_client.exposition import choose_encoder
-
-    def serve(environ, start_response):
-        if environ.get("PATH_INFO", "/") == "/favicon.ico":
-            start_response("200 OK", [])
-            return [b""]
-        _, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
-        openmetrics = content_type.startswith("application/openmetrics-text")
-        headers = [("Content-Type", content_type)]
-        if "gzip" in environ.get("HTTP_ACCEPT_ENCODING", ""):
-            body = served.gzipped(openmetrics)
-            headers.append(("Content-Encoding", "gzip"))
-        else:
-            body = served.body(openmetrics).encode()
-        start_response("200 OK", headers)
-        return [body]
-    return serve
-
-
-def start_server(served: Served, address: str, port: int):
-    """Serve ``served`` on ``address:port`` in a daemon thread (as prometheus_client's start_http_server does):
-    the server (``server_port``, ``shutdown()``, ``server_close()``). The interpreter's switch interval is lowered
-    to :data:`SWITCH_INTERVAL` (never raised), so that a scrape waits little for the collection's threads."""
-    from wsgiref.simple_server import WSGIRequestHandler, make_server
-    from prometheus_client.exposition import ThreadingWSGIServer
-
-    if sys.getswitchinterval() > SWITCH_INTERVAL:
-        sys.setswitchinterval(SWITCH_INTERVAL)
-
-    class Quiet(WSGIRequestHandler):
-        def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
-            pass
-
-    server = make_server(address, port, app(served), ThreadingWSGIServer, handler_class=Quiet)
-    threading.Thread(target=server.serve_forever, daemon=True, name="minbw-exporter-http").start()
-    return server
 
 
 class Loops:
@@ -172,7 +157,9 @@ class Loops:
 
     def cycle(self) -> Collection:
         """One cycle as the collection loop runs it: :meth:`collect_once`, then what outlived it frozen out of the
-        garbage collector's way (:data:`FULL_COLLECTION_EVERY`: every so many cycles collected once instead)."""
+        garbage collector's way (:data:`FULL_COLLECTION_EVERY`: every so many cycles collected once instead), and
+        what the cycle freed given back to the system (:func:`minbw.exporter.memory.trim`)."""
+        from minbw.exporter.memory import trim
         try:
             return self.collect_once()
         finally:
@@ -182,6 +169,7 @@ class Loops:
                 gc.collect()
             else:
                 gc.freeze()
+            trim()
 
     def _collecting(self) -> None:
         while not self.stop.is_set():

@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from ..errors import ConfigError
-from ..model.providers import (DesiredState, ProviderSpec, Unit, freeze_inventories, inventory_problems,
-                               normalize_inventory)
+from ..model.providers import (DesiredState, ProviderSpec, Unit, error_line, freeze_inventories, inventory_problems,
+                               natural_key, normalize_inventory, skipped_line, unit_subject)
 from . import naming
 from .agentconf import AgentConfig
+
+# the agent kinds as users know them (in warnings)
+KIND_NAMES = {naming.OVN: "OVN", naming.OVS: "Open vSwitch", naming.SRIOV: "SR-IOV"}
 
 
 def _inventories(values: Mapping[str, int | None], classes: Mapping[str, str], defaults: Mapping,
@@ -22,8 +25,8 @@ def _inventories(values: Mapping[str, int | None], classes: Mapping[str, str], d
             out[rc] = {**defaults, "total": values[direction]}
             problems = inventory_problems(normalize_inventory(out[rc]))
             if problems:
-                raise ConfigError(f"Placement would refuse the {rc} inventory of {where}: {'; '.join(problems)}; "
-                                  f"fix {option} or the {direction} value", option=option, source=source)
+                raise ConfigError(f"Placement would refuse the {rc} inventory of {where}: {'; '.join(problems)}",
+                                  option=option, source=source, fix=f"correct {option} or the {direction} value")
     return out
 
 
@@ -90,13 +93,14 @@ def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
         except ConfigError as e:
             if not isolate:
                 raise
-            out_units.append(_unit(cfg, skipped=f"{e} (host {cfg.host})"))
+            out_units.append(_unit(cfg, skipped=error_line(unit_subject(cfg.source), cfg.host, e)))
             continue
         units.append((cfg, specs, t))
     by_uuid: dict[str, list[tuple[int, ProviderSpec]]] = {}
     for i, (_cfg, specs, _t) in enumerate(units):
         for spec in specs:
             by_uuid.setdefault(spec.uuid, []).append((i, spec))
+    shared: list[tuple[ProviderSpec, list[int]]] = []  # agent providers several chassis report into
     for uuid, claims in by_uuid.items():
         owners = sorted({i for i, _spec in claims})
         if len(claims) == 1:
@@ -106,10 +110,7 @@ def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
                         and all(c == spec for _i, c in claims))
         names = [units[i][0].source for i in owners]
         if shared_agent:
-            warnings.append(f"{' and '.join(names)} all report to hypervisor {spec.hypervisor} "
-                            f"(resource_provider_hypervisors), so their bridges share the agent provider {spec.name}, "
-                            f"as Neutron's OVN extension writes them; if {spec.hypervisor} is not each one's "
-                            f"hypervisor, fix that chassis's ovn-cms-options")
+            shared.append((spec, owners))
             continue
         if not isolate:
             raise ConfigError(
@@ -120,13 +121,21 @@ def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
                 + ("" if spec.role == "device" or spec.kind == naming.OVN else
                    f": two {units[owners[0]][0].agent_kind.agent_type} configurations of one host"))
         for i in owners:
-            others = ", ".join(n for j, n in zip(owners, names) if j != i) or "itself, twice"
-            why = (f"{units[i][0].source} (host {units[i][0].host}): it and {others} describe {what}, so which one "
-                   f"Placement would get depends on which reports "
-                   f"last. Fix: give each {'bridge' if spec.kind == naming.OVN else 'device'} of hypervisor "
-                   f"{spec.hypervisor} in one {'chassis' if spec.kind == naming.OVN else 'agent configuration'} "
-                   f"only (resource_provider_hypervisors names the hypervisor each reports to)")
-            bad.setdefault(i, why)
+            others = ", ".join(f"{unit_subject(units[j][0].source)} (host {units[j][0].host})"
+                               for j in owners if j != i) or "itself, twice"
+            bad.setdefault(i, skipped_line(
+                unit_subject(units[i][0].source), units[i][0].host,
+                f"it and {others} describe {what}, so which one Placement would get depends on which reports last",
+                f"give each {'bridge' if spec.kind == naming.OVN else 'device'} of hypervisor {spec.hypervisor} in "
+                f"one {'chassis' if spec.kind == naming.OVN else 'agent configuration'} only "
+                f"(resource_provider_hypervisors names the hypervisor each reports to)"))
+    for spec, owners in shared:  # skipped chassis report nothing: no warning about them
+        names = [units[i][0].source for i in owners if i not in bad]
+        if len(names) > 1:
+            warnings.append(f"{' and '.join(names)} all report to hypervisor {spec.hypervisor} "
+                            f"(resource_provider_hypervisors), so their bridges share the agent provider {spec.name}, "
+                            f"as Neutron's OVN extension writes them; if {spec.hypervisor} is not each one's "
+                            f"hypervisor, fix that chassis's ovn-cms-options")
     providers: dict[str, ProviderSpec] = {}
     traits: set[str] = set()
     sweep: set[tuple[str, str]] = set()
@@ -150,9 +159,10 @@ def desired_state(configs: Iterable[AgentConfig], warnings: Iterable[str] = (),
     unknown = [u for u in out_units if u.skipped and not u.hypervisors and u.kind in sweep_kinds]
     if unknown:
         sweep_kinds -= {u.kind for u in unknown}
-        warnings.append(f"the {', '.join(sorted({u.kind for u in unknown}))} agent providers that no configuration "
-                        f"describes are kept this run: {', '.join(u.name for u in unknown)} could not be read, and "
-                        f"may own some of them")
+        kinds = sorted({KIND_NAMES.get(u.kind, u.kind) for u in unknown})
+        warnings.append(f"the {', '.join(kinds)} agent providers that no configuration describes are kept this run: "
+                        f"{', '.join(u.name for u in sorted(unknown, key=lambda u: natural_key(u.name)))} could not "
+                        f"be read, and may own some of them")
     # agents before devices: parents are created first
     ordered = sorted(providers.values(), key=lambda p: (p.role != "agent", p.hypervisor, p.kind, p.name))
     return DesiredState(providers=tuple(ordered), traits=frozenset(traits), sweep=frozenset(sweep),

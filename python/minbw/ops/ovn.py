@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 import yaml
 
 from minbw.errors import ConfigError
-from minbw.model.providers import DesiredState, Unit
+from minbw.model.providers import DesiredState, Unit, error_line, skipped_line
 from minbw.neutron import naming, ovn
 from minbw.neutron.agentconf import AgentConfig
 from minbw.neutron.provider_tree import desired_state
@@ -110,29 +110,27 @@ def chassis_configs(chassis: Iterable[ovn.Chassis], tunnelled_rp_name: str = nam
                     isolate: bool = False) -> tuple[list[AgentConfig], list[str], list[Unit]]:
     """Each chassis as the AgentConfig Neutron reports from, the warnings of what it skips, and the chassis
     that cannot be read (a chassis of a name given twice, options that do not parse): with ``isolate`` each
-    skipped on its own, named with its hostname and why; without, the first raises ConfigError."""
+    skipped on its own, named with its host, what is wrong and the fix; without, the first raises ConfigError."""
     chassis = list(chassis)
     names = [c.name for c in chassis]
     configs, warnings, skipped = [], [], []
-    for c in chassis:
+    for k, c in enumerate(chassis):
         where = f"chassis {c.name} ({c.source})"
-        named = f"chassis {c.name} (hostname {c.hostname}, {c.source})"
         if names.count(c.name) > 1:
             if not isolate:
                 raise ConfigError(f"chassis {c.name} given more than once", option="--ovn-chassis",
                                   fix="give each chassis from one source")
-            skipped.append(Unit(where, naming.OVN, c.hostname, (), f"{named}: given more than once (from "
-                                f"{', '.join(o.source for o in chassis if o.name == c.name)}). Fix: give each "
-                                f"chassis from one source"))
+            skipped.append(Unit(where, naming.OVN, c.hostname, (), skipped_line(
+                f"chassis {c.name}", c.hostname, f"given more than once (this one from {c.source}, also from "
+                f"{', '.join(o.source for j, o in enumerate(chassis) if o.name == c.name and j != k)})",
+                "give each chassis from one source")))
             continue
         try:
             config, said = ovn.chassis_config(c, tunnelled_rp_name)
         except ConfigError as e:
             if not isolate:
                 raise
-            fix = f" Fix: {e.fix}." if e.fix else ""
-            skipped.append(Unit(where, naming.OVN, c.hostname, (), f"{named}: {e.option + ': ' if e.option else ''}"
-                                f"{e.neutron_message.rstrip('.')}.{fix}"))
+            skipped.append(Unit(where, naming.OVN, c.hostname, (), error_line(f"chassis {c.name}", c.hostname, e)))
             continue
         configs.append(config)
         warnings += said

@@ -7,12 +7,13 @@ are pure (:mod:`minbw.neutron.segments`, :mod:`minbw.plan.segments`).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
 
-from minbw.errors import ConcurrentUpdate, NotFound, ObjectNotFound, ProviderNotFound
+from minbw.errors import (ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound, PartialApply, PlacementUnavailable,
+                          ProviderNotFound)
 from minbw.neutron.segments import IPV4_ADDRESS, RoutedSegment, port_member_of, routed_segments
-from minbw.ops import apply_in_order
+from minbw.ops import WRITE_FAILURES, apply_in_order
 from minbw.placement.client import Placement
 from minbw.plan import base
 from minbw.plan.segments import ObservedSegments, SegmentOp, SegmentsPlan, plan_segments, steady_recounts
@@ -134,16 +135,94 @@ def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: 
         warnings = list(planned.warnings)
     plan = planned.plan
     result = {"changed": plan.changed, "steps": [str(op) for op in plan.ops],
-              "segments": [s.to_dict() for s in facts.segments], **_result(planned), "warnings": warnings}
+              "segments": [s.to_dict() for s in facts.segments], **_result(planned), "warnings": warnings,
+              "failed_segments": []}
     if check or not plan.changed:
         return result
-    apply(api, plan)
+    applied = apply_segments(api, plan, {s.id: s.label for s in facts.segments})
+    result["failed_segments"] = applied.to_dict()["failed"]
     return result
 
 
+RESUME = "running the segment sync again resumes from what is in Placement"
+
+
+@dataclass
+class SegmentsApplied:
+    """The writes made (plan order) and the segments whose writes stopped: {segment, label, error, code, pending,
+    cause} (pending: its writes not made, the failed one first; cause: the exception)."""
+
+    applied: list[SegmentOp] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"applied": [op.to_dict() for op in self.applied],
+                "failed": [{**{k: v for k, v in f.items() if k != "cause"},
+                            "pending": [op.to_dict() for op in f["pending"]]} for f in self.failed]}
+
+    def failures(self) -> list[str]:
+        return [failure_line(f) for f in self.to_dict()["failed"]]
+
+
+def failure_line(failed: dict) -> str:
+    """A segment whose writes failed (an entry of a sync's ``failed_segments``): which, why, what is left."""
+    pending = failed["pending"]
+    return (f"{failed['label']}: {failed['error']} — {len(pending)} of its writes not made (the first: "
+            f"{pending[0]['action']} on {pending[0]['name']}); {RESUME}")
+
+
+def segment_units(plan: base.Plan) -> dict[str, list[SegmentOp]]:
+    """The plan's writes by segment, in plan order: its provider's (create, inventory, aggregate) and those putting
+    compute nodes in its aggregate."""
+    by_aggregates = {tuple(after["aggregates"]): seg for seg, after in plan.after.items()}
+    units: dict[str, list[SegmentOp]] = {}
+    for op in plan.ops:
+        seg = by_aggregates.get(tuple(op.aggregates), op.uuid) if op.action == "add_root_to_aggregate" else op.uuid
+        units.setdefault(seg, []).append(op)
+    return units
+
+
+def apply_segments(api: Placement, plan: base.Plan, labels: Mapping[str, str] | None = None) -> SegmentsApplied:
+    """Each segment's writes in plan order. Placement refusing one (the provider deleted meanwhile, a conflict past
+    the retries) stops that segment's writes only: it is reported in ``failed``, the other segments are written.
+    Placement unavailable (or a write whose outcome is unknown) stops the run, and so does every segment failing:
+    a PartialApply naming what was written and what was not (Placement unavailable before any write: its error as it
+    is). ``labels``: segment id → its name in messages."""
+    units = segment_units(plan)
+    done = SegmentsApplied()
+    for seg, ops in units.items():
+        try:
+            done.applied += apply_in_order(ops, lambda op: _apply_op(api, op), then=RESUME)
+        except WRITE_FAILURES as e:
+            cause, made, pending = (e.cause, e.applied, e.pending) if isinstance(e, PartialApply) else (e, [], ops)
+            done.applied += made
+            if not isinstance(cause, MinbwError) or isinstance(cause, PlacementUnavailable):
+                if not done.applied:
+                    raise  # nothing was written: the error as it is
+                raise _stopped(cause, plan, done, RESUME) from cause  # not this segment's: the next would meet it
+            done.failed.append({"segment": seg, "label": (labels or {}).get(seg, f"segment {seg}"),
+                                "error": " ".join(str(cause).split()),  # one line (Placement's have breaks)
+                                "code": getattr(cause, "code", None), "pending": list(pending),
+                                "cause": cause})
+    if done.failed and len(done.failed) == len(units):
+        raise _stopped(done.failed[0]["cause"], plan, done, f"the writes of every segment failed ("
+                       f"{', '.join(f['label'] for f in done.failed)}); {RESUME}")
+    return done
+
+
 def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
-    return apply_in_order(plan.ops, lambda op: _apply_op(api, op),
-                          then="running the segment sync again resumes from what is in Placement")
+    """The whole plan or a PartialApply: :func:`apply_segments`, a failed segment raised after the others were
+    written. Returns the writes made."""
+    done = apply_segments(api, plan)
+    if done.failed:
+        raise _stopped(done.failed[0]["cause"], plan, done, "; ".join(done.failures()))
+    return done.applied
+
+
+def _stopped(cause: Exception, plan: base.Plan, done: SegmentsApplied, then: str) -> PartialApply:
+    made = {id(op) for op in done.applied}
+    return PartialApply(cause, done.applied, len(plan.ops), then=then,
+                        pending=[op for op in plan.ops if id(op) not in made])
 
 
 def _apply_op(api: Placement, op: SegmentOp) -> None:
@@ -204,4 +283,5 @@ def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
     return tuple(member_of), choices
 
 
-__all__ = ["read_neutron", "observe", "report", "sync", "apply", "member_of_for_ports"]
+__all__ = ["read_neutron", "observe", "report", "sync", "apply", "apply_segments", "segment_units", "SegmentsApplied",
+           "member_of_for_ports"]

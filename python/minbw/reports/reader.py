@@ -16,6 +16,7 @@ import functools
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -72,7 +73,12 @@ class ProviderCache:
             return {}
         if not isinstance(data, dict) or data.get("version") != self.VERSION or data.get("endpoint") != self.endpoint:
             return {}
-        return data.get("providers") or {}
+        entries = data.get("providers") or {}
+        ints: dict[int, int] = {}
+        for e in entries.values():  # one object per trait and per number (60,000 entries at 10,000 hosts)
+            if isinstance(e, dict):
+                _shrink(e, ints)
+        return entries
 
     def candidate(self, prov: Provider, *, traits: bool = True) -> dict | None:
         """The entry of ``prov`` if it may be trusted (``traits``: only one that holds its traits)."""
@@ -89,12 +95,12 @@ class ProviderCache:
         old = self.entries.get(uuid)
         if traits is None and old is not None and old.get("generation") == generation:
             traits = old.get("traits")
-        self.entries[uuid] = self._changed[uuid] = {
+        self.entries[uuid] = self._changed[uuid] = _shrink({
             "generation": generation, "name": name, "parent": parent,
             "traits": None if traits is None else sorted(traits),
             "inventories": {rc: dict(i) for rc, i in inventories.items()},
             "used": dict(used) if used is not None else None,
-            "checked": self.clock() if checked is None else checked}
+            "checked": self.clock() if checked is None else checked}, _INTS)
 
     def drop(self, uuid: str) -> None:
         self.entries.pop(uuid, None)
@@ -104,7 +110,10 @@ class ProviderCache:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            merged = {**self._load(), **{u: e for u, e in self._changed.items() if e is not None}}
+            # an entry the file holds as this cache does stays the same object (its copy read back let go)
+            merged = {u: e if (mine := self.entries.get(u)) is None or mine != e else mine
+                      for u, e in self._load().items()}
+            merged.update({u: e for u, e in self._changed.items() if e is not None})
             for u in [u for u, e in self._changed.items() if e is None]:
                 merged.pop(u, None)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
@@ -114,14 +123,38 @@ class ProviderCache:
         self.entries, self._changed = merged, {}
 
 
+_INTS: dict[int, int] = {}  # :func:`_shrink`'s numbers for :meth:`ProviderCache.put` (bounded)
+
+
+def _shrink(entry: dict, ints: dict[int, int]) -> dict:
+    """``entry`` (a cache entry) with its traits and resource classes interned and its integers shared through
+    ``ints``: equal values, fewer objects. Returned."""
+    if len(ints) > 1 << 16:
+        ints.clear()
+    if entry.get("traits"):
+        entry["traits"] = [sys.intern(t) if type(t) is str else t for t in entry["traits"]]
+    for field_ in ("inventories", "used"):
+        value = entry.get(field_)
+        if isinstance(value, dict):
+            entry[field_] = {(sys.intern(rc) if type(rc) is str else rc):
+                             ({(sys.intern(k) if type(k) is str else k): ints.setdefault(v, v) if type(v) is int else v
+                               for k, v in inv.items()}
+                              if isinstance(inv, dict) else ints.setdefault(inv, inv) if type(inv) is int else inv)
+                             for rc, inv in value.items()}
+    return entry
+
+
 def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict]) -> set[str]:
     """The candidates the safety check confirms (none when re-reading them costs fewer calls than the check)."""
     listings = cache_check.listings(candidates.values())
     if len(listings) >= 2 * len(candidates):  # two reads per provider are cheaper than the check
         return set()
-    answers = {li: {p.uuid for p in api.list_providers(**li.filters())} for li in listings}
+    disagreeing: set[str] = set()
+    for li in listings:  # one answer at a time, and of it only the candidates (up to 50 MB of JSON each)
+        listed = {p.uuid for p in api.list_providers(**li.filters()) if p.uuid in candidates}
+        disagreeing |= cache_check.disagreeing(candidates, {li: listed})
     cache.stats["checks"] += len(listings)
-    return set(candidates) - cache_check.disagreeing(candidates, answers)
+    return set(candidates) - disagreeing
 
 
 
@@ -222,9 +255,38 @@ class Reader:
         # built again only when the provider's listing, its cache entry or its usage changed (the exporter's reader
         # lives long)
         self._built: dict[tuple[str, bool, bool], tuple[Provider, dict, Mapping | None, ProviderDetail]] = {}
+        # uuid → the provider as last listed: a listing's providers that did not change are these same objects,
+        # their parents' and roots' UUIDs the providers' own strings (one copy of each, not one per listing kept)
+        self._listed: dict[str, Provider] = {}
+        # equal inventories and traits of the details built from the cache: one object each
+        self._frozen: dict = {}
 
     def listing(self, **filters: str) -> list[Provider]:
-        return self.api.list_providers(**filters)
+        listed, out = self._listed, []
+        providers = self.api.list_providers(**filters)
+        here = {p.uuid: p.uuid for p in providers}
+
+        def same(u: str | None) -> str | None:  # the one string of a provider's UUID
+            kept = listed.get(u)
+            return kept.uuid if kept is not None else here.get(u, u)
+        for p in providers:
+            kept = listed.get(p.uuid)
+            if (kept is None or kept != p or kept.root_uuid is not same(kept.root_uuid)
+                    or (kept.parent_uuid is not None and kept.parent_uuid is not same(kept.parent_uuid))):
+                kept = listed[p.uuid] = Provider(
+                    same(p.uuid), kept.name if kept is not None and kept.name == p.name else p.name, p.generation,
+                    same(p.parent_uuid), same(p.root_uuid))
+            out.append(kept)
+        if not filters:  # every provider: those gone are forgotten
+            self._listed = {p.uuid: p for p in out}
+        return out
+
+    def _share(self, key, value):
+        """``value`` (frozen inventories, a frozenset of traits), or the equal one kept under ``key``."""
+        kept = self._frozen.get(key)
+        if kept is None:
+            kept = self._frozen[key] = value
+        return kept
 
     def with_room(self, classes: Iterable[str] = naming.GUARANTEED_CLASSES) -> dict[str, set[str]]:
         """class → the providers that can take one more unit of it now (one ``?resources=CLASS:1`` listing
@@ -269,15 +331,29 @@ class Reader:
             if p.uuid in trusted and p.uuid not in self.gone:
                 e = cache.entries[p.uuid]
                 used = fresh.get(p.uuid, {}) if usages else None
+                for k, v in (("name", p.name), ("parent", p.parent_uuid)):  # one copy of each string, the listing's
+                    if k in e and e[k] is not v and e[k] == v:
+                        e[k] = v
                 key = (p.uuid, usages, traits)
                 built = self._built.get(key)
                 if built is None or built[0] != p or built[1] != e or built[2] != used:
-                    detail = ProviderDetail(p, frozenset(e["traits"] or ()), freeze_inventories(e["inventories"]),
-                                            used, True)
-                    built = self._built[key] = (p, e, used, detail)
+                    inventories = freeze_inventories(e["inventories"])
+                    inventories = self._share(tuple((rc, tuple(inv.items())) for rc, inv in inventories.items()),
+                                              inventories)
+                    has = frozenset(e["traits"] or ())
+                    if used:  # its classes' names the interned ones, not this answer's copies
+                        used = {sys.intern(rc): n for rc, n in used.items()}
+                    detail = ProviderDetail(p, self._share(has, has), inventories, used, True)
+                    built = (p, e, used, detail)
+                    if usages:  # (the safety check's details, without usages, are not kept: it drops them)
+                        self._built[key] = built
+                elif built[1] is not e:  # the same entry saved and loaded again: the old one let go
+                    built = self._built[key] = (p, e, built[2], built[3])
                 out[p.uuid] = built[3]
         if len(self._built) > 2 * len(cache.entries) + 1000:  # providers deleted since: forget them
             self._built = {k: v for k, v in self._built.items() if k[0] in cache.entries}
+        if len(self._frozen) > len(cache.entries) + 1000:
+            self._frozen = {}
         return out
 
     def details(self, providers: Iterable[Provider], *, usages: bool = True,

@@ -32,6 +32,17 @@ class AuditResult:
         return any(f["done"] for f in self.fixes)
 
     @property
+    def failed(self) -> list[str]:
+        """The fixes that failed, one line each (the others were made: each fix is independent)."""
+        return [" ".join(f"fix {f['action']} {f['subject']}: {f['error']}".split())
+                for f in self.fixes if not f["done"]]
+
+    @property
+    def none_made(self) -> bool:
+        """Fixes were tried and every one failed: nothing could be fixed."""
+        return bool(self.fixes) and not self.changed
+
+    @property
     def ok(self) -> bool:
         return not self.left
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from minbw.errors import InvalidInput, RequestError
 from minbw.exporter.collector import Collector, SlowResults
-from minbw.exporter.loops import Loops, Served, start_server
+from minbw.exporter.http import start_server
+from minbw.exporter.loops import Loops, Served
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
 from minbw.ops.nova_query import every_compute_reports_owner_nova, root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
@@ -262,7 +263,8 @@ def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | Non
           ready=None) -> int:
     """Serve the metrics on ``address:port`` until ``stop`` is set (SIGTERM/SIGINT in the command): one
     collection first (the first scrape has it), then the collection every ``interval`` seconds and the slow
-    reports every ``slow_interval`` seconds, each in its own thread; scrapes are served from memory."""
+    reports every ``slow_interval`` seconds, each in its own thread; scrapes are answered from memory by a process
+    of their own (:mod:`minbw.exporter.http`), which ends with this one."""
     stop = stop or threading.Event()
     exporter = Exporter(cloud, request, stop=stop)
     loops = exporter.loops
@@ -270,7 +272,8 @@ def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | Non
     server = start_server(exporter.served, request.address, request.port)
     loops.start()
     if ready:
-        ready(f"minbw exporter serving on http://{request.address}:{server.server_port}/metrics")
+        ready(f"minbw exporter serving on http://{request.address}:{server.server_port}/metrics "
+              f"(scrapes answered by process {server.pid})")
     try:
         stop.wait()
     finally:

@@ -32,6 +32,18 @@ class HealResult:
         """Servers left unhealed (an error), or with --dry-run, those that need healing."""
         return [r for r in self.servers if r.get("error") or (self.check and (r.get("plan") or {}).get("ops"))]
 
+    @property
+    def failed(self) -> list[str]:
+        """The servers left unhealed, one line each: why (a write refused and rolled back, no room, ...)."""
+        return [" ".join((f"server {r['name']} ({r['server']}): {r['error']}"
+                          + (f" (rolled back: {', '.join(r['rolled_back'])})" if r.get("rolled_back") else "")).split())
+                for r in self.servers if r.get("error")]
+
+    @property
+    def none_made(self) -> bool:
+        """Servers' writes were tried and every one failed (rolled back): nothing could be healed."""
+        return any("rolled_back" in r for r in self.servers) and not any(r.get("healed") for r in self.servers)
+
     def to_dict(self) -> list[dict]:
         return list(self.servers)
 

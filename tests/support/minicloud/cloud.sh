@@ -37,16 +37,14 @@
 #                                   in a network namespace of its own, tests/support/netns.py)
 #   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/support/minicloud/ovn.sh)
 #   MINICLOUD_OVN_CMS / MINICLOUD_OVN_CMS_1  devstack0's / devstack1's ovn-cms-options (OVN variant)
+# shellcheck disable=SC2034  # the upper-case variables of the templates are read by render (lib/common.sh)
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 S=${MINICLOUD_STATE:-$ROOT/.state/minicloud}
 VENV=${MINICLOUD_VENV:-$ROOT/.venv-cloud}
-PY=$VENV/bin/python
-ETC=$S/etc
-LOG=$S/log
-RUN=$S/run
 AGENTS_DIR=$S/agents
 OVS_INI=${MINICLOUD_OVS_INI:-$AGENTS_DIR/openvswitch_agent.ini}
 SRIOV_INI=${MINICLOUD_SRIOV_INI:-$AGENTS_DIR/sriov_agent.ini}
@@ -90,15 +88,18 @@ GLANCE_PORT=9292
 PASS=minicloud-secret
 DB_USER=openstack
 DB_PASS=openstack-db
-DBURL="mysql+pymysql://$DB_USER:$DB_PASS@$IP:$DB_PORT"
 TRANSPORT="rabbit://guest:guest@$IP:$AMQP_PORT/"
 KS="http://$IP:$KEYSTONE_PORT"
 
-PINS=(nova==34.0.0 neutron==29.0.0 keystone==30.0.0 openstack-placement==16.0.0 'glance>=33,<34' pymysql uwsgi)
+# the library: PY, ETC, LOG, RUN (from S and VENV), DBURL; logging (say, die), templates (render), processes
+# (start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini), the venv, MariaDB and Keystone: shared with
+# the production-style Placement
+SAY_TAG=minicloud
+# shellcheck source=../lib/common.sh
+. "$HERE/../lib/common.sh"
+T=$HERE/templates  # the configuration templates (render)
 
-T0=$(date +%s)
-say() { printf '[minicloud %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
-die() { say "ERROR: $*"; exit 1; }
+PINS=(nova==34.0.0 neutron==29.0.0 keystone==30.0.0 openstack-placement==16.0.0 'glance>=33,<34' pymysql uwsgi)
 
 # ---------------------------------------------------------------- install
 apt_install() {
@@ -121,30 +122,14 @@ apt_install() {
 }
 
 venv_ok() {
-    [ -x "$PY" ] || return 1
-    "$PY" - <<'EOF' 2>/dev/null
-import importlib.metadata as m, sys
-want = {'nova': '34.0.0', 'neutron': '29.0.0', 'keystone': '30.0.0', 'openstack-placement': '16.0.0'}
-for k, v in want.items():
-    if m.version(k) != v:
-        sys.exit(1)
-assert m.version('glance').startswith('33.')
-for k in ('pymysql', 'uwsgi', 'openstacksdk'):
-    m.version(k)
-EOF
+    venv_has nova==34.0.0 neutron==29.0.0 keystone==30.0.0 openstack-placement==16.0.0 'glance==33.*' \
+        pymysql uwsgi openstacksdk
 }
 
 pip_install() {
     venv_ok && return 0
     [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
-    say "creating/updating venv $VENV (pip install, ~1.5 min)"
-    [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed (apt-get install python3-venv?)"
-    local c=()
-    [ -f "$HERE/constraints.txt" ] && c=(-c "$HERE/constraints.txt")
-    { "$PY" -m pip install -q -U pip wheel setuptools &&
-      "$PY" -m pip install -q "${c[@]}" "${PINS[@]}"; } >"$S/install-pip.log" 2>&1 \
-        || { tail -30 "$S/install-pip.log"; die "pip install failed"; }
-    venv_ok || die "venv still not right after pip install"
+    venv_install venv_ok "$S/install-pip.log" "$HERE/constraints.txt" "${PINS[@]}"
 }
 
 ensure_python3_venv() {
@@ -169,11 +154,8 @@ do_install() {
     wait $apt_pid || die "apt install failed"
 }
 
-# ---------------------------------------------------------------- process helpers
-# start NAME cmd...   : run in its own session/process group, stdout+stderr to $LOG/NAME.out
-# start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini
-. "$HERE/services.sh"
-# the ML2/OVN variant: OVN central, each compute's Open vSwitch and ovn-controller
+# ---------------------------------------------------------------- the ML2/OVN variant
+# OVN central, each compute's Open vSwitch and ovn-controller
 . "$HERE/ovn.sh"
 
 # ---------------------------------------------------------------- MariaDB / RabbitMQ
@@ -189,11 +171,7 @@ rabbit_env() {
 
 start_rabbit() {
     mkdir -p "$S/rabbitmq/home" "$S/rabbitmq/mnesia" "$LOG/rabbitmq"
-    cat >"$S/rabbitmq/rabbitmq.conf" <<EOF
-listeners.tcp.1 = $IP:$AMQP_PORT
-loopback_users.guest = true
-log.file.level = info
-EOF
+    render "$T/rabbitmq.conf.in" >"$S/rabbitmq/rabbitmq.conf"
     echo '[].' >"$S/rabbitmq/enabled_plugins"
     (
         rabbit_env
@@ -214,197 +192,52 @@ wait_rabbit() {
     say "ready: rabbitmq on $IP:$AMQP_PORT"
 }
 
-start_mariadb() {
-    mkdir -p "$S/mysql"
-    mariadb-install-db --no-defaults --datadir="$S/mysql" --user=root --auth-root-authentication-method=normal \
-        --skip-test-db >"$LOG/mariadb-install.out" 2>&1 || fail_service mariadb-install "mariadb-install-db failed"
-    start mariadb mariadbd --no-defaults --datadir="$S/mysql" --user=root --bind-address=$IP --port=$DB_PORT \
-        --socket="$RUN/mysql.sock" --pid-file="$RUN/mariadbd.pid" --log-error="$LOG/mariadb.log" \
-        --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 \
-        --innodb-doublewrite=0 --sync-binlog=0 --skip-log-bin --max-connections=1000 \
-        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
-}
+start_mariadb() { mariadb_start "$DB_PORT"; }
 
-wait_mariadb() {
-    wait_for "mariadb on $IP:$DB_PORT" 60 mariadb mariadb-admin --socket="$RUN/mysql.sock" -uroot ping
-    local sql="CREATE USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$DB_PASS'; CREATE USER '$DB_USER'@'localhost' IDENTIFIED BY '$DB_PASS';"
-    local db
-    for db in keystone placement nova_api nova_cell0 nova neutron; do
-        sql+="CREATE DATABASE $db CHARACTER SET utf8mb4; GRANT ALL ON $db.* TO '$DB_USER'@'127.0.0.1'; GRANT ALL ON $db.* TO '$DB_USER'@'localhost';"
-    done
-    mariadb --socket="$RUN/mysql.sock" -uroot -e "$sql" || fail_service mariadb "creating databases failed"
-}
+wait_mariadb() { mariadb_create_databases "$DB_PORT" "127.0.0.1 localhost" "${DBS[@]}"; }
 
 # ---------------------------------------------------------------- configuration
-auth_section() {  # auth_section SECTION USER
-    cat <<EOF
-[$1]
-auth_url = $KS/v3
-auth_type = password
-username = $2
-password = $PASS
-project_name = service
-user_domain_name = Default
-project_domain_name = Default
-region_name = RegionOne
-EOF
-}
-
-authtoken() {  # authtoken USER
-    cat <<EOF
-[keystone_authtoken]
-www_authenticate_uri = $KS/v3
-auth_url = $KS/v3
-auth_type = password
-username = $1
-password = $PASS
-project_name = service
-user_domain_name = Default
-project_domain_name = Default
-region_name = RegionOne
-service_token_roles_required = true
-EOF
-}
-
-
+# Every file from a template in templates/ (or the library's, ../lib/templates): render replaces its ${NAME}s with
+# the shell variables of that name (the upper-case locals below are the templates' own).
 write_configs() {
     mkdir -p "$ETC"/{keystone,placement,nova,neutron,glance} "$S"/{keystone,nova/instances,neutron,glance/images,glance/staging,glance/tasks,lock}
 
     # ---- keystone
-    cat >"$ETC/keystone/keystone.conf" <<EOF
-[DEFAULT]
-debug = $KEYSTONE_DEBUG
-log_file = $LOG/keystone.log
-[database]
-connection = $DBURL/keystone
-[token]
-provider = fernet
-[fernet_tokens]
-key_repository = $S/keystone/fernet-keys
-[fernet_receipts]
-key_repository = $S/keystone/fernet-keys
-[credential]
-key_repository = $S/keystone/credential-keys
-[identity]
-password_hash_rounds = 4
-[oslo_policy]
-enforce_new_defaults = true
-enforce_scope = true
-# Keystone's cache, as production runs it (there with memcached): without it every token issued and every
-# validation by a service's keystonemiddleware re-read the database, 0.5 s of Keystone's CPU per new client
-# connection, the largest share of the clouds' CPU in make test; with it about 0.04 s. In-process (the dict
-# backend) and so ONE Keystone process: a second one would keep serving what the first had invalidated.
-[cache]
-enabled = true
-backend = oslo_cache.dict
-EOF
+    { keystone_conf "$KEYSTONE_DEBUG"; render "$T/keystone-cache.conf.in"; } >"$ETC/keystone/keystone.conf"
     uwsgi_ini keystone $KEYSTONE_PORT keystone.wsgi.api:application 1 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
 
     # ---- placement
-    {
-        cat <<EOF
-[DEFAULT]
-debug = $DEBUG
-log_file = $LOG/placement.log
-[api]
-auth_strategy = keystone
-[placement_database]
-connection = $DBURL/placement
-EOF
-        authtoken placement
-    } >"$ETC/placement/placement.conf"
+    { placement_conf "$DEBUG" keystone; keystone_authtoken placement; } >"$ETC/placement/placement.conf"
     uwsgi_ini placement $PLACEMENT_PORT placement.wsgi.api:application 2 "OS_PLACEMENT_CONFIG_DIR=$ETC/placement"
 
     # ---- glance (sqlite, file store)
     cp "$VENV/etc/glance/glance-api-paste.ini" "$ETC/glance/"
-    {
-        cat <<EOF
-[DEFAULT]
-debug = $DEBUG
-log_file = $LOG/glance.log
-enabled_backends = fs:file
-bind_host = $IP
-bind_port = $GLANCE_PORT
-image_cache_dir = $S/glance/cache
-[database]
-connection = sqlite:///$S/glance/glance.sqlite
-[glance_store]
-default_backend = fs
-[fs]
-filesystem_store_datadir = $S/glance/images
-[os_glance_staging_store]
-filesystem_store_datadir = $S/glance/staging
-[os_glance_tasks_store]
-filesystem_store_datadir = $S/glance/tasks
-[paste_deploy]
-flavor = keystone
-[oslo_concurrency]
-lock_path = $S/lock
-EOF
-        authtoken glance
-    } >"$ETC/glance/glance-api.conf"
+    { render "$T/glance-api.conf.in"; keystone_authtoken glance; } >"$ETC/glance/glance-api.conf"
     uwsgi_ini glance $GLANCE_PORT glance.wsgi.api:application 1 "OS_GLANCE_CONFIG_DIR=$ETC/glance"
 
     # ---- neutron
     # segments: routed networks (a provider with IPV4_ADDRESS per segment, hosts in its aggregate)
-    local plugins=qos,segments
-    [ "$PLACEMENT_PLUGIN" = 1 ] && plugins=qos,segments,placement
+    local SERVICE_PLUGINS=qos,segments
+    [ "$PLACEMENT_PLUGIN" = 1 ] && SERVICE_PLUGINS=qos,segments,placement
+    # the L2 agent emulators heartbeat every 5 s and Neutron sees an agent dead 25 s after its last one (upstream:
+    # 30 s / 75 s): a test that stops a host's agents waits 25 s, not 75 (OVN chassis keep upstream's 75 s)
+    local AGENT_DOWN_TIME=25
+    [ "$OVN" = 1 ] && AGENT_DOWN_TIME=75
     {
-        # the L2 agent emulators heartbeat every 5 s and Neutron sees an agent dead 25 s after its last one (upstream:
-        # 30 s / 75 s): a test that stops a host's agents waits 25 s, not 75 (OVN chassis keep upstream's 75 s)
-        local down_time=25
-        [ "$OVN" = 1 ] && down_time=75
-        cat <<EOF
-[DEFAULT]
-debug = $DEBUG
-core_plugin = ml2
-service_plugins = $plugins
-agent_down_time = $down_time
-auth_strategy = keystone
-transport_url = $TRANSPORT
-state_path = $S/neutron
-rpc_workers = 1
-rpc_state_report_workers = 1
-api_workers = 1
-dhcp_agent_notification = false
-notify_nova_on_port_status_changes = true
-notify_nova_on_port_data_changes = true
-host = $HOSTNAME_NOVA
-[database]
-connection = $DBURL/neutron
-[oslo_concurrency]
-lock_path = $S/lock
-[agent]
-report_interval = 5
-[securitygroup]
-firewall_driver = noop
-EOF
-        authtoken neutron
-        auth_section nova neutron
-        auth_section placement neutron
+        render "$T/neutron.conf.in"
+        keystone_authtoken neutron
+        service_auth nova neutron
+        service_auth placement neutron
     } >"$ETC/neutron/neutron.conf"
     # the OVN variant: its own mechanism driver and tenant network type, and its [ovn] section (ovn.sh)
-    local types=flat,vlan tenant=vlan mech=openvswitch,sriovnicswitch
-    [ "$OVN" = 1 ] && { types=flat,vlan,geneve; tenant=geneve; mech=ovn; }
+    local ML2_TYPE_DRIVERS=flat,vlan ML2_TENANT_TYPES=vlan ML2_MECHANISMS=openvswitch,sriovnicswitch
+    [ "$OVN" = 1 ] && { ML2_TYPE_DRIVERS=flat,vlan,geneve; ML2_TENANT_TYPES=geneve; ML2_MECHANISMS=ovn; }
     {
-        cat <<EOF
-[ml2]
-type_drivers = $types
-tenant_network_types = $tenant
-mechanism_drivers = $mech
-extension_drivers = qos,port_security
-[ml2_type_vlan]
-# rack0/rack1: the routed network's segments (tests/e2e/test_routed_scheduling.py maps them, one per host)
-network_vlan_ranges = physnet0:100:200,rack0:300:399,rack1:300:399
-[ml2_type_flat]
-flat_networks = *
-[securitygroup]
-firewall_driver = noop
-EOF
+        render "$T/ml2_conf.ini.in"
         [ "$OVN" = 1 ] && ovn_ml2_sections
     } >"$ETC/neutron/ml2_conf.ini"
     cp "$VENV/etc/neutron/api-paste.ini" "$ETC/neutron/"
-    printf '[DEFAULT]\nlog_file = %s\napi_paste_config = %s\n' "$LOG/neutron-api.log" "$ETC/neutron/api-paste.ini" >"$ETC/neutron/neutron-api.conf"
+    render "$T/neutron-api.conf.in" >"$ETC/neutron/neutron-api.conf"
     uwsgi_ini neutron-api $NEUTRON_PORT neutron.wsgi.api:application 1 \
         "OS_NEUTRON_CONFIG_DIR=$ETC/neutron" "OS_NEUTRON_CONFIG_FILES=neutron.conf;ml2_conf.ini;neutron-api.conf"
 
@@ -413,136 +246,44 @@ EOF
     # removes the guest from the source; these destroy it there (post_live_migration) as a real
     # driver does, after a 5 s "copy". Everything else (boot, cold migrate, resize, evacuate,
     # shelve) is FakeDriver's.
-    local driver=fake.FakeLiveMigrateDriver extra=""
+    # SR-IOV compute (optional): FakeDriverWithPciResources reports PFs 0000:0N:00.0 (N=1..3) with one VF
+    # 0000:0N:00.1 each, the VF's parent_ifname being "<host>-ensN"; nova-pci.conf.in's glob address specs need
+    # no sysfs look-ups.
+    local COMPUTE_DRIVER=fake.FakeLiveMigrateDriver NOVA_PCI=""
     if [ "$SRIOV_COMPUTE" = 1 ]; then
-        driver=fake.FakeLiveMigrateDriverWithPciResources
-        extra=$(sriov_nova_pci)
+        COMPUTE_DRIVER=fake.FakeLiveMigrateDriverWithPciResources
+        NOVA_PCI=$(render "$T/nova-pci.conf.in")
     fi
     cp "$VENV/etc/nova/api-paste.ini" "$ETC/nova/"
     {
-        cat <<EOF
-[DEFAULT]
-debug = $DEBUG
-host = $HOSTNAME_NOVA
-my_ip = $IP
-compute_driver = $driver
-transport_url = $TRANSPORT
-state_path = $S/nova
-instances_path = $S/nova/instances
-vif_plugging_timeout = 0
-vif_plugging_is_fatal = false
-# moves go to the other compute (FakeDriver: supports_migrate_to_same_host = False too)
-allow_resize_to_same_host = false
-osapi_compute_workers = 1
-metadata_workers = 1
-reserved_host_memory_mb = 0
-[wsgi]
-api_paste_config = $ETC/nova/api-paste.ini
-[api_database]
-connection = $DBURL/nova_api
-[database]
-connection = $DBURL/nova
-[oslo_concurrency]
-lock_path = $S/lock
-[scheduler]
-workers = 1
-discover_hosts_in_cells_interval = -1
-# routed networks: member_of the ports' segments' aggregates (Nova's prefilter)
-query_placement_for_routed_network_aggregates = true
-[conductor]
-workers = 1
-[glance]
-region_name = RegionOne
-[cinder]
-os_region_name = RegionOne
-[os_vif_ovs]
-ovsdb_connection = tcp:127.0.0.1:6640
-$extra
-EOF
-        authtoken nova
-        auth_section placement nova
-        auth_section neutron nova
+        render "$T/nova.conf.in"
+        keystone_authtoken nova
+        service_auth placement nova
+        service_auth neutron nova
         echo "service_metadata_proxy = false"
     } >"$ETC/nova/nova.conf"
-    printf '[DEFAULT]\nlog_file = %s\n' "$LOG/nova-api.log" >"$ETC/nova/nova-api.conf"
+    render "$T/nova-api.conf.in" >"$ETC/nova/nova-api.conf"
     # devstack1's nova-compute: nova.conf plus this override (its host, its own state and instances
     # dirs; same DB, cell, RabbitMQ). As a spare it registers its service disabled.
     mkdir -p "$S/nova-$HOST1/instances"
     {
-        printf '[DEFAULT]\nhost = %s\nstate_path = %s\ninstances_path = %s\n' \
-            "$HOST1" "$S/nova-$HOST1" "$S/nova-$HOST1/instances"
+        COMPUTE_HOST=$HOST1 render "$T/nova-compute-host.conf.in"
         [ "$SPARE" = 1 ] && echo "enable_new_services = false"
     } >"$ETC/nova/nova-compute-$HOST1.conf"
     uwsgi_ini nova-api $NOVA_PORT nova.wsgi.osapi_compute:application 1 \
         "OS_NOVA_CONFIG_DIR=$ETC/nova" "OS_NOVA_CONFIG_FILES=api-paste.ini;nova.conf;nova-api.conf"
 
     # ---- clouds.yaml + env
-    cat >"$S/clouds.yaml" <<EOF
-clouds:
-  minicloud:
-    auth:
-      auth_url: $KS/v3
-      username: admin
-      password: $PASS
-      project_name: admin
-      user_domain_name: Default
-      project_domain_name: Default
-    identity_api_version: 3
-    region_name: RegionOne
-    interface: public
-  minicloud-nova:
-    auth:
-      auth_url: $KS/v3
-      username: nova
-      password: $PASS
-      project_name: service
-      user_domain_name: Default
-      project_domain_name: Default
-    identity_api_version: 3
-    region_name: RegionOne
-    interface: public
-  minicloud-placement-noauth: null
-EOF
-    sed -i '/minicloud-placement-noauth/d' "$S/clouds.yaml"
+    { echo "clouds:"; clouds_entry minicloud admin admin; clouds_entry minicloud-nova nova service; } >"$S/clouds.yaml"
     write_env
 }
 
 write_env() {
-    cat >"$S/env" <<EOF
-# source me: minicloud paths (written by tests/support/minicloud/cloud.sh up)
-export MINICLOUD_STATE=$S
-export MINICLOUD_VENV=$VENV
-export OS_CLIENT_CONFIG_FILE=$S/clouds.yaml
-export OS_CLOUD=minicloud
-export MINICLOUD_LOG_DIR=$LOG
-export MINICLOUD_ETC=$ETC
-export MINICLOUD_NEUTRON_CONF=$ETC/neutron/neutron.conf
-export MINICLOUD_ML2_INI=$ETC/neutron/ml2_conf.ini
-export MINICLOUD_NOVA_CONF=$ETC/nova/nova.conf
-export MINICLOUD_PLACEMENT_CONF=$ETC/placement/placement.conf
-export MINICLOUD_OVS_INI=$OVS_INI
-export MINICLOUD_SRIOV_INI=$SRIOV_INI
-export MINICLOUD_PLACEMENT_PLUGIN=$PLACEMENT_PLUGIN
-export MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE
-export MINICLOUD_HYPERVISOR=$HOSTNAME_NOVA
-export MINICLOUD_COMPUTES=$COMPUTES
-export MINICLOUD_HYPERVISORS="${HOSTS[*]}"
-export MINICLOUD_HYPERVISOR_1=$HOST1
-export MINICLOUD_OVS_INI_1=$OVS_INI_1
-export MINICLOUD_SRIOV_INI_1=$SRIOV_INI_1
-export MINICLOUD_SPARE_COMPUTE=$SPARE
-export MINICLOUD_NOVA_COMPUTE_CONF_1=$ETC/nova/nova-compute-$HOST1.conf
-export MINICLOUD_KEYSTONE_URL=$KS/v3
-export MINICLOUD_PLACEMENT_URL=http://$IP:$PLACEMENT_PORT
-export MINICLOUD_OVN=$OVN
-EOF
+    local HOSTS_LIST="${HOSTS[*]}" OVS_DB_0 OVS_DB_1
+    render "$T/env.in" >"$S/env"
     if [ "$OVN" = 1 ]; then
-        cat >>"$S/env" <<EOF
-export MINICLOUD_OVN_NB_DB=$OVN_NB
-export MINICLOUD_OVN_SB_DB=$OVN_SB
-export MINICLOUD_OVS_DB=$(ovs_db_of "$HOSTNAME_NOVA")
-export MINICLOUD_OVS_DB_1=$(ovs_db_of "$HOST1")
-EOF
+        OVS_DB_0=$(ovs_db_of "$HOSTNAME_NOVA"); OVS_DB_1=$(ovs_db_of "$HOST1")
+        render "$T/env-ovn.in" >>"$S/env"
     fi
 }
 
@@ -551,44 +292,16 @@ write_agent_inis() {
     # them into the wiped state dir. The project's own ini files (e.g. rendered by its Ansible
     # module) are used instead when MINICLOUD_OVS_INI / MINICLOUD_SRIOV_INI (devstack1:
     # MINICLOUD_OVS_INI_1 / MINICLOUD_SRIOV_INI_1) point at them (for `up` and `restart-agents`).
-    local h ovs sriov sdev
+    local h ovs sriov SRIOV_DEVICE
     for h in "${HOSTS[@]}"; do
         ovs=$(ovs_ini_of "$h"); sriov=$(sriov_ini_of "$h")
         mkdir -p "$(dirname "$ovs")" "$(dirname "$sriov")"
-        [ -f "$ovs" ] || cat >"$ovs" <<EOF
-[ovs]
-bridge_mappings = physnet0:br-test,public:br-ex
-resource_provider_bandwidths = br-test:1500:1500,br-ex::1
-[agent]
-extensions = qos
-[securitygroup]
-firewall_driver = noop
-EOF
-        sdev=ens5
+        [ -f "$ovs" ] || render "$T/openvswitch_agent.ini.in" >"$ovs"
+        SRIOV_DEVICE=ens5
         # with the PCI fake driver the PF names nova knows are "<host>-ensN"
-        [ "$SRIOV_COMPUTE" = 1 ] && sdev=$h-ens1
-        [ -f "$sriov" ] || cat >"$sriov" <<EOF
-[sriov_nic]
-physical_device_mappings = physnet0:$sdev
-resource_provider_bandwidths = $sdev:100000:100000
-[agent]
-extensions = qos
-EOF
+        [ "$SRIOV_COMPUTE" = 1 ] && SRIOV_DEVICE=$h-ens1
+        [ -f "$sriov" ] || render "$T/sriov_agent.ini.in" >"$sriov"
     done
-}
-
-# SR-IOV compute (optional): FakeDriverWithPciResources exposes PFs ens1..ens3 (one VF each).
-sriov_nova_pci() {
-    # FakeDriverWithPciResources reports PFs 0000:0N:00.0 (N=1..3) with one VF 0000:0N:00.1 each,
-    # the VF's parent_ifname being "<host>-ensN". Glob address specs: no sysfs lookups needed.
-    cat <<'EOF2'
-[pci]
-device_spec = {"address": "0000:01:00.*", "physical_network": "physnet0"}
-device_spec = {"address": "0000:02:00.*", "physical_network": "physnet0"}
-device_spec = {"address": "0000:03:00.*", "physical_network": "physnet0"}
-[filter_scheduler]
-enabled_filters = ComputeFilter,ComputeCapabilitiesFilter,ImagePropertiesFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,PciPassthroughFilter
-EOF2
 }
 
 # nova-compute, started through a short wrapper that
@@ -660,17 +373,6 @@ wait_steps() {
     [ $rc = 0 ] || exit 1
 }
 
-setup_keystone() {
-    local km=("$VENV/bin/keystone-manage" --config-file "$ETC/keystone/keystone.conf")
-    "${km[@]}" db_sync
-    "${km[@]}" fernet_setup --keystone-user root --keystone-group root
-    "${km[@]}" credential_setup --keystone-user root --keystone-group root
-    "${km[@]}" bootstrap --bootstrap-password "$PASS" --bootstrap-username admin \
-        --bootstrap-project-name admin --bootstrap-role-name admin --bootstrap-service-name keystone \
-        --bootstrap-region-id RegionOne --bootstrap-admin-url "$KS/v3" \
-        --bootstrap-internal-url "$KS/v3" --bootstrap-public-url "$KS/v3"
-}
-
 setup_nova() {
     local nm=("$VENV/bin/nova-manage" --config-file "$ETC/nova/nova.conf")
     "${nm[@]}" api_db sync
@@ -680,33 +382,9 @@ setup_nova() {
 }
 
 register_catalog() {
-    "$PY" - "$KS/v3" "$PASS" <<'EOF'
-import sys
-from keystoneauth1 import session
-from keystoneauth1.identity import v3
-from keystoneclient.v3 import client
-url, pw = sys.argv[1:3]
-auth = v3.Password(auth_url=url, username='admin', password=pw, project_name='admin',
-                   user_domain_id='default', project_domain_id='default')
-ks = client.Client(session=session.Session(auth=auth), interface='public')
-svc_project = ks.projects.create('service', 'default', description='service project')
-roles = {r.name: r for r in ks.roles.list()}
-if 'service' not in roles:
-    roles['service'] = ks.roles.create('service')
-for user in ('nova', 'neutron', 'placement', 'glance'):
-    u = ks.users.create(user, domain='default', password=pw, default_project=svc_project)
-    for role in ('admin', 'service'):
-        ks.roles.grant(roles[role], user=u, project=svc_project)
-base = 'http://127.0.0.1'
-for name, typ, url in (('nova', 'compute', base + ':8774/v2.1'),
-                       ('placement', 'placement', base + ':8778'),
-                       ('neutron', 'network', base + ':9696'),
-                       ('glance', 'image', base + ':9292')):
-    s = ks.services.create(name, type=typ)
-    for iface in ('public', 'internal', 'admin'):
-        ks.endpoints.create(s, url, interface=iface, region='RegionOne')
-print('catalog registered')
-EOF
+    keystone_register nova,neutron,placement,glance "nova:compute:http://$IP:$NOVA_PORT/v2.1" \
+        "placement:placement:http://$IP:$PLACEMENT_PORT" "neutron:network:http://$IP:$NEUTRON_PORT" \
+        "glance:image:http://$IP:$GLANCE_PORT"
 }
 
 # ---------------------------------------------------------------- checks (python, openstacksdk)
@@ -777,10 +455,10 @@ wait_agents() {
     fi
 }
 
-SERVICES=(agent-ovs agent-sriov nova-compute agent-ovs-$HOST1 agent-sriov-$HOST1 nova-compute-$HOST1
+SERVICES=(agent-ovs agent-sriov nova-compute "agent-ovs-$HOST1" "agent-sriov-$HOST1" "nova-compute-$HOST1"
           nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
-          ovn-controller-$HOSTNAME_NOVA ovs-vswitchd-$HOSTNAME_NOVA ovs-db-$HOSTNAME_NOVA
-          ovn-controller-$HOST1 ovs-vswitchd-$HOST1 ovs-db-$HOST1 ovn-northd ovn-sb ovn-nb)
+          "ovn-controller-$HOSTNAME_NOVA" "ovs-vswitchd-$HOSTNAME_NOVA" "ovs-db-$HOSTNAME_NOVA"
+          "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb)
 
 # The running cloud's mode (written by `up`): later commands act on what runs, not on their env.
 save_mode() {
@@ -790,6 +468,7 @@ save_mode() {
 
 load_mode() {
     [ -f "$RUN/mode.env" ] || return 0
+    # shellcheck source=/dev/null
     . "$RUN/mode.env"
     HOSTS=("$HOSTNAME_NOVA")
     [ "$COMPUTES" = 2 ] && HOSTS+=("$HOST1")
@@ -826,13 +505,16 @@ start_neutron() {
 # fernet and credential keys and Glance's sqlite file: taken by the first `up`, restored by later ones instead
 # of running the migrations again (they are most of a cold start's CPU). Keyed on what makes those databases and
 # files (the functions that create, migrate, bootstrap and configure them, with the credentials and URLs they
-# use), the venv's installed distributions and MariaDB's version: a change there takes a new snapshot.
+# use; the shell library and every template), the venv's installed distributions and MariaDB's version: a change
+# there takes a new snapshot.
 SNAP_ROOT=${MINICLOUD_SNAPSHOT_DIR:-$ROOT/.state/minicloud-snapshot}
 DBS=(keystone placement nova_api nova_cell0 nova neutron)
 
 snapshot_key() {
-    { declare -f start_mariadb wait_mariadb write_configs migrate setup_keystone setup_nova register_catalog save_snapshot
+    { declare -f start_mariadb wait_mariadb write_configs migrate setup_nova register_catalog save_snapshot
       echo "$DBURL $TRANSPORT $KS $PASS ${DBS[*]}"
+      (cd "$HERE/.." && find lib minicloud/templates -type f ! -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum)
+      # shellcheck disable=SC2010
       ls "$VENV"/lib/python3*/site-packages | grep 'dist-info$'; mariadbd --version; } 2>/dev/null | sha256sum | cut -c1-16
 }
 
@@ -875,7 +557,7 @@ restore_snapshot() {  # the databases (dropped first if they exist), the keys, g
 # started, the catalog registered, and the snapshot of it all saved
 migrate() {
     say "db migrations (parallel)"
-    bg_step keystone setup_keystone
+    bg_step keystone keystone_setup
     bg_step placement "$VENV/bin/placement-manage" --config-file "$ETC/placement/placement.conf" db sync
     bg_step nova setup_nova
     bg_step neutron "$VENV/bin/neutron-db-manage" --config-file "$ETC/neutron/neutron.conf" \
@@ -1048,10 +730,11 @@ agent_hosts() {
 }
 
 do_activate_spare() {
-    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
     load_mode
     [ "$COMPUTES" = 2 ] && [ "$SPARE" = 1 ] || die "no spare compute in this cloud (started without MINICLOUD_SPARE_COMPUTE=1)"
     if [ "$SPARE_ACTIVE" = 1 ]; then say "$HOST1 is already in service"; return 0; fi
+    # shellcheck source=/dev/null
     [ -f "$RUN/agents.env" ] && . "$RUN/agents.env"
     [ -n "${MINICLOUD_OVS_INI_1:-}" ] && OVS_INI_1=$(realpath -m "$MINICLOUD_OVS_INI_1")
     [ -n "${MINICLOUD_SRIOV_INI_1:-}" ] && SRIOV_INI_1=$(realpath -m "$MINICLOUD_SRIOV_INI_1")
@@ -1087,20 +770,34 @@ do_start_compute() {  # the host is back: nova-compute starts (init_host cleans 
 }
 
 do_restart_neutron_api() {
-    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+    { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
     stop neutron-api "${MINICLOUD_STOP_GRACE:-5}"
     start_api neutron-api
     wait_check "neutron API (restarted)" 90 "neutron-api" network-api
 }
 
-do_restart_agents() {  # do_restart_agents [HOST]
-    local h=${1:-$HOSTNAME_NOVA} x
-    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
+# running_compute HOST: the cloud runs (its mode loaded) and HOST is one of its computes
+running_compute() {
+    { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
     load_mode
-    [[ " ${HOSTS[*]} " == *" $h "* ]] || die "no compute $h in this cloud (${HOSTS[*]})"
+    [[ " ${HOSTS[*]} " == *" $1 "* ]] || die "no compute $1 in this cloud (${HOSTS[*]})"
+}
+
+stop_agents() {  # stop_agents HOST: its two emulators, side by side
+    local x
+    x=$(sfx "$1")
+    stop "agent-ovs$x" 10 &
+    stop "agent-sriov$x" 10 &
+    wait
+}
+
+do_restart_agents() {  # do_restart_agents [HOST]
+    local h=${1:-$HOSTNAME_NOVA}
+    running_compute "$h"
     [ "$h" = "$HOST1" ] && [ "$SPARE" = 1 ] && [ "$SPARE_ACTIVE" != 1 ] && die "$h is a spare: cloud.sh activate-spare"
     # ini paths: env overrides, else the ones `up` used
     if [ -f "$RUN/agents.env" ]; then
+        # shellcheck source=/dev/null
         . "$RUN/agents.env"
         [ -n "${MINICLOUD_OVS_INI:-}" ] && OVS_INI=$(realpath -m "$MINICLOUD_OVS_INI")
         [ -n "${MINICLOUD_SRIOV_INI:-}" ] && SRIOV_INI=$(realpath -m "$MINICLOUD_SRIOV_INI")
@@ -1108,11 +805,8 @@ do_restart_agents() {  # do_restart_agents [HOST]
         [ -n "${MINICLOUD_SRIOV_INI_1:-}" ] && SRIOV_INI_1=$(realpath -m "$MINICLOUD_SRIOV_INI_1")
     fi
     PLACEMENT_PLUGIN=$(grep -q '^service_plugins = .*placement' "$ETC/neutron/neutron.conf" && echo 1 || echo 0)
-    x=$(sfx "$h")
     say "restarting $h's agent emulators with $(ovs_ini_of "$h") and $(sriov_ini_of "$h")"
-    stop "agent-ovs$x" 10 &
-    stop "agent-sriov$x" 10 &
-    wait
+    stop_agents "$h"
     START_AGENTS=1
     start_agents "$h"
     wait_agents "$h" 60
@@ -1120,15 +814,10 @@ do_restart_agents() {  # do_restart_agents [HOST]
 
 do_stop_agents() {  # do_stop_agents [HOST]: HOST's two L2 agent emulators stop (Neutron sees them dead
     # after agent_down_time); restart-agents HOST brings them back
-    local h=${1:-$HOSTNAME_NOVA} x
-    [ -d "$RUN" ] && alive neutron-rpc || die "minicloud is not running"
-    load_mode
-    [[ " ${HOSTS[*]} " == *" $h "* ]] || die "no compute $h in this cloud (${HOSTS[*]})"
-    x=$(sfx "$h")
+    local h=${1:-$HOSTNAME_NOVA}
+    running_compute "$h"
     say "stopping $h's agent emulators"
-    stop "agent-ovs$x" 10 &
-    stop "agent-sriov$x" 10 &
-    wait
+    stop_agents "$h"
 }
 
 do_status() {

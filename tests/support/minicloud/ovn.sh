@@ -1,5 +1,5 @@
-# The mini-cloud's ML2/OVN variant (MINICLOUD_OVN=1), sourced by cloud.sh after services.sh.
-# shellcheck shell=bash
+# The mini-cloud's ML2/OVN variant (MINICLOUD_OVN=1), sourced by cloud.sh after the library (../lib/common.sh).
+# shellcheck shell=bash disable=SC2034  # OVN_NB, OVN_SB: read by render (the templates ml2_conf-ovn.ini.in, env-ovn.in)
 #
 # OVN from Debian (ovn-central, ovn-host, openvswitch-switch), every daemon run by hand with its own files
 # under $S/ovn (the packaged services are never used):
@@ -36,18 +36,7 @@ ovn_cms_of() {
 }
 
 # what ML2/OVN adds to ml2_conf.ini (cloud.sh writes the rest, with mechanism_drivers = ovn)
-ovn_ml2_sections() {
-    cat <<EOF
-[ml2_type_geneve]
-vni_ranges = 1:1000
-max_header_size = 38
-[ovn]
-ovn_nb_connection = $OVN_NB
-ovn_sb_connection = $OVN_SB
-ovn_metadata_enabled = false
-neutron_sync_mode = off
-EOF
-}
+ovn_ml2_sections() { render "$T/ml2_conf-ovn.ini.in"; }
 
 ovn_start_central() {
     local d=$OVN_DIR/central
@@ -146,7 +135,7 @@ ovn_after_roots() {
 # cloud.sh neutron-placement 0|1: neutron-server restarted with the placement service plugin off / on
 do_neutron_placement() {
     local want=${1:?usage: cloud.sh neutron-placement 0|1}
-    [ -d "$RUN" ] && alive neutron-api || die "minicloud is not running"
+    { [ -d "$RUN" ] && alive neutron-api; } || die "minicloud is not running"
     load_mode
     [ "$OVN" = 1 ] || die "neutron-placement is for the OVN variant (MINICLOUD_OVN=1): the agent emulators report by heartbeat"
     local plugins=qos,segments

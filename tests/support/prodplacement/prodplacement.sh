@@ -31,16 +31,14 @@
 #   PRODPLACEMENT_SKIP_INSTALL=1         never run apt/pip (fail if something is missing)
 #
 # Client: OS_CLIENT_CONFIG_FILE=$PRODPLACEMENT_STATE/clouds.yaml OS_CLOUD=prodplacement (mode 0600).
+# shellcheck disable=SC2034  # the upper-case variables of the templates are read by render (lib/common.sh)
+# shellcheck source-path=SCRIPTDIR
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 S=$(realpath -m "${PRODPLACEMENT_STATE:-$ROOT/.state/prodplacement}")
 VENV=$(realpath -m "${PRODPLACEMENT_VENV:-$ROOT/.venv-cloud}")
-PY=$VENV/bin/python
-ETC=$S/etc
-LOG=$S/log
-RUN=$S/run
 WORKERS=${PRODPLACEMENT_WORKERS:-4}
 AUTH=${PRODPLACEMENT_AUTH:-noauth2}
 EXPIRATION=${PRODPLACEMENT_TOKEN_EXPIRATION:-3600}
@@ -55,8 +53,15 @@ URL="http://$IP:$PORT"
 PASS=prodplacement-secret
 DB_USER=placement
 DB_PASS=prodplacement-db
-DBURL="mysql+pymysql://$DB_USER:$DB_PASS@$IP:$DB_PORT"
 CLOUD=prodplacement
+# the library: PY, ETC, LOG, RUN (from S and VENV), DBURL; logging (say, die), templates (render), processes
+# (start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini), the venv, MariaDB and Keystone: shared with
+# the mini-cloud
+SAY_TAG=prodplacement
+UWSGI_LISTEN=128  # the listen queue of the uWSGI servers, for many concurrent clients
+# shellcheck source=../lib/common.sh
+. "$ROOT/tests/support/lib/common.sh"
+T=$HERE/templates  # the configuration templates (render)
 
 case $AUTH in noauth2|keystone) ;; *) echo "PRODPLACEMENT_AUTH must be noauth2 or keystone, got '$AUTH'" >&2; exit 2;; esac
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
@@ -67,21 +72,8 @@ for p in "$DB_PORT" "$PORT" "$KS_PORT"; do
     [[ $p =~ ^[0-9]+$ ]] && [ "$p" -gt 0 ] && [ "$p" -lt 65536 ] || { echo "bad port '$p'" >&2; exit 2; }
 done
 
-T0=$(date +%s)
-say() { printf '[prodplacement %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
-die() { say "ERROR: $*"; exit 1; }
-
 # ---------------------------------------------------------------- install
-venv_ok() {
-    [ -x "$PY" ] || return 1
-    "$PY" - <<'EOF' 2>/dev/null
-import importlib.metadata as m, sys
-if m.version('openstack-placement') != '16.0.0' or m.version('keystone') != '30.0.0':
-    sys.exit(1)
-for k in ('pymysql', 'uwsgi', 'keystonemiddleware', 'python-keystoneclient'):
-    m.version(k)
-EOF
-}
+venv_ok() { venv_has openstack-placement==16.0.0 keystone==30.0.0 pymysql uwsgi keystonemiddleware python-keystoneclient; }
 
 do_install() {
     mkdir -p "$S"
@@ -98,11 +90,6 @@ do_install() {
     venv_ok || die "venv $VENV still lacks openstack-placement 16.0.0 / keystone 30.0.0 / uwsgi / pymysql"
 }
 
-# ---------------------------------------------------------------- process helpers (shared with cloud.sh)
-# start, alive, stop, fail_service, wait_for, http_ok, uwsgi_ini
-UWSGI_LISTEN=128  # the listen queue of the uWSGI servers, for many concurrent clients
-. "$ROOT/tests/support/minicloud/services.sh"
-
 port_free() {
     "$PY" -c "import socket,sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -115,32 +102,9 @@ except OSError: sys.exit(1)" "$1"
 write_configs() {
     mkdir -p "$ETC/placement" "$ETC/keystone" "$S/keystone"
     {
-        cat <<EOF
-[DEFAULT]
-debug = False
-log_file = $LOG/placement.log
-[api]
-auth_strategy = $([ "$AUTH" = keystone ] && echo keystone || echo noauth2)
-[placement_database]
-connection = $DBURL/placement
-[placement]
-allocation_conflict_retry_count = $CONFLICT_RETRIES
-EOF
-        if [ "$AUTH" = keystone ]; then
-            cat <<EOF
-[keystone_authtoken]
-www_authenticate_uri = $KS/v3
-auth_url = $KS/v3
-auth_type = password
-username = placement
-password = $PASS
-project_name = service
-user_domain_name = Default
-project_domain_name = Default
-region_name = RegionOne
-service_token_roles_required = true
-EOF
-        fi
+        placement_conf False "$([ "$AUTH" = keystone ] && echo keystone || echo noauth2)"
+        render "$T/placement-retries.conf.in"
+        [ "$AUTH" = keystone ] && keystone_authtoken placement
     } >"$ETC/placement/placement.conf"
     uwsgi_ini placement "$PORT" placement.wsgi.api:application "$WORKERS" "OS_PLACEMENT_CONFIG_DIR=$ETC/placement"
     if [ "$PATCHED" = 1 ]; then
@@ -149,27 +113,7 @@ EOF
     fi
 
     [ "$AUTH" = keystone ] || return 0
-    cat >"$ETC/keystone/keystone.conf" <<EOF
-[DEFAULT]
-debug = False
-log_file = $LOG/keystone.log
-[database]
-connection = $DBURL/keystone
-[token]
-provider = fernet
-expiration = $EXPIRATION
-[fernet_tokens]
-key_repository = $S/keystone/fernet-keys
-[fernet_receipts]
-key_repository = $S/keystone/fernet-keys
-[credential]
-key_repository = $S/keystone/credential-keys
-[identity]
-password_hash_rounds = 4
-[oslo_policy]
-enforce_new_defaults = true
-enforce_scope = true
-EOF
+    keystone_conf False "$EXPIRATION" >"$ETC/keystone/keystone.conf"
     uwsgi_ini keystone "$KS_PORT" keystone.wsgi.api:application 2 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
 }
 
@@ -189,113 +133,30 @@ patched_overlay() {
     for p in "$ROOT"/patches/placement/*.patch; do
         patch -s -p1 -d "$S/patched" <"$p" || die "patch $p does not apply to $site/placement"
     done
+    # shellcheck disable=SC2012
     say "placement patched: $(cd "$ROOT" && ls patches/placement/*.patch | tr '\n' ' ')"
 }
 
 write_clouds() {
-    local f=$S/clouds.yaml
+    local f=$S/clouds.yaml KEYSTONE_ENV=""
     ( umask 077; : >"$f" )
     chmod 600 "$f"
     if [ "$AUTH" = keystone ]; then
-        cat >"$f" <<EOF
-# Written by tests/support/prodplacement/prodplacement.sh: Placement behind Keystone.
-clouds:
-  $CLOUD:
-    auth:
-      auth_url: $KS/v3
-      username: admin
-      password: $PASS
-      project_name: admin
-      user_domain_name: Default
-      project_domain_name: Default
-    identity_api_version: 3
-    region_name: RegionOne
-    interface: public
-EOF
+        { render "$T/clouds-keystone.yaml.in"; clouds_entry "$CLOUD" admin admin; } >"$f"
+        KEYSTONE_ENV=$(render "$T/env-keystone.in")
     else
-        cat >"$f" <<EOF
-# Written by tests/support/prodplacement/prodplacement.sh: Placement with noauth2 (token admin).
-clouds:
-  $CLOUD:
-    auth_type: admin_token
-    auth:
-      endpoint: $URL
-      token: admin
-    placement_endpoint_override: $URL
-EOF
+        render "$T/clouds-noauth2.yaml.in" >"$f"
     fi
-    cat >"$S/env" <<EOF
-# source me: the production-style Placement (written by tests/support/prodplacement/prodplacement.sh up)
-export OS_CLIENT_CONFIG_FILE=$S/clouds.yaml
-export OS_CLOUD=$CLOUD
-export PRODPLACEMENT_STATE=$S
-export PRODPLACEMENT_URL=$URL
-export PRODPLACEMENT_AUTH=$AUTH
-export PRODPLACEMENT_WORKERS=$WORKERS
-export PRODPLACEMENT_CONFLICT_RETRIES=$CONFLICT_RETRIES
-export PRODPLACEMENT_PATCHED=$PATCHED
-$([ "$AUTH" = keystone ] && echo "export PRODPLACEMENT_KEYSTONE_URL=$KS/v3
-export PRODPLACEMENT_TOKEN_EXPIRATION=$EXPIRATION")
-EOF
+    render "$T/env.in" >"$S/env"
 }
 
 # ---------------------------------------------------------------- MariaDB
-start_mariadb() {
-    mkdir -p "$S/mysql"
-    mariadb-install-db --no-defaults --datadir="$S/mysql" --user=root --auth-root-authentication-method=normal \
-        --skip-test-db >"$LOG/mariadb-install.out" 2>&1 || fail_service mariadb-install "mariadb-install-db failed"
-    # production-like durability is not the point of a test server: no fsync per commit (as the mini-cloud)
-    start mariadb mariadbd --no-defaults --datadir="$S/mysql" --user=root --bind-address=$IP --port="$DB_PORT" \
-        --socket="$RUN/mysql.sock" --pid-file="$RUN/mariadbd.pid" --log-error="$LOG/mariadb.log" \
-        --skip-name-resolve --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=0 \
-        --innodb-doublewrite=0 --sync-binlog=0 --skip-log-bin --max-connections=1000 \
-        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci
-}
+start_mariadb() { mariadb_start "$DB_PORT"; }
 
-create_databases() {
-    wait_for "mariadb on $IP:$DB_PORT" 60 mariadb mariadb-admin --socket="$RUN/mysql.sock" -uroot ping
-    local sql="CREATE USER '$DB_USER'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';" db
-    for db in placement keystone; do
-        sql+="CREATE DATABASE $db CHARACTER SET utf8mb4; GRANT ALL ON $db.* TO '$DB_USER'@'127.0.0.1';"
-    done
-    mariadb --socket="$RUN/mysql.sock" -uroot -e "$sql" || fail_service mariadb "creating the databases failed"
-}
+create_databases() { mariadb_create_databases "$DB_PORT" 127.0.0.1 placement keystone; }
 
 # ---------------------------------------------------------------- Keystone
-setup_keystone() {
-    local km=("$VENV/bin/keystone-manage" --config-file "$ETC/keystone/keystone.conf")
-    "${km[@]}" db_sync
-    "${km[@]}" fernet_setup --keystone-user root --keystone-group root
-    "${km[@]}" credential_setup --keystone-user root --keystone-group root
-    "${km[@]}" bootstrap --bootstrap-password "$PASS" --bootstrap-username admin \
-        --bootstrap-project-name admin --bootstrap-role-name admin --bootstrap-service-name keystone \
-        --bootstrap-region-id RegionOne --bootstrap-admin-url "$KS/v3" \
-        --bootstrap-internal-url "$KS/v3" --bootstrap-public-url "$KS/v3"
-}
-
-register_placement() {
-    "$PY" - "$KS/v3" "$PASS" "$URL" <<'EOF'
-import sys
-from keystoneauth1 import session
-from keystoneauth1.identity import v3
-from keystoneclient.v3 import client
-url, pw, placement_url = sys.argv[1:4]
-auth = v3.Password(auth_url=url, username='admin', password=pw, project_name='admin',
-                   user_domain_id='default', project_domain_id='default')
-ks = client.Client(session=session.Session(auth=auth), interface='public')
-svc_project = ks.projects.create('service', 'default', description='service project')
-roles = {r.name: r for r in ks.roles.list()}
-if 'service' not in roles:
-    roles['service'] = ks.roles.create('service')
-u = ks.users.create('placement', domain='default', password=pw, default_project=svc_project)
-for role in ('admin', 'service'):
-    ks.roles.grant(roles[role], user=u, project=svc_project)
-s = ks.services.create('placement', type='placement')
-for iface in ('public', 'internal', 'admin'):
-    ks.endpoints.create(s, placement_url, interface=iface, region='RegionOne')
-print('placement registered in the catalog')
-EOF
-}
+register_placement() { keystone_register placement "placement:placement:$URL"; }
 
 token_ok() {
     OS_CLIENT_CONFIG_FILE=$S/clouds.yaml "$PY" -c "import warnings; warnings.filterwarnings('ignore')
@@ -336,7 +197,7 @@ do_up() {
         >"$LOG/setup-placement.out" 2>&1 &
     local sync_pid=$!
     if [ "$AUTH" = keystone ]; then
-        setup_keystone >"$LOG/setup-keystone.out" 2>&1 || fail_service setup-keystone "keystone setup failed"
+        keystone_setup >"$LOG/setup-keystone.out" 2>&1 || fail_service setup-keystone "keystone setup failed"
     fi
     wait $sync_pid || fail_service setup-placement "placement-manage db sync failed"
     start placement "$VENV/bin/uwsgi" --ini "$ETC/uwsgi-placement.ini"

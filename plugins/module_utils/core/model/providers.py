@@ -4,6 +4,7 @@ Pure: no I/O.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -116,6 +117,37 @@ class ProviderSpec:
                 "traits": sorted(self.traits), "inventories": thaw_inventories(self.inventories)}
 
 
+def unit_subject(name: str) -> str:
+    """How a skipped line names a unit (kind and name): ``chassis NAME`` for an OVN chassis (its unit name
+    ``chassis NAME (SOURCE)``), ``agent agents[N]`` for an agent given as option values, ``ini file PATH``."""
+    if name.startswith("chassis "):
+        return name.split(" (", 1)[0]
+    if re.fullmatch(r"\w+\[\d+\]", name):
+        return f"agent {name}"
+    return f"ini file {name}"
+
+
+def skipped_line(subject: str, host: str | None, what: str, fix: str) -> str:
+    """The one line of a unit that gets no writes, the same for every kind of unit:
+    ``<unit kind> <unit name> (host <host>): <what is wrong>. Fix: <the fix>``."""
+    what = what.strip().rstrip(".")
+    fix = fix.strip().rstrip(".")
+    return f"{subject} (host {host or 'unknown'}): {what}. Fix: {fix}"
+
+
+def error_line(subject: str, host: str | None, error) -> str:
+    """:func:`skipped_line` of a ConfigError: its option and message, and its fix (or: correct the option)."""
+    option = getattr(error, "option", None)
+    message, _sep, said = (getattr(error, "neutron_message", None) or str(error)).partition(" Fix: ")
+    fix = getattr(error, "fix", None) or said or (f"correct {option}" if option else "correct the configuration")
+    return skipped_line(subject, host, f"{option + ': ' if option else ''}{message}", fix)
+
+
+def natural_key(text: str) -> tuple:
+    """Sorts ``agents[2]`` before ``agents[10]`` and ``compute-9`` before ``compute-10``."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
+
+
 @dataclass(frozen=True)
 class Unit:
     """One agent configuration or OVN chassis of a sync: where it comes from (``name``: the ini file, the
@@ -153,7 +185,9 @@ class DesiredState:
 
     @property
     def skipped(self) -> tuple[Unit, ...]:
-        return tuple(u for u in self.units if u.skipped)
+        """The units that get no writes, sorted as their lines are: by kind, then name (``agents[2]`` before
+        ``agents[10]``)."""
+        return tuple(sorted((u for u in self.units if u.skipped), key=lambda u: natural_key(u.skipped)))
 
     @property
     def hypervisors(self) -> tuple[str, ...]:

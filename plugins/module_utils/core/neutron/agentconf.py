@@ -390,6 +390,19 @@ def load_agent_ini(text: str, *, source: str, host: str | None = None, kind: str
     return load_agent_config(kind, sections.get(section, {}), host, source=source, tunnelled_rp_name=tun)
 
 
+def ini_host(text: str, source: str, host: str | None = None) -> str | None:
+    """The host an agent ini file's agent reports as (``host``, else ``[DEFAULT] host``), read even when the rest
+    of the file is wrong, so that a message about the file can name its host; None when it does not say or does
+    not read as an ini file."""
+    if host:
+        return host
+    try:
+        sections = read_ini(text, source)
+    except ConfigError:
+        return None
+    return sections.get("DEFAULT", {}).get("host", "").strip() or None
+
+
 _SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
 _KEY = re.compile(r"^([^\s#;=:][^=:]*?)\s*[=:]")
 

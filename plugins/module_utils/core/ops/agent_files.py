@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ..errors import ConfigError
-from ..model.providers import Unit
+from ..model.providers import Unit, error_line, unit_subject
 from ..neutron import naming
-from ..neutron.agentconf import AgentConfig, load_agent_ini, load_agent_values
+from ..neutron.agentconf import AgentConfig, ini_host, load_agent_ini, load_agent_values
 
 
 def read_agent_configs(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), host: str | None = None,
@@ -37,12 +37,16 @@ def read_agent_units(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), 
                                   source=where)
             configs.append(load_agent_values(kind, values, agent_host, source=where))
         except ConfigError as e:
-            errors.append((Unit(where, kind if kind in naming.INI_KINDS else "", agent_host, (), str(e)), e))
+            errors.append((Unit(where, kind if kind in naming.INI_KINDS else "", agent_host, (),
+                                error_line(unit_subject(where), agent_host, e)), e))
     for path in paths or ():
+        text = None
         try:
-            configs.append(load_agent_ini(read_text(path, paths_option), source=path, host=host))
+            text = read_text(path, paths_option)
+            configs.append(load_agent_ini(text, source=path, host=host))
         except ConfigError as e:
-            errors.append((Unit(path, "", host, (), str(e)), e))
+            file_host = host if text is None else ini_host(text, path, host)
+            errors.append((Unit(path, "", file_host, (), error_line(unit_subject(path), file_host, e)), e))
     return configs, errors
 
 
@@ -53,7 +57,8 @@ def read_text(path: str, option: str) -> str:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise ConfigError(e.strerror or str(e), option=option, source=path) from None
+        raise ConfigError(e.strerror or str(e), option=option, source=path,
+                          fix="give the path of a file this user can read") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

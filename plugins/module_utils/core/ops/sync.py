@@ -20,7 +20,7 @@ from ..model.providers import Provider
 from ..reports.reader import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - their home
                                   verified as _verified)
 from ..plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
-from ..model.providers import DesiredState, freeze_inventories
+from ..model.providers import DesiredState, freeze_inventories, skipped_line
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
 # two look-ups (by name, then the tree) per hypervisor.
@@ -130,8 +130,9 @@ class ApplyResult:
 
     def failures(self) -> list[str]:
         """One line per host tree whose writes failed: which, why, what is left."""
-        return [f"host tree {f['tree']}: {f['error']} — {len(f['pending'])} of its writes not made (the first: "
-                f"{f['pending'][0]}); running the sync again resumes from what is in Placement" for f in self.failed]
+        return [skipped_line(f"host tree {f['tree']}", f["tree"], f"{f['error']} — {len(f['pending'])} of its writes "
+                             f"not made (the first: {f['pending'][0]})", "run the sync again: it resumes from what "
+                             f"is in Placement") for f in self.failed]
 
 
 def tree_of(plan: Plan, observed: Observed) -> Callable[[Op], str]:

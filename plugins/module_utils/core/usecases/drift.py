@@ -82,5 +82,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     rows = [r for r in rows if r.name.split(":", 1)[0] not in left_out]
     # each side's chassis apart: the same chassis is on both sides by design
     warnings = [w for side in (chassis, southbound or ()) for w in ovn.chassis_configs(side, isolate=True)[1]]
-    skipped = [f"{side}: {u.skipped}" for side, d in (("ini", ini), ("agent", agent)) if d for u in d.skipped]
+    # the configured side's lines as the sync prints them; the agents' side's (what they report) say so first
+    skipped = [u.skipped if side == "ini" else f"as the agents report it: {u.skipped}"
+               for side, d in (("ini", ini), ("agent", agent)) if d for u in d.skipped]
     return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)), tuple(dict.fromkeys(skipped)))

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError, InvalidInput
-from ..model.providers import DesiredState, root_inventories
+from ..model.providers import DesiredState, natural_key, root_inventories, skipped_line
 from ..ops import ovn
 from ..ops import sync as s
 from ..errors import MinbwError
@@ -101,8 +101,19 @@ class ProvidersResult:
     def skipped(self) -> list[str]:
         """One line per agent configuration or chassis that got no writes (which, its host, what and the fix),
         and per host tree whose writes Placement refused while the others were made."""
-        return ([u.skipped for u in self.desired.skipped] + [why for _hyp, why in self.plan.skipped]
-                + (self.applied.failures() if self.applied else []))
+        lines = ([u.skipped for u in self.desired.skipped] + list(self.rootless().values())
+                 + (self.applied.failures() if self.applied else []))
+        return sorted(lines, key=natural_key)  # by the unit each names: its kind, then its name
+
+    def rootless(self) -> dict[str, str]:
+        """The line of each hypervisor whose compute node root is not in Placement (its providers skipped)."""
+        out = {}
+        for hyp, why in self.plan.skipped:
+            hosts = sorted({u.host for u in self.desired.units if hyp in u.hypervisors and u.host}, key=natural_key)
+            what, _sep, fix = why.partition(" Fix: ")
+            out[hyp] = skipped_line(f"hypervisor {hyp}", ", ".join(hosts) or hyp, what,
+                                    fix or "create the compute node's root provider (--create-root)")
+        return out
 
     def units(self) -> list[dict]:
         """Each configuration and chassis: its hypervisors, whether a write touched them (``changed``), and
@@ -111,7 +122,7 @@ class ProvidersResult:
         by_uuid = {p.uuid: p.hypervisor for p in self.plan.providers}
         touched = {by_uuid.get(op.uuid) or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
         failed = {f["tree"]: f["error"] for f in (self.applied.failed if self.applied else [])}
-        rootless = dict(self.plan.skipped)
+        rootless = self.rootless()
         return [{**u.to_dict(), "changed": not u.skipped and bool(touched & {u.host, *u.hypervisors}),
                  "skipped": u.skipped or next((rootless[h] for h in u.hypervisors if h in rootless), None),
                  "failed": next((failed[h] for h in u.hypervisors if h in failed), None)}

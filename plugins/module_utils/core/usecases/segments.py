@@ -22,8 +22,8 @@ class SegmentsRequest:
 
 @dataclass(frozen=True)
 class SegmentsResult:
-    """``report``: what ops.segments reports (segments, plan, warnings, diff; in_sync for a report, steps and
-    changed for a sync)."""
+    """``report``: what ops.segments reports (segments, plan, warnings, diff; in_sync for a report, steps,
+    changed and failed_segments for a sync)."""
 
     report: dict
     sync: bool
@@ -35,6 +35,11 @@ class SegmentsResult:
     @property
     def in_sync(self) -> bool:
         return self.report.get("in_sync", not self.report["plan"]["writes"])
+
+    @property
+    def failed(self) -> list[str]:
+        """The segments whose writes failed, one line each (their writes stopped, the others' made: exit 3)."""
+        return [ops_segments.failure_line(f) for f in self.report.get("failed_segments") or ()]
 
     @property
     def unresolved(self) -> list[str]:
