@@ -78,7 +78,8 @@ class Exporter(Command):
             request = replace(request, cache=None)
         return request
 
-    def run(self, parsed_args):
+    def take_action(self, parsed_args):
+        """Serve until stopped, or print one collection (``--once``): no table; the exit code is the run's."""
         from minbw.usecases import exporter as uc
         try:
             request = self.request(parsed_args)
@@ -87,10 +88,13 @@ class Exporter(Command):
                 exporter = uc.Exporter(cloud, request)
                 exporter.run_slow()
                 self.app.stdout.write(uc.exposition(exporter))
-                return 0
+                self._exit_code = 0
+                return (), ()
             stop = threading.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
-            return uc.serve(cloud, request, stop=stop, ready=lambda line: print(line, file=sys.stderr, flush=True))
+            self._exit_code = uc.serve(cloud, request, stop=stop,
+                                       ready=lambda line: print(line, file=sys.stderr, flush=True))
         except Exception as e:  # noqa: BLE001 - said in one line, as every command
-            return self.fail(parsed_args, e)
+            self._exit_code = self.fail(parsed_args, e)
+        return (), ()

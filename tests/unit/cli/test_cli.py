@@ -221,3 +221,15 @@ def test_interactive_mode_is_imported_only_when_used():
     proc = subprocess.run([sys.executable, "-m", "minbw.cli"], capture_output=True, text=True, timeout=120,
                           input="placement status --state-dir /nonexistent --port 1 -f value -c running\nquit\n")
     assert proc.stdout.split() == ["False"], proc.stdout + proc.stderr  # (cliff's interactive mode exits 1)
+
+
+def test_the_exporter_says_a_bad_config_as_every_command_does_in_every_format(tmp_path):
+    """``exporter`` runs through cliff's run as the other commands (no table): its failure is one line, and with
+    ``-f json`` the error document too."""
+    import json
+    missing = str(tmp_path / "missing.yaml")
+    rc, out, err = run_shell("exporter", "--once", "--config", missing, "-f", "json")
+    assert rc == EXIT_ERROR and err.startswith(f"minbw: error: --config {missing}: "), err
+    assert json.loads(out) == {"error": {"msg": err.strip().removeprefix("minbw: error: ")}}
+    rc, out, err = run_shell("exporter", "--once", "--config", missing)
+    assert rc == EXIT_ERROR and out == "" and err.count("\n") == 1, err
