@@ -13,9 +13,14 @@ process (OpenMetrics, gzip, one scrape every ``--spacing`` s) through ``--cycles
 
 then the slowest scrapes with what overlapped them, and the scrape percentiles per variant. Variants:
 
-- ``default``: CPython's defaults, as the exporter ran before (5 ms switch interval, ``Loops.collect_once``);
-- ``exporter``: as the exporter runs now (``start_server`` lowers the switch interval, the loop runs
-  ``Loops.cycle``: gc.freeze after each cycle).
+- ``default``: CPython's defaults (5 ms switch interval, ``Loops.collect_once``);
+- ``exporter``: the loop as it runs (``Loops.cycle``: gc.freeze after each cycle).
+
+The run recorded on 2026-11-28 (bench/results/exporter-scrape-diag-prod-1000-2026-11-28.txt) served the scrapes
+from a thread of the exporter's process, which then lowered the switch interval to 1 ms in its ``exporter``
+variant: what it found (garbage collections and listing decodes holding the interpreter lock) is why the scrapes
+are now answered by a process of their own (``minbw.exporter.http``). Run now, both variants scrape that
+process, so their scrape figures show what the collecting process's pauses no longer cost.
 
 - ``memory``: no scrapes; the exporter's largest allocations after a cold and two warm cycles (tracemalloc, by
   file and by line), its RSS and the objects the garbage collector tracks.

@@ -200,10 +200,10 @@ def exporter_for(server, cache_file, workers: int = 4):
     """``minbw exporter`` as the service builds it (one port size; Placement only: no Neutron, the audit's
     over-capacity part), its cache file ``cache_file``; the safety check runs at the first cycle only (a slow
     interval of a day), so that every later cycle measured is a plain one."""
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     req = ExporterRequest(port_sizes=(PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000"),),
-                          cache=str(cache_file), neutron=False, audit=False, workers=workers, slow_interval=86400.0)
+                          cache=Cache.at(str(cache_file)), neutron=False, audit=False, workers=workers, slow_interval=86400.0)
     return Exporter(Cloud(server.connect), req)
 
 

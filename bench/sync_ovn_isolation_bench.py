@@ -141,7 +141,7 @@ def sync_run(server, sb: SB, case: str, phase: str, round_: int, cache_file: Pat
     """One timed ``providers sync`` in-process (the CLI's usecase): the southbound read with ovn-sbctl, the plan,
     the writes."""
     from minbw.usecases import providers
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
 
     sb.use(case)
     cloud = Cloud(server.connect)
@@ -149,7 +149,7 @@ def sync_run(server, sb: SB, case: str, phase: str, round_: int, cache_file: Pat
     api = cloud.placement
     counter = HttpCounter(cloud.conn.session.session)
     request = providers.ProvidersRequest(ovn=providers.OvnSources(southbound=True, sb_db=sb.db.db),
-                                         cache=str(cache_file) if cache_file else None, workers=4)
+                                         cache=Cache.at(str(cache_file)) if cache_file else NO_CACHE, workers=4)
     load0, c0, s0 = loadavg(), cpu_seconds(), server_cpu_seconds(server)
     t0 = time.perf_counter()
     result = providers.sync(cloud, request)

@@ -297,6 +297,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def ensure(module):
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.cloud import NO_CACHE, Cache
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.providers import OvnSources, ProvidersRequest, sync
 
     p = module.params
@@ -305,7 +306,7 @@ def ensure(module):
     result = sync(module.cloud(), ProvidersRequest(
         agent_configs=tuple(p['agent_configs'] or ()), agents=tuple(p['agents'] or ()), ovn=ovn, host=p['host'],
         check=module.check_mode, absent=p['state'] == 'absent', create_root=p['create_root'],
-        root_inventories=p['root_inventories'], cache=(p['cache_file'] or '') if p['cache'] else None,
+        root_inventories=p['root_inventories'], cache=Cache.at(p['cache_file']) if p['cache'] else NO_CACHE,
         cache_max_age=p['cache_max_age'], workers=p['workers']))
     planned, applied = result.plan.to_dict(), result.applied
     for warning in result.warnings + ['skipped: %s' % line for line in result.skipped]:

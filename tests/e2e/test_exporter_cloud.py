@@ -23,11 +23,11 @@ def _value(series: dict, name: str, **labels) -> float:
 
 
 def test_a_deleted_qos_server_gives_its_bandwidth_back_at_the_next_collection(demo, cloud):
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     api = Placement(demo.conn)
     size = PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0")
-    exporter = Exporter(Cloud(lambda: demo.conn), ExporterRequest(port_sizes=(size,), cache=None))
+    exporter = Exporter(Cloud(lambda: demo.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE))
     room = dict(name="minbw_headroom_ports", host="devstack0", physnet="physnet0", size="small")
     used = dict(name="minbw_bandwidth_used_bits_per_second", provider="devstack0:Open vSwitch agent:br-test",
                 direction="egress")

@@ -54,7 +54,7 @@ def _wait(url: str, check, what: str, tries: int = 200) -> dict:
 def test_scrapes_never_wait_and_a_deleted_claim_is_freed_at_the_next_collection(placement, placement_server,
                                                                                 proxied, tmp_path):
     from minbw.neutron import naming
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import ExporterRequest, PortSize, serve
     hosts = ["ea0", "ea1"]
     for host in hosts:
@@ -69,7 +69,7 @@ def test_scrapes_never_wait_and_a_deleted_claim_is_freed_at_the_next_collection(
     stop, ready = threading.Event(), threading.Event()
     port = free_port()
     request = ExporterRequest(port_sizes=(PortSize.parse("s=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"),),
-                              port=port, interval=0.2, slow_interval=0.3, cache=str(tmp_path / "cache.json"))
+                              port=port, interval=0.2, slow_interval=0.3, cache=Cache.at(str(tmp_path / "cache.json")))
     server = threading.Thread(target=serve, args=(Cloud(proxied.connect, say=said.append), request),
                               kwargs={"stop": stop, "ready": lambda _: ready.set()}, daemon=True)
     server.start()

@@ -175,12 +175,12 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
 
 def test_a_failing_report_is_served_as_failed_and_the_scrape_goes_on(placement, tmp_path):
     from minbw.reports.metrics import Family
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     said = []
     cloud = Cloud(lambda: placement.conn, say=said.append)
     exporter = Exporter(cloud, ExporterRequest(port_sizes=(PortSize.parse("s=min_bw:egress:1"),),
-                                               agent_configs=(str(tmp_path / "missing.ini"),), cache=None))
+                                               agent_configs=(str(tmp_path / "missing.ini"),), cache=NO_CACHE))
     status = exporter.run_slow()
     assert status["drift"]["ok"] is False and status["audit"]["ok"] is True and "drift report failed" in said[0]
     fams: dict[str, Family] = {f.name: f for f in exporter.collect()}
@@ -194,7 +194,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
     and counts it again (right) after a claim, an inventory change, a freed claim, and a claim deleted with
     ``DELETE /allocations/{consumer}`` (which moves no generation: docs/placement-generations.md)."""
     from minbw.exporter import collector as exporter_mod
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS.format(kbps=5000))
@@ -210,7 +210,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         return real_capacity(*args, **kwargs)
 
     exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(
-        port_sizes=(PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"),), cache=None))
+        port_sizes=(PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"),), cache=NO_CACHE))
 
     def headroom():
         fams = {f.name: f for f in exporter.collect()}
@@ -276,16 +276,16 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
     headroom and of the sums over it change, and every value is the one a new exporter, reading everything,
     serves (after the claim, after an edited ini, after the claim is freed)."""
     from minbw.reports.reader import ProviderCache
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     hosts = [f"hx{i}" for i in range(3)]
     bridges = _sync_hosts(placement_server, tmp_path, hosts)
     size = PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0")
     cache = tmp_path / "providers.json"
-    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=str(cache)))
+    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=Cache.at(str(cache))))
 
     def fresh() -> dict:  # a new exporter without a cache: it reads every provider
-        new = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=None))
+        new = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE))
         new.collect()
         return _series(new.exposition(openmetrics=openmetrics), openmetrics)
 
@@ -350,7 +350,7 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
     exporter decides that again at each safety check (``slow_interval``): while no compute node has OWNER_NOVA both
     hosts have headroom; once one has, the root without it has none (Nova would not pick it), from the next check
     on; ``owner_nova`` given (``--owner-nova no``) is not read."""
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     roots = {}
     for host in ("devstack0", "devstack1"):
@@ -372,9 +372,9 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
         fams = {f.name: f for f in exporter.collect()}
         return {dict(k)["host"]: v for k, v in fams["minbw_headroom_ports"].samples if ("physnet", "physnet0") in k}
 
-    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=None),
+    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE),
                         clock=lambda: now[0])
-    pinned = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=None,
+    pinned = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE,
                                                                      owner_nova=False), clock=lambda: now[0])
     assert headroom(exporter) == {"devstack0": 5, "devstack1": 5}
     traits, gen = placement.get_provider_traits(roots["devstack0"])  # devstack0's nova-compute upgraded

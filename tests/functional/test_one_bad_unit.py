@@ -50,10 +50,10 @@ def deleted_after_listing(placement, monkeypatch):
 
 def test_the_exporter_s_collection_leaves_out_a_provider_deleted_while_read(placement, three_hosts,
                                                                             deleted_after_listing):
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     size = PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0")
-    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=None))
+    exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE))
 
     def collect():
         fams = {f.name: f for f in exporter.collect()}
@@ -70,7 +70,7 @@ def test_the_exporter_s_collection_leaves_out_a_provider_deleted_while_read(plac
 
 def test_capacity_leaves_out_a_provider_deleted_while_read(placement, three_hosts, deleted_after_listing):
     from minbw.usecases.capacity import CapacityQuery, capacity
-    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     cloud = Cloud(lambda: placement.conn)
     query = CapacityQuery(qos_ports=({"qos_rules": [{"type": "minimum_bandwidth", "direction": "egress",
                                                      "min_kbps": 1000}], "physical_network": "physnet0"},))

@@ -56,6 +56,7 @@ class Exporter(Command):
 
     def request(self, parsed_args):
         import yaml
+        from minbw.usecases.cloud import NO_CACHE, Cache
         from minbw.usecases.exporter import ExporterRequest
         config = {}
         if parsed_args.config:
@@ -71,12 +72,9 @@ class Exporter(Command):
                          workers=parsed_args.workers, owner_nova=parsed_args.owner_nova,
                          agent_configs=tuple(parsed_args.agent_config) if parsed_args.agent_config else None,
                          port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,
-                         cache=None if parsed_args.no_cache else parsed_args.cache)
-        request = ExporterRequest.from_config(config, **overrides)
-        if parsed_args.no_cache:
-            from dataclasses import replace
-            request = replace(request, cache=None)
-        return request
+                         cache=NO_CACHE if parsed_args.no_cache else
+                         None if parsed_args.cache is None else Cache.at(parsed_args.cache))
+        return ExporterRequest.from_config(config, **overrides)
 
     def take_action(self, parsed_args):
         """Serve until stopped, or print one collection (``--once``): no table; the exit code is the run's."""

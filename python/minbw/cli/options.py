@@ -231,5 +231,6 @@ def add_report_cache_argument(parser: argparse.ArgumentParser) -> None:
 
 def report_cloud(cloud, parsed_args):
     """The cloud with the ``--cache`` of :func:`add_report_cache_argument`."""
-    cloud.cache = parsed_args.cache
+    from minbw.usecases.cloud import NO_CACHE, Cache
+    cloud.cache = NO_CACHE if parsed_args.cache is None else Cache.at(parsed_args.cache)
     return cloud

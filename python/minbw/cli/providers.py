@@ -69,6 +69,7 @@ class SyncProviders(Command):
             parser.add_argument("--dry-run", action="store_true", help="show the writes, make none")
 
     def view(self, parsed_args):
+        from minbw.usecases.cloud import NO_CACHE, Cache
         from minbw.usecases.inputs import resources_of
         from minbw.usecases import providers
         roots = resources_of(parsed_args.root_inventory or (), "--root-inventory") or None
@@ -77,7 +78,7 @@ class SyncProviders(Command):
             agent_configs=tuple(parsed_args.agent_config), ovn=ovn_sources(parsed_args), host=parsed_args.host,
             check=check,
             absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
-            cache=None if parsed_args.no_cache else (parsed_args.cache or ""), cache_max_age=parsed_args.cache_max_age,
+            cache=NO_CACHE if parsed_args.no_cache else Cache.at(parsed_args.cache), cache_max_age=parsed_args.cache_max_age,
             workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
         warn(result.warnings)
         for line in result.skipped:

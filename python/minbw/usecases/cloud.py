@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from keystoneauth1 import exceptions as ksa_exceptions
@@ -26,6 +27,42 @@ SERVICES = {"network": "Neutron", "compute": "Nova", "image": "Glance", "placeme
 PROBES = {"network": "/extensions"}
 
 
+@dataclass(frozen=True)
+class Cache:
+    """Which provider cache a use case trusts and keeps (``providers sync`` writes it, the reports and the exporter
+    read it): the sync's file for this Placement (:data:`DEFAULT_CACHE`), a file the user names
+    (:meth:`at`), or none (:data:`NO_CACHE`)."""
+
+    on: bool = True
+    path: str | None = None  # None: the sync's file for the Placement endpoint (reports.reader.default_cache_path)
+
+    @classmethod
+    def at(cls, path: str | None) -> Cache:
+        """The cache in ``path`` (None or empty: the sync's file for this Placement)."""
+        return cls(True, path or None)
+
+    @classmethod
+    def of(cls, value) -> Cache:
+        """As a config file or a module gives it: a path, true or "" (the default file), false or null (none)."""
+        if isinstance(value, Cache):
+            return value
+        if value is None or value is False:
+            return NO_CACHE
+        return DEFAULT_CACHE if value is True else cls.at(str(value))
+
+    def open(self, api, **options):
+        """The :class:`~minbw.reports.reader.ProviderCache` for ``api``'s Placement (``options``: its own, e.g.
+        ``max_age``); None for :data:`NO_CACHE`."""
+        if not self.on:
+            return None
+        from minbw.reports.reader import ProviderCache, default_cache_path
+        return ProviderCache(self.path or default_cache_path(api.endpoint()), api.endpoint(), **options)
+
+
+DEFAULT_CACHE = Cache()
+NO_CACHE = Cache(on=False)
+
+
 class Cloud:
     """One cloud, as the front end was told to reach it.
 
@@ -37,13 +74,13 @@ class Cloud:
 
     def __init__(self, connect: Callable[[], Any], *, service_connect: Callable[[], Any] | None = None,
                  progress: Progress | None = None, say: Say | None = None, placement_version: str | None = None,
-                 cache: str | None = None, workers: int = 4):
+                 cache: Cache = NO_CACHE, workers: int = 4):
         self._connect = connect
         self._service_connect = service_connect
         self.progress = progress
         self.say = say
         self.placement_version = placement_version
-        self.cache = cache      # the provider cache the reports trust: a file, "" the default one, None none
+        self.cache = cache      # the provider cache the reports trust (none unless asked: --cache)
         self.workers = workers  # providers the reports read at once
         self._conn = None
         self._placement = None
@@ -66,12 +103,9 @@ class Cloud:
     def reader(self):
         """The reports' reader of Placement (:class:`minbw.reports.reader.Reader`), with the provider cache when
         :attr:`cache` names one (the sync's file by default), ``workers`` reads at once, and the progress."""
-        from minbw.reports.reader import ProviderCache, Reader, default_cache_path
+        from minbw.reports.reader import Reader
         api = self.placement
-        cache = None
-        if self.cache is not None:
-            cache = ProviderCache(self.cache or default_cache_path(api.endpoint()), api.endpoint())
-        return Reader(api, cache, workers=self.workers, progress=self.progress)
+        return Reader(api, self.cache.open(api), workers=self.workers, progress=self.progress)
 
     def service_conn(self):
         """The connection that writes ports' ``binding:profile`` (Neutron allows it to the service role)."""

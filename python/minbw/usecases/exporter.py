@@ -26,9 +26,9 @@ from minbw.placement.client import Placement
 from minbw.plan.audit import OVER_CAPACITY, audit as judge
 from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
-from minbw.reports.reader import ProviderCache, Reader, default_cache_path
+from minbw.reports.reader import ProviderCache, Reader
 from minbw.usecases.candidates import nova_root_filters
-from minbw.usecases.cloud import Cloud
+from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud
 
 DEFAULT_PORT = 9817
 DEFAULT_SLOW_INTERVAL = 300.0
@@ -69,8 +69,8 @@ class ExporterRequest:
     """``port_sizes`` the headroom is counted for; the HTTP ``address``/``port``; ``interval`` seconds between
     collections; ``slow_interval`` seconds between runs of the slow reports (and of the provider cache's safety
     check); ``agent_configs`` (and ``host``) the ini files the drift compares;
-    ``neutron`` / ``audit``: None = when the cloud has the services; ``cache`` the provider cache file
-    ("" the sync's default file, None none); ``workers`` providers read at once; ``owner_nova`` whether every
+    ``neutron`` / ``audit``: None = when the cloud has the services; ``cache`` the provider cache (the sync's
+    file by default); ``workers`` providers read at once; ``owner_nova`` whether every
     nova-compute reports OWNER_NOVA (None: decided at each safety check, :mod:`minbw.ops.nova_query`)."""
 
     port_sizes: tuple[PortSize, ...] = ()
@@ -82,7 +82,7 @@ class ExporterRequest:
     host: str | None = None
     neutron: bool | None = None
     audit: bool | None = None
-    cache: str | None = ""
+    cache: Cache = DEFAULT_CACHE
     workers: int = DEFAULT_WORKERS
     owner_nova: bool | None = None
 
@@ -116,7 +116,7 @@ class ExporterRequest:
                   "interval": float(config.get("interval", DEFAULT_INTERVAL)),
                   "agent_configs": tuple(config.get("agent_configs") or ()), "host": config.get("host"),
                   "neutron": config.get("neutron"), "audit": config.get("audit"),
-                  "cache": config.get("cache", ""), "workers": int(config.get("workers", DEFAULT_WORKERS)),
+                  "cache": Cache.of(config.get("cache", True)), "workers": int(config.get("workers", DEFAULT_WORKERS)),
                   "owner_nova": _owner_nova(config.get("owner_nova", "auto"))}
         overrides = {k: _owner_nova(v) if k == "owner_nova" else v for k, v in overrides.items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -136,11 +136,9 @@ def _owner_nova(value) -> bool | None:
 
 def _own_client(cloud: Cloud, request: ExporterRequest) -> tuple[Placement, ProviderCache | None]:
     """A Placement client of a thread's own (its call counts are that thread's), and its provider cache object
-    (``request.cache``: "" the sync's file for this Placement, None none; objects of one file merge when saved)."""
+    (``request.cache``'s; objects of one file merge when saved)."""
     api = Placement(cloud.conn, max_microversion=cloud.placement_version)
-    if request.cache is None:
-        return api, None
-    return api, ProviderCache(request.cache or default_cache_path(api.endpoint()), api.endpoint())
+    return api, request.cache.open(api)
 
 
 class SlowReports:

@@ -17,7 +17,7 @@ from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  
 from minbw.ops.agent_files import read_agent_units
 from minbw.plan.base import Plan
 from minbw.reports.providers import provider_report
-from minbw.usecases.cloud import Cloud, progress_of
+from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud, progress_of
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class OvnSources:
 
 @dataclass(frozen=True)
 class ProvidersRequest:
-    """The agents' configuration (ini files and/or option dicts) and how to sync it. ``cache`` None: no cache;
-    "" the default file of the endpoint; else a path. ``option``: how the front end names the files."""
+    """The agents' configuration (ini files and/or option dicts) and how to sync it: ``cache`` the provider cache
+    (the sync's file for the endpoint by default). ``option``: how the front end names the files."""
 
     agent_configs: tuple[str, ...] = ()
     agents: tuple[Mapping, ...] = ()
@@ -60,7 +60,7 @@ class ProvidersRequest:
     absent: bool = False
     create_root: bool = False
     root_inventories: Mapping | None = None
-    cache: str | None = ""
+    cache: Cache = DEFAULT_CACHE
     cache_max_age: float = DEFAULT_CACHE_MAX_AGE
     workers: int = DEFAULT_WORKERS
     option: str = "agent_configs"
@@ -163,10 +163,7 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     roots = (root_inventories(request.root_inventories, request.name("root_inventories"))
              if request.root_inventories else None)
     api = cloud.placement
-    cache = None
-    if request.cache is not None:
-        cache = s.ProviderCache(request.cache or s.default_cache_path(api.endpoint()), api.endpoint(),
-                                max_age=max_age)
+    cache = request.cache.open(api, max_age=max_age)
     started, calls = time.perf_counter(), api.calls
     try:
         plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,
