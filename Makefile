@@ -110,5 +110,23 @@ prod-placement-down:
 prod-placement-status:
 	bash tests/support/prodplacement/prodplacement.sh status
 
+# Placement as deployments run it (docs/galera.md): three MariaDB Galera nodes, two Placement API processes
+# (uWSGI) and HAProxy in front of both, on one machine; state in .state/galera, Placement on 127.0.0.1:28778.
+# GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
+# GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests (not part of
+# `make test`: tests/prodplacement/test_galera.py is skipped there unless MINBW_GALERA=1).
+.PHONY: galera galera-up galera-down galera-status
+galera-up: setup
+	bash tests/support/galera/galera.sh up
+
+galera-down:
+	bash tests/support/galera/galera.sh down
+
+galera-status:
+	bash tests/support/galera/galera.sh status
+
+galera: setup cloud-install
+	MINBW_GALERA=1 $(PY) -m pytest -q -rP --show-capture=stdout tests/prodplacement/test_galera.py
+
 clean:
 	rm -rf $(VENV) .venv-cloud .state

@@ -93,7 +93,7 @@ def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKE
     from minbw.neutron.provider_tree import desired_state
     from minbw.ops import sync as s
     from minbw.placement.client import Placement
-    from minbw.reports.reader import ProviderCache
+    from minbw.cache.providers import ProviderCache
     api = Placement(server.connect())
     t = time.perf_counter()
     desired = desired_state([load_agent_ini(p.read_text(), source=str(p)) for h in files for p in files[h]])

@@ -67,7 +67,8 @@ class _Measure:
         """``trace`` False: without tracemalloc (no peak memory), whose hooks slow every allocation down (parsing
         a listing of 7,000 providers takes 6 times as long under it): the seconds of a process as it runs."""
         from minbw.placement.client import Placement
-        from minbw.reports.reader import ProviderCache, Reader
+        from minbw.cache.providers import ProviderCache
+        from minbw.reports.reader import Reader
         conn = self.server.connect()
         api = Placement(conn)
         api.max_version()  # discovered once, as a long-running client does; not counted

@@ -72,7 +72,8 @@ def test_audit_reads_the_bandwidth_providers_and_the_full_roots(placement, tmp_p
 
 
 def test_audit_with_the_cache_reads_one_allocation_per_bandwidth_provider(placement, tmp_path):
-    from minbw.reports.reader import ProviderCache, Reader
+    from minbw.cache.providers import ProviderCache
+    from minbw.reports.reader import Reader
     setup(placement, tmp_path)
     # four more hosts: with fewer providers re-reading them costs less than the cache's safety check, and it does
     more = [load_agent_ini(OVS.replace("devstack0", f"devstack{i}"), source="x.ini") for i in range(1, 5)]

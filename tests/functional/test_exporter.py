@@ -275,7 +275,7 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
     host's bridge it rebuilds and renders that provider alone: only the series of that provider, of its host's
     headroom and of the sums over it change, and every value is the one a new exporter, reading everything,
     serves (after the claim, after an edited ini, after the claim is freed)."""
-    from minbw.reports.reader import ProviderCache
+    from minbw.cache.providers import ProviderCache
     from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     hosts = [f"hx{i}" for i in range(3)]

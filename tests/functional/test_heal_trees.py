@@ -7,7 +7,8 @@ import subprocess
 import uuid
 
 from minbw.ops.heal import Trees
-from minbw.reports.reader import ProviderCache, Reader
+from minbw.cache.providers import ProviderCache
+from minbw.reports.reader import Reader
 from tests.conftest import MINBW
 
 OVS = """[DEFAULT]

@@ -14,7 +14,7 @@ from minbw.neutron import naming
 from minbw.ops import sync as s
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.errors import ConcurrentUpdate, ConfigError, InvalidInput, PartialApply, RootProviderNotFound
-from minbw.reports import cache_check
+from minbw.cache import check as cache_check
 from minbw.plan.providers import make_plan
 from minbw.neutron.provider_tree import desired_state
 from tests.conftest import wipe

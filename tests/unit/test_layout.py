@@ -13,12 +13,12 @@ REPO = Path(__file__).resolve().parents[2]
 CORE = REPO / "python" / "minbw"
 
 # the analyses of reports/ are pure; its readers (diagnose, providers) read Placement and Neutron
-ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift", "minbw.reports.cache_check",
+ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift",
             "minbw.reports.move_checks", "minbw.reports.candidates", "minbw.reports.verify")
 PURE = ("minbw.model", "minbw.neutron", "minbw.nova", "minbw.plan", "minbw.placement.query",
-        "minbw.placement.mapping") + ANALYSES
-IO = ("minbw.ops", "minbw.exporter", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader", "minbw.placement.client", "minbw.deploy",
-      "minbw.cli", "minbw.usecases")
+        "minbw.placement.mapping", "minbw.cache.check") + ANALYSES
+IO = ("minbw.ops", "minbw.exporter", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader",
+      "minbw.cache.providers", "minbw.placement.client", "minbw.deploy", "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
                 "http", "wsgiref", "placement", "threading", "concurrent")
 # who may import whom (a module of the key may import modules of the listed packages)
@@ -32,11 +32,14 @@ ALLOWED = {
     "minbw.placement.client": ("minbw.model", "minbw.errors"),
     "minbw.plan": ("minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.placement.query",
                    "minbw.placement.mapping", "minbw.errors") + ANALYSES,
-    "minbw.reports": ("minbw.reports", "minbw.placement", "minbw.model", "minbw.neutron", "minbw.errors"),
-    "minbw.ops": ("minbw.ops", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
+    # the provider cache: its file (read and written by the sync, read by the reports) and its safety check
+    "minbw.cache": ("minbw.cache", "minbw.placement", "minbw.model", "minbw.errors"),
+    "minbw.reports": ("minbw.reports", "minbw.cache", "minbw.placement", "minbw.model", "minbw.neutron",
+                      "minbw.errors"),
+    "minbw.ops": ("minbw.ops", "minbw.cache", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
                   "minbw.neutron", "minbw.nova", "minbw.errors"),
-    "minbw.exporter": ("minbw.exporter", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
-    "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.reports", "minbw.placement",
+    "minbw.exporter": ("minbw.exporter", "minbw.cache", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
+    "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.cache", "minbw.reports", "minbw.placement",
                        "minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.deploy", "minbw.errors"),
     "minbw.cli": ("minbw.cli", "minbw.usecases", "minbw.errors", "minbw"),
     "minbw.deploy": ("minbw.deploy", "minbw.errors"),
@@ -98,7 +101,7 @@ MODULES = dict(modules())
 
 def test_the_layout_has_the_expected_rooms():
     rooms = {n.split(".")[1] for n in MODULES if n.count(".") >= 1}
-    assert {"model", "neutron", "nova", "placement", "plan", "ops", "reports", "deploy", "cli", "usecases",
+    assert {"model", "neutron", "nova", "placement", "plan", "ops", "reports", "cache", "deploy", "cli", "usecases",
             "errors"} <= rooms
 
 

@@ -27,7 +27,8 @@ from minbw.placement.client import Placement
 from minbw.reports import metrics
 from minbw.reports.capacity.report import capacity
 from minbw.reports.providers import sharing_providers
-from minbw.reports.reader import ProviderCache, Reader, read_bandwidth, read_sync_record
+from minbw.cache.providers import ProviderCache, read_sync_record
+from minbw.reports.reader import Reader, read_bandwidth
 
 _EMPTY: Mapping = MappingProxyType({})
 

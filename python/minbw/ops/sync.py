@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
-from minbw.reports.reader import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - their home
-                                  verified as _verified)
+from minbw.cache.providers import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - s.*
+                                   verified as _verified)
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
 

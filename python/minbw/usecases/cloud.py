@@ -34,7 +34,7 @@ class Cache:
     (:meth:`at`), or none (:data:`NO_CACHE`)."""
 
     on: bool = True
-    path: str | None = None  # None: the sync's file for the Placement endpoint (reports.reader.default_cache_path)
+    path: str | None = None  # None: the sync's file for the Placement endpoint (cache.providers.default_cache_path)
 
     @classmethod
     def at(cls, path: str | None) -> Cache:
@@ -51,11 +51,11 @@ class Cache:
         return DEFAULT_CACHE if value is True else cls.at(str(value))
 
     def open(self, api, **options):
-        """The :class:`~minbw.reports.reader.ProviderCache` for ``api``'s Placement (``options``: its own, e.g.
+        """The :class:`~minbw.cache.providers.ProviderCache` for ``api``'s Placement (``options``: its own, e.g.
         ``max_age``); None for :data:`NO_CACHE`."""
         if not self.on:
             return None
-        from minbw.reports.reader import ProviderCache, default_cache_path
+        from minbw.cache.providers import ProviderCache, default_cache_path
         return ProviderCache(self.path or default_cache_path(api.endpoint()), api.endpoint(), **options)
 
 

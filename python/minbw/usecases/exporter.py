@@ -26,7 +26,8 @@ from minbw.placement.client import Placement
 from minbw.plan.audit import OVER_CAPACITY, audit as judge
 from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
-from minbw.reports.reader import ProviderCache, Reader
+from minbw.cache.providers import ProviderCache
+from minbw.reports.reader import Reader
 from minbw.usecases.candidates import nova_root_filters
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud
 

@@ -12,7 +12,7 @@ from minbw.model.providers import DesiredState, natural_key, root_inventories, s
 from minbw.ops import ovn
 from minbw.ops import sync as s
 from minbw.errors import MinbwError
-from minbw.reports.reader import record_sync
+from minbw.cache.providers import record_sync
 from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
 from minbw.ops.agent_files import read_agent_units
 from minbw.plan.base import Plan

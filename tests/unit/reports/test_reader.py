@@ -4,7 +4,8 @@ from __future__ import annotations
 from minbw.model.providers import Provider
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
-from minbw.reports.reader import neutron_providers, read_sync_record, record_sync, sync_record_path
+from minbw.cache.providers import read_sync_record, record_sync, sync_record_path
+from minbw.reports.reader import neutron_providers
 
 OVS = "[DEFAULT]\nhost = compute-1:a\n[ovs]\nbridge_mappings = physnet0:br-a\nresource_provider_bandwidths = br-a:10:10\n"
 SRIOV = "[DEFAULT]\nhost = compute-1:a\n[sriov_nic]\nphysical_device_mappings = physnet0:ens5\n"
@@ -28,7 +29,7 @@ def test_the_sync_record_keeps_the_last_success(tmp_path):
 
 
 def test_a_cache_entry_without_traits_serves_only_readers_that_need_none(tmp_path):
-    from minbw.reports.reader import ProviderCache
+    from minbw.cache.providers import ProviderCache
     cache = ProviderCache(tmp_path / "c.json", "http://placement")
     prov = Provider.from_api({"uuid": "u1", "name": "h1", "generation": 3, "parent_provider_uuid": None,
                               "root_provider_uuid": "u1"})

@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 from ..errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from ..placement.client import Placement
 from ..model.providers import Provider
-from ..reports.reader import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - their home
-                                  verified as _verified)
+from ..cache.providers import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - s.*
+                                   verified as _verified)
 from ..plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from ..model.providers import DesiredState, freeze_inventories, skipped_line
 

@@ -12,7 +12,7 @@ from ..model.providers import DesiredState, natural_key, root_inventories, skipp
 from ..ops import ovn
 from ..ops import sync as s
 from ..errors import MinbwError
-from ..reports.reader import record_sync
+from ..cache.providers import record_sync
 from ..ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
 from ..ops.agent_files import read_agent_units
 from ..plan.base import Plan

@@ -1,5 +1,5 @@
 """The provider cache's safety check: which listings, and which cached providers disagree (pure)."""
-from minbw.reports.cache_check import Listing, disagreeing, listings
+from minbw.cache.check import Listing, disagreeing, listings
 
 INV = {"total": 1000, "reserved": 0, "min_unit": 1, "max_unit": 1000, "step_size": 1, "allocation_ratio": 1.0}
 

@@ -1,0 +1,174 @@
+"""The provider cache: the traits and inventories a sync read or wrote, by provider, one JSON file per Placement
+endpoint, trusted while a provider's generation, name and parent are unchanged and confirmed by the safety check
+(:mod:`minbw.cache.check`); and the record of the last sync beside it. ``providers sync`` writes it; the reports
+and the exporter read it (:class:`minbw.reports.reader.Reader`)."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from minbw.cache import check as cache_check
+from minbw.placement.client import Placement
+
+DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-read (the periodic full check)
+
+
+def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Path:
+    """``$XDG_CACHE_HOME/minbw/providers-HASH.json`` (``~/.cache`` without it), one file per Placement endpoint."""
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "minbw" / f"providers-{hashlib.sha256(endpoint.encode()).hexdigest()[:16]}.json"
+
+
+class ProviderCache:
+    """Traits and inventories a previous sync read or wrote, by provider, kept per Placement endpoint in
+    one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
+    (Placement bumps the generation on every trait and inventory change, and of every provider that a
+    ``PUT``/``POST`` of allocations allocates on) and it was last read or written less than ``max_age`` seconds
+    ago (the periodic full check); :func:`observe` trusts the candidates that pass the safety check of
+    :mod:`minbw.cache.check` and re-reads the others. An entry's ``used`` is never served as a provider's
+    usage: ``DELETE /allocations/{consumer}``, and a write that moves a consumer's allocations off a provider,
+    free usage without moving that provider's generation (docs/placement-generations.md), so a usage read at a
+    generation is an upper bound of the usage at that generation, which only the safety check uses (a provider
+    with more room than its entry says is re-read). Saving merges into what other syncs saved
+    meanwhile (under a lock file), so syncs of different hosts sharing the file lose nothing."""
+
+    VERSION = 2
+
+    def __init__(self, path: str | os.PathLike, endpoint: str, *, max_age: float = DEFAULT_CACHE_MAX_AGE,
+                 clock: Callable[[], float] = time.time):
+        self.path = Path(path)
+        self.endpoint = endpoint
+        self.max_age = max_age
+        self.clock = clock
+        self.entries: dict[str, dict] = self._load()
+        self._changed: dict[str, dict | None] = {}
+        self.stats = {"candidates": 0, "checks": 0, "trusted": 0, "reread": 0}
+        self.trusted: set[str] = set()
+
+    def _load(self) -> dict[str, dict]:
+        try:
+            data = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(data, dict) or data.get("version") != self.VERSION or data.get("endpoint") != self.endpoint:
+            return {}
+        entries = data.get("providers") or {}
+        ints: dict[int, int] = {}
+        for e in entries.values():  # one object per trait and per number (60,000 entries at 10,000 hosts)
+            if isinstance(e, dict):
+                _shrink(e, ints)
+        return entries
+
+    def candidate(self, prov: Provider, *, traits: bool = True) -> dict | None:
+        """The entry of ``prov`` if it may be trusted (``traits``: only one that holds its traits)."""
+        e = self.entries.get(prov.uuid)
+        if (e and (e.get("generation"), e.get("name"), e.get("parent")) == (prov.generation, prov.name, prov.parent_uuid)
+                and self.clock() - e.get("checked", 0) <= self.max_age and (not traits or e.get("traits") is not None)):
+            return e
+        return None
+
+    def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *,
+            used: Mapping[str, int] | None = None, checked: float | None = None) -> None:
+        """Record what was read of a provider at ``generation``; ``traits`` None: not read (a reader that needs
+        none, the audit's, caches the inventories alone; the traits an entry at the same generation holds stay)."""
+        old = self.entries.get(uuid)
+        if traits is None and old is not None and old.get("generation") == generation:
+            traits = old.get("traits")
+        self.entries[uuid] = self._changed[uuid] = _shrink({
+            "generation": generation, "name": name, "parent": parent,
+            "traits": None if traits is None else sorted(traits),
+            "inventories": {rc: dict(i) for rc, i in inventories.items()},
+            "used": dict(used) if used is not None else None,
+            "checked": self.clock() if checked is None else checked}, _INTS)
+
+    def drop(self, uuid: str) -> None:
+        self.entries.pop(uuid, None)
+        self._changed[uuid] = None
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            # an entry the file holds as this cache does stays the same object (its copy read back let go)
+            merged = {u: e if (mine := self.entries.get(u)) is None or mine != e else mine
+                      for u, e in self._load().items()}
+            merged.update({u: e for u, e in self._changed.items() if e is not None})
+            for u in [u for u, e in self._changed.items() if e is None]:
+                merged.pop(u, None)
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
+            with os.fdopen(fd, "w") as f:
+                json.dump({"version": self.VERSION, "endpoint": self.endpoint, "providers": merged}, f)
+            os.replace(tmp, self.path)
+        self.entries, self._changed = merged, {}
+
+
+_INTS: dict[int, int] = {}  # :func:`_shrink`'s numbers for :meth:`ProviderCache.put` (bounded)
+
+
+def _shrink(entry: dict, ints: dict[int, int]) -> dict:
+    """``entry`` (a cache entry) with its traits and resource classes interned and its integers shared through
+    ``ints``: equal values, fewer objects. Returned."""
+    if len(ints) > 1 << 16:
+        ints.clear()
+    if entry.get("traits"):
+        entry["traits"] = [sys.intern(t) if type(t) is str else t for t in entry["traits"]]
+    for field_ in ("inventories", "used"):
+        value = entry.get(field_)
+        if isinstance(value, dict):
+            entry[field_] = {(sys.intern(rc) if type(rc) is str else rc):
+                             ({(sys.intern(k) if type(k) is str else k): ints.setdefault(v, v) if type(v) is int else v
+                               for k, v in inv.items()}
+                              if isinstance(inv, dict) else ints.setdefault(inv, inv) if type(inv) is int else inv)
+                             for rc, inv in value.items()}
+    return entry
+
+
+def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict]) -> set[str]:
+    """The candidates the safety check confirms (none when re-reading them costs fewer calls than the check)."""
+    listings = cache_check.listings(candidates.values())
+    if len(listings) >= 2 * len(candidates):  # two reads per provider are cheaper than the check
+        return set()
+    disagreeing: set[str] = set()
+    for li in listings:  # one answer at a time, and of it only the candidates (up to 50 MB of JSON each)
+        listed = {p.uuid for p in api.list_providers(**li.filters()) if p.uuid in candidates}
+        disagreeing |= cache_check.disagreeing(candidates, {li: listed})
+    cache.stats["checks"] += len(listings)
+    return set(candidates) - disagreeing
+
+
+
+
+def sync_record_path(cache_path: str | os.PathLike) -> Path:
+    """Where the last sync against a cache's Placement is recorded: beside the cache file."""
+    path = Path(cache_path)
+    return path.with_name(path.name.replace("providers-", "sync-", 1) if path.name.startswith("providers-")
+                          else path.name + ".sync")
+
+
+def record_sync(cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock: Callable[[], float] = time.time) -> None:
+    """Record a sync's end (the exporter's ``minbw_sync_*`` metrics read it): when, whether it succeeded, its writes,
+    and when one last succeeded."""
+    path = sync_record_path(cache_path)
+    now = clock()
+    before = read_sync_record(cache_path) or {}
+    record = {"time": now, "ok": ok, "writes": writes, "last_success": now if ok else before.get("last_success")}
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-sync-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f)
+    os.replace(tmp, path)
+
+
+def read_sync_record(cache_path: str | os.PathLike) -> dict | None:
+    try:
+        record = json.loads(sync_record_path(cache_path).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "time" in record else None
