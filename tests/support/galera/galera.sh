@@ -113,18 +113,7 @@ do_install() {
     command -v ss >/dev/null 2>&1 || command -v lsof >/dev/null 2>&1 || need+=(iproute2)   # wsrep_sst_rsync's port check
     [ "$PATCHED" = 1 ] && { command -v patch >/dev/null 2>&1 || need+=(patch); }
     [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}"
-    venv_ok && return 0
-    [ "${GALERA_SKIP_INSTALL:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
-    say "installing the venv $VENV with tests/support/minicloud/cloud.sh install (the mini-cloud's pins; installs only)"
-    MINICLOUD_VENV=$VENV bash "$ROOT/tests/support/minicloud/cloud.sh" install || die "tests/support/minicloud/cloud.sh install failed"
-    venv_ok || die "venv $VENV still lacks openstack-placement 16.0.0 / uwsgi / pymysql"
-}
-
-port_free() {
-    "$PY" -c "import socket,sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try: s.bind(('$IP', int(sys.argv[1])))
-except OSError: sys.exit(1)" "$1"
+    placement_venv_ensure "${GALERA_SKIP_INSTALL:-0}" "openstack-placement 16.0.0 / uwsgi / pymysql"
 }
 
 # ---------------------------------------------------------------- Galera
@@ -220,19 +209,6 @@ write_placement() {
 
 # The venv's placement package copied to $S/patched with patches/placement/*.patch applied (uWSGI puts the
 # directory first on sys.path); the venv itself is never changed (the mini-cloud shares it). As prodplacement.sh.
-patched_overlay() {
-    local site p
-    site=$("$PY" -c 'import os, placement; print(os.path.dirname(os.path.dirname(placement.__file__)))')
-    rm -rf "$S/patched"
-    mkdir -p "$S/patched"
-    cp -r "$site/placement" "$S/patched/placement"
-    for p in "$ROOT"/patches/placement/*.patch; do
-        patch -s -p1 -d "$S/patched" <"$p" || die "patch $p does not apply to $site/placement"
-    done
-    # shellcheck disable=SC2012
-    say "placement patched: $(cd "$ROOT" && ls patches/placement/*.patch | tr '\n' ' ')"
-}
-
 write_clouds() {
     local f=$S/clouds.yaml
     ( umask 077; : >"$f" )
@@ -298,7 +274,7 @@ do_up() {
     start haproxy haproxy -db -f "$ETC/haproxy.cfg"
     wait_for "haproxy's mariadb frontend on $IP:$DB_PORT ($MODE)" 30 haproxy \
         mariadb -h "$IP" -P "$DB_PORT" -u"$DB_USER" -p"$DB_PASS" placement -e 'SELECT 1'
-    [ "$PATCHED" = 1 ] && patched_overlay
+    [ "$PATCHED" = 1 ] && placement_patched_overlay
     for a in "${APIS[@]}"; do write_placement "$a"; done
     write_clouds
     "$VENV/bin/placement-manage" --config-file "$ETC/placement-1/placement.conf" db sync \

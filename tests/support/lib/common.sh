@@ -225,3 +225,37 @@ keystone_register() {
     local users=$1; shift
     "$PY" "$LIB/register_catalog.py" "$KS/v3" "$PASS" "$users" "$@"
 }
+
+# ---------------------------------------------------------------- the production-style Placements (prodplacement, galera)
+# port_free PORT: nothing listens on $IP:PORT
+port_free() {
+    "$PY" -c "import socket,sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try: s.bind(('$IP', int(sys.argv[1])))
+except OSError: sys.exit(1)" "$1"
+}
+
+# placement_venv_ensure SKIP WHAT: the caller's venv_ok, else (unless SKIP is 1) the mini-cloud's venv installed
+# into $VENV; WHAT names what venv_ok checks, for the error
+placement_venv_ensure() {
+    venv_ok && return 0
+    [ "${1:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
+    say "installing the venv $VENV with tests/support/minicloud/cloud.sh install (the mini-cloud's pins; installs only)"
+    MINICLOUD_VENV=$VENV bash "$ROOT/tests/support/minicloud/cloud.sh" install || die "tests/support/minicloud/cloud.sh install failed"
+    venv_ok || die "venv $VENV still lacks $2"
+}
+
+# placement_patched_overlay: $S/patched/placement, the venv's openstack-placement with patches/placement/*.patch
+# applied (the caller has made sure `patch` is installed); the uWSGI config puts it first on the path
+placement_patched_overlay() {
+    local site p
+    site=$("$PY" -c 'import os, placement; print(os.path.dirname(os.path.dirname(placement.__file__)))')
+    rm -rf "$S/patched"
+    mkdir -p "$S/patched"
+    cp -r "$site/placement" "$S/patched/placement"
+    for p in "$ROOT"/patches/placement/*.patch; do
+        patch -s -p1 -d "$S/patched" <"$p" || die "patch $p does not apply to $site/placement"
+    done
+    # shellcheck disable=SC2012
+    say "placement patched: $(cd "$ROOT" && ls patches/placement/*.patch | tr '\n' ' ')"
+}

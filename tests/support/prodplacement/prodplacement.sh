@@ -83,18 +83,7 @@ do_install() {
         { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q mariadb-server; } \
             >"$S/install-apt.log" 2>&1 || { tail -20 "$S/install-apt.log" >&2; die "apt-get install mariadb-server failed"; }
     fi
-    venv_ok && return 0
-    [ "${PRODPLACEMENT_SKIP_INSTALL:-0}" = 1 ] && die "venv $VENV missing or wrong versions"
-    say "installing the venv $VENV with tests/support/minicloud/cloud.sh install (the mini-cloud's pins; installs only)"
-    MINICLOUD_VENV=$VENV bash "$ROOT/tests/support/minicloud/cloud.sh" install || die "tests/support/minicloud/cloud.sh install failed"
-    venv_ok || die "venv $VENV still lacks openstack-placement 16.0.0 / keystone 30.0.0 / uwsgi / pymysql"
-}
-
-port_free() {
-    "$PY" -c "import socket,sys
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-try: s.bind(('$IP', int(sys.argv[1])))
-except OSError: sys.exit(1)" "$1"
+    placement_venv_ensure "${PRODPLACEMENT_SKIP_INSTALL:-0}" "openstack-placement 16.0.0 / keystone 30.0.0 / uwsgi / pymysql"
 }
 
 # ---------------------------------------------------------------- configuration
@@ -120,21 +109,12 @@ write_configs() {
 # The venv's placement package copied to $S/patched with patches/placement/*.patch applied (uWSGI puts the
 # directory first on sys.path); the venv itself is never changed (the mini-cloud shares it).
 patched_overlay() {
-    local site p
     command -v patch >/dev/null 2>&1 || {
         [ "${PRODPLACEMENT_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian package: patch"
         { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q patch; } >"$S/install-patch.log" 2>&1 \
             || die "apt-get install patch failed (see $S/install-patch.log)"
     }
-    site=$("$PY" -c 'import os, placement; print(os.path.dirname(os.path.dirname(placement.__file__)))')
-    rm -rf "$S/patched"
-    mkdir -p "$S/patched"
-    cp -r "$site/placement" "$S/patched/placement"
-    for p in "$ROOT"/patches/placement/*.patch; do
-        patch -s -p1 -d "$S/patched" <"$p" || die "patch $p does not apply to $site/placement"
-    done
-    # shellcheck disable=SC2012
-    say "placement patched: $(cd "$ROOT" && ls patches/placement/*.patch | tr '\n' ' ')"
+    placement_patched_overlay
 }
 
 write_clouds() {
