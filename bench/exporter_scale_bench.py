@@ -35,6 +35,7 @@ collection publishes (scraped).
 from __future__ import annotations
 
 import gzip
+import os
 import re
 import resource
 import statistics
@@ -408,13 +409,19 @@ def measure(ctx: Context, n: int) -> dict:
     started = time.perf_counter()
     build = []
     try:
-        progress(f"exporter_scale: {n} hosts: roots, minbw's sync, consumers")
-        build.append(make_roots(server, hosts))
-        build.append(sync_agents(server, write_agent_files(state / "agents", n), cache))
-        build.append(post_consumers(server, hosts))
-        checked = check_workload(server, n)
-        build_s = time.perf_counter() - started
-        progress(f"exporter_scale: built in {build_s:.0f} s")
+        built = os.environ.get("BENCH_EXPORTER_BUILT")
+        if built:  # the workload bench/exporter_scale_build.py built through the API and dumped: loaded
+            from bench.exporter_scale_build import load_built
+            loaded = load_built(Path(built), n, server, cache)
+            build, checked, build_s = loaded["build"], loaded["checked"], loaded["build_s"]
+        else:
+            progress(f"exporter_scale: {n} hosts: roots, minbw's sync, consumers")
+            build.append(make_roots(server, hosts))
+            build.append(sync_agents(server, write_agent_files(state / "agents", n), cache))
+            build.append(post_consumers(server, hosts))
+            checked = check_workload(server, n)
+            build_s = time.perf_counter() - started
+            progress(f"exporter_scale: built in {build_s:.0f} s")
         if full:
             cache.unlink()  # a cold start: the exporter's first cycle fills the cache itself
         exp = ExporterProcess(server, cache, DEFAULT_WORKERS)
