@@ -34,7 +34,7 @@ def neutron_providers(providers: Iterable[Provider]) -> set[str]:
     return {p.uuid for p in providers if _is_neutrons(p.uuid, p.name)}
 
 
-@functools.lru_cache(maxsize=1 << 16)  # a long-running reader (the exporter) lists the same providers each scrape
+@functools.lru_cache(maxsize=1 << 18)  # the exporter lists the same providers each cycle (70,000 at 10,000 hosts)
 def _is_neutrons(uuid: str, name: str) -> bool:
     for kind in naming.AGENT_KINDS.values():
         suffix = ":" + kind.agent_type
