@@ -93,7 +93,11 @@ def load_built(directory: Path, n: int, server, cache: Path) -> dict:
         raise BenchError(f"{directory} holds the workload of {built['n']} hosts, not {n}")
     progress(f"exporter_scale: loading the {n}-host workload built {built['when']} from {directory}")
     seconds = restore(server, directory / DUMP)
-    shutil.copyfile(directory / CACHE, cache)
+    # the sync's cache file, for this Placement: the same database, at another address (the cache is per endpoint)
+    from minbw.placement.client import Placement
+    data = json.loads((directory / CACHE).read_text())
+    data["endpoint"] = Placement(server.connect()).endpoint()
+    cache.write_text(json.dumps(data))
     progress(f"exporter_scale: loaded in {seconds:.0f} s")
     return {**built, "loaded_s": seconds, "checked": check_workload(server, n)}
 
