@@ -294,8 +294,8 @@ def run(ctx: Context) -> Section:
         # ---------------------------------------------------------------- tables
         rows, targets = [], []
         per_claim_rows = []
-        labels = {"raw": "raw PUT", "minbw": "minbw claim",
-                  "raw-e2e": "raw GET + PUT", "minbw-e2e": "minbw claim incl. get_candidates"}
+        labels = {"raw": "raw PUT", "minbw": "minbw allocation create",
+                  "raw-e2e": "raw GET + PUT", "minbw-e2e": "minbw allocation create incl. get_candidates"}
         failures = []
         for modes, label, ks in ((("raw", "minbw"), "claim path", counts),
                                  (("raw-e2e", "minbw-e2e"), "end to end", [k for k, _ in plan["e2e"]])):

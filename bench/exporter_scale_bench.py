@@ -8,7 +8,7 @@ The workload is the reports section's shape (bench/reports_bench.py) built faste
   bench/sync_bench.py's ``make_roots``), ``ROOT_THREADS`` hosts at once;
 - the agents' providers by **minbw's own sync** (every host's OVS and SR-IOV agent ini files → one
   ``desired_state`` → ``sync()``), ``SYNC_WORKERS`` host trees written at once (its ``workers`` option; the
-  ``minbw providers sync`` default is 4), with the provider cache the exporter then uses (``cache`` of the exporter
+  ``minbw provider sync`` default is 4), with the provider cache the exporter then uses (``cache`` of the exporter
   defaults to the sync's file);
 - 10 QoS consumers per host, each holding VCPU 1 on the root and 1000 kbps each way on the host's first bridge —
   the same consumers as the reports section's, but sent with Placement's bulk ``POST /allocations``
@@ -544,6 +544,12 @@ def run(ctx: Context) -> Section:
         if m["full"]:
             for r in m["scrapes"]:
                 if "control" in r["situation"]:
+                    continue
+                if "a thread of the exporter's process" in r["situation"]:
+                    # the goal is at Prometheus' client, another process; a client thread inside the collecting
+                    # process waits for that process's interpreter lock itself: a diagnostic, not the goal
+                    notes.append(f"N={n}: scrape max {r['situation']} (a diagnostic of the client's own wait, not "
+                                 f"the goal): {r['max_s'] * 1000:.1f} ms")
                     continue
                 targets.append(Target(f"scrape max, {r['situation']}", scope, round(r["max_s"], 4), "<=", 0.020,
                                       " s"))

@@ -4,7 +4,7 @@ the section that uses it, written with ``ovn-sbctl`` as an operator would (the m
 tests/support/minicloud/ovn.sh, runs its ovn-central the same way: ``ovsdb-tool create`` then ``ovsdb-server``
 by hand).
 
-Only what Neutron's OVN placement extension and ``minbw providers sync --ovn-sb-db`` read is written: ``Chassis``
+Only what Neutron's OVN placement extension and ``minbw provider sync --ovn-sb-db`` read is written: ``Chassis``
 rows (``name``, ``hostname``, ``other_config:ovn-bridge-mappings`` / ``ovn-cms-options``) with the one ``Encap``
 row the schema requires of each (``encaps`` min 1; ``Encap`` is unique on type and ip).
 """

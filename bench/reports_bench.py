@@ -68,7 +68,7 @@ class _Measure:
         a listing of 7,000 providers takes 6 times as long under it): the seconds of a process as it runs."""
         from minbw.placement.client import Placement
         from minbw.cache.providers import ProviderCache
-        from minbw.reports.reader import Reader
+        from minbw.readers.placement import Reader
         conn = self.server.connect()
         api = Placement(conn)
         api.max_version()  # discovered once, as a long-running client does; not counted
@@ -130,7 +130,7 @@ def audit_read(api, reader):
 
 def drift_read(desired_uuids):
     def read(api, reader):
-        from minbw.reports.providers import placement_snapshots
+        from minbw.readers.providers import placement_snapshots
         return placement_snapshots(reader, desired_uuids)
     return read
 
@@ -145,9 +145,9 @@ def capacity_read(api, reader):
 
 
 def heal_read(consumers_by_host):
-    """heal --dry-run's Placement side (minbw.ops.heal without Nova and Neutron): the trees of the servers' hosts
-    through the reports' reader (one listing; the provider cache where it holds them), then each server's
-    allocations and its host's tree, in the order heal plans them."""
+    """``server heal --dry-run``'s Placement side (minbw.ops.heal without Nova and Neutron): the trees of the
+    servers' hosts through the reports' reader (one listing; the provider cache where it holds them), then each
+    server's allocations and its host's tree, in the order heal plans them."""
     def read(api, reader):
         from minbw.ops.heal import Trees
         trees = Trees(reader)
@@ -382,8 +382,8 @@ PARTS = ("reports", "heal", "exporter")
 
 
 def run(ctx: Context, parts: tuple[str, ...] = PARTS) -> Section:
-    """The reports (``reports``: audit, drift, capacity, server_bandwidth_info and the reads before), heal
-    --dry-run (``heal``) and the exporter's scrapes (``exporter``) on one workload; ``parts`` which."""
+    """The reports (``reports``: audit, drift, capacity, server_bandwidth_info and the reads before),
+    ``server heal --dry-run`` (``heal``) and the exporter's scrapes (``exporter``) on one workload; ``parts`` which."""
     n = max(ctx.sizes)
     state = ctx.state_dir / "reports"
     state.mkdir(parents=True, exist_ok=True)

@@ -120,7 +120,7 @@ SECTIONS = {
     "reports": _reports,  # audit/drift/capacity/heal reads and exporter scrapes at the largest size
     "exporter": _exporter,  # the exporter's scrapes alone (the reports section's workload)
     "exporter_scale": _exporter_scale,  # the exporter in its own process at each of --sizes, scraped from another
-    "heal": _heal,  # heal --dry-run's Placement side alone (the reports section's workload)
+    "heal": _heal,  # server heal --dry-run's Placement side alone (the reports section's workload)
     "exporter_heal": _exporter_heal,  # both, on one workload built once
 }
 # parts of reports, to measure alone

@@ -6,7 +6,7 @@ compute-node root providers first (as nova-compute creates them; not counted), t
 - cold: the agents' providers do not exist yet;
 - warm: the same run again, everything already in place.
 
-minbw: every host's two agent ini files → one ``desired_state`` → one ``sync()`` as ``minbw providers sync``
+minbw: every host's two agent ini files → one ``desired_state`` → one ``sync()`` as ``minbw provider sync``
 runs it by default: the provider cache on (its safety check included) and ``DEFAULT_WORKERS`` host trees
 written at once. Its warm run is also measured without the cache (``--no-cache``), for comparison.
 Neutron: for every host and agent, what the placement plugin does on each agent heartbeat

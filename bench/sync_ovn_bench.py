@@ -6,7 +6,7 @@ Workload: N chassis, each with two bridges on two physnets (10 Gbit/s both ways 
 Both systems read the same southbound ``Chassis`` table, saved as ``ovn-sbctl --format=json list Chassis``
 prints it; timing covers reading and parsing it.
 
-- minbw: the file → ``minbw.ops.ovn.desired`` (every chassis: complete) → one ``sync()`` as ``minbw providers
+- minbw: the file → ``minbw.ops.ovn.desired`` (every chassis: complete) → one ``sync()`` as ``minbw provider
   sync --ovn-chassis FILE`` runs it by default (the provider cache on, 4 workers). Warm again with the
   cache, and without it.
 - Neutron: what its OVN extension does for each chassis when neutron-server's API worker starts (the

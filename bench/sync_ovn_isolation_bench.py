@@ -4,7 +4,7 @@ bench/sync_ovn_bench.py: 2 bridges each, 3 providers per host) read from a real 
 with 10 chassis broken in different ways, against the same kind of Placement.
 
 The 10 broken chassis (positions k·N/10 + 1 for k = 1..9, and N; at N = 1,000: chassis-0101 … chassis-0901 and
-chassis-1000), each of a kind ``minbw providers sync`` isolates (the chassis gets no writes and one
+chassis-1000), each of a kind ``minbw provider sync`` isolates (the chassis gets no writes and one
 ``minbw: skipped:`` line; every other chassis is synced; exit 3):
 
 - 3 typos in ``resource_provider_hypervisors`` naming the next chassis's hypervisor for a bridge it also has
@@ -22,13 +22,13 @@ untimed, without Placement.
 
 Phases (``BENCH_OVN_ISOLATION_PHASES``; all three by default, in this order):
 
-- ``sequential``: timed in-process, as ``minbw providers sync --ovn-sb-db DB`` runs (the usecase reads the
+- ``sequential``: timed in-process, as ``minbw provider sync --ovn-sb-db DB`` runs (the usecase reads the
   database with ovn-sbctl; cache on, 4 workers), clean on one fresh Placement (A) and broken on another (B), the
   database switched between the clean and broken options before each run (one ovn-sbctl transaction, not
   counted), in alternating order so that a drift of the machine's load does not favour one side: cold (round 1
   on fresh Placements; round 2 after deleting every agent/device provider, broken first), warm with the cache
   (``WARM_ROUNDS`` pairs) and warm without it (``NOCACHE_ROUNDS`` pairs).
-- ``cli``: ``minbw providers sync --ovn-sb-db DB --no-cache --json`` in its own process: clean on A (exit 0),
+- ``cli``: ``minbw provider sync --ovn-sb-db DB --no-cache --json`` in its own process: clean on A (exit 0),
   broken on B (exit 3), broken on A over the clean providers (exit 3, nothing written, the skipped chassis'
   providers left as they were).
 - ``side``: the CLI's clean sync (on A, from the database) and broken sync (on B, from a second ovsdb-server
@@ -138,7 +138,7 @@ class SB:
 
 
 def sync_run(server, sb: SB, case: str, phase: str, round_: int, cache_file: Path | None) -> tuple[dict, object]:
-    """One timed ``providers sync`` in-process (the CLI's usecase): the southbound read with ovn-sbctl, the plan,
+    """One timed ``provider sync`` in-process (the CLI's usecase): the southbound read with ovn-sbctl, the plan,
     the writes."""
     from minbw.usecases import providers
     from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
@@ -168,9 +168,9 @@ def sync_run(server, sb: SB, case: str, phase: str, round_: int, cache_file: Pat
 
 
 def cli_run(server, sb: SB, case: str, where: str) -> dict:
-    """``minbw providers sync --ovn-sb-db DB --no-cache --json`` in its own process."""
+    """``minbw provider sync --ovn-sb-db DB --no-cache --json`` in its own process."""
     sb.use(case)
-    argv = [sys.executable, "-m", "minbw.cli", "providers", "sync", "--ovn-sb-db", sb.db.db, "--no-cache", "--json"]
+    argv = [sys.executable, "-m", "minbw.cli", "provider", "sync", "--ovn-sb-db", sb.db.db, "--no-cache", "--json"]
     load0 = loadavg()
     t0 = time.perf_counter()
     done = subprocess.run(argv, capture_output=True, text=True, env=server.env(), timeout=1800)
@@ -305,14 +305,14 @@ def _ratio_row(phase: str, runs: list[dict]) -> dict:
 
 
 def side_by_side(jobs: list[dict], phase: str, round_: int) -> list[dict]:
-    """``minbw providers sync --ovn-sb-db DB --json ARGS`` for each job ({case, server, db, args}) in its own process,
+    """``minbw provider sync --ovn-sb-db DB --json ARGS`` for each job ({case, server, db, args}) in its own process,
     all started at once (in the order given, a few ms apart), so that the machine's load hits them alike; each one's
     wall time from its own start to its exit, and its CPU (the process's, from wait4)."""
     started, procs = [], []
     load0 = loadavg()
     for j in jobs:
         out, err = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
-        argv = [sys.executable, "-m", "minbw.cli", "providers", "sync", "--ovn-sb-db", j["db"], "--json", *j["args"]]
+        argv = [sys.executable, "-m", "minbw.cli", "provider", "sync", "--ovn-sb-db", j["db"], "--json", *j["args"]]
         started.append(time.perf_counter())
         procs.append((j, subprocess.Popen(argv, stdout=out, stderr=err, env=j["server"].env()), out, err, argv))
     ends: dict[int, tuple] = {}
@@ -385,7 +385,7 @@ def run(ctx: Context) -> Section:
     section = Section("sync_ovn_isolation", "ML2/OVN provider sync from a real southbound database: 10 of N "
                                             "chassis broken vs clean (issue 29: one bad host never blocks the fleet)")
     runs_table = Table("Runs (in-process providers sync --ovn-sb-db, cache on unless 'no cache')", RUN_COLUMNS)
-    side_table = Table("Side by side (minbw providers sync --ovn-sb-db DB --json in two processes started at once)",
+    side_table = Table("Side by side (minbw provider sync --ovn-sb-db DB --json in two processes started at once)",
                        SIDE_COLUMNS)
     ratio_table = Table("Wall time broken ÷ clean", RATIO_COLUMNS)
     per_size = {}

@@ -27,7 +27,7 @@ mkdir -p "$out/rst"
 chmod 700 "$out/rst"  # antsibull-docs wants its output directory writable by its owner only
 antsibull-docs --config-file "$here/antsibull-docs.cfg" collection --use-current --cleanup everything \
     --dest-dir "$out/rst" minbw.openstack >/dev/null
-cp "$here/index.rst" "$collection/README.collection.md" "$collection/CHANGELOG.rst" "$collection/LICENSE" "$out/rst/"
+cp "$here/index.rst" "$here/cli.rst" "$collection/README.collection.md" "$collection/CHANGELOG.rst" "$collection/LICENSE" "$out/rst/"
 # the guides where the tarball has them, so that their links to each other and to the README hold in the site
 cp -r "$collection/docs" "$out/rst/docs"
 sphinx-build -q -W --keep-going -b html -c "$here" "$out/rst" "$out/html"

@@ -7,7 +7,8 @@ title = 'minbw.openstack: guaranteed minimum bandwidth for OpenStack'
 html_title = title
 html_short_title = 'minbw.openstack'
 
-extensions = ['myst_parser', 'sphinx_antsibull_ext']
+# cliff.sphinxext: the command line reference (cli.rst) generated from the commands, as osc-placement's
+extensions = ['myst_parser', 'sphinx_antsibull_ext', 'cliff.sphinxext']
 source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 # "## Install" in a guide is a link target (#install) on GitHub; the same anchors in the site
 myst_heading_anchors = 3

@@ -13,7 +13,7 @@ providers and allocations (admin). Every request is a raw HTTP request through t
    generation and usage are read (``GET /resource_providers/{uuid}/usages``); the consumer's allocations are
    deleted (``DELETE /allocations/{consumer}``, as Nova frees a deleted server's); generation and usage again;
 3. for contrast, the same with a second consumer freed by ``PUT /allocations/{consumer}`` with ``allocations: {}``
-   at its consumer generation (as ``minbw free`` and Nova with ``reclaim_instance_interval > 0`` do);
+   at its consumer generation (as ``minbw allocation delete`` and Nova with ``reclaim_instance_interval > 0`` do);
 4. a third consumer claims 2 units and is moved to a second provider (8 units of the same class) by ``PUT
    /allocations/{consumer}`` naming only that one, at its consumer generation (as Nova's resize revert and a
    migration's source clean-up move allocations off a provider); the first provider's generation and usage before

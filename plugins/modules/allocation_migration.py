@@ -151,7 +151,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.server_request imp
 
 
 def ensure(module):
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.moves import MoveRequest, move
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.allocation_migration import MoveRequest, move
 
     p = module.params
     step = {'migrated': 'move', 'confirmed': 'confirm', 'reverted': 'revert'}[p['state']]

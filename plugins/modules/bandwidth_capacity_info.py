@@ -15,7 +15,7 @@ description:
   - Reads every resource provider (or one compute node's tree) with its traits, inventories and usages,
     and counts how many more servers of the given shape fit on each host now, honouring required and
     forbidden traits, C(reserved), C(allocation_ratio), C(min_unit), C(max_unit), C(step_size) and the
-    current usage; the data behind C(minbw capacity).
+    current usage; the data behind C(minbw capacity show).
   - A port given by O(qos_ports) without C(physical_network) (and without a tunnel C(network_type)) is
     counted on each physnet of each host; the host's own count then lets each such port use any of its
     physnets.
@@ -170,7 +170,7 @@ notes:
   elements: str
 providers:
   description: Bandwidth and packet rate of each provider (C(capacity), C(used), C(free), ...), as drawn by
-    C(minbw capacity --png).
+    C(minbw capacity show --png).
   returned: always
   type: list
   elements: dict

@@ -13,7 +13,7 @@ author:
   - minbw developers (@minbw)
 description:
   - Lists every resource provider, or the tree of one compute node, with its parent, traits,
-    inventories and usages; the data behind C(minbw providers show).
+    inventories and usages; the data behind C(minbw provider list).
   - Read-only.
 options:
   hypervisor:

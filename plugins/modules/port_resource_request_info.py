@@ -35,7 +35,7 @@ options:
         C(minimum_bandwidth) or C(minimum_packet_rate), C(direction), C(min_kbps) or C(min_kpps)).
         Other rule types are ignored.
       - C(id) may be left out (rules not created yet). A stable one is then made up from the port UUID and the
-        rule's position, as C(minbw request) does; the request group ids derive from the rule ids.
+        rule's position, as C(minbw request show) does; the request group ids derive from the rule ids.
     type: list
     elements: dict
     default: []

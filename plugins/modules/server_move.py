@@ -115,7 +115,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def move(module):
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.server_moves import ServerMoveRequest, server_move
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.server_move import ServerMoveRequest, server_move
 
     p = module.params
     if not p['wait']:

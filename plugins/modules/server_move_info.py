@@ -142,7 +142,7 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 
 def info(module):
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.server_moves import MoveStateQuery, move_state
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.server_move import MoveStateQuery, move_state
 
     p = module.params
     return module.result(False, **move_state(module.cloud(), MoveStateQuery(p['server'], p['expect_allocations'])))

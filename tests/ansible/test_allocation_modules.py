@@ -28,7 +28,7 @@ def test_allocation_cycle(playbook, placement_local, tmp_path):
     ovs = tmp_path / "ovs.ini"
     ovs.write_text(OVS)
     env = dict(__import__("os").environ, OS_CLIENT_CONFIG_FILE=str(state_dir / "clouds.yaml"), OS_CLOUD="minbw-local")
-    subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", "--agent-config", str(ovs), "--host",
+    subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", "--agent-config", str(ovs), "--host",
                     "devstack0", "--create-root", "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100"],
                    check=True, env=env, capture_output=True)
 
@@ -38,7 +38,7 @@ def test_allocation_cycle(playbook, placement_local, tmp_path):
     assert res["candidates"]["count"] == 1 and res["candidates"]["candidates"][0]["host_name"] == "devstack0"
     assert res["allocation"]["changed"] is True and r.recap["changed"] == 1
     assert "claimed: true" in r.output  # the diff
-    usage = json.loads(subprocess.run([sys.executable, "-m", "minbw.cli", "usage", "--provider", BR_TEST, "--json"],
+    usage = json.loads(subprocess.run([sys.executable, "-m", "minbw.cli", "usage", "show", "--provider", BR_TEST, "--json"],
                                       env=env, capture_output=True, text=True, check=True).stdout)
     assert sum(usage[0]["usages"].values()) == 0  # check mode claimed nothing
 
@@ -65,7 +65,7 @@ def test_allocation_cycle(playbook, placement_local, tmp_path):
 
 
 def test_rules_without_ids_request_what_the_cli_requests(playbook, placement_local, tmp_path):
-    """port_resource_request_info takes QoS rules without ids (rules not created yet), as `minbw request`
+    """port_resource_request_info takes QoS rules without ids (rules not created yet), as `minbw request show`
     does: the same port id and rules give the same request, group ids included."""
     port, state_dir = placement_local
     result_file = tmp_path / "result.json"
@@ -77,7 +77,7 @@ def test_rules_without_ids_request_what_the_cli_requests(playbook, placement_loc
                                               state="absent", rules=rules))
     assert not r.failed, r.output
     module = json.loads(result_file.read_text())["request"]["resource_request"]
-    cli = json.loads(subprocess.run([sys.executable, "-m", "minbw.cli", "request", "--port-id", PORT, "--qos-port",
+    cli = json.loads(subprocess.run([sys.executable, "-m", "minbw.cli", "request", "show", "--port-id", PORT, "--qos-port",
                                      "min_bw:egress:1000,min_bw:ingress:1000"],
                                     capture_output=True, text=True, check=True).stdout)["resource_request"]
     assert module == cli and module["request_groups"][0]["resources"] == {

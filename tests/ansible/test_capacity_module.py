@@ -22,7 +22,7 @@ def test_capacity_module(playbook, placement_local, tmp_path):
     ini[0].write_text(OVS)
     ini[1].write_text(SRIOV)
     env = dict(os.environ, OS_CLIENT_CONFIG_FILE=str(state_dir / "clouds.yaml"), OS_CLOUD="minbw-local")
-    subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", "--agent-config", str(ini[0]),
+    subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", "--agent-config", str(ini[0]),
                     "--agent-config", str(ini[1]), "--host", "devstack0", "--create-root",
                     "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100"], check=True, env=env, capture_output=True)
 

@@ -36,9 +36,9 @@ def test_host_separation_role_and_module(playbook, placement_local, tmp_path):
     ovs = tmp_path / "ovs.ini"
     ovs.write_text(OVS)
     for name in ("devstack0", "devstack1"):
-        minbw("providers", "sync", "--agent-config", str(ovs), "--host", name, "--create-root",
+        minbw("provider", "sync", "--agent-config", str(ovs), "--host", name, "--create-root",
               "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100")
-    request = json.loads(minbw("request", "--port-id", PORT, "--qos-port", "min_bw:egress:1000", "--json"))
+    request = json.loads(minbw("request", "show", "--port-id", PORT, "--qos-port", "min_bw:egress:1000", "--json"))
     qos = [{"port_id": PORT, "resource_request": request["resource_request"]}]
 
     r, res = run(check=True, diff=True, port_requests=qos)

@@ -5,11 +5,13 @@ Sphinx with warnings as errors) with a page for every module, role, filter and g
 from __future__ import annotations
 
 import fnmatch
+import html as entities
 import importlib.util
 import re
 import subprocess
 import sys
 import tarfile
+from importlib import metadata
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -153,6 +155,10 @@ def test_the_site_builds(tmp_path):
     guides = {f"docs/{p.stem}.html" for p in (REPO / "docs").glob("*.md")} - \
         {"docs/benchmarks.html", "docs/collection.html", "docs/e2e.html", "docs/galera.html"}
     assert guides <= pages and "README.collection.html" in pages and "index.html" in pages
+    # the command line reference, generated from the commands (cliff's sphinx extension): every one of them
+    cli = entities.unescape(re.sub(r"<[^>]+>", "", (html / "cli.html").read_text()))
+    names = [ep.name.replace("_", " ") for ep in metadata.entry_points(group="openstack.bandwidth.v1")]
+    assert len(names) > 20 and all(f"openstack {name}" in cli for name in names)
     port = (html / plugins / "port_module.html").read_text()
     assert "openstacksdk &gt;= 4.0" in port and "git+https://github.com/minbw/minbw.git" in port  # how to install it
     # the guides' links between each other and to the README are links in the site too

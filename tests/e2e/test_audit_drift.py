@@ -116,7 +116,7 @@ def test_drift_between_ini_agent_report_and_placement(cloud, tmp_path):
     rows = {r.uuid: r for r in run_drift(conn, api, agent_configs=[str(edited), str(cloud.sriov_ini)], host=HOST)}
     assert [u for u, r in rows.items() if not r.agree] == [BR_TEST]
     assert rows[BR_TEST].differences[0] == "NET_BW_EGR_KILOBIT_PER_SEC total: ini 1800, agent 1500, Placement 1500"
-    out = subprocess.run([sys.executable, "-m", "minbw.cli", "drift", "--agent-config", str(edited), "--host", HOST,
+    out = subprocess.run([sys.executable, "-m", "minbw.cli", "drift", "show", "--agent-config", str(edited), "--host", HOST,
                           "--json"],
                          env=cloud.env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 3 and json.loads(out.stdout)["ok"] is False

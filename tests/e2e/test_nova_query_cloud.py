@@ -1,7 +1,7 @@
 """Answers Nova honours, on the mini-cloud with two computes (Nova 34): nova-compute on devstack1 disabled as an
 operator disables it (``openstack compute service set --disable``), Nova's resource tracker puts
 COMPUTE_STATUS_DISABLED on its root, and Nova's scheduler forbids that trait on every request
-(compute_status_filter). ``minbw capacity --flavor`` counts 0 there and names the filter, ``minbw candidates`` leaves
+(compute_status_filter). ``minbw capacity show --flavor`` counts 0 there and names the filter, ``minbw candidate list`` leaves
 it out, a QoS server boots on devstack0, and the diagnosis of a server that fits only on devstack1 names the filter
 instead of bandwidth. Enabled again, the answers come back. Every query minbw sends here is the one Nova sends
 (root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED: Nova 34's computes report OWNER_NOVA)."""
@@ -41,12 +41,12 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
     shape = ["--flavor", demo.flavor.name, "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
 
     def capacity() -> dict:
-        out = _minbw(env, "capacity", *shape, "--json")
+        out = _minbw(env, "capacity", "show", *shape, "--json")
         assert out.returncode == 0, out.stderr
         return {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
 
     def candidate_hosts() -> set[str]:
-        out = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
+        out = _minbw(env, "candidate", "list", *shape, "-f", "value", "-c", "host")
         assert out.returncode in (0, 4), out.stderr
         return set(out.stdout.split())
 
@@ -61,7 +61,7 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
         said = json.dumps(counted["devstack1"])
         assert DISABLED in said and "compute_status_filter" in said, said
         assert candidate_hosts() == {"devstack0"}
-        shown = json.loads(_minbw(env, "candidates", *shape, "--json").stdout)
+        shown = json.loads(_minbw(env, "candidate", "list", *shape, "--json").stdout)
         assert "compute_status_filter: root_forbidden COMPUTE_STATUS_DISABLED (always)" in shown["nova_filters"]
         assert shown["query"]["root_required"] == "OWNER_NOVA,!COMPUTE_STATUS_DISABLED"
 
@@ -70,7 +70,7 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
         # bound: the server below takes devstack0's room)
         spare = demo.port("e2e-novaq-sched-p0", policy)
         for _ in range(3):
-            plan = _minbw(env, "schedule", "--flavor", demo.flavor.name, "--port", spare.id, "--dry-run", "--json")
+            plan = _minbw(env, "port", "schedule", "--flavor", demo.flavor.name, "--port", spare.id, "--dry-run", "--json")
             assert plan.returncode == 0, plan.stdout + plan.stderr
             planned = json.loads(plan.stdout)
             assert planned["host"] == "devstack0", planned
@@ -90,7 +90,7 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
         need = free["devstack0"] + 1
         assert free["devstack1"] >= need, free
         big = ["--flavor", demo.flavor.name, "--qos-port", f"min_bw:egress:{need},physnet=physnet0"]
-        none = _minbw(env, "candidates", *big)
+        none = _minbw(env, "candidate", "list", *big)
         assert none.returncode == 4, none.stdout + none.stderr
         assert "compute_status_filter removes devstack1" in none.stdout, none.stdout
         assert "which Nova's request filters remove" in none.stdout, none.stdout
@@ -116,12 +116,12 @@ def test_a_root_without_owner_nova_is_left_out_as_nova_leaves_it_out(demo_two_ho
     assert "OWNER_NOVA" in traits
     api.set_provider_traits(root, set(traits) - {"OWNER_NOVA"}, generation)
     try:
-        out = _minbw(env, "capacity", *shape, "--json")
+        out = _minbw(env, "capacity", "show", *shape, "--json")
         assert out.returncode == 0, out.stderr
         counted = {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
         assert counted["devstack1"]["fits"] == 0 and counted["devstack0"]["fits"] > 0
         assert "owner_nova_filter" in json.dumps(counted["devstack1"]), counted["devstack1"]
-        hosts = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
+        hosts = _minbw(env, "candidate", "list", *shape, "-f", "value", "-c", "host")
         assert set(hosts.stdout.split()) == {"devstack0"}, hosts.stdout + hosts.stderr
         # asked for devstack1 (compute API 2.74: the scheduler still checks it), Nova finds no valid host there
         policy = demo.policy("e2e-novaq-owner", bw=[("egress", 1000), ("ingress", 1000)])
@@ -134,14 +134,14 @@ def test_a_root_without_owner_nova_is_left_out_as_nova_leaves_it_out(demo_two_ho
     finally:
         traits, generation = api.get_provider_traits(root)
         api.set_provider_traits(root, set(traits) | {"OWNER_NOVA"}, generation)
-    out = _minbw(env, "candidates", *shape, "-f", "value", "-c", "host")
+    out = _minbw(env, "candidate", "list", *shape, "-f", "value", "-c", "host")
     assert set(out.stdout.split()) == {"devstack0", "devstack1"}, out.stdout + out.stderr
 
 
 def test_an_availability_zone_counts_and_lists_only_its_hosts_as_nova_does(demo_two_hosts, cloud_two_hosts):
     """A host aggregate with ``availability_zone`` metadata holding devstack0: Nova mirrors it into Placement on
     devstack0's compute node, and its scheduler asks a server in that zone for ``member_of`` the aggregate
-    (map_az_to_placement_aggregate, no option). ``minbw capacity --availability-zone`` counts devstack1 0 naming the
+    (map_az_to_placement_aggregate, no option). ``minbw capacity show --availability-zone`` counts devstack1 0 naming the
     filter, ``candidates`` leaves devstack1 out, and a QoS server asked into the zone boots on devstack0."""
     demo, conn, env = demo_two_hosts, demo_two_hosts.conn, cloud_two_hosts.env
     api = Placement(conn)
@@ -152,17 +152,17 @@ def test_an_availability_zone_counts_and_lists_only_its_hosts_as_nova_does(demo_
         conn.compute.add_host_to_aggregate(aggregate, "devstack0")
         root0 = api.list_providers(name="devstack0")[0].uuid
         assert aggregate.uuid in api.get_provider_aggregates(root0)[0]  # Nova mirrored it into Placement
-        out = _minbw(env, "capacity", *shape, "--availability-zone", zone, "--json")
+        out = _minbw(env, "capacity", "show", *shape, "--availability-zone", zone, "--json")
         assert out.returncode == 0, out.stderr
         counted = {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
         assert counted["devstack1"]["fits"] == 0 and counted["devstack0"]["fits"] > 0, counted
         said = json.dumps(counted["devstack1"])
         assert "map_az_to_placement_aggregate" in said and aggregate.uuid in said, said
-        everywhere = json.loads(_minbw(env, "capacity", *shape, "--json").stdout)
+        everywhere = json.loads(_minbw(env, "capacity", "show", *shape, "--json").stdout)
         assert {h["host"]: h["fits"] for h in everywhere["hosts"]}["devstack1"] > 0  # no zone: both count
-        hosts = _minbw(env, "candidates", *shape, "--availability-zone", zone, "-f", "value", "-c", "host")
+        hosts = _minbw(env, "candidate", "list", *shape, "--availability-zone", zone, "-f", "value", "-c", "host")
         assert set(hosts.stdout.split()) == {"devstack0"}, hosts.stdout + hosts.stderr
-        shown = json.loads(_minbw(env, "candidates", *shape, "--availability-zone", zone, "--json").stdout)
+        shown = json.loads(_minbw(env, "candidate", "list", *shape, "--availability-zone", zone, "--json").stdout)
         assert f"in:{aggregate.uuid}" in json.dumps(shown["query"].get("member_of")), shown["query"]
         policy = demo.policy("e2e-novaq-az", bw=[("egress", 1000), ("ingress", 1000)])
         vm = demo.boot("e2e-novaq-az-vm", [demo.port("e2e-novaq-az-p0", policy)], availability_zone=zone)

@@ -74,7 +74,7 @@ def test_segments_sync_a_segment_provider_deleted_mid_run_costs_that_segment_onl
         for var in ("OS_CLIENT_CONFIG_FILE", "OS_CLOUD"):
             monkeypatch.setenv(var, cloud.env[var])
         capsys.readouterr()
-        code = main(["segments", "--sync", "--network", net.id, "--json"])
+        code = main(["segment", "sync", "--network", net.id, "--json"])
         out, err = capsys.readouterr()
         assert code == 3, out + err
         for seg in (segs[0], segs[2]):  # the good segments: written
@@ -89,7 +89,7 @@ def test_segments_sync_a_segment_provider_deleted_mid_run_costs_that_segment_onl
         assert "1 of its writes not made (the first: set_inventories on " in line and "sync again resumes" in line
 
         monkeypatch.setattr(seg_ops, "apply_segments", planned_then_deleted)
-        assert main(["segments", "--sync", "--network", net.id, "--json"]) == 0  # the next sync makes it again
+        assert main(["segment", "sync", "--network", net.id, "--json"]) == 0  # the next sync makes it again
         again = json.loads(capsys.readouterr().out)
         assert again["failed_segments"] == [] and {op["action"] for op in again["plan"]["ops"]} == {
             "create_provider", "set_inventories", "set_aggregates"}, again["plan"]
@@ -166,7 +166,7 @@ def test_heal_of_three_servers_one_port_refused_by_neutron_heals_the_other_two(d
         clouds["clouds"]["proxied"] = dict(clouds["clouds"]["minicloud-nova"], network_endpoint_override=proxy.url)
         (tmp_path / "clouds.yaml").write_text(yaml.safe_dump(clouds))
         env = dict(cloud.env, OS_CLIENT_CONFIG_FILE=str(tmp_path / "clouds.yaml"))
-        cli = minbw(env, "heal", "--service-cloud", "proxied", *[a for vm in vms for a in ("--server", vm.id)])
+        cli = minbw(env, "server", "heal", "--service-cloud", "proxied", *[a for vm in vms for a in ("--server", vm.id)])
         refused = [x for x in proxy.log if x.fault]
     finally:
         proxy.stop()
@@ -185,9 +185,9 @@ def test_heal_of_three_servers_one_port_refused_by_neutron_heals_the_other_two(d
         f"(rolled back: put_allocations {vms[bad].id})" in line, cli.stderr
 
     # every server's writes refused: nothing could be healed, exit 1; without the fault it is healed
-    all_refused = minbw(cloud.env, "heal", "--server", vms[bad].id)  # admin only: Neutron's policy refuses
+    all_refused = minbw(cloud.env, "server", "heal", "--server", vms[bad].id)  # admin only: Neutron's policy refuses
     assert all_refused.returncode == 1, all_refused.stdout + all_refused.stderr
     assert state(api, conn, vms[bad].id, ports[bad].id) == broken[bad]
-    done = minbw(cloud.env, "heal", "--service-cloud", "minicloud-nova", "--server", vms[bad].id)
+    done = minbw(cloud.env, "server", "heal", "--service-cloud", "minicloud-nova", "--server", vms[bad].id)
     assert done.returncode == 0, done.stdout + done.stderr
     assert state(api, conn, vms[bad].id, ports[bad].id) == healthy[bad]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from minbw.neutron import naming
-from minbw.ops import nova_moves, ovn, servers
+from minbw.ops import server_move, ovn, servers
 from minbw.ops.audit import apply_fixes, run_audit
 from tests.conftest import run_drift
 from minbw.ops.heal import heal
@@ -98,7 +98,7 @@ def test_ovn_binding_needs_neutrons_placement_plugin(demo_ovn_plugin_off, cloud_
     assert not desired.warnings
     assert not [p for p in api.list_providers() if p.uuid in desired.by_uuid()], "nobody reported providers yet"
 
-    out = minbw(cloud, "providers", "sync", "--ovn-sb-db", cloud.env["MINICLOUD_OVN_SB_DB"], "--no-cache", "--json")
+    out = minbw(cloud, "provider", "sync", "--ovn-sb-db", cloud.env["MINICLOUD_OVN_SB_DB"], "--no-cache", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["result"]["writes"] > 0
     assert sync(api, desired, check=True)[0].writes() == 0
@@ -155,16 +155,16 @@ def test_minbw_sync_alone_when_neutron_does_not_report(demo_ovn, cloud_ovn):
     assert gone.writes == len(desired.providers)
     time.sleep(5)
     assert not [p for p in api.list_providers() if p.uuid in desired.by_uuid()], "Neutron re-created them"
-    out = minbw(cloud_ovn, "drift", "--ovn-sb-db", cloud_ovn.env["MINICLOUD_OVN_SB_DB"], "--json")
+    out = minbw(cloud_ovn, "drift", "show", "--ovn-sb-db", cloud_ovn.env["MINICLOUD_OVN_SB_DB"], "--json")
     assert out.returncode == 3 and {r["name"] for r in json.loads(out.stdout)["providers"] if not r["agree"]} == {
         p.name for p in desired.providers}
 
-    out = minbw(cloud_ovn, "providers", "sync", "--ovn-sb-db", cloud_ovn.env["MINICLOUD_OVN_SB_DB"], "--no-cache")
+    out = minbw(cloud_ovn, "provider", "sync", "--ovn-sb-db", cloud_ovn.env["MINICLOUD_OVN_SB_DB"], "--no-cache")
     assert out.returncode == 0, out.stderr
     server, port, group = boot_on(demo_ovn, "e2e-ovn-sync")
     assert server.status == "ACTIVE"
     holds_on_the_right_bridge(api, conn, server, port, group)
-    assert minbw(cloud_ovn, "drift", "--ovn-sb-db", cloud_ovn.env["MINICLOUD_OVN_SB_DB"]).returncode == 0
+    assert minbw(cloud_ovn, "drift", "show", "--ovn-sb-db", cloud_ovn.env["MINICLOUD_OVN_SB_DB"]).returncode == 0
 
 
 def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
@@ -175,8 +175,8 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
     server, port, group = boot_on(demo_ovn, "e2e-ovn-move", host="devstack0")
     assert holds_on_the_right_bridge(api, conn, server, port, group) == "devstack0"
 
-    nova_moves.migrate(conn, server.id)
-    nova_moves.confirm(conn, server.id)
+    server_move.migrate(conn, server.id)
+    server_move.confirm(conn, server.id)
     moved = conn.compute.get_server(server.id)
     assert holds_on_the_right_bridge(api, conn, moved, port, group) == "devstack1"
     assert api.provider_usages(br_test("devstack0")) == {rc: 0 for rc in BW}
@@ -225,7 +225,7 @@ def test_drift_after_the_chassis_options_change_on_one_compute(cloud_ovn, playbo
             "NET_BW_EGR_KILOBIT_PER_SEC", {}).get("total") == 3000)
         br_ex = naming.device_rp_uuid(OVN, "devstack1", "br-ex")
         wait("Neutron's deletion of devstack1's br-ex", lambda: br_ex not in {p.uuid for p in api.list_providers()})
-        out = minbw(cloud_ovn, "drift", "--ovs-db", db, "--ovn-sb-db", sb, "--json")
+        out = minbw(cloud_ovn, "drift", "show", "--ovs-db", db, "--ovn-sb-db", sb, "--json")
         assert out.returncode == 0, out.stdout + out.stderr
 
         # a hypervisor name whose provider does not exist yet: Neutron skips the bridge, silently
@@ -239,7 +239,7 @@ def test_drift_after_the_chassis_options_change_on_one_compute(cloud_ovn, playbo
         time.sleep(5)  # Neutron had its chance: it reads a chassis on create and on option changes only
         missing = naming.device_rp_uuid(OVN, "devstack9", "br-test")
         assert missing not in {p.uuid for p in api.list_providers()}
-        out = minbw(cloud_ovn, "drift", "--ovn-sb-db", sb, "--json")
+        out = minbw(cloud_ovn, "drift", "show", "--ovn-sb-db", sb, "--json")
         assert out.returncode == 3, out.stdout + out.stderr
         rows = {r["uuid"]: r for r in json.loads(out.stdout)["providers"]}
         assert rows[missing]["placement"] is None and rows[missing]["agent"]["name"] == (
@@ -251,7 +251,7 @@ def test_drift_after_the_chassis_options_change_on_one_compute(cloud_ovn, playbo
         assert synced.result["drift"]["ok"] is True, synced.result["drift"]
         assert {op["name"] for op in synced.result["providers"]["ops"] if op["action"] == "delete_provider"} == {
             "devstack1:OVN Controller agent:br-test"}
-        assert minbw(cloud_ovn, "drift", "--ovn-sb-db", sb, "--json").returncode == 0
+        assert minbw(cloud_ovn, "drift", "show", "--ovn-sb-db", sb, "--json").returncode == 0
     finally:
         vsctl(cloud_ovn, "devstack1", "set", "Open_vSwitch", ".", f"external_ids:ovn-cms-options={before}")
         for p in sorted(api.list_providers(), key=lambda p: -len(p.name)):  # devices, agent, root

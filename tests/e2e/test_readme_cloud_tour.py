@@ -21,7 +21,7 @@ def test_the_cloud_tour_runs_as_written(cloud, demo):
     assert not wrong, wrong
     audit = json.loads([out for line, _, out in results if line.startswith("openstack bandwidth audit")][0])
     assert audit["ok"] is True and audit["checked"]["providers"] > 0
-    counted = next(out for line, _, out in results if line.startswith("minbw capacity"))
+    counted = next(out for line, _, out in results if line.startswith("minbw capacity show"))
     assert "devstack0" in counted and "COMPUTE_STATUS_DISABLED" in counted and "compute_status_filter" in counted, \
         counted
     assert counted.split()[2] == "0", counted  # host, physnet, fits

@@ -11,7 +11,7 @@ fixture adds them to the agents' ini files, so the single-host tests see the see
   Neutron's later deltas then land right; a deferred port bound by a caller that is not Nova is not counted by
   Neutron. Once a Neutron API process has deleted a network it counts segment changes twice (a second notifier):
   those tests start from a new API process, and one shows the double count itself.
-* The ports-first workflow (``minbw schedule``): a port without an address yet lands on the segment that still has
+* The ports-first workflow (``minbw port schedule``): a port without an address yet lands on the segment that still has
   addresses; with every segment exhausted: no valid host, explained; a host whose agent is dead fails the binding
   and the workflow goes on to the other host, leaving nothing bound or claimed behind it.
 * A QoS port on this multi-physnet network: Neutron's request names only the first segment's physnet; with
@@ -328,31 +328,31 @@ def test_reserved_is_neutrons_running_count_minbw_predicts_it_and_recounts_only_
     plain = [port() for _ in range(3)]
     router = port(device_owner="network:router_interface")
     assert settled(api, seg0) == (6, 5)  # the gateway, and one per port: Neutron's count
-    out = minbw(env, "segments", "--network", net)
+    out = minbw(env, "segment", "list", "--network", net)
     rack0 = next(s for s in out["segments"] if s["id"] == seg0)
     assert out["in_sync"] and rack0["provider"]["inventories"]["IPV4_ADDRESS"]["reserved"] == 5
     assert sorted(p["id"] for p in rack0["reserved_ports"]) == sorted(p.id for p in plain + [router])
-    out = minbw(env, "segments", "--network", net, "--sync")
+    out = minbw(env, "segment", "sync", "--network", net)
     assert out["plan"]["writes"] == 0 and counts(api, seg0) == (6, 5)
 
     # another tool writes the subnets' count alone (what minbw's sync did before): shown, never rewritten by a sync
     inv, gen = api.get_inventories(seg0)
     api.set_inventories(seg0, {"IPV4_ADDRESS": {**inv["IPV4_ADDRESS"], "reserved": 1}}, gen)
-    out = minbw(env, "segments", "--network", net, exit_code=3)
+    out = minbw(env, "segment", "list", "--network", net, exit_code=3)
     (why,) = out["unresolved"]
     assert "IPV4_ADDRESS reserved is 1 in Placement, 5 by Neutron's count" in why
     assert "which leaves -3, 4 fewer than the subnets reserve (Placement refuses a count below 0" in why
-    out = minbw(env, "segments", "--network", net, "--sync", exit_code=3)
+    out = minbw(env, "segment", "sync", "--network", net, exit_code=3)
     assert out["plan"]["writes"] == 0 and out["unresolved"] == [why] and counts(api, seg0) == (6, 1)
-    out = minbw(env, "segments", "--network", net, "--dry-run", "--recount")
+    out = minbw(env, "segment", "sync", "--network", net, "--dry-run", "--recount")
     assert [op["action"] for op in out["plan"]["ops"]] == ["recount"] and counts(api, seg0) == (6, 1)
-    rc, text = minbw_text(env, "segments", "--network", net, "--sync", "--recount")
+    rc, text = minbw_text(env, "segment", "sync", "--network", net, "--recount")
     assert rc == 0 and f"recount IPV4_ADDRESS of Neutron segment id {seg0}: reserved 1 -> 5" in text, text
     assert counts(api, seg0) == (6, 5)
     for p in plain[:2]:
         conn.network.delete_port(p)
     assert settled(api, seg0) == (6, 3)  # Neutron's deltas land on what the two ports left hold
-    assert minbw(env, "segments", "--network", net)["in_sync"]
+    assert minbw(env, "segment", "list", "--network", net)["in_sync"]
 
     # a port made without an address (deferred) and bound by a caller that is not Nova: Neutron does not count
     # the address the binding gives it
@@ -362,15 +362,15 @@ def test_reserved_is_neutrons_running_count_minbw_predicts_it_and_recounts_only_
     late = conn.network.update_port(late, binding_host_id="devstack0")
     assert [ip["subnet_id"] for ip in late.fixed_ips] == [sub0]
     assert settled(api, seg0) == (6, 3)
-    out = minbw(env, "segments", "--network", net, exit_code=3)
+    out = minbw(env, "segment", "list", "--network", net, exit_code=3)
     (why,) = out["unresolved"]
     assert "reserved is 3 in Placement, 4 by Neutron's count" in why
     assert f"(ip_allocation deferred): {late.id};" in why
-    minbw(env, "segments", "--network", net, "--sync", "--recount")
+    minbw(env, "segment", "sync", "--network", net, "--recount")
     assert counts(api, seg0) == (6, 4)
     conn.network.delete_port(late)
     assert settled(api, seg0) == (6, 3)  # without the recount: 2, one below what the subnet and ports hold
-    assert minbw(env, "segments", "--network", net)["in_sync"]
+    assert minbw(env, "segment", "list", "--network", net)["in_sync"]
 
 
 def neutron_api_notifiers(log: Path) -> set[str]:
@@ -406,7 +406,7 @@ def test_neutron_counts_a_subnet_twice_once_its_api_process_deleted_a_network(de
         conn.network.delete_network(r.net)
     else:
         pytest.fail(f"no subnet counted twice in 8 routed networks: {seen}")
-    out = minbw(env, "segments", "--network", r.net.id, exit_code=3)
+    out = minbw(env, "segment", "list", "--network", r.net.id, exit_code=3)
     why = next(w for w in out["unresolved"] if "IPV4_ADDRESS total is 12 in Placement, 6 by Neutron's count" in w)
     assert "a change counted twice: once a Neutron server process has deleted a network" in why
     # the module recounts too (a sync without recount leaves it: the CLI test above)
@@ -439,10 +439,10 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     finally:
         release(service, api, result)
 
-    # minbw candidates --port: the same segment filter, never devstack0 (its segment has no address left)
+    # minbw candidate list --port: the same segment filter, never devstack0 (its segment has no address left)
     probe = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred-probe")
     routed.demo.ports.append(probe)
-    out = minbw(cloud_env(routed), "candidates", "--port", probe.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1")
+    out = minbw(cloud_env(routed), "candidate", "list", "--port", probe.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1")
     roots = {p["root_provider_uuid"] for ar in out["allocation_requests"] for rp in ar["allocations"]
              for p in [out["provider_summaries"][rp]]}
     assert roots == {api.list_providers(name="devstack1")[0].uuid}, out
@@ -451,7 +451,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     # port's network (no address yet), from Neutron's subnets and the segments' aggregates in Placement; minbw's
     # own member_of (rack1 only: rack0 has no address left) is sent beside it, not instead of it
     shape = ["--port", probe.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1"]
-    nova = minbw(cloud_env(routed), "candidates", *shape, "--nova-option",
+    nova = minbw(cloud_env(routed), "candidate", "list", *shape, "--nova-option",
                  "scheduler.query_placement_for_routed_network_aggregates=true")
     aggs = {name: sorted(api.get_provider_aggregates(seg.id)[0]) for name, seg in routed.seg.items()}
     assert all(aggs.values()), aggs
@@ -476,7 +476,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     try:
         taken = next(p for p in routed.demo.ports if p.fixed_ips and
                      p.fixed_ips[0]["subnet_id"] == routed.subnet["rack0"].id)
-        out = minbw(cloud_env(routed), "candidates", "--port", taken.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1",
+        out = minbw(cloud_env(routed), "candidate", "list", "--port", taken.id, "--resource", "VCPU=1", "--resource", "MEMORY_MB=128", "--resource", "DISK_GB=1",
                     "--root-required", "CUSTOM_E2E_RACK1_ONLY", exit_code=4)
         assert out["allocation_requests"] == []
         problems = [p for d in out["diagnosis"] if d["group"] == "member_of" for p in d["problems"]]

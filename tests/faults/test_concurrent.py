@@ -1,4 +1,4 @@
-"""Real concurrent ``minbw providers sync`` processes, started at the same instant (forked from one
+"""Real concurrent ``minbw provider sync`` processes, started at the same instant (forked from one
 pre-imported minbw, tests/support/faults/forker.py), straight against the real Placement: two or three syncs of
 the same host, and syncs of different hosts. The end state is read from Placement."""
 from __future__ import annotations
@@ -28,7 +28,7 @@ def results(outs) -> list[dict]:
 def test_same_host_synced_by_three_processes_at_once(placement, forker, tmp_path, round_, create_root):
     hosts = ("c0",)
     roots = set() if create_root else {root(placement, h) for h in hosts}
-    argv = ["providers", "sync", *agent_files(tmp_path, hosts), "--json"] + (["--create-root"] if create_root else [])
+    argv = ["provider", "sync", *agent_files(tmp_path, hosts), "--json"] + (["--create-root"] if create_root else [])
     outs = [tmp_path / f"out{i}.json" for i in range(3)]
     codes = forker.run_all([{"argv": argv, "out": str(o)} for o in outs])
     assert codes == [0, 0, 0], [o.read_text() for o in outs]
@@ -51,7 +51,7 @@ def test_different_hosts_synced_at_once(placement, forker, tmp_path):
     hosts = ("d0", "d1", "d2", "d3")
     roots = {root(placement, h) for h in hosts}
     outs = [tmp_path / f"{h}.json" for h in hosts]
-    codes = forker.run_all([{"argv": ["providers", "sync", *agent_files(tmp_path, (h,)), "--json"], "out": str(o)}
+    codes = forker.run_all([{"argv": ["provider", "sync", *agent_files(tmp_path, (h,)), "--json"], "out": str(o)}
                             for h, o in zip(hosts, outs)])
     assert codes == [0] * len(hosts), [o.read_text() for o in outs]
     converged(placement, desired(*hosts), roots)

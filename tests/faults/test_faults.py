@@ -217,7 +217,7 @@ def test_claim_whose_verification_cannot_read_says_the_claim_is_written(placemen
         claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
     assert isinstance(err.value.cause, PlacementUnavailable) and err.value.cause.method == "GET"
     assert "is written but could not be verified" in str(err.value)
-    assert f"minbw free --consumer {consumer}" in str(err.value)
+    assert f"minbw allocation delete --consumer {consumer}" in str(err.value)
     assert placement.get_allocations(consumer)["allocations"]   # written, as said
 
 
@@ -229,7 +229,7 @@ def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts
             f.write_text(t.format(host=h))
             files += ["--agent-config", str(f)]
     proxied.proxy.add(Rule("PUT", INVENTORIES, "503", nth=None))
-    out = subprocess.run(MINBW + ["providers", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
+    out = subprocess.run(MINBW + ["provider", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "minbw: error:" in out.stderr and "planned writes succeeded" in out.stderr and "not written" in out.stderr
@@ -237,7 +237,7 @@ def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts
     assert error["writes_done"] == len(error["applied"]) > 0 and error["not_applied"]
     assert error["writes_done"] + len(error["not_applied"]) == error["writes_planned"]
     proxied.proxy.clear()
-    again = subprocess.run(MINBW + ["providers", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
+    again = subprocess.run(MINBW + ["provider", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
                            text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["result"]["writes"] == len(error["not_applied"])

@@ -1,4 +1,4 @@
-"""``kill -9`` of ``minbw providers sync`` (three hosts; real processes) at random points: the proxy
+"""``kill -9`` of ``minbw provider sync`` (three hosts; real processes) at random points: the proxy
 SIGKILLs the process at its k-th request to Placement (k seeded), either before forwarding that request
 or after Placement applied it (the answer never reaches the dead process). Then the re-run converges,
 leaves no stray or half-made provider, and a second re-run makes 0 writes."""
@@ -64,7 +64,7 @@ class Forker:
 def test_kill_9_at_random_points_then_rerun_converges(placement, proxied, tmp_path):
     roots = {root(placement, h) for h in HOSTS}
     want = desired(*HOSTS)
-    argv = ["providers", "sync", *agent_files(tmp_path), "-f", "value"]
+    argv = ["provider", "sync", *agent_files(tmp_path), "-f", "value"]
     proxy = proxied.proxy
     rng = random.Random(SEED)
     forker = Forker(proxied.env())

@@ -10,12 +10,12 @@ import pytest
 
 from minbw.errors import PartialApply, PlacementUnavailable
 from minbw.neutron.segments import RoutedSegment
-from minbw.ops import moves, segments as seg_ops, separation as sep_ops
+from minbw.ops import allocation_migration, segments as seg_ops, separation as sep_ops
 from minbw.plan import separation as sp
 from minbw.plan.segments import plan_segments
 from tests.faults.conftest import SLOW
 from tests.support.faults.proxy import Rule
-from tests.functional.test_allocation_moves import ONE_SERVER, TWICE, allocations, boot, bridge, host, \
+from tests.functional.test_allocation_migration_placement import ONE_SERVER, TWICE, allocations, boot, bridge, host, \
     server_request, totals
 
 ALLOCATIONS = r"^/allocations(\?|$)"
@@ -40,7 +40,7 @@ def test_move_then_confirm_under_faults(placement, proxied, moved_setup, fault):
     req, consumer, h1, h2, source = moved_setup
     proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=SLOW))
     api = proxied.api()
-    moved = moves.move(api, consumer, req, "h2")
+    moved = allocation_migration.move(api, consumer, req, "h2")
     assert moved.changed
     assert allocations(placement, moved.migration) == source
     assert allocations(placement, consumer) == {h2: {"DISK_GB": 1, "MEMORY_MB": 256, "VCPU": 1},
@@ -48,20 +48,20 @@ def test_move_then_confirm_under_faults(placement, proxied, moved_setup, fault):
     assert totals(placement) == TWICE
     proxied.proxy.clear()
     proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=SLOW))
-    confirmed = moves.confirm(api, moved.migration)
+    confirmed = allocation_migration.confirm(api, moved.migration)
     assert confirmed.changed and allocations(placement, moved.migration) == {}
     assert totals(placement) == ONE_SERVER
     if fault in ("reset_after", "slow_after"):
         assert api.converged >= 2  # Placement applied both; the client re-read and found them
-    assert not moves.confirm(api, moved.migration).changed
+    assert not allocation_migration.confirm(api, moved.migration).changed
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_revert_under_faults(placement, proxied, moved_setup, fault):
     req, consumer, h1, h2, source = moved_setup
-    moved = moves.move(placement, consumer, req, "h2")
+    moved = allocation_migration.move(placement, consumer, req, "h2")
     proxied.proxy.add(Rule("POST", ALLOCATIONS, fault, delay=SLOW))
-    reverted = moves.revert(proxied.api(), consumer, moved.migration, req)
+    reverted = allocation_migration.revert(proxied.api(), consumer, moved.migration, req)
     assert reverted.changed
     assert allocations(placement, consumer) == source and allocations(placement, moved.migration) == {}
     assert totals(placement) == ONE_SERVER
@@ -72,14 +72,14 @@ def test_move_with_placement_unavailable_writes_nothing_and_says_so(placement, p
     proxied.proxy.add(Rule("POST", ALLOCATIONS, "503", nth=None))
     migration = str(uuidlib.uuid4())
     with pytest.raises(PlacementUnavailable) as err:
-        moves.move(proxied.api(), consumer, req, "h2", migration)
+        allocation_migration.move(proxied.api(), consumer, req, "h2", migration)
     assert err.value.method == "POST" and err.value.status == 503 and err.value.maybe_applied
     assert "may or may not have been applied" in str(err.value)
     # what Placement holds: the server still on h1, no migration record, nothing on h2
     assert allocations(placement, consumer) == source and allocations(placement, migration) == {}
     assert totals(placement) == ONE_SERVER
     proxied.proxy.clear()
-    assert moves.move(proxied.api(), consumer, req, "h2", migration).changed  # the same move, once it answers
+    assert allocation_migration.move(proxied.api(), consumer, req, "h2", migration).changed  # the same move, once it answers
     assert totals(placement) == TWICE
 
 
@@ -89,7 +89,7 @@ def test_move_answer_lost_for_every_try_is_read_back(placement, proxied, moved_s
     req, consumer, h1, h2, source = moved_setup
     proxied.proxy.add(Rule("POST", ALLOCATIONS, "reset_after", nth=None))
     api = proxied.api()
-    moved = moves.move(api, consumer, req, "h2")
+    moved = allocation_migration.move(api, consumer, req, "h2")
     assert moved.changed and api.converged == 1
     assert [x.status for x in proxied.proxy.log if x.method == "POST"][0] == 204  # applied by Placement
     assert allocations(placement, moved.migration) == source and totals(placement) == TWICE

@@ -73,7 +73,7 @@ def seeded(placement_server, tmp_path_factory):
     (d / "notjson.json").write_text("{not json")
     old = {k: os.environ.get(k) for k in ("OS_CLIENT_CONFIG_FILE", "OS_CLOUD")}
     os.environ.update(OS_CLIENT_CONFIG_FILE=str(placement_server.clouds_yaml), OS_CLOUD="minbw-local")
-    code, _, err, _ = run_cli(["providers", "sync", "--agent-config", d / "ovs.ini", "--create-root",
+    code, _, err, _ = run_cli(["provider", "sync", "--agent-config", d / "ovs.ini", "--create-root",
                                "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=4096",
                                "--root-inventory", "DISK_GB=10"])
     assert code == 0, err
@@ -106,37 +106,39 @@ def bad_argvs(draw, d):
         ini = draw(st.sampled_from([d / "bad.ini", d / "garbage.ini", d / "missing.ini", d]))
         extra = draw(st.sampled_from([[], ["--host", ""], ["--create-root", "--root-inventory", "VCPU=x"],
                                       ["--root-inventory", "VCPU"], ["--cache", d]]))
-        return ["providers", case, "--agent-config", ini, *extra, *fmt]
+        return ["provider", "sync", *(["--dry-run"] if case == "plan" else []), "--agent-config", ini, *extra, *fmt]
     if case == "request":
         port = draw(st.one_of(bad_uuid, st.just(PORT)))
         spec, extra = draw(st.sampled_from([("", []), (",vnic=sriov", []), ("", ["--agent-type", "linuxbridge"]),
                                             (",segment=:physnet0", []), (",segment=", []), (",physnet=", [])]))
-        return ["request", "--port-id", port, "--qos-port", draw(bad_rules) + spec, *extra, *fmt]
+        return ["request", "show", "--port-id", port, "--qos-port", draw(bad_rules) + spec, *extra, *fmt]
     if case in ("candidates", "claim", "capacity"):
         extra = draw(st.sampled_from([["--resource", draw(bad_resources)], ["--required", draw(bad_traits)],
                                       ["--limit", draw(bad_ints)], ["--in-tree", draw(bad_uuid)], ["--resource", "VCPU=1", "--in-tree", PORT],
                                       ["--port-request", d / "notjson.json"], ["--port-request", d / "nofile"],
                                       ["--root-required", draw(bad_traits)], ["--group-policy", "all"]]))
         if case == "claim":
-            return ["claim", "--consumer", draw(st.one_of(bad_uuid, st.uuids().map(str))), "--project-id", "p",
-                    "--user-id", "u", *extra, *fmt]
+            return ["allocation", "create", "--consumer", draw(st.one_of(bad_uuid, st.uuids().map(str))),
+                    "--project-id", "p", "--user-id", "u", *extra, *fmt]
         if case == "capacity":
-            return ["capacity", *extra, *fmt]
-        return ["candidates", *extra, *fmt]
+            return ["capacity", "show", *extra, *fmt]
+        return ["candidate", "list", *extra, *fmt]
     if case == "free":
-        return ["free", "--consumer", draw(bad_uuid), *fmt]
+        return ["allocation", "delete", "--consumer", draw(bad_uuid), *fmt]
     if case == "usage":
-        return ["usage", "--provider", draw(bad_uuid), *fmt]
+        return ["usage", "show", "--provider", draw(bad_uuid), *fmt]
     if case == "show":
-        return ["--os-cloud", draw(st.sampled_from(["nosuch", "minbw-local ", "Minbw-Local"])), "providers", "show", *fmt]
+        return ["--os-cloud", draw(st.sampled_from(["nosuch", "minbw-local ", "Minbw-Local"])), "provider", "list", *fmt]
     if case == "move":
-        return ["move", "--consumer", draw(bad_uuid), "--target-host", draw(st.sampled_from(["", "nohost"])),
-                "--resource", draw(bad_resources), *fmt]
+        return ["allocation", "migrate", "--consumer", draw(bad_uuid),
+                "--target-host", draw(st.sampled_from(["", "nohost"])), "--resource", draw(bad_resources), *fmt]
     if case == "noservice":  # the embedded Placement is a cloud without Nova and Neutron: said in one line
-        return draw(st.sampled_from([["heal", "--dry-run"], ["audit"], ["drift", "--agent-config", d / "ovs.ini"],
-                                     ["segments"], ["separation", "--hosts", "devstack0", "--flavor-plain", "m1",
-                                                    "--dry-run"], ["schedule", "--port", "p", "--dry-run"],
-                                     ["candidates", "--port", "p"]]))
+        return draw(st.sampled_from([["server", "heal", "--dry-run"], ["audit"],
+                                     ["drift", "show", "--agent-config", d / "ovs.ini"],
+                                     ["segment", "list"],
+                                     ["separation", "set", "--hosts", "devstack0", "--flavor-plain", "m1", "--dry-run"],
+                                     ["port", "schedule", "--port", "p", "--dry-run"],
+                                     ["candidate", "list", "--port", "p"]]))
     if case == "audit":
         return draw(st.sampled_from([["audit", "--nosuch"], ["audit", "-f", "xml"], ["--os-cloud", "nosuch", "audit", "--fix"]]))
     return ["placement", "serve", "--state-dir", d, "--port", draw(bad_ints), *fmt]
@@ -222,7 +224,7 @@ def clouds(tmp_path, placement_server, tls_server, monkeypatch):
 
 def test_untrusted_certificate_says_so_and_how_to_fix(clouds, tls_server):
     url, _ = tls_server
-    code, _, err, _ = run_cli(["--os-cloud", "tls", "usage"])
+    code, _, err, _ = run_cli(["--os-cloud", "tls", "usage", "show"])
     _one_line(code, err, "certificate could not be verified", url, "--os-cacert", "--insecure")
 
 
@@ -231,7 +233,7 @@ def test_tls_is_verified_by_default_and_cacert_or_insecure_turn_the_failure_off(
     --insecure (and then fails on what the fake server answers, not on its certificate)."""
     url, cert = tls_server
     for extra in (["--os-cacert", str(cert)], ["--insecure"]):
-        code, _, err, _ = run_cli(["--os-cloud", "tls", *extra, "usage"])
+        code, _, err, _ = run_cli(["--os-cloud", "tls", *extra, "usage", "show"])
         assert "certificate could not be verified" not in err and "Traceback" not in err, (extra, err)
     import openstack.config
     from minbw.cli import connection
@@ -244,13 +246,13 @@ def test_tls_is_verified_by_default_and_cacert_or_insecure_turn_the_failure_off(
 
 def test_password_auth_at_a_url_that_is_no_keystone_fails_fast(clouds, placement_server):
     start = time.monotonic()
-    code, _, err, _ = run_cli(["--os-cloud", "notkeystone", "usage"])
+    code, _, err, _ = run_cli(["--os-cloud", "notkeystone", "usage", "show"])
     took = time.monotonic() - start
     _one_line(code, err, "notkeystone", placement_server.url, "Fix:")
     assert took < 60, took
 
 
 def test_connection_errors_as_a_subprocess_have_their_exit_code(clouds):
-    proc = subprocess.run([sys.executable, "-m", "minbw.cli", "--os-cloud", "tls", "usage"], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "minbw.cli", "--os-cloud", "tls", "usage", "show"], capture_output=True,
                           text=True, timeout=120, env=os.environ.copy())
     _one_line(proc.returncode, proc.stderr, "certificate could not be verified")

@@ -1,4 +1,4 @@
-"""minbw capacity against Placement's own answer: count, then claim servers of that shape one by one
+"""minbw capacity show against Placement's own answer: count, then claim servers of that shape one by one
 (new consumers, ops.claims.claim) until Placement has no candidate, and compare per host."""
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ def test_hypervisor_filter_and_unknown_hypervisor(placement):
 # ---------------------------------------------------------------- the command
 
 def run(placement_server, *args):
-    return subprocess.run(MINBW + ["capacity", *args], env=placement_server.env(), capture_output=True, text=True)
+    return subprocess.run(MINBW + ["capacity", "show", *args], env=placement_server.env(), capture_output=True, text=True)
 
 
 def test_cli_table_json_and_picture(placement, placement_server, tmp_path):
@@ -245,13 +245,13 @@ def test_cli_bad_input(placement, placement_server, args, code, message):
     r = run(placement_server, *args)
     assert r.returncode == code and "Traceback" not in r.stderr
     assert message in r.stderr, r.stderr
-    assert r.stderr.startswith("minbw: error: " if code == 1 else "usage: minbw capacity"), r.stderr
+    assert r.stderr.startswith("minbw: error: " if code == 1 else "usage: minbw capacity show"), r.stderr
 
 
 def test_a_missing_matplotlib_names_the_extra(monkeypatch, tmp_path, capsys):
     from minbw.cli.shell import main
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    assert main(["capacity", "--resource", "VCPU=1", "--png", str(tmp_path / "x.png")]) == 1
+    assert main(["capacity", "show", "--resource", "VCPU=1", "--png", str(tmp_path / "x.png")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("minbw: error: --png/--html draw with matplotlib") and "pip install 'minbw[plot]'" in err
     assert not (tmp_path / "x.png").exists()

@@ -59,11 +59,11 @@ def test_seed_001_capacity_and_candidates(placement, placement_server):
     (ar,) = cands.allocation_requests
     assert set(ar["allocations"]) == {h1, ceph} and cands.host_of(ar) == h1
     env = placement_server.env()
-    out = subprocess.run(MINBW + ["candidates", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
+    out = subprocess.run(MINBW + ["candidate", "list", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
                                   "--resource", "DISK_GB=10", "-f", "value"], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1 h1 flavor ceph, h1"  # the flavor's group: every provider it draws from
-    out = subprocess.run(MINBW + ["capacity", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
+    out = subprocess.run(MINBW + ["capacity", "show", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
                                   "--resource", "DISK_GB=10", "--json"], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     claimed, consumers = claim_until_full(placement, req.server)

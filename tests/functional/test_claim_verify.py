@@ -14,10 +14,10 @@ import uuid
 import pytest
 
 from minbw.errors import ConsumerConflict, NoValidHost, OvercommitUndone
-from minbw.ops import claims, moves, verify
+from minbw.ops import claims, allocation_migration, verify
 from minbw.ops.heal import _verified
 from minbw.placement.client import Placement
-from tests.functional.test_allocation_moves import EGR, allocations, bridge, host, server_request
+from tests.functional.test_allocation_migration_placement import EGR, allocations, bridge, host, server_request
 
 
 class Racing(Placement):
@@ -174,7 +174,7 @@ def test_a_move_found_over_capacity_gives_the_source_back(hosts):
     source = allocations(api, booted.consumer)
     racing = Racing(server.connect(), bridge(api, "h2"))
     with pytest.raises(OvercommitUndone) as err:
-        moves.move(racing, booted.consumer, req, "h2", sleep=lambda s: None, diagnose_on_failure=False)
+        allocation_migration.move(racing, booted.consumer, req, "h2", sleep=lambda s: None, diagnose_on_failure=False)
     assert racing.fired == 1
     assert "taken by others" in str(err.value) and "1 of them Placement accepted over capacity" in str(err.value)
     assert allocations(api, booted.consumer) == source          # back on its source, as it was
@@ -189,7 +189,7 @@ def test_a_move_undone_once_is_tried_again(hosts):
     booted = claims.claim(api, str(uuid.uuid4()), dataclasses.replace(req, in_tree=h1), project_id="p", user_id="u")
     # the other writer strikes once; the inventory is back before each of our writes, so the second try lands
     racing = Racing(server.connect(), bridge(api, "h2"), times=1, restore=True)
-    moved = moves.move(racing, booted.consumer, req, "h2", sleep=lambda s: None)
+    moved = allocation_migration.move(racing, booted.consumer, req, "h2", sleep=lambda s: None)
     outcomes = [a["outcome"] for a in moved.attempts]
     assert outcomes == [claims.UNDONE, "moved"], outcomes
     assert api.provider_usages(bridge(api, "h2"))[EGR] == 1000               # ours (the racer freed its own)

@@ -390,22 +390,22 @@ def test_cli_claim_and_free_json(placement, placement_server, tmp_path):
     def run(*a):
         return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
-    made = run("request", "--port-id", "99a97b12-6364-4d10-8d8e-c3dab4161691", "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000")
+    made = run("request", "show", "--port-id", "99a97b12-6364-4d10-8d8e-c3dab4161691", "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000")
     assert made.returncode == 0, made.stderr
     port.write_text(made.stdout)
     args = ["--project-id", "p", "--user-id", "u", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1",
             "--port-request", f"99a97b12-6364-4d10-8d8e-c3dab4161691={port}", "--json"]
-    ok = run("claim", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", *args)
+    ok = run("allocation", "create", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", *args)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["host_name"] == "devstack0"
-    no = run("claim", "--consumer", "0d4b5cf1-6a3c-4a4e-9a52-3b0c1e7f7a11", *args)
+    no = run("allocation", "create", "--consumer", "0d4b5cf1-6a3c-4a4e-9a52-3b0c1e7f7a11", *args)
     assert no.returncode == 4  # no valid host: not an error (1)
     out = json.loads(no.stdout)
     assert out["claimed"] is False and out["diagnosis"][1]["fits_alone"] is False
     assert "largest free amount is 500" in no.stderr
-    cands = run("candidates", *args[4:])
+    cands = run("candidate", "list", *args[4:])
     assert cands.returncode == 4 and json.loads(cands.stdout)["allocation_requests"] == []
-    freed = run("free", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "--json")
+    freed = run("allocation", "delete", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "--json")
     assert json.loads(freed.stdout) == {"changed": True, "consumer": "71cb7e04-3d5a-40f9-a99f-07f0d0831741"}
-    bad = run("claim", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resource", "VCPU")
+    bad = run("allocation", "create", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resource", "VCPU")
     assert bad.returncode == 2 and "--resource: expected CLASS=AMOUNT, e.g. VCPU=1" in bad.stderr  # a usage error

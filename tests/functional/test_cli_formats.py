@@ -35,7 +35,7 @@ def cloud(placement, placement_server, tmp_path):
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS)
     env = placement_server.env()
-    synced = run(env, "providers", "sync", "--agent-config", ini, "--create-root", "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100", "-f", "value", "-c", "write")
+    synced = run(env, "provider", "sync", "--agent-config", ini, "--create-root", "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=16384", "--root-inventory", "DISK_GB=100", "-f", "value", "-c", "write")
     assert synced.returncode == 0, synced.stderr
     assert f"create provider devstack0:Open vSwitch agent:br-test ({BR_TEST})" in synced.stdout
     assert "+--" not in synced.stdout and "writes" not in synced.stdout  # -f value: the column only
@@ -48,7 +48,7 @@ def test_the_entry_point_is_the_one_tested():
 
 def test_formats_and_columns_on_several_commands(cloud):
     env, ini = cloud
-    table = run(env, "providers", "show", "--hypervisor", "devstack0")
+    table = run(env, "provider", "list", "--hypervisor", "devstack0")
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
     assert [c.strip() for c in lines[1].split("|")[1:-1]] == [  # osc-placement's `resource provider list`
@@ -57,58 +57,58 @@ def test_formats_and_columns_on_several_commands(cloud):
     assert [c.strip() for c in inventory_head.split("|")[1:-1]] == [
         "resource_class", "allocation_ratio", "min_unit", "max_unit", "reserved", "step_size", "total", "used"]
 
-    value = run(env, "providers", "show", "-f", "value", "-c", "name", "-c", "generation")
+    value = run(env, "provider", "list", "-f", "value", "-c", "name", "-c", "generation")
     assert value.stdout.splitlines() == ["devstack0 2", "devstack0:Open vSwitch agent 1",
                                          "devstack0:Open vSwitch agent:br-test 2"], value.stdout
-    as_json = json.loads(run(env, "providers", "show", "-f", "json").stdout)
-    assert as_json == json.loads(run(env, "providers", "show", "--json").stdout)  # --json is -f json
-    assert as_json == yaml.safe_load(run(env, "providers", "show", "-f", "yaml").stdout)
+    as_json = json.loads(run(env, "provider", "list", "-f", "json").stdout)
+    assert as_json == json.loads(run(env, "provider", "list", "--json").stdout)  # --json is -f json
+    assert as_json == yaml.safe_load(run(env, "provider", "list", "-f", "yaml").stdout)
     assert {p["name"] for p in as_json} == {"devstack0", "devstack0:Open vSwitch agent",
                                             "devstack0:Open vSwitch agent:br-test"}
-    picked = json.loads(run(env, "providers", "show", "-f", "json", "-c", "uuid", "-c", "name").stdout)
+    picked = json.loads(run(env, "provider", "list", "-f", "json", "-c", "uuid", "-c", "name").stdout)
     assert {"uuid": BR_TEST, "name": "devstack0:Open vSwitch agent:br-test"} in picked
     assert all(set(p) == {"uuid", "name"} for p in picked)
 
-    again = run(env, "providers", "plan", "--agent-config", ini, "-f", "json")
+    again = run(env, "provider", "sync", "--dry-run", "--agent-config", ini, "-f", "json")
     assert again.returncode == 0 and json.loads(again.stdout)["ops"] == []
-    assert "0 writes" in run(env, "providers", "plan", "--agent-config", ini).stdout
+    assert "0 writes" in run(env, "provider", "sync", "--dry-run", "--agent-config", ini).stdout
 
-    usage = run(env, "usage", "--hypervisor", "devstack0", "-f", "value", "-c", "name", "-c", "resource_class",
+    usage = run(env, "usage", "show", "--hypervisor", "devstack0", "-f", "value", "-c", "name", "-c", "resource_class",
                 "-c", "used", "-c", "total")
     assert "devstack0:Open vSwitch agent:br-test NET_BW_EGR_KILOBIT_PER_SEC 0 1000" in usage.stdout.splitlines()
 
-    wrong = run(env, "usage", "-c", "nosuch")  # parsed before anything is read: exit 2, the columns named
+    wrong = run(env, "usage", "show", "-c", "nosuch")  # parsed before anything is read: exit 2, the columns named
     assert wrong.returncode == 2 and "nosuch" in wrong.stderr and "resource_class" in wrong.stderr
     assert "Traceback" not in wrong.stderr
 
 
 def test_request_file_then_claim_names_the_port(cloud, tmp_path, placement):
-    """The file `minbw request` writes carries the port id: the claim's binding and its no-valid-host
+    """The file `minbw request show` writes carries the port id: the claim's binding and its no-valid-host
     diagnosis name the port (they said "port None")."""
     env, _ = cloud
-    made = run(env, "request", "--port-id", PORT, "--qos-port", "min_bw:egress:600,min_bw:ingress:600")
+    made = run(env, "request", "show", "--port-id", PORT, "--qos-port", "min_bw:egress:600,min_bw:ingress:600")
     assert made.returncode == 0, made.stderr
     port_json = tmp_path / "port.json"
     port_json.write_text(made.stdout)
     assert json.loads(made.stdout)["id"] == PORT
     args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", port_json]
 
-    ok = run(env, "claim", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", *args)
+    ok = run(env, "allocation", "create", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", *args)
     assert ok.returncode == 0, ok.stderr
     assert PORT in ok.stdout and "port None" not in ok.stdout
     assert f"| {PORT} |" in ok.stdout and BR_TEST in ok.stdout  # the binding:profile.allocation table
     assert placement.get_allocations("71cb7e04-3d5a-40f9-a99f-07f0d0831741")["allocations"][BR_TEST]
 
-    no = run(env, "claim", "--consumer", "0d4b5cf1-6a3c-4a4e-9a52-3b0c1e7f7a11", *args)
+    no = run(env, "allocation", "create", "--consumer", "0d4b5cf1-6a3c-4a4e-9a52-3b0c1e7f7a11", *args)
     assert no.returncode == 4, no.stdout + no.stderr  # no valid host: its own exit code, not 1
     assert f"port {PORT}" in no.stderr and "port None" not in no.stderr
     assert "largest free amount is 400" in no.stderr
-    cands = run(env, "candidates", *args[4:], "-f", "json")
+    cands = run(env, "candidate", "list", *args[4:], "-f", "json")
     assert cands.returncode == 4 and json.loads(cands.stdout)["allocation_requests"] == []
 
-    bad = run(env, "claim", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resource", "VCPU")
+    bad = run(env, "allocation", "create", "--consumer", "5f0e9cd4-3a55-4f43-9d8a-0c8f4c7b1c11", "--project-id", "p", "--user-id", "u", "--resource", "VCPU")
     assert bad.returncode == 2 and "--resource: expected CLASS=AMOUNT" in bad.stderr  # a usage error: 2
-    freed = run(env, "free", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "-f", "value", "-c", "changed")
+    freed = run(env, "allocation", "delete", "--consumer", "71cb7e04-3d5a-40f9-a99f-07f0d0831741", "-f", "value", "-c", "changed")
     assert freed.returncode == 0 and freed.stdout == "True\n"
 
 
@@ -136,18 +136,18 @@ def test_connection_failures_are_one_line_naming_the_cloud(placement_server, tmp
     env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds)}
     env.pop("OS_CLOUD", None)
 
-    _one_line_error(run(env, "--os-cloud", "nosuch", "usage"), "nosuch was not found", str(clouds), "--os-cloud")
-    _one_line_error(run(env, "--os-cloud", "down", "usage"), "cannot reach cloud 'down' (http://127.0.0.1:1)",
+    _one_line_error(run(env, "--os-cloud", "nosuch", "usage", "show"), "nosuch was not found", str(clouds), "--os-cloud")
+    _one_line_error(run(env, "--os-cloud", "down", "usage", "show"), "cannot reach cloud 'down' (http://127.0.0.1:1)",
                     "Fix:")
-    _one_line_error(run(env, "--os-cloud", "badcreds", "providers", "show"),
+    _one_line_error(run(env, "--os-cloud", "badcreds", "provider", "list"),
                     f"cloud 'badcreds' ({url}) rejected the credentials (HTTP 401",
                     "Fix: check the cloud's credentials")
-    _one_line_error(run(env, "--os-cloud", "notadmin", "usage"), "cloud 'notadmin'", "HTTP 403",
+    _one_line_error(run(env, "--os-cloud", "notadmin", "usage", "show"), "cloud 'notadmin'", "HTTP 403",
                     "Placement needs an admin")
-    as_json = run(env, "--os-cloud", "down", "usage", "-f", "json")
+    as_json = run(env, "--os-cloud", "down", "usage", "show", "-f", "json")
     assert as_json.returncode == 1 and "cannot reach" in json.loads(as_json.stdout)["error"]["msg"]
     # an OS_CLOUD that is not in clouds.yaml does not break a command that needs no cloud
-    made = run({**env, "OS_CLOUD": "nosuch"}, "request", "--port-id", PORT, "--qos-port", "min_bw:egress:1",
+    made = run({**env, "OS_CLOUD": "nosuch"}, "request", "show", "--port-id", PORT, "--qos-port", "min_bw:egress:1",
                "-f", "value", "-c", "group")
     assert made.returncode == 0 and len(made.stdout.split()) == 1, made.stderr
 
@@ -159,7 +159,7 @@ def test_options_instead_of_clouds_yaml(cloud, placement_server):
     env.pop("OS_CLOUD")
     url = placement_server.url
     shown = run(env, "--os-auth-type", "admin_token", "--os-endpoint", url, "--os-token", "admin",
-                "--os-placement-endpoint-override", url, "providers", "show", "-f", "value", "-c", "uuid")
+                "--os-placement-endpoint-override", url, "provider", "list", "-f", "value", "-c", "uuid")
     assert shown.returncode == 0, shown.stderr
     assert BR_TEST in shown.stdout.split()
 
@@ -196,13 +196,13 @@ def test_sync_draws_a_progress_bar_on_a_terminal_only(placement, placement_serve
     import re
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS)
-    args = [ENTRY, "providers", "sync", "--agent-config", str(ini), "--create-root", "-f", "value", "-c", "step"]
+    args = [ENTRY, "provider", "sync", "--agent-config", str(ini), "--create-root", "-f", "value", "-c", "step"]
     proc, drawn = on_a_terminal(args, placement_server.env(), "stderr")
     assert proc.returncode == 0, drawn
     writes = proc.stdout.decode().splitlines()
     assert writes and set(writes) == {"done"}  # stdout is the result only
     assert re.search(rf"\r\x1b\[Kminbw: writes done \[#+\] {len(writes)}/{len(writes)}\r?\n", drawn), drawn
-    plain = run(placement_server.env(), "providers", "sync", "--agent-config", ini, "--absent")
+    plain = run(placement_server.env(), "provider", "sync", "--agent-config", ini, "--absent")
     assert plain.returncode == 0 and "\r" not in plain.stderr and "[#" not in plain.stderr, plain.stderr
 
 
@@ -211,7 +211,7 @@ def test_tables_fit_the_terminal(cloud, tmp_path):
     on by default there); piped, it stays whole for scripts."""
     env, ini = cloud
     (tmp_path / "wider.ini").write_text(OVS.replace("br-test:1000:1000", "br-test:2000:2000"))
-    args = [ENTRY, "providers", "plan", "--agent-config", str(tmp_path / "wider.ini")]
+    args = [ENTRY, "provider", "sync", "--dry-run", "--agent-config", str(tmp_path / "wider.ini")]
     proc, shown = on_a_terminal(args, env, "stdout", columns=80)
     assert proc.returncode == 0, proc.stderr
     lines = shown.splitlines()

@@ -73,7 +73,7 @@ def test_audit_reads_the_bandwidth_providers_and_the_full_roots(placement, tmp_p
 
 def test_audit_with_the_cache_reads_one_allocation_per_bandwidth_provider(placement, tmp_path):
     from minbw.cache.providers import ProviderCache
-    from minbw.reports.reader import Reader
+    from minbw.readers.placement import Reader
     setup(placement, tmp_path)
     # four more hosts: with fewer providers re-reading them costs less than the cache's safety check, and it does
     more = [load_agent_ini(OVS.replace("devstack0", f"devstack{i}"), source="x.ini") for i in range(1, 5)]
@@ -143,10 +143,10 @@ def test_cli_drift_exit_codes(placement, placement_server, tmp_path):
     def run(*a):
         return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
-    same = run("drift", "--agent-config", str(ini), "--no-neutron", "--json")
+    same = run("drift", "show", "--agent-config", str(ini), "--no-neutron", "--json")
     assert same.returncode == 0, same.stderr
     assert json.loads(same.stdout)["ok"] is True
     inv, gen = placement.get_inventories(BR_TEST)
     placement.set_inventories(BR_TEST, {rc: {**i, "reserved": 5} for rc, i in inv.items()}, gen)
-    differs = run("drift", "--agent-config", str(ini), "--no-neutron")
+    differs = run("drift", "show", "--agent-config", str(ini), "--no-neutron")
     assert differs.returncode == 3 and "NET_BW_EGR_KILOBIT_PER_SEC reserved: ini 0, Placement 5" in differs.stdout

@@ -95,7 +95,7 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
     env = placement_server.env()
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS.format(kbps=5000))
-    sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+    sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                    "--root-inventory", "VCPU=8"], env=env, capture_output=True, text=True)
     assert sync.returncode == 0, sync.stderr
     port = free_port()
@@ -198,7 +198,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS.format(kbps=5000))
-    sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+    sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                    "--root-inventory", "VCPU=8"], env=placement_server.env(), capture_output=True,
                           text=True)
     assert sync.returncode == 0, sync.stderr
@@ -248,7 +248,7 @@ def _sync_hosts(placement_server, tmp_path, hosts, kbps=5000):
     for host in hosts:
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(kbps=kbps).replace("devstack0", host))
-        sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
@@ -356,7 +356,7 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
     for host in ("devstack0", "devstack1"):
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(kbps=5000).replace("devstack0", host))
-        sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr

@@ -8,7 +8,7 @@ import uuid
 
 from minbw.ops.heal import Trees
 from minbw.cache.providers import ProviderCache
-from minbw.reports.reader import Reader
+from minbw.readers.placement import Reader
 from tests.conftest import MINBW
 
 OVS = """[DEFAULT]
@@ -44,7 +44,7 @@ def test_heal_reads_the_trees_through_the_reader_and_its_cache(placement, placem
         for name, text in (("ovs.ini", OVS), ("sriov.ini", SRIOV)):
             files += ["--agent-config", str(tmp_path / f"{host}-{name}")]
             (tmp_path / f"{host}-{name}").write_text(text.format(host=host))
-        sync = subprocess.run(MINBW + ["providers", "sync", *files, "--create-root", "--root-inventory", "VCPU=8"],
+        sync = subprocess.run(MINBW + ["provider", "sync", *files, "--create-root", "--root-inventory", "VCPU=8"],
                               env=placement_server.env(), capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
     root = placement.list_providers(name="ht1")[0].uuid

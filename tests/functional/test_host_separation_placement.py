@@ -148,14 +148,14 @@ def test_aggregate_variant(placement, two_hosts):
 def test_cli(placement, placement_server, two_hosts, tmp_path):
     def minbw(*args):
         return subprocess.run(MINBW + list(args), env=placement_server.env(), capture_output=True, text=True)
-    dry = minbw("separation", "--hosts", "devstack1", "--dry-run", "--json")
+    dry = minbw("separation", "set", "--hosts", "devstack1", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     assert [op["action"] for op in json.loads(dry.stdout)["ops"]] == ["create_trait", "reserve"]
     assert placement.get_provider_traits(two_hosts["devstack1"])[0] == NOVA_TRAITS
-    run = minbw("separation", "--hosts", "devstack1")
+    run = minbw("separation", "set", "--hosts", "devstack1")
     assert run.returncode == 0 and "add trait CUSTOM_MINBW_QOS_HOST to devstack1" in run.stdout
-    assert "0 writes" in minbw("separation", "--hosts", "devstack1").stdout
-    out = minbw("candidates", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1", "--separation", "avoid", "--json")
+    assert "0 writes" in minbw("separation", "set", "--hosts", "devstack1").stdout
+    out = minbw("candidate", "list", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1", "--separation", "avoid", "--json")
     assert out.returncode == 0, out.stderr
     body = json.loads(out.stdout)
     # Nova's owner_nova_filter's and compute_status_filter's root traits, then the separation's
@@ -163,5 +163,5 @@ def test_cli(placement, placement_server, two_hosts, tmp_path):
     assert "compute_status_filter: root_forbidden COMPUTE_STATUS_DISABLED (always)" in body["nova_filters"]
     assert {body["provider_summaries"][rp]["root_provider_uuid"] for a in body["allocation_requests"]
             for rp in a["allocations"]} == {two_hosts["devstack0"]}
-    bad = minbw("separation", "--hosts", "devstack1", "--trait", "QOS")
+    bad = minbw("separation", "set", "--hosts", "devstack1", "--trait", "QOS")
     assert bad.returncode == 1 and "not a custom trait name. Fix: CUSTOM_" in bad.stderr

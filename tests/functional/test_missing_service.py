@@ -50,12 +50,12 @@ def run(clouds, cloud, *argv):
 
 COMMANDS = [
     (("audit",), "compute", "Nova"),
-    (("heal", "--dry-run"), "compute", "Nova"),
-    (("separation", "--hosts", HOST, "--flavor-qos", "m1.qos", "--dry-run"), "compute", "Nova"),
-    (("separation", "--hosts", HOST, "--flavor-plain", "m1.small"), "compute", "Nova"),
-    (("drift",), "network", "Neutron"),
-    (("segments",), "network", "Neutron"),
-    (("segments", "--dry-run"), "network", "Neutron"),
+    (("server", "heal", "--dry-run"), "compute", "Nova"),
+    (("separation", "set", "--hosts", HOST, "--flavor-qos", "m1.qos", "--dry-run"), "compute", "Nova"),
+    (("separation", "set", "--hosts", HOST, "--flavor-plain", "m1.small"), "compute", "Nova"),
+    (("drift", "show",), "network", "Neutron"),
+    (("segment", "list"), "network", "Neutron"),
+    (("segment", "sync", "--dry-run"), "network", "Neutron"),
 ]
 
 
@@ -83,8 +83,8 @@ def test_it_fails_as_the_cloud_that_says_so(clouds, argv, service, project):
     assert f"has_{service}: false" in err, err
 
 
-@pytest.mark.parametrize("argv", [("separation", "--hosts", HOST, "--dry-run", "-f", "json"),
-                                  ("drift", "--no-neutron", "-f", "json")])
+@pytest.mark.parametrize("argv", [("separation", "set", "--hosts", HOST, "--dry-run", "-f", "json"),
+                                  ("drift", "show", "--no-neutron", "-f", "json")])
 def test_what_runs_on_placement_alone_runs_the_same_on_both(clouds, argv):
     by_hand, said = run(clouds, "byhand", *argv), run(clouds, "said", *argv)
     assert by_hand.returncode == said.returncode == 0, (by_hand.stderr, said.stderr)
@@ -102,7 +102,7 @@ def test_a_cloud_without_catalog_nor_endpoint_names_the_service(clouds, argv, se
     assert "AssertionError" not in err and "NotSupported" not in err, err
 
 
-@pytest.mark.parametrize("argv", [("drift",), ("segments",)])
+@pytest.mark.parametrize("argv", [("drift", "show",), ("segment", "list")])
 def test_an_endpoint_that_is_no_neutron_is_found_by_one_probe(clouds, argv):
     err = _said(run(clouds, "elsewhere", *argv), "network", "Neutron", "elsewhere")
     assert "answers /extensions with 404" in err, err

@@ -28,7 +28,7 @@ def _computes(placement_server, tmp_path, hosts):
     for host in hosts:
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(host=host))
-        sync = _minbw(placement_server.env(), "providers", "sync", "--agent-config", str(ini), "--create-root",
+        sync = _minbw(placement_server.env(), "provider", "sync", "--agent-config", str(ini), "--create-root",
                       "--root-inventory", "VCPU=8", "--root-inventory", "MEMORY_MB=8192")
         assert sync.returncode == 0, sync.stderr
 
@@ -40,13 +40,13 @@ def _set_root_traits(placement, host, add=(), remove=()):
 
 
 def _capacity(env) -> dict:
-    out = _minbw(env, "capacity", *SHAPE, "--json")
+    out = _minbw(env, "capacity", "show", *SHAPE, "--json")
     assert out.returncode == 0, out.stderr
     return {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
 
 
 def _candidate_hosts(env) -> list[str]:
-    out = _minbw(env, "candidates", *SHAPE, "-f", "value", "-c", "host")
+    out = _minbw(env, "candidate", "list", *SHAPE, "-f", "value", "-c", "host")
     assert out.returncode in (0, 4), out.stderr
     return sorted(set(out.stdout.split()))
 
@@ -63,19 +63,19 @@ def test_a_disabled_compute_is_left_out_and_named(placement, placement_server, t
     assert "COMPUTE_STATUS_DISABLED" in json.dumps(counted["nq1"]) and "compute_status_filter" in \
         json.dumps(counted["nq1"]), counted["nq1"]
     assert _candidate_hosts(env) == ["nq0"]
-    shown = _minbw(env, "candidates", *SHAPE, "--json")
+    shown = _minbw(env, "candidate", "list", *SHAPE, "--json")
     assert "compute_status_filter: root_forbidden COMPUTE_STATUS_DISABLED (always)" in \
         json.loads(shown.stdout)["nova_filters"]
 
     # a server that fits only on the disabled compute: the diagnosis names Nova's filter, not bandwidth
-    fill = _minbw(env, "claim", "--consumer", "6f7f1d2e-1b1c-4c37-9a0e-0c1d2e3f4a5b", "--project-id", "p",
+    fill = _minbw(env, "allocation", "create", "--consumer", "6f7f1d2e-1b1c-4c37-9a0e-0c1d2e3f4a5b", "--project-id", "p",
                   "--user-id", "u", "--resource", "VCPU=8", "--root-required", "!COMPUTE_STATUS_DISABLED")
     assert fill.returncode == 0, fill.stderr  # nq0's VCPUs all taken
-    none = _minbw(env, "candidates", *SHAPE)
+    none = _minbw(env, "candidate", "list", *SHAPE)
     assert none.returncode == 4, none.stdout + none.stderr
     assert "compute_status_filter removes nq1" in none.stdout and "which Nova's request filters remove" in \
         none.stdout, none.stdout
-    claim = _minbw(env, "claim", "--consumer", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "--project-id", "p",
+    claim = _minbw(env, "allocation", "create", "--consumer", "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", "--project-id", "p",
                    "--user-id", "u", *SHAPE)
     assert claim.returncode == 4 and "compute_status_filter removes nq1" in claim.stderr, claim.stderr
 
@@ -90,13 +90,13 @@ def test_a_root_without_owner_nova_is_left_out_while_every_other_has_it(placemen
     assert _candidate_hosts(env) == ["no0"]
     counted = _capacity(env)
     assert counted["no1"]["fits"] == 0 and "owner_nova_filter" in json.dumps(counted["no1"]), counted["no1"]
-    shown = json.loads(_minbw(env, "candidates", *SHAPE, "--json").stdout)
+    shown = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--json").stdout)
     assert "owner_nova_filter: root_required OWNER_NOVA (every nova-compute is at service version 73 or later)" in \
         shown["nova_filters"]
     # during a rolling upgrade to Nova 34 (an older nova-compute), Nova does not ask for it: nor does minbw
-    upgrading = json.loads(_minbw(env, "candidates", *SHAPE, "--owner-nova", "no", "--json").stdout)
+    upgrading = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--owner-nova", "no", "--json").stdout)
     assert not [f for f in upgrading["nova_filters"] if f.startswith("owner_nova_filter")]
-    assert _minbw(env, "candidates", *SHAPE, "--owner-nova", "no", "-f", "value", "-c", "host").stdout.split() \
+    assert _minbw(env, "candidate", "list", *SHAPE, "--owner-nova", "no", "-f", "value", "-c", "host").stdout.split() \
         .count("no1") >= 1
     _set_root_traits(placement, "no1", add=["OWNER_NOVA"])  # its resource tracker writes it again
     assert _candidate_hosts(env) == ["no0", "no1"]
@@ -107,12 +107,12 @@ def test_nova_options_by_nova_names_and_bad_ones_refused(placement, placement_se
     _computes(placement_server, tmp_path, ["nz0"])
     conf = tmp_path / "nova.conf"
     conf.write_text("[scheduler]\nmax_placement_results = 7\n")
-    shown = json.loads(_minbw(env, "candidates", *SHAPE, "--nova-conf", str(conf), "--json").stdout)
+    shown = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--nova-conf", str(conf), "--json").stdout)
     assert shown["query"]["limit"] == "7"
-    shown = json.loads(_minbw(env, "candidates", *SHAPE, "--nova-conf", str(conf), "--nova-option",
+    shown = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--nova-conf", str(conf), "--nova-option",
                               "scheduler.max_placement_results=3", "--json").stdout)
     assert shown["query"]["limit"] == "3"
-    bad = _minbw(env, "candidates", *SHAPE, "--nova-option", "scheduler.no_such_option=1")
+    bad = _minbw(env, "candidate", "list", *SHAPE, "--nova-option", "scheduler.no_such_option=1")
     assert bad.returncode != 0 and "no_such_option" in bad.stderr and "Fix" in bad.stderr, bad.stderr
-    flavor = _minbw(env, "candidates", "--flavor", "m1.small", *SHAPE[2:])
+    flavor = _minbw(env, "candidate", "list", "--flavor", "m1.small", *SHAPE[2:])
     assert flavor.returncode != 0 and "Nova" in flavor.stderr, flavor.stderr  # Placement alone has no flavors

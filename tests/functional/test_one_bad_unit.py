@@ -26,7 +26,7 @@ def three_hosts(placement, placement_server, tmp_path):
     for host in HOSTS:
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(host=host))
-        sync = subprocess.run(MINBW + ["providers", "sync", "--agent-config", str(ini), "--create-root",
+        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8", "--no-cache"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
@@ -85,7 +85,7 @@ def test_a_sync_that_meets_a_provider_deleted_while_read_makes_it_again(placemen
     for key, value in placement_server.env().items():
         monkeypatch.setenv(key, value)
     deleted_after_listing(three_hosts["devstack0"])
-    args = ["providers", "sync", "--no-cache"]
+    args = ["provider", "sync", "--no-cache"]
     for h in HOSTS:
         args += ["--agent-config", str(tmp_path / f"{h}.ini")]
     from minbw.cli.shell import main  # in process: the armed listing is this process's
@@ -97,7 +97,7 @@ def test_drift_compares_every_agent_file_but_the_bad_one(placement, placement_se
     """Three hosts' ini files, devstack1's now unparseable: drift still compares devstack0's and devstack2's with
     Placement (they agree), names devstack1's file once with the fix, and exits 3 (a partial answer)."""
     (tmp_path / "devstack1.ini").write_text(OVS.format(host="devstack1").replace("br-test:5000", "br-nope:5000"))
-    args = ["drift", "--no-neutron", "--json"] + [a for h in HOSTS for a in ("--agent-config",
+    args = ["drift", "show", "--no-neutron", "--json"] + [a for h in HOSTS for a in ("--agent-config",
                                                                              str(tmp_path / f"{h}.ini"))]
     out = subprocess.run(MINBW + args, env=placement_server.env(), capture_output=True, text=True)
     assert out.returncode == 3, out.stdout + out.stderr

@@ -63,7 +63,7 @@ def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_se
     def run(*a):
         return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
-    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 0, out.stderr
     assert "minbw: warning: chassis c0 (devstack0): Neutron silently reports no bandwidth for bridge br-x" in out.stderr
     assert json.loads(out.stdout)["warnings"] and json.loads(out.stdout)["result"]["writes"] > 0
@@ -75,19 +75,19 @@ def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_se
     rows = run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0])
     assert [(r.name, r.differences) for r in rows if not r.agree] == [
         ("devstack1:OVN Controller agent:br-test", ("missing from agent",))]
-    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert [(op["action"], op["name"]) for op in json.loads(out.stdout)["ops"]] == [
         ("delete_provider", "devstack1:OVN Controller agent:br-test")]
     assert all(r.agree for r in run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0]))
-    drift = run("drift", "--ovn-chassis", str(dump), "--no-neutron", "--json")
+    drift = run("drift", "show", "--ovn-chassis", str(dump), "--no-neutron", "--json")
     assert drift.returncode == 0 and json.loads(drift.stdout)["ok"], drift.stdout + drift.stderr
     assert "minbw: warning: chassis c0 (devstack0): Neutron silently reports no bandwidth for bridge br-x" in drift.stderr
     # the same chassis from one compute's Open vSwitch row (ovs-vsctl --format=json list Open_vSwitch)
     row = tmp_path / "ovs.json"
     row.write_text(json.dumps({"headings": ["external_ids"], "data": [[["map", sorted(
         {"system-id": "c0", "hostname": "devstack0", **CHASSIS}.items())]]]}))
-    assert json.loads(run("providers", "plan", "--ovn-chassis", str(row), "--json").stdout)["writes"] == 0
-    bad = run("providers", "plan", "--json")
+    assert json.loads(run("provider", "sync", "--dry-run", "--ovn-chassis", str(row), "--json").stdout)["writes"] == 0
+    bad = run("provider", "sync", "--dry-run", "--json")
     assert bad.returncode == 1 and "--agent-config FILE" in bad.stderr and "--ovn-sb-db" in bad.stderr
 
 
@@ -141,7 +141,7 @@ def test_one_chassis_s_typo_costs_that_chassis_only(placement, placement_server,
     def run(*a):
         return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
-    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 0, out.stderr
     before = {h: tree(placement, h) for h in ("devstack0", "devstack1")}
     # c2's bridge grows, c1 gets a typo, c3 (hostname devstack2 too) cannot be parsed
@@ -151,7 +151,7 @@ def test_one_chassis_s_typo_costs_that_chassis_only(placement, placement_server,
               "c3": ("devstack2", {ovn.BRIDGE_MAPPINGS: "physnet1:br-y",
                                    ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-y:1:2:3"})}
     dump.write_text(json.dumps(sb_json(**dict(reversed(broken.items())))))  # c3 first: the lines are sorted
-    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 3, out.stdout + out.stderr
     lines = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
     # one line per chassis, in the order of their names, each: chassis NAME (host HOST): what. Fix: the fix
@@ -183,6 +183,6 @@ def test_one_chassis_s_typo_costs_that_chassis_only(placement, placement_server,
         u: {rc: {"total": i["total"]} for rc, i in inv.items()} for u, inv in theirs["inventories"].items()}
     # nothing at all can be synced: an error, nothing written
     dump.write_text(json.dumps(sb_json(c1=broken["c1"], c0=broken["c0"])))
-    out = run("providers", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
+    out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 1 and "nothing to sync" in out.stderr, out.stdout + out.stderr
     assert {h: tree(placement, h) for h in ("devstack0", "devstack1")} == before

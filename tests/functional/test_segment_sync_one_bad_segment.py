@@ -11,7 +11,7 @@ from minbw.errors import PartialApply
 from minbw.ops import segments as seg_ops
 from minbw.plan.segments import plan_segments
 from tests.faults.test_ops_faults import routed
-from tests.functional.test_allocation_moves import host
+from tests.functional.test_allocation_migration_placement import host
 
 HOSTS = ("sg0", "sg1", "sg2")
 

@@ -310,15 +310,15 @@ def test_cli_plan_sync_show_json(placement, placement_server, tmp_path):
     def run(*a):
         return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
-    out = run("providers", "plan", *args)
+    out = run("provider", "sync", "--dry-run", *args)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["writes"] > 0 and tree(placement) == {}
-    assert run("providers", "sync", *args).returncode == 0
-    again = json.loads(run("providers", "sync", *args).stdout)
+    assert run("provider", "sync", *args).returncode == 0
+    again = json.loads(run("provider", "sync", *args).stdout)
     assert again["writes"] == 0 and again["changed"] is False
-    shown = json.loads(run("providers", "show", "--hypervisor", "devstack0", "--json").stdout)
+    shown = json.loads(run("provider", "list", "--hypervisor", "devstack0", "--json").stdout)
     assert {p["uuid"] for p in shown} >= set(SEED_003)
-    bad = run("providers", "sync", "--agent-config", str(tmp_path / "missing.ini"), "--host", "h")
+    bad = run("provider", "sync", "--agent-config", str(tmp_path / "missing.ini"), "--host", "h")
     assert bad.returncode == 1 and "missing.ini" in bad.stderr
 
 
@@ -480,7 +480,7 @@ def test_workers_out_of_range_is_a_clear_error_and_zero_writes(placement):
 def test_cli_cache_option(placement, placement_server, tmp_path):
     make_root(placement)
     (tmp_path / "ovs.ini").write_text(OVS_INI)
-    args = ["providers", "sync", "--agent-config", str(tmp_path / "ovs.ini"), "--host", "devstack0",
+    args = ["provider", "sync", "--agent-config", str(tmp_path / "ovs.ini"), "--host", "devstack0",
             "--cache", str(tmp_path / "cache.json"), "--json"]
     for expected in (True, False):
         out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
@@ -501,7 +501,7 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     env = {**placement_server.env(), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
 
     def sync(*extra):
-        out = subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", *args, *extra, "--json"],
+        out = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, *extra, "--json"],
                              capture_output=True, text=True, env=env, timeout=120)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
@@ -514,7 +514,7 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     assert "0 created, 0 updated, 0 deleted (0 writes)" in warm["summary"]
     assert "cache: 9 of 9 cached providers trusted after" in warm["summary"] and "0 re-read" in warm["summary"]
     assert sync("--no-cache")["summary"].endswith("; no cache")
-    bad = subprocess.run([sys.executable, "-m", "minbw.cli", "providers", "sync", *args, "--workers", "99"],
+    bad = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--workers", "99"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--workers: expected a whole number from 1 to 32" in bad.stderr  # usage
 
@@ -556,7 +556,7 @@ def test_a_host_without_its_compute_node_costs_that_host_only(placement, placeme
     make_root(placement, "hv1")
     for h in ("hv1", "hv2"):
         (tmp_path / f"{h}.ini").write_text(f"[DEFAULT]\nhost = {h}\n" + OVS_INI)
-    args = ["providers", "sync", "--agent-config", str(tmp_path / "hv1.ini"), "--agent-config",
+    args = ["provider", "sync", "--agent-config", str(tmp_path / "hv1.ini"), "--agent-config",
             str(tmp_path / "hv2.ini"), "--no-cache", "--json"]
     out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
                          env=placement_server.env(), timeout=120)

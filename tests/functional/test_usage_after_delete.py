@@ -14,7 +14,7 @@ from minbw.ops.audit import read_placement
 from minbw.plan.audit import OVER_CAPACITY, audit as judge
 from minbw.reports.capacity.request import capacity_request
 from minbw.cache.providers import ProviderCache
-from minbw.reports.reader import Reader
+from minbw.readers.placement import Reader
 from minbw.usecases.capacity import capacity_report
 from tests.functional.test_capacity_placement import host
 

@@ -123,7 +123,7 @@ def test_sync_and_claim_through_haproxy(api, galera, tmp_path, monkeypatch):
     consumer = str(uuid.uuid4())
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["--os-cloud", galera.cloud, "claim", "--consumer", consumer, "--project-id", "p",
+        rc = main(["--os-cloud", galera.cloud, "allocation", "create", "--consumer", consumer, "--project-id", "p",
                    "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}", "--json"])
     assert rc == 0, err.getvalue()
     got = json.loads(out.getvalue())
@@ -152,13 +152,13 @@ def commit_deadlocks(results):
     """(the others, the claims that failed because Placement answered 500 with MySQL's error 1213). With writes
     on several nodes, Galera certifies a transaction at COMMIT and fails the loser with "Deadlock found ...":
     after Placement's allocation write and its retry loop succeeded, outside oslo.db's deadlock retries, so
-    Placement answers 500 and ``minbw claim`` exits 1 (docs/galera.md). Seen only in multi-writer mode."""
+    Placement answers 500 and ``minbw allocation create`` exits 1 (docs/galera.md). Seen only in multi-writer mode."""
     dead = [r for r in results if r[1] == 1 and "(1213, " in r[3] and "status 500" in r[3]]
     return [r for r in results if r not in dead], dead
 
 
 def test_claim_storm_never_overcommits(api, galera, tmp_path, pool):
-    """8 ``minbw claim`` processes, 3 claims each, all at the same instant, for twice the bandwidth there is
+    """8 ``minbw allocation create`` processes, 3 claims each, all at the same instant, for twice the bandwidth there is
     (2 hosts), 2 rounds: after each no provider is over capacity and every claim is accounted for
     (check_round of the single-server test), but for the claims Galera's certification failed at commit (multi-
     writer: a 500 from Placement, nothing allocated); what certification did is printed."""

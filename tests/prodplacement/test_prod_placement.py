@@ -72,7 +72,7 @@ def request_json(tmp_path):
     from minbw.cli.shell import main
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main(["request", "--port-id", PORT_ID, "--qos-port", f"min_bw:egress:{KBPS},min_bw:ingress:{KBPS}"]) == 0
+        assert main(["request", "show", "--port-id", PORT_ID, "--qos-port", f"min_bw:egress:{KBPS},min_bw:ingress:{KBPS}"]) == 0
     path = tmp_path / "port.json"
     path.write_text(out.getvalue())
     return path
@@ -109,7 +109,7 @@ def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, m
     consumer = str(uuid.uuid4())
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(["--os-cloud", prod_placement.cloud, "claim", "--consumer", consumer, "--project-id", "p",
+        rc = main(["--os-cloud", prod_placement.cloud, "allocation", "create", "--consumer", consumer, "--project-id", "p",
                    "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}", "--json"])
     assert rc == 0, err.getvalue()
     got = json.loads(out.getvalue())
@@ -126,7 +126,7 @@ def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, m
 # ---------------------------------------------------------------- concurrent claimers, more demand than bandwidth
 
 def _cli_claimer(job):
-    """One claimer process: ``minbw claim`` (the CLI's main, in-process) for each consumer, all claimers
+    """One claimer process: ``minbw allocation create`` (the CLI's main, in-process) for each consumer, all claimers
     starting at the same instant. Returns (consumer, exit code, stdout, stderr)."""
     clouds_yaml, cloud, consumers, start_at, args = job
     import os
@@ -140,7 +140,7 @@ def _cli_claimer(job):
         o, e = io.StringIO(), io.StringIO()
         try:
             with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
-                rc = main(["--os-cloud", cloud, "claim", "--consumer", c, *args, "--json"])
+                rc = main(["--os-cloud", cloud, "allocation", "create", "--consumer", c, *args, "--json"])
         except BaseException:  # a traceback reaching the user: the test reports it
             rc, e = "traceback", io.StringIO(traceback.format_exc())
         out.append((c, rc, o.getvalue(), e.getvalue()))
@@ -160,7 +160,7 @@ def claimer_pool():
 
 @pytest.mark.parametrize("claimers", [8, 16, 32])
 def test_concurrent_claimers_never_overcommit(prod, prod_placement, tmp_path, claimers, claimer_pool):
-    """``claimers`` processes run ``minbw claim`` 3 times each, all starting at the same instant, for twice the
+    """``claimers`` processes run ``minbw allocation create`` 3 times each, all starting at the same instant, for twice the
     bandwidth there is (2 hosts), ROUNDS rounds, on Placement as upstream ships it (retry count 10, which
     overcommits such races: docs/placement-overcommit.md): after every round no provider is over capacity,
     because each claim verifies what it wrote and undoes it when Placement accepted it over capacity."""

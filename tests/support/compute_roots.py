@@ -1,7 +1,7 @@
 """Compute node roots as nova-compute makes them, for the tests that build a cloud in Placement themselves.
 
 Nova 34's nova-compute marks its compute node's root provider with COMPUTE_NODE and OWNER_NOVA
-(``ResourceTracker._get_traits``), as ``minbw providers sync --create-root`` does (``NOVA_ROOT_TRAITS``): a
+(``ResourceTracker._get_traits``), as ``minbw provider sync --create-root`` does (``NOVA_ROOT_TRAITS``): a
 root made here carries them, so the default path (Nova's query: ``root_required=OWNER_NOVA``) finds it as
 Nova's own. A test that needs a root without them (a root Nova would leave out) makes it on purpose.
 """

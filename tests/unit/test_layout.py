@@ -12,13 +12,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CORE = REPO / "python" / "minbw"
 
-# the analyses of reports/ are pure; its readers (diagnose, providers) read Placement and Neutron
-ANALYSES = ("minbw.reports.capacity", "minbw.reports.guarantee", "minbw.reports.drift",
-            "minbw.reports.move_checks", "minbw.reports.candidates", "minbw.reports.verify")
-PURE = ("minbw.model", "minbw.neutron", "minbw.nova", "minbw.plan", "minbw.placement.query",
-        "minbw.placement.mapping", "minbw.cache.check") + ANALYSES
-IO = ("minbw.ops", "minbw.exporter", "minbw.reports.diagnose", "minbw.reports.providers", "minbw.reports.reader",
-      "minbw.cache.providers", "minbw.placement.client", "minbw.deploy", "minbw.cli", "minbw.usecases")
+# the rooms that compute only, and those that read or write (reports/ analyses what readers/ reads)
+PURE = ("minbw.model", "minbw.neutron", "minbw.nova", "minbw.plan", "minbw.reports", "minbw.placement.query",
+        "minbw.placement.mapping", "minbw.cache.check")
+IO = ("minbw.ops", "minbw.exporter", "minbw.readers", "minbw.cache.providers", "minbw.placement.client",
+      "minbw.deploy", "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
                 "http", "wsgiref", "placement", "threading", "concurrent")
 # who may import whom (a module of the key may import modules of the listed packages)
@@ -31,15 +29,17 @@ ALLOWED = {
     "minbw.placement.mapping": ("minbw.model", "minbw.errors"),
     "minbw.placement.client": ("minbw.model", "minbw.errors"),
     "minbw.plan": ("minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.placement.query",
-                   "minbw.placement.mapping", "minbw.errors") + ANALYSES,
+                   "minbw.placement.mapping", "minbw.reports", "minbw.errors"),
     # the provider cache: its file (read and written by the sync, read by the reports) and its safety check
     "minbw.cache": ("minbw.cache", "minbw.placement", "minbw.model", "minbw.errors"),
-    "minbw.reports": ("minbw.reports", "minbw.cache", "minbw.placement", "minbw.model", "minbw.neutron",
-                      "minbw.errors"),
-    "minbw.ops": ("minbw.ops", "minbw.cache", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
+    "minbw.reports": ("minbw.reports", "minbw.placement.query", "minbw.placement.mapping", "minbw.model",
+                      "minbw.neutron", "minbw.errors"),
+    "minbw.readers": ("minbw.readers", "minbw.reports", "minbw.cache", "minbw.placement", "minbw.model",
+                      "minbw.neutron", "minbw.errors"),
+    "minbw.ops": ("minbw.ops", "minbw.cache", "minbw.readers", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
                   "minbw.neutron", "minbw.nova", "minbw.errors"),
-    "minbw.exporter": ("minbw.exporter", "minbw.cache", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
-    "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.cache", "minbw.reports", "minbw.placement",
+    "minbw.exporter": ("minbw.exporter", "minbw.cache", "minbw.readers", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
+    "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.cache", "minbw.readers", "minbw.reports", "minbw.placement",
                        "minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.deploy", "minbw.errors"),
     "minbw.cli": ("minbw.cli", "minbw.usecases", "minbw.errors", "minbw"),
     "minbw.deploy": ("minbw.deploy", "minbw.errors"),
@@ -101,8 +101,21 @@ MODULES = dict(modules())
 
 def test_the_layout_has_the_expected_rooms():
     rooms = {n.split(".")[1] for n in MODULES if n.count(".") >= 1}
-    assert {"model", "neutron", "nova", "placement", "plan", "ops", "reports", "cache", "deploy", "cli", "usecases",
-            "errors"} <= rooms
+    assert {"model", "neutron", "nova", "placement", "plan", "ops", "reports", "readers", "cache", "deploy", "cli",
+            "usecases", "errors"} <= rooms
+    # every module lives in a room the rules name: pure or I/O, with its allowed imports
+    unruled = sorted(n for n in MODULES if n.count(".") >= 1 and n not in PACKAGES and package_of(n) is None)
+    assert not unruled, f"{unruled}: give their room a rule (ALLOWED, and PURE or IO)"
+    assert all(within(p, PURE) != within(p, IO) for p in ALLOWED if p not in ("minbw.cache", "minbw.placement",
+                                                                           "minbw.errors"))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if within(n, ["minbw.readers"]) and n != "minbw.readers"))
+def test_readers_read(name):
+    """A module of readers/ reads Placement or Neutron (else it is an analysis and belongs in reports/)."""
+    found = imports(MODULES[name], name)
+    assert any(within(i, ["minbw.placement.client", "minbw.cache.providers", "minbw.readers"]) for i in found) or \
+        "conn" in ast.unparse(MODULES[name]), f"{name} reads nothing: it belongs in reports/"
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

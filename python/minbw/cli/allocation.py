@@ -1,4 +1,4 @@
-"""``minbw claim`` / ``minbw free`` — ``openstack bandwidth allocation create|delete``."""
+"""``allocation create|delete``: claim a server's resources in Placement, or free them."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from minbw.cli.options import add_server_arguments, count, server_spec, uuid_arg
 CLAIM_COLUMNS = ("provider", "uuid", "resources")
 
 
-class Claim(Command):
+class CreateAllocation(Command):
     """Claim a server's resources atomically (alternates on capacity); explains a failure per request group
     (exit 4). The consumer already holding exactly this claim is left unchanged."""
 
@@ -54,7 +54,7 @@ def binding_sections(binding_profiles: dict) -> tuple[Section, ...]:
                     tuple((port, json.dumps(value)) for port, value in binding_profiles.items())),)
 
 
-class Free(Command):
+class DeleteAllocation(Command):
     """Free a consumer's allocations (a safe delete at its generation); nothing to do when it has none."""
 
     columns = ("changed", "consumer")

@@ -1,4 +1,4 @@
-"""``minbw audit`` — ``openstack bandwidth audit``."""
+"""``audit``: leaked and stale bandwidth allocations, double allocations, providers over capacity."""
 from __future__ import annotations
 
 import sys
@@ -21,7 +21,7 @@ class Audit(Command):
         parser.add_argument("--fix", action="store_true",
                             help="remove leaked bandwidth from their consumers and clear stale binding allocations")
         parser.add_argument("--ignore-consumer", action="append", default=[], metavar="UUID",
-                            help="a consumer that is not Nova's (e.g. a claim made with `minbw claim`); repeat")
+                            help="a consumer that is not Nova's (e.g. a claim made with allocation create); repeat")
         add_service_cloud_argument(parser)
 
     def view(self, parsed_args):

@@ -1,4 +1,4 @@
-"""``minbw candidates`` — ``openstack bandwidth candidate list``."""
+"""``candidate list``: one GET /allocation_candidates for a server and its QoS ports."""
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_NO_VALID_HOST, Command, View

@@ -1,4 +1,4 @@
-"""``minbw capacity`` — ``openstack bandwidth capacity show``: how many more servers of one shape fit, per host and
+"""``capacity show``: how many more servers of one shape fit, per host and
 physnet; a table, JSON, and a picture of used/free bandwidth per provider (PNG or HTML, with matplotlib)."""
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def render_html(report: dict, png: bytes) -> str:
 
 # ---------------------------------------------------------------- the command
 
-class Capacity(Command):
+class ShowCapacity(Command):
     """How many more servers of one shape fit, per host and physnet (read-only)."""
 
     columns = COLUMNS

@@ -1,4 +1,4 @@
-"""``minbw drift`` — ``openstack bandwidth drift show``."""
+"""``drift show``: the agents' ini files, what they report to Neutron, and Placement, compared."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +10,7 @@ SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
 
 
-class Drift(Command):
+class ShowDrift(Command):
     """Compare the agents' ini files, what the agents report to Neutron, and Placement, provider by provider
     (exit 3 when they differ)."""
 

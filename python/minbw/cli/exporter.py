@@ -1,4 +1,4 @@
-"""``minbw exporter`` — ``openstack bandwidth exporter``: guaranteed bandwidth as Prometheus metrics."""
+"""``exporter``: guaranteed bandwidth as Prometheus metrics."""
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,4 @@
-"""``minbw heal`` — ``openstack bandwidth server heal``."""
+"""``server heal``: the port allocations and binding:profile.allocation servers lack."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +9,7 @@ from minbw.cli.options import add_service_cloud_argument
 COLUMNS = ("server", "port", "group", "status", "provider", "why")
 
 
-class Heal(Command):
+class HealServer(Command):
     """Add missing port allocations and binding:profile.allocation to servers (what nova-manage placement
     heal_allocations does, deterministic). Exit 3 when a server is left unhealed (with --dry-run: needs healing), 1
     when every server's writes failed."""

@@ -97,7 +97,7 @@ def add_resource_arguments(parser: argparse.ArgumentParser, required_help: str =
 def add_port_arguments(parser: argparse.ArgumentParser, neutron_ports: bool = True) -> None:
     parser.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
                         help="a port's resource_request JSON (either format) or the port as Neutron shows it "
-                             "(openstack port show -f json, or minbw request's output); repeat per port")
+                             "(openstack port show -f json, or minbw request show's output); repeat per port")
     parser.add_argument("--qos-port", action="append", type=qos_port, metavar="RULES", help=QOS_PORT_HELP)
     if neutron_ports:
         parser.add_argument("--port", action="append", metavar="NAME|ID",
@@ -157,7 +157,7 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", type=count, metavar="N", help="at most N candidates")
     parser.add_argument("--separation", choices=("off", "avoid", "strict"), default="off",
                         help="avoid: a server without QoS ports keeps off the hosts reserved for QoS ports; strict: "
-                             "one with QoS ports must also land on them (default off; minbw separation)")
+                             "one with QoS ports must also land on them (default off; minbw separation set)")
     parser.add_argument("--separation-trait", metavar="CUSTOM_TRAIT", help="default CUSTOM_MINBW_QOS_HOST")
     parser.add_argument("--separation-aggregate", metavar="UUID", help="the reserved hosts are this aggregate's")
 
@@ -186,7 +186,7 @@ def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_ovn_arguments(parser: argparse.ArgumentParser, *, southbound_help: str | None = None) -> None:
-    """ML2/OVN chassis options as a source of bandwidth providers (``providers plan|sync``, ``drift``)."""
+    """ML2/OVN chassis options as a source of bandwidth providers (``provider sync``, ``drift show``)."""
     g = parser.add_argument_group("ML2/OVN chassis options (what Neutron's OVN placement extension reads)")
     g.add_argument("--ovn-chassis", action="append", default=[], metavar="FILE",
                    help="chassis options saved in a file: the JSON of 'ovn-sbctl --format=json list Chassis' or "
@@ -222,7 +222,7 @@ def warn(warnings) -> None:
 
 
 def add_report_cache_argument(parser: argparse.ArgumentParser) -> None:
-    """--cache [FILE]: the reports trust the provider cache (``providers sync``'s) for providers whose generation
+    """--cache [FILE]: the reports trust the provider cache (``provider sync``'s) for providers whose generation
     did not move (docs/benchmarks.md, "Reports")."""
     parser.add_argument("--cache", nargs="?", const="", default=None, metavar="FILE",
                         help="trust the provider cache for providers whose generation did not move (FILE, or the "

@@ -1,4 +1,4 @@
-"""``minbw placement serve|stop|status``: the embedded real Placement."""
+"""``placement serve|stop|show``: the embedded real Placement."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +26,7 @@ class _Placement(Command):
                                 timeout=getattr(parsed_args, "timeout", None))
 
 
-class Serve(_Placement):
+class ServePlacement(_Placement):
     """Run openstack-placement on 127.0.0.1 (SQLite, noauth2) in the foreground, or in the background with
     --daemon (which returns once it answers, and does nothing when this state dir's Placement already runs)."""
 
@@ -67,7 +67,7 @@ class Serve(_Placement):
         return fields(result, COLUMNS, said)
 
 
-class Stop(_Placement):
+class StopPlacement(_Placement):
     """Stop the Placement that serve --daemon started (idempotent)."""
 
     def add_arguments(self, parser):
@@ -82,7 +82,7 @@ class Stop(_Placement):
                       else f"minbw: placement of {result['state_dir']} is not running")
 
 
-class Status(_Placement):
+class ShowPlacement(_Placement):
     """Is the Placement of a state dir running? (read-only)"""
 
     def add_arguments(self, parser):

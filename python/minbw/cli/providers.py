@@ -1,4 +1,4 @@
-"""``minbw providers plan|sync|show`` — ``openstack bandwidth provider sync|list``."""
+"""``provider sync|list``: the agents' configuration as Placement providers."""
 from __future__ import annotations
 
 import sys
@@ -37,7 +37,6 @@ class SyncProviders(Command):
     """Make Placement's bandwidth providers match the agents' configuration (Neutron's exact providers)."""
 
     columns = PLAN_COLUMNS
-    dry_run = None  # a subclass that only plans sets True
 
     def add_arguments(self, parser):
         from minbw.cli.options import resource
@@ -65,18 +64,16 @@ class SyncProviders(Command):
                                  f"{DEFAULT_WORKERS})")
         parser.add_argument("--absent", action="store_true",
                             help="remove these agents' providers instead (kept where something is allocated)")
-        if self.dry_run is None:
-            parser.add_argument("--dry-run", action="store_true", help="show the writes, make none")
+        parser.add_argument("--dry-run", action="store_true", help="show the writes, make none")
 
     def view(self, parsed_args):
         from minbw.usecases.cloud import NO_CACHE, Cache
         from minbw.usecases.inputs import resources_of
         from minbw.usecases import providers
         roots = resources_of(parsed_args.root_inventory or (), "--root-inventory") or None
-        check = bool(self.dry_run or getattr(parsed_args, "dry_run", False))
         result = providers.sync(self.cloud(parsed_args, progress=True), providers.ProvidersRequest(
             agent_configs=tuple(parsed_args.agent_config), ovn=ovn_sources(parsed_args), host=parsed_args.host,
-            check=check,
+            check=parsed_args.dry_run,
             absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
             cache=NO_CACHE if parsed_args.no_cache else Cache.at(parsed_args.cache), cache_max_age=parsed_args.cache_max_age,
             workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
@@ -84,12 +81,6 @@ class SyncProviders(Command):
         for line in result.skipped:
             print(f"minbw: skipped: {line}", file=sys.stderr)
         return plan_view(result)
-
-
-class PlanProviders(SyncProviders):
-    """Show the writes a sync would make (writes nothing)."""
-
-    dry_run = True
 
 
 def plan_view(result) -> View:
@@ -109,7 +100,7 @@ def plan_view(result) -> View:
                 exit_code=EXIT_FINDINGS if result.skipped else 0)
 
 
-class ShowProviders(Command):
+class ListProviders(Command):
     """Providers with traits, inventories and usage (osc-placement's columns)."""
 
     columns = PROVIDER_COLUMNS

@@ -1,4 +1,4 @@
-"""``minbw request`` — ``openstack bandwidth request show``: a port's resource_request as Neutron computes it."""
+"""``request show``: a port's resource_request as Neutron computes it."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,7 @@ COLUMNS = ("group", "resources", "required")
 
 class ShowRequest(Command):
     """A port's resource_request from its QoS rules, segments and vnic type, exactly as Neutron builds it
-    (JSON by default: ``minbw request ... > port.json`` is what --port-request reads back, with the port id)."""
+    (JSON by default: ``minbw request show ... > port.json`` is what --port-request reads back, with the port id)."""
 
     columns = COLUMNS
     default_format = "json"

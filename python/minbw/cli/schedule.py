@@ -1,4 +1,4 @@
-"""``minbw schedule`` — ``openstack bandwidth port schedule`` (the ports-first workflow)."""
+"""``port schedule`` (the ports-first workflow)."""
 from __future__ import annotations
 
 from minbw.cli.base import Command, View
@@ -8,7 +8,7 @@ from minbw.cli.options import (add_nova_arguments, add_service_cloud_argument, c
 COLUMNS = ("port", "name", "host", "binding:profile.allocation")
 
 
-class Schedule(Command):
+class SchedulePort(Command):
     """Ports first: one candidates query for the ports and resources, bind every port to the host picked
     (retrying on alternates), then claim (exit 4 when no host works; nothing is left bound or claimed)."""
 

@@ -1,4 +1,4 @@
-"""``minbw separation`` — ``openstack bandwidth separation set|unset``: reserve hosts for servers with QoS ports
+"""``separation set|unset``: reserve hosts for servers with QoS ports
 and set the flavors' extra specs that keep other servers off them."""
 from __future__ import annotations
 
@@ -6,12 +6,9 @@ from minbw.cli.base import Command, View
 from minbw.cli.options import names
 
 
-class Separation(Command):
-    """Reserve hosts for servers with QoS ports (a trait or an aggregate on their root providers) and set the
-    flavors' extra specs that keep other servers off them (docs/separation.md)."""
-
+class _Separation(Command):
     columns = ("step",)
-    absent = None   # None: --absent chooses; True / False: openstack bandwidth separation unset / set
+    absent = False  # separation unset: True
 
     def add_arguments(self, parser):
         if not self.absent:
@@ -27,29 +24,28 @@ class Separation(Command):
                             help="mark the hosts by this Placement aggregate instead of a trait")
         parser.add_argument("--flavor-plain", action="append", metavar="NAME[,NAME]",
                             help="flavors of servers without QoS ports (get trait:TRAIT=forbidden)")
-        if self.absent is None:
-            parser.add_argument("--absent", action="store_true",
-                                help="undo: unreserve every reserved host and unset the named flavors' trait spec")
         parser.add_argument("--dry-run", action="store_true", help="show the plan, write nothing")
 
     def view(self, parsed_args):
         from minbw.usecases.separation import SeparationRequest, separation, separation_of
         sep = separation_of(getattr(parsed_args, "mode", "avoid"), parsed_args.trait, parsed_args.aggregate,
                             option="--mode/--trait/--aggregate")
-        absent = bool(self.absent or getattr(parsed_args, "absent", False))
         plan = separation(self.cloud(parsed_args), SeparationRequest(
             sep, tuple(names(getattr(parsed_args, "hosts", ()))), exclusive=getattr(parsed_args, "exclusive", False),
             flavors_qos=tuple(names(getattr(parsed_args, "flavor_qos", ()))),
-            flavors_plain=tuple(names(parsed_args.flavor_plain)), absent=absent, check=parsed_args.dry_run))
+            flavors_plain=tuple(names(parsed_args.flavor_plain)), absent=self.absent, check=parsed_args.dry_run))
         said = (f"{plan.writes()} writes" + (" planned (nothing written)" if parsed_args.dry_run else "") if plan.ops
                 else "Hosts and flavors already separated as asked: 0 writes.")
         return View({**plan.to_dict(), "diff": plan.diff(), "dry_run": parsed_args.dry_run}, self.columns,
                     tuple((str(op),) for op in plan.ops), head=(said,))
 
 
-class SetSeparation(Separation):
-    absent = False
+class SetSeparation(_Separation):
+    """Reserve hosts for servers with QoS ports (a trait or an aggregate on their root providers) and set the
+    flavors' extra specs that keep other servers off them (docs/separation.md)."""
 
 
-class UnsetSeparation(Separation):
+class UnsetSeparation(_Separation):
+    """Undo: unreserve every reserved host and unset the named flavors' trait spec."""
+
     absent = True

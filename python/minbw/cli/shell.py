@@ -44,8 +44,9 @@ from osc_lib.api import auth  # noqa: E402
 from minbw import __version__  # noqa: E402
 from minbw.usecases.inputs import microversion  # noqa: E402
 
-# The commands of this shell: entry points of this group (python/pyproject.toml), the old minbw names.
-COMMANDS = "minbw.cli"
+# The commands: `openstack bandwidth X` (this entry-point group, python/pyproject.toml) is `minbw X`.
+COMMANDS = "openstack.bandwidth.v1"
+PREFIX = "bandwidth "
 # Services whose endpoint the cloud's catalog may lack or a user may point elsewhere (openstacksdk's
 # <service>_endpoint_override, as in clouds.yaml).
 ENDPOINT_OVERRIDES = ("placement", "compute", "network")
@@ -60,12 +61,21 @@ def _microversion(text: str) -> str:
         raise argparse.ArgumentTypeError(f"expected a microversion MAJOR.MINOR, e.g. 1.39, got {text!r}") from None
 
 
+class CommandManager(commandmanager.CommandManager):
+    """The group's commands without their ``bandwidth`` prefix, as python-ironicclient's ``baremetal`` shell
+    drops ``baremetal`` from ``openstack baremetal``'s."""
+
+    def load_commands(self, namespace):
+        super().load_commands(namespace)
+        self.commands = {name.removeprefix(PREFIX): ep for name, ep in self.commands.items()}
+
+
 class MinbwShell(osc_shell.OpenStackShell):
     NAME = "minbw"  # in usage lines and completion, however it was started (minbw, python -m minbw.cli)
 
     def __init__(self, stdout=None, stderr=None):
         super().__init__(description="Guaranteed minimum bandwidth for OpenStack, end to end.", version=__version__,
-                         command_manager=commandmanager.CommandManager(COMMANDS), deferred_help=True,
+                         command_manager=CommandManager(COMMANDS), deferred_help=True,
                          stdout=stdout, stderr=stderr)
 
     def build_option_parser(self, description, version, argparse_kwargs=None):

@@ -1,4 +1,4 @@
-"""``minbw usage`` — ``openstack bandwidth usage show``."""
+"""``usage show``: usage and allocations of the providers with inventory."""
 from __future__ import annotations
 
 from minbw.cli.base import Command, Section, View
@@ -7,7 +7,7 @@ from minbw.cli.options import uuid_arg
 COLUMNS = ("uuid", "name", "generation", "resource_class", "used", "total")
 
 
-class Usage(Command):
+class ShowUsage(Command):
     """Usage and allocations of the providers with inventory."""
 
     columns = COLUMNS

@@ -26,9 +26,9 @@ from minbw.model.providers import ProviderDetail
 from minbw.placement.client import Placement
 from minbw.reports import metrics
 from minbw.reports.capacity.report import capacity
-from minbw.reports.providers import sharing_providers
+from minbw.readers.providers import sharing_providers
 from minbw.cache.providers import ProviderCache, read_sync_record
-from minbw.reports.reader import Reader, read_bandwidth
+from minbw.readers.placement import Reader, read_bandwidth
 
 _EMPTY: Mapping = MappingProxyType({})
 

@@ -12,7 +12,7 @@ from minbw.model.requests import PortRequest, flavor_amounts
 from minbw.ops import WRITE_FAILURES
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
-from minbw.reports.reader import Reader, read_bandwidth, roots_over_capacity
+from minbw.readers.placement import Reader, read_bandwidth, roots_over_capacity
 from minbw.plan.audit import AuditPlan, Migration, PortBinding, Server, audit, guaranteed, trimmed
 
 
@@ -30,7 +30,7 @@ class PlacementView:
 
 
 def read_placement(api: Placement | Reader, progress=None) -> PlacementView:
-    """The bandwidth providers (:func:`minbw.reports.reader.read_bandwidth`: one listing, one allocation read
+    """The bandwidth providers (:func:`minbw.readers.placement.read_bandwidth`: one listing, one allocation read
     each, and the inventories of those that may be over capacity — from the provider cache where it holds
     them), and the compute roots a
     ``?resources=CLASS:1`` listing per class finds full or over (:func:`roots_over_capacity`: read, and their

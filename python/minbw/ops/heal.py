@@ -12,7 +12,7 @@ from minbw.ops.neutron import write_binding_profile
 from minbw.model.providers import Provider
 from minbw.placement.client import Placement
 from minbw.plan.heal import HealPlan, plan_heal
-from minbw.reports.reader import Reader
+from minbw.readers.placement import Reader
 
 
 class Trees:

@@ -229,7 +229,7 @@ class ProviderFamilies:
 def headroom(b: _Builder, sizes: Iterable[tuple[str, str, object]]) -> None:
     """``sizes``: ``(name, vnic_type, CapacityReport)`` per configured port size."""
     b.declare("headroom_ports", "How many more ports of a configured size fit on a host's physnet (the arithmetic "
-                                "of minbw capacity)")
+                                "of minbw capacity show)")
     b.declare("physnet_headroom_ports", "How many more ports of a configured size fit on a physnet in all (hosts "
                                         "drawing from the same sharing providers counted once)")
     b.declare("cloud_headroom_ports", "How many more ports of a configured size fit in the whole cloud")

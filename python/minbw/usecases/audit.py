@@ -1,4 +1,4 @@
-"""``minbw audit`` (``openstack bandwidth audit``) and the ``bandwidth_audit_info`` module: leaked bandwidth
+"""``minbw audit`` and the ``bandwidth_audit_info`` module: leaked bandwidth
 allocations, stale binding allocations, servers holding more than their ports request (double allocations),
 providers over capacity; ``fix`` removes what is safe to remove."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from minbw.usecases.cloud import Cloud
 @dataclass(frozen=True)
 class AuditRequest:
     fix: bool = False
-    ignore_consumers: tuple[str, ...] = ()   # consumers that are not Nova's (e.g. claims of minbw claim)
+    ignore_consumers: tuple[str, ...] = ()   # consumers that are not Nova's (e.g. claims of minbw allocation create)
     check: bool = False                      # with fix: say what would be fixed, fix nothing
 
 

@@ -1,4 +1,4 @@
-"""``minbw capacity`` (``openstack bandwidth capacity show``) and the ``bandwidth_capacity_info`` module: how many
+"""``minbw capacity show`` and the ``bandwidth_capacity_info`` module: how many
 more servers of one shape fit, per host, physnet and in total."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from minbw.reports.capacity.report import CapacityReport, capacity as count
 from minbw.reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
 from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
-from minbw.reports.providers import sharing_providers
-from minbw.reports.reader import Reader, read_for_capacity
+from minbw.readers.providers import sharing_providers
+from minbw.readers.placement import Reader, read_for_capacity
 from minbw.usecases.candidates import STAND_IN, NovaServer, check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
@@ -75,7 +75,7 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
 def capacity_report(api: Placement | Reader, request: CapacityRequest, hypervisor: str | None = None,
                     option: str = "hypervisor") -> CapacityReport:
     """``request`` counted on every host (or the one named ``hypervisor``; ``option`` names it in an error),
-    reading only what can hold a server (:func:`minbw.reports.reader.read_for_capacity`)."""
+    reading only what can hold a server (:func:`minbw.readers.placement.read_for_capacity`)."""
     reader = api if isinstance(api, Reader) else Reader(api)
     api = reader.api
     if hypervisor:

@@ -27,7 +27,7 @@ from minbw.plan.audit import OVER_CAPACITY, audit as judge
 from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
 from minbw.cache.providers import ProviderCache
-from minbw.reports.reader import Reader
+from minbw.readers.placement import Reader
 from minbw.usecases.candidates import nova_root_filters
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud
 

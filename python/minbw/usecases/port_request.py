@@ -1,4 +1,4 @@
-"""``minbw request`` (``openstack bandwidth request show``) and the ``port_resource_request_info`` module: a port's
+"""``minbw request show`` and the ``port_resource_request_info`` module: a port's
 ``resource_request`` computed as Neutron's QoS plugin computes it, from QoS rules, segments and vnic type, or for
 a port that exists, beside what Neutron shows."""
 from __future__ import annotations

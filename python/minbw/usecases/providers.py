@@ -1,4 +1,4 @@
-"""``minbw providers plan|sync|show`` (``openstack bandwidth provider sync|list``) and the ``bandwidth_providers``
+"""``minbw provider sync|list`` and the ``bandwidth_providers``
 and ``bandwidth_providers_info`` modules: make Placement's bandwidth providers match the agents' configuration
 (check mode = the plan), and show them with traits, inventories and usage."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from minbw.cache.providers import record_sync
 from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
 from minbw.ops.agent_files import read_agent_units
 from minbw.plan.base import Plan
-from minbw.reports.providers import provider_report
+from minbw.readers.providers import provider_report
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud, progress_of
 
 

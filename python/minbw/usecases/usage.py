@@ -1,9 +1,9 @@
-"""``minbw usage`` (``openstack bandwidth usage show``): usage and allocations of the providers with inventory."""
+"""``minbw usage show``: usage and allocations of the providers with inventory."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minbw.reports.providers import provider_report
+from minbw.readers.providers import provider_report
 from minbw.usecases.cloud import Cloud
 
 

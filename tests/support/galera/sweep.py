@@ -1,4 +1,4 @@
-"""The guarantee on the Galera Placement, measured (docs/galera.md): rounds of N concurrent ``minbw claim``
+"""The guarantee on the Galera Placement, measured (docs/galera.md): rounds of N concurrent ``minbw allocation create``
 processes (3 claims each, all starting at one instant, for twice the bandwidth there is on 2 hosts), on the Galera
 Placement in one mode or, for the single-node figure beside it, on the production-style Placement
 (tests/support/prodplacement: one uWSGI server, one MariaDB), in the same conditions.

@@ -84,14 +84,19 @@ def commands(group: str) -> dict[str, object]:
     return {ep.name.replace("_", " "): ep for ep in metadata.entry_points(group=group)}
 
 
-def test_both_doors_open_onto_the_same_command_classes():
-    minbw, osc = commands("minbw.cli"), commands("openstack.bandwidth.v1")
-    assert len(minbw) > 15 and all(name.startswith("bandwidth ") for name in osc)
-    shared = {ep.value for ep in osc.values()} - {ep.value for ep in minbw.values()}
-    # openstack bandwidth's extra classes only split a command minbw takes with a flag (segments --sync, ...)
-    assert shared <= {"minbw.cli.segments:ListSegments", "minbw.cli.segments:SyncSegments",
-                      "minbw.cli.separation:SetSeparation", "minbw.cli.separation:UnsetSeparation"}
-    for name, ep in {**minbw, **osc}.items():
+def test_minbw_x_is_openstack_bandwidth_x():
+    """One vocabulary: the shell's commands are openstack bandwidth's, the prefix dropped, and no other."""
+    osc = commands("openstack.bandwidth.v1")
+    assert len(osc) > 20 and all(name.startswith("bandwidth ") for name in osc)
+    shell = MinbwShell(stdout=io.StringIO(), stderr=io.StringIO())
+    mine = {name: ep.value for name, ep in shell.command_manager if name not in ("help", "complete")}  # cliff's
+    assert mine == {name.removeprefix("bandwidth "): ep.value for name, ep in osc.items()}
+    assert not metadata.entry_points(group="minbw.cli")  # the old names' group is gone
+    verbs = {"create", "delete", "list", "show", "set", "unset", "sync", "migrate", "confirm", "revert", "heal",
+             "schedule", "serve", "stop"}
+    for name, ep in osc.items():
+        # osc's object-verb names; audit and exporter are commands of one word, as osc's own `complete`
+        assert name in ("bandwidth audit", "bandwidth exporter") or name.split()[-1] in verbs, name
         cls = ep.load()
         assert issubclass(cls, base.Command), name
         cmd = cls(SimpleNamespace(stdout=io.StringIO()), None)
@@ -125,18 +130,18 @@ def run_shell(*argv: str) -> tuple[int, str, str]:
 
 
 def test_usage_errors_exit_2_naming_the_option_before_anything_is_read():
-    rc, _, err = run_shell("--os-cloud", "nowhere", "usage", "-c", "nosuch")
+    rc, _, err = run_shell("--os-cloud", "nowhere", "usage", "show", "-c", "nosuch")
     assert rc == EXIT_USAGE and "no column 'nosuch'" in err
-    rc, _, err = run_shell("--os-cloud", "nowhere", "candidates", "--resource", "VCPU:1")
+    rc, _, err = run_shell("--os-cloud", "nowhere", "candidate", "list", "--resource", "VCPU:1")
     assert rc == EXIT_USAGE and "--resource: expected CLASS=AMOUNT, e.g. VCPU=1" in err
-    rc, _, err = run_shell("--os-cloud", "nowhere", "capacity", "--qos-port", "min_bw:egress:lots")
+    rc, _, err = run_shell("--os-cloud", "nowhere", "capacity", "show", "--qos-port", "min_bw:egress:lots")
     assert rc == EXIT_USAGE and "--qos-port: " in err and "min_kbps must be a whole number" in err
-    rc, _, err = run_shell("--os-placement-api-version", "one.two", "usage")
+    rc, _, err = run_shell("--os-placement-api-version", "one.two", "usage", "show")
     assert rc == EXIT_USAGE and "expected a microversion MAJOR.MINOR" in err
 
 
 def test_global_options_come_before_the_command_and_an_unknown_cloud_is_one_line():
-    rc, out, err = run_shell("--os-cloud", "nowhere", "providers", "show")
+    rc, out, err = run_shell("--os-cloud", "nowhere", "provider", "list")
     assert rc == EXIT_ERROR and out == ""
     assert err.startswith("minbw: error: ") and "nowhere" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
@@ -174,12 +179,12 @@ def test_completion_script_in_a_real_bash(tmp_path):
         assert proc.returncode == 0, proc.stderr
         return proc.stdout.split()
 
-    assert {"providers", "placement", "claim", "capacity"} <= set(complete())
-    assert complete("prov") == ["providers"]
-    assert {"plan", "show", "sync"} <= set(complete("providers", ""))
-    assert "--resource" in complete("claim", "--re")
-    assert complete("placement", "") == ["serve", "status", "stop"]
-    assert complete("move", "confirm", "--mig") == ["--migration"]
+    assert {"provider", "placement", "allocation", "capacity"} <= set(complete())
+    assert complete("prov") == ["provider"]
+    assert set(complete("provider", "")) == {"list", "sync"}
+    assert "--resource" in complete("allocation", "create", "--re")
+    assert complete("placement", "") == ["serve", "show", "stop"]
+    assert complete("allocation", "migrate", "confirm", "--mig") == ["--migration"]
 
 
 def test_progress_bar_on_a_terminal_plain_lines_otherwise():
@@ -214,12 +219,12 @@ def test_progress_bar_on_a_terminal_plain_lines_otherwise():
 def test_interactive_mode_is_imported_only_when_used():
     """cliff's interactive mode (cmd2) is loaded on first use: a command's start does not import it, and `minbw`
     without a command still reads commands from its input."""
-    probe = ("import sys; from minbw.cli import shell; shell.main(['placement', 'status', '--state-dir', '/nonexistent',"
+    probe = ("import sys; from minbw.cli import shell; shell.main(['placement', 'show', '--state-dir', '/nonexistent',"
              " '--port', '1', '-f', 'value', '-c', 'running']); print('cmd2' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.stdout.split() == ["False", "False"], proc.stderr
     proc = subprocess.run([sys.executable, "-m", "minbw.cli"], capture_output=True, text=True, timeout=120,
-                          input="placement status --state-dir /nonexistent --port 1 -f value -c running\nquit\n")
+                          input="placement show --state-dir /nonexistent --port 1 -f value -c running\nquit\n")
     assert proc.stdout.split() == ["False"], proc.stdout + proc.stderr  # (cliff's interactive mode exits 1)
 
 

@@ -4,7 +4,8 @@ renderings kept were made smaller; what a scrape gets must not change).
 Pinned two ways: the body a long-lived exporter serves after providers moved, came and went is the body a fresh
 one renders of the same state (the public path: :func:`metrics.families` with a new
 :class:`metrics.ProviderFamilies`, a new :class:`Exposition`); and its SHA-256 is the one the code before the
-change served for that state (``BODIES``; a deliberate change of the metrics changes them)."""
+change served for that state (``BODIES``; a deliberate change of the metrics changes them: the headroom's
+HELP names ``minbw capacity show`` since the commands got one vocabulary)."""
 from __future__ import annotations
 
 import hashlib
@@ -68,14 +69,14 @@ def bodies(openmetrics: bool) -> list[str]:
 
 
 BODIES = {
-    False: ["35f13175ab9d06ea1371f13ab8728b2bfb9e64607ad6b91bb005fa8dd19c752a",
-            "1ac0678a4c099cda7795743e7e1d54a22d5a823e3aa90cfac7c9a7cc5d67f474",
-            "ff9f72b1a4f557263030b5d35702685942468981c3b815295891ab9c4208033d",
-            "35f13175ab9d06ea1371f13ab8728b2bfb9e64607ad6b91bb005fa8dd19c752a"],
-    True: ["45906ced77c7b34902aea10688a20990b6af6a194acf473f044558c49d839f31",
-           "ea0cde8f33b5cb0a9c8acdb3ad1144366a04428a40d4dc732324256705b5f2af",
-           "3afc8ef56460891ab295d2b37bb9a1713ca77928f93a659e7b22a919d4583be6",
-           "45906ced77c7b34902aea10688a20990b6af6a194acf473f044558c49d839f31"],
+    False: ["44168ef6c54aeff90d9e74f57f42d68a06e8097e2defef067f64644d92b54304",
+            "de8ce5f35ba0315038f6d2d4f278b67a4328d6f5fb67f6aa6c7fa686d4408294",
+            "0ccf746670e1d4942d4c9a3238760d9da76e1d3cd2367bc757d509011002a8de",
+            "44168ef6c54aeff90d9e74f57f42d68a06e8097e2defef067f64644d92b54304"],
+    True: ["6ec761ba3e249135839278f34b66f4cfb41f0a7259053629c6649e6120b6b032",
+           "4bb9c1d6c398a747b520bcd66c5caca7e8b90a9d3c7206bf4396214a18b6bcb8",
+           "722ff6711ec79721c8a029c50c5d1d1c166ec4174e257beddb8ab85523097b12",
+           "6ec761ba3e249135839278f34b66f4cfb41f0a7259053629c6649e6120b6b032"],
 }
 
 

@@ -113,7 +113,7 @@ def test_agent_configuration_matches_the_agents(case):
     ours = ac.load_agent_config(kind, section, "host0").configurations()
     for key, value in ours.items():
         assert value == theirs[key], key
-    # and the heartbeat Neutron stores stands for the same providers as the ini (what `minbw drift` compares)
+    # and the heartbeat Neutron stores stands for the same providers as the ini (what `minbw drift show` compares)
     agent_type = naming.AGENT_KINDS[kind].agent_type
     try:
         mine = snapshots(desired_state([ac.load_agent_config(kind, section, "host0")]))

@@ -187,7 +187,7 @@ def test_consumers_without_age_are_moved_only_when_the_dated_ones_do_not_suffice
                          [Server("vm", created_at=NEW)], inventories={EGR: {"total": 500}})
     d = f.to_dict()
     assert d["move"] == ["vm", "x", "y"]  # 2100 used, 500 fit: vm frees 100, then x 1000 is not enough yet
-    assert "`minbw free` if it is a claim of minbw's" in f.detail
+    assert "`minbw allocation delete` if it is a claim of minbw's" in f.detail
 
 
 def test_any_class_is_checked_not_only_bandwidth():

@@ -1,7 +1,7 @@
 """The provider cache: the traits and inventories a sync read or wrote, by provider, one JSON file per Placement
 endpoint, trusted while a provider's generation, name and parent are unchanged and confirmed by the safety check
-(:mod:`minbw.cache.check`); and the record of the last sync beside it. ``providers sync`` writes it; the reports
-and the exporter read it (:class:`minbw.reports.reader.Reader`)."""
+(:mod:`minbw.cache.check`); and the record of the last sync beside it. ``provider sync`` writes it; the reports
+and the exporter read it (:class:`minbw.readers.placement.Reader`)."""
 from __future__ import annotations
 
 import fcntl

@@ -269,7 +269,7 @@ def port_member_of(port: Mapping, segments: Iterable[RoutedSegment], subnet_segm
         seg_aggs = set(aggregates.get(sid) or ())
         if not seg_aggs:
             excluded.append((sid, f"{label}: Placement has no provider with an aggregate for it (no IPv4 subnet, "
-                                  f"or nobody reported it: run `minbw segments --sync`)"))
+                                  f"or nobody reported it: run `minbw segment sync`)"))
         elif seg is not None and not seg.hosts:
             excluded.append((sid, f"{label}: no host has an agent mapping physical network "
                                   f"{seg.physical_network!r}"))

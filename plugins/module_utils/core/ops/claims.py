@@ -35,7 +35,7 @@ from ..placement.mapping import binding_allocations, solve
 from ..placement.query import build_query
 from ..plan.allocations import ClaimOp, ClaimPlan, claim_op, plan_claim
 from ..reports.verify import capacities_from_summaries
-from ..reports.diagnose import diagnose, summary
+from ..readers.diagnose import diagnose, summary
 
 
 def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
@@ -156,8 +156,8 @@ def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, 
             excess = verify.check(api, op.allocations, capacities=capacities)
         except PlacementError as e:  # the claim is written; say so rather than look like nothing happened
             raise PartialApply(e, [op], 1, then=f"the claim of consumer {op.consumer} is written but could not be "
-                                                f"verified; check its providers' usage (minbw usage) or free it "
-                                                f"(minbw free --consumer {op.consumer})") from e
+                                                f"verified; check its providers' usage (minbw usage show) or free it "
+                                                f"(minbw allocation delete --consumer {op.consumer})") from e
         if not excess:
             return "claimed"
         try:
@@ -165,7 +165,7 @@ def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, 
         except PlacementError as e:
             raise PartialApply(e, [op], 1, then=f"Placement accepted the claim of consumer {op.consumer} over "
                                                 f"capacity ({'; '.join(map(str, excess))}) and undoing it failed; "
-                                                f"free it (minbw free --consumer {op.consumer})") from e
+                                                f"free it (minbw allocation delete --consumer {op.consumer})") from e
         if log is not None:
             log.append({"host": op.host, "outcome": UNDONE, "excess": [e.to_dict() for e in excess]})
         if n <= retries:

@@ -12,7 +12,7 @@ from ..ops.neutron import write_binding_profile
 from ..model.providers import Provider
 from ..placement.client import Placement
 from ..plan.heal import HealPlan, plan_heal
-from ..reports.reader import Reader
+from ..readers.placement import Reader
 
 
 class Trees:

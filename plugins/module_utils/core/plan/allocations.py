@@ -125,5 +125,5 @@ def holding_difference(consumer: str, held: Mapping[str, Mapping], req, why: str
     what = ("; ".join(diff) if diff else
             f"the same amounts, on providers that do not serve the request's groups ({why})")
     return (f"consumer {consumer} already holds allocations that are not this claim: {what}. Fix: free it first "
-            f"(minbw free --consumer {consumer}; the allocation module's state: absent), or claim for another "
+            f"(minbw allocation delete --consumer {consumer}; the allocation module's state: absent), or claim for another "
             f"consumer UUID")

@@ -363,7 +363,7 @@ class _Ages:
             return Holder(consumer, "migration", f"{m.kind} of server {m.server}", resources, since,
                           basis or NO_AGE, todo)
         return Holder(consumer, "consumer", "", resources, None, NO_AGE,
-                      f"move or free consumer {consumer} (`minbw move`, or `minbw free` if it is a claim of minbw's)")
+                      f"move or free consumer {consumer} (`minbw allocation migrate`, or `minbw allocation delete` if it is a claim of minbw's)")
 
 
 def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Finding | None:

@@ -123,7 +123,7 @@ _TWICE = ("a change counted twice: once a Neutron server process has deleted a n
 
 def explain_difference(seg: RoutedSegment, field_: str, placement: int, neutron: int) -> CountDifference:
     """Why Placement's ``field_`` count may differ from Neutron's count for ``seg``, and what follows."""
-    fix = ("Fix: `minbw segments --sync --recount` sets it to Neutron's count once nothing has changed for a "
+    fix = ("Fix: `minbw segment sync --recount` sets it to Neutron's count once nothing has changed for a "
            "quiet window; Neutron's later deltas then land right.")
     if field_ == "total":
         causes = ((_TWICE,) if placement > neutron else ()) + (

@@ -1,2 +1,2 @@
-"""Read-only: the pure analyses (capacity, guarantee, drift, write verification, move checks, cache check,
-candidates) and the readers (providers with usage, what the agents report, why there is no valid host)."""
+"""The analyses: pure functions from what was read to what it means (capacity, guarantee, drift, write
+verification, the checks of a server move, candidates, metrics). :mod:`minbw.readers` reads for them."""

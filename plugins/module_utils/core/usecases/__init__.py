@@ -6,6 +6,7 @@ dataclass of plain values, checked where it is built) and returns one result obj
 the Ansible modules turn their parameters into the request and the result into the module's return values.
 Neither assembles a use case from the core's parts itself: that sequence lives here, once.
 
-Files are named after the command or module they serve (``providers`` for ``providers sync|plan|show`` and the
-``bandwidth_providers*`` modules, ``allocation`` for ``claim``/``free`` and the ``allocation`` module, ...).
+Files are named after the command's object or the module they serve (``providers`` for ``provider sync|list`` and
+the ``bandwidth_providers*`` modules, ``allocation`` for ``allocation create|delete`` and the ``allocation``
+module, ...).
 """

@@ -1,4 +1,4 @@
-"""``minbw claim`` / ``minbw free`` (``openstack bandwidth allocation create|delete``) and the ``allocation``
+"""``minbw allocation create|delete`` and the ``allocation``
 module: claim a server's resources atomically (one ``PUT /allocations/{consumer}`` per attempt, alternates on
 capacity), or free them safely. A claim is idempotent: the consumer already holding exactly that claim is left
 unchanged; holding something else is explained."""

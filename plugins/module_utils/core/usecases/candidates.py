@@ -1,4 +1,4 @@
-"""``minbw candidates`` / ``openstack bandwidth candidate list`` and the ``allocation_candidates_info`` module: one
+"""``minbw candidate list`` and the ``allocation_candidates_info`` module: one
 ``GET /allocation_candidates`` for a server and its QoS ports, with which provider serves which request group,
 or, when there is none, why (per request group). Also what a server asks for (:class:`ServerSpec`), which the
 claim and move use cases share."""
@@ -23,7 +23,7 @@ from ..ops.schedule import explain_segments, hosts_outside_segments, read_ports,
 from ..placement.query import query_string
 from ..plan.separation import Separation, separate
 from ..reports.candidates import candidate_view
-from ..reports.diagnose import diagnose, summary
+from ..readers.diagnose import diagnose, summary
 from ..usecases.cloud import Cloud
 
 # a port described by its rules gets a group id derived from its port id: made up, stable per position

@@ -29,7 +29,7 @@ PROBES = {"network": "/extensions"}
 
 @dataclass(frozen=True)
 class Cache:
-    """Which provider cache a use case trusts and keeps (``providers sync`` writes it, the reports and the exporter
+    """Which provider cache a use case trusts and keeps (``provider sync`` writes it, the reports and the exporter
     read it): the sync's file for this Placement (:data:`DEFAULT_CACHE`), a file the user names
     (:meth:`at`), or none (:data:`NO_CACHE`)."""
 
@@ -101,9 +101,9 @@ class Cloud:
         return self._placement
 
     def reader(self):
-        """The reports' reader of Placement (:class:`minbw.reports.reader.Reader`), with the provider cache when
+        """The reports' reader of Placement (:class:`minbw.readers.placement.Reader`), with the provider cache when
         :attr:`cache` names one (the sync's file by default), ``workers`` reads at once, and the progress."""
-        from ..reports.reader import Reader
+        from ..readers.placement import Reader
         api = self.placement
         return Reader(api, self.cache.open(api), workers=self.workers, progress=self.progress)
 

@@ -1,4 +1,4 @@
-"""``minbw drift`` / ``openstack bandwidth drift show`` and the ``bandwidth_drift_info`` module: the agents'
+"""``minbw drift show`` and the ``bandwidth_drift_info`` module: the agents'
 configuration vs what Neutron reports from it vs Placement, provider by provider.
 
 OVS / SR-IOV: the agents' ini files, the agents' heartbeats in Neutron's agent list, Placement. ML2/OVN: the
@@ -13,7 +13,7 @@ from ..ops import ovn
 from ..errors import ConfigError
 from ..ops.agent_files import read_agent_units
 from ..reports.drift import DriftRow, drift as compare
-from ..reports.providers import placement_snapshots, reported_configs
+from ..readers.providers import placement_snapshots, reported_configs
 from ..usecases.cloud import Cloud
 from ..usecases.providers import OvnSources
 
@@ -66,7 +66,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     heartbeats_wanted = request.neutron and (bool(configs) or not chassis)
     if heartbeats_wanted:
         cloud.require("network", "drift reads what the agents report from Neutron",
-                      fix="leave Neutron out (minbw drift --no-neutron; the module's neutron: false) to compare "
+                      fix="leave Neutron out (minbw drift show --no-neutron; the module's neutron: false) to compare "
                           "the ini files with Placement only")
     if heartbeats_wanted or southbound is not None:
         heartbeats = reported_configs(cloud.conn, hosts) if heartbeats_wanted else []

@@ -1,4 +1,4 @@
-"""``minbw heal`` (``openstack bandwidth server heal``) and the ``server_port_allocations`` module: give servers'
+"""``minbw server heal`` and the ``server_port_allocations`` module: give servers'
 QoS ports their missing allocations and ``binding:profile.allocation`` (check mode = each server's plan)."""
 from __future__ import annotations
 

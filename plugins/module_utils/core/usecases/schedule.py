@@ -1,4 +1,4 @@
-"""``minbw schedule`` (``openstack bandwidth port schedule``) and the ``placement_schedule`` module: the
+"""``minbw port schedule`` and the ``placement_schedule`` module: the
 ports-first workflow for consumers that are not Nova's (one candidates query for ports and resources, bind every
 port to the host picked, alternates on binding failure, then one atomic claim)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``minbw segments [--sync]`` (``openstack bandwidth segment list|sync``) and the ``segment_providers`` module:
+"""``minbw segment list|sync`` and the ``segment_providers`` module:
 routed networks' segment providers in Placement (IPV4_ADDRESS, aggregate, hosts) as Neutron's segments plugin
 reports them, and a sync where it does not."""
 from __future__ import annotations
@@ -52,7 +52,7 @@ class SegmentsResult:
 
 def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
     if request.recount and not request.sync:
-        raise InvalidInput(f"{request.option} goes with a sync (minbw segments --sync, or --dry-run to see the "
+        raise InvalidInput(f"{request.option} goes with a sync (minbw segment sync, or --dry-run to see the "
                            f"recount planned)")
     cloud.require("network", "the routed networks' segments are read from Neutron")
     networks = list(request.networks) or None

@@ -1,4 +1,4 @@
-"""``minbw separation`` (``openstack bandwidth separation set|unset``) and the ``host_separation`` module: reserve
+"""``minbw separation set|unset`` and the ``host_separation`` module: reserve
 hosts for servers with QoS ports (a trait or an aggregate on their root providers) and set the flavors' extra
 specs that keep other servers off them."""
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""``minbw move [confirm|revert]`` (``openstack bandwidth allocation migrate [confirm|revert]``) and the
+"""``minbw allocation migrate [confirm|revert]`` and the
 ``allocation_migration`` module: move a consumer's allocations to another host as Nova migrates a server (one
 atomic ``POST /allocations``; a migration consumer holds the source), then confirm or revert."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidInput, MoveRefused
-from ..ops import claims, moves
-from ..ops.moves import MoveResult
-from ..plan import base
-from ..usecases.candidates import ServerSpec, server_request
-from ..usecases.cloud import Cloud
+from minbw.errors import InvalidInput, MoveRefused
+from minbw.ops import claims, allocation_migration
+from minbw.ops.allocation_migration import MoveResult
+from minbw.plan import base
+from minbw.usecases.candidates import ServerSpec, server_request
+from minbw.usecases.cloud import Cloud
 
 MOVE, CONFIRM, REVERT = "move", "confirm", "revert"
 
@@ -39,7 +39,7 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
     if request.step == CONFIRM:
         if not request.migration:
             raise InvalidInput(f"{migration_opt} is required to confirm a move.")
-        return moves.confirm(api, request.migration, retries=request.retries, check=request.check)
+        return allocation_migration.confirm(api, request.migration, retries=request.retries, check=request.check)
     req = None
     if request.server is not None and not request.server.empty:
         req = server_request(cloud, request.server)[0]
@@ -47,7 +47,7 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
         for option, value in ((consumer_opt, request.consumer), (migration_opt, request.migration)):
             if not value:
                 raise InvalidInput(f"{option} is required to revert a move.")
-        return moves.revert(api, request.consumer, request.migration, req, retries=request.retries,
+        return allocation_migration.revert(api, request.consumer, request.migration, req, retries=request.retries,
                             check=request.check)
     for option, value in ((consumer_opt, request.consumer), (target_opt, request.target_host)):
         if not value:
@@ -55,7 +55,7 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
     if req is None:
         req = server_request(cloud, request.server or ServerSpec())[0]
     try:
-        return moves.move(api, request.consumer, req, request.target_host, request.migration,
+        return allocation_migration.move(api, request.consumer, req, request.target_host, request.migration,
                           retries=request.retries, check=request.check)
     except MoveRefused as e:
         if e.reason != "same-host" or request.settled != "unchanged":

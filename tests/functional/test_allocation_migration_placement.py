@@ -17,9 +17,9 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.port_request import Segment, build_port_request
 from minbw.neutron.provider_tree import desired_state
 from minbw.neutron.qos import QosRule
-from minbw.ops import claims, moves, sync
+from minbw.ops import claims, allocation_migration, sync
 from minbw.placement.client import Placement
-from minbw.plan.moves import target_request
+from minbw.plan.allocation_migration import target_request
 from tests.support.compute_roots import compute_root
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
@@ -89,7 +89,7 @@ def test_move_holds_the_source_under_the_migration_then_confirm_frees_it(two_hos
     assert server.binding_profiles == {PORT: {req.ports[0].groups[0].id: bridge(api, "h1")}}
 
     api.counter.reset()
-    moved = moves.move(api, server.consumer, req, "h2")
+    moved = allocation_migration.move(api, server.consumer, req, "h2")
     assert api.counter.by_method().get("POST") == 1 and api.counter.writes == 1  # one atomic write
     migration = moved.migration
     assert moved.changed and uuid.UUID(migration)
@@ -113,24 +113,24 @@ def test_move_holds_the_source_under_the_migration_then_confirm_frees_it(two_hos
     assert moved.diff()["after"]["migration"]["host"] == "h1"
 
     # again: already there, the migration holding the source → nothing to do
-    again = moves.move(api, server.consumer, req, h2, migration)
+    again = allocation_migration.move(api, server.consumer, req, h2, migration)
     assert not again.changed and again.written is None
     assert again.binding_profiles == moved.binding_profiles
 
-    confirmed = moves.confirm(api, migration)
+    confirmed = allocation_migration.confirm(api, migration)
     assert confirmed.changed and confirmed.written == {migration: {
         "allocations": {}, "consumer_generation": 1, "project_id": "p", "user_id": "u"}}
     assert allocations(api, migration) == {}
     assert api.provider_usages(bridge(api, "h1")) == {EGR: 0, IGR: 0}
     assert totals(api) == ONE_SERVER  # settled: no double count
-    assert not moves.confirm(api, migration).changed
+    assert not allocation_migration.confirm(api, migration).changed
 
 
 def test_revert_restores_the_source_and_the_old_binding(two_hosts):
     api, req, server, h1, h2 = two_hosts
     source = allocations(api, server.consumer)
-    moved = moves.move(api, server.consumer, req, h2)
-    reverted = moves.revert(api, server.consumer, moved.migration, req)
+    moved = allocation_migration.move(api, server.consumer, req, h2)
+    reverted = allocation_migration.revert(api, server.consumer, moved.migration, req)
     assert reverted.changed
     assert allocations(api, server.consumer) == source
     assert allocations(api, moved.migration) == {}
@@ -144,27 +144,27 @@ def test_revert_restores_the_source_and_the_old_binding(two_hosts):
                      "providers": {"h1": {"DISK_GB": 1, "MEMORY_MB": 256, "VCPU": 1},
                                    "h1:Open vSwitch agent:br-a": {EGR: 1000, IGR: 1000}}},
         "migration": {"uuid": moved.migration, "host": None, "host_uuid": None, "providers": {}}}
-    again = moves.revert(api, server.consumer, moved.migration, req)
+    again = allocation_migration.revert(api, server.consumer, moved.migration, req)
     assert not again.changed and again.written is None
     # and the server can move again afterwards, with the same migration record
-    assert moves.move(api, server.consumer, req, h2, moved.migration).changed
+    assert allocation_migration.move(api, server.consumer, req, h2, moved.migration).changed
 
 
 def test_check_mode_is_the_plan_and_writes_nothing(two_hosts):
     api, req, server, h1, h2 = two_hosts
     migration = str(uuid.uuid4())
     api.counter.reset()
-    planned = moves.move(api, server.consumer, req, "h2", migration, check=True)
+    planned = allocation_migration.move(api, server.consumer, req, "h2", migration, check=True)
     assert api.counter.writes == 0
     assert planned.changed and planned.check and planned.written is None
     op = planned.plan.ops[0]
     assert op.body[migration]["consumer_generation"] is None and op.target == h2 and op.source == h1
-    real = moves.move(api, server.consumer, req, "h2", migration)
+    real = allocation_migration.move(api, server.consumer, req, "h2", migration)
     assert real.written == dict(op.body)  # the real run writes exactly the plan check mode showed
     assert real.binding_profiles == planned.binding_profiles
     api.counter.reset()
-    for planned in (moves.confirm(api, migration, check=True),
-                    moves.revert(api, server.consumer, migration, check=True)):
+    for planned in (allocation_migration.confirm(api, migration, check=True),
+                    allocation_migration.revert(api, server.consumer, migration, check=True)):
         assert planned.changed and planned.written is None
     assert api.counter.writes == 0
 
@@ -177,7 +177,7 @@ def test_target_without_bandwidth_is_no_valid_host_and_nothing_is_written(placem
     migration = str(uuid.uuid4())
     placement.counter.reset()
     with pytest.raises(NoValidHost) as err:
-        moves.move(placement, server.consumer, req, "h2", migration)
+        allocation_migration.move(placement, server.consumer, req, "h2", migration)
     assert placement.counter.writes == 0
     text = str(err.value)
     assert f"target host h2 ({h2}) has no allocation candidate" in text, text
@@ -193,7 +193,7 @@ def test_the_diagnosis_says_when_a_group_fits_elsewhere_but_not_on_the_target(pl
     req = server_request()
     server = boot(placement, req, h1)
     with pytest.raises(NoValidHost) as err:
-        moves.move(placement, server.consumer, req, h2)
+        allocation_migration.move(placement, server.consumer, req, h2)
     text = str(err.value)
     assert f"No valid host: target host h2 ({h2}) has no allocation candidate for this request. On h2: port " \
            f"99a97b12-6364-4d10-8d8e-c3dab4161691 bandwidth group {req.ports[0].groups[0].id} fits alone on h1, " \
@@ -226,14 +226,14 @@ def test_a_concurrent_writer_is_retried_and_the_move_converges(two_hosts):
     api, req, server, h1, h2 = two_hosts
     racing = Racing(api.conn, server.consumer)
     sleeps = []
-    moved = moves.move(racing, server.consumer, req, h2, sleep=sleeps.append)
+    moved = allocation_migration.move(racing, server.consumer, req, h2, sleep=sleeps.append)
     assert racing.posts == 2 and len(sleeps) == 1
     assert [a["outcome"] for a in moved.attempts] == ["generation-conflict", "moved"]
     # the re-read saw the writer's change: the migration holds the grown source (VCPU 2), the server is on h2
     assert allocations(api, moved.migration)[h1]["VCPU"] == 2
     assert allocations(api, server.consumer)[h2]["VCPU"] == 1
     assert moved.written[server.consumer]["consumer_generation"] == 2
-    assert moves.confirm(api, moved.migration).changed
+    assert allocation_migration.confirm(api, moved.migration).changed
     assert set(allocations(api, server.consumer)) == {h2, bridge(api, "h2")}
     assert totals(api) == ONE_SERVER
 
@@ -243,7 +243,7 @@ def test_a_consumer_that_keeps_changing_is_a_consumer_conflict_naming_it(two_hos
     racing = Racing(api.conn, server.consumer, times=99)
     migration = str(uuid.uuid4())
     with pytest.raises(ConsumerConflict, match=f"consumer {server.consumer} kept changing") as err:
-        moves.move(racing, server.consumer, req, h2, migration, retries=2, sleep=lambda s: None)
+        allocation_migration.move(racing, server.consumer, req, h2, migration, retries=2, sleep=lambda s: None)
     assert racing.posts == 3 and "3 consumer generation conflicts" in str(err.value)
     assert migration not in str(err.value)  # the migration did not move: only the consumer is named
     assert set(allocations(api, server.consumer)) == {h1, bridge(api, "h1")}  # nothing of ours was written
@@ -252,33 +252,33 @@ def test_a_consumer_that_keeps_changing_is_a_consumer_conflict_naming_it(two_hos
 
 def test_a_move_in_progress_is_refused(two_hosts):
     api, req, server, h1, h2 = two_hosts
-    moved = moves.move(api, server.consumer, req, h2)
+    moved = allocation_migration.move(api, server.consumer, req, h2)
     on_h2 = api.get_allocations(server.consumer)
     for target in ("h1", h1):
         with pytest.raises(MoveRefused) as err:
-            moves.move(api, server.consumer, req, target, moved.migration)
+            allocation_migration.move(api, server.consumer, req, target, moved.migration)
         assert err.value.reason == "in-progress"
         assert f"migration {moved.migration} already holds allocations on h1: a move is in progress" in str(err.value)
         assert "Confirm it" in str(err.value) and "revert it" in str(err.value)
     other = boot(api, req, h1)  # another server cannot use that migration record either
     with pytest.raises(MoveRefused, match="a move is in progress"):
-        moves.move(api, other.consumer, req, h2, moved.migration)
+        allocation_migration.move(api, other.consumer, req, h2, moved.migration)
     assert api.get_allocations(server.consumer) == on_h2
     with pytest.raises(MoveRefused) as err:
-        moves.move(api, server.consumer, req, "h2")  # a fresh migration: the server is on h2 already
+        allocation_migration.move(api, server.consumer, req, "h2")  # a fresh migration: the server is on h2 already
     assert err.value.reason == "same-host"
     with pytest.raises(MoveRefused) as err:  # reverting onto a consumer that holds nothing: a wrong UUID
-        moves.revert(api, str(uuid.uuid4()), moved.migration)
+        allocation_migration.revert(api, str(uuid.uuid4()), moved.migration)
     assert err.value.reason == "no-allocations" and "confirm" in str(err.value)
 
 
 def test_revert_refuses_a_consumer_of_another_project(two_hosts):
     api, req, server, h1, h2 = two_hosts
-    moved = moves.move(api, server.consumer, req, h2)
+    moved = allocation_migration.move(api, server.consumer, req, h2)
     stranger = claims.claim(api, str(uuid.uuid4()), ServerRequest(extra_resources={"VCPU": 1}, in_tree=h2),
                             project_id="other", user_id="u")
     with pytest.raises(MoveRefused) as err:
-        moves.revert(api, stranger.consumer, moved.migration)
+        allocation_migration.revert(api, stranger.consumer, moved.migration)
     assert err.value.reason == "mismatch"
     assert allocations(api, stranger.consumer) == {h2: {"VCPU": 1}}
 
@@ -294,37 +294,37 @@ def test_capacity_taken_on_the_target_moves_to_its_next_candidate(placement):
     first = CandidateSet(stale.allocation_requests[:1], stale.provider_summaries, stale.params, stale.microversion)
     taken = claims.claim(placement, str(uuid.uuid4()), server_request(vnic="direct", port_id=str(uuid.uuid4())),
                          project_id="p", user_id="u", candidates=first)  # someone takes the first PF meanwhile
-    moved = moves.move(placement, server.consumer, req, h2, candidates=stale)
+    moved = allocation_migration.move(placement, server.consumer, req, h2, candidates=stale)
     assert [a["outcome"] for a in moved.attempts] == ["capacity", "moved"]
     (taken_pf,) = taken.binding_profiles.values()
     (moved_pf,) = moved.binding_profiles.values()
     assert set(taken_pf.values()) | set(moved_pf.values()) == {bridge(placement, "h2", "ens5"),
                                                                bridge(placement, "h2", "ens6")}
     # and with both PFs taken, the stale candidates end in NoValidHost, nothing written
-    reverted = moves.revert(placement, server.consumer, moved.migration)
+    reverted = allocation_migration.revert(placement, server.consumer, moved.migration)
     assert reverted.changed
     claims.claim(placement, str(uuid.uuid4()), server_request(vnic="direct", port_id=str(uuid.uuid4())),
                  project_id="p", user_id="u", candidates=CandidateSet(
                      stale.allocation_requests[1:], stale.provider_summaries, stale.params, stale.microversion))
     back = allocations(placement, server.consumer)
     with pytest.raises(NoValidHost, match="every candidate on target host h2 .* was taken by others"):
-        moves.move(placement, server.consumer, req, h2, candidates=stale, diagnose_on_failure=False)
+        allocation_migration.move(placement, server.consumer, req, h2, candidates=stale, diagnose_on_failure=False)
     assert allocations(placement, server.consumer) == back and h1 in back
 
 
 def test_bad_input_is_refused_before_anything_is_read(placement):
     with pytest.raises(Exception, match="consumer: 'vm0' is not a UUID"):
-        moves.move(placement, "vm0", server_request(), "h2")
+        allocation_migration.move(placement, "vm0", server_request(), "h2")
     c = str(uuid.uuid4())
     with pytest.raises(Exception, match="is the consumer itself"):
-        moves.move(placement, c, server_request(), "h2", c)
+        allocation_migration.move(placement, c, server_request(), "h2", c)
     host(placement, "h1")
     with pytest.raises(Exception, match="no resource provider is named 'nowhere'"):
-        moves.move(placement, c, server_request(), "nowhere")
+        allocation_migration.move(placement, c, server_request(), "nowhere")
     with pytest.raises(Exception, match="is not a host but a provider inside one. Fix: name its root provider 'h1'"):
-        moves.move(placement, c, server_request(), "h1:Open vSwitch agent")
+        allocation_migration.move(placement, c, server_request(), "h1:Open vSwitch agent")
     with pytest.raises(MoveRefused, match=f"consumer {c} has no allocations: nothing to move"):
-        moves.move(placement, c, server_request(), "h1")
+        allocation_migration.move(placement, c, server_request(), "h1")
 
 
 def test_cli_move_dry_run_move_confirm_and_revert(two_hosts, placement_server, tmp_path):
@@ -337,32 +337,32 @@ def test_cli_move_dry_run_move_confirm_and_revert(two_hosts, placement_server, t
                               env=placement_server.env(), timeout=120)
     common = ["--consumer", server.consumer, "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1",
               "--port-request", f"{PORT}={port}"]
-    dry = run("move", *common, "--target-host", "h2", "--dry-run")
+    dry = run("allocation", "migrate", *common, "--target-host", "h2", "--dry-run")
     assert dry.returncode == 0, dry.stderr
     assert "plan (nothing written): move consumer" in dry.stdout and "h1 → h2" in dry.stdout, dry.stdout
     assert f"port {PORT} binding:profile.allocation" in dry.stdout
     assert set(allocations(api, server.consumer)) == {h1, bridge(api, "h1")}
 
-    done = run("move", *common, "--target-host", "h2", "--json")
+    done = run("allocation", "migrate", *common, "--target-host", "h2", "--json")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     migration = out["migration"]
     assert out["changed"] and out["claim"]["host_name"] == "h2" and set(out["written"]) == {migration, server.consumer}
 
-    conf = run("move", "confirm", "--migration", migration)
+    conf = run("allocation", "migrate", "confirm", "--migration", migration)
     assert conf.returncode == 0 and "released" in conf.stdout, conf.stdout + conf.stderr
     assert totals(api) == ONE_SERVER
 
-    back = run("move", *common, "--target-host", "h1", "--migration", migration, "--json")
+    back = run("allocation", "migrate", *common, "--target-host", "h1", "--migration", migration, "--json")
     assert back.returncode == 0, back.stderr
-    rev = run("move", "revert", "--consumer", server.consumer, "--migration", migration, "--resource",
+    rev = run("allocation", "migrate", "revert", "--consumer", server.consumer, "--migration", migration, "--resource",
               "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1", "--port-request", f"{PORT}={port}", "--json")
     assert rev.returncode == 0, rev.stderr
     assert json.loads(rev.stdout)["binding_profiles"] == {PORT: {req.ports[0].groups[0].id: bridge(api, "h2")}}
     assert set(allocations(api, server.consumer)) == {h2, bridge(api, "h2")}
 
-    refused = run("move", *common, "--target-host", "h2", "--json")
+    refused = run("allocation", "migrate", *common, "--target-host", "h2", "--json")
     assert refused.returncode == 1 and json.loads(refused.stdout)["error"]["reason"] == "same-host"
     assert "minbw: error: consumer" in refused.stderr
-    usage = run("move", "--target-host", "h2")
+    usage = run("allocation", "migrate", "--target-host", "h2")
     assert usage.returncode == 1 and "--consumer is required" in usage.stderr

@@ -3,7 +3,7 @@
 :func:`move_state` reads the server (openstacksdk compute), its ports (:func:`minbw.ops.servers.port_state`),
 its latest migration record, the allocations of the server consumer and of the migration consumer
 and the providers of the host trees involved (:class:`minbw.placement.client.Placement`), and asks
-:func:`minbw.reports.move_checks.check_move` what breaks the rules of the step's phase.
+:func:`minbw.reports.server_move.check_move` what breaks the rules of the step's phase.
 
 The drivers (:func:`migrate`, :func:`resize`, :func:`confirm`, :func:`revert`, :func:`live_migrate`,
 :func:`evacuate`, :func:`shelve`, :func:`unshelve`, :func:`start`, :func:`force_down`) make one Nova
@@ -25,8 +25,8 @@ from ..ops import claims
 from ..ops.servers import find_server, port_state, request_of_server
 from ..placement.client import Placement
 from ..plan.base import Plan
-from ..plan.nova_moves import plan_action
-from ..reports.move_checks import HOST_ACTIONS, Migration, MoveFacts, ProviderState, Verdict, check_move
+from ..plan.server_move import plan_action
+from ..reports.server_move import HOST_ACTIONS, Migration, MoveFacts, ProviderState, Verdict, check_move
 
 KINDS = ("migrate", "resize", "live_migrate", "evacuate", "shelve_unshelve")
 
@@ -85,7 +85,7 @@ def _allocations(api: Placement, consumer: str) -> dict[str, dict[str, int]]:
 
 
 def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts:
-    """What one step of a move is judged on (see :class:`minbw.reports.move_checks.MoveFacts`)."""
+    """What one step of a move is judged on (see :class:`minbw.reports.server_move.MoveFacts`)."""
     api = api or Placement(conn)
     server = find_server(conn, name_or_id)
     ports = tuple(port_state(conn, p.id) for p in conn.network.ports(device_id=server.id))

@@ -1,6 +1,6 @@
 """One server action through Nova's API, planned: the call a move step makes of the server as it is now (none
-when it is already done), or why it cannot be made. Pure: :mod:`minbw.ops.nova_moves` applies and then judges
-the step with :func:`minbw.reports.move_checks.check_move`."""
+when it is already done), or why it cannot be made. Pure: :mod:`minbw.ops.server_move` applies and then judges
+the step with :func:`minbw.reports.server_move.check_move`."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -9,7 +9,7 @@ from typing import Any
 
 from minbw.errors import InvalidInput
 from minbw.plan.base import Op, Plan
-from minbw.reports.move_checks import HOLDING_STATUSES, Migration
+from minbw.reports.server_move import HOLDING_STATUSES, Migration
 
 ACTIONS = ("migrate", "resize", "confirm", "revert", "live_migrate", "evacuate", "shelve", "unshelve", "start")
 # Nova's statuses that accept each action (nova.compute.api check_instance_state), as the API shows them
@@ -20,7 +20,7 @@ _ACCEPTS = {
     "shelve": {"ACTIVE", "SHUTOFF", "PAUSED", "SUSPENDED"}, "unshelve": {"SHELVED", "SHELVED_OFFLOADED"},
     "start": {"SHUTOFF"},
 }
-# what the server looks like once the action is over (the drivers of minbw.ops.nova_moves wait for it)
+# what the server looks like once the action is over (the drivers of minbw.ops.server_move wait for it)
 # (a stopped server stays stopped; Nova's compute API 2.95+ leaves an evacuated server stopped)
 _AFTER = {"migrate": "VERIFY_RESIZE", "resize": "VERIFY_RESIZE", "confirm": "ACTIVE or SHUTOFF",
           "revert": "ACTIVE or SHUTOFF", "live_migrate": "ACTIVE", "evacuate": "SHUTOFF or ACTIVE",

@@ -1,4 +1,4 @@
-"""Unit table for the pure checks of a server's guarantee across Nova's moves (minbw.reports.move_checks).
+"""Unit table for the pure checks of a server's guarantee across Nova's moves (minbw.reports.server_move).
 
 Two hosts shaped as the mini-cloud's (compute root + br-test on physnet0 under the OVS agent); each row is one
 step of a move as Nova leaves it (allocations of the server and of the migration consumer, the port's binding)
@@ -15,8 +15,8 @@ from minbw.model.claims import Claim
 from minbw.model.requests import PortRequest, ServerRequest
 from minbw.placement.mapping import binding_allocations, solve
 from minbw.reports.guarantee import PortState
-from minbw.plan.nova_moves import plan_action
-from minbw.reports.move_checks import (EVACUATED, FAILED, MOVING, SETTLED, SHELVED_OFFLOADED, VERIFY_RESIZE,
+from minbw.plan.server_move import plan_action
+from minbw.reports.server_move import (EVACUATED, FAILED, MOVING, SETTLED, SHELVED_OFFLOADED, VERIFY_RESIZE,
                                        Migration, MoveFacts, ProviderState, check_move, current_migration, phase_of)
 
 SID = "5d0f3bd2-0000-4000-8000-000000000001"

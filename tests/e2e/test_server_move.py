@@ -4,7 +4,7 @@ and devstack1, each with br-test on physnet0, 1500 kbps each way).
 A server with one QoS port (minimum_bandwidth 1000 kbps egress and ingress, vnic normal) boots on devstack0 and is
 moved: cold migrate + confirm, resize + revert, live migration, evacuation (source really stopped and forced down,
 then back), shelve offload + unshelve, and a QoS port attached and detached. At every step the core
-(:func:`minbw.ops.nova_moves.move_state`) must find no problem, and the test asserts the values themselves: who holds
+(:func:`minbw.ops.server_move.move_state`) must find no problem, and the test asserts the values themselves: who holds
 what on which provider, the ports' binding host and ``binding:profile.allocation``, the providers' usage. Migrate +
 confirm and resize + revert also run through the role ``minbw.openstack.bandwidth_move``.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from minbw.errors import NovaMoveFailed
-from minbw.ops import nova_moves, servers
+from minbw.ops import server_move, servers
 from minbw.placement.client import Placement
 
 HERE = Path(__file__).resolve().parent
@@ -42,7 +42,7 @@ class Mover:
             h: f"{h}:Open vSwitch agent:br-test" for h in BR}
 
     def state(self, phase: str, **kwargs) -> dict:
-        st = nova_moves.move_state(self.conn, self.server.id, self.api, **kwargs)
+        st = server_move.move_state(self.conn, self.server.id, self.api, **kwargs)
         assert st["problems"] == [] and st["ok"] is True, st["problems"]
         assert st["phase"] == phase, (st["phase"], st["notes"])
         return st
@@ -93,9 +93,9 @@ def mover(demo_two_hosts, request):
 
 def test_cold_migrate_then_confirm(mover):
     mover.settled_on("devstack0", mover.state("settled"))
-    nova_moves.migrate(mover.conn, mover.server.id)  # the scheduler must pick the other host
+    server_move.migrate(mover.conn, mover.server.id)  # the scheduler must pick the other host
     mover.verify_resize("devstack0", "devstack1")
-    got = nova_moves.confirm(mover.conn, mover.server.id)
+    got = server_move.confirm(mover.conn, mover.server.id)
     assert got["migration"].status == "confirmed"
     mover.settled_on("devstack1", mover.state("settled"))
 
@@ -104,10 +104,10 @@ def test_resize_then_revert(mover, demo_two_hosts):
     conn = mover.conn
     bigger = conn.compute.find_flavor("e2e-small") or conn.compute.create_flavor(name="e2e-small", ram=512, vcpus=2,
                                                                                disk=1)
-    nova_moves.resize(conn, mover.server.id, "e2e-small")
+    server_move.resize(conn, mover.server.id, "e2e-small")
     held = mover.verify_resize("devstack0", "devstack1", flavor={"VCPU": 2, "MEMORY_MB": 512, "DISK_GB": 1})
     source_allocation = held["allocations"][held["consumers"]["migration"]]
-    nova_moves.revert(conn, mover.server.id)
+    server_move.revert(conn, mover.server.id)
     # the server holds exactly what the migration consumer held, and the port is bound to the source again
     st = mover.state("settled", expect_allocations=source_allocation)
     assert st["migration"]["status"] == "reverted"
@@ -117,7 +117,7 @@ def test_resize_then_revert(mover, demo_two_hosts):
 
 
 def test_live_migration(mover):
-    got = nova_moves.live_migrate(mover.conn, mover.server.id, host="devstack1")
+    got = server_move.live_migrate(mover.conn, mover.server.id, host="devstack1")
     assert (got["migration"].status, got["migration"].migration_type) == ("completed", "live-migration")
     st = mover.state("settled")
     assert st["migration"]["dest_compute"] == "devstack1"
@@ -130,8 +130,8 @@ def test_evacuation_from_a_failed_host(mover, cloud_two_hosts):
     cloud_two_hosts.cloud_sh("stop-compute", "devstack0")
     stopped = True
     try:
-        assert nova_moves.force_down(conn, "devstack0", True)["forced_down"] is True
-        got = nova_moves.evacuate(conn, mover.server.id, host="devstack1")
+        assert server_move.force_down(conn, "devstack0", True)["forced_down"] is True
+        got = server_move.evacuate(conn, mover.server.id, host="devstack1")
         # compute API 2.95+: Nova leaves the evacuated server stopped
         assert (got["server"]["status"], got["migration"].status) == ("SHUTOFF", "done")
         st = mover.state("evacuated")
@@ -142,34 +142,34 @@ def test_evacuation_from_a_failed_host(mover, cloud_two_hosts):
         mover.bound_to("devstack1")
         # Nova refuses to lift the forced-down mark before the source cleaned up
         with pytest.raises(NovaMoveFailed, match="`done` evacuation migration records remain"):
-            nova_moves.force_down(conn, "devstack0", False)
+            server_move.force_down(conn, "devstack0", False)
         cloud_two_hosts.cloud_sh("start-compute", "devstack0")  # the host is back: init_host cleans up
         stopped = False
-        got = nova_moves.wait_evacuation_cleanup(conn, mover.server.id)
+        got = server_move.wait_evacuation_cleanup(conn, mover.server.id)
         assert got["migration"].status == "completed"
-        assert nova_moves.force_down(conn, "devstack0", False)["forced_down"] is False
+        assert server_move.force_down(conn, "devstack0", False)["forced_down"] is False
         mover.settled_on("devstack1", mover.state("settled"))
-        nova_moves.start(conn, mover.server.id)
+        server_move.start(conn, mover.server.id)
         mover.settled_on("devstack1", mover.state("settled"))
     finally:  # leave devstack0 up and not forced down for the next tests, whatever failed
         if stopped:
             cloud_two_hosts.cloud_sh("start-compute", "devstack0")
-        if nova_moves.compute_service(conn, "devstack0").is_forced_down:
+        if server_move.compute_service(conn, "devstack0").is_forced_down:
             try:
-                nova_moves.wait_evacuation_cleanup(conn, mover.server.id, timeout=60)
+                server_move.wait_evacuation_cleanup(conn, mover.server.id, timeout=60)
             finally:
-                nova_moves.force_down(conn, "devstack0", False)
+                server_move.force_down(conn, "devstack0", False)
 
 
 def test_shelve_offload_then_unshelve(mover):
-    got = nova_moves.shelve(mover.conn, mover.server.id)
+    got = server_move.shelve(mover.conn, mover.server.id)
     assert got["server"]["status"] == "SHELVED_OFFLOADED"
     st = mover.state("shelved_offloaded")
     assert st["allocations"] == {mover.server.id: {}}
     port = mover.conn.network.get_port(mover.port.id)
     assert (port.binding_host_id, port.binding_profile) == ("", {})
     assert mover.usage() == {"devstack0": NO_BW, "devstack1": NO_BW}
-    nova_moves.unshelve(mover.conn, mover.server.id, host="devstack1")
+    server_move.unshelve(mover.conn, mover.server.id, host="devstack1")
     mover.settled_on("devstack1", mover.state("settled"))
 
 

@@ -1,4 +1,4 @@
-"""Unit tables for plan/moves.py: the move's POST body (both consumers, their generations), which
+"""Unit tables for plan/allocation_migration.py: the move's POST body (both consumers, their generations), which
 candidate it takes, the bindings on the target, the refusals, revert and confirm, and the per-target
 reading of the no-valid-host diagnosis."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from minbw.errors import InvalidInput, MoveRefused, ObjectNotFound
 from minbw.model.claims import CandidateSet
 from minbw.model.providers import Provider
 from minbw.model.requests import PortRequest, RequestGroup, ServerRequest
-from minbw.ops.moves import on_target
-from minbw.plan.moves import (MIGRATION_TYPE, ConsumerState, check_uuids, consumer_view, plan_confirm, plan_move,
+from minbw.ops.allocation_migration import on_target
+from minbw.plan.allocation_migration import (MIGRATION_TYPE, ConsumerState, check_uuids, consumer_view, plan_confirm, plan_move,
                               plan_revert, resolve_host, target_request)
 
 H1, H2, H3 = ("11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222",

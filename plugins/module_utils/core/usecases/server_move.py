@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from minbw.ops import nova_moves
-from minbw.plan.base import Plan
-from minbw.usecases.cloud import Cloud
+from ..ops.server_move import move_state as read_move_state, run
+from ..plan.base import Plan
+from ..usecases.cloud import Cloud
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ServerMoveResult:
 
 def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
     cloud.require("compute", "servers are moved through Nova")
-    plan, seen = nova_moves.run(cloud.conn, request.server, request.action, host=request.host,
+    plan, seen = run(cloud.conn, request.server, request.action, host=request.host,
                                 flavor=request.flavor, force_down_source=request.force_down_source,
                                 timeout=request.timeout, check=request.check)
     return ServerMoveResult(plan, seen)
@@ -50,4 +50,4 @@ class MoveStateQuery:
 def move_state(cloud: Cloud, query: MoveStateQuery) -> dict:
     """The server's move step, judged: phase, allocations of the server and its migration, problems."""
     cloud.require("compute", "the server and its migrations are read from Nova")
-    return nova_moves.move_state(cloud.conn, query.server, cloud.placement, expect_allocations=query.expect_allocations)
+    return read_move_state(cloud.conn, query.server, cloud.placement, expect_allocations=query.expect_allocations)

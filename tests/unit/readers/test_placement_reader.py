@@ -1,11 +1,11 @@
-"""minbw.reports.reader: Neutron's providers recognized from a listing alone, and the sync's record."""
+"""minbw.readers.placement: Neutron's providers recognized from a listing alone, and the sync's record."""
 from __future__ import annotations
 
 from minbw.model.providers import Provider
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.cache.providers import read_sync_record, record_sync, sync_record_path
-from minbw.reports.reader import neutron_providers
+from minbw.readers.placement import neutron_providers
 
 OVS = "[DEFAULT]\nhost = compute-1:a\n[ovs]\nbridge_mappings = physnet0:br-a\nresource_provider_bandwidths = br-a:10:10\n"
 SRIOV = "[DEFAULT]\nhost = compute-1:a\n[sriov_nic]\nphysical_device_mappings = physnet0:ens5\n"

@@ -1,4 +1,4 @@
-"""``minbw move`` / ``move confirm`` / ``move revert`` — ``openstack bandwidth allocation migrate [confirm|revert]``:
+"""``allocation migrate [confirm|revert]``:
 move a consumer's allocations to another host (Nova's migration pattern), then release the source or go back."""
 from __future__ import annotations
 
@@ -47,13 +47,13 @@ class _Step(Command):
         parser.add_argument("--dry-run", action="store_true", help="show the plan (the POST body), write nothing")
 
     def run_step(self, parsed_args, **kwargs):
-        from minbw.usecases.moves import MoveRequest, move
+        from minbw.usecases.allocation_migration import MoveRequest, move
         return move(self.cloud(parsed_args), MoveRequest(
             step=self.step, retries=parsed_args.retries, check=parsed_args.dry_run,
             options=("--consumer", "--target-host", "--migration"), **kwargs))
 
 
-class Move(_Step):
+class MigrateAllocation(_Step):
     """Move a consumer's allocations to another host in one atomic POST /allocations (port groups mapped again);
     a migration consumer holds the source until 'move confirm' (release it) or 'move revert' (go back)."""
 
@@ -78,14 +78,14 @@ class Move(_Step):
             said = (f"plan (nothing written): move {moved}; migration {result.migration} keeps the source until "
                     f"confirm or revert")
             return _view(result, said)
-        prog = "minbw move" if type(self.app).__name__ == "MinbwShell" else "openstack bandwidth allocation migrate"
+        prog = ("minbw" if type(self.app).__name__ == "MinbwShell" else "openstack bandwidth") + " allocation migrate"
         nxt = (f"next: {prog} confirm --migration {result.migration}  (release {before['consumer']['host']})",
                f"  or: {prog} revert --consumer {consumer} --migration {result.migration}  (go back)")
         return _view(result, f"moved {moved} in one POST /allocations; migration {result.migration} holds the "
                              f"source", nxt)
 
 
-class Confirm(_Step):
+class ConfirmMigration(_Step):
     """Release the source of a move: free the migration consumer's allocations."""
 
     step = "confirm"
@@ -106,7 +106,7 @@ class Confirm(_Step):
         return View(result.to_dict(), COLUMNS, (), head=(said,), show_table=False)
 
 
-class Revert(_Step):
+class RevertMigration(_Step):
     """Give the consumer its source allocations back and empty the migration consumer, in one POST."""
 
     step = "revert"

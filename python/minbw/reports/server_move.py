@@ -28,7 +28,7 @@ Each step is checked against the rules of its phase (:func:`phase_of`) by :func:
 * always: no provider's usage exceeds its capacity, and its usage equals the sum of its
   consumers' allocations.
 
-:mod:`minbw.ops.nova_moves` reads the facts; everything here is data in, sentences out.
+:mod:`minbw.ops.server_move` reads the facts; everything here is data in, sentences out.
 """
 from __future__ import annotations
 

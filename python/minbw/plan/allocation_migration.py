@@ -1,5 +1,5 @@
 """Moving a consumer's allocations to another host, Nova's way, for consumers Nova does not own
-(bare metal, containers, scripts). Pure: :mod:`minbw.ops.moves` reads and applies.
+(bare metal, containers, scripts). Pure: :mod:`minbw.ops.allocation_migration` reads and applies.
 
 Nova's cold migration (``nova.conductor.tasks.migrate``, ``nova.scheduler.utils.move_allocations``):
 the consumer's source allocations go to a *migration consumer* (its own UUID), the consumer gets
@@ -225,8 +225,8 @@ def _in_progress(consumer: ConsumerState, migration: ConsumerState, held: str | 
                  providers: Mapping[str, Provider]) -> MoveRefused:
     return MoveRefused(
         f"migration {migration.uuid} already holds allocations on {_name(held, providers)}: a move is in "
-        f"progress. Confirm it (frees them: minbw move confirm --migration {migration.uuid}) or revert it "
-        f"(gives them back to the consumer: minbw move revert --consumer {consumer.uuid} --migration "
+        f"progress. Confirm it (frees them: minbw allocation migrate confirm --migration {migration.uuid}) or revert it "
+        f"(gives them back to the consumer: minbw allocation migrate revert --consumer {consumer.uuid} --migration "
         f"{migration.uuid}) first.", reason="in-progress", consumer=consumer.uuid, migration=migration.uuid,
         host=held)
 

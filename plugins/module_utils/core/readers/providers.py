@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from minbw.errors import ObjectNotFound
-from minbw.model.providers import SHARING_TRAIT, DesiredState, snapshot
-from minbw.neutron import naming
-from minbw.neutron.agentconf import AgentConfig, config_from_report
-from minbw.placement.client import Placement
-from minbw.neutron.provider_tree import swept_agents
-from minbw.reports.reader import Reader
+from ..errors import ObjectNotFound
+from ..model.providers import SHARING_TRAIT, DesiredState, snapshot
+from ..neutron import naming
+from ..neutron.agentconf import AgentConfig, config_from_report
+from ..placement.client import Placement
+from ..neutron.provider_tree import swept_agents
+from ..readers.placement import Reader
 
 
 def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]:

@@ -1,7 +1,7 @@
 """Moving a consumer's allocations to another host, confirming and reverting the move.
 
 Each operation reads both consumers (``GET /allocations`` of the consumer and of the migration
-record), asks :mod:`minbw.plan.moves` for the plan — the same plan check mode shows — and applies
+record), asks :mod:`minbw.plan.allocation_migration` for the plan — the same plan check mode shows — and applies
 it in ONE ``POST /allocations``: Placement writes every consumer of it or none, so a failure never
 leaves half a move. Conflicts are told apart by their code, never by message text:
 
@@ -31,8 +31,8 @@ from ..ops import claims, verify
 from ..placement.client import Placement
 from ..plan import base
 from ..reports.verify import capacities_from_summaries
-from ..reports.diagnose import diagnose
-from ..plan.moves import (ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move,
+from ..readers.diagnose import diagnose
+from ..plan.allocation_migration import (ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move,
                               plan_revert, resolve_host, target_request)
 
 
