@@ -31,6 +31,55 @@ LINGER_S = 30
 PROFILING = "MINBW_CPU_PROFILE"  # set for the command: process accounting is taken (a test of this tool skips)  # how long processes the command left running may take to exit before accounting stops
 
 
+class CpuGroup:
+    """A cgroup v1 ``cpuacct`` group inside this process's own: the CPU seconds of everything put in it and of what
+    that starts, daemons included (they stay in the group however they detach)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    @staticmethod
+    def own() -> Path:
+        """This process's cpuacct group (a lane's group nests in a profiling run's: the run counts it too)."""
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, rel = line.split(":", 2)
+            if "cpuacct" in controllers.split(","):
+                return CGROUP / rel.lstrip("/")
+        return CGROUP
+
+    @classmethod
+    def make(cls, name: str) -> "CpuGroup | None":
+        """A new group, or None where none can be made (not root, no cgroup v1 cpuacct)."""
+        path = cls.own() / f"{name}-{os.getpid()}"
+        try:
+            path.mkdir()
+        except OSError:
+            return None
+        return cls(path)
+
+    def join(self) -> None:
+        """Put the calling process in the group (a Popen's preexec_fn: the child, before it runs the command)."""
+        (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def cpu_s(self) -> float:
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def pids(self) -> list[int]:
+        return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+
+    def close(self) -> None:
+        """Processes still in the group go back to the parent's; the group is removed."""
+        for pid in self.pids():
+            try:
+                (self.path.parent / "cgroup.procs").write_text(str(pid))
+            except OSError:  # it exited meanwhile
+                pass
+        try:
+            self.path.rmdir()
+        except OSError:
+            pass
+
+
 def _comp_t(value: int) -> int:
     """comp_t: 13-bit mantissa, 3-bit base-8 exponent."""
     return (value & 0x1FFF) << (3 * ((value >> 13) & 7))
@@ -54,8 +103,11 @@ def _acct(path: str | None) -> None:
 
 def run(out: Path, cmd: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    group = CGROUP / f"cpu-profile-{os.getpid()}"
-    group.mkdir()
+    cpu_group = CpuGroup.make("cpu-profile")
+    if cpu_group is None:
+        raise SystemExit(f"cpu_profile.py run: cannot make a cgroup under {CpuGroup.own()} (root and cgroup v1 "
+                         "cpuacct needed)")
+    group = cpu_group.path
     acct_file = out / "pacct"
     acct_file.write_bytes(b"")
     pids: set[int] = set()
@@ -70,8 +122,7 @@ def run(out: Path, cmd: list[str]) -> int:
     _acct(str(acct_file))
     started = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, preexec_fn=lambda: (group / "cgroup.procs").write_text(str(os.getpid())),
-                                env=dict(os.environ, **{PROFILING: str(out)}))
+        proc = subprocess.Popen(cmd, preexec_fn=cpu_group.join, env=dict(os.environ, **{PROFILING: str(out)}))
         threading.Thread(target=sample, daemon=True).start()
         rc = proc.wait()
         deadline = time.monotonic() + LINGER_S  # what it left running is accounted when it exits
@@ -80,14 +131,11 @@ def run(out: Path, cmd: list[str]) -> int:
     finally:
         done.set()
         _acct(None)
-    cpu = int((group / "cpuacct.usage").read_text()) / 1e9
-    leftovers = (group / "cgroup.procs").read_text().split()
-    pids.update(map(int, leftovers))
+    cpu = cpu_group.cpu_s()
+    pids.update(cpu_group.pids())
     (out / "pids").write_text(" ".join(map(str, sorted(pids))))
     (out / "total").write_text(f"rc={rc} wall_s={time.monotonic() - started:.0f} cpu_s={cpu:.0f}\n")
-    for leftover in leftovers:  # still running (accounted when they exit): back where they came from
-        (CGROUP / "cgroup.procs").write_text(leftover)
-    group.rmdir()
+    cpu_group.close()  # what is still running (accounted when it exits) goes back where it came from
     print(report(out))
     return rc
 

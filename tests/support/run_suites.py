@@ -14,7 +14,10 @@ other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); 
 that their CPU time is about even (tests/README.md has the figures).
 Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
 times to .state/test-logs/LANE.json; the end of the run prints the time per suite and the 15 slowest tests of
-all lanes (tests/support/timing.py), and each lane's wall time.
+all lanes (tests/support/timing.py), and each lane's wall time. As root, each lane runs in a cgroup of its own
+(cgroup v1 cpuacct, tests/support/cpu_profile.py's CpuGroup): the run prints each lane's CPU seconds, the services
+it started included (the mini-clouds, the Placements), and the pytest lanes each suite's (the lane's CPU while
+its tests ran), beside the machine's.
 
     python tests/support/run_suites.py                 every lane (what `make test` runs)
     python tests/support/run_suites.py e2e local-2     only these lanes
@@ -33,7 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.support.timing import summarize  # noqa: E402
+from tests.support.cpu_profile import CpuGroup  # noqa: E402
+from tests.support.timing import CPU_GROUP, summarize  # noqa: E402
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
@@ -86,6 +90,8 @@ class Lane:
         self.failed: list[str] = []
         self.step_times: dict[str, float] = {}
         self.times.unlink(missing_ok=True)
+        self.cpu = CpuGroup.make(f"minbw-lane-{name}")  # None: not measured (not root, no cgroup v1 cpuacct)
+        self.cpu_s: float | None = None
 
     def start_next(self) -> bool:
         if not self.steps:
@@ -98,8 +104,15 @@ class Lane:
         self.out.flush()
         self.step_started = time.monotonic()
         niceness = NICE.get(self.name, 0)
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.out, stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, **ENV.get(self.name, {})), stdin=subprocess.DEVNULL, preexec_fn=(lambda: os.nice(niceness)) if niceness else None)
+
+        def child():
+            if self.cpu is not None:
+                self.cpu.join()
+            if niceness:
+                os.nice(niceness)
+        env = dict(os.environ, **ENV.get(self.name, {}), **({CPU_GROUP: str(self.cpu.path)} if self.cpu else {}))
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=self.out, stderr=subprocess.STDOUT, env=env,
+                                     stdin=subprocess.DEVNULL, preexec_fn=child)
         return True
 
     def poll(self) -> bool:
@@ -115,7 +128,17 @@ class Lane:
         if rc != 0:
             self.failed.append(f"{label} (exit {rc})")
         self.proc = None
-        return not self.start_next()
+        done = not self.start_next()
+        if done and self.cpu is not None:
+            self.cpu_s = self.cpu.cpu_s()
+        return done
+
+
+def machine_cpu_s() -> float:
+    """The machine's busy CPU seconds since boot (/proc/stat: user, nice, system, irq, softirq, steal)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def main(names: list[str]) -> int:
@@ -128,7 +151,7 @@ def main(names: list[str]) -> int:
     names = list(dict.fromkeys(n if n in here else "e2e" for n in names)) or list(here)
     logs = REPO / ".state" / "test-logs"
     logs.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
+    t0, machine0 = time.monotonic(), machine_cpu_s()
     lanes = []
     for name in names:
         lane = Lane(name, here[name], logs)
@@ -153,6 +176,10 @@ def main(names: list[str]) -> int:
             if lane.proc:
                 lane.proc.terminate()
         raise
+    finally:
+        for lane in lanes:
+            if lane.cpu is not None:
+                lane.cpu.close()
     runs = [json.loads(lane.times.read_text()) for lane in lanes if lane.times.exists()]
     steps = {label: t for lane in lanes for label, t in lane.step_times.items() if label in ("sanity", "lint")}
     if len(lanes) == len(here):
@@ -160,6 +187,12 @@ def main(names: list[str]) -> int:
     print("\n".join(summarize(runs, extra=steps)))
     print("\nlanes (wall s): " + ", ".join(f"{lane.name} {sum(lane.step_times.values()):.0f}" for lane in lanes)
           + f"; all: {time.monotonic() - t0:.0f}")
+    if all(lane.cpu_s is not None for lane in lanes):
+        print("lanes (CPU s, user+sys, the services each started included): "
+              + ", ".join(f"{lane.name} {lane.cpu_s:.0f}" for lane in lanes)
+              + f"; all lanes: {sum(lane.cpu_s for lane in lanes):.0f}; the machine: {machine_cpu_s() - machine0:.0f}")
+    else:
+        print("lanes (CPU s): not measured (a cgroup v1 cpuacct group of their own needs root)")
     failed = [f"{lane.name}: {', '.join(lane.failed)}" for lane in lanes if lane.failed]
     if failed:
         print("FAILED: " + "; ".join(failed))

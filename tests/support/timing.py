@@ -6,6 +6,8 @@ teardown: a session fixture's start is in the setup of the first test that needs
 first test's start to the last one's end; then the 15 slowest tests. With ``MINBW_TEST_TIMES=path`` (or
 ``--times-json path``) the same figures go to ``path`` as JSON; tests/support/run_suites.py, which `make test` runs,
 merges the files of its parallel lanes into one summary (``python tests/support/timing.py FILE...`` prints it).
+Where the run is in a cgroup of its own (``MINBW_CPU_CGROUP``: a lane of run_suites.py), each test also gets the
+group's CPU seconds while it ran (the services the lane started included), and each suite their sum.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import time
 from pathlib import Path
 
 SLOWEST = 15
+CPU_GROUP = "MINBW_CPU_CGROUP"  # a cgroup v1 cpuacct directory: the CPU of this run and what it started
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -33,16 +36,31 @@ def suite_of(nodeid: str) -> str:
     return parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[0]
 
 
+def group_cpu_s(group: str | None) -> float | None:
+    if not group:
+        return None
+    try:
+        return int((Path(group) / "cpuacct.usage").read_text()) / 1e9
+    except OSError:
+        return None
+
+
 class Timings:
-    def __init__(self):
+    def __init__(self, group: str | None = None):
         self.tests: dict[str, dict] = {}
         self.started = time.time()
+        self.group = group
+        self.cpu_seen = group_cpu_s(group)
 
     def add(self, report) -> None:
         t = self.tests.setdefault(report.nodeid, {"nodeid": report.nodeid, "suite": suite_of(report.nodeid),
                                                   "setup": 0.0, "call": 0.0, "teardown": 0.0,
                                                   "start": report.start, "stop": report.stop, "outcome": "passed"})
         t[report.when] = round(report.duration, 3)
+        now = group_cpu_s(self.group)
+        if now is not None and self.cpu_seen is not None:  # the group's CPU since the last phase ended
+            t["cpu"] = round(t.get("cpu", 0.0) + now - self.cpu_seen, 3)
+            self.cpu_seen = now
         t["start"], t["stop"] = min(t["start"], report.start), max(t["stop"], report.stop)
         if report.failed:
             t["outcome"] = "failed"
@@ -58,21 +76,25 @@ def summarize(runs: list[dict], extra: dict[str, float] | None = None) -> list[s
     tests = [t for r in runs for t in r["tests"]]
     suites: dict[str, dict] = {}
     for t in tests:
-        s = suites.setdefault(t["suite"], {"n": 0, "failed": 0, "sum": 0.0, "start": t["start"], "stop": t["stop"]})
+        s = suites.setdefault(t["suite"], {"n": 0, "failed": 0, "sum": 0.0, "start": t["start"], "stop": t["stop"],
+                                           "cpu": 0.0})
         s["n"] += 1
+        s["cpu"] = None if s["cpu"] is None or "cpu" not in t else s["cpu"] + t["cpu"]
         s["failed"] += t["outcome"] == "failed"
         s["sum"] += t["setup"] + t["call"] + t["teardown"]
         s["start"], s["stop"] = min(s["start"], t["start"]), max(s["stop"], t["stop"])
     budget = budgets()
 
-    def row(name, n, failed, total, span):
+    def row(name, n, failed, total, span, cpu=None):
         over = " OVER BUDGET" if name in budget and span > budget[name] else ""
         limit = f"{budget[name]:.0f}" if name in budget else ""
-        return f"  {name:<15}{n:>6}{failed:>8}{total:>10.1f}{span:>10.1f}{limit:>10}{over}"
-    lines = ["", "time per suite (sum: its tests' setup+call+teardown; span: first start to last end, wall; budget: "
-             "tests/README.md)", f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}{'budget s':>10}"]
+        used = f"{cpu:.0f}" if cpu is not None else ""
+        return f"  {name:<15}{n:>6}{failed:>8}{total:>10.1f}{span:>10.1f}{used:>8}{limit:>10}{over}"
+    lines = ["", "time per suite (sum: its tests' setup+call+teardown; span: first start to last end, wall; cpu: its "
+             "lane's CPU while its tests ran, services included; budget: tests/README.md)",
+             f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}{'cpu s':>8}{'budget s':>10}"]
     for name, s in sorted(suites.items(), key=lambda kv: -kv[1]["sum"]):
-        lines.append(row(name, s["n"], s["failed"], s["sum"], s["stop"] - s["start"]))
+        lines.append(row(name, s["n"], s["failed"], s["sum"], s["stop"] - s["start"], s["cpu"]))
     for name, seconds in (extra or {}).items():
         lines.append(row(name, "", "", seconds, seconds))
     if runs:
@@ -90,7 +112,7 @@ def summarize(runs: list[dict], extra: dict[str, float] | None = None) -> list[s
 class TimingPlugin:
     def __init__(self, config):
         self.config = config
-        self.timings = Timings()
+        self.timings = Timings(os.environ.get(CPU_GROUP))
 
     def pytest_runtest_logreport(self, report):
         self.timings.add(report)

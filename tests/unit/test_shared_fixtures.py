@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -153,3 +154,37 @@ def test_cpu_profile_counts_a_daemonized_child_by_its_command(tmp_path):
             break
     assert row and float(row[0].split()[0]) >= 0.5, text
     assert cpu_profile.report(out).splitlines()[0].startswith("cgroup: rc=0")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/cpuacct").is_dir(),
+                    reason="needs root and cgroup v1 cpuacct (tests/support/cpu_profile.py)")
+def test_a_lanes_cpu_counts_the_daemons_it_started_and_each_test_gets_its_share(tmp_path):
+    """make test's CPU per lane and per suite (tests/support/run_suites.py): a lane's cgroup counts a process that
+    left the process tree, and the test during which it ran gets that CPU in the timing summary."""
+    from types import SimpleNamespace
+    from tests.support import timing
+    from tests.support.cpu_profile import CpuGroup
+    burn = tmp_path / "burn"
+    burn.write_text(f"#!{sys.executable}\nimport time\nt = time.process_time()\n"
+                    "while time.process_time() - t < 0.6:\n    pass\n")
+    burn.chmod(0o755)
+    group = CpuGroup.make("minbw-lane-test")
+    assert group is not None
+    try:
+        timings = timing.Timings(str(group.path))
+        started = time.time()
+        subprocess.run(["sh", "-c", f"( {burn} & ) ; true"], preexec_fn=group.join, check=True)
+        for _ in range(100):  # the orphan runs on after its parent returned
+            if not group.pids():
+                break
+            time.sleep(0.1)
+        assert group.cpu_s() >= 0.5
+        for when in ("setup", "call", "teardown"):
+            timings.add(SimpleNamespace(nodeid="tests/unit/test_x.py::test_burn", when=when, duration=0.1,
+                                        start=started, stop=time.time(), failed=False, skipped=False))
+        assert timings.tests["tests/unit/test_x.py::test_burn"]["cpu"] >= 0.5
+        row = next(line for line in timing.summarize([timings.as_dict()]) if line.strip().startswith("unit"))
+        assert float(row.split()[5]) >= 0.5  # the cpu s column
+    finally:
+        group.close()
+    assert not group.path.exists()
