@@ -110,15 +110,17 @@ def test_answer_slower_than_the_timeout_after_placement_applied_it(placement, pr
 
 
 @pytest.mark.parametrize("method,path", WRITES + [("GET", PROVIDERS)])
-@pytest.mark.parametrize("fault", ["reset_before", "reset_after"])
-def test_connection_reset(placement, proxied, hosts, method, path, fault):
+@pytest.mark.parametrize("fault", ["reset_before", "reset_after", "500", "500_after"])
+def test_connection_reset_or_server_error(placement, proxied, hosts, method, path, fault):
+    """A reset, or a 500 (Galera: a commit that failed certification, nothing written; a database node lost after
+    the commit, written): the write is re-read, then found or made again."""
     proxied.proxy.add(Rule(method, path, fault, nth=(2,)))
     want = desired("hostA", "hostB")
     api = proxied.api()
     plan, result = s.sync(api, want)
     assert result.writes == len(plan.ops) and api.retried >= 1
-    # after the reset the write was re-read: found (reset after forwarding) or written again (before)
-    assert api.converged == (1 if fault == "reset_after" and method != "GET" else 0)
+    # after the fault the write was re-read: found (the fault came after forwarding) or written again (before)
+    assert api.converged == (1 if fault in ("reset_after", "500_after") and method != "GET" else 0)
     converged(placement, want, hosts)
 
 
@@ -180,7 +182,7 @@ def _claim_setup(placement):
     return ServerRequest(extra_resources=FLAVOR, ports=(port,))
 
 
-@pytest.mark.parametrize("fault", ["reset_before", "reset_after", "503", "409", "slow_after"])
+@pytest.mark.parametrize("fault", ["reset_before", "reset_after", "503", "409", "slow_after", "500", "500_after"])
 def test_claim_and_free_under_faults(placement, proxied, hosts, fault):
     req = _claim_setup(placement)
     consumer = str(uuidlib.uuid4())
@@ -204,6 +206,19 @@ def test_claim_unavailable_is_reported_and_writes_nothing(placement, proxied, ho
     with pytest.raises(PlacementUnavailable) as err:
         claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
     assert err.value.maybe_applied and err.value.method == "PUT"
+    assert placement.get_allocations(consumer)["allocations"] == {}
+
+
+def test_claim_answered_500_every_time_says_it_may_be_written_and_why(placement, proxied, hosts):
+    """Every PUT of the claim answered 500 (Galera's deadlock at commit): after the retry policy's tries the error
+    names Placement's own message and says the write may or may not be there; nothing was written."""
+    req = _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("PUT", "/allocations/", "500", nth=None))
+    with pytest.raises(PlacementUnavailable) as err:
+        claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    assert err.value.maybe_applied and err.value.status == 500 and "1213, 'Deadlock found" in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
     assert placement.get_allocations(consumer)["allocations"] == {}
 
 

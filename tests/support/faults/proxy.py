@@ -28,7 +28,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 from urllib.parse import urlsplit
 
-FAULTS = ("409", "503", "slow", "slow_after", "reset_before", "reset_after", "call", "kill")
+FAULTS = ("409", "503", "500", "500_after", "slow", "slow_after", "reset_before", "reset_after", "call", "kill")
+# 500: Placement's answer to a transaction that failed at commit (Galera's certification, MySQL error 1213):
+# nothing written. 500_after: forwarded, then answered 500 (a database node lost after the commit, error 2013).
+DEADLOCK = ("(pymysql.err.OperationalError) (1213, 'Deadlock found when trying to get lock; try restarting "
+            "transaction') (injected by the fault proxy)")
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "proxy-connection", "te",
        "trailer", "upgrade"}
 
@@ -150,6 +154,9 @@ def _handler(proxy: FaultProxy):
                     409, "Conflict", "resource provider generation conflict (injected by the fault proxy)", rule.code))
             if fault == "503":
                 return self._answer(503, [("Content-Type", "text/plain")], b"503 Service Unavailable\n")
+            if fault == "500":
+                return self._answer(500, [("Content-Type", "application/json")], placement_error_body(
+                    500, "Internal Server Error", DEADLOCK, "placement.undefined_code"))
             if fault == "reset_before":
                 return self._reset()
             if fault == "kill":
@@ -164,6 +171,10 @@ def _handler(proxy: FaultProxy):
             seen.status = status
             if fault in ("reset_after", "kill"):
                 return self._reset()
+            if fault == "500_after":
+                return self._answer(500, [("Content-Type", "application/json")], placement_error_body(
+                    500, "Internal Server Error", "(pymysql.err.OperationalError) (2013, 'Lost connection to MySQL "
+                    "server during query') (injected by the fault proxy, after forwarding)", "placement.undefined_code"))
             if fault == "slow_after":
                 time.sleep(rule.delay)
             self._answer(status, [(k, v) for k, v in resp_headers if k.lower() not in HOP], resp_body)

@@ -26,6 +26,9 @@ from ..model.providers import Provider, ProviderDetail
 READERS = 4  # concurrent provider reads: the client's work and the network overlap the server's
 _GONE = object()  # a provider read with missing_ok that Placement no longer has
 TRANSIENT_STATUS = (502, 503, 504)  # the front (or Placement) could not answer now: try again
+# Placement failed inside the call: on Galera a transaction that fails certification at commit (MySQL error 1213)
+# or a database node lost mid-query (2013) answers 500; the write may or may not have committed: re-read, try again
+SERVER_ERROR = 500
 DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
 
 
@@ -34,7 +37,8 @@ class RetryPolicy:
     """The one retry policy of every Placement call (docs/reliability.md).
 
     A call that got no usable answer — connection refused or reset, no answer within ``timeout``,
-    or a 502/503/504 — is tried again, ``attempts`` tries in all, waiting ``backoff`` seconds
+    a 502/503/504, or a 500 (Placement failed inside the call: on Galera, a commit that failed certification
+    or a database node lost mid-query) — is tried again, ``attempts`` tries in all, waiting ``backoff`` seconds
     doubled after each try (at most ``max_backoff``, jittered down to half). Every write minbw makes
     is safe to repeat (a PUT carries the generation it read, a POST names its provider's or
     consumer's UUID), and a write whose answer was lost is first re-read: if Placement already holds
@@ -154,6 +158,16 @@ class Placement:
                 continue
             if resp.status_code in TRANSIENT_STATUS:
                 why, status = f"answered {resp.status_code} {resp.reason or ''}".rstrip(), resp.status_code
+                uncertain = uncertain or method != "get"
+                continue
+            if resp.status_code == SERVER_ERROR:
+                try:
+                    body = resp.json()
+                except ValueError:
+                    body = None
+                error = placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
+                                        fallback_message=resp.text[:500])
+                why, status = f"answered {resp.status_code}: {str(error)[:300]}", resp.status_code
                 uncertain = uncertain or method != "get"
                 continue
             if resp.status_code not in ok:
