@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection cloud-install module-utils collection-readme dist docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install tour-venv module-utils collection-readme dist docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 setup: $(VENV)/.setup-done
 
@@ -57,17 +57,24 @@ cloud-install:
 	bash tests/support/minicloud/cloud.sh install
 	bash tests/support/minicloud/cloud.sh snapshot
 
+# The virtualenv README.md's install block makes, as a user runs it (the block as written, in a home of its own under
+# .state/tour/KEY, KEY: python/pyproject.toml, the block and python3), where tests/functional/test_readme_tour.py
+# runs the tour: made from the package registry once per KEY, the block run again when only python/ changed
+# (tests/support/tour.py; a no-op when current).
+tour-venv: setup
+	$(PY) tests/support/tour.py
+
 # `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e | functional+prodplacement |
 # unit+faults+ansible | sanity+lint), then the time per suite and the 15 slowest tests; fails when a test fails.
 # Its set-up (setup, collection, cloud-install) is done first and timed apart. tests/README.md: the suites.
-test: setup collection cloud-install
+test: setup collection cloud-install tour-venv
 	$(PY) tests/support/run_suites.py
 
 # One suite alone (tests/README.md has what each runs against and its time budget):
 unit: setup
 	$(PY) -m pytest -q tests/unit
 
-functional: setup collection
+functional: setup collection tour-venv
 	$(PY) -m pytest -q tests/functional
 
 ansible: setup collection
@@ -113,8 +120,9 @@ prod-placement-status:
 # Placement as deployments run it (docs/galera.md): three MariaDB Galera nodes, two Placement API processes
 # (uWSGI) and HAProxy in front of both, on one machine; state in .state/galera, Placement on 127.0.0.1:28778.
 # GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
-# GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests (not part of
-# `make test`: tests/prodplacement/test_galera.py is skipped there unless MINBW_GALERA=1).
+# GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests, the full set (not part
+# of `make test`: tests/prodplacement/test_galera*.py are skipped there unless MINBW_GALERA=1; MINBW_GALERA=reduced
+# runs test_galera.py's reduced form: one claim storm and one fault, single-writer).
 .PHONY: galera galera-up galera-down galera-status
 galera-up: setup
 	bash tests/support/galera/galera.sh up
@@ -126,7 +134,8 @@ galera-status:
 	bash tests/support/galera/galera.sh status
 
 galera: setup cloud-install
-	MINBW_GALERA=1 $(PY) -m pytest -q -rP --show-capture=stdout tests/prodplacement/test_galera.py
+	MINBW_GALERA=1 $(PY) -m pytest -q -rP --show-capture=stdout tests/prodplacement/test_galera.py \
+		tests/prodplacement/test_galera_faults.py
 
 clean:
 	rm -rf $(VENV) .venv-cloud .state

@@ -15,6 +15,9 @@ description:
     (Neutron's agent list, O(neutron)), and what Placement holds.
   - A provider missing from one side, or with other traits or inventories there, is a row with its
     C(differences). Parents are not compared (the compute node's UUID is known to Placement only).
+  - Fails when there is nothing to compare (no ini file, no agent reporting bandwidth to Neutron, no OVN chassis),
+    with RV(nothing_compared) true and the options to give in RV(fix); on ML2/OVN, Neutron's agent list carries no
+    bandwidth, so give O(ovn_sb_db) or O(ovn_chassis).
 version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
@@ -70,6 +73,18 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+nothing_compared:
+  description: True when the task failed because no side held a bandwidth provider to compare.
+  returned: failure
+  type: bool
+ovn_chassis:
+  description: With RV(nothing_compared), how many OVN chassis Neutron's agent list shows (an ML2/OVN cloud).
+  returned: failure
+  type: int
+fix:
+  description: With RV(nothing_compared), the options that give the comparison a source.
+  returned: failure
+  type: str
 ok:
   description: Every side agrees on every provider, and no configuration was skipped.
   returned: always
@@ -101,7 +116,9 @@ def drift(module):
     result = compare(module.cloud(), DriftRequest(
         tuple(p['agent_configs']), p['host'], p['neutron'], chassis=OvnSources(values=tuple(p['ovn_chassis'])),
         southbound=OvnSources(southbound=p['ovn_sb_db'] is not None, sb_db=p['ovn_sb_db'] or None,
-                              sbctl=tuple(p['ovn_sbctl']))))
+                              sbctl=tuple(p['ovn_sbctl'])),
+        options=dict(neutron='neutron: false', ovn_chassis='ovn_chassis (minbw.openstack.ovn_chassis_config)',
+                     ovs_db=None)))
     for warning in list(result.warnings) + ['skipped: %s' % line for line in result.skipped]:
         module.ansible.warn(warning)
     return module.result(False, **result.to_dict())

@@ -49,6 +49,21 @@ class RequestError(InvalidInput):
     """A resource request that cannot be built or expressed."""
 
 
+class NothingCompared(InvalidInput):
+    """A check had nothing to compare: no ini files, no agent reporting bandwidth to Neutron, no OVN chassis (on
+    ML2/OVN, Neutron's agent list carries no bandwidth: the chassis options are read from the southbound or the
+    Open vSwitch database). ``ovn_chassis``: how many OVN chassis Neutron's agent list shows (an ML2/OVN cloud);
+    ``fix`` names the front end's options."""
+
+    def __init__(self, message: str, fix: str, ovn_chassis: int = 0):
+        self.fix = fix
+        self.ovn_chassis = ovn_chassis
+        super().__init__(f"{message}. Fix: {fix}")
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "nothing_compared": True, "ovn_chassis": self.ovn_chassis, "fix": self.fix}
+
+
 class BindingNotAllowed(MinbwError):
     """Neutron refused to write a port's ``binding:profile``: its policy gives that to the service role only."""
 

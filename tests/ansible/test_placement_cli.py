@@ -1,4 +1,4 @@
-"""`minbw placement serve --daemon`, `stop` and `status`: the process management the role placement_local runs.
+"""`minbw placement serve --daemon`, `stop` and `show`: the process management the role placement_local runs.
 
 Each test drives the real CLI in a subprocess against the real embedded Placement on a free port.
 """
@@ -82,7 +82,7 @@ def test_start_status_stop_and_their_idempotency(instance):
     url = f"http://127.0.0.1:{port}"
 
     # nothing there yet: not running, and status creates nothing
-    status = minbw_json("status", "--state-dir", state_dir, "--port", port)
+    status = minbw_json("show", "--state-dir", state_dir, "--port", port)
     assert status["running"] is False and status["ours"] is False and status["pid"] is None
     assert status["url"] == url and not state_dir.exists()
 
@@ -101,11 +101,11 @@ def test_start_status_stop_and_their_idempotency(instance):
     assert again["changed"] is False and again["pid"] == pid and again["url"] == url
     assert int(pidfile.read_text()) == pid
 
-    status = minbw_json("status", "--state-dir", state_dir, "--port", port)
+    status = minbw_json("show", "--state-dir", state_dir, "--port", port)
     assert status["running"] is True and status["ours"] is True and status["pid"] == pid and status["url"] == url
     # without --port: the port of the running server
-    assert minbw_json("status", "--state-dir", state_dir)["url"] == url
-    text = minbw("status", "--state-dir", state_dir)
+    assert minbw_json("show", "--state-dir", state_dir)["url"] == url
+    text = minbw("show", "--state-dir", state_dir)
     assert text.returncode == 0 and f"running on {url} (pid {pid}" in text.stdout
 
     stopped = minbw_json("stop", "--state-dir", state_dir, "--timeout", 30)
@@ -114,7 +114,7 @@ def test_start_status_stop_and_their_idempotency(instance):
 
     stopped = minbw_json("stop", "--state-dir", state_dir)                             # IDEMPOTENCY
     assert stopped["changed"] is False and stopped["pid"] is None
-    status = minbw_json("status", "--state-dir", state_dir, "--port", port)
+    status = minbw_json("show", "--state-dir", state_dir, "--port", port)
     assert status["running"] is False and status["pid"] is None and status["ours"] is False
 
     # the state dir keeps the database: a restart is a new process on the same data
@@ -146,7 +146,7 @@ def test_port_held_by_another_process_is_a_clear_error(instance, listen):
         assert time.monotonic() - started < 20
         assert_clear_error(proc, f"Port {port} on 127.0.0.1 is in use, but not by the Placement of {state_dir}",
                               "--port")
-        status = minbw_json("status", "--state-dir", state_dir, "--port", port)
+        status = minbw_json("show", "--state-dir", state_dir, "--port", port)
     assert status["running"] is False and status["ours"] is False and status["port_in_use"] is True
     # nothing started, nothing written
     assert not state_dir.exists()
@@ -159,7 +159,7 @@ def test_start_in_a_state_dir_that_is_a_file_fails_clearly(instance):
     assert_clear_error(proc, f"--state-dir {state_dir} exists and is not a directory")
     assert not answers(port)
     # status and stop: not running (and they leave the file alone)
-    assert minbw_json("status", "--state-dir", state_dir, "--port", port)["running"] is False
+    assert minbw_json("show", "--state-dir", state_dir, "--port", port)["running"] is False
     assert minbw_json("stop", "--state-dir", state_dir)["changed"] is False
     assert state_dir.read_text() == "not a directory\n"
 
@@ -195,7 +195,7 @@ def test_stale_pid_file_is_not_trusted(instance):
     pidfile = state_dir / "placement.pid"
     pidfile.write_text(f"{os.getpid()}\n")   # a live process that is not this state dir's Placement
 
-    status = minbw_json("status", "--state-dir", state_dir, "--port", port)
+    status = minbw_json("show", "--state-dir", state_dir, "--port", port)
     assert status["running"] is False and status["ours"] is False and status["pid"] is None
     assert pidfile.exists()                  # status is read-only
 
@@ -218,7 +218,7 @@ def test_stop_kills_a_server_that_ignores_sigterm(instance):
     try:
         assert stubborn.stdout.readline() == "up\n"
         (state_dir / "placement.pid").write_text(f"{stubborn.pid}\n")
-        assert minbw_json("status", "--state-dir", state_dir, "--port", port)["ours"] is True
+        assert minbw_json("show", "--state-dir", state_dir, "--port", port)["ours"] is True
         started = time.monotonic()
         stopped = minbw_json("stop", "--state-dir", state_dir, "--timeout", 1)
         assert stopped["changed"] is True and stopped["pid"] == stubborn.pid
@@ -232,7 +232,7 @@ def test_stop_kills_a_server_that_ignores_sigterm(instance):
 
 def test_missing_state_dir_is_not_running(tmp_path):
     missing = tmp_path / "nowhere"
-    assert minbw_json("status", "--state-dir", missing)["running"] is False
+    assert minbw_json("show", "--state-dir", missing)["running"] is False
     stopped = minbw_json("stop", "--state-dir", missing)
     assert stopped["changed"] is False and stopped["pid"] is None
     assert not missing.exists()

@@ -1,37 +1,58 @@
-"""The README's tour on the embedded Placement, as a new user runs it: every command in order, as written; each
-exits as its comment announces (0 unless it says otherwise)."""
+"""The README's tour on the embedded Placement, as a new user runs it: in the virtualenv README.md's install block
+makes (tests/support/tour.py's ``tour_venv``: the block as written, in a home of its own, nothing of the developers'
+``.venv`` on PATH), every command in order, as written; each exits as its comment announces (0 unless it says
+otherwise)."""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
 
-from tests.support.tour import README, expected_exit, run_tour, tour
+from tests.support.tour import README, expected_exit, run_tour, tour, tour_venv, user_env
 
 STATE = "/tmp/pl"  # the tour's own paths, as written
 
 
-def _stop():
-    subprocess.run([sys.executable, "-m", "minbw.cli", "placement", "stop", "--state-dir", STATE], capture_output=True,
+@pytest.fixture(scope="module")
+def venv():
+    """(the install block's virtualenv, its home); made once per pyproject.toml and block (``make tour-venv``)."""
+    return tour_venv()
+
+
+def _stop(venv: os.PathLike):
+    subprocess.run([str(venv / "bin/minbw"), "placement", "stop", "--state-dir", STATE], capture_output=True,
                    timeout=120)
     shutil.rmtree(STATE, ignore_errors=True)
 
 
 @pytest.fixture
-def fresh():
-    _stop()
+def fresh(venv):
+    _stop(venv[0])
+    shutil.rmtree(venv[1] / ".cache" / "minbw", ignore_errors=True)  # the provider cache of an earlier run
     yield
-    _stop()
+    _stop(venv[0])
 
 
-def test_the_tour_runs_as_written(fresh):
+def test_the_install_block_made_a_users_venv(venv):
+    """Only what the block installs: minbw's dependencies and extras, none of the developers' test tools."""
+    python = venv[0] / "bin/python"
+    have = subprocess.run([str(python), "-c", "import minbw, placement, matplotlib, prometheus_client, openstackclient;"
+                           "print(minbw.__file__)"], capture_output=True, text=True)
+    assert have.returncode == 0, have.stderr
+    assert have.stdout.startswith(str(venv[0])), have.stdout  # installed from python/, not the checkout's sources
+    for absent in ("pytest", "neutron_lib"):
+        assert subprocess.run([str(python), "-c", f"import {absent}"], capture_output=True).returncode != 0, absent
+
+
+def test_the_tour_runs_as_written(venv, fresh):
     lines = tour("embedded")
     assert lines[0].startswith("minbw placement serve") and lines[-1].startswith("minbw placement stop")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}  # only what the tour exports
-    results = run_tour(lines, env)
+    bin_dir, home = venv[0] / "bin", venv[1]
+    # the user's shell after the install block: its virtualenv active; only what the tour exports of OS_*
+    env = dict(user_env(home), VIRTUAL_ENV=str(venv[0]), PATH=f"{bin_dir}{os.pathsep}{user_env(home)['PATH']}")
+    results = run_tour(lines, env, own_path=True)
     wrong = [(line, code, out[-2000:]) for line, code, out in results if code != expected_exit(line)]
     assert not wrong, wrong
     # what the tour shows is what it says

@@ -4,7 +4,9 @@ single-writer mode (nodes 2 and 3 are HAProxy backups) and with writes spread ov
 
 Opt-in: these tests start a cluster per mode (about a minute each on 2 loaded cores), so they run only with
 MINBW_GALERA=1, which ``make galera`` sets; ``make test`` collects and skips them (this suite's budget is not
-theirs)."""
+theirs). MINBW_GALERA=reduced runs the reduced form: the single-writer cluster only, one claim storm and one
+fault (the writer node killed mid-storm). The other faults (a node killed during a cold sync of 100 hosts, an
+API process killed mid-storm) are in test_galera_faults.py."""
 from __future__ import annotations
 
 import contextlib
@@ -24,12 +26,15 @@ from tests.conftest import CallCounter, wipe
 from tests.prodplacement.test_prod_placement import (FLAVOR, KBPS, PORT_ID, _cli_claimer, check_round, make_hosts,
                                                      no_overcommit, request_json)
 
-pytestmark = pytest.mark.skipif(os.environ.get("MINBW_GALERA") != "1",
+REDUCED = os.environ.get("MINBW_GALERA") == "reduced"
+pytestmark = pytest.mark.skipif(os.environ.get("MINBW_GALERA") not in ("1", "reduced"),
                                 reason="the Galera Placement (3 MariaDB nodes, HAProxy): `make galera` runs these "
-                                       "(MINBW_GALERA=1)")
+                                       "(MINBW_GALERA=1; MINBW_GALERA=reduced: one storm and one fault)")
+full_only = pytest.mark.skipif(REDUCED, reason="MINBW_GALERA=reduced: one storm and one fault only")
+MODES = ["single-writer"] if REDUCED else ["single-writer", "multi-writer"]
 
 
-@pytest.fixture(scope="module", params=["single-writer", "multi-writer"])
+@pytest.fixture(scope="module", params=MODES)
 def galera(request):
     """One cluster per mode, shared by the module's tests of that mode (pytest groups them by mode)."""
     from tests.support.galera.server import GaleraPlacement, state_dir_for
@@ -81,8 +86,46 @@ def same_on_every_node(galera, query, nodes=(1, 2, 3), timeout=30.0):
     return answers[nodes[0]]
 
 
+# ---------------------------------------------------------------- what the claims did
+
+def tally(api, results) -> dict:
+    """Every claim of ``results`` ((consumer, exit code, stdout, stderr) each) accounted for, read back from
+    Placement: accepted (exit 0: exactly its bandwidth allocated), refused (exit 4: nothing allocated) or failed
+    (any other exit: one line ``minbw: error: ...`` naming the cause). Returns the counts, the failures'
+    messages (the first 160 characters each, counted) and ``leftover``: failed claims whose consumer holds an
+    allocation afterwards (each must have said that its write may have been applied)."""
+    out = {"accepted": 0, "refused": 0, "failed": 0, "leftover": 0, "messages": {}, "refusals": []}
+    for c, rc, stdout, err in results:
+        assert rc != "traceback" and "Traceback" not in err, err
+        allocs = api.get_allocations(c)["allocations"]
+        got = sum(a["resources"].get("NET_BW_EGR_KILOBIT_PER_SEC", 0) for a in allocs.values())
+        if rc == 0:
+            out["accepted"] += 1
+            assert json.loads(stdout)["claimed"] is True and got == KBPS, (c, stdout, allocs)
+            continue
+        if rc == 4:
+            out["refused"] += 1
+            assert err.startswith("minbw: error: No valid host: ") and not allocs, (c, err, allocs)
+            try:   # what each attempt of the claim met (the JSON's attempts), then the reason
+                seen = [a.get("outcome") for a in json.loads(stdout).get("attempts", [])]
+            except ValueError:
+                seen = []
+            out["refusals"].append(f"attempts {seen}: {err.strip()[:300]}")
+            continue
+        out["failed"] += 1
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("minbw: error: ") and len(lines[0]) > 30, (rc, err)
+        key = lines[0][:160]
+        out["messages"][key] = out["messages"].get(key, 0) + 1
+        if allocs:
+            out["leftover"] += 1
+            assert "may or may not have been applied" in err, (c, err, allocs)
+    return out
+
+
 # ---------------------------------------------------------------- the cluster
 
+@full_only
 def test_three_synced_nodes_behind_haproxy(galera):
     for n in (1, 2, 3):
         w = galera.wsrep(n)
@@ -103,6 +146,7 @@ def test_three_synced_nodes_behind_haproxy(galera):
 
 # ---------------------------------------------------------------- sync and a claim through HAProxy
 
+@full_only
 def test_sync_and_claim_through_haproxy(api, galera, tmp_path, monkeypatch):
     monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(galera.clouds_yaml))
     names = [f"galera-{i:02d}" for i in range(4)]
@@ -148,20 +192,21 @@ def run_round(galera, pool, consumers, claimers, args, delay):
     return [r for chunk in pool.map(_cli_claimer, jobs, chunksize=1) for r in chunk]
 
 
-def commit_deadlocks(results):
-    """(the others, the claims that failed because Placement answered 500 with MySQL's error 1213). With writes
-    on several nodes, Galera certifies a transaction at COMMIT and fails the loser with "Deadlock found ...":
-    after Placement's allocation write and its retry loop succeeded, outside oslo.db's deadlock retries, so
-    Placement answers 500 and ``minbw allocation create`` exits 1 (docs/galera.md). Seen only in multi-writer mode."""
-    dead = [r for r in results if r[1] == 1 and "(1213, " in r[3] and "status 500" in r[3]]
-    return [r for r in results if r not in dead], dead
+def split_failed(results):
+    """(the others, the claims that failed: any exit but 0 and 4). With writes on several nodes Galera certifies a
+    transaction at COMMIT and fails the loser with MySQL's 1213 "Deadlock found ...", after Placement's allocation
+    write and its retry loop succeeded, outside oslo.db's deadlock retries: Placement answers 500
+    (docs/galera.md). minbw's client takes a 500 as a lost answer (the write re-read, then tried again), so such a
+    claim fails only when every try of its retry policy got one; what is left is counted, not hidden."""
+    failed = [r for r in results if r[1] not in (0, 4, "traceback")]
+    return [r for r in results if r not in failed], failed
 
 
 def test_claim_storm_never_overcommits(api, galera, tmp_path, pool):
-    """8 ``minbw allocation create`` processes, 3 claims each, all at the same instant, for twice the bandwidth there is
-    (2 hosts), 2 rounds: after each no provider is over capacity and every claim is accounted for
-    (check_round of the single-server test), but for the claims Galera's certification failed at commit (multi-
-    writer: a 500 from Placement, nothing allocated); what certification did is printed."""
+    """8 ``minbw allocation create`` processes, 3 claims each, all at the same instant, for twice the bandwidth
+    there is (2 hosts), 2 rounds: after each no provider is over capacity and every claim is accounted for
+    (check_round of the single-server test, and tally: a failed claim is one line naming its cause and its
+    consumer is read back); what certification did is printed."""
     claimers, per_claimer, rounds = 8, 3, 2
     demand = claimers * per_claimer
     fits = demand // 2
@@ -170,83 +215,103 @@ def test_claim_storm_never_overcommits(api, galera, tmp_path, pool):
     args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}"]
     bridges = [p for p in api.list_providers() if p.name.endswith(":br-phys0")]
     logs0, cert0, t0 = galera.log_counts(), galera.certification(), time.time()
-    undone, claimed, lost_at_commit = 0, 0, 0
+    undone = 0
+    total = {"accepted": 0, "refused": 0, "failed": 0, "leftover": 0, "messages": {}}
     for rnd in range(rounds):
         results = run_round(galera, pool, [str(uuid.uuid4()) for _ in range(demand)], claimers, args,
                             8 if rnd == 0 else 2)
-        rest, dead = commit_deadlocks(results)
-        for c, _, _, _ in dead:     # failed at commit: nothing of it stays
-            assert not api.get_allocations(c)["allocations"], c
-        lost_at_commit += len(dead)
-        # check_round's checks on the others; each claim lost at commit may leave its bandwidth idle (claimers
-        # // 8 is how many claims it lets end idle)
-        undone += check_round(api, rest, len(rest), fits, claimers + 8 * len(dead), bridges,
+        got = tally(api, results)
+        for k in ("accepted", "refused", "failed", "leftover"):
+            total[k] += got[k]
+        for m, n in got["messages"].items():
+            total["messages"][m] = total["messages"].get(m, 0) + n
+        rest, failed = split_failed(results)
+        # check_round's checks on the others; each failed claim may leave its bandwidth idle (claimers // 8 is
+        # how many claims it lets end idle)
+        undone += check_round(api, rest, len(rest), fits, claimers + 8 * len(failed), bridges,
                               f"{galera.mode} round {rnd + 1}")
-        claimed += sum(r[1] == 0 for r in results)
         for c, rc, _, _ in results:
-            if rc == 0:
+            if rc not in (4, "traceback"):   # accepted, or failed and maybe left: freed
                 claims.free(api, c)
         assert no_overcommit(api) == []
     logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     cert = {k: v - cert0[k] for k, v in galera.certification().items()}
     print(f"\n{claimers} claimers x {per_claimer} claims x {rounds} rounds on {galera.describe()}: 0 overcommit, "
-          f"{claimed} claimed, {undone} undone, {lost_at_commit} failed by a deadlock at commit (HTTP 500), "
+          f"{total['accepted']} accepted, {total['refused']} refused, {total['failed']} failed "
+          f"({total['leftover']} of them left an allocation; messages: {total['messages']}), {undone} undone, "
           f"{time.time() - t0:.0f} s; Placement's logs: {logs}; Galera: {cert}")
 
 
 # ---------------------------------------------------------------- a node killed during the claims
 
-def test_a_node_killed_mid_storm_then_rejoining(api, galera, tmp_path, pool, monkeypatch):
-    """kill -9 of a Galera node while 8 claimers run (single-writer: node 1, the one HAProxy sends every
-    connection to; multi-writer: node 2): the two others stay a primary cluster of 2, no provider ends over
-    capacity, claims made after the kill succeed; the node then rejoins (IST) with the same data."""
-    victim = 1 if galera.mode == "single-writer" else 2
-    survivors = tuple(n for n in (1, 2, 3) if n != victim)
-    claimers, per_claimer = 8, 4
+def storm_with_a_fault(galera, api, tmp_path, pool, fault, hosts_prefix, claimers=8, per_claimer=4, after=1.0):
+    """``claimers`` processes run ``minbw allocation create`` ``per_claimer`` times each, all starting at one
+    instant, with room for all (a failure is the fault's, not capacity's); ``fault()`` runs ``after`` seconds into
+    the claims. Returns (the claims' tally, the results, seconds from the start to the fault, the claim args)."""
     demand = claimers * per_claimer
-    make_hosts(api, ["kill-0", "kill-1"], demand * KBPS)   # room for all: failures are the kill's, not capacity's
+    make_hosts(api, [f"{hosts_prefix}-0", f"{hosts_prefix}-1"], demand * KBPS)
     port = request_json(tmp_path)
     args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}"]
     consumers = [str(uuid.uuid4()) for _ in range(demand)]
     start_at = time.time() + 8
     jobs = [(str(galera.clouds_yaml), galera.cloud, consumers[i::claimers], start_at, args) for i in range(claimers)]
     pending = pool.map_async(_cli_claimer, jobs, chunksize=1)
-    time.sleep(max(0.0, start_at - time.time()) + 1.0)   # the claims are under way
-    galera.kill_node(victim)
-    t_kill = time.time()
+    time.sleep(max(0.0, start_at - time.time()) + after)   # the claims are under way
+    fault()
+    t_fault = time.time() - start_at
     results = [r for chunk in pending.get(timeout=600) for r in chunk]
+    assert len(results) == demand
+    return tally(api, results), results, t_fault, args
+
+
+def claims_after(galera, args, monkeypatch, n=4):
+    """n claims made after the fault, one after the other: each must succeed."""
+    after = [str(uuid.uuid4()) for _ in range(n)]
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(galera.clouds_yaml))   # _cli_claimer sets it: restored after
+    for c, rc, out, err in _cli_claimer((str(galera.clouds_yaml), galera.cloud, after, 0, args)):
+        assert rc == 0, (rc, err)
+    return after
+
+
+def test_a_node_killed_mid_storm_then_rejoining(api, galera, tmp_path, pool, monkeypatch):
+    """kill -9 of a Galera node 1 s into 32 claims by 8 claimers (single-writer: node 1, the one HAProxy sends
+    every connection to; multi-writer: node 2): the two others stay a primary cluster of 2, no provider ends
+    over capacity, every accepted claim holds exactly its bandwidth, every failed one is one line naming its
+    cause and its consumer is read back, claims made after the kill succeed; the node then rejoins (IST) with
+    the same data."""
+    victim = 1 if galera.mode == "single-writer" else 2
+    survivors = tuple(n for n in (1, 2, 3) if n != victim)
+    logs0 = galera.log_counts()
+    got, results, t_kill, args = storm_with_a_fault(galera, api, tmp_path, pool,
+                                                    lambda: galera.kill_node(victim), "kill")
     for n in survivors:
         wait_until(f"node {n}: a primary cluster of 2",
                    lambda n=n: galera.wsrep(n)["wsrep_cluster_size"] == "2"
                    and galera.wsrep(n)["wsrep_cluster_status"] == "Primary", 60)
     assert no_overcommit(api) == []
-    outcome = {}
-    for _, rc, _, _ in results:
-        outcome[rc] = outcome.get(rc, 0) + 1
-    # what each claim left: a claimed one exactly its bandwidth; any other nothing (or its bandwidth, when the
-    # answer was lost with the node after the commit: counted, not hidden)
-    leftover = 0
-    for c, rc, out, err in results:
-        got = sum(a["resources"].get("NET_BW_EGR_KILOBIT_PER_SEC", 0)
-                  for a in api.get_allocations(c)["allocations"].values())
-        if rc == 0:
-            assert got == KBPS, (c, out, err)
-        elif got:
-            leftover += 1
     # the claims go on after the kill, through HAProxy to the survivors
-    after = [str(uuid.uuid4()) for _ in range(4)]
-    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(galera.clouds_yaml))   # _cli_claimer sets it: restored after
-    for c, rc, out, err in _cli_claimer((str(galera.clouds_yaml), galera.cloud, after, 0, args)):
-        assert rc == 0, (rc, err)
+    after = claims_after(galera, args, monkeypatch)
     wait_until("HAProxy marks the killed node DOWN",
                lambda: galera.haproxy_servers()[("mariadb", f"node{victim}")]["status"].startswith("DOWN"), 30)
-    print(f"\n{galera.describe()}: node {victim} killed {t_kill - start_at:.1f} s into {demand} claims by "
-          f"{claimers} claimers: exit codes {outcome}, {leftover} failed claims left an allocation, "
-          f"0 overcommit; 4 claims after the kill succeeded")
+    logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     # the node rejoins, with what it missed
+    since = len(galera.node_log(victim))
+    t0 = time.time()
     galera.start_node(victim)
+    rejoin = time.time() - t0
     for n in (1, 2, 3):
-        assert galera.wsrep(n)["wsrep_cluster_size"] == "3"
+        w = galera.wsrep(n)
+        assert (w["wsrep_cluster_size"], w["wsrep_local_state_comment"], w["wsrep_cluster_status"]) == \
+            ("3", "Synced", "Primary"), (n, w)
+    how = galera.rejoined_by(victim, since)
     same_on_every_node(galera, "SELECT COUNT(*), COALESCE(SUM(used), 0) FROM placement.allocations")
+    print(f"\n{galera.describe()}: node {victim} killed {t_kill:.1f} s into {len(results)} claims by 8 "
+          f"claimers: {got['accepted']} accepted, {got['refused']} refused {got['refusals']}, {got['failed']} failed "
+          f"({got['leftover']} of them left an allocation; messages: {got['messages']}); 0 overcommit; "
+          f"{len(after)} claims after the kill succeeded; Placement's logs: {logs}; node {victim} rejoined by "
+          f"{how} in {rejoin:.0f} s")
+    for c, rc, _, _ in results:
+        if rc != 4:
+            claims.free(api, c)
     for c in after:
         assert claims.free(api, c)

@@ -6,7 +6,8 @@ Output, through cliff's formatters: ``-f json`` / ``-f yaml`` print the command'
 tail lines under it; ``-f value`` / ``-f csv`` and ``-c COLUMN`` the table alone. ``--sort-column``,
 ``--fit-width``, ``--max-width``, ``--noindent`` are cliff's. ``--json`` is ``-f json``.
 
-Exit codes: 0 done; 1 an error (bad input found once the cloud was read, a refusal, the cloud failed: one line
+Exit codes: 0 done; 1 an error (bad input found once the cloud was read, a refusal, the cloud failed, a check that
+had nothing to compare - drift without ini files, agents reporting bandwidth or OVN chassis: one line
 ``minbw: error: ...``, no traceback unless ``--debug``); 2 usage (argparse, before anything is read or written);
 3 findings left (audit, drift, heal); 4 no valid host (claim, candidates, move, schedule).
 """
@@ -32,7 +33,7 @@ def _top_package(obj: object) -> str:
     return type(obj).__module__.partition(".")[0]
 
 
-EXIT_ERROR = 1        # an error: bad input, a refusal, an unreachable cloud, bad credentials
+EXIT_ERROR = 1        # an error: bad input, a refusal, an unreachable cloud, bad credentials, nothing to compare
 EXIT_USAGE = 2        # argparse: an unknown option or a bad value, found before anything is read
 EXIT_FINDINGS = 3     # audit / drift / heal found something that is left (a CI gate); a sync skipped some units
 EXIT_NO_VALID_HOST = 4  # claim, candidates, move, schedule: Placement has no host for the request (not an error)

@@ -8,11 +8,15 @@ from minbw.cli.options import add_ovn_arguments, add_report_cache_argument, ovn_
 
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
+# the options a drift that compared nothing names (minbw.usecases.drift.nothing_compared)
+OPTIONS = {"agent_configs": "--agent-config FILE", "neutron": "--no-neutron", "ovn_sb_db": "--ovn-sb-db [DB]",
+           "ovn_chassis": "--ovn-chassis FILE", "ovs_db": "--ovs-db [DB]"}
 
 
 class ShowDrift(Command):
     """Compare the agents' ini files, what the agents report to Neutron, and Placement, provider by provider
-    (exit 3 when they differ)."""
+    (exit 3 when they differ; exit 1 when there was nothing to compare: no ini file, no agent reporting bandwidth
+    to Neutron, no OVN chassis - on ML2/OVN give --ovn-sb-db, --ovn-chassis or --ovs-db)."""
 
     columns = COLUMNS
 
@@ -33,6 +37,7 @@ class ShowDrift(Command):
         from minbw.usecases.providers import OvnSources
         result = drift(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), DriftRequest(
             tuple(parsed_args.agent_config), parsed_args.host, parsed_args.neutron, option="--agent-config",
+            options=OPTIONS,
             chassis=ovn_sources(parsed_args, southbound=False),
             southbound=OvnSources(southbound=parsed_args.ovn_sb_db is not None, sb_db=parsed_args.ovn_sb_db or None,
                                   sbctl=parsed_args.ovn_sbctl)))

@@ -7,7 +7,7 @@ import sys
 import threading
 
 from minbw.cli.base import Command
-from minbw.cli.options import add_owner_nova_argument, count, seconds, tcp_port
+from minbw.cli.options import add_ovn_arguments, add_owner_nova_argument, count, seconds, tcp_port
 from minbw.errors import InvalidInput
 
 
@@ -21,10 +21,11 @@ def _port_size(text: str):
 
 class Exporter(Command):
     """Serve Prometheus metrics of the bandwidth providers (total, reserved, used, ratio), the headroom in ports
-    of the sizes given, the audit's and the drift's findings, the last sync, and each scrape's cost
-    (docs/exporter.md). A collection every --interval seconds reads every bandwidth provider's usage (the traits
-    and inventories of those whose generation moved); the slow reports run every --slow-interval seconds; a scrape
-    is served from the last collection and never waits. --once prints one collection and exits."""
+    of the sizes given, the audit's and the drift's findings (ML2/OVN: with the chassis options, as drift show takes
+    them), the last sync, and each scrape's cost (docs/exporter.md); over HTTPS (--tls-cert-file) and with basic
+    authentication (the config's basic_auth_users) when configured. A collection every --interval seconds reads
+    every bandwidth provider's usage (the traits and inventories of those whose generation moved); the slow
+    reports run every --slow-interval seconds; a scrape is served from the last collection and never waits. --once prints one collection and exits."""
 
     def add_arguments(self, parser):
         parser.add_argument("--port-size", action="append", type=_port_size, metavar="NAME=RULES",
@@ -45,6 +46,13 @@ class Exporter(Command):
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
         parser.add_argument("--no-neutron", dest="neutron", action="store_const", const=False,
                             help="the drift does not read the agents from Neutron")
+        add_ovn_arguments(parser, southbound_help="the drift's agent side for ML2/OVN: every chassis of the OVN "
+                          "southbound database (what Neutron's OVN placement extension reads), read with ovn-sbctl "
+                          "(DB: its --db; leave out for ovn-sbctl's default or OVN_SB_DB). --ovn-chassis/--ovs-db give "
+                          "the chassis options as the computes hold them (the ini side)")
+        tls = parser.add_argument_group("the endpoint's TLS (basic authentication: basic_auth_users in --config)")
+        tls.add_argument("--tls-cert-file", metavar="FILE", help="serve HTTPS with this PEM certificate (chain)")
+        tls.add_argument("--tls-key-file", metavar="FILE", help="its PEM private key")
         cache = parser.add_mutually_exclusive_group()
         cache.add_argument("--cache", metavar="FILE", help="the provider cache (default: the sync's, per endpoint)")
         cache.add_argument("--no-cache", action="store_true",
@@ -72,6 +80,11 @@ class Exporter(Command):
                          workers=parsed_args.workers, owner_nova=parsed_args.owner_nova,
                          agent_configs=tuple(parsed_args.agent_config) if parsed_args.agent_config else None,
                          port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,
+                         ovn_chassis=tuple(parsed_args.ovn_chassis) if parsed_args.ovn_chassis else None,
+                         ovn_sb_db=parsed_args.ovn_sb_db, ovs_db=parsed_args.ovs_db, ovn_sbctl=parsed_args.ovn_sbctl,
+                         ovs_vsctl=parsed_args.ovs_vsctl,
+                         tls=(parsed_args.tls_cert_file, parsed_args.tls_key_file)
+                         if parsed_args.tls_cert_file or parsed_args.tls_key_file else None,
                          cache=NO_CACHE if parsed_args.no_cache else
                          None if parsed_args.cache is None else Cache.at(parsed_args.cache))
         return ExporterRequest.from_config(config, **overrides)

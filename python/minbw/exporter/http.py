@@ -10,20 +10,126 @@ it was asked for and does not have (``("want", openmetrics, gzip)``), which the 
 every publication (the first scrape of a format waits for that one rendering, as it did in one process). When the
 pipe closes (the exporter stopped, or was killed), the server process exits. It ignores SIGINT and SIGTERM: the
 collecting process stops it (a terminal's Ctrl-C and systemd's stop reach both).
+
+The endpoint can serve TLS and ask for basic authentication (:class:`Web`), configured as Prometheus' own
+exporters are (the exporter-toolkit's web configuration: ``tls_server_config`` with ``cert_file``/``key_file``,
+``basic_auth_users`` with bcrypt hashes): the hashes alone are stored, a password checked once is remembered (by
+a salted digest, in the server process) so that a scrape does not pay bcrypt's cost each time.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import gzip
+import hashlib
+import hmac
 import multiprocessing
 import os
 import signal
+import ssl
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from minbw.errors import InvalidInput, MissingDependency
 
 # How long the first scrape of a format waits for the collecting process to render it.
 FIRST_RENDERING_TIMEOUT = 120.0
 _EOF = "# EOF\n"
+
+
+REALM = "minbw exporter"
+
+
+@dataclass(frozen=True)
+class Web:
+    """The endpoint's TLS (``cert_file``, ``key_file``: PEM files; the key readable by the exporter's user) and basic
+    authentication (``users``: (name, bcrypt hash) pairs; none: no authentication)."""
+    cert_file: str | None = None
+    key_file: str | None = None
+    users: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.cert_file)
+
+    @classmethod
+    def of(cls, tls_server_config, basic_auth_users) -> Web:
+        """From the exporter's config: ``tls_server_config: {cert_file, key_file}`` and ``basic_auth_users: {NAME:
+        BCRYPT_HASH}`` (Prometheus' web configuration's keys; ``htpasswd -nBC 10 NAME`` makes a hash)."""
+        tls = tls_server_config or {}
+        if not isinstance(tls, Mapping) or set(tls) - {"cert_file", "key_file"}:
+            raise InvalidInput("the exporter's config: tls_server_config: expected cert_file and key_file (PEM files), "
+                               f"got {tls!r}")
+        if bool(tls.get("cert_file")) != bool(tls.get("key_file")):
+            raise InvalidInput("the exporter's config: tls_server_config: give both cert_file and key_file")
+        users = basic_auth_users or {}
+        if not isinstance(users, Mapping):
+            raise InvalidInput("the exporter's config: basic_auth_users: expected NAME: BCRYPT_HASH items (htpasswd "
+                               "-nBC 10 NAME makes one)")
+        for name, hashed in users.items():
+            if not isinstance(hashed, str) or not hashed.startswith(("$2a$", "$2b$", "$2y$")):
+                raise InvalidInput(f"the exporter's config: basic_auth_users: {name}: expected a bcrypt hash "
+                                   "($2b$..., htpasswd -nBC 10 NAME makes one), never the password itself")
+        if users:
+            _bcrypt()
+        return cls(tls.get("cert_file") or None, tls.get("key_file") or None,
+                   tuple(sorted((str(n), h) for n, h in users.items())))
+
+    def context(self) -> ssl.SSLContext | None:
+        """The server's TLS context (TLS 1.2 at least), None without TLS."""
+        if not self.tls:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.cert_file, self.key_file)
+        return context
+
+
+def _bcrypt():
+    try:
+        import bcrypt
+    except ImportError:
+        raise MissingDependency("basic_auth_users: the exporter checks the bcrypt hashes with the bcrypt package, "
+                                "which is not installed. Fix: pip install bcrypt") from None
+    return bcrypt
+
+
+class Authenticator:
+    """Basic authentication against bcrypt hashes. A password that passed is remembered by a salted SHA-256 (of
+    this process's random salt), so that only the first scrape with it costs a bcrypt check; a wrong one is checked
+    each time (an unknown user against a dummy hash, in the same time)."""
+
+    def __init__(self, users: tuple[tuple[str, str], ...]):
+        self.users = dict(users)
+        self._salt = os.urandom(16)
+        self._passed: set[bytes] = set()
+        self._lock = threading.Lock()
+        self._dummy = _bcrypt().hashpw(b"-", _bcrypt().gensalt(rounds=10)) if users else b""
+
+    def __call__(self, header: str) -> bool:
+        if not self.users:
+            return True
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            name, sep, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        if not sep:
+            return False
+        hashed = self.users.get(name)
+        key = hashlib.sha256(self._salt + f"{name}\0{password}\0{hashed}".encode()).digest()
+        with self._lock:
+            if hashed is not None and any(hmac.compare_digest(key, k) for k in self._passed):
+                return True
+        ok = _bcrypt().checkpw(password.encode(), hashed.encode() if hashed else self._dummy) and hashed is not None
+        if ok:
+            with self._lock:
+                self._passed.add(key)
+        return ok
 
 
 @dataclass(frozen=True)
@@ -67,14 +173,19 @@ class _Held:
             return board if openmetrics in getattr(board, store) else None
 
 
-def app(held: _Held, clock=time.time):
+def app(held: _Held, clock=time.time, authenticate=None):
     """The WSGI application serving ``/metrics``: the format Prometheus asks for (its Accept header, as
     prometheus_client chooses), gzip when accepted, the age of the collection served added per scrape. It reads
-    nothing: it serves the last board."""
+    nothing: it serves the last board. ``authenticate``: an :class:`Authenticator` (a 401 without the
+    credentials)."""
     from prometheus_client.exposition import choose_encoder
     from minbw.exporter.exposition import age
 
     def serve(environ, start_response):
+        if authenticate is not None and not authenticate(environ.get("HTTP_AUTHORIZATION", "")):
+            start_response("401 Unauthorized", [("Content-Type", "text/plain"),
+                                                ("WWW-Authenticate", f'Basic realm="{REALM}", charset="UTF-8"')])
+            return [b"Unauthorized\n"]
         if environ.get("PATH_INFO", "/") == "/favicon.ico":
             start_response("200 OK", [])
             return [b""]
@@ -102,8 +213,9 @@ def app(held: _Held, clock=time.time):
     return serve
 
 
-def _serve(conn, address: str, port: int) -> None:
-    """The server process: bind, say the port (or the error), serve until the pipe closes."""
+def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
+    """The server process: bind (with TLS when ``web`` has it), say the port (or the error), serve until the pipe
+    closes."""
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -115,10 +227,21 @@ def _serve(conn, address: str, port: int) -> None:
 
     held = _Held(conn)
     try:
-        server = make_server(address, port, app(held), ThreadingWSGIServer, handler_class=Quiet)
+        context = web.context()
+    except (OSError, ssl.SSLError) as e:
+        conn.send(("error", None, f"tls_server_config {web.cert_file}, {web.key_file}: "
+                                  f"{getattr(e, 'strerror', None) or e}"))
+        return
+    try:
+        server = make_server(address, port, app(held, authenticate=Authenticator(web.users) if web.users else None),
+                             ThreadingWSGIServer, handler_class=Quiet)
     except OSError as e:
         conn.send(("error", e.errno, e.strerror or str(e)))
         return
+    if context is not None:
+        # the listening socket wrapped, as prometheus_client serves TLS, but each connection's handshake made in its
+        # own thread (at its first read): a client that connects and says nothing holds up no other scrape
+        server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     conn.send(("ready", server.server_port, os.getpid()))
     threading.Thread(target=server.serve_forever, daemon=True, name="minbw-exporter-http").start()
     try:
@@ -139,11 +262,11 @@ class ServerProcess:
     publication of ``served`` (:class:`minbw.exporter.loops.Served`), stopped by :meth:`shutdown` and
     :meth:`server_close` (as a ``socketserver`` server is)."""
 
-    def __init__(self, served, address: str, port: int):
+    def __init__(self, served, address: str, port: int, web: Web = Web()):
         self.served = served
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, address, port), daemon=True,
+        self._process = context.Process(target=_serve, args=(child, address, port, web), daemon=True,
                                         name="minbw-exporter-http")
         self._process.start()
         child.close()
@@ -156,6 +279,8 @@ class ServerProcess:
                           f"(exit code {self._process.exitcode})") from None
         if answer[0] == "error":
             self._process.join(5)
+            if answer[1] is None:  # the TLS certificate or key
+                raise InvalidInput(answer[2])
             raise OSError(answer[1], f"{answer[2]}: {address}:{port}")
         _, self.server_port, self.pid = answer
         served.board(True, True)  # OpenMetrics gzipped, what Prometheus asks for: ready for its first scrape
@@ -201,6 +326,7 @@ class ServerProcess:
         self._conn.close()
 
 
-def start_server(served, address: str, port: int) -> ServerProcess:
-    """Serve ``served``'s publications on ``address:port`` from a process of its own (:class:`ServerProcess`)."""
-    return ServerProcess(served, address, port)
+def start_server(served, address: str, port: int, web: Web = Web()) -> ServerProcess:
+    """Serve ``served``'s publications on ``address:port`` from a process of its own (:class:`ServerProcess`),
+    with ``web``'s TLS and basic authentication."""
+    return ServerProcess(served, address, port, web)

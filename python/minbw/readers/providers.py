@@ -61,11 +61,23 @@ def _tree_order(provs: list[dict]) -> list[dict]:
 def reported_configs(conn, hosts: Iterable[str] | None = None) -> list[AgentConfig]:
     """What the bandwidth-reporting agents' heartbeats stand for (Neutron's agent list; OVS and SR-IOV: OVN
     chassis report no bandwidth there)."""
+    return agent_reports(conn, hosts)[0]
+
+
+def agent_reports(conn, hosts: Iterable[str] | None = None) -> tuple[list[AgentConfig], list[str]]:
+    """One listing of Neutron's agents: what the bandwidth-reporting agents' heartbeats stand for (OVS, SR-IOV), and
+    the hosts of the OVN controller agents (an ML2/OVN cloud: its bandwidth is in the chassis options, not here)."""
     hosts = set(hosts or ())
-    return [config_from_report(a.agent_type, a.host, a.configuration or {})
-            for a in conn.network.agents() if a.agent_type in naming.AGENT_KIND_BY_TYPE
-            and naming.AGENT_KIND_BY_TYPE[a.agent_type].key in naming.INI_KINDS
-            and (not hosts or a.host in hosts)]
+    configs, ovn_hosts = [], []
+    for a in conn.network.agents():
+        kind = naming.AGENT_KIND_BY_TYPE.get(a.agent_type)
+        if kind is None or (hosts and a.host not in hosts):
+            continue
+        if kind.key == naming.OVN:  # the controller and the gateway agents
+            ovn_hosts.append(a.host)
+        elif kind.key in naming.INI_KINDS:
+            configs.append(config_from_report(a.agent_type, a.host, a.configuration or {}))
+    return configs, sorted(set(ovn_hosts))
 
 
 def placement_snapshots(api: Placement | Reader, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()

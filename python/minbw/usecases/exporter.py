@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from minbw.errors import InvalidInput, RequestError
 from minbw.exporter.collector import Collector, SlowResults
-from minbw.exporter.http import start_server
+from minbw.exporter.http import Web, start_server
 from minbw.exporter.loops import Loops, Served
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
 from minbw.ops.nova_query import every_compute_reports_owner_nova, root_trait_reasons
@@ -72,7 +72,12 @@ class ExporterRequest:
     check); ``agent_configs`` (and ``host``) the ini files the drift compares;
     ``neutron`` / ``audit``: None = when the cloud has the services; ``cache`` the provider cache (the sync's
     file by default); ``workers`` providers read at once; ``owner_nova`` whether every
-    nova-compute reports OWNER_NOVA (None: decided at each safety check, :mod:`minbw.ops.nova_query`)."""
+    nova-compute reports OWNER_NOVA (None: decided at each safety check, :mod:`minbw.ops.nova_query`).
+
+    ML2/OVN (the drift's chassis, as ``drift show`` takes them): ``ovn_chassis`` files of chassis options and
+    ``ovs_db`` this host's Open vSwitch database (the ini side), ``ovn_sb_db`` every chassis of the southbound
+    database (the agent side; None: not read, "": ovn-sbctl's default), ``ovn_sbctl``/``ovs_vsctl`` how to run
+    the tools. ``web``: the endpoint's TLS and basic authentication (:class:`minbw.exporter.http.Web`)."""
 
     port_sizes: tuple[PortSize, ...] = ()
     address: str = "127.0.0.1"
@@ -86,6 +91,12 @@ class ExporterRequest:
     cache: Cache = DEFAULT_CACHE
     workers: int = DEFAULT_WORKERS
     owner_nova: bool | None = None
+    ovn_chassis: tuple[str, ...] = ()
+    ovn_sb_db: str | None = None
+    ovs_db: str | None = None
+    ovn_sbctl: str | tuple[str, ...] | None = None
+    ovs_vsctl: str | tuple[str, ...] | None = None
+    web: Web = Web()
 
     def __post_init__(self):
         names = [s.name for s in self.port_sizes]
@@ -102,7 +113,8 @@ class ExporterRequest:
         if not isinstance(config, Mapping):
             raise InvalidInput(f"the exporter's config: expected a mapping of options, got {type(config).__name__}")
         keys = ("port_sizes", "listen_address", "listen_port", "interval", "slow_interval", "agent_configs", "host",
-                "neutron", "audit", "cache", "workers", "owner_nova")
+                "neutron", "audit", "cache", "workers", "owner_nova", "ovn_chassis", "ovn_sb_db", "ovs_db", "ovn_sbctl",
+                "ovs_vsctl", "tls_server_config", "basic_auth_users")
         unknown = sorted(set(config) - set(keys))
         if unknown:
             raise InvalidInput(f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(keys)}")
@@ -118,10 +130,48 @@ class ExporterRequest:
                   "agent_configs": tuple(config.get("agent_configs") or ()), "host": config.get("host"),
                   "neutron": config.get("neutron"), "audit": config.get("audit"),
                   "cache": Cache.of(config.get("cache", True)), "workers": int(config.get("workers", DEFAULT_WORKERS)),
-                  "owner_nova": _owner_nova(config.get("owner_nova", "auto"))}
+                  "owner_nova": _owner_nova(config.get("owner_nova", "auto")),
+                  "ovn_chassis": tuple(_strings(config.get("ovn_chassis"), "ovn_chassis")),
+                  "ovn_sb_db": _db(config.get("ovn_sb_db"), "ovn_sb_db"), "ovs_db": _db(config.get("ovs_db"), "ovs_db"),
+                  "ovn_sbctl": _command(config.get("ovn_sbctl"), "ovn_sbctl"),
+                  "ovs_vsctl": _command(config.get("ovs_vsctl"), "ovs_vsctl"),
+                  "web": Web.of(config.get("tls_server_config"), config.get("basic_auth_users"))}
+        tls = overrides.pop("tls", None)
+        if tls is not None:  # --tls-cert-file / --tls-key-file: over the config's tls_server_config
+            values["web"] = dataclasses.replace(values["web"], cert_file=tls[0] or values["web"].cert_file,
+                                                key_file=tls[1] or values["web"].key_file)
+            Web.of({"cert_file": values["web"].cert_file, "key_file": values["web"].key_file}, None)
         overrides = {k: _owner_nova(v) if k == "owner_nova" else v for k, v in overrides.items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _strings(value, key: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+        raise InvalidInput(f"the exporter's config: {key}: expected a list of file names, got {value!r}")
+    return list(value)
+
+
+def _db(value, key: str) -> str | None:
+    """A database option: None (not read), "" or true (the tool's default database), or the database."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"the exporter's config: {key}: expected a database such as tcp:192.0.2.10:6642, \"\" or "
+                           f"true for the tool's default, got {value!r}")
+    return value
+
+
+def _command(value, key: str) -> str | tuple[str, ...] | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise InvalidInput(f"the exporter's config: {key}: expected a command, a string or a list of words, got {value!r}")
 
 
 def _owner_nova(value) -> bool | None:
@@ -159,7 +209,8 @@ class SlowReports:
     def run(self) -> SlowResults:
         """Each report once (a failed one keeps its results out of the metrics); the results and statuses."""
         self._run("audit", self._audit)
-        if self.request.agent_configs or self._neutron():
+        r = self.request
+        if r.agent_configs or r.ovn_chassis or r.ovs_db is not None or r.ovn_sb_db is not None or self._neutron():
             self._run("drift", self._drift)
         self.reader.save()
         return SlowResults(self.findings, self.audit_kinds, self.drift_rows, dict(self.status))
@@ -197,10 +248,21 @@ class SlowReports:
 
     def _drift(self) -> None:
         from minbw.usecases.drift import DriftRequest, drift
+        from minbw.usecases.providers import OvnSources
         self.drift_rows = None
-        result = drift(self.cloud, DriftRequest(self.request.agent_configs, self.request.host, self._neutron()),
-                       reader=self.reader)
+        r = self.request
+        chassis = OvnSources(files=r.ovn_chassis, open_vswitch=r.ovs_db is not None, ovs_db=r.ovs_db or None,
+                             vsctl=r.ovs_vsctl)
+        southbound = OvnSources(southbound=r.ovn_sb_db is not None, sb_db=r.ovn_sb_db or None, sbctl=r.ovn_sbctl)
+        result = drift(self.cloud, DriftRequest(r.agent_configs, r.host, self._neutron(), chassis=chassis,
+                                                southbound=southbound, options=DRIFT_OPTIONS), reader=self.reader)
         self.drift_rows = result.rows
+
+
+# how a drift that compared nothing names the exporter's options (its config's keys)
+DRIFT_OPTIONS = {"agent_configs": "agent_configs (--agent-config)", "neutron": "neutron: false",
+                 "ovn_sb_db": "ovn_sb_db (--ovn-sb-db)", "ovn_chassis": "ovn_chassis (--ovn-chassis)",
+                 "ovs_db": "ovs_db (--ovs-db)"}
 
 
 def port_sizes(cloud: Cloud, sizes, owner_nova: bool) -> list:
@@ -268,11 +330,13 @@ def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | Non
     exporter = Exporter(cloud, request, stop=stop)
     loops = exporter.loops
     exporter.collect()
-    server = start_server(exporter.served, request.address, request.port)
+    server = start_server(exporter.served, request.address, request.port, request.web)
     loops.start()
     if ready:
-        ready(f"minbw exporter serving on http://{request.address}:{server.server_port}/metrics "
-              f"(scrapes answered by process {server.pid})")
+        scheme = "https" if request.web.tls else "http"
+        auth = f", basic authentication for {len(request.web.users)} user(s)" if request.web.users else ""
+        ready(f"minbw exporter serving on {scheme}://{request.address}:{server.server_port}/metrics "
+              f"(scrapes answered by process {server.pid}{auth})")
     try:
         stop.wait()
     finally:

@@ -15,6 +15,9 @@
 #   galera.sh install  only install (apt: mariadb-server galera-4 haproxy rsync; the venv); idempotent
 #   galera.sh kill-node N   SIGKILL Galera node N (1-3), as a crash would (for the tests)
 #   galera.sh start-node N  start node N again: it rejoins (IST from a donor's gcache, else SST), wait until Synced
+#   galera.sh kill-api A    SIGKILL Placement API process A (1-2): its uWSGI master and workers, as a crash would
+#   galera.sh start-api A   start API process A again (its request log appended to), wait until it answers and
+#                           HAProxy has it UP
 #
 # Env:
 #   GALERA_STATE=dir                 state, config, logs, pid files (default .state/galera)
@@ -335,6 +338,25 @@ do_start_node() {
     wait_for "galera node $n rejoined: Synced, cluster size 3, Primary" 180 "galera-$n" node_synced "$n"
 }
 
+do_kill_api() {
+    local a=${1:-}
+    case $a in 1|2) ;; *) die "kill-api A: A is 1 or 2" ;; esac
+    alive "placement-$a" || die "placement-$a is not running"
+    kill -KILL -- "-$(cat "$RUN/placement-$a.pid")"
+    say "placement-$a killed (SIGKILL, master and workers)"
+}
+
+do_start_api() {
+    local a=${1:-}
+    case $a in 1|2) ;; *) die "start-api A: A is 1 or 2" ;; esac
+    alive "placement-$a" && die "placement-$a is running"
+    # as start (lib/common.sh), but appending to the request log: log_counts() reads it whole
+    setsid "$VENV/bin/uwsgi" --ini "$ETC/uwsgi-placement-$a.ini" </dev/null >>"$LOG/placement-$a.out" 2>&1 &
+    echo $! >"$RUN/placement-$a.pid"
+    wait_for "placement-$a on $IP:${API_PORT_LIST[$((a - 1))]}" 90 "placement-$a" http_ok "http://$IP:${API_PORT_LIST[$((a - 1))]}/"
+    wait_for "haproxy: api$a UP again (rise 2)" 60 haproxy haproxy_all_up
+}
+
 cmd=${1:-}
 case $cmd in
     up) do_up ;;
@@ -343,5 +365,7 @@ case $cmd in
     install) do_install ;;
     kill-node) do_kill_node "${2:-}" ;;
     start-node) do_start_node "${2:-}" ;;
-    *) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    kill-api) do_kill_api "${2:-}" ;;
+    start-api) do_start_api "${2:-}" ;;
+    *) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -2,8 +2,8 @@
 
 Same surface as tests.support.prodplacement.server.ProdPlacement (state_dir, url, clouds_yaml, cloud, start/stop,
 env, connect, pids, describe), so a test or a bench section takes either; and what only a cluster has: its nodes'
-wsrep status, HAProxy's view of them, a node killed and started again, and what certification did to Placement's
-retry loop (its logs and Galera's counters).
+wsrep status, HAProxy's view of them, a node or an API process killed and started again, and what certification
+did to Placement's retry loop (its logs and Galera's counters).
 """
 from __future__ import annotations
 
@@ -122,6 +122,32 @@ class GaleraPlacement:
         r = self.script("start-node", str(n), timeout=timeout)
         if r.returncode:
             raise RuntimeError(f"galera.sh start-node {n} failed:\n{r.stderr[-4000:]}")
+
+    def kill_api(self, a: int) -> None:
+        """SIGKILL Placement API process ``a`` (1 or 2): its uWSGI master and workers."""
+        r = self.script("kill-api", str(a), timeout=30)
+        if r.returncode:
+            raise RuntimeError(r.stderr)
+
+    def start_api(self, a: int, timeout: float = 180) -> None:
+        """Start API process ``a`` again; returns once it answers and HAProxy has every server UP."""
+        r = self.script("start-api", str(a), timeout=timeout)
+        if r.returncode:
+            raise RuntimeError(f"galera.sh start-api {a} failed:\n{r.stderr[-4000:]}")
+
+    def node_log(self, n: int) -> str:
+        """Node n's MariaDB error log (its wsrep messages: state transfers, membership)."""
+        path = self.state_dir / "log" / f"mariadb-{n}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def rejoined_by(self, n: int, since: int = 0) -> str:
+        """How node n received the state it missed, from its log after character ``since``: ``IST`` (the
+        writesets from a donor's gcache: "IST received"), ``SST`` (a full copy: "SST received" without IST),
+        else ``unknown``."""
+        text = self.node_log(n)[since:]
+        if "IST received" in text:
+            return "IST"
+        return "SST" if "SST received" in text else "unknown"
 
     def sql(self, n: int, query: str) -> str:
         """A query on node n (its socket, root), tab-separated rows without header."""

@@ -7,13 +7,14 @@ southbound ``Chassis`` rows on the "agent" side: they are what Neutron's OVN pla
 (Neutron's agent list carries no bandwidth for OVN chassis)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..ops import ovn
-from ..errors import ConfigError
+from ..errors import ConfigError, NothingCompared
 from ..ops.agent_files import read_agent_units
 from ..reports.drift import DriftRow, drift as compare
-from ..readers.providers import placement_snapshots, reported_configs
+from ..readers.providers import agent_reports, placement_snapshots
 from ..usecases.cloud import Cloud
 from ..usecases.providers import OvnSources
 
@@ -22,7 +23,9 @@ from ..usecases.providers import OvnSources
 class DriftRequest:
     """``agent_configs``: ini files to compare (none: Neutron vs Placement only); ``neutron``: read what the
     agents report (off against a cloud of Placement alone). ``chassis``: OVN chassis options as the computes
-    hold them (the ini side); ``southbound``: the southbound database's chassis (the agent side)."""
+    hold them (the ini side); ``southbound``: the southbound database's chassis (the agent side). ``options``: how
+    the front end names agent_configs, neutron, ovn_sb_db, ovn_chassis, ovs_db (in the message of a drift that
+    compared nothing; an option left out or None is not offered)."""
 
     agent_configs: tuple[str, ...] = ()
     host: str | None = None
@@ -30,6 +33,10 @@ class DriftRequest:
     option: str = "agent_configs"  # how the front end names the files (in errors)
     chassis: OvnSources = OvnSources()
     southbound: OvnSources = OvnSources()
+    options: Mapping[str, str | None] = field(default_factory=dict)
+
+    def name(self, option: str) -> str | None:
+        return self.options.get(option, self.option if option == "agent_configs" else option)
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
         raise ConfigError("nothing to compare: " + " | ".join(u.skipped for u in ini.skipped))
     hosts = {p.hypervisor for p in ini.providers} if ini else None
     agent = None
+    ovn_hosts: list[str] = []
     # the heartbeats carry OVS / SR-IOV bandwidth only: with OVN chassis alone they have nothing to compare
     heartbeats_wanted = request.neutron and (bool(configs) or not chassis)
     if heartbeats_wanted:
@@ -69,7 +77,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
                       fix="leave Neutron out (minbw drift show --no-neutron; the module's neutron: false) to compare "
                           "the ini files with Placement only")
     if heartbeats_wanted or southbound is not None:
-        heartbeats = reported_configs(cloud.conn, hosts) if heartbeats_wanted else []
+        heartbeats, ovn_hosts = agent_reports(cloud.conn, hosts) if heartbeats_wanted else ([], [])
         sb = list(southbound or ())
         if chassis:  # the same chassis on both sides
             names = {c.name for c in chassis}
@@ -85,4 +93,35 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     # the configured side's lines as the sync prints them; the agents' side's (what they report) say so first
     skipped = [u.skipped if side == "ini" else f"as the agents report it: {u.skipped}"
                for side, d in (("ini", ini), ("agent", agent)) if d for u in d.skipped]
+    if not rows and not skipped:
+        raise nothing_compared(request, configs, chassis, southbound, heartbeats_wanted, ovn_hosts)
     return DriftResult(tuple(rows), tuple(dict.fromkeys(warnings)), tuple(dict.fromkeys(skipped)))
+
+
+def nothing_compared(request: DriftRequest, configs, chassis, southbound, neutron: bool,
+                     ovn_hosts: list[str]) -> NothingCompared:
+    """The error of a drift with no provider on any side: what each source gave, and the options that give one
+    (an ML2/OVN cloud, which Neutron's agent list shows by its OVN controller agents, needs the chassis options)."""
+    gave = ["the agent ini files given configure no bandwidth" if configs else
+            f"no agent ini files given ({request.name('agent_configs')})"]
+    if neutron:
+        gave.append("no OVS or SR-IOV agent reports bandwidth to Neutron")
+    else:
+        gave.append(f"Neutron's agents not read ({request.name('neutron')})")
+    if chassis or southbound:
+        gave.append("the OVN chassis read report no bandwidth (no resource_provider_bandwidths in their "
+                    "ovn-cms-options)")
+    else:
+        gave.append("no OVN chassis given")
+    if ovn_hosts:
+        gave.append(f"Neutron's agent list shows {len(ovn_hosts)} OVN chassis ({', '.join(ovn_hosts[:3])}"
+                    f"{', ...' if len(ovn_hosts) > 3 else ''}): ML2/OVN reports bandwidth in the chassis options, "
+                    f"which Neutron's agent list does not carry")
+    chassis_options = " or ".join(f"{o} (this compute's Open vSwitch database)" if k == "ovs_db" else o
+                                  for k in ("ovn_chassis", "ovs_db") if (o := request.name(k)))
+    ovn_fix = f"{request.name('ovn_sb_db')} (every chassis, read from the OVN southbound database)"
+    if chassis_options:
+        ovn_fix += f" and/or {chassis_options}"
+    fix = (f"on ML2/OVN give the chassis options: {ovn_fix}; on ML2/OVS or SR-IOV give "
+           f"{request.name('agent_configs')}, or set resource_provider_bandwidths in the agents' configuration")
+    return NothingCompared("drift compared nothing: " + "; ".join(gave), fix, ovn_chassis=len(ovn_hosts))
