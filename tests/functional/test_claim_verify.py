@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from minbw.errors import ConsumerConflict, NoValidHost, OvercommitUndone
+from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone
 from minbw.ops import claims, allocation_migration, verify
 from minbw.ops.heal import _verified
 from minbw.placement.client import Placement
@@ -214,3 +214,31 @@ def test_heal_puts_back_what_the_server_had(hosts):
         _verified(api, srv, healed, before, {"project_id": "p", "user_id": "u"})
     assert "put back the allocation the server had" in str(err.value)
     assert allocations(api, booted.consumer) == {rp: a["resources"] for rp, a in before.items()}
+
+
+def test_a_consumer_row_left_without_allocations_is_claimed(placement, placement_server):
+    """Placement creates a new consumer's row (generation 0) before it writes the allocations and deletes it when
+    the write fails; a process killed in between (seen on Galera, a node killed mid-storm: docs/galera.md) keeps
+    the row, and Placement then refuses every PUT at consumer generation null for that consumer (409
+    placement.concurrent_update, its allocations still empty). minbw's claim used to end "No valid host: every
+    candidate was taken by others"; it now claims the consumer at generation 0. The row is made here in the
+    embedded Placement's own database, as the interrupted write leaves it."""
+    import sqlite3
+    host(placement, "h1")
+    consumer = str(uuid.uuid4())
+    db = sqlite3.connect(placement_server.state_dir / "placement.sqlite")
+    with db:
+        project = db.execute("insert into projects (external_id) values ('orphan-p')").lastrowid
+        user = db.execute("insert into users (external_id) values ('orphan-u')").lastrowid
+        db.execute("insert into consumers (uuid, project_id, user_id, generation) values (?, ?, ?, 0)",
+                   (consumer, project, user))
+    db.close()
+    req = server_request(1000)
+    with pytest.raises(ConcurrentUpdate):  # what Placement answers a new-consumer claim for it
+        placement.put_allocations(consumer, {"allocations": {}, "project_id": "p", "user_id": "u",
+                                             "consumer_generation": None})
+    got = claims.claim(placement, consumer, req, project_id="p", user_id="u")
+    held = placement.get_allocations(consumer)
+    assert {rp: a["resources"] for rp, a in held["allocations"].items()} == \
+        {rp: a["resources"] for rp, a in got.allocations.items()}
+    assert held["consumer_generation"] == 1

@@ -82,6 +82,21 @@ def test_seed_003_scenario(placement):
     assert usage(placement, BR_TEST) == {"NET_BW_EGR_KILOBIT_PER_SEC": 0, "NET_BW_IGR_KILOBIT_PER_SEC": 0}
 
 
+def test_the_diagnosis_asks_a_ports_group_alone_as_one_provider(placement):
+    """A normal port asking 2000 kbps where its bridge has 1500 and an SR-IOV device of the same host and physnet
+    has 100000: no candidate, and the diagnosis says the port's group does not fit, naming the bridge's room (the
+    device's bandwidth does not count for a normal port)."""
+    host(placement, "devstack0", SEED_OVS + "resource_provider_packet_processing_without_direction = :1000\n",
+         SEED_SRIOV)
+    with pytest.raises(claims.NoValidHost) as err:
+        claims.claim(placement, str(uuid.uuid4()), ServerRequest(extra_resources=FLAVOR, ports=(port_request(kbps=2000),)),
+                     project_id="p", user_id="u")
+    flavor_entry, port_entry = err.value.diagnosis
+    assert flavor_entry["fits_alone"] is True and port_entry["fits_alone"] is False, err.value.diagnosis
+    assert "NET_BW_EGR_KILOBIT_PER_SEC: needs 2000, the largest free amount is 1500 on " \
+           "devstack0:Open vSwitch agent:br-test (capacity 1500, used 0)" in str(err.value)
+
+
 def test_legacy_port_request_gets_a_single_uuid_binding(placement):
     host(placement, "devstack0", SEED_OVS)
     pid = "99a97b12-6364-4d10-8d8e-c3dab4161691"

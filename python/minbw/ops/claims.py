@@ -190,9 +190,27 @@ def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sl
                     f"{current.get('consumer_generation')}): another claim for it won; free it first or use "
                     f"another consumer UUID") from None
             if attempt == retries:
-                return "provider-conflict"
+                return _adopt_empty_consumer(api, consumer, body)
             sleep(api.retry.pause(attempt + 1, conflict=True))
     return "provider-conflict"
+
+
+def _adopt_empty_consumer(api: Placement, consumer: str, body: dict) -> str:
+    """Every new-consumer PUT was refused as a concurrent update while the consumer showed no allocations: either
+    the providers' generations kept moving ("provider-conflict"), or Placement holds the consumer without
+    allocations — a row an interrupted write left (Placement creates it, at generation 0, before it writes the
+    allocations and deletes it when they fail; a process killed in between keeps it), which refuses a PUT at
+    consumer generation null for good. One PUT at generation 0 claims such a consumer; a conflict again leaves the
+    outcome a provider conflict."""
+    try:
+        api.put_allocations(consumer, {**body, "consumer_generation": 0})
+    except ConcurrentUpdate:
+        return "provider-conflict"
+    except UndefinedCode as e:
+        if e.status == 409:
+            return "capacity"
+        raise
+    return "claimed"
 
 
 def no_valid_host(api: Placement, req: ServerRequest, attempts: list[dict] | None = None, *,

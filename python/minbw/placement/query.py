@@ -210,11 +210,13 @@ def _params(pairs: list[tuple[str, str]]) -> dict[str, str | list[str]]:
 
 
 def single_group_query(g: RequestGroup, resources: Mapping[str, int] | None = None) -> tuple[dict, str]:
-    """``(params, microversion)`` asking for one group alone, unsuffixed (``resources`` replace its
-    own): the diagnosis asks this for each group of a request that has no candidates."""
-    alone = RequestGroup("", resources if resources is not None else g.resources, g.required,
+    """``(params, microversion)`` asking for one group alone (``resources`` replace its own): the diagnosis asks
+    this for each group of a request that has no candidates. A port's group keeps its suffix, as in the whole
+    request: one provider must then hold all of its resources (Placement may take an unsuffixed group's resource
+    classes from different providers of a tree)."""
+    alone = RequestGroup(g.id, resources if resources is not None else g.resources, g.required,
                          g.required_any, g.forbidden)
-    version = mv.ANY_TRAITS if g.required_any else mv.NESTED_CANDIDATES
+    version = mv.ANY_TRAITS if g.required_any else mv.STRING_SUFFIXES if g.id else mv.NESTED_CANDIDATES
     return _params(group_params(alone)), mv.format(version)
 
 
