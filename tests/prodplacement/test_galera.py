@@ -264,6 +264,36 @@ def storm_with_a_fault(galera, api, tmp_path, pool, fault, hosts_prefix, claimer
     return tally(api, results), results, t_fault, args
 
 
+def said(got: dict, results) -> str:
+    """A fault test's claims, as its output line says them (``got``: :func:`tally`'s)."""
+    return (f"{len(results)} claims by 8 claimers: {got['accepted']} accepted, {got['refused']} refused "
+            f"{got['refusals']}, {got['failed']} failed ({got['leftover']} of them left an allocation; messages: "
+            f"{got['messages']}); 0 overcommit")
+
+
+def free_claims(api, results, after) -> None:
+    """Free what a fault test's claims hold: the storm's (refused ones hold nothing) and those made after."""
+    for c, rc, _, _ in results:
+        if rc != 4:
+            claims.free(api, c)
+    for c in after:
+        assert claims.free(api, c)
+
+
+def restart_and_rejoin(galera, victim) -> tuple[float, str]:
+    """Start the killed node again: the seconds it took, and how it rejoined (IST or SST); all three nodes then
+    Synced in a primary component."""
+    since = len(galera.node_log(victim))
+    t0 = time.time()
+    galera.start_node(victim)
+    rejoin = time.time() - t0
+    for n in (1, 2, 3):
+        w = galera.wsrep(n)
+        assert (w["wsrep_cluster_size"], w["wsrep_local_state_comment"], w["wsrep_cluster_status"]) == \
+            ("3", "Synced", "Primary"), (n, w)
+    return rejoin, galera.rejoined_by(victim, since)
+
+
 def claims_after(galera, args, monkeypatch, n=4):
     """n claims made after the fault, one after the other: each must succeed."""
     after = [str(uuid.uuid4()) for _ in range(n)]
@@ -295,23 +325,8 @@ def test_a_node_killed_mid_storm_then_rejoining(api, galera, tmp_path, pool, mon
                lambda: galera.haproxy_servers()[("mariadb", f"node{victim}")]["status"].startswith("DOWN"), 30)
     logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     # the node rejoins, with what it missed
-    since = len(galera.node_log(victim))
-    t0 = time.time()
-    galera.start_node(victim)
-    rejoin = time.time() - t0
-    for n in (1, 2, 3):
-        w = galera.wsrep(n)
-        assert (w["wsrep_cluster_size"], w["wsrep_local_state_comment"], w["wsrep_cluster_status"]) == \
-            ("3", "Synced", "Primary"), (n, w)
-    how = galera.rejoined_by(victim, since)
+    rejoin, how = restart_and_rejoin(galera, victim)
     same_on_every_node(galera, "SELECT COUNT(*), COALESCE(SUM(used), 0) FROM placement.allocations")
-    print(f"\n{galera.describe()}: node {victim} killed {t_kill:.1f} s into {len(results)} claims by 8 "
-          f"claimers: {got['accepted']} accepted, {got['refused']} refused {got['refusals']}, {got['failed']} failed "
-          f"({got['leftover']} of them left an allocation; messages: {got['messages']}); 0 overcommit; "
-          f"{len(after)} claims after the kill succeeded; Placement's logs: {logs}; node {victim} rejoined by "
-          f"{how} in {rejoin:.0f} s")
-    for c, rc, _, _ in results:
-        if rc != 4:
-            claims.free(api, c)
-    for c in after:
-        assert claims.free(api, c)
+    print(f"\n{galera.describe()}: node {victim} killed {t_kill:.1f} s into {said(got, results)}; {len(after)} claims "
+          f"after the kill succeeded; Placement's logs: {logs}; node {victim} rejoined by {how} in {rejoin:.0f} s")
+    free_claims(api, results, after)

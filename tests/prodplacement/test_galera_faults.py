@@ -18,9 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from minbw.neutron import naming
-from minbw.ops import claims
-from tests.prodplacement.test_galera import (api, claims_after, galera, pool, storm_with_a_fault,  # noqa: F401
-                                             wait_until)
+from tests.prodplacement.test_galera import (api, claims_after, free_claims, galera, pool,  # noqa: F401
+                                             restart_and_rejoin, said, storm_with_a_fault, wait_until)
 from tests.prodplacement.test_prod_placement import no_overcommit
 from tests.support.compute_roots import compute_root
 
@@ -135,15 +134,7 @@ def test_a_node_killed_during_a_cold_sync_of_100_hosts(api, galera, tmp_path):
     assert sql_overcommit(galera, watcher) == ""
     logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     # the node rejoins with what it missed
-    since = len(galera.node_log(victim))
-    t1 = time.time()
-    galera.start_node(victim)
-    rejoin = time.time() - t1
-    for n in (1, 2, 3):
-        w = galera.wsrep(n)
-        assert (w["wsrep_cluster_size"], w["wsrep_local_state_comment"], w["wsrep_cluster_status"]) == \
-            ("3", "Synced", "Primary"), (n, w)
-    how = galera.rejoined_by(victim, since)
+    rejoin, how = restart_and_rejoin(galera, victim)
     assert sql_overcommit(galera, victim) == ""
     counts = {n: galera.sql(n, "SELECT COUNT(*) FROM placement.resource_providers").strip() for n in (1, 2, 3)}
     assert set(counts.values()) == {str(count)}, counts
@@ -172,12 +163,6 @@ def test_an_api_process_killed_mid_storm(api, galera, tmp_path, pool, monkeypatc
     logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     galera.start_api(1)
     assert galera.haproxy_servers()[("placement_api", "api1")]["status"] == "UP"
-    print(f"\n{galera.describe()}: API process 1 killed {t_kill:.1f} s into {len(results)} claims by 8 claimers: "
-          f"{got['accepted']} accepted, {got['refused']} refused {got['refusals']}, {got['failed']} failed "
-          f"({got['leftover']} of them left an allocation; messages: {got['messages']}); 0 overcommit; "
-          f"{len(after)} claims after the kill succeeded (API process 2); Placement's logs: {logs}")
-    for c, rc, _, _ in results:
-        if rc != 4:
-            claims.free(api, c)
-    for c in after:
-        assert claims.free(api, c)
+    print(f"\n{galera.describe()}: API process 1 killed {t_kill:.1f} s into {said(got, results)}; {len(after)} "
+          f"claims after the kill succeeded (API process 2); Placement's logs: {logs}")
+    free_claims(api, results, after)
