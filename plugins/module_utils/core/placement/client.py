@@ -32,6 +32,16 @@ SERVER_ERROR = 500
 DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
 
 
+def _error_of(resp, method: str | None = None, url: str | None = None):
+    """The PlacementError an error answer carries (its JSON body's first error, else its text)."""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    return placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
+                           method=method, url=url, fallback_message=resp.text[:500])
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """The one retry policy of every Placement call (docs/reliability.md).
@@ -161,22 +171,12 @@ class Placement:
                 uncertain = uncertain or method != "get"
                 continue
             if resp.status_code == SERVER_ERROR:
-                try:
-                    body = resp.json()
-                except ValueError:
-                    body = None
-                error = placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
-                                        fallback_message=resp.text[:500])
+                error = _error_of(resp)
                 why, status = f"answered {resp.status_code}: {str(error)[:300]}", resp.status_code
                 uncertain = uncertain or method != "get"
                 continue
             if resp.status_code not in ok:
-                try:
-                    body = resp.json()
-                except ValueError:
-                    body = None
-                error = placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
-                                        method=method.upper(), url=url, fallback_message=resp.text[:500])
+                error = _error_of(resp, method=method.upper(), url=url)
                 if uncertain and converged is not None and (done := converged()) is not None:
                     self._bump("converged")
                     return done
