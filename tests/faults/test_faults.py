@@ -222,6 +222,18 @@ def test_claim_answered_500_every_time_says_it_may_be_written_and_why(placement,
     assert placement.get_allocations(consumer)["allocations"] == {}
 
 
+def test_a_read_never_answered_in_time_is_said_as_a_timeout_not_a_connect_failure(placement, proxied, hosts):
+    """keystoneauth raises ConnectTimeout for a read timeout too (Placement took the request and did not answer):
+    the error says no answer came within the timeout, once per the policy's tries, and that nothing was written."""
+    proxied.proxy.add(Rule("GET", "/allocation_candidates", "slow", nth=None, delay=1.0))
+    with pytest.raises(PlacementUnavailable) as err:
+        claims.claim(proxied.api(attempts=2, timeout=0.5), str(uuidlib.uuid4()), _claim_setup(placement),
+                     project_id="p", user_id="u")
+    said = str(err.value)
+    assert "after 2 tries, the last: no answer within 0.5 s (Request to " in said and "ConnectTimeout" not in said
+    assert not err.value.maybe_applied and err.value.method == "GET"
+
+
 def test_claim_whose_verification_cannot_read_says_the_claim_is_written(placement, proxied, hosts):
     """The claim's PUT is accepted, then every read of its verification (usages) gets 503: the claim stays
     written and the error says so (a PartialApply naming it and how to free it), never "nothing was written"."""

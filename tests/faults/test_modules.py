@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.conftest import SLOW
+from tests.faults.conftest import SLOW, TEST_ENV
 from tests.support.faults.proxy import Rule
 from tests.support.playbook_runner import run_playbook
 
@@ -23,7 +23,8 @@ def installed_collection():
 def run(proxied, tmp_path, consumer):
     result = tmp_path / "result.json"
     return run_playbook(HERE / "playbooks" / "modules_under_faults.yml",
-                        {"clouds_yaml": str(proxied.clouds_yaml), "consumer": consumer}, result_file=result)
+                        {"clouds_yaml": str(proxied.clouds_yaml), "consumer": consumer,
+                         "placement_env": TEST_ENV}, result_file=result)
 
 
 def test_modules_survive_resets_503_and_lost_answers(placement, proxied, tmp_path):

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from keystoneauth1.exceptions import RetriableConnectionFailure
+from keystoneauth1.exceptions import ConnectTimeout, RetriableConnectionFailure
 
 from minbw.errors import (DuplicateName, InvalidInput, MicroversionUnsupported, NotFound, PlacementUnavailable,
                           ProviderNotFound, placement_error)
@@ -30,6 +30,14 @@ TRANSIENT_STATUS = (502, 503, 504)  # the front (or Placement) could not answer 
 # or a database node lost mid-query (2013) answers 500; the write may or may not have committed: re-read, try again
 SERVER_ERROR = 500
 DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
+
+
+def _failure(e: Exception, timeout: float | None) -> str:
+    """One line for a try that got no answer. keystoneauth raises ConnectTimeout for every timeout, the read
+    timeout too (Placement took the request and did not answer in time), so its name alone misleads."""
+    if isinstance(e, ConnectTimeout):
+        return f"no answer within {timeout:g} s ({e})" if timeout else f"timed out ({e})"
+    return f"{type(e).__name__}: {e}"
 
 
 def _error_of(resp, method: str | None = None, url: str | None = None):
@@ -164,7 +172,7 @@ class Placement:
             try:
                 resp = getattr(self.proxy, method)(url, **kwargs)
             except RetriableConnectionFailure as e:
-                why, status, uncertain, last = f"{type(e).__name__}: {e}", None, uncertain or method != "get", e
+                why, status, uncertain, last = _failure(e, self.timeout), None, uncertain or method != "get", e
                 continue
             if resp.status_code in TRANSIENT_STATUS:
                 why, status = f"answered {resp.status_code} {resp.reason or ''}".rstrip(), resp.status_code
