@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: agent_config_info
 short_description: Read Neutron agents' bandwidth configuration from their ini files, as the agents parse it
-version_added: 0.1.0
+version_added: 0.2.0
 author:
   - minbw developers (@minbw)
 description:

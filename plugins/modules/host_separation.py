@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: host_separation
 short_description: Reserve compute hosts for servers with QoS ports, and keep other servers off them
-version_added: 0.1.0
+version_added: 0.2.0
 author:
   - minbw developers (@minbw)
 description:

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r'''
 module: ovn_chassis_config
 short_description: Set the bandwidth options of an ML2/OVN chassis, validated as Neutron reads them
-version_added: 0.1.0
+version_added: 0.2.0
 author:
   - minbw developers (@minbw)
 description:

@@ -24,7 +24,7 @@ description:
   - The query is the one Nova's scheduler sends for a server of these resources (or O(flavor), O(image),
     O(availability_zone), O(project)) with these ports, Nova's request filters included (docs/scheduling.md).
   - Check mode returns the host and bindings the first attempt would make, and writes nothing.
-version_added: 0.1.0
+version_added: 0.2.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth

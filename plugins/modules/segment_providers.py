@@ -26,7 +26,7 @@ description:
     conflict past the retries), that segment's writes stop and it is named in RV(failed_segments) and warned
     about; the other segments are written and the task succeeds. The task fails when every segment's writes
     failed, or Placement is unavailable (the error names the writes made and not made).
-version_added: 0.1.0
+version_added: 0.2.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth

@@ -256,7 +256,7 @@ NOT_ON_PYPI = re.compile(r"pip install\s+['\"]?minbw(?:\[[^\]]*\])?+['\"]?(?![\w
     ("pip install minbw", True),
     ("`pip install minbw[plot]` and more", True),
     ("pip install 'minbw[placement,exporter] @ git+https://github.com/minbw/minbw.git#subdirectory=python'", False),
-    ("pip install 'minbw-0.1.0-py3-none-any.whl[placement]'", False),
+    ("pip install 'minbw-0.2.0-py3-none-any.whl[placement]'", False),
     ("pip install './python[all]'", False),
 ])
 def test_the_pypi_install_checker(text, found):

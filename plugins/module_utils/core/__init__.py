@@ -1,3 +1,3 @@
 """minbw: guaranteed minimum bandwidth for OpenStack, end to end."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
