@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Where a scrape's time goes while the exporter collects (docs/benchmarks.md, issue 28).
+"""Where a scrape's time goes while the exporter collects (docs/benchmarks.md).
 
 Builds N hosts on a fresh Placement as the ``exporter_scale`` section does (bench/exporter_scale_bench.py), then,
 for each ``--variant``, runs the exporter in a process of its own, instrumented, and scrapes it from another

@@ -264,8 +264,11 @@ def test_the_pypi_install_checker(text, found):
 
 
 def test_no_install_asks_pypi_for_minbw():
-    """minbw is not on PyPI: the docs install it from a checkout, git or the wheel."""
-    for doc in STATEMENTS + [str(p.relative_to(REPO)) for p in (REPO / "roles").glob("*/README.md")]:
+    """minbw is not on PyPI: the docs and the messages the code prints install it from a checkout, git or the
+    wheel."""
+    said = [*STATEMENTS, *(REPO / "roles").glob("*/README.md"), *(REPO / "docs").glob("*.md"),
+            *(REPO / "python/minbw").rglob("*.py"), *(REPO / "plugins").rglob("*.py")]
+    for doc in {str(REPO / d) for d in said}:
         assert not NOT_ON_PYPI.findall((REPO / doc).read_text()), doc
 
 

@@ -67,7 +67,7 @@ def _matplotlib():
         import matplotlib
     except ImportError:
         raise MissingDependency("--png/--html draw with matplotlib, which is not installed. Fix: "
-                                "pip install 'minbw[plot]' (or pip install matplotlib).") from None
+                                "pip install matplotlib (from a minbw checkout: pip install './python[plot]').") from None
     matplotlib.use("Agg")  # files only, never a display
     from matplotlib.figure import Figure
     return Figure

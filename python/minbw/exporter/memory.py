@@ -1,5 +1,5 @@
 """The exporter process's allocator (glibc's malloc), for a process that runs for months with 8 reader threads
-(issue 28, docs/benchmarks.md "The exporter at 10,000 hosts"): nothing here for the library in general.
+(docs/benchmarks.md "The exporter at 10,000 hosts"): nothing here for the library in general.
 
 - :func:`limit_arenas`, once at the exporter's start, before its threads start: at most :data:`ARENAS` malloc
   arenas (glibc's default is 8 per CPU; each reader thread that allocates gets one, and freed memory scattered

@@ -93,7 +93,7 @@ def _labels(**labels: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v)) for k, v in labels.items()))
 
 
-# The per-provider samples are most of the exporter's memory (issue 28: 39 MiB of 94 at 1,000 hosts): their metric
+# The per-provider samples are most of the exporter's memory (39 MiB of 94 at 1,000 hosts, docs/benchmarks.md): their metric
 # names are these constants, their label pairs and keys of few values (direction, physnet, vnic types, the sums'
 # keys) and their totals are shared (:func:`_shared`), a provider's host and provider pairs are made once, and the
 # per vnic type sums are not kept per provider but derived from its own samples (:func:`_sums_of`).
