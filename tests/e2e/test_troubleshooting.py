@@ -33,7 +33,7 @@ def test_the_page_walks_a_port_asking_more_than_any_host_has(demo, cloud):
     server = no_valid_host(demo, "e2e-ts-big", port)
     assert [c.split()[0:3] for c, _ in walk("no valid host")] == [
         ["openstack", "server", "show"], ["openstack", "server", "show"], ["openstack", "port", "show"],
-        ["minbw", "request", "show"], ["minbw", "candidate", "list"], ["minbw", "candidate", "list"],
+        ["minbw", "request", "show"], ["minbw", "request", "show"], ["minbw", "candidate", "list"], ["minbw", "candidate", "list"],
         ["minbw", "drift", "show"], ["AGENT=$(openstack", "network", "agent"], ["openstack", "network", "agent"],
         ["minbw", "usage", "show"], ["minbw", "capacity", "show"]]
     run_checks(walk("no valid host"), dict(cloud.env, SERVER=server.id, PORT=port.id, FLAVOR=demo.flavor.name,
