@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 SLOWEST = 15
@@ -23,12 +24,21 @@ CPU_GROUP = "MINBW_CPU_CGROUP"  # a cgroup v1 cpuacct directory: the CPU of this
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def budgets(readme: Path = README) -> dict[str, float]:
-    """The time budget of each suite, seconds of wall time: the rows ``| suite | seconds | ...`` of the table under
-    tests/README.md's heading "Time budgets"."""
+@dataclass(frozen=True)
+class Budget:
+    wall: float                 # seconds of wall time: the suite's span (first test's start to last one's end)
+    cpu: float | None = None    # CPU seconds of its lane while its tests ran, the services it started included
+
+
+def budgets(readme: Path | None = None) -> dict[str, Budget]:
+    """The time budget of each suite: the rows ``| suite | wall s | CPU s | ...`` of the table under tests/README.md's
+    heading "Time budgets" (CPU left empty: none)."""
+    readme = readme or README
     text = readme.read_text() if readme.exists() else ""
     section = text.split("## Time budgets", 1)[1].split("\n## ", 1)[0] if "## Time budgets" in text else ""
-    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| *`?([\w-]+)`? *\| *(\d+) *\|", section, re.M)}
+    return {m.group(1): Budget(float(m.group(2).replace(",", "")),
+                               float(m.group(3).replace(",", "")) if m.group(3) else None)
+            for m in re.finditer(r"^\| *`?([\w-]+)`? *\| *([\d,]+) *\|(?: *([\d,]+) *\|)?", section, re.M)}
 
 
 def suite_of(nodeid: str) -> str:
@@ -71,8 +81,9 @@ class Timings:
         return {"started": self.started, "ended": time.time(), "tests": list(self.tests.values())}
 
 
-def summarize(runs: list[dict], extra: dict[str, float] | None = None) -> list[str]:
-    """The summary lines for one or several runs (``extra``: other steps' wall times, e.g. sanity)."""
+def summarize(runs: list[dict], extra: dict[str, tuple[float, float | None]] | None = None) -> list[str]:
+    """The summary lines for one or several runs (``extra``: other steps' wall and CPU seconds, e.g. sanity, or
+    the whole ``make-test`` with every lane's CPU; CPU None: not measured)."""
     tests = [t for r in runs for t in r["tests"]]
     suites: dict[str, dict] = {}
     for t in tests:
@@ -86,17 +97,19 @@ def summarize(runs: list[dict], extra: dict[str, float] | None = None) -> list[s
     budget = budgets()
 
     def row(name, n, failed, total, span, cpu=None):
-        over = " OVER BUDGET" if name in budget and span > budget[name] else ""
-        limit = f"{budget[name]:.0f}" if name in budget else ""
+        b = budget.get(name)
+        over = (" OVER BUDGET (wall)" if b and span > b.wall else "") + (
+            " OVER BUDGET (CPU)" if b and b.cpu is not None and cpu is not None and cpu > b.cpu else "")
+        limit = (f"{b.wall:.0f}" + (f" / {b.cpu:.0f}" if b.cpu is not None else "")) if b else ""
         used = f"{cpu:.0f}" if cpu is not None else ""
-        return f"  {name:<15}{n:>6}{failed:>8}{total:>10.1f}{span:>10.1f}{used:>8}{limit:>10}{over}"
+        return f"  {name:<15}{n:>6}{failed:>8}{total:>10.1f}{span:>10.1f}{used:>8}{limit:>14}{over}"
     lines = ["", "time per suite (sum: its tests' setup+call+teardown; span: first start to last end, wall; cpu: its "
-             "lane's CPU while its tests ran, services included; budget: tests/README.md)",
-             f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}{'cpu s':>8}{'budget s':>10}"]
+             "lane's CPU while its tests ran, services included; budget: wall / CPU s, tests/README.md)",
+             f"  {'suite':<15}{'tests':>6}{'failed':>8}{'sum s':>10}{'span s':>10}{'cpu s':>8}{'budget s':>14}"]
     for name, s in sorted(suites.items(), key=lambda kv: -kv[1]["sum"]):
         lines.append(row(name, s["n"], s["failed"], s["sum"], s["stop"] - s["start"], s["cpu"]))
-    for name, seconds in (extra or {}).items():
-        lines.append(row(name, "", "", seconds, seconds))
+    for name, (seconds, cpu) in (extra or {}).items():
+        lines.append(row(name, "", "", seconds, seconds, cpu))
     if runs:
         wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
         lines.append(row("pytest (wall)", len(tests), sum(s["failed"] for s in suites.values()), 0, wall)

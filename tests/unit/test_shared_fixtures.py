@@ -131,6 +131,25 @@ def test_the_readme_names_targets_and_tests_that_exist():
     assert suites | {"sanity", "lint", "make-test"} == set(budgets()), budgets()
 
 
+def test_budgets_of_wall_and_cpu_and_what_is_over(tmp_path, monkeypatch):
+    from tests.support import timing
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n## Time budgets\n\n| suite | wall s | CPU s | measured |\n| --- | --- | --- | --- |\n"
+                      "| `unit` | 300 | 90 | 244 / 77 |\n| `make-test` | 1,200 | 2,600 | 1,083 / 2,030 |\n"
+                      "| `lint` | 150 | | 84 |\n\n## Next\n| `other` | 1 | 1 |\n")
+    monkeypatch.setattr(timing, "README", readme)
+    assert timing.budgets() == {"unit": timing.Budget(300, 90), "make-test": timing.Budget(1200, 2600),
+                                "lint": timing.Budget(150, None)}
+    now = time.time()
+    run = {"started": now, "ended": now + 1, "tests": [{"nodeid": "tests/unit/test_x.py::test_a", "suite": "unit",
+                                                         "setup": 0, "call": 1, "teardown": 0, "start": now,
+                                                         "stop": now + 1, "outcome": "passed", "cpu": 95.0}]}
+    lines = timing.summarize([run], extra={"make-test": (1250.0, 2000.0), "lint": (10.0, None)})
+    said = {line.split()[0]: line for line in lines if line.startswith("  ") and line.split()}
+    assert said["unit"].endswith("300 / 90 OVER BUDGET (CPU)")
+    assert said["make-test"].endswith("1200 / 2600 OVER BUDGET (wall)") and said["lint"].endswith(" 150")
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/cpuacct").is_dir(),
                     reason="needs root and cgroup v1 cpuacct (tests/support/cpu_profile.py)")
 @pytest.mark.skipif("MINBW_CPU_PROFILE" in os.environ,
