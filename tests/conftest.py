@@ -29,10 +29,12 @@ def free_port() -> int:
 
 
 class PlacementServer:
-    """``minbw placement serve`` in a subprocess."""
+    """``minbw placement serve`` in a subprocess. ``schemas_checked_once``: through tests/support/placement_serve.py
+    (the tests' session server; the benchmarks' embedded Placement, bench/common.py, stays as users run it)."""
 
-    def __init__(self, state_dir: Path):
+    def __init__(self, state_dir: Path, schemas_checked_once: bool = False):
         self.state_dir = state_dir
+        self.serve = [sys.executable, "-m", "tests.support.placement_serve"] if schemas_checked_once else MINBW
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.clouds_yaml = state_dir / "clouds.yaml"
@@ -43,8 +45,9 @@ class PlacementServer:
     def start(self, timeout: float = 60) -> None:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "w")
-        self.proc = subprocess.Popen(MINBW + ["placement", "serve", "--port", str(self.port),
-                                              "--state-dir", str(self.state_dir)], stdout=out, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.serve + ["placement", "serve", "--port", str(self.port),
+                                                   "--state-dir", str(self.state_dir)], stdout=out,
+                                     stderr=subprocess.STDOUT, cwd=None if self.serve is MINBW else REPO)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if "placement ready on" in self.log.read_text():
@@ -132,7 +135,7 @@ def wipe(api) -> None:
 
 @pytest.fixture(scope="session")
 def placement_server(tmp_path_factory):
-    server = PlacementServer(tmp_path_factory.mktemp("placement"))
+    server = PlacementServer(tmp_path_factory.mktemp("placement"), schemas_checked_once=True)
     server.start()
     yield server
     server.stop()

@@ -99,7 +99,9 @@ class CloudManager:
         self.current: MiniCloud | None = None
         self.timings: dict[str, float] = {}
 
-    def ensure(self, *, two_hosts: bool = False, **mode) -> MiniCloud:
+    def ensure(self, *, two_hosts: bool = False, before_spare=None, **mode) -> MiniCloud:
+        """The cloud of ``mode``; ``two_hosts``: with devstack1 in service. ``before_spare(cloud)``: called just
+        before devstack1 comes into service here (e.g. to write its agents' ini, read when they first start)."""
         mode = {"MINICLOUD_PLACEMENT_PLUGIN": "1", "MINICLOUD_SRIOV_COMPUTE": "0", "MINICLOUD_COMPUTES": "2",
                 "MINICLOUD_SPARE_COMPUTE": "1", **mode}
         if self.current is None and os.environ.get("MINICLOUD_REUSE") == "1" and (STATE / "env").exists():
@@ -120,6 +122,8 @@ class CloudManager:
         # tests after it would need a new cloud (the test order avoids that)
         if current is not None and current.mode == mode and (two_hosts or not current.spare_active):
             if two_hosts and not current.spare_active:
+                if before_spare is not None:
+                    before_spare(current)
                 t = time.monotonic()
                 current.cloud_sh("activate-spare")
                 self.timings["activate-spare"] = time.monotonic() - t
@@ -137,7 +141,7 @@ class CloudManager:
             pytest.fail(f"the mini-cloud did not start (cloud.sh up exit {proc.returncode}):\n"
                         f"{proc.stdout[-4000:]}\n{proc.stderr[-12000:]}", pytrace=False)
         self.current = MiniCloud(mode)
-        return self.ensure(two_hosts=two_hosts, **mode) if two_hosts else self.current
+        return self.ensure(two_hosts=two_hosts, before_spare=before_spare, **mode) if two_hosts else self.current
 
     def down(self) -> None:
         if self.current is not None and not getattr(self, "reused", False):
