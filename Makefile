@@ -51,10 +51,13 @@ demo: setup collection
 	$(VENV)/bin/ansible-playbook playbooks/demo.yml
 
 # The mini-cloud's and the production-style Placement's venv (.venv-cloud) and Debian packages (MariaDB,
-# RabbitMQ): installed once here, before suites that use them run side by side; and the mini-cloud's databases
-# migrated once, kept as the snapshot each cloud of the run restores (cloud.sh snapshot; a no-op when current).
+# RabbitMQ; galera-4 and HAProxy for the Galera Placement): installed once here, before suites that use them run
+# side by side (some in a network namespace, where no package registry is reachable); and the mini-cloud's
+# databases migrated once, kept as the snapshot each cloud of the run restores (cloud.sh snapshot; a no-op when
+# current).
 cloud-install:
 	bash tests/support/minicloud/cloud.sh install
+	bash tests/support/galera/galera.sh install
 	bash tests/support/minicloud/cloud.sh snapshot
 
 # The virtualenv README.md's install block makes, as a user runs it (the block as written, in a home of its own under
@@ -120,9 +123,9 @@ prod-placement-status:
 # Placement as deployments run it (docs/galera.md): three MariaDB Galera nodes, two Placement API processes
 # (uWSGI) and HAProxy in front of both, on one machine; state in .state/galera, Placement on 127.0.0.1:28778.
 # GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
-# GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests, the full set (not part
-# of `make test`: tests/prodplacement/test_galera*.py are skipped there unless MINBW_GALERA=1; MINBW_GALERA=reduced
-# runs test_galera.py's reduced form: one claim storm and one fault, single-writer).
+# GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
+# `make test` runs their reduced form (MINBW_GALERA=reduced, in the e2e-2 lane: one claim storm and one fault,
+# single-writer); without MINBW_GALERA tests/galera is skipped.
 .PHONY: galera galera-up galera-down galera-status
 galera-up: setup
 	bash tests/support/galera/galera.sh up
@@ -134,8 +137,7 @@ galera-status:
 	bash tests/support/galera/galera.sh status
 
 galera: setup cloud-install
-	MINBW_GALERA=1 $(PY) -m pytest -q -rP --show-capture=stdout tests/prodplacement/test_galera.py \
-		tests/prodplacement/test_galera_faults.py
+	MINBW_GALERA=1 $(PY) -m pytest -q -rP --show-capture=stdout tests/galera
 
 clean:
 	rm -rf $(VENV) .venv-cloud .state

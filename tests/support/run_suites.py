@@ -51,9 +51,12 @@ E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
          # the two lanes' measured wall and CPU (tests/README.md, "Where the time goes"): this one evens them
          "tests/e2e/test_heal_beside_nova_manage.py"]
 NETNS = ["unshare", "--net", "--", sys.executable, "tests/support/netns.py"]
+GALERA_REDUCED = ["env", "MINBW_GALERA=reduced"]  # tests/galera: one claim storm and one fault
 LANES: dict[str, list[tuple[str, list[str]]]] = {
     "e2e": [("e2e", PYTEST + ["tests/e2e"] + [f"--ignore={f}" for f in E2E_2])],
-    "e2e-2": [("e2e", NETNS + PYTEST + E2E_2)],
+    # the Galera Placement's reduced form (one claim storm, one fault: tests/galera, MINBW_GALERA=reduced) after
+    # this lane's e2e half, which ends a few minutes before the local lanes (tests/README.md)
+    "e2e-2": [("e2e galera", NETNS + GALERA_REDUCED + PYTEST + E2E_2 + ["tests/galera"])],
     "local-1": [("functional prodplacement ansible", PYTEST + ["tests/functional", "tests/prodplacement"]
                  + ANSIBLE_LOCAL_1)],
     "local-2": [("unit faults ansible", PYTEST + ["tests/unit", "tests/faults", "tests/ansible"]
@@ -77,7 +80,7 @@ def lanes_here() -> dict[str, list[tuple[str, list[str]]]]:
         return LANES
     print("no network namespace can be made here (unshare --net): the e2e suite runs in one lane", flush=True)
     lanes = {k: v for k, v in LANES.items() if k != "e2e-2"}
-    lanes["e2e"] = [("e2e", PYTEST + ["tests/e2e"])]
+    lanes["e2e"] = [("e2e galera", GALERA_REDUCED + PYTEST + ["tests/e2e", "tests/galera"])]
     return lanes
 
 
