@@ -81,29 +81,53 @@ def machine() -> dict[str, Any]:
 # ---------------------------------------------------------------- servers
 
 class Servers:
-    """Fresh Placements, all stopped at the end: embedded (``minbw placement serve``: wsgiref, SQLite) or
+    """Fresh Placements, all stopped at the end: embedded (``minbw placement serve``: wsgiref, SQLite),
     ``prod`` (tests/prodplacement: openstack-placement under uWSGI with ``workers`` processes on its own
-    MariaDB, noauth2; free ports)."""
+    MariaDB, noauth2; free ports) or ``galera`` (tests/support/galera: two uWSGI API processes of ``workers`` / 2
+    workers each behind HAProxy, on a three-node MariaDB Galera cluster behind HAProxy, ``galera_mode``
+    single-writer by default, as kolla-ansible; Placement's debug log off, as ``prod``; free ports)."""
 
-    KINDS = ("embedded", "prod")
+    KINDS = ("embedded", "prod", "galera")
+    GALERA_MODES = ("single-writer", "multi-writer")
 
-    def __init__(self, state_dir: Path, kind: str = "embedded", workers: int = 4):
+    def __init__(self, state_dir: Path, kind: str = "embedded", workers: int = 4,
+                 galera_mode: str = "single-writer"):
         if kind not in self.KINDS:
             raise ValueError(f"placement kind must be one of {', '.join(self.KINDS)}, got {kind!r}")
+        if galera_mode not in self.GALERA_MODES:
+            raise ValueError(f"galera mode must be one of {', '.join(self.GALERA_MODES)}, got {galera_mode!r}")
         self.state_dir = state_dir
         self.kind = kind
         self.workers = workers
+        self.galera_mode = galera_mode
         self.running: list = []
+
+    @property
+    def galera_workers(self) -> int:
+        """uWSGI workers of each of the Galera topology's two API processes: ``workers`` split over both."""
+        return max(1, self.workers // 2)
 
     def start(self, name: str):
         if self.kind == "prod":
             from tests.support.prodplacement.server import ProdPlacement
             progress(f"starting the production-style Placement {name!r} ({self.workers} uWSGI workers, MariaDB)")
             server = ProdPlacement(self.state_dir / name, workers=self.workers)
+        elif self.kind == "galera":
+            from tests.support.galera.server import GaleraPlacement
+            # the joiners' state transfer (rsync) runs as nobody: every directory above theirs must let it through
+            # (the bench's temporary directory is made 0700)
+            self.state_dir.chmod(self.state_dir.stat().st_mode | 0o011)
+            progress(f"starting the Galera Placement {name!r} (2 API processes x {self.galera_workers} uWSGI "
+                     f"workers behind HAProxy, 3 MariaDB Galera nodes, {self.galera_mode})")
+            server = GaleraPlacement(self.state_dir / name, mode=self.galera_mode, workers=self.galera_workers,
+                                     debug=False)
         else:
             from tests.conftest import PlacementServer
             server = PlacementServer(self.state_dir / name)
+        t = time.perf_counter()
         server.start()
+        if self.kind == "galera":
+            progress(f"Galera Placement {name!r} up in {time.perf_counter() - t:.0f} s")
         self.running.append(server)
         return server
 
@@ -122,6 +146,12 @@ class Servers:
             return (f"production-style: uWSGI, {self.workers} worker processes, MariaDB "
                     f"{_mariadb_version()}, noauth2, allocation_conflict_retry_count 10, openstack-placement"
                     f"{patched or ' stock'}")
+        if self.kind == "galera":
+            patched = os.environ.get("GALERA_PATCHED", os.environ.get("PRODPLACEMENT_PATCHED", "0")) == "1"
+            return (f"Galera: 2 uWSGI API processes x {self.galera_workers} workers behind HAProxy, MariaDB "
+                    f"{_mariadb_version()} Galera cluster of 3 nodes behind HAProxy ({self.galera_mode}), noauth2, "
+                    f"debug log off, allocation_conflict_retry_count 10, openstack-placement"
+                    f"{' with patches/placement' if patched else ' stock'}")
         return "embedded: wsgiref, one request at a time, SQLite"
 
 
@@ -137,7 +167,7 @@ def _mariadb_version() -> str:
 
 def server_cpu_seconds(server) -> float:
     """CPU time of every process serving ``server`` (embedded: its one process; prod: uWSGI master and
-    workers and MariaDB)."""
+    workers and MariaDB; galera: both uWSGI masters and their workers, HAProxy and the three MariaDB nodes)."""
     return sum(cpu_seconds(pid) for pid in server.pids())
 
 

@@ -88,6 +88,10 @@ def _reload(server) -> None:
 def load_built(directory: Path, n: int, server, cache: Path) -> dict:
     """The workload of ``n`` hosts built by this script in ``directory``, loaded into ``server`` (and the sync's
     cache file copied to ``cache``): the build's rows as measured then, and the check made now."""
+    from tests.support.prodplacement.server import ProdPlacement
+    if not isinstance(server, ProdPlacement):
+        raise BenchError("BENCH_EXPORTER_BUILT loads into the production-style Placement only (--placement prod): "
+                         "its one MariaDB and uWSGI master")
     built = json.loads((directory / BUILD).read_text())
     if built["n"] != n:
         raise BenchError(f"{directory} holds the workload of {built['n']} hosts, not {n}")

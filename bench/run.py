@@ -22,7 +22,13 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
              scrapes from another process.
 
 ``--placement prod`` runs every section on the production-style Placement (tests/prodplacement:
-uWSGI worker processes on MariaDB) instead of the embedded one.
+uWSGI worker processes on MariaDB) instead of the embedded one; ``--placement galera`` on the Galera topology
+(tests/support/galera: two uWSGI API processes behind HAProxy on a three-node MariaDB Galera cluster behind
+HAProxy; ``--galera-mode``).
+
+``sync`` options: ``--sync-peer neutron`` (default: Neutron's placement sync), ``raw`` (the same POST/PUT calls
+minbw's cold run made, replayed with its parallelism through openstacksdk on a fresh server with the same roots)
+or ``none`` (minbw's runs alone); ``--sync-nocache no`` leaves out minbw's warm ``--no-cache`` run.
 
 ``query`` and ``claims`` use the same 1,000-host Placement: built once per run, copied for the
 second (each still gets its own fresh server process); on ``prod`` the claims section reuses the
@@ -154,9 +160,21 @@ def main(argv=None) -> int:
     p.add_argument("--keep-state", action="store_true", help="do not remove the state directory afterwards")
     p.add_argument("--strict", action="store_true", help="exit 2 when a target is not met")
     p.add_argument("--placement", choices=Servers.KINDS, default="embedded",
-                   help="embedded (default: wsgiref, SQLite) or prod (uWSGI workers on MariaDB, "
-                        "tests/support/prodplacement/prodplacement.sh; installs MariaDB and .venv-cloud when missing)")
-    p.add_argument("--workers", type=int, default=4, help="uWSGI worker processes with --placement prod (default 4)")
+                   help="embedded (default: wsgiref, SQLite), prod (uWSGI workers on MariaDB, "
+                        "tests/support/prodplacement/prodplacement.sh; installs MariaDB and .venv-cloud when missing) "
+                        "or galera (two uWSGI API processes behind HAProxy on a 3-node MariaDB Galera cluster, "
+                        "tests/support/galera/galera.sh)")
+    p.add_argument("--workers", type=int, default=4,
+                   help="uWSGI worker processes with --placement prod (default 4); with galera, split over its two "
+                        "API processes (default 4: 2 each)")
+    p.add_argument("--galera-mode", choices=Servers.GALERA_MODES, default="single-writer",
+                   help="with --placement galera: HAProxy sends every database connection to node 1 (single-writer, "
+                        "the default, kolla-ansible's) or round robin to all three (multi-writer)")
+    p.add_argument("--sync-peer", choices=("neutron", "raw", "none"), default="neutron",
+                   help="the sync section's peer: Neutron's placement sync (default), raw (minbw's cold writes "
+                        "replayed with the same parallelism on a fresh server with the same roots) or none")
+    p.add_argument("--sync-nocache", choices=("yes", "no"), default="yes",
+                   help="the sync section: also minbw's warm run with --no-cache (default yes)")
     args = p.parse_args(argv)
     names = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = [s for s in names if s not in SECTIONS]
@@ -168,9 +186,10 @@ def main(argv=None) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     if args.workers < 1:
         p.error("--workers must be at least 1")
-    servers = Servers(state_dir, args.placement, args.workers)
+    servers = Servers(state_dir, args.placement, args.workers, args.galera_mode)
     ctx = Context(sizes=args.sizes, servers=servers, state_dir=state_dir, diagnose=args.diagnose,
-                  options={"placement": args.placement})
+                  options={"placement": args.placement, "sync_peer": args.sync_peer,
+                           "sync_nocache": args.sync_nocache == "yes"})
     started = time.perf_counter()
     load_at_start = common.loadavg()
     sections = []

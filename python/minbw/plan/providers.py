@@ -157,9 +157,12 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
     roots: dict[str, str] = {}
     warnings = list(desired.warnings)
     skipped: list[tuple[str, str]] = []
+    by_hypervisor: dict[str, list[ProviderSpec]] = {}  # once: a scan per hypervisor is hosts x providers
+    for spec in desired.providers:
+        by_hypervisor.setdefault(spec.hypervisor, []).append(spec)
     for hyp in desired.hypervisors:
         root = observed.roots.get(hyp)
-        devices = sorted(p.device for p in desired.providers if p.hypervisor == hyp and p.device)
+        devices = sorted(p.device for p in by_hypervisor.get(hyp, ()) if p.device)
         if root is not None:
             roots[hyp] = root.uuid
             if root_inventories:
@@ -170,7 +173,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             ops.append(Op("create_root", name=hyp, uuid=roots[hyp], inventories=invs))
             ops.append(Op("set_traits", name=hyp, uuid=roots[hyp], traits=NOVA_ROOT_TRAITS))
             after[roots[hyp]] = snapshot(hyp, None, NOVA_ROOT_TRAITS, invs)
-        elif all(p.kind == naming.OVN for p in desired.providers if p.hypervisor == hyp):
+        elif all(p.kind == naming.OVN for p in by_hypervisor.get(hyp, ())):
             # Neutron's OVN extension skips a hypervisor entry that names no provider, silently
             warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
                             f"silently reports nothing for its resource_provider_hypervisors entries"
@@ -182,8 +185,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             raise RootProviderNotFound(hyp, devices)
     if skipped and not roots:  # no hypervisor has its root: nothing can be done
         if len(skipped) == 1:
-            raise RootProviderNotFound(skipped[0][0], sorted(p.device for p in desired.providers
-                                                             if p.hypervisor == skipped[0][0] and p.device))
+            raise RootProviderNotFound(skipped[0][0], sorted(p.device for p in by_hypervisor.get(skipped[0][0], ())
+                                                             if p.device))
         raise PlanError("nothing to sync: no hypervisor has its compute node's root provider in Placement: "
                         + " | ".join(why for _hyp, why in skipped))
 
