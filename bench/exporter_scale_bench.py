@@ -49,7 +49,7 @@ from pathlib import Path
 from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, loadavg, progress,
                           spawn_workers, stop_workers)
 from bench.reports_bench import CONSUMERS_PER_HOST, EGR, IGR, claim_on, exporter_for, scrape_once, time_scrapes
-from bench.sync_bench import ROOT_INVENTORIES, host_name, root_uuid, write_agent_files
+from bench.sync_bench import host_name, make_root, root_uuid, write_agent_files
 
 ROOT_THREADS = 8
 SYNC_WORKERS = 16
@@ -68,20 +68,13 @@ def consumer_uuid(host: str, j: int) -> str:
 # ---------------------------------------------------------------- the workload
 
 def make_roots(server, hosts: list[str], threads: int = ROOT_THREADS) -> dict:
-    """sync_bench.make_roots' calls (provider, inventories, COMPUTE_NODE and OWNER_NOVA), ``threads`` hosts at once."""
-    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
+    """sync_bench.make_root for each host, ``threads`` hosts at once."""
     from minbw.placement.client import Placement
     api = Placement(server.connect())
-    invs = freeze_inventories(ROOT_INVENTORIES)
-
-    def make(host):
-        prov = api.create_provider(root_uuid(host), host, None)
-        generation = api.set_inventories(prov.uuid, invs, prov.generation)
-        api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, generation)
     t = time.perf_counter()
     step = max(1000, len(hosts) // 10)
     with ThreadPoolExecutor(threads) as pool:
-        for i, _ in enumerate(pool.map(make, hosts), 1):
+        for i, _ in enumerate(pool.map(lambda host: make_root(api, host), hosts), 1):
             if i % step == 0:
                 progress(f"exporter_scale: roots {i}/{len(hosts)}")
     return {"step": "roots (nova-compute's calls)", "how": f"{threads} hosts at once", "calls": api.calls,

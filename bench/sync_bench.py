@@ -86,19 +86,23 @@ def write_agent_files(directory: Path, n: int) -> dict[str, list[Path]]:
     return files
 
 
+def make_root(api, host: str) -> None:
+    """``host``'s compute node as nova-compute makes it: the provider, its inventories, COMPUTE_NODE and OWNER_NOVA."""
+    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
+    prov = api.create_provider(root_uuid(host), host, None)
+    generation = api.set_inventories(prov.uuid, freeze_inventories(ROOT_INVENTORIES), prov.generation)
+    api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, generation)
+
+
 def make_roots(server, hosts: list[str]) -> None:
     if len(hosts) > ROOT_THREADS_ABOVE:  # the same calls, 8 hosts at once (not measured)
         from bench.exporter_scale_bench import make_roots as threaded
         threaded(server, hosts)
         return
     from minbw.placement.client import Placement
-    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
     api = Placement(server.connect())
-    invs = freeze_inventories(ROOT_INVENTORIES)
-    for host in hosts:  # as nova-compute makes its compute node: inventories, COMPUTE_NODE and OWNER_NOVA
-        prov = api.create_provider(root_uuid(host), host, None)
-        generation = api.set_inventories(prov.uuid, invs, prov.generation)
-        api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, generation)
+    for host in hosts:
+        make_root(api, host)
 
 
 @dataclass
