@@ -19,7 +19,7 @@ import pytest
 
 from minbw.neutron import naming
 from tests.galera.test_galera import (api, claims_after, free_claims, galera, pool,  # noqa: F401
-                                             restart_and_rejoin, said, storm_with_a_fault, wait_until)
+                                      restart_and_rejoin, said, storm_with_a_fault, wait_until)
 from tests.prodplacement.test_prod_placement import no_overcommit
 from tests.support.compute_roots import compute_root
 

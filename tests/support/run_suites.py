@@ -187,16 +187,16 @@ def main(names: list[str]) -> int:
                 lane.cpu.close()
     runs = [json.loads(lane.times.read_text()) for lane in lanes if lane.times.exists()]
     steps = {label: (t, None) for lane in lanes for label, t in lane.step_times.items() if label in ("sanity", "lint")}
-    measured = all(lane.cpu_s is not None for lane in lanes)
+    lanes_cpu = sum(lane.cpu_s for lane in lanes) if all(lane.cpu_s is not None for lane in lanes) else None
     if len(lanes) == len(here):
-        steps["make-test"] = (time.monotonic() - t0, sum(lane.cpu_s for lane in lanes) if measured else None)
+        steps["make-test"] = (time.monotonic() - t0, lanes_cpu)
     print("\n".join(summarize(runs, extra=steps)))
     print("\nlanes (wall s): " + ", ".join(f"{lane.name} {sum(lane.step_times.values()):.0f}" for lane in lanes)
           + f"; all: {time.monotonic() - t0:.0f}")
-    if measured:
+    if lanes_cpu is not None:
         print("lanes (CPU s, user+sys, the services each started included): "
               + ", ".join(f"{lane.name} {lane.cpu_s:.0f}" for lane in lanes)
-              + f"; all lanes: {sum(lane.cpu_s for lane in lanes):.0f}; the machine: {machine_cpu_s() - machine0:.0f}")
+              + f"; all lanes: {lanes_cpu:.0f}; the machine: {machine_cpu_s() - machine0:.0f}")
     else:
         print("lanes (CPU s): not measured (a cgroup v1 cpuacct group of their own needs root)")
     failed = [f"{lane.name}: {', '.join(lane.failed)}" for lane in lanes if lane.failed]
