@@ -7,8 +7,10 @@ compute-node root providers first (as nova-compute creates them; not counted), t
 - warm: the same run again, everything already in place.
 
 minbw: every host's two agent ini files → one ``desired_state`` → one ``sync()`` as ``minbw provider sync``
-runs it by default: the provider cache on (its safety check included) and ``DEFAULT_WORKERS`` host trees
-written at once. Its warm run is also measured without the cache (``--no-cache``), for comparison.
+runs it by default: the provider cache on (no safety check due: the cold run confirmed every entry less than
+``DEFAULT_CACHE_CHECK_INTERVAL`` ago) and ``DEFAULT_WORKERS`` host trees written at once. Its warm run is also
+measured with the safety check due (``--cache-check-interval 0``, as a sync an hour or more after the last one)
+and, on request, without the cache (``--no-cache``), for comparison.
 Neutron: for every host and agent, what the placement plugin does on each agent heartbeat
 after a (re)start: root look-ups by hypervisor name, then ``PlacementState.deferred_sync()``
 executed call by call with neutron-lib's ``PlacementAPIClient`` (tests/support/oracle/neutron_sync.py).
@@ -204,7 +206,10 @@ class _Recorder:
 # ---------------------------------------------------------------- the two systems
 
 def run_minbw(server, files: dict[str, list[Path]], phase: str,
-              cache_file: Path | None = None, record: Path | None = None) -> tuple[Run, object, object, object]:
+              cache_file: Path | None = None, record: Path | None = None,
+              check_interval: float | None = None) -> tuple[Run, object, object, object]:
+    """minbw's sync of ``files``, with the cache in ``cache_file`` (None: without) and its ``check_interval``
+    (None: ``minbw provider sync``'s default)."""
     from minbw.ops import sync as s
     from minbw.neutron.agentconf import load_agent_ini
     from minbw.placement.client import Placement
@@ -227,7 +232,8 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
         configs = [load_agent_ini(p.read_text(), source=str(p)) for host in files for p in files[host]]
         desired = desired_state(configs)
         parse_s = time.perf_counter() - t
-        cache = s.ProviderCache(cache_file, api.endpoint()) if cache_file else None
+        interval = s.DEFAULT_CACHE_CHECK_INTERVAL if check_interval is None else check_interval
+        cache = s.ProviderCache(cache_file, api.endpoint(), check_interval=interval) if cache_file else None
         plan, result = s.sync(api, desired, progress=every_500, cache=cache)
     mem = _status_mib()
     counter.detach()
@@ -245,6 +251,40 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
                {"parse_desired_s": parse_s, "summary": summary, "rss_before_mib": rss_before,
                 "peak_rss_mib": mem["VmHWM"]})
     return run_, plan, result, cache
+
+
+def run_cli(server, files: dict[str, list[Path]], phase: str, cache_file: Path) -> Run:
+    """``minbw provider sync --cache FILE --json`` with every agent file, as a user runs it: a process of its own
+    (Python's start and imports counted), its CPU and peak RSS its own (``wait4``'s rusage: ru_maxrss), its calls
+    and writes from its summary line. The paths are given relative to their directory (ARG_MAX)."""
+    import json
+    import os
+    import re
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(os.path.commonpath([str(p.parent) for paths in files.values() for p in paths])).parent
+    args = [sys.executable, "-m", "minbw.cli", "provider", "sync", "--cache", str(cache_file), "--json"]
+    args += [f"--agent-config={p.relative_to(base)}" for host in files for p in files[host]]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _Meter(server) as m:
+        proc = subprocess.Popen(args, stdout=out, stderr=err, env=server.env(), cwd=base)
+        _pid, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if proc.returncode != 0:
+        raise BenchError(f"minbw {phase}: `minbw provider sync` exited {proc.returncode}: {stderr[-2000:]}")
+    summary = json.loads(stdout)["summary"]
+    calls = int(re.search(r"(\d+) calls", summary).group(1))
+    writes = int(re.search(r"\((\d+) writes", summary).group(1))
+    progress(f"minbw {phase}: {summary}")
+    peak = usage.ru_maxrss / 1024
+    progress(f"minbw {phase}: the process's peak RSS {peak:.0f} MiB")
+    return Run("minbw", phase, len(files), m.seconds, calls, calls - writes, writes, 0.0,
+               usage.ru_utime + usage.ru_stime, m.server_cpu, loadavg(), {},
+               {"summary": summary, "peak_rss_mib": peak, "process": "own"})
 
 
 def run_neutron(server, files: dict[str, list[Path]], phase: str) -> Run:
@@ -405,7 +445,8 @@ RATIO_COLUMNS = [
 
 
 def kinds_table(n: int, runs: dict[tuple[str, str], Run]) -> Table:
-    order = [k for k in [("minbw", "cold"), ("minbw", "warm"), ("minbw", "warm (no cache)"), ("neutron", "cold"),
+    order = [k for k in [("minbw", "cold"), ("minbw", "warm"), ("minbw", "warm (check due)"),
+                         ("minbw", "warm (no cache)"), ("neutron", "cold"),
                          ("neutron", "warm"), ("raw", "cold")] if k in runs]
     kinds: list[str] = []
     for key in order:
@@ -478,14 +519,22 @@ def run(ctx: Context) -> Section:
             runs[("minbw", "cold")], plan, result, _ = run_minbw(srv_m, files, "cold", cache_file, record)
             if not plan.ops or result is None:
                 raise BenchError(f"N={n}: minbw's cold run planned nothing")
-            progress(f"N={n}: minbw warm (default: cache and its safety check)")
-            runs[("minbw", "warm")], plan, result, cache = run_minbw(srv_m, files, "warm", cache_file)
-            if plan.ops or result is not None or runs[("minbw", "warm")].writes:
-                raise BenchError(f"N={n}: minbw's warm run is not a no-op: {len(plan.ops)} planned, "
-                                 f"{runs[('minbw', 'warm')].writes} write calls; e.g. "
-                                 + "; ".join(str(op) for op in plan.ops[:5]))
-            if cache.stats["trusted"] != 6 * n or cache.stats["reread"]:
-                raise BenchError(f"N={n}: minbw's warm run did not trust its cache: {cache.stats}")
+            # the default (the cache, no safety check due: everything confirmed by the cold run less than an hour
+            # ago), then the same with the check due (as a sync an hour or more after the last one)
+            for phase, interval in (("warm", None), ("warm (check due)", 0)):
+                progress(f"N={n}: minbw {phase}")
+                runs[("minbw", phase)], plan, result, cache = run_minbw(srv_m, files, phase, cache_file,
+                                                                        check_interval=interval)
+                if plan.ops or result is not None or runs[("minbw", phase)].writes:
+                    raise BenchError(f"N={n}: minbw's {phase} run is not a no-op: {len(plan.ops)} planned, "
+                                     f"{runs[('minbw', phase)].writes} write calls; e.g. "
+                                     + "; ".join(str(op) for op in plan.ops[:5]))
+                if cache.stats["trusted"] != 6 * n or cache.stats["reread"] or (interval == 0) != bool(cache.stats["checks"]):
+                    raise BenchError(f"N={n}: minbw's {phase} run did not trust its cache as expected: {cache.stats}")
+            progress(f"N={n}: minbw warm, `minbw provider sync` in a process of its own")
+            runs[("minbw", "warm (CLI process)")] = run_cli(srv_m, files, "warm (CLI process)", cache_file)
+            if runs[("minbw", "warm (CLI process)")].writes:
+                raise BenchError(f"N={n}: minbw's warm CLI run wrote")
             if nocache:
                 progress(f"N={n}: minbw warm without the cache (--no-cache)")
                 runs[("minbw", "warm (no cache)")], plan, result, _ = run_minbw(srv_m, files, "warm (no cache)")
@@ -523,7 +572,11 @@ def run(ctx: Context) -> Section:
             for (system, phase), r in runs.items():
                 runs_table.rows.append(r.row(n))
             mc, mw = runs[("minbw", "cold")], runs[("minbw", "warm")]
-            peak = max(r.extra.get("peak_rss_mib", 0) for (sy, _), r in runs.items() if sy == "minbw")
+            # the sync's peak: the cold run's in this process (an upper bound: the bench's own data is in it), and
+            # a warm `minbw provider sync` in a process of its own (this process's warm peaks still hold the cold
+            # run's plan)
+            peak = max(runs[("minbw", "cold")].extra["peak_rss_mib"],
+                       runs[("minbw", "warm (CLI process)")].extra["peak_rss_mib"])
             if peer == "neutron":
                 nc, nw = runs[("neutron", "cold")], runs[("neutron", "warm")]
                 ratios = {"n": n, "cold_calls_ratio": mc.calls / nc.calls, "warm_calls_ratio": mw.calls / nw.calls,
@@ -586,7 +639,11 @@ def run(ctx: Context) -> Section:
         section.notes.append("RSS: this (bench) process's, which runs minbw's sync in its threads: before each minbw run "
                              "(after a garbage collection), and its peak during the run (VmHWM, reset before the run "
                              "through /proc/self/clear_refs); the bench's own data (the agent files' list, the "
-                             "HTTP hook's list of calls) is in it too.")
+                             "HTTP hook's list of calls) is in it too. The row `warm (CLI process)` is `minbw provider "
+                             "sync --cache FILE --json` with every agent file, in a process of its own (Python's start "
+                             "and imports counted): its CPU and peak RSS (ru_maxrss) are that process's, its calls and "
+                             "writes from its summary line, its waiting on the server not measured (0). The peak "
+                             "target takes the larger of the cold run's peak here and that process's.")
         if diag_needed and kept_server is not None and peer == "neutron":
             from bench import sync_diag
             progress(f"warm speed-up below {WARM_SPEEDUP_MIN:g}×: measuring where minbw's warm time goes (N={largest})")

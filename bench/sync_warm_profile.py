@@ -1,6 +1,7 @@
 """Where minbw's warm provider sync spends its time at N hosts: a fresh production-style Placement, N roots (8 at a
-time, not measured), minbw's cold sync (cache on), a warm run, then a warm run under cProfile (its top functions by
-own time and by cumulative time on stdout). Not a section of bench/run.py.
+time, not measured), minbw's cold sync (cache on), a warm run as ``minbw provider sync`` makes it by default (no
+safety check due), one with the check due (``check_interval=0``), then the default warm run under cProfile (its top
+functions by own time and by cumulative time on stdout). Not a section of bench/run.py.
 
 Usage: nice -n 5 .venv/bin/python bench/sync_warm_profile.py 3000
 """
@@ -33,6 +34,8 @@ try:
     print("cold", r.seconds, flush=True)
     r, *_ = sb.run_minbw(srv, files, "warm", cache)
     print("warm (no profile)", r.seconds, "client cpu", r.client_cpu, "http", r.http_seconds, "parse", r.extra["parse_desired_s"], flush=True)
+    r, *_ = sb.run_minbw(srv, files, "warm (check due)", cache, check_interval=0)
+    print("warm, check due (no profile)", r.seconds, "client cpu", r.client_cpu, "http", r.http_seconds, flush=True)
     pr = cProfile.Profile()
     pr.enable()
     r, *_ = sb.run_minbw(srv, files, "warm", cache)

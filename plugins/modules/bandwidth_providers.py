@@ -78,8 +78,9 @@ options:
     description:
       - Remember what the sync read and wrote in O(cache_file), so that the next sync re-reads only
         the providers whose generation moved since (or that the safety check doubts). A sync that finds
-        nothing changed is then one listing of the providers plus a few filtered listings whose number
-        does not grow with the number of providers, instead of two reads per provider.
+        nothing changed is then one listing of the providers instead of two reads per provider, plus, for
+        the providers confirmed longer than O(cache_check_interval) ago, the safety check (a few filtered
+        listings whose number does not grow with the number of providers).
       - "The safety check catches a provider deleted and re-created (same UUID) at the same generation
         with other traits, other resource classes or a larger capacity: one
         C(GET /resource_providers?required=TRAIT) per trait and C(?resources=CLASS:AMOUNT) per class and
@@ -101,6 +102,16 @@ options:
         full check). C(0) reads every provider, as O(cache=false), and refreshes the file.
     type: int
     default: 86400
+  cache_check_interval:
+    description:
+      - Seconds during which a cached provider that was read, written or confirmed by the safety check is
+        trusted by its generation, name and parent alone; older ones pass the safety check first (and are
+        confirmed again). So a sync that runs within this time of the last one is one listing of the providers.
+      - A provider deleted and re-created by someone else (same UUID) at the same generation with other
+        content is seen within this time. C(0) runs the safety check at every sync.
+    type: int
+    default: 3600
+    version_added: 0.3.0
   workers:
     description:
       - How many host trees are written in parallel (parents before children inside each tree) and how
@@ -307,7 +318,7 @@ def ensure(module):
         agent_configs=tuple(p['agent_configs'] or ()), agents=tuple(p['agents'] or ()), ovn=ovn, host=p['host'],
         check=module.check_mode, absent=p['state'] == 'absent', create_root=p['create_root'],
         root_inventories=p['root_inventories'], cache=Cache.at(p['cache_file']) if p['cache'] else NO_CACHE,
-        cache_max_age=p['cache_max_age'], workers=p['workers']))
+        cache_max_age=p['cache_max_age'], cache_check_interval=p['cache_check_interval'], workers=p['workers']))
     planned, applied = result.plan.to_dict(), result.applied
     for warning in result.warnings + ['skipped: %s' % line for line in result.skipped]:
         module.ansible.warn(warning)
@@ -334,6 +345,7 @@ def main():
         cache=dict(type='bool', default=True),
         cache_file=dict(type='path'),
         cache_max_age=dict(type='int', default=86400),
+        cache_check_interval=dict(type='int', default=3600),
         workers=dict(type='int', default=4),
         host=dict(type='str'),
         create_root=dict(type='bool', default=False),

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import time
+import types
 
 import pytest
 from neutron_lib.exceptions.placement import PlacementClientError
@@ -381,7 +382,8 @@ def test_warm_default_sync_sends_no_write_and_the_same_gets_at_any_size(placemen
         cache = s.ProviderCache(cache_file, placement.endpoint())
         plan, result = s.sync(placement, want, cache=cache)
         assert plan.ops == () and result is None and placement.counter.writes == 0
-        assert cache.stats == {"candidates": 5 * n, "checks": cache.stats["checks"], "trusted": 5 * n, "reread": 0}
+        assert cache.stats == {"candidates": 5 * n, "checks": cache.stats["checks"], "trusted": 5 * n, "reread": 0,
+                               "recent": 0}
         calls[n] = placement.counter.total
     assert calls[3] == calls[12] < 3 * 5 * 2  # fewer than reading the 3 smallest hosts' providers
 
@@ -422,6 +424,98 @@ def test_default_sync_repairs_a_provider_recreated_at_the_same_generation(placem
     placement.counter.reset()
     assert s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))[0].ops == ()
     assert placement.counter.writes == 0
+
+
+def test_within_the_check_interval_a_warm_sync_is_one_listing_and_writes_no_cache(placement, tmp_path):
+    """With ``check_interval`` (the front ends' default, 3600 s) a provider the cache read, wrote or confirmed less
+    than that long ago is trusted by its generation alone: the warm sync is the listing and the trait check, and
+    the cache file, unchanged, is not written again."""
+    want = three_hosts(placement, (OVS_INI, SRIOV_INI))
+    cache_file = tmp_path / "cache.json"
+    now = [time.time()]
+    cache = lambda: s.ProviderCache(cache_file, placement.endpoint(), check_interval=3600,  # noqa: E731
+                                    clock=lambda: now[0])
+    s.sync(placement, want, cache=cache())
+    written = cache_file.stat().st_mtime_ns, cache_file.stat().st_ino
+    now[0] += 3599
+    placement.counter.reset()
+    warm = cache()
+    plan, result = s.sync(placement, want, cache=warm)
+    assert plan.ops == () and result is None
+    assert placement.counter.total == 2 and {m for m, _ in placement.counter.calls} == {"GET"}  # listing, traits
+    assert warm.stats == {"candidates": 15, "checks": 0, "trusted": 15, "reread": 0, "recent": 15}
+    assert (cache_file.stat().st_mtime_ns, cache_file.stat().st_ino) == written
+    assert "(15 confirmed less than 3600 s ago: no check due), 0 re-read" in s.summary(
+        want, plan, result, seconds=0.1, calls=2, cache=warm)
+    # an hour after the last confirmation the check is due: it runs, and confirms the entries again
+    now[0] += 1
+    placement.counter.reset()
+    due = cache()
+    assert s.sync(placement, want, cache=due)[0].ops == ()
+    checks = len(cache_check.listings(due.entries.values()))
+    assert due.stats == {"candidates": 15, "checks": checks, "trusted": 15, "reread": 0, "recent": 0}
+    assert placement.counter.total == 2 + checks
+    now[0] += 3599
+    placement.counter.reset()
+    assert s.sync(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2
+
+
+def test_a_provider_recreated_at_the_same_generation_is_repaired_once_the_check_is_due(placement, tmp_path):
+    """The bound the check interval states: a provider deleted and re-created by someone else at the same
+    generation with another trait goes unseen while its entry was confirmed less than ``check_interval`` ago,
+    and is read again and repaired by the first sync after that."""
+    want = three_hosts(placement)
+    cache_file = tmp_path / "cache.json"
+    now = [time.time()]
+    cache = lambda: s.ProviderCache(cache_file, placement.endpoint(), check_interval=600,  # noqa: E731
+                                    clock=lambda: now[0])
+    s.sync(placement, want, cache=cache())
+    uuid = naming.device_rp_uuid(naming.AGENT_KINDS["openvswitch"], "hv2", "br-test")
+    expected = tree(placement, "hv2")
+    inv, _ = placement.get_inventories(uuid)
+    _recreate(placement, uuid, {"CUSTOM_PHYSNET_PUBLIC"}, inv)
+    now[0] += 599
+    assert s.sync(placement, want, cache=cache())[0].ops == ()  # within the bound: trusted
+    assert tree(placement, "hv2") != expected
+    now[0] += 1
+    due = cache()
+    plan, _ = s.sync(placement, want, cache=due)
+    assert due.stats["reread"] == 1 and {o.uuid for o in plan.ops} == {uuid}
+    assert tree(placement, "hv2") == expected
+
+
+def test_a_cache_without_changes_takes_in_what_another_sync_saved(placement, tmp_path):
+    """Saving a cache that changed nothing writes nothing; when another sync saved meanwhile, its entries are
+    taken in (a long-lived reader, the exporter's, sees them)."""
+    want = three_hosts(placement)
+    cache_file = tmp_path / "cache.json"
+    s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+    mine = s.ProviderCache(cache_file, placement.endpoint())
+    other = s.ProviderCache(cache_file, placement.endpoint())
+    first = next(iter(other.entries))
+    other.drop(first)
+    other.save()
+    assert first in mine.entries
+    mine.save()
+    assert first not in mine.entries and set(mine.entries) == set(other.entries)
+    written = cache_file.stat().st_mtime_ns
+    mine.save()
+    assert cache_file.stat().st_mtime_ns == written
+
+
+@pytest.mark.parametrize("bad", [-1, "soon", True])
+def test_a_bad_check_interval_is_a_clear_error_and_zero_calls(placement, tmp_path, bad):
+    from minbw.usecases import providers
+    from minbw.usecases.cloud import Cache
+    (tmp_path / "ovs.ini").write_text(OVS_INI)
+    cloud = types.SimpleNamespace(placement=placement, progress=None)
+    placement.counter.reset()
+    with pytest.raises(InvalidInput, match=r"cache_check_interval: expected seconds >= 0 \(0 runs the safety "
+                                           r"check at every sync; default 3600\), got"):
+        providers.sync(cloud, providers.ProvidersRequest(agent_configs=(str(tmp_path / "ovs.ini"),), host="hv1",
+                                                         cache=Cache.at(str(tmp_path / "c.json")),
+                                                         cache_check_interval=bad))
+    assert placement.counter.total == 0
 
 
 def test_cache_max_age_rereads_everything(placement, tmp_path):
@@ -512,11 +606,17 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     warm = sync()
     assert warm["changed"] is False
     assert "0 created, 0 updated, 0 deleted (0 writes)" in warm["summary"]
-    assert "cache: 9 of 9 cached providers trusted after" in warm["summary"] and "0 re-read" in warm["summary"]
+    assert ("cache: 9 of 9 cached providers trusted after 0 checks (9 confirmed less than 3600 s ago: no check due), "
+            "0 re-read") in warm["summary"]
+    checked = sync("--cache-check-interval", "0")["summary"]
+    assert "cache: 9 of 9 cached providers trusted after " in checked and "no check due" not in checked
     assert sync("--no-cache")["summary"].endswith("; no cache")
     bad = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--workers", "99"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--workers: expected a whole number from 1 to 32" in bad.stderr  # usage
+    bad = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--cache-check-interval",
+                          "-5"], capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "--cache-check-interval: expected seconds >= 0, got '-5'" in bad.stderr
 
 
 def test_a_provider_deleted_under_the_sync_costs_its_host_tree_only(placement, tmp_path):

@@ -5,14 +5,15 @@ import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, Section, View
 from minbw.cli.options import add_ovn_arguments, ovn_sources, warn
-from minbw.usecases.providers import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
+from minbw.usecases.providers import DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
 
 PLAN_COLUMNS = ("step", "write")
 # osc-placement's column orders: `resource provider list`, `resource provider inventory list` (with `used`)
 PROVIDER_COLUMNS = ("uuid", "name", "generation", "root_provider_uuid", "parent_provider_uuid")
 INVENTORY_COLUMNS = ("resource_class", "allocation_ratio", "min_unit", "max_unit", "reserved", "step_size", "total",
                      "used")
-OPTION_NAMES = {"workers": "--workers", "cache_max_age": "--cache-max-age", "root_inventories": "--root-inventory"}
+OPTION_NAMES = {"workers": "--workers", "cache_max_age": "--cache-max-age",
+                "cache_check_interval": "--cache-check-interval", "root_inventories": "--root-inventory"}
 
 
 def _workers(text: str) -> int:
@@ -59,6 +60,11 @@ class SyncProviders(Command):
         parser.add_argument("--cache-max-age", type=_max_age, default=DEFAULT_CACHE_MAX_AGE, metavar="SECONDS",
                             help="re-read providers the cache last read or wrote longer ago than this (the "
                                  f"periodic full check; default {DEFAULT_CACHE_MAX_AGE}, 0: always)")
+        parser.add_argument("--cache-check-interval", type=_max_age, default=DEFAULT_CACHE_CHECK_INTERVAL,
+                            metavar="SECONDS",
+                            help="trust a cached provider by its generation alone when the cache confirmed it less "
+                                 "than this long ago; older ones pass the safety check first (default "
+                                 f"{DEFAULT_CACHE_CHECK_INTERVAL}, 0: at every sync)")
         parser.add_argument("--workers", type=_workers, default=DEFAULT_WORKERS, metavar="N",
                             help=f"host trees written and providers read at once (1-{MAX_WORKERS}, default "
                                  f"{DEFAULT_WORKERS})")
@@ -76,7 +82,7 @@ class SyncProviders(Command):
             check=parsed_args.dry_run,
             absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
             cache=NO_CACHE if parsed_args.no_cache else Cache.at(parsed_args.cache), cache_max_age=parsed_args.cache_max_age,
-            workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
+            cache_check_interval=parsed_args.cache_check_interval, workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
         warn(result.warnings)
         for line in result.skipped:
             print(f"minbw: skipped: {line}", file=sys.stderr)

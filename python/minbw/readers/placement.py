@@ -235,7 +235,8 @@ class Reader:
                         for rc, n in res.items():
                             used[rc] = used.get(rc, 0) + n
                     self.cache.put(u, generation, entry["name"], entry["parent"], entry["traits"],
-                                   entry["inventories"], used=used, checked=entry.get("checked"))
+                                   entry["inventories"], used=used, checked=entry.get("checked"),
+                                   verified=entry.get("verified", entry.get("checked")))
                 if self.progress:
                     self.progress("allocations read", i, len(uuids))
         return out

@@ -13,7 +13,8 @@ from minbw.ops import ovn
 from minbw.ops import sync as s
 from minbw.errors import MinbwError
 from minbw.cache.providers import record_sync
-from minbw.ops.sync import DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS  # noqa: F401 - the front ends' defaults
+from minbw.ops.sync import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS,  # noqa: F401
+                            MAX_WORKERS)  # (the front ends' defaults)
 from minbw.ops.agent_files import read_agent_units
 from minbw.plan.base import Plan
 from minbw.readers.providers import provider_report
@@ -62,6 +63,7 @@ class ProvidersRequest:
     root_inventories: Mapping | None = None
     cache: Cache = DEFAULT_CACHE
     cache_max_age: float = DEFAULT_CACHE_MAX_AGE
+    cache_check_interval: float = DEFAULT_CACHE_CHECK_INTERVAL
     workers: int = DEFAULT_WORKERS
     option: str = "agent_configs"
     options: Mapping[str, str] = field(default_factory=dict)  # option names in errors: workers, cache_max_age, ...
@@ -160,10 +162,11 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
                                                  f"skipped: " + " | ".join(u.skipped for u in desired.skipped)))
     workers = s.check_workers(request.workers, request.name("workers"))
     max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
+    check_interval = s.check_check_interval(request.cache_check_interval, request.name("cache_check_interval"))
     roots = (root_inventories(request.root_inventories, request.name("root_inventories"))
              if request.root_inventories else None)
     api = cloud.placement
-    cache = request.cache.open(api, max_age=max_age)
+    cache = request.cache.open(api, max_age=max_age, check_interval=check_interval)
     started, calls = time.perf_counter(), api.calls
     try:
         plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,

@@ -18,6 +18,9 @@ from ..cache import check as cache_check
 from ..placement.client import Placement
 
 DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-read (the periodic full check)
+# seconds an entry confirmed (read, written or by the safety check) is trusted by its generation alone: the sync's
+# default; a cache made without ``check_interval`` checks at every use
+DEFAULT_CACHE_CHECK_INTERVAL = 3600
 
 
 def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Path:
@@ -31,8 +34,9 @@ class ProviderCache:
     one JSON file. An entry is a candidate while the provider's generation, name and parent are unchanged
     (Placement bumps the generation on every trait and inventory change, and of every provider that a
     ``PUT``/``POST`` of allocations allocates on) and it was last read or written less than ``max_age`` seconds
-    ago (the periodic full check); :func:`observe` trusts the candidates that pass the safety check of
-    :mod:`minbw.cache.check` and re-reads the others. An entry's ``used`` is never served as a provider's
+    ago (the periodic full check); :func:`verified` trusts the candidates confirmed less than ``check_interval``
+    seconds ago (read, written, or by a safety check) and those that pass the safety check of
+    :mod:`minbw.cache.check` now; the others are re-read. An entry's ``used`` is never served as a provider's
     usage: ``DELETE /allocations/{consumer}``, and a write that moves a consumer's allocations off a provider,
     free usage without moving that provider's generation (docs/placement-generations.md), so a usage read at a
     generation is an upper bound of the usage at that generation, which only the safety check uses (a provider
@@ -42,19 +46,24 @@ class ProviderCache:
     VERSION = 2
 
     def __init__(self, path: str | os.PathLike, endpoint: str, *, max_age: float = DEFAULT_CACHE_MAX_AGE,
-                 clock: Callable[[], float] = time.time):
+                 check_interval: float = 0, clock: Callable[[], float] = time.time):
         self.path = Path(path)
         self.endpoint = endpoint
         self.max_age = max_age
+        self.check_interval = check_interval
         self.clock = clock
+        self._seen: tuple | None = None  # the file as last loaded or saved (inode, size, mtime)
         self.entries: dict[str, dict] = self._load()
         self._changed: dict[str, dict | None] = {}
-        self.stats = {"candidates": 0, "checks": 0, "trusted": 0, "reread": 0}
+        # recent: trusted without a check, confirmed less than check_interval ago
+        self.stats = {"candidates": 0, "checks": 0, "trusted": 0, "reread": 0, "recent": 0}
         self.trusted: set[str] = set()
 
     def _load(self) -> dict[str, dict]:
         try:
-            data = json.loads(self.path.read_text())
+            with open(self.path, "rb") as f:
+                self._seen = _identity(os.fstat(f.fileno()))
+                data = json.loads(f.read())
         except (OSError, ValueError):
             return {}
         if not isinstance(data, dict) or data.get("version") != self.VERSION or data.get("endpoint") != self.endpoint:
@@ -74,10 +83,24 @@ class ProviderCache:
             return e
         return None
 
+    def due(self, entry: Mapping) -> bool:
+        """Whether ``entry`` needs the safety check: confirmed ``check_interval`` seconds ago or longer."""
+        return self.clock() - entry.get("verified", entry.get("checked", 0)) >= self.check_interval
+
+    def confirm(self, uuids) -> None:
+        """The safety check confirmed these entries now."""
+        now = self.clock()
+        for u in uuids:
+            e = self.entries[u]
+            e["verified"] = now
+            self._changed[u] = e
+
     def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *,
-            used: Mapping[str, int] | None = None, checked: float | None = None) -> None:
+            used: Mapping[str, int] | None = None, checked: float | None = None,
+            verified: float | None = None) -> None:
         """Record what was read of a provider at ``generation``; ``traits`` None: not read (a reader that needs
-        none, the audit's, caches the inventories alone; the traits an entry at the same generation holds stay)."""
+        none, the audit's, caches the inventories alone; the traits an entry at the same generation holds stay).
+        ``checked`` / ``verified``: when it was last read in full / confirmed (default: now)."""
         old = self.entries.get(uuid)
         if traits is None and old is not None and old.get("generation") == generation:
             traits = old.get("traits")
@@ -86,27 +109,51 @@ class ProviderCache:
             "traits": None if traits is None else sorted(traits),
             "inventories": {rc: dict(i) for rc, i in inventories.items()},
             "used": dict(used) if used is not None else None,
-            "checked": self.clock() if checked is None else checked}, _INTS)
+            "checked": self.clock() if checked is None else checked,
+            "verified": self.clock() if verified is None else verified}, _INTS)
 
     def drop(self, uuid: str) -> None:
         self.entries.pop(uuid, None)
         self._changed[uuid] = None
 
     def save(self) -> None:
+        """Write this cache's changes, merged into what the file holds now; without changes, only take in what
+        other syncs saved since (nothing is read when the file did not change)."""
+        if not self._changed:
+            if self._seen is not None and self._seen == _stat_identity(self.path):
+                return
+            self.entries = self._merged(self._load())
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            # an entry the file holds as this cache does stays the same object (its copy read back let go)
-            merged = {u: e if (mine := self.entries.get(u)) is None or mine != e else mine
-                      for u, e in self._load().items()}
+            merged = self._merged(self._load())
             merged.update({u: e for u, e in self._changed.items() if e is not None})
             for u in [u for u, e in self._changed.items() if e is None]:
                 merged.pop(u, None)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
             with os.fdopen(fd, "w") as f:
                 json.dump({"version": self.VERSION, "endpoint": self.endpoint, "providers": merged}, f)
+                f.flush()
+                seen = _identity(os.fstat(f.fileno()))
             os.replace(tmp, self.path)
-        self.entries, self._changed = merged, {}
+        self.entries, self._changed, self._seen = merged, {}, seen
+
+    def _merged(self, saved: Mapping[str, dict]) -> dict[str, dict]:
+        """``saved`` (the file's entries), an entry equal to this cache's being this cache's same object (the
+        copy read back let go)."""
+        return {u: e if (mine := self.entries.get(u)) is None or mine != e else mine for u, e in saved.items()}
+
+
+def _identity(st: os.stat_result) -> tuple:
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _stat_identity(path: Path) -> tuple | None:
+    try:
+        return _identity(path.stat())
+    except OSError:
+        return None
 
 
 _INTS: dict[int, int] = {}  # :func:`_shrink`'s numbers for :meth:`ProviderCache.put` (bounded)
@@ -131,16 +178,22 @@ def _shrink(entry: dict, ints: dict[int, int]) -> dict:
 
 
 def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict]) -> set[str]:
-    """The candidates the safety check confirms (none when re-reading them costs fewer calls than the check)."""
-    listings = cache_check.listings(candidates.values())
-    if len(listings) >= 2 * len(candidates):  # two reads per provider are cheaper than the check
-        return set()
+    """The candidates trusted: those confirmed less than the cache's ``check_interval`` ago, and of the others
+    those the safety check confirms now (none when re-reading them costs fewer calls than the check)."""
+    due = {u: e for u, e in candidates.items() if cache.due(e)}
+    recent = set(candidates) - set(due)
+    cache.stats["recent"] += len(recent)
+    listings = cache_check.listings(due.values())
+    if not due or len(listings) >= 2 * len(due):  # two reads per provider are cheaper than the check
+        return recent
     disagreeing: set[str] = set()
     for li in listings:  # one answer at a time, and of it only the candidates (up to 50 MB of JSON each)
-        listed = {p.uuid for p in api.list_providers(**li.filters()) if p.uuid in candidates}
-        disagreeing |= cache_check.disagreeing(candidates, {li: listed})
+        listed = {p.uuid for p in api.list_providers(**li.filters()) if p.uuid in due}
+        disagreeing |= cache_check.disagreeing(due, {li: listed})
     cache.stats["checks"] += len(listings)
-    return set(candidates) - disagreeing
+    confirmed = set(due) - disagreeing
+    cache.confirm(confirmed)
+    return recent | confirmed
 
 
 

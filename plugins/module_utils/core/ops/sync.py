@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 from ..errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from ..placement.client import Placement
 from ..model.providers import Provider
-from ..cache.providers import (DEFAULT_CACHE_MAX_AGE, ProviderCache, default_cache_path,  # noqa: F401 - s.*
-                                   verified as _verified)
+from ..cache.providers import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE,  # noqa: F401 - s.*
+                                   ProviderCache, default_cache_path, verified as _verified)
 from ..plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from ..model.providers import DesiredState, freeze_inventories, skipped_line
 
@@ -44,9 +44,16 @@ def check_workers(workers, option: str = "workers") -> int:
 
 
 def check_max_age(seconds, option: str = "cache_max_age") -> float:
+    return _seconds(seconds, option, f"0 re-reads every provider, as without the cache; default {DEFAULT_CACHE_MAX_AGE}")
+
+
+def check_check_interval(seconds, option: str = "cache_check_interval") -> float:
+    return _seconds(seconds, option, f"0 runs the safety check at every sync; default {DEFAULT_CACHE_CHECK_INTERVAL}")
+
+
+def _seconds(seconds, option: str, meaning: str) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
-        raise InvalidInput(f"{option}: expected seconds >= 0 (0 re-reads every provider, as without the cache; "
-                           f"default {DEFAULT_CACHE_MAX_AGE}), got {seconds!r}")
+        raise InvalidInput(f"{option}: expected seconds >= 0 ({meaning}), got {seconds!r}")
     return float(seconds)
 
 
@@ -292,7 +299,8 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         old = cache.entries.get(uuid) if uuid in cache.trusted else None
         used = {} if uuid in created else (old or {}).get("used")
         cache.put(uuid, gen, after["name"], after["parent_provider_uuid"], after["traits"], after["inventories"],
-                  used=used, checked=old["checked"] if old else None)
+                  used=used, checked=old["checked"] if old else None,
+                  verified=old.get("verified", old["checked"]) if old else None)
 
 
 def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_root: bool = False,
@@ -354,5 +362,7 @@ def summary(desired: DesiredState, plan: Plan, result: ApplyResult | None, *, se
     if cache is None:
         return line + "; no cache"
     st = cache.stats
+    recent = (f" ({st['recent']} confirmed less than {cache.check_interval:g} s ago: no check due)"
+              if st["recent"] else "")
     return (line + f"; cache: {st['trusted']} of {st['candidates']} cached providers trusted after "
-            f"{st['checks']} checks, {st['reread']} re-read")
+            f"{st['checks']} checks{recent}, {st['reread']} re-read")
