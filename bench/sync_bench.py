@@ -253,34 +253,45 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
     return run_, plan, result, cache
 
 
+# runs ``python -m minbw.cli ARGS`` and, at its exit, writes its peak RSS (VmHWM) to the file $MINBW_BENCH_HWM: the
+# process's own high-water mark (getrusage's ru_maxrss of a child spawned by a large process starts at that
+# process's RSS: vfork then exec keeps it)
+_CLI_WITH_HWM = ("import atexit, os, runpy, re, sys\n"
+                 "def hwm():\n"
+                 "    with open(os.environ['MINBW_BENCH_HWM'], 'w') as f:\n"
+                 "        f.write(re.search(r'VmHWM:\\s+(\\d+) kB', open('/proc/self/status').read()).group(1))\n"
+                 "atexit.register(hwm)\n"
+                 "sys.argv[0] = 'minbw'\n"
+                 "runpy.run_module('minbw.cli', run_name='__main__', alter_sys=True)\n")
+
+
 def run_cli(server, files: dict[str, list[Path]], phase: str, cache_file: Path) -> Run:
-    """``minbw provider sync --cache FILE --json`` with every agent file, as a user runs it: a process of its own
-    (Python's start and imports counted), its CPU and peak RSS its own (``wait4``'s rusage: ru_maxrss), its calls
-    and writes from its summary line. The paths are given relative to their directory (ARG_MAX)."""
-    import json
+    """``minbw provider sync --cache FILE --agent-config FILE...`` with every agent file after one option (as a
+    shell glob gives them), as a user runs it: a process of its own (Python's start and imports counted), its
+    default output (a table: the summary line; ``--json`` would list every provider), its CPU (``wait4``'s rusage)
+    and peak RSS (VmHWM, read by the process at its exit) its own, its calls and writes from its summary line."""
     import os
     import re
     import subprocess
     import sys
     import tempfile
 
-    base = Path(os.path.commonpath([str(p.parent) for paths in files.values() for p in paths])).parent
-    args = [sys.executable, "-m", "minbw.cli", "provider", "sync", "--cache", str(cache_file), "--json"]
-    args += [f"--agent-config={p.relative_to(base)}" for host in files for p in files[host]]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, _Meter(server) as m:
-        proc = subprocess.Popen(args, stdout=out, stderr=err, env=server.env(), cwd=base)
-        _pid, status, usage = os.wait4(proc.pid, 0)
+    args = [sys.executable, "-c", _CLI_WITH_HWM, "provider", "sync", "--cache", str(cache_file), "--agent-config"]
+    args += [str(p) for host in files for p in files[host]]
+    with tempfile.TemporaryDirectory() as tmp, _Meter(server) as m:
+        hwm, out, err = Path(tmp, "hwm"), Path(tmp, "out"), Path(tmp, "err")
+        with out.open("wb") as o, err.open("wb") as e:
+            proc = subprocess.Popen(args, stdout=o, stderr=e, env={**server.env(), "MINBW_BENCH_HWM": str(hwm)})
+            _pid, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
+        stdout, stderr = out.read_text(), err.read_text()
+        peak = int(hwm.read_text()) / 1024 if hwm.exists() else float("nan")
     if proc.returncode != 0:
         raise BenchError(f"minbw {phase}: `minbw provider sync` exited {proc.returncode}: {stderr[-2000:]}")
-    summary = json.loads(stdout)["summary"]
+    summary = stdout.strip().splitlines()[-1]
     calls = int(re.search(r"(\d+) calls", summary).group(1))
     writes = int(re.search(r"\((\d+) writes", summary).group(1))
     progress(f"minbw {phase}: {summary}")
-    peak = usage.ru_maxrss / 1024
     progress(f"minbw {phase}: the process's peak RSS {peak:.0f} MiB")
     return Run("minbw", phase, len(files), m.seconds, calls, calls - writes, writes, 0.0,
                usage.ru_utime + usage.ru_stime, m.server_cpu, loadavg(), {},
@@ -640,9 +651,10 @@ def run(ctx: Context) -> Section:
                              "(after a garbage collection), and its peak during the run (VmHWM, reset before the run "
                              "through /proc/self/clear_refs); the bench's own data (the agent files' list, the "
                              "HTTP hook's list of calls) is in it too. The row `warm (CLI process)` is `minbw provider "
-                             "sync --cache FILE --json` with every agent file, in a process of its own (Python's start "
-                             "and imports counted): its CPU and peak RSS (ru_maxrss) are that process's, its calls and "
-                             "writes from its summary line, its waiting on the server not measured (0). The peak "
+                             "sync --cache FILE --agent-config FILE...` with every agent file after one option, in a "
+                             "process of its own (Python's start and imports counted), its default table output: its "
+                             "CPU and peak RSS (VmHWM at its exit) are that process's, its calls and writes from its "
+                             "summary line, its waiting on the server not measured (0). The peak "
                              "target takes the larger of the cold run's peak here and that process's.")
         if diag_needed and kept_server is not None and peer == "neutron":
             from bench import sync_diag

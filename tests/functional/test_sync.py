@@ -594,8 +594,8 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
         args += ["--agent-config", str(tmp_path / f"{h}.ini")]
     env = {**placement_server.env(), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
 
-    def sync(*extra):
-        out = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, *extra, "--json"],
+    def sync(*extra, files=args):
+        out = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *files, *extra, "--json"],
                              capture_output=True, text=True, env=env, timeout=120)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
@@ -603,8 +603,9 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     assert first["summary"].startswith("3 hosts, 9 providers: 9 created, 0 updated, 0 deleted "
                                        f"({first['writes']} writes) in ")
     assert s.default_cache_path(placement.endpoint(), env).exists()
-    warm = sync()
-    assert warm["changed"] is False
+    # the files after one option (as a shell glob gives them): the same sync
+    warm = sync(files=["--agent-config", *(str(tmp_path / f"{h}.ini") for h in ("hv1", "hv2", "hv3"))])
+    assert warm["changed"] is False and [u["unit"] for u in warm["units"]] == [a for a in args if a.endswith(".ini")]
     assert "0 created, 0 updated, 0 deleted (0 writes)" in warm["summary"]
     assert ("cache: 9 of 9 cached providers trusted after 0 checks (9 confirmed less than 3600 s ago: no check due), "
             "0 re-read") in warm["summary"]

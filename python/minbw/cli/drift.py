@@ -4,7 +4,8 @@ from __future__ import annotations
 import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
-from minbw.cli.options import add_ovn_arguments, add_report_cache_argument, ovn_sources, report_cloud, warn
+from minbw.cli.options import (add_agent_config_argument, add_ovn_arguments, add_report_cache_argument, ovn_sources,
+                              report_cloud, warn)
 
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
@@ -22,8 +23,7 @@ class ShowDrift(Command):
 
     def add_arguments(self, parser):
         add_report_cache_argument(parser)
-        parser.add_argument("--agent-config", action="append", default=[], metavar="FILE",
-                            help="an OVS or SR-IOV agent ini file; repeat (leave out: Neutron vs Placement only)")
+        add_agent_config_argument(parser, "an OVS or SR-IOV agent ini file (leave out: Neutron vs Placement only)")
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
         parser.add_argument("--no-neutron", dest="neutron", action="store_false",
                             help="do not read the agents from Neutron (e.g. against the embedded Placement)")

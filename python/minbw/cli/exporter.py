@@ -7,7 +7,8 @@ import sys
 import threading
 
 from minbw.cli.base import Command
-from minbw.cli.options import add_ovn_arguments, add_owner_nova_argument, count, seconds, tcp_port
+from minbw.cli.options import (add_agent_config_argument, add_ovn_arguments, add_owner_nova_argument, count, seconds,
+                              tcp_port)
 from minbw.errors import InvalidInput
 
 
@@ -41,8 +42,8 @@ class Exporter(Command):
         parser.add_argument("--slow-interval", type=seconds, metavar="SECONDS",
                             help="seconds between runs of the audit, the drift and the provider cache's safety "
                                  "check (default 300)")
-        parser.add_argument("--agent-config", action="append", metavar="FILE",
-                            help="an OVS or SR-IOV agent ini file the drift compares with Placement; repeat")
+        add_agent_config_argument(parser, "an OVS or SR-IOV agent ini file the drift compares with Placement",
+                                  default=None)
         parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
         parser.add_argument("--no-neutron", dest="neutron", action="store_const", const=False,
                             help="the drift does not read the agents from Neutron")

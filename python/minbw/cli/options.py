@@ -185,6 +185,15 @@ def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
                              "--os-cloud user)")
 
 
+def add_agent_config_argument(parser: argparse.ArgumentParser, what: str, default=()) -> None:
+    """``--agent-config FILE [FILE ...]``: agent ini files, several after one option (a shell glob) and/or the
+    option repeated. (One option with many values, not the option once per file: argparse parses N repeated
+    options in time quadratic in N, about 8 s for 20,000.)"""
+    parser.add_argument("--agent-config", action="extend", nargs="+", metavar="FILE",
+                        default=list(default) if default is not None else None,
+                        help=f"{what}; several after one option (e.g. a shell glob) or the option repeated")
+
+
 def add_ovn_arguments(parser: argparse.ArgumentParser, *, southbound_help: str | None = None) -> None:
     """ML2/OVN chassis options as a source of bandwidth providers (``provider sync``, ``drift show``)."""
     g = parser.add_argument_group("ML2/OVN chassis options (what Neutron's OVN placement extension reads)")

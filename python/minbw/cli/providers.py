@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, Section, View
-from minbw.cli.options import add_ovn_arguments, ovn_sources, warn
+from minbw.cli.options import add_agent_config_argument, add_ovn_arguments, ovn_sources, warn
 from minbw.usecases.providers import DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
 
 PLAN_COLUMNS = ("step", "write")
@@ -41,8 +41,7 @@ class SyncProviders(Command):
 
     def add_arguments(self, parser):
         from minbw.cli.options import resource
-        parser.add_argument("--agent-config", action="append", default=[], metavar="FILE",
-                            help="an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file; repeat for several")
+        add_agent_config_argument(parser, "an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file")
         parser.add_argument("--host", help="the agent host ([DEFAULT] host); also the default hypervisor name")
         add_ovn_arguments(parser)
         parser.add_argument("--create-root", action="store_true",

@@ -225,7 +225,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             ops.append(Op("update_provider", name=spec.name, uuid=spec.uuid, parent_uuid=parent))
         if frozenset(traits) != spec.traits:
             ops.append(Op("set_traits", name=spec.name, uuid=spec.uuid, traits=tuple(sorted(spec.traits))))
-        if thaw_inventories(invs) != thaw_inventories(spec.inventories):
+        if invs != spec.inventories:  # frozen (read-only views) both: compared as the dicts they show
             ops.append(Op("set_inventories", name=spec.name, uuid=spec.uuid, inventories=spec.inventories))
 
     kept: list[Kept] = []

@@ -12,6 +12,14 @@ exhausted, oslo.db's deadlock retries, log lines naming a deadlock, HTTP 500 ans
 
     .venv/bin/python tests/support/galera/sweep.py --target galera --mode single-writer [--patched]
     .venv/bin/python tests/support/galera/sweep.py --target prod [--patched]
+    .venv/bin/python tests/support/galera/sweep.py --target galera --mode single-writer --kill-node --claimers 16 32
+
+With ``--kill-node`` a Galera node is killed (kill -9) 1 s into each round's claims (single-writer: node 1, the one
+HAProxy sends every connection to; multi-writer: node 2) and started again after the round (it rejoins by IST or
+SST before the next one); every claim is then read back (tests/galera/test_galera.py's ``tally``: each accepted
+claim holds exactly its bandwidth, each refused one nothing, each failed one said its cause in one line and, if its
+consumer holds an allocation, that its write may have been applied). The row adds the failures' messages and how
+the node rejoined.
 
 Prints one Markdown table row per claimer count (and appends it to --out when given). Starts and stops its own
 servers on free ports; runs as root (the Galera Placement's set-up: apt, rsync as nobody).
@@ -53,10 +61,19 @@ def counts(server) -> tuple[dict, dict]:
              "http_500": len(re.findall(r"\(HTTP/1\.[01] 5\d\d\)", req)), "requests": 0}, {})
 
 
-def sweep(server, claimer_counts, rounds, pool, tmp: Path, name: str, out: Path | None) -> None:
+KILL_HEADER = ("| system | claimers | rounds | node killed 1 s into each round | over capacity after each round | "
+               "accepted | refused | failed | failed claims holding an allocation | the failures' messages (count) | "
+               "claims/s per round | node rejoined by, in s |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+               "--- | --- | --- |")
+
+
+def sweep(server, claimer_counts, rounds, pool, tmp: Path, name: str, out: Path | None,
+          kill: int | None = None) -> None:
     api = Placement(server.connect())
     port = request_json(tmp)
     args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}"]
+    if kill:
+        return kill_sweep(server, api, claimer_counts, rounds, pool, args, name, out, kill)
     print(HEADER, flush=True)
     for n in claimer_counts:
         wipe(api)
@@ -98,6 +115,48 @@ def sweep(server, claimer_counts, rounds, pool, tmp: Path, name: str, out: Path 
                 f.write(row + "\n")
 
 
+def kill_sweep(server, api, claimer_counts, rounds, pool, args, name: str, out: Path | None, victim: int) -> None:
+    """:func:`sweep`'s rounds with Galera node ``victim`` killed 1 s into each and started again after it."""
+    from tests.galera.test_galera import tally
+    print(KILL_HEADER, flush=True)
+    for n in claimer_counts:
+        wipe(api)
+        demand = 3 * n
+        make_hosts(api, ["sweep-0", "sweep-1"], demand // 2 // 2 * KBPS)
+        over, rates, rejoins, messages = [], [], [], {}
+        total = {"accepted": 0, "refused": 0, "failed": 0, "leftover": 0}
+        for rnd in range(rounds):
+            consumers = [str(uuid.uuid4()) for _ in range(demand)]
+            start_at = time.time() + (8 if rnd == 0 else 3)
+            jobs = [(str(server.clouds_yaml), server.cloud, consumers[i::n], start_at, args) for i in range(n)]
+            pending = pool.map_async(_cli_claimer, jobs, chunksize=1)
+            time.sleep(max(0.0, start_at - time.time()) + 1.0)
+            server.kill_node(victim)
+            results = [r for chunk in pending.get(timeout=900) for r in chunk]
+            rates.append(demand / (time.time() - start_at))
+            over.append(len(no_overcommit(api)))
+            got = tally(api, results)  # raises on a claim that broke its promise
+            for k in total:
+                total[k] += got[k]
+            for m, c in got["messages"].items():
+                messages[m] = messages.get(m, 0) + c
+            for c, rc, _, _ in results:
+                if rc != 4:
+                    claims.free(api, c)
+            since = len(server.node_log(victim))
+            t = time.time()
+            server.start_node(victim)
+            rejoins.append(f"{server.rejoined_by(victim, since)} {time.time() - t:.0f}")
+        said = "; ".join(f"{m.removeprefix('minbw: error: ')} ({c})" for m, c in messages.items()) or "-"
+        row = (f"| {name} | {n} | {rounds} | node {victim} | {' '.join(map(str, over))} | {total['accepted']} | "
+               f"{total['refused']} | {total['failed']} | {total['leftover']} | {said} | "
+               f"{' '.join(f'{r:.1f}' for r in rates)} | {', '.join(rejoins)} |")
+        print(row, flush=True)
+        if out:
+            with out.open("a") as f:
+                f.write(row + "\n")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--target", choices=["galera", "prod"], default="galera")
@@ -106,7 +165,11 @@ def main(argv=None) -> int:
     p.add_argument("--claimers", type=int, nargs="+", default=[8, 16, 32])
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--out", type=Path, help="append the rows to this file")
+    p.add_argument("--kill-node", action="store_true",
+                   help="with --target galera: kill a node 1 s into each round, start it again after the round")
     a = p.parse_args(argv)
+    if a.kill_node and a.target != "galera":
+        p.error("--kill-node needs --target galera")
     from tests.support.galera.server import GaleraPlacement, state_dir_for
     state = state_dir_for("minbw-sweep-")
     if a.target == "galera":
@@ -121,7 +184,8 @@ def main(argv=None) -> int:
         server.start()
         print(f"{server.describe()}: up in {time.time() - t0:.0f} s", flush=True)
         with multiprocessing.get_context("spawn").Pool(max(a.claimers)) as pool:
-            sweep(server, a.claimers, a.rounds, pool, state, name, a.out)
+            sweep(server, a.claimers, a.rounds, pool, state, name, a.out,
+                  kill=(1 if a.mode == "single-writer" else 2) if a.kill_node else None)
     finally:
         server.stop()
         shutil.rmtree(state, ignore_errors=True)
