@@ -236,7 +236,7 @@ class Reader:
                             used[rc] = used.get(rc, 0) + n
                     self.cache.put(u, generation, entry["name"], entry["parent"], entry["traits"],
                                    entry["inventories"], used=used, checked=entry.get("checked"),
-                                   verified=entry.get("verified", entry.get("checked")))
+                                   verified=self.cache.confirmed_at(entry))
                 if self.progress:
                     self.progress("allocations read", i, len(uuids))
         return out

@@ -41,3 +41,19 @@ def test_a_cache_entry_without_traits_serves_only_readers_that_need_none(tmp_pat
     assert cache.candidate(prov)["traits"] == ["CUSTOM_X"]
     cache.put("u1", 4, "h1", None, None, {"VCPU": {"total": 8}})  # moved: they are unknown again
     assert cache.entries["u1"]["traits"] is None
+
+
+def test_an_entry_is_due_by_when_it_was_last_confirmed_and_an_old_entry_by_its_full_read(tmp_path):
+    from minbw.cache.providers import ProviderCache
+    now = [1000.0]
+    cache = ProviderCache(tmp_path / "c.json", "http://placement", check_interval=300, clock=lambda: now[0])
+    cache.put("u1", 3, "h1", None, {"CUSTOM_X"}, {}, checked=100.0, verified=900.0)
+    assert cache.confirmed_at(cache.entries["u1"]) == 900.0
+    assert not cache.due(cache.entries["u1"])  # confirmed 100 s ago
+    now[0] = 1200.0
+    assert cache.due(cache.entries["u1"])  # 300 s ago
+    cache.confirm(["u1"])
+    assert cache.confirmed_at(cache.entries["u1"]) == 1200.0 and not cache.due(cache.entries["u1"])
+    old = {"generation": 3, "name": "h1", "parent": None, "traits": [], "inventories": {}, "checked": 1100.0}
+    assert cache.confirmed_at(old) == 1100.0 and not cache.due(old)  # a cache written before "verified" existed
+    assert cache.confirmed_at({}) is None and cache.due({})

@@ -83,9 +83,15 @@ class ProviderCache:
             return e
         return None
 
+    @staticmethod
+    def confirmed_at(entry: Mapping) -> float | None:
+        """When ``entry`` was last confirmed (read, written or by the safety check); a cache written before
+        ``verified`` existed: when it was last read in full."""
+        return entry.get("verified", entry.get("checked"))
+
     def due(self, entry: Mapping) -> bool:
         """Whether ``entry`` needs the safety check: confirmed ``check_interval`` seconds ago or longer."""
-        return self.clock() - entry.get("verified", entry.get("checked", 0)) >= self.check_interval
+        return self.clock() - (self.confirmed_at(entry) or 0) >= self.check_interval
 
     def confirm(self, uuids) -> None:
         """The safety check confirmed these entries now."""

@@ -300,7 +300,7 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         used = {} if uuid in created else (old or {}).get("used")
         cache.put(uuid, gen, after["name"], after["parent_provider_uuid"], after["traits"], after["inventories"],
                   used=used, checked=old["checked"] if old else None,
-                  verified=old.get("verified", old["checked"]) if old else None)
+                  verified=cache.confirmed_at(old) if old else None)
 
 
 def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_root: bool = False,
