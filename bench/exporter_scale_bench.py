@@ -107,8 +107,12 @@ def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKE
             "s": seconds, "load": loadavg(), "summary": summary}
 
 
+CONFLICT_RETRIES = 5  # tries of one bulk POST /allocations answered 409 placement.concurrent_update
+
+
 def post_consumers(server, hosts: list[str], per_post: int = HOSTS_PER_POST, threads: int = CONSUMER_THREADS) -> dict:
     """The consumers of every host by bulk ``POST /allocations``, ``per_post`` hosts' consumers per request."""
+    from minbw.errors import ConcurrentUpdate
     from minbw.neutron import naming
     from minbw.placement.client import Placement
     api = Placement(server.connect())
@@ -124,7 +128,17 @@ def post_consumers(server, hosts: list[str], per_post: int = HOSTS_PER_POST, thr
                     "allocations": {root_uuid(host): {"resources": {"VCPU": 1}},
                                     bridge: {"resources": {EGR: 1000, IGR: 1000}}},
                     "project_id": "bench", "user_id": "bench", "consumer_generation": None}
-        api.post_allocations(bodies)
+        for attempt in range(1, CONFLICT_RETRIES + 1):  # as nova-compute's report client retries a 409
+            try:
+                api.post_allocations(bodies)
+                return
+            except ConcurrentUpdate:
+                if attempt == CONFLICT_RETRIES:
+                    raise
+                with lock:
+                    conflicts[0] += 1
+                time.sleep(0.1 * attempt)
+    lock, conflicts = threading.Lock(), [0]
     t = time.perf_counter()
     step = max(1, len(groups) // 10)
     with ThreadPoolExecutor(threads) as pool:
@@ -132,7 +146,8 @@ def post_consumers(server, hosts: list[str], per_post: int = HOSTS_PER_POST, thr
             if i % step == 0:
                 progress(f"exporter_scale: consumers of {min(i * per_post, len(hosts))}/{len(hosts)} hosts")
     return {"step": f"{len(hosts) * CONSUMERS_PER_HOST} consumers (bulk POST /allocations)",
-            "how": f"{per_post * CONSUMERS_PER_HOST} consumers per request, {threads} requests at once",
+            "how": f"{per_post * CONSUMERS_PER_HOST} consumers per request, {threads} requests at once; "
+                   f"{conflicts[0]} answers 409 placement.concurrent_update, retried",
             "calls": api.calls, "s": time.perf_counter() - t, "load": loadavg()}
 
 

@@ -5,6 +5,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -54,8 +55,15 @@ PLACEMENT_INVENTORY_DEFAULTS = MappingProxyType(
 INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
 
+_FIELDS = frozenset(INVENTORY_FIELDS)
+
+
 def normalize_inventory(inv: Mapping) -> dict:
-    """An inventory as Placement stores it: every field present, ratio a float."""
+    """An inventory as Placement stores it: every field present, ratio a float (a copy)."""
+    if (inv.keys() == _FIELDS and type(inv["allocation_ratio"]) is float and type(inv["total"]) is int
+            and type(inv["reserved"]) is int and type(inv["min_unit"]) is int and type(inv["max_unit"]) is int
+            and type(inv["step_size"]) is int):  # as Placement stores it already (its answers, the cache's entries)
+        return dict(inv)
     full = {**PLACEMENT_INVENTORY_DEFAULTS, **{k: v for k, v in inv.items() if k in INVENTORY_FIELDS}}
     full["allocation_ratio"] = float(full["allocation_ratio"])
     for k in ("total", "reserved", "min_unit", "max_unit", "step_size"):
@@ -84,13 +92,52 @@ def freeze_inventories(invs: Mapping[str, Mapping]) -> Mapping[str, Mapping]:
 
 
 def thaw_inventories(invs: Mapping[str, Mapping]) -> dict[str, dict]:
-    return {rc: dict(inv) for rc, inv in invs.items()}
+    # a dict's or a frozen view's copy is a dict, made faster than dict() makes it of a view
+    return {rc: inv.copy() if type(inv) in _COPYABLE else dict(inv) for rc, inv in invs.items()}
+
+
+_COPYABLE = (dict, MappingProxyType)
 
 
 def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
     """A provider as its plans and reports compare it: name, parent, traits, inventories (no generation)."""
     return {"name": name, "parent_provider_uuid": parent, "traits": sorted(traits or ()),
             "inventories": thaw_inventories(inventories or {})}
+
+
+class Snapshots(Mapping):
+    """uuid → :func:`snapshot`, each made when first read: a plan of 60,000 providers of which few change
+    copies few (:meth:`add` takes what a snapshot is made of; :meth:`source` gives it back, uncopied)."""
+
+    def __init__(self) -> None:
+        self._source: dict[str, tuple] = {}
+        self._made: dict[str, dict] = {}
+
+    def add(self, uuid: str, name: str, parent: str | None, traits, inventories) -> None:
+        self._source[uuid] = (name, parent, traits, inventories)
+        self._made.pop(uuid, None)
+
+    def source(self, uuid: str) -> tuple:
+        """(name, parent, traits, inventories) of ``uuid``, as added."""
+        return self._source[uuid]
+
+    def __getitem__(self, uuid: str) -> dict:
+        made = self._made.get(uuid)
+        if made is None:
+            made = self._made[uuid] = snapshot(*self._source[uuid])
+        return made
+
+    def __contains__(self, uuid: object) -> bool:
+        return uuid in self._source
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._source)
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def __repr__(self) -> str:
+        return f"Snapshots({len(self)} providers)"
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound
 from minbw.model import microversions as mv
-from minbw.model.providers import (NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, freeze_inventories,
-                                   snapshot, thaw_inventories)
+from minbw.model.providers import (NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, Snapshots,
+                                   freeze_inventories, thaw_inventories)
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import swept_agents
 from minbw.plan import base
@@ -128,15 +128,15 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
     so is its agent provider, with the consumers named."""
     ops: list[Op] = []
     kept: list[Kept] = []
-    before: dict[str, dict] = {}
+    before = Snapshots()
     agents = owned_agents(desired, observed.providers.values())
     ours = {p.uuid for p in desired.providers} | agents
     present = [p for p in observed.providers.values() if p.uuid in ours or p.parent_uuid in agents]
     blocked_parents: set[str] = set()
     # leaves first: devices (children of our agents), then the agents themselves
     for prov in sorted(present, key=lambda p: (p.uuid in agents, p.name)):
-        before[prov.uuid] = snapshot(prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
-                                     observed.inventories.get(prov.uuid))
+        before.add(prov.uuid, prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
+                   observed.inventories.get(prov.uuid))
         consumers = observed.allocations.get(prov.uuid, {})
         if consumers or prov.uuid in blocked_parents:
             if consumers:
@@ -144,15 +144,15 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
             blocked_parents.add(prov.parent_uuid)
             continue
         ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
-    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after={}, warnings=desired.warnings)
+    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after=Snapshots(),
+                warnings=desired.warnings)
 
 
 def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,
               root_inventories: Mapping[str, Mapping] | None = None) -> Plan:
     """Compare and list the writes, in the order they must run. Raises PlanError; writes nothing."""
     ops: list[Op] = []
-    before: dict[str, dict] = {}
-    after: dict[str, dict] = {}
+    before, after = Snapshots(), Snapshots()  # a snapshot is made only where it is read: the diff, a report
 
     roots: dict[str, str] = {}
     warnings = list(desired.warnings)
@@ -172,7 +172,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             invs = freeze_inventories(root_inventories or {})
             ops.append(Op("create_root", name=hyp, uuid=roots[hyp], inventories=invs))
             ops.append(Op("set_traits", name=hyp, uuid=roots[hyp], traits=NOVA_ROOT_TRAITS))
-            after[roots[hyp]] = snapshot(hyp, None, NOVA_ROOT_TRAITS, invs)
+            after.add(roots[hyp], hyp, None, NOVA_ROOT_TRAITS, invs)
         elif all(p.kind == naming.OVN for p in by_hypervisor.get(hyp, ())):
             # Neutron's OVN extension skips a hypervisor entry that names no provider, silently
             warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
@@ -204,7 +204,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
         parent = spec.parent_uuid or roots[spec.hypervisor]
         spec = ProviderSpec(**{**spec.__dict__, "parent_uuid": parent})
         resolved.append(spec)
-        after[spec.uuid] = snapshot(spec.name, parent, spec.traits, spec.inventories)
+        after.add(spec.uuid, spec.name, parent, spec.traits, spec.inventories)
         have = observed.providers.get(spec.uuid)
         if have is None:
             ops.append(Op("create_provider", name=spec.name, uuid=spec.uuid, parent_uuid=parent))
@@ -215,7 +215,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             continue
         traits = observed.traits.get(spec.uuid, frozenset())
         invs = observed.inventories.get(spec.uuid, {})
-        before[spec.uuid] = snapshot(have.name, have.parent_uuid, traits, invs)
+        before.add(spec.uuid, have.name, have.parent_uuid, traits, invs)
         if have.name != spec.name or have.parent_uuid != parent:
             if have.parent_uuid != parent and not reparent_ok:
                 raise PlanError(
@@ -234,8 +234,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
     for prov in sorted(observed.providers.values(), key=lambda p: p.name):
         if prov.parent_uuid in agent_uuids and prov.uuid not in wanted:
             consumers = observed.allocations.get(prov.uuid, {})
-            before[prov.uuid] = snapshot(prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
-                                         observed.inventories.get(prov.uuid))
+            before.add(prov.uuid, prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
+                       observed.inventories.get(prov.uuid))
             if consumers:
                 kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
             else:
@@ -244,8 +244,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                 warnings=tuple(warnings), skipped=tuple(skipped))
 
 
-def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: dict,
-                      after: dict) -> list[Op]:
+def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: Snapshots,
+                      after: Snapshots) -> list[Op]:
     """An existing root corrected to the inventories given: each given field of each given class replaced, the
     rest of the root's inventories (nova-compute's allocation ratios, other classes) kept."""
     have = thaw_inventories(observed.inventories.get(root.uuid, {}))
@@ -254,8 +254,8 @@ def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Ma
     if thaw_inventories(wanted) == have:
         return []
     traits = observed.traits.get(root.uuid, frozenset())
-    before[root.uuid] = snapshot(root.name, None, traits, have)
-    after[root.uuid] = snapshot(root.name, None, traits, wanted)
+    before.add(root.uuid, root.name, None, traits, have)
+    after.add(root.uuid, root.name, None, traits, wanted)
     return [Op("set_inventories", name=root.name, uuid=root.uuid, inventories=wanted)]
 
 

@@ -110,3 +110,67 @@ def test_absent_plan(allocated, ops, kept):
     plan = make_absent_plan(desired(), observed(**IN_SYNC, allocations=allocated))
     assert [(op.action, op.uuid) for op in plan.ops] == ops
     assert [k.uuid for k in plan.kept] == kept
+
+
+def test_the_plan_makes_a_providers_snapshot_only_where_it_is_read():
+    """before/after are lazy (a 10,000-host warm plan copies nothing); read, each is the snapshot of what it was
+    made of, equal to a dict of them, and the source (name, parent, traits, inventories) is given uncopied."""
+    from minbw.model.providers import Snapshots, snapshot
+    d = desired()
+    plan = make_plan(d, observed([agent()], traits={AGENT: AGENT_TRAITS}, inventories={AGENT: {}}))
+    assert plan.after._made == {} and plan.before._made == {}
+    assert set(plan.after) == {AGENT, BR_TEST} and len(plan.after) == 2 and AGENT in plan.after
+    spec = {p.uuid: p for p in d.providers}[BR_TEST]
+    assert plan.after[BR_TEST] == snapshot(spec.name, AGENT, spec.traits, spec.inventories)
+    assert plan.after.source(BR_TEST)[3] is spec.inventories
+    assert plan.before == {AGENT: snapshot(agent().name, ROOT.uuid, AGENT_TRAITS, {})}
+    s = Snapshots()
+    s.add("u", "n", None, {"B", "A"}, {"X": {"total": 1}})
+    first = s["u"]
+    assert first == {"name": "n", "parent_provider_uuid": None, "traits": ["A", "B"], "inventories": {"X": {"total": 1}}}
+    s.add("u", "m", None, (), {})  # added again: made again
+    assert s["u"]["name"] == "m" and "v" not in s and s.get("v") is None
+
+
+def test_an_inventory_as_placement_stores_it_is_copied_as_it_is_and_any_other_normalized():
+    """The fast path (every field, ints and a float ratio) gives what the full normalization gives."""
+    from minbw.model.providers import normalize_inventory, PLACEMENT_INVENTORY_DEFAULTS
+    stored = {"total": 10, "reserved": 0, "min_unit": 1, "max_unit": 10, "step_size": 1, "allocation_ratio": 1.0}
+    out = normalize_inventory(stored)
+    assert out == stored and out is not stored
+    for other, want in [({"total": 10}, {**PLACEMENT_INVENTORY_DEFAULTS, "total": 10}),
+                        ({**stored, "allocation_ratio": 2}, {**stored, "allocation_ratio": 2.0}),
+                        ({**stored, "reserved": True}, {**stored, "reserved": 1}),
+                        ({**stored, "total": 10.0}, stored),
+                        ({**stored, "extra": 1}, stored)]:
+        got = normalize_inventory(other)
+        assert got == want and {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in want.items()}, other
+
+
+def _normalized_in_full(inv):  # normalize_inventory without its fast path, as it was before it
+    from minbw.model.providers import INVENTORY_FIELDS, PLACEMENT_INVENTORY_DEFAULTS
+    full = {**PLACEMENT_INVENTORY_DEFAULTS, **{k: v for k, v in inv.items() if k in INVENTORY_FIELDS}}
+    full["allocation_ratio"] = float(full["allocation_ratio"])
+    for k in ("total", "reserved", "min_unit", "max_unit", "step_size"):
+        full[k] = int(full[k])
+    return full
+
+
+def test_the_fast_path_of_normalize_inventory_agrees_with_the_full_one_on_generated_inventories():
+    from hypothesis import given, settings, strategies as st
+    from minbw.model.providers import INVENTORY_FIELDS, normalize_inventory
+    value = st.one_of(st.integers(0, 2**31 - 1), st.booleans(), st.floats(0, 1e6, allow_nan=False))
+    keys = st.sampled_from(INVENTORY_FIELDS + ("extra",))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(keys, value))
+    def check(inv):
+        if "total" not in inv:  # no total: both refuse it
+            with pytest.raises(KeyError):
+                _normalized_in_full(inv)
+            with pytest.raises(KeyError):
+                normalize_inventory(inv)
+            return
+        got, want = normalize_inventory(inv), _normalized_in_full(inv)
+        assert got == want and {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in want.items()}
+    check()

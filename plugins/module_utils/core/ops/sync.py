@@ -148,7 +148,7 @@ def tree_of(plan: Plan, observed: Observed) -> Callable[[Op], str]:
         u, seen = op.uuid or op.name, set()
         while u in plan.after and u not in seen:
             seen.add(u)
-            parent = plan.after[u]["parent_provider_uuid"]
+            parent = plan.after.source(u)[1]
             if not parent:
                 return u
             u = parent
@@ -275,7 +275,7 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
         made = {id(op) for op in done}  # the plan's own op objects: no equality scan of every pair
         raise PartialApply(e, done, len(plan.ops), applier.result,
                            pending=[op for op in plan.ops if id(op) not in made]) from e
-    names = {u: a["name"] for u, a in plan.after.items()} | {u: p.name for u, p in observed.providers.items()}
+    names = {u: plan.after.source(u)[0] for u in plan.after} | {u: p.name for u, p in observed.providers.items()}
     applier.result.failed = [{"tree": names.get(key, key), "error": str(e), "code": getattr(e, "code", None),
                               "pending": pending} for key, (e, pending) in applier.failed.items()]
     applier.result.found_applied = api.converged - found_before
@@ -293,12 +293,12 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         if op.action == "delete_provider":
             cache.drop(op.uuid)
     for uuid, gen in result.generations.items():
-        after = plan.after.get(uuid)
-        if after is None:
+        if uuid not in plan.after:
             continue
+        name, parent, traits, inventories = plan.after.source(uuid)
         old = cache.entries.get(uuid) if uuid in cache.trusted else None
         used = {} if uuid in created else (old or {}).get("used")
-        cache.put(uuid, gen, after["name"], after["parent_provider_uuid"], after["traits"], after["inventories"],
+        cache.put(uuid, gen, name, parent, traits, inventories or {},
                   used=used, checked=old["checked"] if old else None,
                   verified=cache.confirmed_at(old) if old else None)
 
