@@ -672,3 +672,81 @@ def test_a_host_without_its_compute_node_costs_that_host_only(placement, placeme
     out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
                          env=placement_server.env(), timeout=120)
     assert out.returncode == 1 and "nothing to sync" in out.stderr and not placement.list_providers(), out.stderr
+
+
+def test_a_sync_of_unchanged_agent_files_does_not_parse_them_again(placement, tmp_path, monkeypatch):
+    """The desired state is kept beside the cache under the digest of its inputs (code, options, each file's
+    bytes): unchanged files are not parsed again; a change of content (same size and time), of an option or of the
+    code is parsed; a kept file that others may write or that does not load is ignored; check mode and --no-cache
+    keep nothing."""
+    import os
+    from minbw.cache import desired as memo
+    from minbw.usecases import providers
+    from minbw.usecases.cloud import Cache, NO_CACHE
+    make_root(placement)
+    ini, cache_file = tmp_path / "ovs.ini", tmp_path / "c.json"
+    ini.write_text(OVS_INI)
+    kept = memo.memo_path(cache_file)
+    cloud = types.SimpleNamespace(placement=placement, progress=None)
+    parsed = []
+    real = providers.read_agent_units
+    monkeypatch.setattr(providers, "read_agent_units", lambda *a, **k: parsed.append(1) or real(*a, **k))
+
+    def sync(**options):
+        parsed.clear()
+        options = {"agent_configs": (str(ini),), "host": "devstack0", "cache": Cache.at(str(cache_file)), **options}
+        return providers.sync(cloud, providers.ProvidersRequest(**options)), len(parsed)
+
+    first, n = sync()
+    assert first.changed and n == 1 and kept.exists() and kept.stat().st_mode & 0o777 == 0o600
+    second, n = sync()
+    assert n == 0 and not second.changed and second.desired == first.desired
+    assert [p.to_dict() for p in second.plan.providers] == [p.to_dict() for p in first.plan.providers]
+    # another content of the same size and time: parsed, and the change made
+    st = ini.stat()
+    ini.write_text(OVS_INI.replace("1500:1500", "1600:1600"))
+    os.utime(ini, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (ini.stat().st_size, ini.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    third, n = sync()
+    assert n == 1 and [op.action for op in third.applied.applied] == ["set_inventories"]
+    assert sync()[1] == 0
+    assert sync(option="agent_config")[1] == 1  # another option: another key (kept in place of the last)
+    monkeypatch.setattr(memo, "_code_digest", lambda modules: b"other code")
+    assert sync()[1] == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(providers, "read_agent_units", lambda *a, **k: parsed.append(1) or real(*a, **k))
+    assert sync()[1] == 1 and sync()[1] == 0
+    kept.chmod(0o666)  # others may write it: not read (a pickle)
+    assert sync()[1] == 1 and kept.stat().st_mode & 0o777 == 0o600 and sync()[1] == 0
+    digest = kept.read_bytes().split(b"\n", 1)[0]
+    kept.write_bytes(digest + b"\nnot a pickle")
+    assert sync()[1] == 1 and sync()[1] == 0
+    kept.unlink()
+    assert sync(check=True)[1] == 1 and not kept.exists() and sync(check=True)[1] == 1  # check mode keeps nothing
+    assert sync(cache=NO_CACHE)[1] == 1 and not kept.exists()
+    (tmp_path / "gone.ini").write_text(OVS_INI)
+    (tmp_path / "gone.ini").chmod(0)
+    if os.getuid() != 0:  # root reads any file
+        assert memo.key([str(tmp_path / "gone.ini")], code=(memo,), options={}) is None
+
+
+def test_the_kept_desired_state_is_the_parsed_one_for_every_kind_of_unit(tmp_path):
+    """Seed 003's agents, a skipped unit and OVN chassis options: what is loaded equals what was saved, read-only
+    inventories included; another digest loads nothing."""
+    from types import MappingProxyType
+    from minbw.cache import desired as memo
+    from minbw.ops import ovn
+    from minbw.ops.agent_files import read_agent_units
+    (tmp_path / "ovs.ini").write_text(OVS_INI)
+    (tmp_path / "sriov.ini").write_text(SRIOV_INI)
+    (tmp_path / "bad.ini").write_text("[ovs]\nbridge_mappings = physnet0:br-x\nresource_provider_bandwidths = br-y:1:1\n")
+    configs, unread = read_agent_units([str(tmp_path / n) for n in ("ovs.ini", "sriov.ini", "bad.ini")],
+                                       host="devstack0")
+    state = ovn.desired(configs, skipped=[u for u, _ in unread], isolate=True)
+    assert state.skipped and state.providers
+    path = tmp_path / "kept"
+    assert memo.save(path, "d1", state)
+    loaded = memo.load(path, "d1")
+    assert loaded == state and loaded.skipped == state.skipped
+    assert all(type(p.inventories) is MappingProxyType for p in loaded.providers)
+    assert memo.load(path, "d2") is None and memo.load(tmp_path / "none", "d1") is None

@@ -56,13 +56,13 @@ INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "a
 
 
 _FIELDS = frozenset(INVENTORY_FIELDS)
+_STORED_TYPES = (int, int, int, int, int, float)  # of INVENTORY_FIELDS, as Placement stores them
 
 
 def normalize_inventory(inv: Mapping) -> dict:
     """An inventory as Placement stores it: every field present, ratio a float (a copy)."""
-    if (inv.keys() == _FIELDS and type(inv["allocation_ratio"]) is float and type(inv["total"]) is int
-            and type(inv["reserved"]) is int and type(inv["min_unit"]) is int and type(inv["max_unit"]) is int
-            and type(inv["step_size"]) is int):  # as Placement stores it already (its answers, the cache's entries)
+    # as Placement stores it already (its answers, the cache's entries): copied
+    if inv.keys() == _FIELDS and tuple(map(type, map(inv.__getitem__, INVENTORY_FIELDS))) == _STORED_TYPES:
         return dict(inv)
     full = {**PLACEMENT_INVENTORY_DEFAULTS, **{k: v for k, v in inv.items() if k in INVENTORY_FIELDS}}
     full["allocation_ratio"] = float(full["allocation_ratio"])

@@ -50,13 +50,20 @@ class Cache:
             return NO_CACHE
         return DEFAULT_CACHE if value is True else cls.at(str(value))
 
+    def file(self, api) -> str | None:
+        """The cache's file for ``api``'s Placement; None for :data:`NO_CACHE`."""
+        if not self.on:
+            return None
+        from minbw.cache.providers import default_cache_path
+        return str(self.path or default_cache_path(api.endpoint()))
+
     def open(self, api, **options):
         """The :class:`~minbw.cache.providers.ProviderCache` for ``api``'s Placement (``options``: its own, e.g.
         ``max_age``); None for :data:`NO_CACHE`."""
         if not self.on:
             return None
-        from minbw.cache.providers import ProviderCache, default_cache_path
-        return ProviderCache(self.path or default_cache_path(api.endpoint()), api.endpoint(), **options)
+        from minbw.cache.providers import ProviderCache
+        return ProviderCache(self.file(api), api.endpoint(), **options)
 
 
 DEFAULT_CACHE = Cache()

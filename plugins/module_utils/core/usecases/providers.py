@@ -12,6 +12,7 @@ from ..model.providers import DesiredState, natural_key, root_inventories, skipp
 from ..ops import ovn
 from ..ops import sync as s
 from ..errors import MinbwError
+from ..cache import desired as desired_memo
 from ..cache.providers import record_sync
 from ..ops.sync import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS,  # noqa: F401
                             MAX_WORKERS)  # (the front ends' defaults)
@@ -148,11 +149,16 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         raise InvalidInput("give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
                            "chassis options (--agent-config FILE, --ovn-chassis FILE, --ovn-sb-db [DB], "
                            "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
-    configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
-                                       paths_option=request.option)
-    chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
-    # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
-    desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _ in unread], isolate=True)
+    kept, digest = _kept_desired(cloud, request)
+    desired = desired_memo.load(kept, digest) if digest else None
+    if desired is None:
+        configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
+                                           paths_option=request.option)
+        chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
+        # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
+        desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _ in unread], isolate=True)
+        if digest and not request.check and not (desired.skipped and len(desired.skipped) == len(desired.units)):
+            desired_memo.save(kept, digest, desired)
     if desired.skipped and len(desired.skipped) == len(desired.units):  # nothing could be done
         if len(desired.units) == 1 and unread:
             raise unread[0][1]
@@ -185,6 +191,22 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     if applied is not None and applied.failed:
         line += f"; the writes of {len(applied.failed)} host tree(s) failed (named above)"
     return ProvidersResult(desired, plan, applied, line, request.check)
+
+
+def _kept_desired(cloud: Cloud, request: ProvidersRequest):
+    """Where the desired state of this sync's inputs is kept (beside the provider cache) and the digest of its
+    inputs; (None, None) when it is not kept: without the cache, with ML2/OVN sources (a database is read), or
+    when a file cannot be read (the sync names it)."""
+    if request.ovn.given or not request.cache.on:
+        return None, None
+    from ..model import providers as model_providers
+    from ..neutron import agentconf, naming, provider_tree
+    from ..ops import agent_files
+    digest = desired_memo.key(
+        request.agent_configs, code=(agentconf, naming, provider_tree, model_providers, ovn, agent_files,
+                                     desired_memo),
+        options={"host": request.host, "agents": [dict(a) for a in request.agents], "option": request.option})
+    return (desired_memo.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
 
 
 @dataclass(frozen=True)
