@@ -321,6 +321,33 @@ def test_cli_plan_sync_show_json(placement, placement_server, tmp_path):
     assert {p["uuid"] for p in shown} >= set(SEED_003)
     bad = run("provider", "sync", "--agent-config", str(tmp_path / "missing.ini"), "--host", "h")
     assert bad.returncode == 1 and "missing.ini" in bad.stderr
+    # keystoneauth logs each answer's body only where it is shown: --debug shows it; without, nothing is made
+    debug = run("--debug", "provider", "sync", *args[:-1])
+    assert debug.returncode == 0 and "RESP BODY:" in debug.stderr and '"resource_providers"' in debug.stderr
+    table = run("provider", "sync", *args[:-1])
+    assert table.returncode == 0 and "RESP BODY" not in table.stderr
+    assert table.stdout.startswith("Placement already matches the configuration: 0 writes.\n")
+    assert table.stdout.strip().splitlines()[-1].startswith("1 host, 5 providers: 0 created, 0 updated, 0 deleted")
+
+
+def test_keystoneauth_formats_no_answer_for_a_log_nobody_shows():
+    """osc-lib sets the root logger to DEBUG and filters in its handlers: keystoneauth's logger is set to the
+    lowest level a handler shows, so that it does not format a 30 MB listing's body for nothing."""
+    import logging
+    from minbw.cli.base import http_log_as_shown
+    root, ks = logging.getLogger(""), logging.getLogger("keystoneauth")
+    saved = root.handlers[:], root.level, ks.level
+    handler = logging.StreamHandler()
+    try:
+        root.handlers, root.level = [handler], logging.DEBUG
+        for shown, enabled in ((logging.WARNING, False), (logging.INFO, False), (logging.DEBUG, True),
+                               (logging.NOTSET, True)):
+            handler.setLevel(shown)
+            http_log_as_shown()
+            assert logging.getLogger("keystoneauth.session").isEnabledFor(logging.DEBUG) is enabled, shown
+    finally:
+        root.handlers, root.level = saved[0], saved[1]
+        ks.setLevel(saved[2])
 
 
 def test_absent_removes_an_agents_providers_and_keeps_allocated_ones(placement):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from dataclasses import dataclass
 from itertools import compress
@@ -49,7 +50,8 @@ class Section:
 
 @dataclass(frozen=True)
 class View:
-    """What a command shows. ``one``: the table is one object (a Field/Value table; ``-c`` picks fields)
+    """What a command shows. ``document``: the whole result (``-f json``/``yaml``), or a function that makes it
+    (a large one, made only when shown). ``one``: the table is one object (a Field/Value table; ``-c`` picks fields)
     rather than a list of rows. ``show_table`` False: ``-f table`` prints the head and tail lines only, unless
     ``-c`` asks for columns."""
     document: Any
@@ -187,6 +189,7 @@ class Command(lister.Lister):
         """cliff's run (hooks, formatter, :meth:`take_action`, :meth:`produce_output`); the exit code is the view's
         or the failure's."""
         self._shown, self._exit_code = None, 0
+        http_log_as_shown()
         super().run(parsed_args)
         return self._exit_code
 
@@ -238,7 +241,7 @@ class Command(lister.Lister):
             return 0
         fmt, out = parsed_args.formatter, self.app.stdout
         if fmt in ("json", "yaml") and not parsed_args.columns:
-            document = _jsonable(view.document)
+            document = _jsonable(view.document() if callable(view.document) else view.document)
             if isinstance(document, dict):
                 self.formatter.emit_one(*_pairs(document), out, parsed_args)
             else:
@@ -266,6 +269,15 @@ class Command(lister.Lister):
             for line in view.tail:
                 out.write(line + "\n")
         return 0
+
+
+def http_log_as_shown() -> None:
+    """keystoneauth's log of each request and answer (the whole body: 30 MB for a listing of 70,000 providers) made
+    only when a handler shows it. osc-lib sets the root logger to DEBUG and filters in its handlers (WARNING
+    without ``-v``/``--debug``), so keystoneauth, which asks its logger, would format every body for nothing."""
+    handlers = logging.getLogger("").handlers
+    shown = min((h.level for h in handlers), default=logging.WARNING)
+    logging.getLogger("keystoneauth").setLevel(max(shown, logging.DEBUG))
 
 
 def column_key(name: str) -> str:

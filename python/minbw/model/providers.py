@@ -115,7 +115,8 @@ class Snapshots(Mapping):
 
     def add(self, uuid: str, name: str, parent: str | None, traits, inventories) -> None:
         self._source[uuid] = (name, parent, traits, inventories)
-        self._made.pop(uuid, None)
+        if self._made:  # made before: made again when read
+            self._made.pop(uuid, None)
 
     def source(self, uuid: str) -> tuple:
         """(name, parent, traits, inventories) of ``uuid``, as added."""

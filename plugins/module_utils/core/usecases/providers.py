@@ -151,6 +151,7 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
                            "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
     kept, digest = _kept_desired(cloud, request)
     desired = desired_memo.load(kept, digest) if digest else None
+    unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
     if desired is None:
         configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
                                            paths_option=request.option)
@@ -199,12 +200,14 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
     when a file cannot be read (the sync names it)."""
     if request.ovn.given or not request.cache.on:
         return None, None
+    from .. import errors
     from ..model import providers as model_providers
-    from ..neutron import agentconf, naming, provider_tree
+    from ..neutron import agentconf, naming, ovn as neutron_ovn, provider_tree
     from ..ops import agent_files
+    # the code that computes the desired state from the files and the options (its messages included)
+    code = (agentconf, naming, neutron_ovn, provider_tree, model_providers, errors, ovn, agent_files, desired_memo)
     digest = desired_memo.key(
-        request.agent_configs, code=(agentconf, naming, provider_tree, model_providers, ovn, agent_files,
-                                     desired_memo),
+        request.agent_configs, code=code,
         options={"host": request.host, "agents": [dict(a) for a in request.agents], "option": request.option})
     return (desired_memo.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
 
