@@ -69,8 +69,7 @@ def load(path: Path, digest: str) -> DesiredState | None:
             if f.readline().rstrip(b"\n") != digest.encode():
                 return None
             state = pickle.load(f)
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError,
-            ValueError):
+    except Exception:  # noqa: BLE001 - a file that cannot be read or does not load (whatever it raises) is ignored
         return None
     return state if isinstance(state, DesiredState) else None
 
