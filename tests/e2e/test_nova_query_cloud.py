@@ -173,5 +173,21 @@ def test_an_availability_zone_counts_and_lists_only_its_hosts_as_nova_does(demo_
     finally:
         aggregate = conn.compute.get_aggregate(aggregate)
         for host in aggregate.hosts or ():
-            conn.compute.remove_host_from_aggregate(aggregate, host)
+            _remove_host(conn, aggregate, host)
         conn.compute.delete_aggregate(aggregate)
+
+
+def _remove_host(conn, aggregate, host: str, timeout: float = 120) -> None:
+    """``host`` out of the zone's aggregate once no instance is left on it. Nova refuses (409) while one is, and a
+    deleted server still counts until nova-compute destroys its row: openstacksdk's wait_for_delete returns as soon
+    as the server shows status DELETED, before that (seen in CI, 2026-11-28)."""
+    from openstack import exceptions
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.compute.remove_host_from_aggregate(aggregate, host)
+            return
+        except exceptions.ConflictException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

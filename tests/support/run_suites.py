@@ -4,8 +4,8 @@ The suites are independent of each other (tests/README.md), so they run as separ
 
     e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1)
     e2e-2       pytest E2E_2                 a second mini-cloud in a network namespace of its own
-                                             (tests/support/netns.py) and state dir (.state/minicloud-2)
-    local-1     pytest tests/functional tests/prodplacement and some of tests/ansible (ANSIBLE_LOCAL_1)
+                tests/galera tests/prodplacement  (tests/support/netns.py) and state dir (.state/minicloud-2)
+    local-1     pytest tests/functional and some of tests/ansible (ANSIBLE_LOCAL_1)
     local-2     pytest tests/unit tests/faults and the rest of tests/ansible
     collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh
 
@@ -54,11 +54,12 @@ NETNS = ["unshare", "--net", "--", sys.executable, "tests/support/netns.py"]
 GALERA_REDUCED = ["env", "MINBW_GALERA=reduced"]  # tests/galera: one claim storm and one fault
 LANES: dict[str, list[tuple[str, list[str]]]] = {
     "e2e": [("e2e", PYTEST + ["tests/e2e"] + [f"--ignore={f}" for f in E2E_2])],
-    # the Galera Placement's reduced form (one claim storm, one fault: tests/galera, MINBW_GALERA=reduced) after
-    # this lane's e2e half, which ends a few minutes before the local lanes (tests/README.md)
-    "e2e-2": [("e2e galera", NETNS + GALERA_REDUCED + PYTEST + E2E_2 + ["tests/galera"])],
-    "local-1": [("functional prodplacement ansible", PYTEST + ["tests/functional", "tests/prodplacement"]
-                 + ANSIBLE_LOCAL_1)],
+    # the Galera Placement's reduced form (one claim storm, one fault: tests/galera, MINBW_GALERA=reduced) and the
+    # production-style Placement's suite after this lane's e2e half, which ends minutes before the local lanes
+    # (tests/README.md)
+    "e2e-2": [("e2e galera prodplacement", NETNS + GALERA_REDUCED + PYTEST + E2E_2 + ["tests/galera",
+                                                                                      "tests/prodplacement"])],
+    "local-1": [("functional ansible", PYTEST + ["tests/functional"] + ANSIBLE_LOCAL_1)],
     "local-2": [("unit faults ansible", PYTEST + ["tests/unit", "tests/faults", "tests/ansible"]
                  + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
     "collection": [("sanity", ["bash", "tests/support/ansible/sanity.sh"]), ("lint", ["bash", "tests/support/ansible/lint.sh"])],
@@ -80,7 +81,8 @@ def lanes_here() -> dict[str, list[tuple[str, list[str]]]]:
         return LANES
     print("no network namespace can be made here (unshare --net): the e2e suite runs in one lane", flush=True)
     lanes = {k: v for k, v in LANES.items() if k != "e2e-2"}
-    lanes["e2e"] = [("e2e galera", GALERA_REDUCED + PYTEST + ["tests/e2e", "tests/galera"])]
+    lanes["e2e"] = [("e2e galera prodplacement", GALERA_REDUCED + PYTEST + ["tests/e2e", "tests/galera",
+                                                                             "tests/prodplacement"])]
     return lanes
 
 
