@@ -44,9 +44,7 @@ PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # imports openstacksdk): these of its files go to local-1, the rest (and any new one) to local-2
 ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_allocation_modules.py",
                    "tests/ansible/test_capacity_module.py", "tests/ansible/test_placement_local_role.py",
-                   "tests/ansible/test_openstack_cloud_options.py",
-                   # since tests/prodplacement left local-1 (tests/README.md): about 80 s of local-2's
-                   "tests/ansible/test_bandwidth_providers_values.py"]
+                   "tests/ansible/test_openstack_cloud_options.py"]
 # The e2e suite mostly waits on its cloud (Neutron's notifier batches, boots, agents going down): its slowest
 # modules get a cloud of their own, side by side (about half of the suite's time; tests/README.md)
 E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
