@@ -279,8 +279,18 @@ def evacuate(conn, name_or_id: str, *, host: str | None = None, timeout: float =
     evacuated server stopped: SHUTOFF; :func:`start` brings it back."""
     server, since = _before(conn, name_or_id)
     _call("evacuate", server, conn.compute.evacuate_server, server, host=host)
-    return wait_for(conn, server.id, "evacuate", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"done"},
+    # 2.95+: Nova shows the rebuilt server ACTIVE with no task, its migration already done, before it stops it
+    # (nova/compute/manager.py, "bringing vm to original state"): wait for the state it ends in
+    final = {"SHUTOFF"} if server.status != "ERROR" and _evacuate_stops(conn) else {"ACTIVE", "SHUTOFF"}
+    return wait_for(conn, server.id, "evacuate", statuses=final, migration_statuses={"done"},
                     since=since, timeout=timeout)
+
+
+def _evacuate_stops(conn) -> bool:
+    """Whether openstacksdk's evacuate call uses compute API 2.95 or later (Nova then stops the evacuated server)."""
+    from openstack.compute.v2.server import Server
+    used = Server._get_microversion(conn.compute)  # the version openstacksdk's evacuate_server sends
+    return used is not None and tuple(int(x) for x in str(used).split(".")) >= (2, 95)
 
 
 def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll: float = 1.0) -> dict:
