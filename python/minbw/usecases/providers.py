@@ -151,15 +151,14 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
                            "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
     kept, digest = _kept_desired(cloud, request)
     desired = desired_memo.load(kept, digest) if digest else None
+    parsed = desired is None
     unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
-    if desired is None:
+    if parsed:
         configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
                                            paths_option=request.option)
         chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
         # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
         desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _ in unread], isolate=True)
-        if digest and not request.check and not (desired.skipped and len(desired.skipped) == len(desired.units)):
-            desired_memo.save(kept, digest, desired)
     if desired.skipped and len(desired.skipped) == len(desired.units):  # nothing could be done
         if len(desired.units) == 1 and unread:
             raise unread[0][1]
@@ -167,6 +166,8 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
                                                  len(desired.units) == 1 else
                                                  f"every one of the {len(desired.units)} configurations is "
                                                  f"skipped: " + " | ".join(u.skipped for u in desired.skipped)))
+    if parsed and digest and not request.check:
+        desired_memo.save(kept, digest, desired)
     workers = s.check_workers(request.workers, request.name("workers"))
     max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
     check_interval = s.check_check_interval(request.cache_check_interval, request.name("cache_check_interval"))
