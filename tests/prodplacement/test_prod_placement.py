@@ -148,6 +148,11 @@ def _cli_claimer(job):
 
 
 ROUNDS = 2  # each: ~30 s at 8 and 16 claimers, ~90 s at 32 on a loaded 2-CPU machine
+# `make test` runs the storm of 32 claimers only (MINBW_PRODPLACEMENT=reduced, tests/support/run_suites.py: the
+# storms of 8 and 16 cost about 80 CPU s of its budget and test the same guarantee with fewer processes);
+# `make prodplacement` runs all three, and `make bench` measures each (docs/benchmarks.md)
+full_only = pytest.mark.skipif(os.environ.get("MINBW_PRODPLACEMENT") == "reduced",
+                               reason="MINBW_PRODPLACEMENT=reduced (make test): the storm of 32 claimers only")
 
 
 @pytest.fixture(scope="module")
@@ -158,7 +163,7 @@ def claimer_pool():
         yield pool
 
 
-@pytest.mark.parametrize("claimers", [8, 16, 32])
+@pytest.mark.parametrize("claimers", [pytest.param(8, marks=full_only), pytest.param(16, marks=full_only), 32])
 def test_concurrent_claimers_never_overcommit(prod, prod_placement, tmp_path, claimers, claimer_pool):
     """``claimers`` processes run ``minbw allocation create`` 3 times each, all starting at the same instant, for twice the
     bandwidth there is (2 hosts), ROUNDS rounds, on Placement as upstream ships it (retry count 10, which

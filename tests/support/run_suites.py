@@ -2,19 +2,19 @@
 
 The suites are independent of each other (tests/README.md), so they run as separate processes side by side:
 
-    e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1)
+    e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1); then pytest tests/unit
     e2e-2       pytest E2E_2                 a second mini-cloud in a network namespace of its own
                 tests/galera tests/prodplacement  (tests/support/netns.py) and state dir (.state/minicloud-2)
     local-1     pytest tests/functional and some of tests/ansible (ANSIBLE_LOCAL_1)
-    local-2     pytest tests/unit tests/faults and the rest of tests/ansible
+    local-2     pytest tests/faults and the rest of tests/ansible
     collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh
 
 The e2e lanes mostly wait for the mini-cloud (boots, heartbeats, agents going down), which leaves CPU to the
 other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); the two local lanes are split so
 that their CPU time is about even (tests/README.md has the figures).
 Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
-times to .state/test-logs/LANE.json; the end of the run prints the time per suite and the 15 slowest tests of
-all lanes (tests/support/timing.py), and each lane's wall time. As root, each lane runs in a cgroup of its own
+times to .state/test-logs/LANE.json (a second pytest step's to LANE-2.json); the end of the run prints the time
+per suite and the 15 slowest tests of all lanes (tests/support/timing.py), and each lane's wall time. As root, each lane runs in a cgroup of its own
 (cgroup v1 cpuacct, tests/support/cpu_profile.py's CpuGroup): the run prints each lane's CPU seconds, the services
 it started included (the mini-clouds, the Placements), and the pytest lanes each suite's (the lane's CPU while
 its tests ran), beside the machine's.
@@ -37,30 +37,33 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.support.cpu_profile import CpuGroup  # noqa: E402
-from tests.support.timing import CPU_GROUP, summarize  # noqa: E402
+from tests.support.timing import CPU_GROUP, failures, summarize  # noqa: E402
 
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
 # imports openstacksdk): these of its files go to local-1, the rest (and any new one) to local-2
-ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_allocation_modules.py",
-                   "tests/ansible/test_capacity_module.py", "tests/ansible/test_placement_local_role.py",
-                   "tests/ansible/test_openstack_cloud_options.py"]
+ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_capacity_module.py",
+                   "tests/ansible/test_placement_local_role.py", "tests/ansible/test_openstack_cloud_options.py"]
 # The e2e suite mostly waits on its cloud (Neutron's notifier batches, boots, agents going down): its slowest
 # modules get a cloud of their own, side by side (about half of the suite's time; tests/README.md)
 E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
          # the two lanes' measured wall and CPU (tests/README.md, "Where the time goes"): this one evens them
          "tests/e2e/test_heal_beside_nova_manage.py"]
 NETNS = ["unshare", "--net", "--", sys.executable, "tests/support/netns.py"]
-GALERA_REDUCED = ["env", "MINBW_GALERA=reduced"]  # tests/galera: one claim storm and one fault
+# tests/galera: one claim storm and one fault; tests/prodplacement: the storm of 32 claimers, not those of 8 and 16
+REDUCED = ["env", "MINBW_GALERA=reduced", "MINBW_PRODPLACEMENT=reduced"]
+UNIT = ("unit", PYTEST + ["tests/unit"])
 LANES: dict[str, list[tuple[str, list[str]]]] = {
-    "e2e": [("e2e", PYTEST + ["tests/e2e"] + [f"--ignore={f}" for f in E2E_2])],
+    # the unit suite after the e2e half: that lane ends minutes before the local ones, and the unit suite is
+    # CPU alone (about 85 CPU s), which the local lanes' share of the two cores would otherwise have to give
+    "e2e": [("e2e", PYTEST + ["tests/e2e"] + [f"--ignore={f}" for f in E2E_2]), UNIT],
     # the Galera Placement's reduced form (one claim storm, one fault: tests/galera, MINBW_GALERA=reduced) and the
-    # production-style Placement's suite after this lane's e2e half, which ends minutes before the local lanes
-    # (tests/README.md)
-    "e2e-2": [("e2e galera prodplacement", NETNS + GALERA_REDUCED + PYTEST + E2E_2 + ["tests/galera",
-                                                                                      "tests/prodplacement"])],
+    # production-style Placement's suite (its storm of 32 claimers: MINBW_PRODPLACEMENT=reduced) after this
+    # lane's e2e half, which ends minutes before the local lanes (tests/README.md)
+    "e2e-2": [("e2e galera prodplacement", NETNS + REDUCED + PYTEST + E2E_2 + ["tests/galera",
+                                                                               "tests/prodplacement"])],
     "local-1": [("functional ansible", PYTEST + ["tests/functional"] + ANSIBLE_LOCAL_1)],
-    "local-2": [("unit faults ansible", PYTEST + ["tests/unit", "tests/faults", "tests/ansible"]
+    "local-2": [("faults ansible", PYTEST + ["tests/faults", "tests/ansible"]
                  + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
     "collection": [("sanity", ["bash", "tests/support/ansible/sanity.sh"]), ("lint", ["bash", "tests/support/ansible/lint.sh"])],
 }
@@ -81,8 +84,8 @@ def lanes_here() -> dict[str, list[tuple[str, list[str]]]]:
         return LANES
     print("no network namespace can be made here (unshare --net): the e2e suite runs in one lane", flush=True)
     lanes = {k: v for k, v in LANES.items() if k != "e2e-2"}
-    lanes["e2e"] = [("e2e galera prodplacement", GALERA_REDUCED + PYTEST + ["tests/e2e", "tests/galera",
-                                                                             "tests/prodplacement"])]
+    lanes["e2e"] = [("e2e galera prodplacement", REDUCED + PYTEST + ["tests/e2e", "tests/galera",
+                                                                      "tests/prodplacement"]), UNIT]
     return lanes
 
 
@@ -90,13 +93,15 @@ class Lane:
     def __init__(self, name: str, steps: list[tuple[str, list[str]]], logs: Path):
         self.name, self.steps = name, list(steps)
         self.log = logs / f"{name}.log"
-        self.times = logs / f"{name}.json"
+        self.logs = logs
+        self.times: list[Path] = []  # each pytest step's times: LANE.json, then LANE-2.json, ...
         self.proc: subprocess.Popen | None = None
         self.out = None
         self.started = self.step_started = time.monotonic()
         self.failed: list[str] = []
         self.step_times: dict[str, float] = {}
-        self.times.unlink(missing_ok=True)
+        for old in [logs / f"{name}.json", *logs.glob(f"{name}-*.json")]:
+            old.unlink(missing_ok=True)
         self.cpu = CpuGroup.make(f"minbw-lane-{name}")  # None: not measured (not root, no cgroup v1 cpuacct)
         self.cpu_s: float | None = None
 
@@ -105,7 +110,9 @@ class Lane:
             return False
         label, cmd = self.steps[0]
         if "pytest" in cmd:
-            cmd = cmd + shlex.split(os.environ.get("MINBW_PYTEST_ARGS", "")) + ["--times-json", str(self.times)]
+            times = self.logs / (f"{self.name}.json" if not self.times else f"{self.name}-{len(self.times) + 1}.json")
+            self.times.append(times)
+            cmd = cmd + shlex.split(os.environ.get("MINBW_PYTEST_ARGS", "")) + ["--times-json", str(times)]
         self.out = open(self.log, "a")
         self.out.write(f"$ {shlex.join(cmd)}\n")
         self.out.flush()
@@ -187,7 +194,7 @@ def main(names: list[str]) -> int:
         for lane in lanes:
             if lane.cpu is not None:
                 lane.cpu.close()
-    runs = [json.loads(lane.times.read_text()) for lane in lanes if lane.times.exists()]
+    runs = [json.loads(times.read_text()) for lane in lanes for times in lane.times if times.exists()]
     steps = {label: (t, None) for lane in lanes for label, t in lane.step_times.items() if label in ("sanity", "lint")}
     lanes_cpu = sum(lane.cpu_s for lane in lanes) if all(lane.cpu_s is not None for lane in lanes) else None
     if len(lanes) == len(here):
@@ -203,6 +210,8 @@ def main(names: list[str]) -> int:
         print("lanes (CPU s): not measured (a cgroup v1 cpuacct group of their own needs root)")
     failed = [f"{lane.name}: {', '.join(lane.failed)}" for lane in lanes if lane.failed]
     if failed:
+        # last, so that the end of a CI log names them: which tests failed and how, then which lanes
+        print("\n".join(["failed tests (the lanes' logs have the rest):"] + failures(runs)))
         print("FAILED: " + "; ".join(failed))
         return 1
     return 0

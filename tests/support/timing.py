@@ -74,11 +74,26 @@ class Timings:
         t["start"], t["stop"] = min(t["start"], report.start), max(t["stop"], report.stop)
         if report.failed:
             t["outcome"] = "failed"
+            t.setdefault("error", failure_line(report))
         elif report.skipped and t["outcome"] == "passed":
             t["outcome"] = "skipped"
 
     def as_dict(self) -> dict:
         return {"started": self.started, "ended": time.time(), "tests": list(self.tests.values())}
+
+
+def failure_line(report) -> str:
+    """A failed report's one line: the phase and pytest's crash message (its first line), e.g. for the end of a CI
+    log, where only the last lines may be read."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    message = getattr(crash, "message", None) or str(getattr(report, "longrepr", "") or "").strip()
+    first = message.splitlines()[0] if message else "(no message)"
+    return f"{report.when}: {first[:300]}"
+
+
+def failures(runs: list[dict]) -> list[str]:
+    """One line per failed test of these runs: its node id and `failure_line`."""
+    return [f"  {t['nodeid']} - {t.get('error', '')}" for r in runs for t in r["tests"] if t["outcome"] == "failed"]
 
 
 def summarize(runs: list[dict], extra: dict[str, tuple[float, float | None]] | None = None) -> list[str]:

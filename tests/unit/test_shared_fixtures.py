@@ -9,6 +9,7 @@ variant is a fixture in tests/e2e/conftest.py (tests/README.md).
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -207,3 +208,24 @@ def test_a_lanes_cpu_counts_the_daemons_it_started_and_each_test_gets_its_share(
     finally:
         group.close()
     assert not group.path.exists()
+
+
+def test_a_failed_test_is_named_with_its_message_in_the_last_lines(tmp_path):
+    """make test ends with the failed tests, each with its phase and pytest's one-line message (a CI log may be
+    read from its end only), from the times each lane's pytest writes (tests/support/timing.py)."""
+    from tests.support import timing
+    (tmp_path / "conftest.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(TESTS.parent)!r})\nfrom tests.support import timing\n"
+        "pytest_addoption = timing.pytest_addoption\npytest_configure = timing.pytest_configure\n")
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\n\n@pytest.fixture\ndef broken():\n    raise RuntimeError('no cloud here')\n\n"
+        "def test_fails():\n    assert 1 + 1 == 3, 'arithmetic'\n\ndef test_setup_fails(broken):\n    pass\n\n"
+        "def test_passes():\n    pass\n")
+    out = tmp_path / "times.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path),
+                           "--times-json", str(out)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = timing.failures([json.loads(out.read_text())])
+    assert len(lines) == 2, lines
+    assert "test_x.py::test_fails - call: AssertionError: arithmetic" in lines[0], lines
+    assert "test_x.py::test_setup_fails - setup: RuntimeError: no cloud here" in lines[1], lines
