@@ -5,15 +5,15 @@ The suites are independent of each other (tests/README.md), so they run as separ
     e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1); then pytest tests/unit
     e2e-2       pytest E2E_2                 a second mini-cloud in a network namespace of its own
                 tests/galera tests/prodplacement  (tests/support/netns.py) and state dir (.state/minicloud-2)
-    local-1     pytest tests/functional and some of tests/ansible (ANSIBLE_LOCAL_1)
-    local-2     pytest tests/faults and the rest of tests/ansible
-    collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh
+    local-1     pytest tests/functional but one file, and two of tests/ansible (ANSIBLE_LOCAL_1)
+    local-2     pytest the rest of tests/ansible, and tests/functional's FUNCTIONAL_LOCAL_2
+    collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh, then pytest tests/faults
 
 The e2e lanes mostly wait for the mini-cloud (boots, heartbeats, agents going down), which leaves CPU to the
 other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); the two local lanes are split so
 that their CPU time is about even (tests/README.md has the figures).
 Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
-times to .state/test-logs/LANE.json (a second pytest step's to LANE-2.json); the end of the run prints the time
+times to .state/test-logs/LANE.json (a second pytest step's to LANE.2.json); the end of the run prints the time
 per suite and the 15 slowest tests of all lanes (tests/support/timing.py), and each lane's wall time. As root, each lane runs in a cgroup of its own
 (cgroup v1 cpuacct, tests/support/cpu_profile.py's CpuGroup): the run prints each lane's CPU seconds, the services
 it started included (the mini-clouds, the Placements), and the pytest lanes each suite's (the lane's CPU while
@@ -42,8 +42,9 @@ from tests.support.timing import CPU_GROUP, failures, summarize  # noqa: E402
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
 # imports openstacksdk): these of its files go to local-1, the rest (and any new one) to local-2
-ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_capacity_module.py",
-                   "tests/ansible/test_placement_local_role.py", "tests/ansible/test_openstack_cloud_options.py"]
+ANSIBLE_LOCAL_1 = ["tests/ansible/test_capacity_module.py", "tests/ansible/test_openstack_cloud_options.py"]
+# and this file of tests/functional (about 200 s, mostly eight claimer processes waiting on one another) to local-2
+FUNCTIONAL_LOCAL_2 = "tests/functional/test_claims.py"
 # The e2e suite mostly waits on its cloud (Neutron's notifier batches, boots, agents going down): its slowest
 # modules get a cloud of their own, side by side (about half of the suite's time; tests/README.md)
 E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
@@ -62,10 +63,14 @@ LANES: dict[str, list[tuple[str, list[str]]]] = {
     # lane's e2e half, which ends minutes before the local lanes (tests/README.md)
     "e2e-2": [("e2e galera prodplacement", NETNS + REDUCED + PYTEST + E2E_2 + ["tests/galera",
                                                                                "tests/prodplacement"])],
-    "local-1": [("functional ansible", PYTEST + ["tests/functional"] + ANSIBLE_LOCAL_1)],
-    "local-2": [("faults ansible", PYTEST + ["tests/faults", "tests/ansible"]
-                 + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
-    "collection": [("sanity", ["bash", "tests/support/ansible/sanity.sh"]), ("lint", ["bash", "tests/support/ansible/lint.sh"])],
+    "local-1": [("functional ansible", PYTEST + ["tests/functional", f"--ignore={FUNCTIONAL_LOCAL_2}"]
+                 + ANSIBLE_LOCAL_1)],
+    "local-2": [("ansible functional", PYTEST + ["tests/ansible"] + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1]
+                 + [FUNCTIONAL_LOCAL_2])],
+    # tests/faults mostly waits (killed processes, retries' back-off, the exporter's collections: about 500 s and
+    # 110 CPU s): after the collection's checks (about 300 s), not in a lane that has CPU work to do meanwhile
+    "collection": [("sanity", ["bash", "tests/support/ansible/sanity.sh"]),
+                   ("lint", ["bash", "tests/support/ansible/lint.sh"]), ("faults", PYTEST + ["tests/faults"])],
 }
 # The e2e lane is the longest and mostly waits on the mini-cloud's services, which need the CPU when they do work
 # (its cold start, boots): the other lanes run at a lower priority (nice 10) and take the CPU it leaves.
@@ -94,13 +99,13 @@ class Lane:
         self.name, self.steps = name, list(steps)
         self.log = logs / f"{name}.log"
         self.logs = logs
-        self.times: list[Path] = []  # each pytest step's times: LANE.json, then LANE-2.json, ...
+        self.times: list[Path] = []  # each pytest step's times: LANE.json, then LANE.2.json, ...
         self.proc: subprocess.Popen | None = None
         self.out = None
         self.started = self.step_started = time.monotonic()
         self.failed: list[str] = []
         self.step_times: dict[str, float] = {}
-        for old in [logs / f"{name}.json", *logs.glob(f"{name}-*.json")]:
+        for old in [logs / f"{name}.json", *logs.glob(f"{name}.*.json")]:
             old.unlink(missing_ok=True)
         self.cpu = CpuGroup.make(f"minbw-lane-{name}")  # None: not measured (not root, no cgroup v1 cpuacct)
         self.cpu_s: float | None = None
@@ -110,7 +115,7 @@ class Lane:
             return False
         label, cmd = self.steps[0]
         if "pytest" in cmd:
-            times = self.logs / (f"{self.name}.json" if not self.times else f"{self.name}-{len(self.times) + 1}.json")
+            times = self.logs / (f"{self.name}.json" if not self.times else f"{self.name}.{len(self.times) + 1}.json")
             self.times.append(times)
             cmd = cmd + shlex.split(os.environ.get("MINBW_PYTEST_ARGS", "")) + ["--times-json", str(times)]
         self.out = open(self.log, "a")
