@@ -5,8 +5,8 @@ The suites are independent of each other (tests/README.md), so they run as separ
     e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1); then pytest tests/unit
     e2e-2       pytest E2E_2                 a second mini-cloud in a network namespace of its own
                 tests/galera tests/prodplacement  (tests/support/netns.py) and state dir (.state/minicloud-2)
-    local-1     pytest tests/functional but one file, and two of tests/ansible (ANSIBLE_LOCAL_1)
-    local-2     pytest the rest of tests/ansible, and tests/functional's FUNCTIONAL_LOCAL_2
+    local-1     pytest tests/functional and some of tests/ansible (ANSIBLE_LOCAL_1)
+    local-2     pytest the rest of tests/ansible
     collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh, then pytest tests/faults
 
 The e2e lanes mostly wait for the mini-cloud (boots, heartbeats, agents going down), which leaves CPU to the
@@ -42,9 +42,10 @@ from tests.support.timing import CPU_GROUP, failures, summarize  # noqa: E402
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
 # imports openstacksdk): these of its files go to local-1, the rest (and any new one) to local-2
-ANSIBLE_LOCAL_1 = ["tests/ansible/test_capacity_module.py", "tests/ansible/test_openstack_cloud_options.py"]
-# and this file of tests/functional (about 200 s, mostly eight claimer processes waiting on one another) to local-2
-FUNCTIONAL_LOCAL_2 = "tests/functional/test_claims.py"
+# (the CPU of each lane, measured in the run of 75fc9c7: tests/README.md, "Where the time goes")
+ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_allocation_modules.py",
+                   "tests/ansible/test_capacity_module.py", "tests/ansible/test_placement_local_role.py",
+                   "tests/ansible/test_openstack_cloud_options.py"]
 # The e2e suite mostly waits on its cloud (Neutron's notifier batches, boots, agents going down): its slowest
 # modules get a cloud of their own, side by side (about half of the suite's time; tests/README.md)
 E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
@@ -63,10 +64,8 @@ LANES: dict[str, list[tuple[str, list[str]]]] = {
     # lane's e2e half, which ends minutes before the local lanes (tests/README.md)
     "e2e-2": [("e2e galera prodplacement", NETNS + REDUCED + PYTEST + E2E_2 + ["tests/galera",
                                                                                "tests/prodplacement"])],
-    "local-1": [("functional ansible", PYTEST + ["tests/functional", f"--ignore={FUNCTIONAL_LOCAL_2}"]
-                 + ANSIBLE_LOCAL_1)],
-    "local-2": [("ansible functional", PYTEST + ["tests/ansible"] + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1]
-                 + [FUNCTIONAL_LOCAL_2])],
+    "local-1": [("functional ansible", PYTEST + ["tests/functional"] + ANSIBLE_LOCAL_1)],
+    "local-2": [("ansible", PYTEST + ["tests/ansible"] + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
     # tests/faults mostly waits (killed processes, retries' back-off, the exporter's collections: about 500 s and
     # 110 CPU s): after the collection's checks (about 300 s), not in a lane that has CPU work to do meanwhile
     "collection": [("sanity", ["bash", "tests/support/ansible/sanity.sh"]),
