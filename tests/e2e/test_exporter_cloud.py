@@ -4,8 +4,7 @@ exporter serves, and deleting it gives it back at the next collection — althou
 the test reads br-test's generation before and after the delete and finds it unchanged (docs/placement-generations.md)."""
 from __future__ import annotations
 
-import time
-
+from minbw.ops import servers
 from minbw.placement.client import Placement
 
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"  # devstack0's br-test (Neutron's uuid5)
@@ -43,15 +42,10 @@ def test_a_deleted_qos_server_gives_its_bandwidth_back_at_the_next_collection(de
     assert _value(booted, **used) == _value(before, **used) + 1_000_000
 
     generation = api.get_provider(BR_TEST).generation
-    demo.conn.compute.delete_server(vm)
-    demo.conn.compute.wait_for_delete(vm, interval=0.5, wait=120)
+    # Nova's DELETE, then until nova-compute has deleted the allocations: it shows the server DELETED first
+    # (nova/compute/manager.py, _delete_instance: instance.save() then _complete_deletion; a CI run met that window)
+    servers.delete(demo.conn, vm.id, api, settle=60)
     demo.servers.remove(next(s for s in demo.servers if s.id == vm.id))
-    # openstacksdk's wait_for_delete returns once the server shows DELETED, which nova-compute saves before it
-    # deletes the allocations (nova/compute/manager.py, _delete_instance: instance.save() then _complete_deletion):
-    # a moment later they are gone (a CI run met that window)
-    deadline = time.monotonic() + 60
-    while api.get_allocations(vm.id)["allocations"] and time.monotonic() < deadline:
-        time.sleep(0.5)
     assert api.get_allocations(vm.id)["allocations"] == {}
     assert api.get_provider(BR_TEST).generation == generation  # Nova's DELETE moved no generation
     freed = _samples(exporter)

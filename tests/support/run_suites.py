@@ -14,10 +14,10 @@ other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); 
 that their CPU time is about even (tests/README.md has the figures).
 Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
 times to .state/test-logs/LANE.json (a second pytest step's to LANE.2.json); the end of the run prints the time
-per suite and the 15 slowest tests of all lanes (tests/support/timing.py), and each lane's wall time. As root, each lane runs in a cgroup of its own
-(cgroup v1 cpuacct, tests/support/cpu_profile.py's CpuGroup): the run prints each lane's CPU seconds, the services
-it started included (the mini-clouds, the Placements), and the pytest lanes each suite's (the lane's CPU while
-its tests ran), beside the machine's.
+per suite and the 15 slowest tests of all lanes (tests/support/timing.py), and each lane's wall time. As root,
+each lane runs in a cgroup of its own (cgroup v1 cpuacct, tests/support/cpu_profile.py's CpuGroup): the run
+prints each lane's CPU seconds, the services it started included (the mini-clouds, the Placements), and the
+pytest lanes each suite's (the lane's CPU while its tests ran), beside the machine's.
 
     python tests/support/run_suites.py                 every lane (what `make test` runs)
     python tests/support/run_suites.py e2e local-2     only these lanes
@@ -215,7 +215,9 @@ def main(names: list[str]) -> int:
     failed = [f"{lane.name}: {', '.join(lane.failed)}" for lane in lanes if lane.failed]
     if failed:
         # last, so that the end of a CI log names them: which tests failed and how, then which lanes
-        print("\n".join(["failed tests (the lanes' logs have the rest):"] + failures(runs)))
+        named = failures(runs)  # none when a step failed with no test failing (a collection error, sanity)
+        if named:
+            print("\n".join(["failed tests (the lanes' logs have the rest):"] + named))
         print("FAILED: " + "; ".join(failed))
         return 1
     return 0
