@@ -55,7 +55,9 @@ options:
   any_traits:
     description:
       - A port on a network with several physnet segments may get its bandwidth on any of them
-        (C(required=in:A,B), Placement 1.39). Neutron's own C(resource_request) uses only the first segment.
+        (C(required=in:A,B), Placement 1.39). The module schedules, binds and claims the ports itself, so Nova's
+        scheduler never sees it; Neutron's own C(resource_request), which Nova asks for when it boots a server
+        with the port, uses only the first segment.
     type: bool
     default: false
 attributes:

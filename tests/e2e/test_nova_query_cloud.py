@@ -104,40 +104,6 @@ def test_a_disabled_compute_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cl
     assert capacity()["devstack1"]["fits"] == before["devstack1"]["fits"]
 
 
-def test_a_root_without_owner_nova_is_left_out_as_nova_leaves_it_out(demo_two_hosts, cloud_two_hosts):
-    """Every nova-compute of the mini-cloud is Nova 34 (service version 73 or later), so Nova requires OWNER_NOVA on
-    the compute node (owner_nova_filter). With the trait taken off devstack1's root, Nova finds no valid host for a QoS
-    server asked onto devstack1, and minbw says devstack1 has no room, naming the filter, and leaves it out."""
-    demo, conn, env = demo_two_hosts, demo_two_hosts.conn, cloud_two_hosts.env
-    api = Placement(conn)
-    root = api.list_providers(name="devstack1")[0].uuid
-    shape = ["--flavor", demo.flavor.name, "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
-    traits, generation = api.get_provider_traits(root)
-    assert "OWNER_NOVA" in traits
-    api.set_provider_traits(root, set(traits) - {"OWNER_NOVA"}, generation)
-    try:
-        out = _minbw(env, "capacity", "show", *shape, "--json")
-        assert out.returncode == 0, out.stderr
-        counted = {h["host"]: h for h in json.loads(out.stdout)["hosts"]}
-        assert counted["devstack1"]["fits"] == 0 and counted["devstack0"]["fits"] > 0
-        assert "owner_nova_filter" in json.dumps(counted["devstack1"]), counted["devstack1"]
-        hosts = _minbw(env, "candidate", "list", *shape, "-f", "value", "-c", "host")
-        assert set(hosts.stdout.split()) == {"devstack0"}, hosts.stdout + hosts.stderr
-        # asked for devstack1 (compute API 2.74: the scheduler still checks it), Nova finds no valid host there
-        policy = demo.policy("e2e-novaq-owner", bw=[("egress", 1000), ("ingress", 1000)])
-        vm = demo.boot("e2e-novaq-owner-vm", [demo.port("e2e-novaq-owner-p0", policy)], wait=False, host="devstack1")
-        vm = conn.compute.wait_for_server(vm, status="ERROR", failures=["ACTIVE"], interval=0.5, wait=180)
-        assert "No valid host" in (vm.fault or {}).get("message", ""), vm.fault
-        conn.compute.delete_server(vm)
-        conn.compute.wait_for_delete(vm, interval=0.5, wait=120)
-        demo.servers.remove(next(s for s in demo.servers if s.id == vm.id))
-    finally:
-        traits, generation = api.get_provider_traits(root)
-        api.set_provider_traits(root, set(traits) | {"OWNER_NOVA"}, generation)
-    out = _minbw(env, "candidate", "list", *shape, "-f", "value", "-c", "host")
-    assert set(out.stdout.split()) == {"devstack0", "devstack1"}, out.stdout + out.stderr
-
-
 def test_an_availability_zone_counts_and_lists_only_its_hosts_as_nova_does(demo_two_hosts, cloud_two_hosts):
     """A host aggregate with ``availability_zone`` metadata holding devstack0: Nova mirrors it into Placement on
     devstack0's compute node, and its scheduler asks a server in that zone for ``member_of`` the aggregate
@@ -191,3 +157,58 @@ def _remove_host(conn, aggregate, host: str, timeout: float = 120) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+def test_owner_nova_is_read_from_novas_services_through_a_rolling_upgrade(demo_two_hosts, cloud_two_hosts):
+    """Issue 41 on the real Nova 34: whether Nova adds ``root_required=OWNER_NOVA`` is read from Nova's nova-compute
+    services and compute nodes (``GET /os-services``, ``GET /os-hypervisors``) and each node's root in Placement
+    (minbw.nova.owner). An older compute (its root without OWNER_NOVA, as nova-compute before service version 73
+    leaves it): Nova asks for nothing, and neither does minbw, which names it; that compute forced down: Nova counts
+    it no more (``service_get_minimum_version`` leaves forced-down services out), and OWNER_NOVA is asked for again,
+    leaving out its root. The one state minbw cannot see is shown too: devstack1 really runs Nova 34, so the real
+    Nova still asks for OWNER_NOVA and refuses devstack1 while its root lacks the trait (taken off by hand here; an
+    upgraded compute before its resource tracker writes it): minbw counts such a host, Nova does not."""
+    from minbw.ops.nova_query import read_owner_nova
+    demo, conn, env = demo_two_hosts, demo_two_hosts.conn, cloud_two_hosts.env
+    api = Placement(conn)
+    root = api.list_providers(name="devstack1")[0].uuid
+    shape = ["--flavor", demo.flavor.name, "--qos-port", "min_bw:egress:1000,physnet=physnet0"]
+
+    def candidate_hosts() -> set[str]:
+        out = _minbw(env, "candidate", "list", *shape, "-f", "value", "-c", "host")
+        assert out.returncode in (0, 4), out.stderr
+        return set(out.stdout.split())
+
+    def set_owner(present: bool) -> None:
+        traits, generation = api.get_provider_traits(root)
+        api.set_provider_traits(root, traits | {"OWNER_NOVA"} if present else traits - {"OWNER_NOVA"}, generation)
+
+    decided = read_owner_nova(api, conn)
+    assert (decided.applies, decided.source) == (True, "nova"), decided
+    assert decided.why == "the compute nodes of all 2 nova-compute services have OWNER_NOVA", decided
+    (service,) = list(conn.compute.services(binary="nova-compute", host="devstack1"))
+    set_owner(False)  # devstack1's root as a nova-compute before service version 73 leaves it
+    try:
+        decided = read_owner_nova(api, conn)
+        assert not decided.applies and "nova-compute on devstack1 is older than service version 73" in decided.why
+        assert candidate_hosts() == {"devstack0", "devstack1"}  # Nova asks for nothing: the older compute stays
+        # what minbw cannot see: devstack1 really runs Nova 34 (service version 73 or later), so the real Nova still
+        # asks for OWNER_NOVA and finds no valid host there (compute API 2.74: the scheduler checks the host asked
+        # for) until its resource tracker writes the trait again; minbw counts the host meanwhile, never the reverse
+        policy = demo.policy("e2e-novaq-owner", bw=[("egress", 1000)])
+        vm = demo.boot("e2e-novaq-owner-vm", [demo.port("e2e-novaq-owner-p0", policy)], wait=False, host="devstack1")
+        vm = conn.compute.wait_for_server(vm, status="ERROR", failures=["ACTIVE"], interval=0.5, wait=180)
+        assert "No valid host" in (vm.fault or {}).get("message", ""), vm.fault
+        conn.compute.delete_server(vm)
+        conn.compute.wait_for_delete(vm, interval=0.5, wait=120)
+        demo.servers.remove(next(s for s in demo.servers if s.id == vm.id))
+        conn.compute.update_service_forced_down(service, "devstack1", "nova-compute", forced=True)
+        try:
+            decided = read_owner_nova(api, conn)
+            assert decided.applies, decided  # Nova leaves the forced-down service out of its minimum
+            assert candidate_hosts() == {"devstack0"}
+        finally:
+            conn.compute.update_service_forced_down(service, "devstack1", "nova-compute", forced=False)
+    finally:
+        set_owner(True)
+    assert read_owner_nova(api, conn).applies and candidate_hosts() == {"devstack0", "devstack1"}

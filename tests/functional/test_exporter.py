@@ -347,13 +347,14 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
 def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_check(placement, placement_server,
                                                                                   tmp_path):
     """Nova asks for ``root_required=OWNER_NOVA`` once every nova-compute reports it (owner_nova_filter). The
-    exporter decides that again at each safety check (``slow_interval``): while no compute node has OWNER_NOVA both
-    hosts have headroom; once one has, the root without it has none (Nova would not pick it), from the next check
-    on; ``owner_nova`` given (``--owner-nova no``) is not read."""
+    exporter decides that again at each safety check (``slow_interval``): while a compute node lacks OWNER_NOVA
+    (an older nova-compute: Nova asks for nothing) every host has headroom, a root no nova-compute made included;
+    once every compute node has it, that root has none (Nova would not pick it), from the next check on;
+    ``owner_nova`` given (``--owner-nova no``) is not read."""
     from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     roots = {}
-    for host in ("devstack0", "devstack1"):
+    for host in ("devstack0", "devstack1", "devstack2"):
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(kbps=5000).replace("devstack0", host))
         sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
@@ -361,10 +362,11 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
         roots[host] = placement.list_providers(name=host)[0].uuid
-    for uuid_ in roots.values():  # computes older than Nova 34: COMPUTE_NODE only
+    for host, uuid_ in roots.items():  # computes older than Nova 34: COMPUTE_NODE only; devstack2 not Nova's
         traits, gen = placement.get_provider_traits(uuid_)
         assert "OWNER_NOVA" in traits  # --create-root makes a root as Nova 34 does
-        placement.set_provider_traits(uuid_, traits - {"OWNER_NOVA"}, gen)
+        placement.set_provider_traits(uuid_, traits - {"OWNER_NOVA"} - ({"COMPUTE_NODE"} if host == "devstack2"
+                                                                         else set()), gen)
     now = [1000.0]
     size = PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0")
 
@@ -372,14 +374,21 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
         fams = {f.name: f for f in exporter.collect()}
         return {dict(k)["host"]: v for k, v in fams["minbw_headroom_ports"].samples if ("physnet", "physnet0") in k}
 
+    def upgrade(host):  # its nova-compute upgraded: the resource tracker writes OWNER_NOVA
+        traits, gen = placement.get_provider_traits(roots[host])
+        placement.set_provider_traits(roots[host], traits | {"OWNER_NOVA"}, gen)
+
     exporter = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE),
                         clock=lambda: now[0])
     pinned = Exporter(Cloud(lambda: placement.conn), ExporterRequest(port_sizes=(size,), cache=NO_CACHE,
                                                                      owner_nova=False), clock=lambda: now[0])
-    assert headroom(exporter) == {"devstack0": 5, "devstack1": 5}
-    traits, gen = placement.get_provider_traits(roots["devstack0"])  # devstack0's nova-compute upgraded
-    placement.set_provider_traits(roots["devstack0"], traits | {"OWNER_NOVA"}, gen)
-    assert headroom(exporter) == {"devstack0": 5, "devstack1": 5}  # no safety check yet: the last decision
+    every = {"devstack0": 5, "devstack1": 5, "devstack2": 5}
+    assert headroom(exporter) == every
+    upgrade("devstack0")
     now[0] += 301  # the default slow_interval is 300 s
-    assert headroom(exporter) == {"devstack0": 5, "devstack1": 0}
-    assert headroom(pinned) == {"devstack0": 5, "devstack1": 5}
+    assert headroom(exporter) == every  # mid-upgrade: devstack1's nova-compute is older, Nova asks for nothing
+    upgrade("devstack1")
+    assert headroom(exporter) == every  # no safety check yet: the last decision
+    now[0] += 301
+    assert headroom(exporter) == {"devstack0": 5, "devstack1": 5, "devstack2": 0}
+    assert headroom(pinned) == every

@@ -3,7 +3,8 @@ tries it: two compute nodes made as nova-compute makes them (``--create-root``: 
 the root), then COMPUTE_STATUS_DISABLED on one root, as Nova's resource tracker sets it when an operator disables
 its nova-compute. ``capacity`` counts 0 there and names Nova's compute_status_filter, ``candidates`` leave it out,
 and the diagnosis of a server that fits only there says so instead of blaming bandwidth; enabled, the answers come
-back. The same for a root without OWNER_NOVA while the others have it (Nova's owner_nova_filter)."""
+back. Then Nova's owner_nova_filter through a rolling upgrade: an older compute (no OWNER_NOVA) keeps every root a
+candidate; once every compute node reports OWNER_NOVA, a root no nova-compute made is left out."""
 from __future__ import annotations
 
 import json
@@ -83,23 +84,30 @@ def test_a_disabled_compute_is_left_out_and_named(placement, placement_server, t
     assert _candidate_hosts(env) == ["nq1"] and _capacity(env)["nq1"]["fits"] == 8
 
 
-def test_a_root_without_owner_nova_is_left_out_while_every_other_has_it(placement, placement_server, tmp_path):
+def test_an_older_compute_mid_upgrade_stays_a_candidate_and_a_root_nova_did_not_make_is_left_out(
+        placement, placement_server, tmp_path):
+    """Issue 41: Nova adds ``root_required=OWNER_NOVA`` only once every nova-compute is at service version 73; on
+    a cloud of Placement alone minbw reads that as "every COMPUTE_NODE root has OWNER_NOVA" (minbw.nova.owner)."""
     env = placement_server.env()
-    _computes(placement_server, tmp_path, ["no0", "no1"])
-    _set_root_traits(placement, "no1", remove=["OWNER_NOVA"])  # removed, or a deleted compute's provider
-    assert _candidate_hosts(env) == ["no0"]
+    _computes(placement_server, tmp_path, ["no0", "no1", "no2"])
+    _set_root_traits(placement, "no2", remove=["COMPUTE_NODE", "OWNER_NOVA"])  # a root no nova-compute made
+    _set_root_traits(placement, "no1", remove=["OWNER_NOVA"])  # mid-upgrade: no1's nova-compute is older
+    assert _candidate_hosts(env) == ["no0", "no1", "no2"]  # Nova asks for nothing: no1 (and no2) stay
     counted = _capacity(env)
-    assert counted["no1"]["fits"] == 0 and "owner_nova_filter" in json.dumps(counted["no1"]), counted["no1"]
+    assert counted["no1"]["fits"] == 8 and counted["no2"]["fits"] == 8, counted
     shown = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--json").stdout)
-    assert "owner_nova_filter: root_required OWNER_NOVA (every nova-compute is at service version 73 or later)" in \
-        shown["nova_filters"]
-    # during a rolling upgrade to Nova 34 (an older nova-compute), Nova does not ask for it: nor does minbw
-    upgrading = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--owner-nova", "no", "--json").stdout)
-    assert not [f for f in upgrading["nova_filters"] if f.startswith("owner_nova_filter")]
+    assert not [f for f in shown["nova_filters"] if f.startswith("owner_nova_filter")], shown["nova_filters"]
+
+    _set_root_traits(placement, "no1", add=["OWNER_NOVA"])  # no1 upgraded: its resource tracker writes it
+    assert _candidate_hosts(env) == ["no0", "no1"]  # every compute node reports it: no2 is left out, as Nova does
+    counted = _capacity(env)
+    assert counted["no2"]["fits"] == 0 and "owner_nova_filter" in json.dumps(counted["no2"]), counted["no2"]
+    shown = json.loads(_minbw(env, "candidate", "list", *SHAPE, "--json").stdout)
+    assert "owner_nova_filter: root_required OWNER_NOVA (every nova-compute is at service version 73 or later: " \
+           "all 2 compute node roots in Placement have OWNER_NOVA)" in shown["nova_filters"], shown["nova_filters"]
+    # the caller's own answer wins (--owner-nova no): Nova's query without OWNER_NOVA
     assert _minbw(env, "candidate", "list", *SHAPE, "--owner-nova", "no", "-f", "value", "-c", "host").stdout.split() \
-        .count("no1") >= 1
-    _set_root_traits(placement, "no1", add=["OWNER_NOVA"])  # its resource tracker writes it again
-    assert _candidate_hosts(env) == ["no0", "no1"]
+        .count("no2") >= 1
 
 
 def test_nova_options_by_nova_names_and_bad_ones_refused(placement, placement_server, tmp_path):

@@ -96,16 +96,19 @@ def add_resource_arguments(parser: argparse.ArgumentParser, required_help: str =
 
 def add_port_arguments(parser: argparse.ArgumentParser, neutron_ports: bool = True) -> None:
     parser.add_argument("--port-request", action="append", metavar="[PORT_ID=]FILE",
-                        help="a port's resource_request JSON (either format) or the port as Neutron shows it "
-                             "(openstack port show -f json, or minbw request show's output); repeat per port")
+                        help="a port's resource_request JSON (either format; the legacy one needs PORT_ID=, the "
+                             "extended one names its groups itself) or the port as Neutron shows it (openstack port "
+                             "show -f json, or minbw request show's output); repeat per port")
     parser.add_argument("--qos-port", action="append", type=qos_port, metavar="RULES", help=QOS_PORT_HELP)
     if neutron_ports:
         parser.add_argument("--port", action="append", metavar="NAME|ID",
                             help="a Neutron port: its resource_request and, on a routed network, member_of its "
                                  "segments' aggregates (segments without free addresses left out); repeat per port")
         parser.add_argument("--any-traits", action="store_true",
-                            help="with --port: a port on a network with several physnet segments may use any of "
-                                 "them (Neutron's own request uses only the first)")
+                            help="with --port: a port on a network with several physnet segments may get its "
+                                 "bandwidth on any of them (required=in:A,B, Placement 1.39), for what minbw claims "
+                                 "itself; Nova never sees it: a server Nova schedules asks for Neutron's request, "
+                                 "the first segment only (the answer's notes say so)")
     parser.add_argument("--group-policy", choices=("none", "isolate"),
                         help="default: none with several port groups (as Nova)")
 
@@ -133,8 +136,10 @@ OWNER_NOVA_CHOICES = {"auto": None, "yes": True, "no": False}
 
 def add_owner_nova_argument(parser: argparse.ArgumentParser, default: str | None = None) -> None:
     parser.add_argument("--owner-nova", choices=tuple(OWNER_NOVA_CHOICES), default=default,
-                        help="whether every nova-compute reports OWNER_NOVA, so that Nova asks for it on the compute "
-                             "node (auto: a compute node in Placement has it; no: during a rolling upgrade to Nova 34)")
+                        help="whether every nova-compute reports OWNER_NOVA (service version 73, Nova 34), so that "
+                             "Nova asks for it on the compute node (auto: read from Nova's nova-compute services and "
+                             "their compute nodes' roots, or where Nova's API cannot be read, from every COMPUTE_NODE "
+                             "root in Placement; docs/scheduling.md)")
 
 
 def nova_spec_fields(parsed_args) -> dict:

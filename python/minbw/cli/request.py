@@ -33,7 +33,9 @@ class ShowRequest(Command):
         parser.add_argument("--agent-type", choices=("openvswitch", "sriov", "ovn"),
                             help="check the rules and vnic type against this agent's QoS driver")
         parser.add_argument("--any-traits", action="store_true",
-                            help="several segments: required=in:A,B (Placement 1.39), any of their physnets")
+                            help="several segments: required=in:A,B (Placement 1.39), any of their physnets: "
+                                 "minbw's own request, for what it claims itself (port schedule, allocation create "
+                                 "--port-request); Neutron and Nova use only the first segment")
         parser.add_argument("--legacy", action="store_true", help="the legacy single-group format")
 
     def view(self, parsed_args):

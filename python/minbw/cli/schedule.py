@@ -26,8 +26,9 @@ class SchedulePort(Command):
                             help="hosts to try, in Placement's order (Nova's alternates; default 3)")
         parser.add_argument("--any-traits", action="store_true",
                             help="a port on a network with several physnet segments may get its bandwidth on any "
-                                 "of them (required=in:A,B, Placement 1.39); Neutron's own request uses only the "
-                                 "first segment")
+                                 "of them (required=in:A,B, Placement 1.39): minbw schedules, binds and claims the "
+                                 "ports itself, so Nova's scheduler never sees it; Neutron's own request (what Nova "
+                                 "asks for when it boots a server with the port) uses only the first segment")
         parser.add_argument("--dry-run", action="store_true", help="show the host and bindings it would make; "
                                                                    "write nothing")
         add_service_cloud_argument(parser)

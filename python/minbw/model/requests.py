@@ -153,7 +153,9 @@ class PortRequest:
             if not port_id:
                 # Nova uses the port id as the suffix of a legacy group; without it there is no id.
                 raise RequestError("a legacy resource_request (no request_groups) has no group id: "
-                                   "Nova names the group after the port. Fix: pass port_id.")
+                                   "Nova names the group after the port. Fix: give the port's id (--port-request "
+                                   "PORT_ID=FILE; the modules' port_id), or the request in the extended format "
+                                   "(request_groups), whose groups have their own ids.")
             return cls(port_id=port_id, groups=(RequestGroup.from_neutron(value, port_id, where),),
                        legacy=True)
         raise RequestError(f"{where}resource_request has neither 'request_groups' nor 'resources': "

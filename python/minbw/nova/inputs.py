@@ -141,7 +141,9 @@ class Image:
 @dataclass(frozen=True)
 class Port:
     """A Neutron port of the server: its vnic type, its ``resource_request`` (either Neutron format; None
-    without minimum rules), its network and the subnets of its fixed IPs (for routed networks).
+    without minimum rules), its network and the subnets of its fixed IPs (for routed networks). ``id`` may be
+    left out for a request in the extended format, whose groups carry their own ids (a port given by its
+    ``resource_request`` alone).
 
     No request filter reads ``binding:profile``: its capabilities matter to the PCI filters only after the
     Placement query (Nova 34 does not put the PCI requests of ports in Placement)."""
@@ -153,9 +155,20 @@ class Port:
     subnet_ids: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if not self.id or not isinstance(self.id, str):
-            raise RequestError(f"a port needs its id (Nova names its request groups after it), got {self.id!r}.")
+        if self.id is not None and not isinstance(self.id, str) or not self.id and (
+                self.request is None or self.request.legacy):
+            # the extended format names its groups itself (RequestGroup.from_extended_port_request); the legacy
+            # one after the port (RequestGroup.from_port_request), as does a routed network's filter
+            raise RequestError(f"a port needs its id (Nova names a legacy resource_request's group after it), got "
+                               f"{self.id!r}. Fix: give the port's id (PORT_ID=FILE, or 'id' in the port's JSON).")
         object.__setattr__(self, "subnet_ids", tuple(self.subnet_ids))
+
+    @property
+    def label(self) -> str:
+        """How errors name the port: its id, or its request groups' ids."""
+        if self.id:
+            return f"port {self.id}"
+        return "the port of request group(s) " + ", ".join(g.id for g in self.request.groups)
 
     @classmethod
     def from_api(cls, port: Mapping) -> Port:
@@ -251,7 +264,8 @@ class CloudFacts:
 
     ``every_compute_reports_owner_nova``: Nova checks that the minimum nova-compute service version in all
     cells is at least 73 (``request_filter._should_filter_by_owner``), the version that reports the
-    OWNER_NOVA trait on its providers; the caller decides it (no default: an unknown answer changes the query).
+    OWNER_NOVA trait on its providers; the caller decides it (no default: an unknown answer changes the query;
+    :mod:`minbw.nova.owner` reads it from Nova's API or Placement), ``owner_nova_why`` says how.
     ``aggregates``: Nova's host aggregates (availability zones, tenant isolation, isolate_aggregates).
     ``subnets`` and ``segment_aggregates`` (segment id → its provider's aggregates in Placement): read when
     ``[scheduler] query_placement_for_routed_network_aggregates`` is on; ``compute_nodes``: read for a
@@ -260,6 +274,7 @@ class CloudFacts:
 
     every_compute_reports_owner_nova: bool
     aggregates: tuple[Aggregate, ...] = ()
+    owner_nova_why: str = ""
     subnets: tuple[Subnet, ...] = ()
     segment_aggregates: tuple[tuple[str, tuple[str, ...]], ...] = ()
     compute_nodes: tuple[ComputeNode, ...] = ()

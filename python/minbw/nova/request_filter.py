@@ -282,11 +282,12 @@ def owner_nova_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
     name = "owner_nova_filter"
     if fields.OWNER_NOVA in spec.root_required:
         return spec, FilterResult(name, True, "OWNER_NOVA is already required")
+    how = f": {ctx.facts.owner_nova_why}" if ctx.facts.owner_nova_why else ""
     if not ctx.facts.every_compute_reports_owner_nova:
         return spec, FilterResult(name, False, f"not every nova-compute is at service version "
-                                               f"{MIN_COMPUTE_VERSION_OWNER_TRAIT} or later (reports OWNER_NOVA)")
+                                               f"{MIN_COMPUTE_VERSION_OWNER_TRAIT} or later (reports OWNER_NOVA){how}")
     return _root_required(spec, fields.OWNER_NOVA), FilterResult(
-        name, True, f"every nova-compute is at service version {MIN_COMPUTE_VERSION_OWNER_TRAIT} or later",
+        name, True, f"every nova-compute is at service version {MIN_COMPUTE_VERSION_OWNER_TRAIT} or later{how}",
         (f"root_required {fields.OWNER_NOVA}",))
 
 

@@ -20,7 +20,7 @@ from minbw.exporter.collector import Collector, SlowResults
 from minbw.exporter.http import Web, start_server
 from minbw.exporter.loops import Loops, Served
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
-from minbw.ops.nova_query import every_compute_reports_owner_nova, root_trait_reasons
+from minbw.ops.nova_query import read_owner_nova, root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
 from minbw.placement.client import Placement
 from minbw.plan.audit import OVER_CAPACITY, audit as judge
@@ -291,7 +291,8 @@ class Exporter:
         self.request = request
         api, cache = _own_client(cloud, request)
         given = request.owner_nova
-        owner_nova = functools.partial(every_compute_reports_owner_nova, api) if given is None else lambda: given
+        owner_nova = (lambda: read_owner_nova(api, cloud.conn if cloud.has("compute") else None).applies) \
+            if given is None else lambda: given
         self.collector = Collector(api, functools.partial(port_sizes, cloud, request.port_sizes), owner_nova,
                                    cache=cache, workers=request.workers,
                                    check_interval=request.slow_interval, clock=clock, say=cloud.say)

@@ -21,7 +21,9 @@ memory, Nova's own models), holding the case's aggregates, so ``AggregateList.ge
 given), the report client's ``_get_provider_aggregates`` (the segments' aggregates given) and the host manager's
 ``get_compute_nodes_by_host_or_node`` (the compute nodes given).
 
-``{"op": "conf", "text": ...}``: the options minbw reads, as oslo.config reads them from that nova.conf text
+``{"op": "owner", "services": [...]}``: Nova's own ``_should_filter_by_owner`` over those ``nova-compute`` rows,
+written in the tables of real cell databases (SQLite files with Nova's models, mapped in the API database), read
+by the real ``get_minimum_version_all_cells``. ``{"op": "conf", "text": ...}``: the options minbw reads, as oslo.config reads them from that nova.conf text
 with Nova's own option definitions. ``{"op": "facts"}``: Nova's constants minbw copies (enums, filter names,
 option defaults, microversion) and os-traits' trait families.
 """
@@ -123,6 +125,7 @@ neutron.API.show_port = _show_port
 neutron.API.get_segment_ids_for_network = _segment_ids_for_network
 neutron.API.get_segment_id_for_subnet = _segment_id_for_subnet
 report.report_client_singleton = lambda: _Report()
+_REAL_MINIMUM_VERSION = objects.service.get_minimum_version_all_cells  # the "owner" op runs it for real
 objects.service.get_minimum_version_all_cells = (
     lambda context, binaries, require_all=False:
     request_filter.MIN_COMPUTE_VERSION_OWNER_TRAIT if Case.owner_nova else
@@ -217,6 +220,58 @@ def query(case: dict) -> dict:
         return {"error": {"class": type(e).__name__, "message": str(e)}, "ran": ran}
 
 
+class _Cells:
+    """Two cells of real databases (SQLite files, Nova's own models), mapped in the API database: the services of
+    the "owner" op's cases."""
+    engines: dict = {}
+
+    @classmethod
+    def ensure(cls) -> None:
+        if cls.engines:
+            return
+        import sqlalchemy
+        from nova.db.main import models as main_models
+        from oslo_messaging import opts as messaging_opts
+        for group, opts in messaging_opts.list_opts():  # transport_url, read when a cell mapping is loaded
+            if group is None:
+                CONF.register_opts([o for o in opts if o.dest not in CONF])
+        here = tempfile.mkdtemp(prefix="nova-cells-")
+        for name in ("cell0", "cell1", "cell2"):
+            url = f"sqlite:///{here}/{name}.db"
+            engine = sqlalchemy.create_engine(url)
+            main_models.BASE.metadata.create_all(engine)
+            cell_uuid = objects.CellMapping.CELL0_UUID if name == "cell0" else str(uuid.uuid4())
+            objects.CellMapping(CTX, uuid=cell_uuid, name=name, transport_url="none:///",
+                                database_connection=url).create()
+            cls.engines[name] = engine
+
+
+def owner(case: dict) -> dict:
+    """Nova's ``request_filter._should_filter_by_owner`` for the case's ``services`` (each: cell, host, version,
+    deleted, forced_down; rows of the cells' ``services`` tables), through the real
+    ``objects.service.get_minimum_version_all_cells`` over the real cell mappings."""
+    import sqlalchemy
+    from nova.db.main import models as main_models
+    _Cells.ensure()
+    table = main_models.Service.__table__
+    for engine in _Cells.engines.values():
+        with engine.begin() as db:
+            db.execute(table.delete())
+    for i, s in enumerate(case["services"], start=1):
+        with _Cells.engines[s.get("cell", "cell1")].begin() as db:
+            db.execute(table.insert().values(
+                id=i, uuid=str(uuid.uuid4()), host=s["host"], binary="nova-compute", topic="compute",
+                report_count=1, disabled=bool(s.get("disabled")), forced_down=bool(s.get("forced_down")),
+                version=s["version"], deleted=i if s.get("deleted") else 0))
+    saved = objects.service.get_minimum_version_all_cells
+    objects.service.get_minimum_version_all_cells = _REAL_MINIMUM_VERSION
+    try:
+        return {"filter": bool(request_filter._should_filter_by_owner(CTX)),
+                "minimum": objects.service.get_minimum_version_all_cells(CTX, ["nova-compute"])}
+    finally:
+        objects.service.get_minimum_version_all_cells = saved
+
+
 def conf(text: str) -> dict:
     conf = cfg.ConfigOpts()
     nova.conf.scheduler.register_opts(conf)
@@ -261,7 +316,8 @@ def main() -> None:
         try:
             req = json.loads(line)
             op = req.get("op", "query")
-            answer = query(req) if op == "query" else conf(req["text"]) if op == "conf" else facts()
+            answer = (query(req) if op == "query" else conf(req["text"]) if op == "conf" else owner(req)
+                      if op == "owner" else facts())
         except Exception:
             answer = {"oracle_error": traceback.format_exc()}
         _OUT.write(json.dumps(answer) + "\n")

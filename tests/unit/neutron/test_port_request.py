@@ -264,7 +264,7 @@ def test_from_neutron_formats():
               "resources": {"NET_BW_EGR_KILOBIT_PER_SEC": 1000}}
     pr = PortRequest.from_neutron(legacy, PORT)
     assert pr.legacy and pr.groups[0].id == PORT and pr.to_legacy() == legacy
-    with pytest.raises(RequestError, match="pass port_id"):
+    with pytest.raises(RequestError, match="give the port's id"):
         PortRequest.from_neutron(legacy)
     with pytest.raises(RequestError, match="not in request_groups"):
         PortRequest.from_neutron({"request_groups": [{"id": "a", "resources": {}}],

@@ -15,12 +15,7 @@ Without the mini-cloud's venv (``make cloud-install``) the oracle tests skip, un
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import threading
 import uuid
-from pathlib import Path
 
 import os_traits
 import pytest
@@ -38,52 +33,11 @@ from minbw.nova.scheduler import MICROVERSION, query
 from minbw.placement.query import build_query, query_string
 from tests.support.oracle.placement_parser import refusal
 
-REPO = Path(__file__).resolve().parents[3]
-CLOUD_PYTHON = REPO / ".venv-cloud" / "bin" / "python"
-ORACLE = REPO / "tests" / "support" / "oracle" / "nova_scheduler.py"
 LATEST = "1.39"
 # deterministic and bounded (about 20 s on 2 cores for the generated servers)
 NOVA = settings(max_examples=500, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-
-class Oracle:
-    """Nova's scheduler in the mini-cloud's venv: one process, JSON lines in and out."""
-
-    def __init__(self):
-        self.proc = subprocess.Popen([str(CLOUD_PYTHON), str(ORACLE)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1,
-                                     cwd=str(REPO))
-        first = self.proc.stdout.readline()
-        if not first or not json.loads(first).get("ready"):
-            raise RuntimeError(f"the Nova oracle did not start ({ORACLE} under {CLOUD_PYTHON})")
-
-    def ask(self, requests: list[dict]) -> list[dict]:
-        """Answers to ``requests``, in order (written by a thread while the answers are read)."""
-        writer = threading.Thread(target=lambda: (self.proc.stdin.writelines(
-            json.dumps(r) + "\n" for r in requests), self.proc.stdin.flush()))
-        writer.start()
-        answers = [json.loads(self.proc.stdout.readline()) for _ in requests]
-        writer.join()
-        for a in answers:
-            assert "oracle_error" not in a, a["oracle_error"]
-        return answers
-
-    def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
-
-
-@pytest.fixture(scope="session")
-def nova():
-    if not (REPO / ".venv-cloud").exists():
-        reason = ".venv-cloud (Nova 34) is missing: `make cloud-install` makes it"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}; under CI the Nova oracle must run")
-        pytest.skip(reason)
-    oracle = Oracle()
-    yield oracle
-    oracle.close()
 
 
 # --- the case: JSON for the oracle, minbw's inputs from the same JSON ---------------------------------------

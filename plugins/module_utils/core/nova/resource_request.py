@@ -95,22 +95,25 @@ def _add_trait(group: _Group, name: str, kind, notes: list[str], where: str) -> 
                      f"not {kind!r}")
 
 
-def _port_groups(server: Server) -> list[tuple[str, RequestGroup, str]]:
-    """(requester id, group, whose) for every group from outside the flavor: Cyborg's, then the ports'."""
+def _port_groups(server: Server, notes: list[str]) -> list[tuple[str, RequestGroup, str]]:
+    """(requester id, group, whose) for every group from outside the flavor: Cyborg's, then the ports'. A port
+    group with any-traits (``required_any``: minbw's request for a network of several physnets, never Neutron's)
+    is kept, noted: the query is then minbw's own, for what minbw schedules and claims itself."""
     out = [(g.id, g, "the device profile") for g in server.device_profile_groups]
     for port in server.ports:
         if port.vnic_type in fields.VNIC_TYPES_ACCELERATOR:
-            raise RequestError(f"port {port.id}: vnic type {port.vnic_type} takes its request groups from the "
+            raise RequestError(f"{port.label}: vnic type {port.vnic_type} takes its request groups from the "
                                f"Cyborg device profile of the port, which minbw does not read: the query is not "
                                f"reproduced. Fix: leave the port out, or use another vnic type.")
         if port.request is None:
             continue
         for g in port.request.groups:
-            if g.required_any:
-                raise RequestError(f"port {port.id}: group {g.id} has any-traits (required_any), which is not "
-                                   f"Neutron's resource_request: Nova would ignore it. Fix: pass the port's "
-                                   f"resource_request as Neutron returns it.")
-            out.append((g.id, g, f"port {port.id}"))
+            for any_of in g.required_any:
+                notes.append(f"{port.label}: group {g.id} asks for any of {', '.join(any_of)} (any-traits, "
+                             f"Placement 1.39): minbw's own request, for what minbw schedules and claims itself; "
+                             f"Nova never sees it: a server Nova schedules with this port asks for Neutron's "
+                             f"resource_request (the network's first physnet only)")
+            out.append((g.id, g, port.label))
     return out
 
 
@@ -168,7 +171,7 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
             _add_trait(group(None), fields.HW_CPU_HYPERTHREADING, kind, notes, "hw:cpu_thread_policy")
 
     # _process_requested_resources: the ports' (and device profile's) groups, as they are
-    outside = _port_groups(server)
+    outside = _port_groups(server, notes)
     for ident, g, whose in outside:
         if not ident:
             raise RequestError(f"{whose}: a request group without an id: Nova refuses it (ValueError). Fix: pass "

@@ -89,8 +89,9 @@ def _checked(req: ServerRequest) -> ServerRequest:
     why = _refused_by_placement(req)
     if why:
         raise RequestError(f"Nova 34 cannot schedule this server: {why}.")
+    any_traits = any(g.required_any for g in req.request_groups())  # minbw's own (any-traits), never Nova's
     try:
-        build_query(req, MICROVERSION)
+        build_query(req, mv.format(mv.ANY_TRAITS) if any_traits else MICROVERSION)
     except MinbwError as e:
         raise RequestError(f"Nova 34 cannot schedule this server: the query it sends is refused by Placement: "
                            f"{e}") from None

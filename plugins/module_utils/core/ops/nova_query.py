@@ -2,33 +2,49 @@
 its extra specs) and the image by name or id, the host aggregates, and whether every nova-compute reports
 ``OWNER_NOVA`` (the facts of :class:`minbw.nova.inputs.CloudFacts`). :mod:`minbw.nova` turns them into Nova's query.
 
-How minbw knows that every nova-compute reports ``OWNER_NOVA`` (Nova asks its own database for the minimum
-nova-compute service version in all cells, 73 or more: ``request_filter._should_filter_by_owner``; no API shows
-service versions): every nova-compute since Train marks its compute node's root provider with ``COMPUTE_NODE``,
-and from service version 73 (Nova 34) with ``OWNER_NOVA`` too (``ResourceTracker._get_traits``). minbw takes a
-root with both as the sign that the cloud's computes run Nova 34: one listing, ``?required=COMPUTE_NODE,OWNER_NOVA``,
-once per command. It then asks for ``OWNER_NOVA`` as Nova does, and a root without it is left out, as Nova leaves
-out a compute whose trait was removed, one upgraded whose resource tracker has not written it yet, and the
-provider left behind by a deleted compute service (Nova no longer counts that service's version). The one case
-where Nova does not: during a rolling upgrade to Nova 34, while some nova-compute is older, Nova asks for no
-``OWNER_NOVA`` and minbw does; the caller then says so (``owner_nova`` False: ``--owner-nova no``).
+Whether every nova-compute reports ``OWNER_NOVA`` (Nova: the minimum nova-compute service version of all cells is
+73 or more, which no API shows) is decided by :mod:`minbw.nova.owner` from Nova's services and compute nodes and
+their roots' traits where Nova's API can be read, else from Placement alone (every ``COMPUTE_NODE`` root carries
+``OWNER_NOVA``); that module says what each reading sees and misses.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from openstack import exceptions as sdk_exceptions
+
 from ..errors import InvalidInput, NotFound, ObjectNotFound, ProviderNotFound
+from ..nova import owner
 from ..nova.fields import COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA
 from ..nova.inputs import Aggregate, CloudFacts, Flavor, Image, Port, Subnet
 from ..nova.options import SchedulerOptions
 from ..placement.client import Placement
 
 
-def every_compute_reports_owner_nova(api: Placement) -> bool:
-    """Whether Nova's ``owner_nova_filter`` adds ``root_required=OWNER_NOVA`` (the module docstring says how)."""
-    if OWNER_NOVA not in api.existing_traits([OWNER_NOVA]):
-        return False  # a Placement whose os-traits predate it: no compute can report it
-    return any(p.parent_uuid is None for p in api.list_providers(required=f"{COMPUTE_NODE},{OWNER_NOVA}"))
+def read_owner_nova(api: Placement, conn=None) -> owner.OwnerNova:
+    """Whether Nova's ``owner_nova_filter`` adds ``root_required=OWNER_NOVA`` (:mod:`minbw.nova.owner`): from
+    Nova's nova-compute services and compute nodes (``conn``: a connection whose catalog has Nova; two listings of
+    Nova, one of Placement), else, where Nova's API cannot be read, from Placement alone (two listings)."""
+    known = OWNER_NOVA in api.existing_traits([OWNER_NOVA])  # a Placement whose os-traits predate it: none has it
+    unread = ""
+    if conn is not None:
+        try:
+            services = [owner.ComputeService(s.host, bool(s.is_forced_down))
+                        for s in conn.compute.services(binary="nova-compute")]
+            nodes = [((h.service_details or {}).get("host"), h.id) for h in conn.compute.hypervisors(details=True)]
+        except (sdk_exceptions.HttpException, sdk_exceptions.EndpointNotFound) as e:
+            unread = (f"Nova's services and compute nodes not readable "
+                      f"({getattr(e, 'status_code', None) or type(e).__name__}); ")
+        else:
+            owned = {p.uuid for p in api.list_providers(required=OWNER_NOVA)} if known else set()
+            return owner.from_nova(services, nodes, owned)
+    roots = {p.name: {COMPUTE_NODE} for p in api.list_providers(required=COMPUTE_NODE) if p.parent_uuid is None}
+    if known:
+        for p in api.list_providers(required=f"{COMPUTE_NODE},{OWNER_NOVA}"):
+            if p.name in roots:
+                roots[p.name].add(OWNER_NOVA)
+    decided = owner.from_placement(roots)
+    return owner.OwnerNova(decided.applies, decided.source, unread + decided.why)
 
 
 def read_scheduler_options(nova_options=(), nova_conf: str | None = None) -> SchedulerOptions:
@@ -83,9 +99,9 @@ def needs_aggregates(options: SchedulerOptions, availability_zone: str | None) -
 
 def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability_zone: str | None = None,
                 owner_nova: bool | None = None, has_compute: bool = True, ports: Sequence[Port] = ()) -> CloudFacts:
-    """The facts Nova's request filters read for a server: ``owner_nova`` given, or read from Placement; the
-    aggregates from Nova when a filter reads them (``has_compute`` False: a cloud without Nova, where asking for
-    an availability zone or an aggregate option is refused); with ``[scheduler]
+    """The facts Nova's request filters read for a server: ``owner_nova`` given, or read
+    (:func:`read_owner_nova`); the aggregates from Nova when a filter reads them (``has_compute`` False: a cloud
+    without Nova, where asking for an availability zone or an aggregate option is refused); with ``[scheduler]
     query_placement_for_routed_network_aggregates`` on, the subnets of the Neutron ports' networks and their
     segments' aggregates in Placement (:func:`routed_network_facts`)."""
     subnets: tuple[Subnet, ...] = ()
@@ -98,9 +114,10 @@ def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability
             raise InvalidInput("an availability zone and Nova's aggregate options need Nova's host aggregates, and "
                                "this cloud has no compute service. Fix: leave them out.")
         aggregates = read_aggregates(conn)
-    owner = every_compute_reports_owner_nova(api) if owner_nova is None else owner_nova
-    return CloudFacts(every_compute_reports_owner_nova=owner, aggregates=tuple(aggregates), subnets=subnets,
-                      segment_aggregates=segment_aggregates)
+    decided = read_owner_nova(api, conn if has_compute else None) if owner_nova is None \
+        else owner.given(owner_nova)
+    return CloudFacts(every_compute_reports_owner_nova=decided.applies, aggregates=tuple(aggregates),
+                      subnets=subnets, segment_aggregates=segment_aggregates, owner_nova_why=decided.why)
 
 
 def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[tuple[Subnet, ...],
@@ -205,5 +222,5 @@ def root_trait_reasons(filters) -> dict[str, str]:
     return out
 
 
-__all__ = ["every_compute_reports_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
+__all__ = ["read_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
            "read_aggregates", "cloud_facts", "routed_network_facts", "prefiltered_hosts", "aggregate_exclusions", "root_trait_reasons"]

@@ -259,5 +259,6 @@ def binding_allocation(port: PortRequest, group_providers: Mapping[str, str]) ->
 
 def binding_allocations(ports: Iterable[PortRequest | None],
                         group_providers: Mapping[str, str]) -> dict[str, dict[str, str] | str]:
-    """``{port_id: binding:profile.allocation}`` for every port that has a request."""
-    return {p.port_id: binding_allocation(p, group_providers) for p in ports if p and p.groups}
+    """``{port_id: binding:profile.allocation}`` for every port that has a request and an id (a port given by its
+    extended resource_request alone has no port to write it to: the mapping names its groups' providers)."""
+    return {p.port_id: binding_allocation(p, group_providers) for p in ports if p and p.groups and p.port_id}
