@@ -13,7 +13,7 @@ $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 	# Debian's own python3 needs python3-venv for `-m venv`; install it only when venv is missing
 	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e 'python[placement,exporter]' -r requirements-test.txt
+	$(PY) -m pip install -q -e 'python[placement,exporter,dataplane]' -r requirements-test.txt
 	# openstack.cloud, the collection's dependency, into .venv/collections (from PyPI: Galaxy is not reached)
 	bash tests/support/ansible/install_openstack_cloud.sh
 	touch $@

@@ -17,6 +17,14 @@ REPO = Path(__file__).resolve().parent.parent
 MINBW = [sys.executable, "-m", "minbw.cli"]
 
 
+def doc_commands(page: Path, section: str) -> list[str]:
+    """The commands (``$ ...`` lines) of the first console block under ``section`` of a page of docs/: what a test
+    runs, exactly as the page shows them."""
+    text = page.read_text()
+    block = text[text.index(section):].split("```console", 1)[1].split("```", 1)[0]
+    return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
+
+
 # the time per suite and the slowest tests at the end of every run (tests/support/timing.py)
 pytest_addoption = timing.pytest_addoption
 pytest_configure = timing.pytest_configure

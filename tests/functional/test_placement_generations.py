@@ -11,21 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import doc_commands
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "placement-generations.md"
 STEP = re.compile(r"^  (?P<what>\S.*?)\s+generation (?P<generation>\d+), usage (?P<usage>\d+)$", re.M)
 
 
-def doc_commands(section: str) -> list[str]:
-    """The commands (``$ ...`` lines) of the first console block under ``section`` in
-    docs/placement-generations.md: what the test runs, exactly as written."""
-    text = DOC.read_text()
-    block = text[text.index(section):].split("```console", 1)[1].split("```", 1)[0]
-    return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
-
-
 def test_the_documented_reproducer_reproduces_on_stock_placement(placement, placement_server):
-    commands = doc_commands("## Reproduce it")
+    commands = doc_commands(DOC, "## Reproduce it")
     assert commands == [f"python3 patches/placement/reproduce_delete_generation.py --os-cloud {placement_server.cloud}"]
     # what `export OS_CLIENT_CONFIG_FILE=...` sets, for this test's server; python3: the venv's (openstacksdk)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",

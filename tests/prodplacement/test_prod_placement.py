@@ -22,7 +22,7 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync
 from minbw.placement.client import Placement
-from tests.conftest import KEYSTONE_TOKEN_SECONDS, CallCounter, wipe
+from tests.conftest import KEYSTONE_TOKEN_SECONDS, CallCounter, doc_commands, wipe
 from tests.support.compute_roots import compute_root
 
 FLAVOR = ["--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1"]
@@ -234,14 +234,6 @@ def check_round(prod, results, demand, fits, claimers, bridges, what) -> int:
 
 # ---------------------------------------------------------------- the reproducer of docs/placement-overcommit.md
 
-def doc_commands(section: str) -> list[str]:
-    """The commands (``$ ...`` lines) of the first console block under ``section`` in
-    docs/placement-overcommit.md: what the test runs, exactly as written."""
-    text = (ROOT / "docs" / "placement-overcommit.md").read_text()
-    block = text[text.index(section):].split("```console", 1)[1].split("```", 1)[0]
-    return [line[2:] for line in block.splitlines() if line.startswith("$ ")]
-
-
 REPRODUCER_RUNS = 3  # a race: on stock 16.0.0 one run of 5 rounds once ended with none over capacity
 
 
@@ -250,7 +242,7 @@ def test_the_documented_reproducer_on_the_production_style_placement(prod, prod_
     (retry count 10) rounds end over capacity (exit 1); patched (PRODPLACEMENT_PATCHED=1) none does (exit 0).
     Stock overcommits by a race, so the command runs up to REPRODUCER_RUNS times, until one run reproduces it;
     patched, every one of the REPRODUCER_RUNS runs must end within capacity."""
-    commands = doc_commands("## Reproduce it")
+    commands = doc_commands(ROOT / "docs" / "placement-overcommit.md", "## Reproduce it")
     assert commands and commands[-1].startswith("python3 patches/placement/reproduce_overcommit.py --os-cloud ")
     # what `source .state/prodplacement/env` sets, for this test's server; python3: the venv's (openstacksdk)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",

@@ -398,3 +398,17 @@ class NovaMoveFailed(MinbwError):
         return {"msg": str(self), "action": self.action, "server": self.server, "migration": self.migration,
                 "status": self.status, "task_state": self.task_state, "migration_status": self.migration_status,
                 "expected": dict(self.expected), "timed_out": self.timed_out, "fault": self.fault}
+
+
+class DataPlaneUnreadable(InvalidInput):
+    """A host's data plane that cannot be read as asked (nothing was written): an Open vSwitch or OVN database
+    that does not answer, refuses the connection or lacks a bridge asked for, a network namespace or link that
+    does not exist. One line: what, and ``where`` (the OVSDB remote, or the link and its namespace)."""
+
+    def __init__(self, what: str, where: str):
+        self.what = what
+        self.where = where
+        super().__init__(f"{where}: {what}")
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "what": self.what, "where": self.where}

@@ -106,7 +106,8 @@ apt_install() {
     local need=()
     command -v mariadbd >/dev/null 2>&1 || need+=(mariadb-server)
     [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || need+=(rabbitmq-server)
-    # the OVN variant (MINICLOUD_OVN=1): northd and both databases, ovn-controller, Open vSwitch
+    # the OVN variant (MINICLOUD_OVN=1): northd and both databases, ovn-controller, Open vSwitch; also what the
+    # data-plane tests run (tests/support/dataplane: ovsdb-server, ovs-vswitchd, OVN's northbound schema)
     command -v ovn-northd >/dev/null 2>&1 || need+=(ovn-central)
     command -v ovn-controller >/dev/null 2>&1 || need+=(ovn-host)
     command -v ovs-vswitchd >/dev/null 2>&1 || need+=(openvswitch-switch)
