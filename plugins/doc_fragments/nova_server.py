@@ -38,7 +38,7 @@ options:
   owner_nova:
     description:
       - Whether every nova-compute reports C(OWNER_NOVA), so that Nova requires it on the compute node.
-      - C(auto) reads it as Nova decides it (the minimum nova-compute service version, 73): from Nova's
+      - C(auto) reads it as Nova decides it (the minimum nova-compute service version, 73 or more) from Nova's
         nova-compute services and their compute nodes' roots in Placement, or, where Nova's API cannot be read,
         from every C(COMPUTE_NODE) root in Placement. During a rolling upgrade to Nova 34 either says no while an
         older nova-compute is counted.

@@ -17,6 +17,9 @@ BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
 def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, cloud_plugin_off):
     conn = demo_plugin_off.conn
     api = Placement(conn)
+    from tests.e2e.test_doctor_cloud import _doctor
+    checks = _doctor(cloud_plugin_off.env)[1]  # minbw doctor: nobody syncs the agents, minbw's sync is to write
+    assert "placement plugin is off" in checks["provider writer"]["detail"], checks["provider writer"]
     desired = desired_state([load_agent_ini(p.read_text(), source=str(p), host=HYPERVISOR)
                              for p in (cloud_plugin_off.ovs_ini, cloud_plugin_off.sriov_ini)])
     assert not [p for p in api.list_providers() if p.uuid in desired.by_uuid()], "nobody reported providers yet"

@@ -211,6 +211,11 @@ class Placement:
                 self._max_version = min(self._max_version, self.pinned)
         return self._max_version
 
+    def server_max_version(self) -> tuple[int, int]:
+        """The newest microversion the server answers, whatever the pin (``--os-placement-api-version``)."""
+        self.max_version()
+        return self._server_max
+
     def pin_limits(self) -> bool:
         """Whether the pinned microversion, rather than the server, sets :meth:`max_version`."""
         self.max_version()
