@@ -26,7 +26,7 @@ OVS = """[DEFAULT]
 host = fmt0
 [ovs]
 bridge_mappings = physnet0:br-x,physnet1:br-y
-resource_provider_bandwidths = br-x:1500:1500,br-y:10000:10000
+resource_provider_bandwidths = br-x:1500:1500,br-y:1500:1500
 """
 SERVER = ["--resource", "VCPU=1"]
 FLAVOR = {"vcpus": 0, "ram": 0, "disk": 0, "extra_specs": {"resources:VCPU": "1"}}  # Flavor.given(VCPU=1)
@@ -100,6 +100,9 @@ def test_every_form_sends_novas_query_and_claims(placement, placement_server, tm
         assert "query" in theirs[name], (name, theirs[name])
         assert query_string(shown["query"]) == theirs[name]["query"], name
         assert shown["count"] == 1, name
+        if name == "extended FILE":  # the table says where to look when Nova still finds no valid host
+            table = _minbw(env, "candidate", "list", *SERVER, "--port-request", value)
+            assert "Placement has 1 candidate(s) for this request: if Nova still finds no valid host" in table.stdout
         consumer = str(uuid.uuid4())
         claim = _minbw(env, "allocation", "create", "--consumer", consumer, "--project-id", "p", "--user-id", "u",
                        *SERVER, "--port-request", value, "-f", "json")
@@ -127,8 +130,9 @@ def test_the_legacy_format_without_its_port_is_refused_saying_how(placement, pla
 
 def test_an_any_traits_request_lands_on_the_physnet_with_room_and_says_nova_never_sees_it(
         placement, placement_server, tmp_path):
-    """Two physnets, br-x (physnet0) with room for one port of 1000 kbps: Neutron's request (the first segment)
-    fits once; the any-traits request (``request show --any-traits`` on a two-segment port) goes on to br-y."""
+    """Two physnets, br-x (physnet0) and br-y (physnet1), each with room for one port of 1000 kbps: the any-traits
+    request (``request show --any-traits`` on a two-segment port) is claimed twice, once on each; a third finds no
+    host, and so does Neutron's own request (the first segment's physnet only)."""
     env = _setup(placement_server, tmp_path)
     anyt = _minbw(env, "request", "show", "--port-id", PORT, "--qos-port",
                   "min_bw:egress:1000,segment=flat:physnet0,segment=flat:physnet1", "--any-traits")
@@ -145,6 +149,12 @@ def test_an_any_traits_request_lands_on_the_physnet_with_room_and_says_nova_neve
         (device,) = [rp for rp, a in made["allocations"].items() if "NET_BW_EGR_KILOBIT_PER_SEC" in a["resources"]]
         hosts.append(placement.get_provider(device).name)
     assert sorted(hosts) == ["fmt0:Open vSwitch agent:br-x", "fmt0:Open vSwitch agent:br-y"], hosts
+    full = _minbw(env, "allocation", "create", "--consumer", str(uuid.uuid4()), "--project-id", "p", "--user-id", "u",
+                  *SERVER, "--port-request", str(path))
+    assert full.returncode == 4, full.stdout + full.stderr
+    neutrons = tmp_path / "neutron.json"
+    neutrons.write_text(json.dumps(_shown(env)))  # physnet0 only
+    assert _minbw(env, "candidate", "list", *SERVER, "--port-request", str(neutrons)).returncode == 4
     shown = json.loads(_minbw(env, "candidate", "list", *SERVER, "--port-request", str(path), "--json").stdout)
     assert shown["microversion"] == "1.39" and shown["query"]["required" + next(
         k for k in shown["query"] if k.startswith("resources") and k != "resources")[len("resources"):]]

@@ -30,7 +30,10 @@ class ListCandidates(Command):
                 continue
             for gid, rps in cand["mapping"].items():
                 rows.append((i, host, gid or "flavor", ", ".join(_provider_names(result, rp) for rp in rps)))
-        return View(result.to_dict(), COLUMNS, tuple(rows), head=head, show_table=bool(rows),
+        tail = (f"Placement has {len(result.view)} candidate(s) for this request: if Nova still finds no valid host, "
+                f"the cause is after Placement, in one of nova-scheduler's host filters (its log says which: "
+                f"docs/troubleshooting.md, \"When Placement has candidates\")",) if result.found else ()
+        return View(result.to_dict(), COLUMNS, tuple(rows), head=head, tail=tail, show_table=bool(rows),
                     exit_code=0 if result.found else EXIT_NO_VALID_HOST)
 
 
