@@ -103,6 +103,8 @@ def test_every_form_sends_novas_query_and_claims(placement, placement_server, tm
         if name == "extended FILE":  # the table says where to look when Nova still finds no valid host
             table = _minbw(env, "candidate", "list", *SERVER, "--port-request", value)
             assert "Placement has 1 candidate(s) for this request: if Nova still finds no valid host" in table.stdout
+        if name not in ("extended FILE", "legacy PORT_ID=FILE", "port show -f json (extended)"):
+            continue  # the claim reads the request as candidate list does: claimed for one form of each kind
         consumer = str(uuid.uuid4())
         claim = _minbw(env, "allocation", "create", "--consumer", consumer, "--project-id", "p", "--user-id", "u",
                        *SERVER, "--port-request", value, "-f", "json")
