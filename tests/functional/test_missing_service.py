@@ -56,6 +56,7 @@ COMMANDS = [
     (("drift", "show",), "network", "Neutron"),
     (("segment", "list"), "network", "Neutron"),
     (("segment", "sync", "--dry-run"), "network", "Neutron"),
+    (("enforcement", "show", "--host", HOST), "network", "Neutron"),
 ]
 
 

@@ -38,13 +38,13 @@ ALLOWED = {
     "minbw.readers": ("minbw.readers", "minbw.reports", "minbw.cache", "minbw.placement", "minbw.model",
                       "minbw.neutron", "minbw.errors"),
     "minbw.ops": ("minbw.ops", "minbw.cache", "minbw.readers", "minbw.reports", "minbw.placement", "minbw.plan", "minbw.model",
-                  "minbw.neutron", "minbw.nova", "minbw.errors"),
+                  "minbw.neutron", "minbw.nova", "minbw.dataplane", "minbw.errors"),
     "minbw.exporter": ("minbw.exporter", "minbw.cache", "minbw.readers", "minbw.reports", "minbw.placement", "minbw.model", "minbw.errors"),
     "minbw.usecases": ("minbw.usecases", "minbw.exporter", "minbw.ops", "minbw.cache", "minbw.readers", "minbw.reports", "minbw.placement",
                        "minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.deploy", "minbw.errors"),
     "minbw.cli": ("minbw.cli", "minbw.usecases", "minbw.errors", "minbw"),
     "minbw.deploy": ("minbw.deploy", "minbw.errors"),
-    # a host's data plane (OVSDB, OVN northbound, netlink), read only; imported by no other room yet
+    # a host's data plane (OVSDB, OVN northbound, netlink), read only; read by ops (ops/enforcement.py)
     "minbw.dataplane": ("minbw.dataplane", "minbw.model", "minbw.errors"),
     "minbw.errors": (),
 }

@@ -113,15 +113,39 @@ DISTRIBUTIONS = {"openstack": "openstacksdk", "keystoneauth1": "keystoneauth1", 
                  "yaml": "pyyaml"}
 
 
+# The `dataplane` extra's libraries (python/pyproject.toml; ovs comes with ovsdbapp): imported only when a host's data
+# plane is read, inside minbw.dataplane's functions (MissingDependency when absent), so no requirement of every
+# module: the module that reads a data plane, on the host, documents them (bandwidth_enforcement_info)
+DATAPLANE = {"ovs": "ovsdbapp", "ovsdbapp": "ovsdbapp", "pyroute2": "pyroute2"}
+
+
 def test_requirements_txt_is_what_the_shipped_core_imports():
     """requirements.txt (what ansible-builder installs into an execution environment) names exactly the
-    distributions the shipped core imports, all from PyPI (no minbw: it ships inside the collection)."""
+    distributions the shipped core imports, all from PyPI (no minbw: it ships inside the collection), but the data
+    plane's (below)."""
     third_party = set()
     for path in FILES:
         for name in non_stdlib_imports(path.read_text()):
             third_party.add(name.split(".")[0])
+    third_party -= set(DATAPLANE)
     assert third_party <= set(DISTRIBUTIONS), sorted(third_party - set(DISTRIBUTIONS))
     assert distributions(REPO / "requirements.txt") == {DISTRIBUTIONS[n] for n in third_party}
+
+
+def test_the_data_planes_libraries_are_imported_when_read_and_documented_where_needed():
+    """The dataplane extra's libraries: imported by the shipped dataplane/ only, never when a file is imported, and
+    in the requirements of the module that reads a data plane."""
+    import tomllib
+    extra = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0] for d in extra["dataplane"]} == set(DATAPLANE.values())
+    for path in FILES:
+        tree = ast.parse(path.read_text())
+        used = {n.split(".")[0] for n in non_stdlib_imports(path.read_text())} & set(DATAPLANE)
+        assert not used or path.relative_to(SHIPPED).parts[0] == "dataplane", (path, used)
+        at_import = [n for n in ship_core._at_import(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not {m.split(".")[0] for n in at_import for m in non_stdlib_imports(ast.unparse(n))} & set(DATAPLANE)
+    module = (REPO / "plugins" / "modules" / "bandwidth_enforcement_info.py").read_text()
+    assert all(f"  - {d}" in module.split("requirements:")[1].split("options:")[0] for d in extra["dataplane"])
 
 
 def test_the_modules_document_requirements_txt():

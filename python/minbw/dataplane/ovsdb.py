@@ -44,8 +44,7 @@ def read(remote: str, schema: str, tables: Mapping[str, Sequence[str]], take: Ca
     """``take`` applied to the idl's tables (``{name: table}``, rows in ``table.rows``) of the database ``schema``
     at ``remote``, monitoring ``tables`` (``{table: [column, ...]}``) only."""
     stream, connection, idlutils, exceptions = _ovsdbapp()
-    if not remote.startswith(SCHEMES):
-        raise DataPlaneUnreadable(f"not an OVSDB remote (expected {', '.join(s + '...' for s in SCHEMES)})", remote)
+    check(remote)
     if remote.startswith("ssl:"):
         if ssl is None:
             raise DataPlaneUnreadable("an ssl: remote needs the client's private key, certificate and CA "
@@ -77,6 +76,12 @@ def read(remote: str, schema: str, tables: Mapping[str, Sequence[str]], take: Ca
             return take(idl.tables)
     finally:
         conn.stop(timeout)
+
+
+def check(remote: str) -> None:
+    """Refuse, in one line, a remote that is no OVSDB remote (before anything is read)."""
+    if not remote.startswith(SCHEMES):
+        raise DataPlaneUnreadable(f"not an OVSDB remote (expected {', '.join(s + '...' for s in SCHEMES)})", remote)
 
 
 def optional(value: list) -> Any:

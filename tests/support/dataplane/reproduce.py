@@ -35,7 +35,8 @@ def package(name: str) -> str:
 
 def agent_run(switch: Switch, *steps: str) -> list[dict]:
     """One OVS agent run (a process: a start, then the steps), as tests/support/oracle/neutron_ovs_qos.py does."""
-    r = subprocess.run([sys.executable, "-m", "tests.support.oracle.neutron_ovs_qos", switch.remote, *steps],
+    r = subprocess.run([sys.executable, "-m", "tests.support.oracle.neutron_ovs_qos",
+                        f"--physical-bridges={','.join(switch.physical_bridges)}", switch.remote, *steps],
                        capture_output=True, text=True, timeout=120, cwd=REPO)
     if r.returncode:
         raise RuntimeError(f"the OVS agent's driver failed: {r.stderr[-2000:]}")

@@ -5,8 +5,9 @@ ovn-central), every file under one directory; the packaged services are never us
 - :class:`Switch`: that server on the vswitch schema and an ovs-vswitchd on the userspace datapath
   (``--disable-system``: no kernel module here) in a network namespace of its own, where a TAP device is the
   physical bridge's NIC (TAP devices and HTB qdiscs work on these machines; dummy and veth links do not). Its
-  bridges are the OVS agent's: br-int for the VMs' ports, br-phy (physnet0) with the NIC ``t0``, patched
-  together. Needs root.
+  bridges are the OVS agent's: br-int for the VMs' ports, and the physical bridges (by default br-phy, for
+  physnet0), each with a NIC of its own (``t0``, ``t1``, ...), patched to br-int as the agent patches them
+  (``int-BRIDGE``, ``phy-BRIDGE``). Needs root.
 
 Missing binaries are installed the way ``make cloud-install`` installs them (tests/support/minicloud/cloud.sh
 install-packages); :func:`unavailable` says why they cannot be had, for a test to skip with.
@@ -18,13 +19,14 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 NB_SCHEMA = Path("/usr/share/ovn/ovn-nb.ovsschema")
 BINARIES = ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-vswitchd", "ovn-controller", "nsenter")
-NIC = "t0"
+NIC = "t0"  # the first physical bridge's NIC
 PHYSNET = "physnet0"
 _serial = itertools.count()
 
@@ -76,8 +78,10 @@ class OvsdbServer:
 class Switch:
     """ovsdb-server and ovs-vswitchd (userspace datapath) with the OVS agent's bridges, in a namespace of its own."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, physical_bridges: Sequence[str] = ("br-phy",)):
         self.directory = Path(directory)
+        self.physical_bridges = tuple(physical_bridges)
+        self.nics = {b: f"t{i}" for i, b in enumerate(self.physical_bridges)}  # bridge -> its NIC (a TAP)
         self.db = OvsdbServer(self.directory, VSWITCH_SCHEMA)
         self.remote = self.db.remote
         self.netns = f"minbw-dp-{os.getpid()}-{next(_serial)}"
@@ -90,22 +94,24 @@ class Switch:
         netns.create(self.netns)
         with IPRoute(netns=self.netns, flags=0) as ipr:
             ipr.link("set", index=ipr.link_lookup(ifname="lo")[0], state="up")
-            ipr.link("add", ifname=NIC, kind="tuntap", mode="tap")
-            ipr.link("set", index=ipr.link_lookup(ifname=NIC)[0], state="up")
+            for nic in self.nics.values():
+                ipr.link("add", ifname=nic, kind="tuntap", mode="tap")
+                ipr.link("set", index=ipr.link_lookup(ifname=nic)[0], state="up")
         self.vswitchd = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.netns}", "ovs-vswitchd", self.remote, "--disable-system",
              f"--unixctl={self.directory}/vswitchd.ctl", f"--log-file={self.directory}/vswitchd.log"],
             env={**os.environ, "OVS_RUNDIR": str(self.directory)}, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         _wait((self.directory / "vswitchd.ctl").exists, "ovs-vswitchd's control socket", self.vswitchd)
-        # the OVS agent's bridges (bridge_mappings = physnet0:br-phy), on the userspace datapath
+        # the OVS agent's bridges (bridge_mappings = physnet0:br-phy by default), on the userspace datapath
         self.vsctl("add-br", "br-int", "--", "set", "Bridge", "br-int", "datapath_type=netdev")
-        self.vsctl("add-br", "br-phy", "--", "set", "Bridge", "br-phy", "datapath_type=netdev",
-                   "--", "add-port", "br-phy", NIC,
-                   "--", "add-port", "br-int", "int-br-phy", "--", "set", "Interface", "int-br-phy", "type=patch",
-                   "options:peer=phy-br-int",
-                   "--", "add-port", "br-phy", "phy-br-int", "--", "set", "Interface", "phy-br-int", "type=patch",
-                   "options:peer=int-br-phy")
+        for bridge, nic in self.nics.items():
+            self.vsctl("add-br", bridge, "--", "set", "Bridge", bridge, "datapath_type=netdev",
+                       "--", "add-port", bridge, nic,
+                       "--", "add-port", "br-int", f"int-{bridge}", "--", "set", "Interface", f"int-{bridge}",
+                       "type=patch", f"options:peer=phy-{bridge}",
+                       "--", "add-port", bridge, f"phy-{bridge}", "--", "set", "Interface", f"phy-{bridge}",
+                       "type=patch", f"options:peer=int-{bridge}")
         return self
 
     def plug(self, name: str, port_id: str, ofport: int) -> None:

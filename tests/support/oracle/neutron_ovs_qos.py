@@ -9,8 +9,10 @@ given. One process is one agent run: ``initialize()`` first, as the agent does w
 OpenFlow calls (the flows that mark a VM's packets and pick its queue are not programmed: ovs-ofctl would run
 through Neutron's privileged helper) and the meter features (none).
 
-    python -m tests.support.oracle.neutron_ovs_qos DB STEP...
+    python -m tests.support.oracle.neutron_ovs_qos [--physical-bridges=BRIDGE,...] DB STEP...
     STEP: update:PORT_ID:OFPORT:MIN_KBPS[:DIRECTION]  or  delete:PORT_ID
+
+The physical bridges (the agent's bridge_mappings' bridges) default to br-phy.
 
 Prints one JSON line per step: the step and the error the driver raised (null when none).
 """
@@ -43,12 +45,13 @@ class Bridge(ovs_lib.OVSBridge):
         return []
 
 
-def agent(db: str) -> qos_driver.QosOVSAgentDriver:
+def agent(db: str, physical_bridges: tuple[str, ...] = ("br-phy",)) -> qos_driver.QosOVSAgentDriver:
     """The driver as the agent's QoS extension makes it, initialized (an agent start)."""
     cfg.CONF.set_override("ovsdb_connection", db, "OVS")
-    br_int, br_phy = Bridge("br-int", datapath_type="netdev"), Bridge("br-phy", datapath_type="netdev")
+    br_int = Bridge("br-int", datapath_type="netdev")
+    phys = [Bridge(b, datapath_type="netdev") for b in physical_bridges]
     driver = qos_driver.QosOVSAgentDriver()
-    driver.consume_api(SimpleNamespace(request_int_br=lambda: br_int, request_phy_brs=lambda: [br_phy]))
+    driver.consume_api(SimpleNamespace(request_int_br=lambda: br_int, request_phy_brs=lambda: phys))
     driver.initialize()
     return driver
 
@@ -70,7 +73,10 @@ def step(driver: qos_driver.QosOVSAgentDriver, text: str) -> None:
 
 def main(argv: list[str]) -> None:
     logging.basicConfig(level=logging.CRITICAL)
-    driver = agent(argv[0])
+    bridges = ("br-phy",)
+    if argv[0].startswith("--physical-bridges="):
+        bridges, argv = tuple(argv[0].partition("=")[2].split(",")), argv[1:]
+    driver = agent(argv[0], bridges)
     for text in argv[1:]:
         try:
             step(driver, text)

@@ -8,6 +8,8 @@ import warnings
 import pytest
 from neutron_lib import constants
 
+from minbw.dataplane import netlink, ovs
+from minbw.neutron.qos import QosRule
 from minbw.reports import enforcement as e
 from tests.support.oracle import neutron_sriov_qos
 
@@ -80,3 +82,160 @@ def test_a_nic_whose_inventory_or_guarantees_exceed_its_link():
     assert check.errors == ("Placement's inventory (25000000 kbps) is above the link's speed (10000000 kbps)",
                             "the minimums programmed (12000000 kbps) are above the link's speed (10000000 kbps)")
     assert e.nic_check("tap0", None, 25_000_000, 0).errors == ()  # no speed reported: nothing to say
+
+
+# ------------------------------------------------------------------ one host, side by side: the join as a table
+
+A, B = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
+GONE = "dddddddd-dddd-4ddd-8ddd-dddddddddddd"
+SERVER, RP, AGENT_RP = "5e5e5e5e-0000-4000-8000-000000000001", "f9c9ce07-679d-5d72-ac5f-31720811629a", "a6e7"
+QOS1, QOS2 = "11111111-0000-4000-8000-000000000001", "22222222-0000-4000-8000-000000000002"
+EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
+
+
+def queue(port: str, min_rate: int, num: int, uuid: str | None = None) -> ovs.Queue:
+    return ovs.Queue(uuid or f"q-{port[:4]}", {"min-rate": str(min_rate), "max-rate": "34359738367"},
+                     {"port": port, "type": "minimum_bandwidth", "queue-num": str(num)})
+
+
+def qos(uuid: str, queues: dict, ports=("t0",)) -> ovs.QoS:
+    return ovs.QoS(uuid, "linux-htb", {}, {"id": uuid, "_type": "minimum_bandwidth"}, queues, tuple(ports))
+
+
+def switch(attached: ovs.QoS | None, *others: ovs.QoS, plugged=((A, 5), (B, 6))) -> ovs.Switch:
+    """br-int with the VMs' ports, br-phy with the NIC t0 (its qos: ``attached``) and its patch port."""
+    vms = tuple(ovs.Port(f"vm-{p[:4]}", (ovs.Interface(f"vm-{p[:4]}", "internal", n, {"iface-id": p}),), None, {})
+                for p, n in plugged)
+    nic = ovs.Port("t0", (ovs.Interface("t0", "", 1, {}),), attached, {})
+    patch = ovs.Port("phy-br-int", (ovs.Interface("phy-br-int", "patch", 2, {}),), None, {})
+    rows = [q for q in (attached, *others) if q is not None]
+    queues = {v.uuid: v for q in rows for v in q.queues.values()}
+    bridges = (ovs.Bridge("br-int", "netdev", vms), ovs.Bridge("br-phy", "netdev", (nic, patch)))
+    return ovs.Switch("unix:db.sock", bridges, tuple(rows), tuple(queues.values()))
+
+
+def tc(*classes: tuple[str, int]) -> netlink.LinkTc:
+    return netlink.LinkTc("t0", (netlink.Qdisc("1:", "root", "htb"),),
+                          tuple(netlink.HtbClass(c, "1:fffe", r, 34_359_738_360) for c, r in classes))
+
+
+def port(pid=A, rules=(("minimum_bandwidth", "egress", 1000),), physnet=PHYS, allocation=True, server=SERVER):
+    return e.BoundPort(pid, server, "normal", physnet,
+                       tuple(QosRule(f"r{i}", t, d, v) for i, (t, d, v) in enumerate(rules)), "pol", "network",
+                       allocation={"g": RP} if allocation else {})
+
+
+def host(ports, sw, kernel=tc(("1:1", 12_000), ("1:6", 1_000_000)), held=None, speed=10_000,
+         inventory=(10_000_000, 10_000_000)):
+    provider = e.BridgeProvider(RP, "devstack0:Open vSwitch agent:br-phy",
+                                {EGR: {"total": inventory[0]}, IGR: {"total": inventory[1]}})
+    plane = e.OvsPlane(sw, {PHYS: "br-phy"}, {"t0": kernel} if kernel else {}, {"t0": speed}, {"br-phy": provider})
+    held = {SERVER: {RP: {EGR: 1000}}} if held is None else held
+    return e.ovs_host("devstack0", ports, held, plane, {AGENT_RP: "devstack0:Open vSwitch agent"})
+
+
+ENFORCED_A = qos(QOS1, {5: queue(A, 1_000_000, 5)})
+DETACHED = qos(QOS1, {5: queue(A, 1_000_000, 5)}, ports=())
+HOSTS = [
+    # ports, switch, kernel, verdicts (subject, verdict, factor), a part of the first check's why
+    pytest.param([port()], switch(ENFORCED_A), tc(("1:1", 12_000), ("1:6", 1_000_000)),
+                 [(A, e.ENFORCED, None)], "", id="enforced"),
+    pytest.param([port()], switch(qos(QOS1, {5: queue(A, 2_000_000, 5)})), tc(("1:6", 2_000_000)),
+                 [(A, e.WRONG_RATE, 2.0)], "1000000 bit/s expected, 2000000 bit/s programmed (queue on t0)",
+                 id="wrong min-rate"),
+    pytest.param([port()], switch(None), tc(), [(A, e.MISSING, None)],
+                 "t0 has no QoS row (its port's qos column is empty); no Queue row names it", id="no QoS on the NIC"),
+    pytest.param([port()], switch(qos(QOS1, {})), tc(), [(A, e.MISSING, None)],
+                 f"the QoS row on t0 ({QOS1}) has no queue for it; no Queue row names it", id="queue destroyed"),
+    pytest.param([port()], switch(None, DETACHED), tc(), [(A, e.MISSING, None), (QOS1, e.ORPHAN, None)],
+                 f"its Queue row q-aaaa (min-rate 1000000) is in {QOS1} on no port", id="QoS detached"),
+    pytest.param([port()], switch(ENFORCED_A), tc(("1:1", 12_000)), [(A, e.MISSING, None)],
+                 "queue 5 is in OVSDB, but t0 has no HTB class 1:6: ovs-vswitchd has not applied it",
+                 id="not in the kernel"),
+    pytest.param([port()], switch(ENFORCED_A), tc(("1:6", 500_000)), [(A, e.WRONG_RATE, 0.5)],
+                 "the kernel's HTB class 1:6 on t0 has 500000 bit/s, 1000000 bit/s expected", id="kernel rate"),
+    pytest.param([port()], switch(ENFORCED_A), None, [(A, e.ENFORCED, None)], "", id="kernel not read"),
+    pytest.param([port(rules=(("minimum_bandwidth", "ingress", 1000), ("minimum_packet_rate", "any", 100)))],
+                 switch(None), tc(), [(A, e.PLACEMENT_ONLY, None), (A, e.PLACEMENT_ONLY, None)],
+                 "egress minimums only", id="ingress and packet rate"),
+    pytest.param([port(physnet=None)], switch(None), tc(), [(A, e.PLACEMENT_ONLY, None)],
+                 "flat and VLAN networks only", id="tunnelled"),
+    pytest.param([port(physnet="physnet9")], switch(None), tc(), [(A, e.MISSING, None)],
+                 "the agent on devstack0 maps no bridge to physical network physnet9 (bridge_mappings: "
+                 "physnet0:br-phy)", id="physnet without a bridge"),
+    pytest.param([port()], switch(qos(QOS2, {5: queue(A, 1_000_000, 5), 7: queue(GONE, 2_000_000, 7)}), DETACHED),
+                 tc(("1:6", 1_000_000), ("1:8", 2_000_000)),
+                 [(A, e.ENFORCED, None), (GONE, e.ORPHAN, None), (QOS1, e.ORPHAN, None)], "",
+                 id="restart and deleted port"),
+    pytest.param([port(rules=(("minimum_bandwidth", "ingress", 1000),))], switch(ENFORCED_A), tc(("1:6", 1_000_000)),
+                 [(A, e.PLACEMENT_ONLY, None), (A, e.ORPHAN, None)], "egress minimums only",
+                 id="queue for a port with no egress minimum"),
+]
+
+
+@pytest.mark.parametrize("ports, sw, kernel, verdicts, why", HOSTS)
+def test_a_hosts_rules_side_by_side(ports, sw, kernel, verdicts, why):
+    report = host(ports, sw, kernel)
+    assert [(c.subject, c.verdict, c.factor) for c in report.checks] == verdicts
+    assert why in report.checks[0].why
+    assert report.ok == all(v not in e.FINDINGS for _, v, _ in verdicts)
+
+
+def test_an_enforced_rule_shows_each_side():
+    (check,) = host([port()], switch(ENFORCED_A)).checks
+    assert check.to_dict() == {
+        "kind": "rule", "subject": A, "backend": e.OVS, "verdict": e.ENFORCED, "why": "", "factor": None,
+        "server": SERVER,
+        "rule": {"type": "minimum_bandwidth", "direction": "egress", "value": 1000, "unit": "kbps",
+                 "expected": 1_000_000, "expected_unit": "bit/s", "policy": "pol", "policy_of": "network"},
+        "reserved": {"provider": RP, "name": "devstack0:Open vSwitch agent:br-phy", "class": EGR, "amount": 1000,
+                     "shared_by": []},
+        "programmed": ({"nic": "t0", "qos": QOS1, "queue": 5, "queue_uuid": "q-aaaa", "min_rate": 1_000_000},),
+        "kernel": ({"nic": "t0", "class": "1:6", "rate": 1_000_000},), "notes": ()}
+
+
+def test_orphans_say_where_they_come_from():
+    report = host([port()], switch(qos(QOS2, {5: queue(A, 1_000_000, 5), 7: queue(GONE, 2_000_000, 7)}), DETACHED),
+                  tc(("1:6", 1_000_000), ("1:8", 2_000_000)))
+    gone, left = report.checks[1:]
+    assert gone.why == f"port {GONE} is not bound to devstack0 (deleted, or moved away) and its queue stayed; it " \
+                       f"reaches t0"
+    assert (gone.programmed[0]["min_rate"], gone.kernel) == (2_000_000, ({"nic": "t0", "class": "1:8",
+                                                                          "rate": 2_000_000},))
+    assert (left.kind, left.subject) == ("qos", QOS1)
+    assert left.why.startswith(f"a minimum bandwidth QoS row on no port (queues: 5={A}): left by an earlier agent run")
+    assert report.counts() == {e.ENFORCED: 1, e.MISSING: 0, e.WRONG_RATE: 0, e.PLACEMENT_ONLY: 0, e.ORPHAN: 2}
+
+
+def test_placements_side_notes_what_it_does_not_hold():
+    shared = [port(), port(B, server=SERVER)]
+    report = host(shared, switch(qos(QOS1, {5: queue(A, 1_000_000, 5), 6: queue(B, 1_000_000, 6, "q-b")})),
+                  tc(("1:6", 1_000_000), ("1:7", 1_000_000)), held={SERVER: {RP: {EGR: 2000}}})
+    assert [(c.verdict, c.reserved["amount"], c.reserved["shared_by"], c.notes) for c in report.checks] == [
+        (e.ENFORCED, 2000, [B], ()), (e.ENFORCED, 2000, [A], ())]
+    (check,) = host([port(allocation=False)], switch(ENFORCED_A)).checks
+    assert check.reserved is None and "no binding:profile.allocation" in check.notes[0]
+    (check,) = host([port()], switch(ENFORCED_A), held={SERVER: {RP: {EGR: 500}}}).checks
+    assert check.notes == (f"Placement holds 500 kbps of {EGR} for it, 1000 asked (minbw audit)",)
+    (check,) = host([port()], switch(ENFORCED_A), held={}).checks
+    assert check.reserved is None and check.notes == (
+        f"its server {SERVER} holds no {EGR} on the provider(s) of its binding:profile.allocation "
+        f"(devstack0:Open vSwitch agent:br-phy): minbw audit",)
+
+
+def test_a_queue_not_at_the_ports_ofport_is_noted():
+    (check,) = host([port()], switch(ENFORCED_A, plugged=((A, 9),))).checks
+    assert check.notes == ("queue 5 on t0, but the port's ofport on br-int is 9: the agent's flows pick queue 9",)
+    (check,) = host([port()], switch(ENFORCED_A, plugged=())).checks
+    assert check.notes == ("the port is not plugged on br-int (no interface with external_ids:iface-id = the port)",)
+
+
+def test_each_nic_against_its_link():
+    report = host([port()], switch(ENFORCED_A), inventory=(25_000_000, 10_000_000))
+    (nic,) = report.nics
+    assert (nic.nic, nic.bridge, nic.speed_kbps, nic.inventory_kbps, nic.enforced_kbps, nic.provider) == (
+        "t0", "br-phy", 10_000_000, 25_000_000, 1000, "devstack0:Open vSwitch agent:br-phy")
+    assert nic.errors == ("Placement's inventory (25000000 kbps) is above the link's speed (10000000 kbps)",)
+    assert not report.ok and not report.findings
+    (nic,) = host([port()], switch(ENFORCED_A), inventory=(1500, 20_000_000)).nics
+    assert nic.errors == ("Placement's ingress inventory (20000000 kbps) is above the link's speed (10000000 kbps)",)
