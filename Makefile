@@ -5,13 +5,16 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection cloud-install tour-venv module-utils collection-readme dist docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install tour-venv module-utils collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+
+# A virtualenv at $(1) unless there is one. Debian's own python3 needs python3-venv for `-m venv`; installed only when
+# venv is missing.
+make-venv = test -x $(1)/bin/python || $(PYTHON) -m venv $(1) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(1); }
 
 setup: $(VENV)/.setup-done
 
 $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
-	# Debian's own python3 needs python3-venv for `-m venv`; install it only when venv is missing
-	test -x $(PY) || $(PYTHON) -m venv $(VENV) || { apt-get update -qq && apt-get install -y -qq python3-venv && $(PYTHON) -m venv $(VENV); }
+	$(call make-venv,$(VENV))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e 'python[placement,exporter,dataplane]' -r requirements-test.txt
 	# openstack.cloud, the collection's dependency, into .venv/collections (from PyPI: Galaxy is not reached)
@@ -39,13 +42,28 @@ docs: setup
 
 # Every artefact, one version (galaxy.yml = python/pyproject.toml = minbw.__version__, tests/ansible/test_packaging.py):
 # dist/minbw-openstack-VERSION.tar.gz (the collection, with its core in plugins/module_utils/core, which must be
-# current) and the command line's dist/minbw-VERSION-py3-none-any.whl and dist/minbw-VERSION.tar.gz.
-dist: setup
-	$(PY) python/ship_core.py --check
+# current) and the command line's dist/minbw-VERSION-py3-none-any.whl and dist/minbw-VERSION.tar.gz. Built in a
+# virtualenv of its own with only the two builders (`build`, and ansible-core for `ansible-galaxy collection build`,
+# in requirements-test.txt's range), not the test stack of `make setup`.
+DIST_VENV := $(CURDIR)/.state/dist-venv
+
+$(DIST_VENV)/.done:
+	$(call make-venv,$(DIST_VENV))
+	$(DIST_VENV)/bin/python -m pip install -q 'build>=1.0' 'ansible-core>=2.16,<2.20'
+	touch $@
+
+dist: $(DIST_VENV)/.done
+	$(DIST_VENV)/bin/python python/ship_core.py --check
 	rm -rf dist
-	$(VENV)/bin/ansible-galaxy collection build --output-path dist .
-	$(PY) -m build --outdir dist python
+	$(DIST_VENV)/bin/ansible-galaxy collection build --output-path dist .
+	$(DIST_VENV)/bin/python -m build --outdir dist python
 	ls dist
+
+# The exporter's container image (contrib/container/Containerfile) built from the wheel with buildah and run
+# (tests/ansible/test_container_image.py; buildah and debootstrap installed from Debian's packages when missing);
+# `make test` skips it (MINBW_CONTAINER unset).
+container: setup
+	MINBW_CONTAINER=1 $(PY) -m pytest -q tests/ansible/test_container_image.py
 
 demo: setup collection
 	$(VENV)/bin/ansible-playbook playbooks/demo.yml

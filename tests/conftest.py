@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -139,6 +140,21 @@ def wipe(api) -> None:
         return d
     for p in sorted(provs, key=depth, reverse=True):
         api.delete_provider(p.uuid)
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The command line's wheel, as `make dist` builds it (without its sdist and the collection), built once.
+
+    From a copy: setuptools writes build/ and *.egg-info next to pyproject.toml (the copy also follows python/LICENSE,
+    a symlink). pip builds in an isolated environment with the setuptools that [build-system] asks for (PEP 639)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    shutil.copytree(REPO / "python", tmp / "python",
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(tmp / "python")],
+                   check=True, capture_output=True)
+    (built,) = (tmp / "dist").glob("minbw-*-py3-none-any.whl")
+    return built
 
 
 @pytest.fixture(scope="session")

@@ -18,11 +18,9 @@ pygments_style = 'ansible'
 # the module pages name their languages; a guide's code block without one is shown as it is
 highlight_language = 'none'
 html_theme = 'sphinx_ansible_theme'
-# the theme's top bar links to Ansible's blog and forum by default; this site's are the project's
+# no top bar links, and the logo links to the site's root: the project has no public home to link to
 html_theme_options = {
-    'topbar_links': {'Repository': 'https://github.com/minbw/minbw',
-                     'Issues': 'https://github.com/minbw/minbw/issues'},
-    'documentation_home_url': 'https://github.com/minbw/minbw',
+    'topbar_links': {},
     # the sidebar lists the pages of the toctrees shown, not the hidden ones (antsibull-docs' breadcrumbs)
     'includehidden': False,
 }

@@ -22,19 +22,23 @@ options:
   agent_configs:
     description:
       - Agent ini files on the target, for example C(/etc/neutron/plugins/ml2/openvswitch_agent.ini)
-        (section C([ovs])) and C(/etc/neutron/plugins/ml2/sriov_agent.ini) (section C([sriov_nic])).
+        (section C([ovs])) and C(/etc/neutron/plugins/ml2/sriov_agent.ini) (section C([sriov_nic])), and the files
+        their agents read beside them (C(/etc/neutron/neutron.conf)), in the order of the agents' C(--config-file)
+        options (how they are layered - O(config_dirs)).
       - The agent type of each file is told by its C(bridge_mappings) or C(physical_device_mappings).
+      - At least one of O(agent_configs) and O(config_dirs) is required.
     type: list
     elements: path
-    required: true
   host:
     description:
       - The agents' host, which is also the default hypervisor name.
-      - Defaults to C([DEFAULT] host) of each file, else the target's host name (as the agent does).
+      - Defaults to C([DEFAULT] host) as each agent reads it (from the last of its files that sets it), else the
+        target's host name (as the agent does).
     type: str
 requirements:
   - python >= 3.9 on the target. Nothing else.
 extends_documentation_fragment:
+  - minbw.openstack.agent_files
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -53,6 +57,11 @@ EXAMPLES = r'''
       - /etc/neutron/plugins/ml2/sriov_agent.ini
   register: agent_files
 
+- name: Read an edpm-ansible node's SR-IOV agent, all of whose files are in its config dir
+  minbw.openstack.agent_config_info:
+    config_dirs: [/var/lib/openstack/neutron-sriov-agent]
+  register: sriov_agent
+
 - name: Sync this compute's providers from the controller (the only host with minbw and openstacksdk)
   minbw.openstack.bandwidth_providers:
     cloud: mycloud
@@ -63,7 +72,8 @@ EXAMPLES = r'''
 RETURN = r'''
 agents:
   description:
-    - One dict per file, in the order given - C(agent_type), C(host) and the agent's bandwidth options as
+    - One dict per agent (each file that is an agent's own, in the order given) - C(agent_type), C(host) and the
+      agent's bandwidth options as
       structured values, with Neutron's defaults spelled out (every device's hypervisor, the inventory
       defaults), as O(minbw.openstack.bandwidth_providers#module:agents) and M(minbw.openstack.agent_config) take them.
   returned: always
@@ -82,33 +92,50 @@ agents:
       resource_provider_packet_processing_inventory_defaults: {"allocation_ratio": 1.0, "min_unit": 1, "step_size": 1, "reserved": 0}
 '''
 
+import os
 import socket
 
 from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 # The core's own code, shipped with the collection: this module needs no minbw package on the host.
 from ansible_collections.minbw.openstack.plugins.module_utils.core.errors import ConfigError
-from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron.agentconf import agent_values, load_agent_ini
+from ansible_collections.minbw.openstack.plugins.module_utils.core.neutron.agentconf import (
+    UnreadAgent, agent_values, conf_files, read_agent_set)
+
+
+def _text(path, option):
+    """The file's text, or the ConfigError of a file that cannot be read."""
+    try:
+        with open(path, 'rb') as f:
+            return to_text(f.read(), errors='surrogate_or_strict')
+    except (IOError, OSError) as e:
+        return ConfigError(e.strerror, option=option, source=path)
 
 
 def read(module):
-    agents = []
-    for path in module.params['agent_configs']:
+    p = module.params
+    dir_files = []
+    for directory in p['config_dirs'] or ():
         try:
-            with open(path, 'rb') as f:
-                text = to_text(f.read(), errors='surrogate_or_strict')
+            names = os.listdir(directory)
         except (IOError, OSError) as e:
-            raise ConfigError(e.strerror, option='agent_configs', source=path)
-        config = load_agent_ini(text, source=path, host=module.params['host'], machine_host=socket.gethostname())
-        agents.append(agent_values(config))
+            raise ConfigError(e.strerror, option='config_dirs', source=directory)
+        dir_files += [(path, _text(path, 'config_dirs')) for path in conf_files(directory, names)]
+    files = [(path, _text(path, 'agent_configs')) for path in p['agent_configs'] or ()]
+    agents = []
+    for agent in read_agent_set(files, dir_files, p['host'], machine_host=socket.gethostname()):
+        if isinstance(agent, UnreadAgent):
+            raise agent.error
+        agents.append(agent_values(agent))
     return module.result(False, agents=agents)
 
 
 def main():
     MinbwModule(dict(
-        agent_configs=dict(type='list', elements='path', required=True),
+        agent_configs=dict(type='list', elements='path'),
+        config_dirs=dict(type='list', elements='path'),
         host=dict(type='str'),
-    ), cloud=False).run(read)
+    ), cloud=False, required_one_of=[('agent_configs', 'config_dirs')]).run(read)
 
 
 if __name__ == '__main__':

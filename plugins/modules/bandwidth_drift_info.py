@@ -22,15 +22,18 @@ version_added: 0.1.0
 author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - minbw.openstack.agent_files
   - ansible.builtin.action_common_attributes
 options:
   agent_configs:
-    description: OVS and SR-IOV agent ini files to compare (leave out to compare Neutron with Placement only).
+    description:
+      - OVS and SR-IOV agent ini files to compare, and the files their agents read beside them (C(neutron.conf)),
+        in the order of the agents' C(--config-file) options (leave out to compare Neutron with Placement only).
     type: list
     elements: path
     default: []
   host:
-    description: The agent host, when the ini files do not set C([DEFAULT] host).
+    description: The agent host, over C([DEFAULT] host) of the files (needed only when no file of an agent sets it).
     type: str
   neutron:
     description: Read the agents' reports from Neutron (needs the network service in the catalog).
@@ -115,6 +118,7 @@ def drift(module):
     p = module.params
     result = compare(module.cloud(), DriftRequest(
         tuple(p['agent_configs']), p['host'], p['neutron'], chassis=OvnSources(values=tuple(p['ovn_chassis'])),
+        config_dirs=tuple(p['config_dirs'] or ()),
         southbound=OvnSources(southbound=p['ovn_sb_db'] is not None, sb_db=p['ovn_sb_db'] or None,
                               sbctl=tuple(p['ovn_sbctl'])),
         options=dict(neutron='neutron: false', ovn_chassis='ovn_chassis (minbw.openstack.ovn_chassis_config)',
@@ -125,7 +129,8 @@ def drift(module):
 
 
 def main():
-    MinbwModule(dict(agent_configs=dict(type='list', elements='path', default=[]), host=dict(type='str'),
+    MinbwModule(dict(agent_configs=dict(type='list', elements='path', default=[]),
+                     config_dirs=dict(type='list', elements='path'), host=dict(type='str'),
                      neutron=dict(type='bool', default=True), ovn_chassis=dict(type='list', elements='dict', default=[]),
                      ovn_sb_db=dict(type='str'),
                      ovn_sbctl=dict(type='list', elements='str', default=['ovn-sbctl']))).run(drift)

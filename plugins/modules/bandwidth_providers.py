@@ -30,7 +30,9 @@ options:
   agent_configs:
     description:
       - Agent ini files on the target, for example C(/etc/neutron/plugins/ml2/openvswitch_agent.ini)
-        (section C([ovs])) and C(/etc/neutron/plugins/ml2/sriov_agent.ini) (section C([sriov_nic])).
+        (section C([ovs])) and C(/etc/neutron/plugins/ml2/sriov_agent.ini) (section C([sriov_nic])), and the files
+        their agents read beside them (C(/etc/neutron/neutron.conf)), in the order of the agents' C(--config-file)
+        options (how they are layered - O(config_dirs)).
       - The agent type of each file is told by its C(bridge_mappings) or C(physical_device_mappings).
     type: list
     elements: path
@@ -40,8 +42,8 @@ options:
         (C(openvswitch) or C(sriov)), an optional C(host), and the option names of
         M(minbw.openstack.agent_config) (C(bridge_mappings), C(physical_device_mappings),
         C(resource_provider_bandwidths), ...) with the same value shapes.
-      - At least one of O(agent_configs), O(agents), O(ovn_chassis) and O(ovn_sb_db) is required; several
-        may be given.
+      - At least one of O(agent_configs), O(config_dirs), O(agents), O(ovn_chassis) and O(ovn_sb_db) is required;
+        several may be given.
     type: list
     elements: dict
   ovn_chassis:
@@ -129,7 +131,8 @@ options:
   host:
     description:
       - The agents' host, which is also the default hypervisor name (the name of the root provider).
-      - Defaults to C([DEFAULT] host) of each file.
+      - Defaults to C([DEFAULT] host) as each agent reads it (from the last of its files that sets it); needed
+        only when no file of an agent sets it.
     type: str
   create_root:
     description:
@@ -147,6 +150,7 @@ options:
     type: dict
 extends_documentation_fragment:
   - minbw.openstack.auth
+  - minbw.openstack.agent_files
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -169,6 +173,18 @@ EXAMPLES = r'''
 - name: Show what changed
   ansible.builtin.debug:
     msg: "{{ sync.writes }} writes; kept: {{ sync.kept | map(attribute='name') | list }}"
+
+- name: A kolla-ansible compute - neutron.conf under the agent's own file, as the agent reads them
+  minbw.openstack.bandwidth_providers:
+    cloud: mycloud
+    agent_configs:
+      - /etc/kolla/neutron-openvswitch-agent/neutron.conf
+      - /etc/kolla/neutron-openvswitch-agent/openvswitch_agent.ini
+
+- name: An edpm-ansible node's SR-IOV agent - all its files in its config dir ([SRIOV_NIC] is [sriov_nic])
+  minbw.openstack.bandwidth_providers:
+    cloud: mycloud
+    config_dirs: [/var/lib/openstack/neutron-sriov-agent]
 
 - name: Standalone demo against the embedded Placement, creating the compute node root
   minbw.openstack.bandwidth_providers:
@@ -315,7 +331,8 @@ def ensure(module):
     ovn = OvnSources(values=tuple(p['ovn_chassis'] or ()), southbound=p['ovn_sb_db'] is not None,
                      sb_db=p['ovn_sb_db'] or None, sbctl=tuple(p['ovn_sbctl']))
     result = sync(module.cloud(), ProvidersRequest(
-        agent_configs=tuple(p['agent_configs'] or ()), agents=tuple(p['agents'] or ()), ovn=ovn, host=p['host'],
+        agent_configs=tuple(p['agent_configs'] or ()), config_dirs=tuple(p['config_dirs'] or ()),
+        agents=tuple(p['agents'] or ()), ovn=ovn, host=p['host'],
         check=module.check_mode, absent=p['state'] == 'absent', create_root=p['create_root'],
         root_inventories=p['root_inventories'], cache=Cache.at(p['cache_file']) if p['cache'] else NO_CACHE,
         cache_max_age=p['cache_max_age'], cache_check_interval=p['cache_check_interval'], workers=p['workers']))
@@ -336,6 +353,7 @@ def ensure(module):
 def main():
     MinbwModule(dict(
         agent_configs=dict(type='list', elements='path'),
+        config_dirs=dict(type='list', elements='path'),
         agents=dict(type='list', elements='dict'),
         ovn_chassis=dict(type='list', elements='dict'),
         ovn_sb_db=dict(type='str'),
@@ -350,7 +368,7 @@ def main():
         host=dict(type='str'),
         create_root=dict(type='bool', default=False),
         root_inventories=dict(type='dict'),
-    ), required_one_of=[('agent_configs', 'agents', 'ovn_chassis', 'ovn_sb_db')]).run(ensure)
+    ), required_one_of=[('agent_configs', 'config_dirs', 'agents', 'ovn_chassis', 'ovn_sb_db')]).run(ensure)
 
 
 if __name__ == '__main__':

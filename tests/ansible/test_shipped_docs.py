@@ -1,5 +1,6 @@
 """The documentation that ships with the collection: README.collection.md lists what the collection holds (generated,
-so an omission fails here), every link and every path it names resolves inside the tarball or is an absolute URL,
+so an omission fails here), every link and every path it names resolves inside the tarball or is an absolute URL
+(or, in backquotes, a file of a checkout's code, tests or results),
 and the documentation site builds (docs/site/build.sh: antsibull-docs lint-collection-docs, then antsibull-docs and
 Sphinx with warnings as errors) with a page for every module, role, filter and guide. And what the docs state
 about the collection holds for the files that decide it: the modules need requirements.txt alone (they import
@@ -33,6 +34,9 @@ spec.loader.exec_module(collection_readme)
 TOP_LEVEL = {p.name for p in REPO.iterdir() if not p.name.startswith(".")}
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE = re.compile(r"`([^`\s]+)`")
+# the repository's code, tests and results, which never ship: a shipped doc names them in backquotes as files of a
+# checkout of the repository (README.collection.md, "Compatibility", says so; minbw has no public home to link to)
+CHECKOUT_ONLY = ("python/", "tests/", "bench/", "contrib/", "patches/")
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 
 
@@ -69,9 +73,11 @@ def problems(doc: str, text: str, shipped: set[str]) -> list[str]:
         candidates = [str(PurePosixPath(*_normal(here / path))) if path else doc]
         if kind == "path":
             candidates.append(path)  # a path in backquotes may be named from the collection's root
+            if path.startswith(CHECKOUT_ONLY) and any(REPO.glob(path.split("::")[0])):  # in a checkout (a test's id)
+                continue
         if not any(fnmatch.filter(shipped, c) for c in candidates):  # plugins/modules/*.py names shipped files
-            found.append(f"{doc}: {kind} {target!r} is not in the tarball: name a shipped file or link an "
-                         "absolute URL")
+            found.append(f"{doc}: {kind} {target!r} is not in the tarball: name a shipped file, a file of the "
+                         "checkout's code, tests or results in backquotes, or link an absolute URL")
     return found
 
 
@@ -110,6 +116,8 @@ def test_every_link_and_path_in_the_shipped_docs_resolves_in_the_tarball(shipped
 @pytest.mark.parametrize("text, wrong", [
     ("see [the e2e tests](docs/e2e.md)", ["link 'docs/e2e.md'"]),
     ("see `tests/e2e/test_x.py`", ["path 'tests/e2e/test_x.py'"]),
+    ("see `tests/ansible/test_packaging.py` and [it](../tests/ansible/test_packaging.py)",
+     ["link '../tests/ansible/test_packaging.py'"]),
     ("see [x](../../outside.md) and `docs/collection.md`", ["link '../../outside.md'", "path 'docs/collection.md'"]),
     ("[ok](docs/operators.md#kolla-ansible), [ok](https://example.org/x), `/etc/kolla/config`, `group/minbw.x`, "
      "[ok](#install), `plugins/modules/*.py`, [`tests/x.py`](https://example.org/tests/x.py)"
@@ -166,7 +174,9 @@ def test_the_site_builds(tmp_path):
     names = [ep.name.replace("_", " ") for ep in metadata.entry_points(group="openstack.bandwidth.v1")]
     assert len(names) > 20 and all(f"openstack {name}" in cli for name in names)
     port = (html / plugins / "port_module.html").read_text()
-    assert "openstacksdk &gt;= 4.0" in port and "git+https://github.com/minbw/minbw.git" in port  # how to install it
+    # how to install it: from the tarball (no public home to name, not on Galaxy)
+    assert "openstacksdk &gt;= 4.0" in port and '<span class="pre">minbw-openstack-*.tar.gz</span>' in port
+    assert "github.com/minbw" not in port and "galaxy.ansible.com" not in port
     # the guides' links between each other and to the README are links in the site too
     operators = (html / "docs/operators.html").read_text()
     assert 'href="../README.collection.html' in operators
@@ -234,14 +244,18 @@ def test_the_modules_need_requirements_txt_alone_as_the_docs_say():
 
 
 def test_the_roles_that_run_the_command_line_are_the_ones_named():
-    """Only roles with a ``*_minbw`` variable (the command they run) need minbw's command line installed; no role
-    installs it; README.collection.md names exactly those roles, each with its extra."""
+    """Only roles with a ``*_minbw`` variable (the command they run) need minbw's command line; of them only
+    bandwidth_exporter installs it, into a virtualenv of its own from the wheel it is given (minbw is not on PyPI);
+    README.collection.md names exactly those roles, each with its extra."""
     running = {role.name for role in (REPO / "roles").iterdir()
                if re.search(r"^\w+_minbw:", (role / "defaults/main.yml").read_text() if (role / "defaults/main.yml")
                             .exists() else "", re.M)}
     assert running == {"placement_local", "bandwidth_exporter"}
-    for tasks in (REPO / "roles").glob("*/tasks/*.yml"):
-        assert not re.search(r"(ansible\.builtin\.)?pip:", tasks.read_text()), tasks
+    installing = {tasks.parts[-3] for tasks in (REPO / "roles").glob("*/tasks/*.yml")
+                  if re.search(r"(ansible\.builtin\.)?pip:|'pip', 'install'", tasks.read_text())}
+    assert installing == {"bandwidth_exporter"}
+    install = (REPO / "roles/bandwidth_exporter/tasks/install.yml").read_text()
+    assert "_bandwidth_exporter_wheel }}[exporter]" in install and "bandwidth_exporter_venv ~ '/bin/python'" in install
     bullet = _bullet(_section((REPO / "README.collection.md").read_text(), "Requirements"), "Only two roles run")
     assert {r for r in re.findall(r"`(\w+)`", bullet) if (REPO / "roles" / r).is_dir()} == running
     extras = tomllib.loads((REPO / "python/pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -255,7 +269,7 @@ NOT_ON_PYPI = re.compile(r"pip install\s+['\"]?minbw(?:\[[^\]]*\])?+['\"]?(?![\w
     ("pip install 'minbw[placement]'", True),
     ("pip install minbw", True),
     ("`pip install minbw[plot]` and more", True),
-    ("pip install 'minbw[placement,exporter] @ git+https://github.com/minbw/minbw.git#subdirectory=python'", False),
+    ("pip install 'minbw[placement,exporter] @ git+file:///srv/minbw#subdirectory=python'", False),
     ("pip install 'minbw-0.2.0-py3-none-any.whl[placement]'", False),
     ("pip install './python[all]'", False),
 ])

@@ -9,9 +9,9 @@ from minbw.cli.options import (add_agent_config_argument, add_ovn_arguments, add
 
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")
-# the options a drift that compared nothing names (minbw.usecases.drift.nothing_compared)
-OPTIONS = {"agent_configs": "--agent-config FILE", "neutron": "--no-neutron", "ovn_sb_db": "--ovn-sb-db [DB]",
-           "ovn_chassis": "--ovn-chassis FILE", "ovs_db": "--ovs-db [DB]"}
+# how errors name the options, among them those a drift that compared nothing names (usecases.drift.nothing_compared)
+OPTIONS = {"agent_configs": "--agent-config FILE", "config_dirs": "--config-dir", "neutron": "--no-neutron",
+           "ovn_sb_db": "--ovn-sb-db [DB]", "ovn_chassis": "--ovn-chassis FILE", "ovs_db": "--ovs-db [DB]"}
 
 
 class ShowDrift(Command):
@@ -24,7 +24,8 @@ class ShowDrift(Command):
     def add_arguments(self, parser):
         add_report_cache_argument(parser)
         add_agent_config_argument(parser, "an OVS or SR-IOV agent ini file (leave out: Neutron vs Placement only)")
-        parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
+        parser.add_argument("--host", help="the agent host, over the files' [DEFAULT] host (needed only when no "
+                                           "file of an agent sets it)")
         parser.add_argument("--no-neutron", dest="neutron", action="store_false",
                             help="do not read the agents from Neutron (e.g. against the embedded Placement)")
         add_ovn_arguments(parser, southbound_help="the agent side for ML2/OVN: every chassis of the OVN southbound "
@@ -37,7 +38,7 @@ class ShowDrift(Command):
         from minbw.usecases.providers import OvnSources
         result = drift(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), DriftRequest(
             tuple(parsed_args.agent_config), parsed_args.host, parsed_args.neutron, option="--agent-config",
-            options=OPTIONS,
+            options=OPTIONS, config_dirs=tuple(parsed_args.config_dir),
             chassis=ovn_sources(parsed_args, southbound=False),
             southbound=OvnSources(southbound=parsed_args.ovn_sb_db is not None, sb_db=parsed_args.ovn_sb_db or None,
                                   sbctl=parsed_args.ovn_sbctl)))

@@ -44,7 +44,8 @@ class Exporter(Command):
                                  "check (default 300)")
         add_agent_config_argument(parser, "an OVS or SR-IOV agent ini file the drift compares with Placement",
                                   default=None)
-        parser.add_argument("--host", help="the agent host when the files do not set [DEFAULT] host")
+        parser.add_argument("--host", help="the agent host, over the files' [DEFAULT] host (needed only when no "
+                                           "file of an agent sets it)")
         parser.add_argument("--no-neutron", dest="neutron", action="store_const", const=False,
                             help="the drift does not read the agents from Neutron")
         add_ovn_arguments(parser, southbound_help="the drift's agent side for ML2/OVN: every chassis of the OVN "
@@ -80,6 +81,7 @@ class Exporter(Command):
                          slow_interval=parsed_args.slow_interval, interval=parsed_args.interval, host=parsed_args.host, neutron=parsed_args.neutron,
                          workers=parsed_args.workers, owner_nova=parsed_args.owner_nova,
                          agent_configs=tuple(parsed_args.agent_config) if parsed_args.agent_config else None,
+                         config_dirs=tuple(parsed_args.config_dir) if parsed_args.config_dir else None,
                          port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,
                          ovn_chassis=tuple(parsed_args.ovn_chassis) if parsed_args.ovn_chassis else None,
                          ovn_sb_db=parsed_args.ovn_sb_db, ovs_db=parsed_args.ovs_db, ovn_sbctl=parsed_args.ovn_sbctl,

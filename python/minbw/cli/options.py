@@ -191,12 +191,24 @@ def add_service_cloud_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_agent_config_argument(parser: argparse.ArgumentParser, what: str, default=()) -> None:
-    """``--agent-config FILE [FILE ...]``: agent ini files, several after one option (a shell glob) and/or the
-    option repeated. (One option with many values, not the option once per file: argparse parses N repeated
-    options in time quadratic in N, about 8 s for 20,000.)"""
+    """``--agent-config FILE [FILE ...]`` and ``--config-dir DIR``: the agents' files, read as the agents read their
+    ``--config-file`` and ``--config-dir`` (minbw.neutron.agentconf.agents_of); the files several after one option (a
+    shell glob) and/or the option repeated. (One option with many values, not the option once per file: argparse
+    parses N repeated options in time quadratic in N, about 8 s for 20,000.)"""
     parser.add_argument("--agent-config", action="extend", nargs="+", metavar="FILE",
                         default=list(default) if default is not None else None,
-                        help=f"{what}; several after one option (e.g. a shell glob) or the option repeated")
+                        help=f"{what}, or a file the agents read beside it (neutron.conf); several after one option "
+                             "(e.g. a shell glob) or the option repeated, in the order of the agent's --config-file "
+                             "options. Each file that sets [ovs] bridge_mappings or [sriov_nic] "
+                             "physical_device_mappings (the section's name in any case) is one agent, which reads "
+                             "the files that set neither, in the order given, then the --config-dir files; later "
+                             "files win, option by option")
+    parser.add_argument("--config-dir", action="append", metavar="DIR",
+                        default=list(default) if default is not None else None,
+                        help="a directory whose .conf files (sorted by name) every agent reads after the "
+                             "--agent-config files, as an agent's --config-dir; repeat for several. When no "
+                             "--agent-config file is an agent's own, the whole set is one agent's (edpm-ansible "
+                             "writes all of an agent's files in its config dir)")
 
 
 def add_ovn_arguments(parser: argparse.ArgumentParser, *, southbound_help: str | None = None) -> None:

@@ -12,7 +12,7 @@ PLAN_COLUMNS = ("step", "write")
 PROVIDER_COLUMNS = ("uuid", "name", "generation", "root_provider_uuid", "parent_provider_uuid")
 INVENTORY_COLUMNS = ("resource_class", "allocation_ratio", "min_unit", "max_unit", "reserved", "step_size", "total",
                      "used")
-OPTION_NAMES = {"workers": "--workers", "cache_max_age": "--cache-max-age",
+OPTION_NAMES = {"workers": "--workers", "cache_max_age": "--cache-max-age", "config_dirs": "--config-dir",
                 "cache_check_interval": "--cache-check-interval", "root_inventories": "--root-inventory"}
 
 
@@ -42,7 +42,8 @@ class SyncProviders(Command):
     def add_arguments(self, parser):
         from minbw.cli.options import resource
         add_agent_config_argument(parser, "an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file")
-        parser.add_argument("--host", help="the agent host ([DEFAULT] host); also the default hypervisor name")
+        parser.add_argument("--host", help="the agent host, over the files' [DEFAULT] host (needed only when no "
+                                           "file of an agent sets it); also the default hypervisor name")
         add_ovn_arguments(parser)
         parser.add_argument("--create-root", action="store_true",
                             help="create a missing compute node root provider, as nova-compute would")
@@ -77,7 +78,8 @@ class SyncProviders(Command):
         from minbw.usecases import providers
         roots = resources_of(parsed_args.root_inventory or (), "--root-inventory") or None
         result = providers.sync(self.cloud(parsed_args, progress=True), providers.ProvidersRequest(
-            agent_configs=tuple(parsed_args.agent_config), ovn=ovn_sources(parsed_args), host=parsed_args.host,
+            agent_configs=tuple(parsed_args.agent_config), config_dirs=tuple(parsed_args.config_dir),
+            ovn=ovn_sources(parsed_args), host=parsed_args.host,
             check=parsed_args.dry_run,
             absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
             cache=NO_CACHE if parsed_args.no_cache else Cache.at(parsed_args.cache), cache_max_age=parsed_args.cache_max_age,

@@ -7,11 +7,13 @@ are raised as :class:`minbw.errors.ConfigError` naming the option and the file.
 """
 from __future__ import annotations
 
-import configparser
+import bisect
+import ipaddress
 import re
+import string
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Iterable, Mapping, Sequence
 
 from ..errors import ConfigError
 from . import naming
@@ -269,8 +271,10 @@ def _opt(options: Mapping[str, str], name: str, parser, source: str):
 
 
 def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, source: str = "options",
-                      tunnelled_rp_name: str = naming.RP_TUNNELLED) -> AgentConfig:
-    """Parse the agent section's raw string values as the agent does at start-up."""
+                      tunnelled_rp_name: str = naming.RP_TUNNELLED,
+                      origins: Mapping[str, str] = MappingProxyType({})) -> AgentConfig:
+    """Parse the agent section's raw string values as the agent does at start-up. An error names the option's
+    file from ``origins`` (option → the file that set it), else ``source``."""
     if kind not in naming.INI_KINDS:
         why = (": ML2/OVN is configured by chassis options, not agent options (minbw.neutron.ovn)"
                if kind == naming.OVN else "")
@@ -279,21 +283,25 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
     if not host:
         raise ConfigError("the agent host is empty: give --host (module option 'host') or [DEFAULT] host",
                           source=source)
+
+    def at(option: str) -> str:
+        return origins.get(option, source)
+
     if kind == naming.OVS:
         def _bridges(v):
             try:
                 return parse_mappings(parse_list(v))
             except ValueError as e:
                 raise ValueError(f"Parsing bridge_mappings failed: {e}.") from e
-        bridges = _opt(options, "bridge_mappings", _bridges, source)
+        bridges = _opt(options, "bridge_mappings", _bridges, at("bridge_mappings"))
         device_mappings = {p: (b,) for p, b in bridges.items()}
     else:
         raw = _opt(options, "physical_device_mappings",
-                   lambda v: parse_mappings(parse_list(v), unique_keys=False), source)
+                   lambda v: parse_mappings(parse_list(v), unique_keys=False), at("physical_device_mappings"))
         device_mappings = {p: tuple(devs) for p, devs in raw.items()}
 
     # The order of checks is the agents' own, so the first error reported is theirs too.
-    bandwidths = _opt(options, BANDWIDTHS, lambda v: parse_rp_bandwidths(parse_list(v)), source)
+    bandwidths = _opt(options, BANDWIDTHS, lambda v: parse_rp_bandwidths(parse_list(v)), at(BANDWIDTHS))
     devices = {d for devs in device_mappings.values() for d in devs}
     tunnelled = tunnelled_rp_name if kind == naming.OVS else None
 
@@ -301,25 +309,26 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
         try:
             validate_rp_bandwidth(bandwidths, devices, tunnelled_network_rp_name=tunnelled)
         except ValueError as e:
-            raise ConfigError(str(e), option=BANDWIDTHS, source=source,
+            raise ConfigError(str(e), option=BANDWIDTHS, source=at(BANDWIDTHS),
                               fix=f"list only devices mapped in {naming.AGENT_KINDS[kind].mappings_option}"
                                   + (f" (or {tunnelled})" if tunnelled else "")) from None
 
     pp: dict = {}
     pp_defaults: dict = {}
     if kind == naming.OVS:
-        without = _opt(options, PP_WITHOUT, lambda v: parse_rp_pp_without_direction(parse_list(v), host), source)
-        with_dir = _opt(options, PP_WITH, lambda v: parse_rp_pp_with_direction(parse_list(v), host), source)
+        without = _opt(options, PP_WITHOUT, lambda v: parse_rp_pp_without_direction(parse_list(v), host),
+                       at(PP_WITHOUT))
+        with_dir = _opt(options, PP_WITH, lambda v: parse_rp_pp_with_direction(parse_list(v), host), at(PP_WITH))
         if without and with_dir:
             raise ConfigError(f"{PP_WITHOUT} and {PP_WITH} configuration options are mutually exclusive.",
-                              option=f"{PP_WITHOUT}/{PP_WITH}", source=source,
+                              option=f"{PP_WITHOUT}/{PP_WITH}", source=at(PP_WITH),
                               fix="set only one of them (remove the other)")
         pp = without or with_dir
         validate()
-    inventory_defaults = _inventory_defaults(options, INVENTORY, source)
+    inventory_defaults = _inventory_defaults(options, INVENTORY, at(INVENTORY))
     if kind == naming.OVS:
-        pp_defaults = _inventory_defaults(options, PP_INVENTORY, source)
-    hyp_map = _opt(options, HYPERVISORS, parse_dict, source)
+        pp_defaults = _inventory_defaults(options, PP_INVENTORY, at(PP_INVENTORY))
+    hyp_map = _opt(options, HYPERVISORS, parse_dict, at(HYPERVISORS))
     default_hyp = (options.get(DEFAULT_HYPERVISOR) or "").strip() or host
     hypervisors = default_rp_hypervisors(hyp_map, device_mappings, default_hyp, tunnelled_network_rp_name=tunnelled)
     if kind == naming.SRIOV:
@@ -343,64 +352,294 @@ def _inventory_defaults(options: Mapping[str, str], name: str, source: str) -> d
     return _opt(options, name, lambda v: parse_rp_inventory_defaults(parse_dict(v)), source)
 
 
-# ---------------------------------------------------------------- ini files
+# ---------------------------------------------------------------- ini files, as oslo.config reads them
+
+DEFAULT = "DEFAULT"
+
+
+def group_of(section: str) -> str:
+    """The option group a section header names, as oslo.config finds it: ``DEFAULT`` as written, any other name
+    folded to lower case (``[SRIOV_NIC]`` is ``[sriov_nic]``; ``[default]`` is a group of its own, not DEFAULT)."""
+    return section if section == DEFAULT else section.lower()
+
+
+_LINES = re.compile(r"\r\n|\r|\n")  # the line ends Python's text mode reads (oslo.config opens files so)
+
 
 def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
-    """Sections → raw option strings, as oslo.config sees them (last value wins)."""
-    parser = configparser.ConfigParser(strict=False, interpolation=None, default_section="\0none",
-                                       comment_prefixes=("#", ";"), inline_comment_prefixes=None)
-    parser.optionxform = str  # keep option names as written
+    """Groups → raw option strings, as oslo.config's parser reads one file (``oslo_config.iniparser.BaseParser``
+    and ``cfg.ConfigParser``): sections of the same group (:func:`group_of`) merged, the last assignment of an
+    option winning; option names as written (oslo.config matches them case-sensitively); ``NAME = VALUE`` or
+    ``NAME: VALUE``, whichever separator comes first; one pair of equal quotes around a value removed; indented
+    lines continue the value (joined with newlines) until a blank line, a comment or the next option; a ``#`` or
+    ``;`` starts a comment only at the start of a line."""
+    groups: dict[str, dict[str, str]] = {}
+    group: str | None = None
+    key: str | None = None
+    value: list[str] = []
+    key_line = 0
+
+    def invalid(lineno: int, message: str, line: str) -> ConfigError:
+        return ConfigError(f"not a valid ini file: at line {lineno}, {message}: {line!r}", source=source,
+                           fix="every option must be NAME = VALUE under a [section] header, a continuation line "
+                               "indented right after it")
+
+    def assign() -> None:
+        if group is None:
+            raise invalid(key_line, "Section must be started before assignment", lines[key_line - 1].rstrip())
+        groups[group][key] = "\n".join(value)
+
+    lines = _LINES.split(text)
+    for lineno, raw in enumerate(lines, 1):
+        line = raw.rstrip()
+        if line.startswith((" ", "\t")):
+            if key is None:
+                raise invalid(lineno, "Unexpected continuation line", line)
+            value.append(line.lstrip())
+            continue
+        if key is not None:
+            assign()
+            key = None
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("["):
+            if not line.endswith("]"):
+                raise invalid(lineno, "Invalid section (must end with ])", line)
+            if len(line) <= 2:
+                raise invalid(lineno, "Empty section name", line)
+            group = group_of(line[1:-1])
+            groups.setdefault(group, {})
+            continue
+        colon, equal = line.find(":"), line.find("=")
+        if colon < 0 and equal < 0:
+            raise invalid(lineno, "No ':' or '=' found in assignment", line)
+        at = equal if colon < 0 or 0 <= equal < colon else colon
+        key, first = line[:at].strip(), line[at + 1:].strip()
+        if not key:
+            raise invalid(lineno, "Key cannot be empty", line)
+        if first and first[0] == first[-1] and first.startswith(('"', "'")):
+            first = first[1:-1]
+        value, key_line = [first], lineno
+    if key is not None:
+        assign()
+    return groups
+
+
+class _Template(string.Template):
+    idpattern = r"[_a-z][\._a-z0-9]*"  # oslo.config's ConfigOpts.Template (and string.Template's IGNORECASE)
+
+
+def oslo_value(raw: str, option: str, source: str) -> str:
+    """A raw value as oslo.config hands it to the agent: ``$$`` and ``\\$`` are a ``$``; ``$NAME`` and ``${NAME}``
+    are another option's value, which oslo.config takes from the agent's registered options and their defaults -
+    minbw knows neither, so such a value is refused, naming the reference."""
+    if "$" not in raw:
+        return raw
+    references: list[str] = []
+
+    class Refuse(dict):
+        def __missing__(self, name):
+            references.append(name)
+            raise KeyError(name)
+
+    value = _Template(raw.replace("\\$", "$$")).safe_substitute(Refuse())
+    if references:
+        raise ConfigError(f"${references[0]} stands for another option's value (oslo.config substitutes it), which "
+                          f"minbw does not read", option=option, source=source,
+                          fix="write the value itself (a $ that is meant as a $: $$)")
+    return value
+
+
+@dataclass(frozen=True)
+class Layers:
+    """Files read one after another, as an agent reads its ``--config-file`` and ``--config-dir`` files: for each
+    group and option the value of the last file that sets it (``groups``), and that file (``origins``)."""
+
+    files: tuple[str, ...]
+    groups: Mapping[str, Mapping[str, str]]
+    origins: Mapping[str, Mapping[str, str]]
+
+    def group(self, name: str) -> Mapping[str, str]:
+        return self.groups.get(name, {})
+
+    def value(self, group: str, option: str) -> str | None:
+        """The option's value as the agent gets it (None: no file sets it)."""
+        raw = self.group(group).get(option)
+        return None if raw is None else oslo_value(raw, option, self.origins[group][option])
+
+    def host(self) -> str:
+        """``[DEFAULT] host`` as the agent takes it (empty: no file sets it); a value the agent refuses (it does
+        not start) is a ConfigError."""
+        raw = self.value(DEFAULT, "host")
+        if raw is None:
+            return ""
+        try:
+            return host_address(raw)
+        except ValueError as e:
+            raise ConfigError(f"the agent host is not valid: {e}; the agent does not start", option="host",
+                              source=self.origins[DEFAULT]["host"],
+                              fix="set [DEFAULT] host to the host's name (letters, digits and hyphens between "
+                                  "dots) or an IP address, or remove it (the agent's default: the machine's name)")
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Z0-9-]{1,63}(?<!-)$", re.IGNORECASE)
+
+
+def host_address(value: str) -> str:
+    """oslo.config's ``HostAddress`` type, that of ``[DEFAULT] host``: an IP address, else a host name of at most 253
+    characters whose dot-separated labels are 1-63 letters, digits and hyphens (no hyphen at either end), the last
+    not all digits; a trailing dot is dropped. ValueError otherwise."""
     try:
-        parser.read_string(text, source=source)
-    except configparser.Error as e:
-        raise ConfigError(f"not a valid ini file: {_one_line(e)}", source=source,
-                          fix="every option must be NAME = VALUE under a [section] header") from None
-    return {s: dict(parser.items(s)) for s in parser.sections()}
+        if "%" not in value:  # a scoped IPv6 address: ipaddress takes it, oslo.config (netaddr) does not
+            ipaddress.ip_address(value)
+            return value
+    except ValueError:
+        pass
+    name = value[:-1] if value.endswith(".") else value
+    if not value or len(value) > 253 or not re.search("[a-zA-Z-]", name.split(".")[-1]) \
+            or not all(_HOST_LABEL.match(label) for label in name.split(".")):
+        raise ValueError(f"{value!r} is not a valid host address (an IP address or a host name)")
+    return name
 
 
-def _one_line(e) -> str:
-    return " ".join(str(e).split())
+def layer(files: Iterable[tuple[str, Mapping[str, Mapping[str, str]]]]) -> Layers:
+    """``(path, read_ini(...))`` in the order the agent reads them → their :class:`Layers` (a later file's option
+    over an earlier one's, option by option)."""
+    groups: dict[str, dict[str, str]] = {}
+    origins: dict[str, dict[str, str]] = {}
+    paths = []
+    for path, sections in files:
+        paths.append(path)
+        for group, options in sections.items():
+            groups.setdefault(group, {}).update(options)
+            origins.setdefault(group, {}).update(dict.fromkeys(options, path))
+    return Layers(tuple(paths), groups, origins)
 
 
-def detect_kind(sections: Mapping[str, Mapping[str, str]], source: str) -> str:
-    kinds = [k for k in naming.INI_KINDS for ak in (naming.AGENT_KINDS[k],)
-             if ak.ini_section in sections and ak.mappings_option in sections[ak.ini_section]]
-    if len(kinds) != 1:
-        found = ", ".join(f"[{naming.AGENT_KINDS[k].ini_section}] {naming.AGENT_KINDS[k].mappings_option}"
-                          for k in kinds) or "neither"
-        raise ConfigError("cannot tell the agent kind: expected exactly one of [ovs] bridge_mappings "
-                          f"(Open vSwitch agent) or [sriov_nic] physical_device_mappings (SR-IOV agent), "
-                          f"found {found}; pass the kind explicitly", source=source)
-    return kinds[0]
+def conf_files(directory: str, names: Iterable[str]) -> list[str]:
+    """What oslo.config reads of a ``--config-dir`` whose entries are ``names``: ``sorted(glob(DIR/*.conf))`` (no
+    name starting with a dot; sorted as Python sorts strings)."""
+    prefix = directory if directory.endswith("/") else directory + "/"  # os.path.join's
+    return sorted(prefix + n for n in names if n.endswith(".conf") and not n.startswith("."))
+
+
+def own_kinds(sections: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
+    """The agent kinds a file is the own file of: it sets their mappings option (``[ovs] bridge_mappings``,
+    ``[sriov_nic] physical_device_mappings``)."""
+    return tuple(k for k in naming.INI_KINDS for ak in (naming.AGENT_KINDS[k],)
+                 if ak.mappings_option in sections.get(ak.ini_section, {}))
+
+
+@dataclass(frozen=True)
+class AgentFiles:
+    """One agent of a set of files: ``name`` its own file (what a unit of a sync is named after), ``kind`` (None:
+    the files do not tell) and the files it reads."""
+
+    name: str
+    kind: str | None
+    layers: Layers
+
+
+def agents_of(files: Sequence[tuple[str, Mapping]], dir_files: Sequence[tuple[str, Mapping]] = ()) -> list[AgentFiles]:
+    """The agents a set configures (docs/operators.md, "The agent files minbw reads"): ``files`` the ``--config-file``
+    files, read, in their order, ``dir_files`` the ``--config-dir`` files, read after them. A file that sets an
+    agent's mappings option is that agent's own; each such file is one agent, which reads the other files - every
+    file that is no agent's own (neutron.conf, overrides) in the order given, then the ``dir_files``. When no file
+    of ``files`` is an agent's own, the whole set is one agent's command line (a config dir holding everything,
+    as edpm-ansible writes it): an agent of each kind whose mappings option the set gives."""
+    kinds_of = [own_kinds(sections) for _path, sections in files]
+    shared = [i for i, kinds in enumerate(kinds_of) if not kinds]  # (indexes: 20,000 hosts' files are linear)
+    agents = []
+    for i, kinds in enumerate(kinds_of):
+        before = bisect.bisect(shared, i)
+        chosen = [files[j] for j in shared[:before]] + [files[i]] + [files[j] for j in shared[before:]]
+        agents += [AgentFiles(files[i][0], kind, layer([*chosen, *dir_files])) for kind in kinds]
+    if agents or not (files or dir_files):
+        return agents
+    whole = layer([*files, *dir_files])
+    kinds = own_kinds(whole.groups)
+    return [AgentFiles(whole.origins[naming.AGENT_KINDS[k].ini_section][naming.AGENT_KINDS[k].mappings_option], k,
+                       whole) for k in kinds] or [AgentFiles(", ".join(whole.files), None, whole)]
+
+
+def _no_kind(agent: AgentFiles) -> ConfigError:
+    return ConfigError("cannot tell the agent kind: expected [ovs] bridge_mappings (Open vSwitch agent) or "
+                       "[sriov_nic] physical_device_mappings (SR-IOV agent; the section's name in any case, as "
+                       "oslo.config reads it) in one of the files, found neither", source=agent.name,
+                       fix="give the agent's own ini file (openvswitch_agent.ini, sriov_agent.ini) with the others")
+
+
+def load_agent_files(agent: AgentFiles, host: str | None = None, machine_host: str = "") -> AgentConfig:
+    """An agent's files → its AgentConfig, the values as the agent reads them.
+
+    ``host`` overrides ``[DEFAULT] host``; without either the agent's host is ``machine_host`` (the caller's
+    ``socket.gethostname()``, as the agent's own default); without that, an error naming the files.
+    ``[ml2] tunnelled_network_rp_name`` is honoured. An error about an option names the file that set it."""
+    if agent.kind is None:
+        raise _no_kind(agent)
+    layers = agent.layers
+    section = naming.AGENT_KINDS[agent.kind].ini_section
+    host = host or layers.host() or machine_host
+    if not host:
+        raise ConfigError(f"the agent host is not known: no file of the agent ({', '.join(layers.files)}) sets "
+                          f"[DEFAULT] host", source=agent.name,
+                          fix="give --host (module option 'host') or set [DEFAULT] host in one of them")
+    tun = layers.value("ml2", "tunnelled_network_rp_name")
+    options = {o: layers.value(section, o) for o in OPTIONS[agent.kind] if o in layers.group(section)}
+    return load_agent_config(agent.kind, options, host, source=agent.name,
+                             tunnelled_rp_name=naming.RP_TUNNELLED if tun is None else tun,
+                             origins=layers.origins.get(section, {}))
+
+
+@dataclass(frozen=True)
+class UnreadAgent:
+    """An agent (or a file) of a set that could not be read: its unit name, kind ("" when not told), host (None
+    when not told) and the error."""
+
+    name: str
+    kind: str
+    host: str | None
+    error: ConfigError
+
+
+def read_agent_set(files: Sequence[tuple[str, str | ConfigError]],
+                   dir_files: Sequence[tuple[str, str | ConfigError]] = (), host: str | None = None,
+                   machine_host: str = "") -> list[AgentConfig | UnreadAgent]:
+    """The agents of a set of files (:func:`agents_of`), each read on its own: ``(path, text)`` pairs (or the
+    ConfigError of a file that could not be read). A file that cannot be read or parsed is one UnreadAgent, and the
+    agents are read without it."""
+    parsed: list[list[tuple[str, Mapping]]] = [[], []]
+    out: list[AgentConfig | UnreadAgent] = []
+    for into, given in zip(parsed, (files, dir_files)):
+        for path, text in given:
+            try:
+                if isinstance(text, ConfigError):
+                    raise text
+                into.append((path, read_ini(text, path)))
+            except ConfigError as e:
+                out.append(UnreadAgent(path, "", host, e))
+    for agent in agents_of(*parsed):
+        try:
+            out.append(load_agent_files(agent, host, machine_host))
+        except ConfigError as e:
+            try:
+                agent_host = host or agent.layers.host() or machine_host or None
+            except ConfigError:
+                agent_host = host
+            out.append(UnreadAgent(agent.name, agent.kind or "", agent_host, e))
+    return out
 
 
 def load_agent_ini(text: str, *, source: str, host: str | None = None, kind: str | None = None,
                    machine_host: str = "") -> AgentConfig:
-    """An agent ini file (openvswitch_agent.ini / ml2_conf.ini / sriov_agent.ini) → AgentConfig.
-
-    ``host`` overrides ``[DEFAULT] host``; without either the agent's host is ``machine_host`` (the
-    caller's ``socket.gethostname()``, as the agent's own default). ``[ml2] tunnelled_network_rp_name``
-    is honoured.
-    """
-    sections = read_ini(text, source)
-    kind = kind or detect_kind(sections, source)
-    section = naming.AGENT_KINDS[kind].ini_section
-    host = host or sections.get("DEFAULT", {}).get("host", "").strip() or machine_host
-    tun = sections.get("ml2", {}).get("tunnelled_network_rp_name", naming.RP_TUNNELLED).strip()
-    return load_agent_config(kind, sections.get(section, {}), host, source=source, tunnelled_rp_name=tun)
-
-
-def ini_host(text: str, source: str, host: str | None = None) -> str | None:
-    """The host an agent ini file's agent reports as (``host``, else ``[DEFAULT] host``), read even when the rest
-    of the file is wrong, so that a message about the file can name its host; None when it does not say or does
-    not read as an ini file."""
-    if host:
-        return host
-    try:
-        sections = read_ini(text, source)
-    except ConfigError:
-        return None
-    return sections.get("DEFAULT", {}).get("host", "").strip() or None
+    """One agent ini file (openvswitch_agent.ini / ml2_conf.ini / sriov_agent.ini) → AgentConfig
+    (:func:`load_agent_files` of it alone); ``kind`` given: that agent's section, whatever else the file has."""
+    layers = layer([(source, read_ini(text, source))])
+    kinds = own_kinds(layers.groups)
+    if kind is None and len(kinds) > 1:
+        raise ConfigError("cannot tell the agent kind: the file configures both [ovs] bridge_mappings and "
+                          "[sriov_nic] physical_device_mappings", source=source, fix="pass the kind explicitly")
+    return load_agent_files(AgentFiles(source, kind or (kinds[0] if kinds else None), layers), host, machine_host)
 
 
 _SECTION = re.compile(r"^\s*\[([^\]]+)\]\s*$")
@@ -408,7 +647,8 @@ _KEY = re.compile(r"^([^\s#;=:][^=:]*?)\s*[=:]")
 
 
 def edit_ini(text: str, section: str, updates: Mapping[str, str | None]) -> str:
-    """Set (or, with None, remove) options in one section; keep every other line as it is.
+    """Set (or, with None, remove) options in one section (its group: ``[SRIOV_NIC]`` is edited as ``sriov_nic``);
+    keep every other line as it is.
 
     The first occurrence of an option is replaced in place; later duplicates (which
     oslo.config would let win) and their continuation lines are removed.
@@ -424,16 +664,16 @@ def edit_ini(text: str, section: str, updates: Mapping[str, str | None]) -> str:
     for line in lines:
         m = _SECTION.match(line)
         if m:
-            current = m.group(1).strip()
+            current = group_of(m.group(1).strip())
             skipping = False
             out.append(line)
-            if current == section:
+            if current == group_of(section):
                 last_in_section = len(out)
             continue
         if skipping and line[:1] in (" ", "\t") and line.strip():
             continue  # continuation of a removed value
         skipping = False
-        if current == section:
+        if current == group_of(section):
             k = _KEY.match(line)
             key = k.group(1).strip() if k else None
             if key in updates:

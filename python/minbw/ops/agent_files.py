@@ -2,29 +2,23 @@
 Planning an edit of an ini file is pure: :mod:`minbw.plan.agent_file`."""
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 from minbw.errors import ConfigError
 from minbw.model.providers import Unit, error_line, unit_subject
 from minbw.neutron import naming
-from minbw.neutron.agentconf import AgentConfig, ini_host, load_agent_ini, load_agent_values
-
-
-def read_agent_configs(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), host: str | None = None,
-                       *, paths_option: str = "agent_configs") -> list[AgentConfig]:
-    """Agent ini files (``paths``) and agents given as option dicts (``agent_type``, ``host`` and the
-    agent's options), parsed as the agents would. ``host`` is the default agent host. The first bad one raises
-    its ConfigError."""
-    configs, errors = read_agent_units(paths, agents, host, paths_option=paths_option)
-    if errors:
-        raise errors[0][1]
-    return configs
+from minbw.neutron.agentconf import AgentConfig, UnreadAgent, conf_files, load_agent_values, read_agent_set
 
 
 def read_agent_units(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), host: str | None = None,
-                     *, paths_option: str = "agent_configs") -> tuple[list[AgentConfig], list[tuple[Unit, ConfigError]]]:
-    """:func:`read_agent_configs`, each file and option dict on its own: the configurations read, and each one
-    that could not be (as a skipped :class:`Unit`, with its error)."""
+                     *, config_dirs: Iterable[str] = (), paths_option: str = "agent_configs",
+                     dirs_option: str = "config_dirs") -> tuple[list[AgentConfig], list[tuple[Unit, ConfigError]]]:
+    """Agent ini files (``paths``, the agents' ``--config-file`` files in order, and ``config_dirs``, their
+    ``--config-dir``: :func:`minbw.neutron.agentconf.agents_of` tells the agents of the set) and agents given as
+    option dicts (``agent_type``, ``host`` and the agent's options), parsed as the agents would, each on its own: the
+    configurations read, and each one that could not be (as a skipped :class:`Unit`, with its error). ``host`` is
+    the default agent host."""
     configs, errors = [], []
     for i, values in enumerate(agents or ()):
         values = dict(values)
@@ -39,15 +33,33 @@ def read_agent_units(paths: Iterable[str] = (), agents: Iterable[Mapping] = (), 
         except ConfigError as e:
             errors.append((Unit(where, kind if kind in naming.INI_KINDS else "", agent_host, (),
                                 error_line(unit_subject(where), agent_host, e)), e))
-    for path in paths or ():
-        text = None
-        try:
-            text = read_text(path, paths_option)
-            configs.append(load_agent_ini(text, source=path, host=host))
-        except ConfigError as e:
-            file_host = host if text is None else ini_host(text, path, host)
-            errors.append((Unit(path, "", file_host, (), error_line(unit_subject(path), file_host, e)), e))
+    files = [(path, _text(path, paths_option)) for path in paths or ()]
+    dir_files = [(path, _text(path, dirs_option))
+                 for d in config_dirs or () for path in dir_conf_files(d, dirs_option)]
+    for agent in read_agent_set(files, dir_files, host):
+        if isinstance(agent, UnreadAgent):
+            errors.append((Unit(agent.name, agent.kind, agent.host, (),
+                                error_line(unit_subject(agent.name), agent.host, agent.error)), agent.error))
+        else:
+            configs.append(agent)
     return configs, errors
+
+
+def dir_conf_files(directory: str, option: str) -> list[str]:
+    """The files an agent reads of its ``--config-dir`` (``*.conf``, sorted); a directory that cannot be listed is
+    an error, as for the agent."""
+    try:
+        return conf_files(directory, os.listdir(directory))
+    except OSError as e:
+        raise ConfigError(e.strerror or str(e), option=option, source=directory,
+                          fix="give the path of a directory this user can list (the agent's --config-dir)") from None
+
+
+def _text(path: str, option: str) -> str | ConfigError:
+    try:
+        return read_text(path, option)
+    except ConfigError as e:
+        return e
 
 
 def read_text(path: str, option: str) -> str:

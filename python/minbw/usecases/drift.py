@@ -21,7 +21,8 @@ from minbw.usecases.providers import OvnSources
 
 @dataclass(frozen=True)
 class DriftRequest:
-    """``agent_configs``: ini files to compare (none: Neutron vs Placement only); ``neutron``: read what the
+    """``agent_configs``: ini files to compare (none: Neutron vs Placement only), with ``config_dirs`` read as the
+    agents read them (:func:`minbw.neutron.agentconf.agents_of`); ``neutron``: read what the
     agents report (off against a cloud of Placement alone). ``chassis``: OVN chassis options as the computes
     hold them (the ini side); ``southbound``: the southbound database's chassis (the agent side). ``options``: how
     the front end names agent_configs, neutron, ovn_sb_db, ovn_chassis, ovs_db (in the message of a drift that
@@ -34,6 +35,7 @@ class DriftRequest:
     chassis: OvnSources = OvnSources()
     southbound: OvnSources = OvnSources()
     options: Mapping[str, str | None] = field(default_factory=dict)
+    config_dirs: tuple[str, ...] = ()
 
     def name(self, option: str) -> str | None:
         return self.options.get(option, self.option if option == "agent_configs" else option)
@@ -60,7 +62,8 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     chassis = request.chassis.read(request.host)[0] if request.chassis.given else []
     southbound = request.southbound.read()[0] if request.southbound.given else None
     # each ini file and chassis on its own: one that cannot be read is named and left out of the comparison
-    configs, unread = read_agent_units(request.agent_configs, host=request.host, paths_option=request.option)
+    configs, unread = read_agent_units(request.agent_configs, host=request.host, config_dirs=request.config_dirs,
+                                       paths_option=request.option, dirs_option=request.name("config_dirs"))
     ini = ovn.desired(configs, chassis, skipped=[u for u, _ in unread], isolate=True) \
         if (configs or chassis or unread) else None
     if ini is not None and ini.skipped and len(ini.skipped) == len(ini.units):  # nothing to compare

@@ -69,7 +69,8 @@ class PortSize:
 class ExporterRequest:
     """``port_sizes`` the headroom is counted for; the HTTP ``address``/``port``; ``interval`` seconds between
     collections; ``slow_interval`` seconds between runs of the slow reports (and of the provider cache's safety
-    check); ``agent_configs`` (and ``host``) the ini files the drift compares;
+    check); ``agent_configs``, ``config_dirs`` (and ``host``) the ini files the drift compares, read as the agents
+    read them;
     ``neutron`` / ``audit``: None = when the cloud has the services; ``cache`` the provider cache (the sync's
     file by default); ``workers`` providers read at once; ``owner_nova`` whether every
     nova-compute reports OWNER_NOVA (None: decided at each safety check, :mod:`minbw.ops.nova_query`).
@@ -85,6 +86,7 @@ class ExporterRequest:
     slow_interval: float = DEFAULT_SLOW_INTERVAL
     interval: float = DEFAULT_INTERVAL
     agent_configs: tuple[str, ...] = ()
+    config_dirs: tuple[str, ...] = ()
     host: str | None = None
     neutron: bool | None = None
     audit: bool | None = None
@@ -112,7 +114,8 @@ class ExporterRequest:
         """From the exporter's YAML config (docs/exporter.md), options given on the command line winning."""
         if not isinstance(config, Mapping):
             raise InvalidInput(f"the exporter's config: expected a mapping of options, got {type(config).__name__}")
-        keys = ("port_sizes", "listen_address", "listen_port", "interval", "slow_interval", "agent_configs", "host",
+        keys = ("port_sizes", "listen_address", "listen_port", "interval", "slow_interval", "agent_configs",
+                "config_dirs", "host",
                 "neutron", "audit", "cache", "workers", "owner_nova", "ovn_chassis", "ovn_sb_db", "ovs_db", "ovn_sbctl",
                 "ovs_vsctl", "tls_server_config", "basic_auth_users")
         unknown = sorted(set(config) - set(keys))
@@ -127,7 +130,8 @@ class ExporterRequest:
                   "port": config.get("listen_port", DEFAULT_PORT),
                   "slow_interval": float(config.get("slow_interval", DEFAULT_SLOW_INTERVAL)),
                   "interval": float(config.get("interval", DEFAULT_INTERVAL)),
-                  "agent_configs": tuple(config.get("agent_configs") or ()), "host": config.get("host"),
+                  "agent_configs": tuple(config.get("agent_configs") or ()),
+                  "config_dirs": tuple(_strings(config.get("config_dirs"), "config_dirs")), "host": config.get("host"),
                   "neutron": config.get("neutron"), "audit": config.get("audit"),
                   "cache": Cache.of(config.get("cache", True)), "workers": int(config.get("workers", DEFAULT_WORKERS)),
                   "owner_nova": _owner_nova(config.get("owner_nova", "auto")),
@@ -210,7 +214,8 @@ class SlowReports:
         """Each report once (a failed one keeps its results out of the metrics); the results and statuses."""
         self._run("audit", self._audit)
         r = self.request
-        if r.agent_configs or r.ovn_chassis or r.ovs_db is not None or r.ovn_sb_db is not None or self._neutron():
+        if r.agent_configs or r.config_dirs or r.ovn_chassis or r.ovs_db is not None or r.ovn_sb_db is not None \
+                or self._neutron():
             self._run("drift", self._drift)
         self.reader.save()
         return SlowResults(self.findings, self.audit_kinds, self.drift_rows, dict(self.status))
@@ -255,12 +260,14 @@ class SlowReports:
                              vsctl=r.ovs_vsctl)
         southbound = OvnSources(southbound=r.ovn_sb_db is not None, sb_db=r.ovn_sb_db or None, sbctl=r.ovn_sbctl)
         result = drift(self.cloud, DriftRequest(r.agent_configs, r.host, self._neutron(), chassis=chassis,
+                                                config_dirs=r.config_dirs,
                                                 southbound=southbound, options=DRIFT_OPTIONS), reader=self.reader)
         self.drift_rows = result.rows
 
 
 # how a drift that compared nothing names the exporter's options (its config's keys)
-DRIFT_OPTIONS = {"agent_configs": "agent_configs (--agent-config)", "neutron": "neutron: false",
+DRIFT_OPTIONS = {"agent_configs": "agent_configs (--agent-config)", "config_dirs": "config_dirs (--config-dir)",
+                 "neutron": "neutron: false",
                  "ovn_sb_db": "ovn_sb_db (--ovn-sb-db)", "ovn_chassis": "ovn_chassis (--ovn-chassis)",
                  "ovs_db": "ovs_db (--ovs-db)"}
 

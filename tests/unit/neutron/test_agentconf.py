@@ -149,7 +149,8 @@ def test_seed_003_values_and_messages():
 def test_kind_detection_and_host_errors():
     with pytest.raises(ConfigError, match="cannot tell the agent kind"):
         ac.load_agent_ini("[DEFAULT]\nhost = x\n", source="empty.ini")
-    with pytest.raises(ConfigError, match="agent host is empty"):
+    with pytest.raises(ConfigError, match=r"the agent host is not known: no file of the agent \(ovs.ini\) sets "
+                                          r"\[DEFAULT\] host\. Fix: give --host"):
         ac.load_agent_ini("[ovs]\nbridge_mappings = a:b\n", source="ovs.ini")
     cfg = ac.load_agent_ini("[DEFAULT]\nhost = h1\n[ovs]\nbridge_mappings = a:b\n", source="ovs.ini")
     assert cfg.host == "h1" and dict(cfg.hypervisors) == {"b": "h1", "rp_tunnelled": "h1"}

@@ -55,12 +55,11 @@ def plan_agent_file(path: str, text: str, kind: str, values: Mapping[str, object
         rendered = agentconf.render_options(kind, values)
         updates = {o: v for o, v in rendered.items() if not agentconf.same_value(o, current.get(o), v)}
     after = agentconf.edit_ini(text, section, updates) if updates else text
-    sections = agentconf.read_ini(after, source=path)
+    agentconf.read_ini(after, source=path)  # the new text parses as the agent parses it
     configurations = None
     if kind in naming.INI_KINDS:
         # the agent's host: as the agent finds it ([DEFAULT] host, else the machine's name)
-        agent_host = host or sections.get("DEFAULT", {}).get("host", "").strip() or machine_host
-        config = load_agent_ini(after, source=path, host=agent_host, kind=kind)
+        config = load_agent_ini(after, source=path, host=host, kind=kind, machine_host=machine_host)
         desired_state([config])  # what Placement would refuse (e.g. reserved > total)
         configurations = config.configurations()
     return FileEdit(path, section, text, after, updates, configurations)

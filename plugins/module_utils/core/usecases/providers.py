@@ -51,10 +51,13 @@ class OvnSources:
 
 @dataclass(frozen=True)
 class ProvidersRequest:
-    """The agents' configuration (ini files and/or option dicts) and how to sync it: ``cache`` the provider cache
-    (the sync's file for the endpoint by default). ``option``: how the front end names the files."""
+    """The agents' configuration (ini files and/or option dicts) and how to sync it: ``agent_configs`` the agents'
+    ``--config-file`` files in order and ``config_dirs`` their ``--config-dir`` (read as the agents read them,
+    :func:`minbw.neutron.agentconf.agents_of`); ``cache`` the provider cache (the sync's file for the endpoint by
+    default). ``option``: how the front end names the files."""
 
     agent_configs: tuple[str, ...] = ()
+    config_dirs: tuple[str, ...] = ()
     agents: tuple[Mapping, ...] = ()
     ovn: OvnSources = OvnSources()
     host: str | None = None
@@ -145,17 +148,19 @@ class ProvidersResult:
 def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     """Plan (``check``) or make the writes that bring Placement to the configuration (``absent``: remove these
     agents' providers where nothing is allocated)."""
-    if not (request.agent_configs or request.agents or request.ovn.given):
+    if not (request.agent_configs or request.config_dirs or request.agents or request.ovn.given):
         raise InvalidInput("give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
-                           "chassis options (--agent-config FILE, --ovn-chassis FILE, --ovn-sb-db [DB], "
-                           "--ovs-db [DB]; the module's agent_configs, agents, ovn_chassis, ovn_sb_db)")
+                           "chassis options (--agent-config FILE, --config-dir DIR, --ovn-chassis FILE, --ovn-sb-db "
+                           "[DB], --ovs-db [DB]; the module's agent_configs, config_dirs, agents, ovn_chassis, "
+                           "ovn_sb_db)")
     kept, digest = _kept_desired(cloud, request)
     desired = desired_memo.load(kept, digest) if digest else None
     parsed = desired is None
     unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
     if parsed:
         configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
-                                           paths_option=request.option)
+                                           config_dirs=request.config_dirs, paths_option=request.option,
+                                           dirs_option=request.name("config_dirs"))
         chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
         # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
         desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _ in unread], isolate=True)
@@ -207,9 +212,14 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
     from ..ops import agent_files
     # the code that computes the desired state from the files and the options (its messages included)
     code = (agentconf, naming, neutron_ovn, provider_tree, model_providers, errors, ovn, agent_files, desired_memo)
+    try:  # the config dirs' files as they are now (one added or removed: another key)
+        dir_files = [f for d in request.config_dirs for f in agent_files.dir_conf_files(d, "config_dirs")]
+    except ConfigError:
+        return None, None
     digest = desired_memo.key(
-        request.agent_configs, code=code,
-        options={"host": request.host, "agents": [dict(a) for a in request.agents], "option": request.option})
+        [*request.agent_configs, *dir_files], code=code,
+        options={"host": request.host, "agents": [dict(a) for a in request.agents], "option": request.option,
+                 "config_dirs": list(request.config_dirs)})
     return (desired_memo.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
 
 
