@@ -155,8 +155,8 @@ class Port:
     subnet_ids: tuple[str, ...] = ()
 
     def __post_init__(self):
-        if self.id is not None and not isinstance(self.id, str) or not self.id and (
-                self.request is None or self.request.legacy):
+        needs_id = self.request is None or self.request.legacy
+        if (self.id is not None and not isinstance(self.id, str)) or (not self.id and needs_id):
             # the extended format names its groups itself (RequestGroup.from_extended_port_request); the legacy
             # one after the port (RequestGroup.from_port_request), as does a routed network's filter
             raise RequestError(f"a port needs its id (Nova names a legacy resource_request's group after it), got "

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import MinbwError
-from minbw.ops.nova_query import read_owner_nova
+from minbw.ops.nova_query import read_compute_services, read_owner_nova
 from minbw.reports import doctor as checks
 from minbw.reports.doctor import Check
 
@@ -48,9 +48,11 @@ def neutron(conn) -> list[Check]:
 
 
 def nova(conn, api) -> list[Check]:
+    read = []  # the services, listed once: their check, then the versions their compute nodes' roots show
+
     def services():
-        return [checks.nova_services((s.host, s.state, s.status == "disabled", bool(s.is_forced_down))
-                                     for s in conn.compute.services(binary="nova-compute"))]
+        read.extend(read_compute_services(conn))
+        return [checks.nova_services(read)]
 
     def version():
         endpoint = conn.compute.get_endpoint_data()
@@ -58,7 +60,7 @@ def nova(conn, api) -> list[Check]:
                                             str(endpoint.max_microversion[1])
                                             if endpoint and endpoint.max_microversion else None)]
     def versions():
-        decided = read_owner_nova(api, conn)
+        decided = read_owner_nova(api, conn, read or None)
         return [checks.compute_versions(decided.applies, decided.why)]
     return (_read("compute microversion", version, "check the compute endpoint in clouds.yaml (or the catalog)")
             + _read("nova-compute services", services, "list Nova's services as an admin "

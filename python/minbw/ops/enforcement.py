@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from minbw.dataplane import netlink, ovs, ovsdb
 from minbw.errors import InvalidInput, NotFound, ProviderNotFound
+from minbw.model.claims import resources_by_provider
 from minbw.neutron import naming
 from minbw.neutron.agentconf import config_from_report
 from minbw.neutron.qos import min_rules
@@ -116,11 +117,7 @@ def inventories(api: Placement, uuid: str) -> dict | None:
 
 def consumer_allocations(api: Placement, consumers: Iterable[str]) -> dict[str, dict[str, dict[str, int]]]:
     """consumer -> provider -> class -> amount, one read each."""
-    out = {}
-    for c in sorted(set(consumers)):
-        body = api.get_allocations(c)["allocations"]
-        out[c] = {rp: dict(a.get("resources") or {}) for rp, a in body.items()}
-    return out
+    return {c: resources_by_provider(api.get_allocations(c)["allocations"]) for c in sorted(set(consumers))}
 
 
 def read_plane(where: HostPlane, bridges: dict[str, str], integration: str) -> tuple:

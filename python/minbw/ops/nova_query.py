@@ -21,16 +21,23 @@ from minbw.nova.options import SchedulerOptions
 from minbw.placement.client import Placement
 
 
-def read_owner_nova(api: Placement, conn=None) -> owner.OwnerNova:
+def read_compute_services(conn) -> list[owner.ComputeService]:
+    """Nova's nova-compute services (``GET /os-services?binary=nova-compute``)."""
+    return [owner.ComputeService(s.host, bool(s.is_forced_down), s.state, s.status == "disabled")
+            for s in conn.compute.services(binary="nova-compute")]
+
+
+def read_owner_nova(api: Placement, conn=None, services: list[owner.ComputeService] | None = None
+                    ) -> owner.OwnerNova:
     """Whether Nova's ``owner_nova_filter`` adds ``root_required=OWNER_NOVA`` (:mod:`minbw.nova.owner`): from
-    Nova's nova-compute services and compute nodes (``conn``: a connection whose catalog has Nova; two listings of
-    Nova, one of Placement), else, where Nova's API cannot be read, from Placement alone (two listings)."""
+    Nova's nova-compute services (``services``, when the caller read them already) and compute nodes (``conn``: a
+    connection whose catalog has Nova; two listings of Nova, one of Placement), else, where Nova's API cannot be
+    read, from Placement alone (two listings)."""
     known = OWNER_NOVA in api.existing_traits([OWNER_NOVA])  # a Placement whose os-traits predate it: none has it
     unread = ""
     if conn is not None:
         try:
-            services = [owner.ComputeService(s.host, bool(s.is_forced_down))
-                        for s in conn.compute.services(binary="nova-compute")]
+            services = read_compute_services(conn) if services is None else services
             nodes = [((h.service_details or {}).get("host"), h.id) for h in conn.compute.hypervisors(details=True)]
         except (sdk_exceptions.HttpException, sdk_exceptions.EndpointNotFound) as e:
             unread = (f"Nova's services and compute nodes not readable "
@@ -222,5 +229,5 @@ def root_trait_reasons(filters) -> dict[str, str]:
     return out
 
 
-__all__ = ["read_owner_nova", "read_scheduler_options", "read_flavor", "read_image",
+__all__ = ["read_owner_nova", "read_compute_services", "read_scheduler_options", "read_flavor", "read_image",
            "read_aggregates", "cloud_facts", "routed_network_facts", "prefiltered_hosts", "aggregate_exclusions", "root_trait_reasons"]

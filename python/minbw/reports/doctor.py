@@ -139,13 +139,14 @@ def provider_writers(found: Iterable[Agent]) -> Check:
                  "minbw provider sync (minbw.openstack.bandwidth_providers) writes the providers", "")
 
 
-def nova_services(services: Iterable[tuple[str, str, bool, bool]]) -> Check:
-    """``nova-compute`` services as ``(host, state, disabled, forced_down)``: every one up."""
+def nova_services(services: Iterable) -> Check:
+    """``nova-compute`` services (``GET /os-services``, as :class:`minbw.nova.owner.ComputeService`: host,
+    forced_down, state, disabled): every one up."""
     services = list(services)
     if not services:
         return Check("nova-compute services", FAIL, "no nova-compute service", "start nova-compute on the hosts")
-    down = [h for h, state, _, forced in services if state != "up" or forced]
-    disabled = [h for h, _, off, _ in services if off]
+    down = [s.host for s in services if s.state != "up" or s.forced_down]
+    disabled = [s.host for s in services if s.disabled]
     detail = f"{len(services)} services; down: {', '.join(sorted(down)) or 'none'}; disabled: " \
              f"{', '.join(sorted(disabled)) or 'none'}"
     return Check("nova-compute services", WARN if down else OK, detail,

@@ -9,6 +9,7 @@ from minbw.reports import doctor as checks
 from minbw.reports.doctor import Check
 from minbw.usecases.cloud import Cloud
 
+
 @dataclass(frozen=True)
 class DoctorResult:
     checks: tuple[Check, ...]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from minbw.nova.owner import ComputeService
 from minbw.reports import doctor as d
 
 OVS = "Open vSwitch agent"
@@ -53,7 +54,7 @@ def test_who_writes_the_providers():
 
 def test_nova():
     assert d.nova_services([]).status == d.FAIL
-    assert d.nova_services([("h0", "up", False, False), ("h1", "down", True, False)]).status == d.WARN
+    assert d.nova_services([ComputeService("h0"), ComputeService("h1", state="down", disabled=True)]).status == d.WARN
     assert d.compute_microversion("2.71").status == d.FAIL and d.compute_microversion("2.96").status == d.OK
     assert d.compute_versions(True, "x").status == d.OK and d.compute_versions(False, "y").status == d.SKIP
 

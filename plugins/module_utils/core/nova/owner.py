@@ -41,10 +41,13 @@ SOURCE_GIVEN = "given"          # the caller said so (--owner-nova yes|no)
 
 @dataclass(frozen=True)
 class ComputeService:
-    """A ``nova-compute`` service as ``GET /os-services`` shows it: its host and whether it is forced down."""
+    """A ``nova-compute`` service as ``GET /os-services`` shows it: its host, whether it is forced down, its
+    ``state`` (up or down) and whether it is disabled."""
 
     host: str
     forced_down: bool = False
+    state: str = "up"
+    disabled: bool = False
 
 
 @dataclass(frozen=True)
