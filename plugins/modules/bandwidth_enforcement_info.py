@@ -7,27 +7,38 @@ from __future__ import annotations
 
 DOCUMENTATION = r'''
 module: bandwidth_enforcement_info
-short_description: Check that a host's Open vSwitch data plane enforces the minimum bandwidth Placement reserved
+short_description: Check that a host's data plane enforces the minimum bandwidth Placement reserved
 version_added: 0.2.0
 author:
   - minbw developers (@minbw)
 description:
   - For each minimum rule of the ports bound to O(host) (Neutron's C(binding:host_id)), side by side, what the
     rule of the port's QoS policy (the port's, else its network's) asks, what Placement reserved for the port's
-    server on the provider named by the port's C(binding:profile.allocation), what the Open vSwitch agent programmed
-    (the Queue whose C(external_ids:port) is the port, in the QoS row of each NIC of the port's physical bridge) and
-    what the kernel applies (the NIC's HTB class of the queue, C(1:6) for queue 5); and a verdict, C(enforced),
-    C(missing), C(wrong rate) (with the factor), C(placement-only) (no backend enforces it upstream, with why, such
-    as ingress, a tunnelled network, a minimum packet rate) or C(orphan) (a Queue row for no bound port's egress
-    minimum, or a minimum bandwidth QoS row on no port, such as each restart of the agent leaves).
-  - Per NIC of the agent's physical bridges, its speed, what Placement admits on the bridge's provider and the sum
-    of the minimums enforced on it; an inventory above the link's speed is an error.
+    server on the provider named by the port's C(binding:profile.allocation), what the host's backend programmed
+    and a verdict, C(enforced), C(missing), C(wrong rate) (with the factor), C(placement-only) (no backend enforces it
+    upstream, with why, such as ingress, a tunnelled network, a minimum packet rate, C(direct-physical)) or
+    C(orphan) (programmed for no bound port's rule).
+  - The backend is the host's agent in Neutron's agent list, or O(backend) where it has several.
+  - Open vSwitch agent, the Queue whose C(external_ids:port) is the port, in the QoS row of each NIC of the port's
+    physical bridge, and what the kernel applies (the NIC's HTB class of the queue, C(1:6) for queue 5); orphans are
+    Queue rows for no bound port's egress minimum and minimum bandwidth QoS rows on no port (each restart of the
+    agent leaves one).
+  - ML2/OVN, the C(options:qos_min_rate) of the port's C(Logical_Switch_Port) in the northbound database O(ovn_nb)
+    (bit/s; the kbps number, 1,000 times too little, is Neutron < 26.0.0's bug and named so), and whether
+    ovn-controller has a NIC to shape it on (an interface of the port's bridge marked
+    C(external_ids:ovn-egress-iface=true) in the host's Open vSwitch database); the kernel's classes are not read.
+    Orphans are C(qos_min_rate) options of ports bound there with no egress minimum.
+  - SR-IOV agent, the C(min_tx_rate) of the VF at the port's C(binding:profile.pci_slot) (whole Mbps, as the agent
+    rounds kbps), read through netlink; orphans are VFs with a C(min_tx_rate) no bound port's rule accounts for.
+  - Per NIC (the NICs of the OVS agent's physical bridges, the NICs ovn-controller shapes, the SR-IOV agent's PFs),
+    its speed, what Placement admits on its provider and the sum of the minimums enforced on it; an inventory above
+    the link's speed is an error.
   - Reads only, never writes to OVSDB, netlink, Neutron or Placement. Run it on the host (C(delegate_to) the
     compute), as a user that may read the Open vSwitch database socket and netlink, with the C(dataplane) extra's
     libraries (ovsdbapp, pyroute2) and openstacksdk installed there. The calls are one Neutron agent listing, one
     port listing, one QoS policy and one network listing, one Placement allocation read per server and one
-    inventory read per physical bridge, and one read of the Open vSwitch database.
-  - The Open vSwitch agent only; ports of the SR-IOV agent are listed in RV(not_checked). See docs/enforcement.md.
+    inventory read per physical bridge or PF, and one read of the host's data plane (on ML2/OVN also one read of
+    the northbound rows of the host's ports). See docs/enforcement.md.
 requirements:
   - ovsdbapp>=3.0
   - pyroute2>=0.9
@@ -47,6 +58,26 @@ options:
     description: Read the NICs' tc classes and speed (false when the module does not run on the host).
     type: bool
     default: true
+  backend:
+    description:
+      - The data plane to check, where the host has several agents the module reads; leave out for the host's one
+        (the Open vSwitch agent, the NIC Switch agent or an OVN Controller agent in Neutron's agent list).
+    type: str
+    choices: [openvswitch, sriov, ovn]
+  ovn_nb:
+    description:
+      - ML2/OVN's northbound database, an OVSDB remote (C(tcp:HOST:6641), C(ssl:HOST:6641), C(unix:PATH)); needed
+        on an ML2/OVN host.
+    type: str
+  ovn_nb_private_key:
+    description: For an C(ssl:) O(ovn_nb), the client's private key (with O(ovn_nb_certificate), O(ovn_nb_ca_cert)).
+    type: path
+  ovn_nb_certificate:
+    description: For an C(ssl:) O(ovn_nb), the client's certificate.
+    type: path
+  ovn_nb_ca_cert:
+    description: For an C(ssl:) O(ovn_nb), the CA certificate.
+    type: path
 extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
@@ -60,6 +91,12 @@ EXAMPLES = r'''
     host: "{{ inventory_hostname }}"
   register: enforcement
   failed_when: not enforcement.ok
+
+- name: The same on an ML2/OVN compute
+  minbw.openstack.bandwidth_enforcement_info:
+    cloud: mycloud
+    host: "{{ inventory_hostname }}"
+    ovn_nb: tcp:192.0.2.10:6641
 '''
 
 RETURN = r'''
@@ -71,6 +108,10 @@ host:
   description: The host checked.
   returned: always
   type: str
+backend:
+  description: The data plane checked, C(openvswitch), C(sriov) or C(ovn).
+  returned: always
+  type: str
 counts:
   description: How many checks of each verdict.
   returned: always
@@ -78,21 +119,26 @@ counts:
   sample: {"enforced": 1, "missing": 0, "wrong rate": 0, "placement-only": 1, "orphan": 0}
 checks:
   description:
-    - One per minimum rule of a bound port (C(kind) C(rule)), then one per orphan (C(kind) C(queue) or C(qos)).
+    - One per minimum rule of a bound port (C(kind) C(rule)), then one per orphan (C(kind) C(queue) or C(qos) on the
+      Open vSwitch agent, C(lsp) on ML2/OVN, C(vf) on the SR-IOV agent).
     - C(subject) (the port, or the QoS row's uuid), C(server), C(backend), C(verdict), C(why), C(factor) (programmed
       or applied over expected, for a wrong rate), C(rule) (C(type), C(direction), C(value), C(unit), C(expected) in
       C(expected_unit), what upstream programs, C(policy) and C(policy_of), whose policy it is, the port's or its
       network's), C(reserved) (C(provider), C(name), C(class), C(amount),
       C(shared_by) the other ports of the server on that provider; null when Placement holds nothing for it),
-      C(programmed) (per NIC, C(nic), C(qos), C(queue), C(queue_uuid), C(min_rate) in bit/s), C(kernel) (per NIC,
-      C(nic), C(class), C(rate) in bit/s, null when there is no such class) and C(notes).
+      C(programmed) (Open vSwitch agent, per NIC, C(nic), C(qos), C(queue), C(queue_uuid), C(min_rate) in bit/s;
+      ML2/OVN, C(lsp), C(qos_min_rate), C(qos_max_rate), C(qos_burst) in bit/s; SR-IOV agent, C(nic) the PF, C(vf),
+      C(pci_slot), C(mac), C(min_tx_rate), C(max_tx_rate) in Mbps), C(kernel) (Open vSwitch agent, per NIC, C(nic),
+      C(class), C(rate) in bit/s, null when there is no such class) and C(notes).
   returned: always
   type: list
   elements: dict
 nics:
   description:
-    - Per NIC of the physical bridges, C(nic), C(bridge), C(speed_kbps), C(provider), C(inventory_kbps) and
-      C(ingress_inventory_kbps) (what Placement admits), C(enforced_kbps) and C(errors).
+    - Per NIC, C(nic), C(bridge) (C(physical_network) for a PF), C(speed_kbps), C(provider), C(inventory_kbps) and
+      C(ingress_inventory_kbps) (what Placement admits), C(enforced_kbps) and C(errors). On ML2/OVN a bridge
+      Placement admits egress bandwidth on with no NIC ovn-controller shapes has a row with C(nic) null and an
+      error.
   returned: always
   type: list
   elements: dict
@@ -111,14 +157,20 @@ def enforcement(module):
         EnforcementRequest, show_enforcement)
 
     p = module.params
-    result = show_enforcement(module.cloud(), EnforcementRequest(p['host'], p['ovs_db'], p['netns'], p['kernel']))
+    result = show_enforcement(module.cloud(), EnforcementRequest(
+        p['host'], p['ovs_db'], p['netns'], p['kernel'], p['backend'], p['ovn_nb'], p['ovn_nb_private_key'],
+        p['ovn_nb_certificate'], p['ovn_nb_ca_cert']))
     return module.result(False, **result.to_dict())
 
 
 def main():
     MinbwModule(dict(host=dict(type='str', required=True),
                      ovs_db=dict(type='str', default='unix:/run/openvswitch/db.sock'),
-                     netns=dict(type='str'), kernel=dict(type='bool', default=True))).run(enforcement)
+                     netns=dict(type='str'), kernel=dict(type='bool', default=True),
+                     backend=dict(type='str', choices=['openvswitch', 'sriov', 'ovn']), ovn_nb=dict(type='str'),
+                     ovn_nb_private_key=dict(type='path', no_log=True), ovn_nb_certificate=dict(type='path'),
+                     ovn_nb_ca_cert=dict(type='path')),
+                required_together=[['ovn_nb_private_key', 'ovn_nb_certificate', 'ovn_nb_ca_cert']]).run(enforcement)
 
 
 if __name__ == '__main__':

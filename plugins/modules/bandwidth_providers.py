@@ -21,7 +21,7 @@ description:
   - Check mode returns the plan (RV(ops)) without writing; diff mode shows each provider that changes
     before and after (name, parent, traits, inventories; generations left out), one diff per provider.
   - The root provider of each hypervisor (the compute node, created by nova-compute) must exist,
-    unless O(create_root=true).
+    unless O(create_root=true) (clouds without Nova, demos).
   - Each agent configuration and chassis is checked, planned and written on its own. One that cannot be
     (options that do not parse, an inventory Placement would refuse, two of them describing the same provider)
     gets no writes and is named in RV(skipped) with its fix; every other one is synced, and the task succeeds
@@ -136,18 +136,35 @@ options:
     type: str
   create_root:
     description:
-      - Create a missing root provider named after the hypervisor, as nova-compute would, for
-        standalone use and demos. Its UUID is derived from the name.
+      - Create a missing compute node root provider named after the hypervisor, with the traits nova-compute gives
+        it. It is for clouds without Nova (a standalone Placement) and demos; where nova-compute runs, it creates
+        the root itself.
+      - Without Nova (no compute service in the catalog) the root's UUID is derived from the name.
+      - Where the cloud has Nova, the root gets the UUID of the compute node Nova knows by the hypervisor's name
+        (the hypervisor's id in C(openstack hypervisor list)), and nova-compute adopts it. Where Nova has no such
+        node (a nova-compute service on the host that has not reported yet, Nova not readable with these
+        credentials, or a host Nova does not know) the task fails and writes nothing, unless
+        O(ignore_nova_compute=true) - a root of another UUID would take the name nova-compute's provider needs,
+        and Placement would refuse nova-compute's (409 Conflicting resource provider name).
       - Without it a missing root fails the task, naming the hypervisor looked up.
     type: bool
     default: false
   root_inventories:
     description:
-      - "Inventories of a root provider created by O(create_root), by resource class, for example
-        C({VCPU: 8, MEMORY_MB: 16384}). Each value is a total or a dict of inventory fields
-        (C(total), C(reserved), C(min_unit), C(max_unit), C(step_size), C(allocation_ratio))."
-      - Not used for a root that exists.
+      - "Inventories of the root provider, by resource class, for example C({VCPU: 8, MEMORY_MB: 16384}): set on a
+        root created by O(create_root), and corrected on an existing one. Each value is a total or a dict of
+        inventory fields (C(total), C(reserved), C(min_unit), C(max_unit), C(step_size), C(allocation_ratio))."
+      - Refused (the task fails, nothing written) on a root that is a compute node Nova knows, unless
+        O(ignore_nova_compute=true) - nova-compute replaces that root's inventory with its driver's at its start and
+        at each refresh of its view of Placement.
     type: dict
+  ignore_nova_compute:
+    description:
+      - With O(create_root), create the root where Nova has no compute node for the hypervisor (the UUID then is
+        derived from the name), and let O(root_inventories) set a compute node's root. Only for hosts nova-compute
+        never reports, and demos.
+    type: bool
+    default: false
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.agent_files
@@ -334,7 +351,8 @@ def ensure(module):
         agent_configs=tuple(p['agent_configs'] or ()), config_dirs=tuple(p['config_dirs'] or ()),
         agents=tuple(p['agents'] or ()), ovn=ovn, host=p['host'],
         check=module.check_mode, absent=p['state'] == 'absent', create_root=p['create_root'],
-        root_inventories=p['root_inventories'], cache=Cache.at(p['cache_file']) if p['cache'] else NO_CACHE,
+        root_inventories=p['root_inventories'], ignore_nova_compute=p['ignore_nova_compute'],
+        cache=Cache.at(p['cache_file']) if p['cache'] else NO_CACHE,
         cache_max_age=p['cache_max_age'], cache_check_interval=p['cache_check_interval'], workers=p['workers']))
     planned, applied = result.plan.to_dict(), result.applied
     for warning in result.warnings + ['skipped: %s' % line for line in result.skipped]:
@@ -368,6 +386,7 @@ def main():
         host=dict(type='str'),
         create_root=dict(type='bool', default=False),
         root_inventories=dict(type='dict'),
+        ignore_nova_compute=dict(type='bool', default=False),
     ), required_one_of=[('agent_configs', 'config_dirs', 'agents', 'ovn_chassis', 'ovn_sb_db')]).run(ensure)
 
 

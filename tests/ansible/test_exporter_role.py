@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from pathlib import Path
 
 import yaml
 
@@ -157,6 +158,13 @@ def test_the_role_installs_minbw_into_its_venv_and_the_unit_runs_it(tmp_path, pl
     assert not renewed.failed and renewed.changed and "Install minbw with its extra exporter" in renewed.output
     assert (venv / "wheels" / wheel.name).read_bytes() == rebuilt.read_bytes()
     subprocess.run([str(venv / "bin/minbw"), "--version"], capture_output=True, check=True)
+    # made a host's exporter: the data plane's libraries (the extra dataplane) installed too, the wheel unchanged
+    lacking = subprocess.run([str(venv / "bin/python"), "-c", "import ovsdbapp, pyroute2"], capture_output=True)
+    assert lacking.returncode != 0
+    hosted = playbook("bandwidth_exporter_role.yml", dict(dirs, bandwidth_exporter_wheel=str(rebuilt),
+                                                          bandwidth_exporter_enforcement={"host": "compute-1"}))
+    assert not hosted.failed and hosted.changed, hosted.output
+    subprocess.run([str(venv / "bin/python"), "-c", "import ovsdbapp, pyroute2"], capture_output=True, check=True)
     gone = playbook("bandwidth_exporter_role.yml", dict(dirs, bandwidth_exporter_state="absent"))
     assert not gone.failed and gone.changed and not venv.exists() and not unit.exists(), gone.output
 
@@ -170,3 +178,37 @@ def test_the_role_runs_the_exporter_as_its_own_user_by_default():
     assert {k: v.get("default") for k, v in specs.items() if "default" in v} == {
         k: v for k, v in defaults.items() if v is not None}
     assert set(specs) == set(defaults)
+
+
+def test_a_hosts_exporter_serves_its_enforcement_checks_only(tmp_path, playbook):
+    """bandwidth_exporter_enforcement: a host's exporter's config (its check's options, its interval, none of the
+    cloud exporter's keys), one the exporter accepts; its unit allows netlink and is still valid; without a host
+    (or with a namespace the unit cannot enter) the role stops before writing anything."""
+    me, group = getpass.getuser(), grp.getgrgid(os.getgid()).gr_name
+    etc, unit = tmp_path / "etc", tmp_path / "units" / "minbw-exporter.service"
+    dirs = {"bandwidth_exporter_config_dir": str(etc), "bandwidth_exporter_unit_dir": str(tmp_path / "units"),
+            "bandwidth_exporter_cache_dir": str(tmp_path / "cache"), "bandwidth_exporter_manage_service": False,
+            "bandwidth_exporter_user": me, "bandwidth_exporter_group": group, "bandwidth_exporter_config_owner": me,
+            "bandwidth_exporter_create_user": False, "bandwidth_exporter_groups": ["hugetlbfs"],
+            "bandwidth_exporter_minbw": str(Path(sys.executable).parent / "minbw"),
+            "bandwidth_exporter_listen_port": 9818,
+            "bandwidth_exporter_enforcement": {"host": "compute-1", "backend": "openvswitch"}}
+    unit.parent.mkdir()
+    refused = playbook("bandwidth_exporter_role.yml", dict(dirs, bandwidth_exporter_enforcement={"netns": "ns1"}))
+    assert refused.failed and "a host's exporter needs its host" in refused.output, refused.output
+    assert not etc.exists() and not unit.exists()
+    run = playbook("bandwidth_exporter_role.yml", dirs)
+    assert not run.failed and run.changed, run.output
+    config = yaml.safe_load((etc / "exporter.yaml").read_text())
+    assert config == {"listen_address": "127.0.0.1", "listen_port": 9818, "interval": 300.0,
+                      "enforcement": {"host": "compute-1", "backend": "openvswitch"}}
+    request = ExporterRequest.from_config(config)
+    assert (request.enforcement.host, request.enforcement.backend, request.enforcement.ovs_db, request.interval,
+            request.port_sizes) == ("compute-1", "openvswitch", "unix:/run/openvswitch/db.sock", 300.0, ())
+    text = unit.read_text()
+    assert "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK\n" in text
+    assert "SupplementaryGroups=hugetlbfs\n" in text
+    verify = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True)
+    assert verify.returncode == 0 and unit.name not in verify.stderr, verify.stderr
+    again = playbook("bandwidth_exporter_role.yml", dirs)
+    assert not again.failed and not again.changed, again.output

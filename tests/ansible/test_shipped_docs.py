@@ -255,7 +255,9 @@ def test_the_roles_that_run_the_command_line_are_the_ones_named():
                   if re.search(r"(ansible\.builtin\.)?pip:|'pip', 'install'", tasks.read_text())}
     assert installing == {"bandwidth_exporter"}
     install = (REPO / "roles/bandwidth_exporter/tasks/install.yml").read_text()
-    assert "_bandwidth_exporter_wheel }}[exporter]" in install and "bandwidth_exporter_venv ~ '/bin/python'" in install
+    # [exporter], and [exporter,dataplane] for a host's exporter (bandwidth_exporter_enforcement)
+    assert "_bandwidth_exporter_wheel }}[exporter{{ ',dataplane' if bandwidth_exporter_enforcement else '' }}]" in \
+        install and "bandwidth_exporter_venv ~ '/bin/python'" in install
     bullet = _bullet(_section((REPO / "README.collection.md").read_text(), "Requirements"), "Only two roles run")
     assert {r for r in re.findall(r"`(\w+)`", bullet) if (REPO / "roles" / r).is_dir()} == running
     extras = tomllib.loads((REPO / "python/pyproject.toml").read_text())["project"]["optional-dependencies"]

@@ -187,9 +187,11 @@ def cloud_two_hosts(cloud_manager) -> MiniCloud:
 @pytest.fixture
 def cloud_plugin_off(cloud_manager) -> MiniCloud:
     """Neutron's placement plugin off (nothing reports bandwidth providers), nova-compute with SR-IOV PFs (one
-    compute, as before the second one existed)."""
+    compute, as before the second one existed). devstack0's OVS agent is the real neutron-openvswitch-agent on an
+    Open vSwitch of its own, and nova-compute plugs the VIFs through os-vif (tests/support/minicloud/ovs_agent.sh;
+    ``MINICLOUD_OVS_DB`` and ``MINICLOUD_OVS_NETNS`` in the cloud's env: its database and network namespace)."""
     return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SRIOV_COMPUTE="1", MINICLOUD_COMPUTES="1",
-                                MINICLOUD_SPARE_COMPUTE="0")
+                                MINICLOUD_SPARE_COMPUTE="0", MINICLOUD_REAL_OVS_AGENT=HYPERVISOR)
 
 
 OVN_MODE = dict(MINICLOUD_OVN="1", MINICLOUD_SRIOV_COMPUTE="0", MINICLOUD_COMPUTES="2", MINICLOUD_SPARE_COMPUTE="0")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -29,17 +30,22 @@ OVS = "[DEFAULT]\nhost = devstack0\n[ovs]\nbridge_mappings = physnet0:br-test\n"
 
 
 class Sent:
-    """Every HTTP request really sent (requests' transport), by method."""
+    """Every HTTP request really sent (requests' transport), by method; ``calls``: each as ``METHOD :PORT PATH``,
+    uuids in the path as ``<id>``."""
 
     def __init__(self):
         self.methods: list[str] = []
+        self.calls: list[str] = []
         self._send = requests.Session.send
 
     def __enter__(self):
-        sent, send = self.methods, self._send
+        sent, calls, send = self.methods, self.calls, self._send
 
         def counting(session, request, **kwargs):
             sent.append(request.method)
+            url = urllib.parse.urlsplit(request.url)
+            path = "/".join("<id>" if len(p) == 36 and p.count("-") == 4 else p for p in url.path.split("/"))
+            calls.append(f"{request.method} :{url.port} {path}")
             return send(session, request, **kwargs)
         requests.Session.send = counting
         return self

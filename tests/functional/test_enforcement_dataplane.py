@@ -5,15 +5,17 @@ driver writes (neutron 29.0.0, tests/support/oracle/neutron_ovs_qos.py); Neutron
 the ops layer's inputs. The same against the mini-cloud: tests/e2e/test_enforcement_cloud.py."""
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from minbw.dataplane import ovs
 from minbw.errors import DataPlaneUnreadable
 from minbw.neutron.qos import QosRule
-from minbw.ops.enforcement import HostPlane, read_plane
+from minbw.ops.enforcement import HostPlane, device_providers, read_chassis, read_northbound, read_plane
 from minbw.reports import enforcement as e
 from tests.support.dataplane.reproduce import PORT_A, PORT_B, agent_run
-from tests.support.dataplane.switch import NIC, Switch, unavailable
+from tests.support.dataplane.switch import NB_SCHEMA, NIC, VSWITCH_SCHEMA, OvsdbServer, Switch, unavailable, write_northbound
 
 SERVER = "5e5e5e5e-0000-4000-8000-000000000001"
 RP = "f9c9ce07-679d-5d72-ac5f-31720811629a"
@@ -86,3 +88,93 @@ def test_a_bridge_or_namespace_that_is_not_there_is_one_line(switch):
     with pytest.raises(DataPlaneUnreadable) as error:
         read_plane(HostPlane(switch.remote, "minbw-none"), BRIDGES, "br-int")
     assert str(error.value) == "network namespace minbw-none: no such network namespace"
+
+
+# ------------------------------------------------------------------ ML2/OVN: the host's Open vSwitch database and the
+# northbound one, both real (ovsdb-server on Debian's schemas), written as ovn-controller's host and Neutron 29 write them
+
+OVN_BR_TEST = "027e8cad-f886-586a-b5a7-670a6ff7a840"  # devstack0:OVN Controller agent:br-test (Neutron's uuid5)
+NETWORK = "neutron-11111111-1111-4111-8111-111111111111"
+OTHER = "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee"  # a port bound elsewhere: its row is not sent
+
+
+@pytest.fixture
+def ovn_host_dbs(tmp_path):
+    why = unavailable(vswitchd=False)
+    if why:
+        pytest.skip(why)
+    with OvsdbServer(tmp_path / "host", VSWITCH_SCHEMA) as local, OvsdbServer(tmp_path / "nb", NB_SCHEMA, "nb") as nb:
+        def vsctl(*args):
+            subprocess.run(["ovs-vsctl", f"--db={local.remote}", "--no-wait", *args], check=True, capture_output=True)
+        vsctl("init")
+        vsctl("set", "Open_vSwitch", ".", "external_ids:hostname=devstack0", "external_ids:system-id=chassis-0",
+              f"external_ids:ovn-bridge-mappings=physnet0:br-test",
+              'external_ids:ovn-cms-options="resource_provider_bandwidths=br-test:1500:1500,'
+              'resource_provider_hypervisors=br-test:devstack0"')
+        vsctl("add-br", "br-int", "--", "add-br", "br-test", "--", "add-port", "br-test", "eth1",
+              "--", "add-port", "br-int", "tapa", "--", "set", "Interface", "tapa", f"external_ids:iface-id={PORT_A}")
+        yield local, nb, vsctl
+
+
+def nb_write(remote: str, ports: dict[str, dict]) -> None:
+    write_northbound(remote, NETWORK, {name: {"options": options} for name, options in ports.items()})
+
+
+def neutron29(kbps: int) -> dict:
+    from neutron.plugins.ml2.drivers.ovn.mech_driver.ovsdb.extensions.qos import OVNClientQosExtension
+    return {k: v for k, v in OVNClientQosExtension._ovn_lsp_rule({"minimum_bandwidth": {"min_kbps": kbps}}).items()
+            if v is not None}
+
+
+def ovn_check(local, nb, *ports: e.BoundPort, bound=None) -> e.HostReport:
+    where = HostPlane(local.remote, kernel=False, ovn_nb=nb.remote)
+    config, switch = read_chassis(where, "devstack0")
+    bridges = {p: d[0] for p, d in config.device_mappings.items()}
+    rps = device_providers(config, bridges.values())
+    assert rps == {"br-test": (OVN_BR_TEST, "devstack0:OVN Controller agent:br-test")}
+    bound = bound or [p.id for p in ports]
+    northbound = read_northbound(where, bound)
+    provider = e.BridgeProvider(OVN_BR_TEST, rps["br-test"][1], {EGR: {"total": 1500}})
+    plane = e.OvnPlane(switch, northbound, bridges, {}, {"br-test": provider})
+    held = {SERVER: {OVN_BR_TEST: {EGR: sum(p.rules[0].value for p in ports)}}}
+    ports = [e.BoundPort(**{**p.__dict__, "allocation": {"g": OVN_BR_TEST}}) for p in ports]
+    return e.ovn_host("devstack0", ports, held, plane, bound=bound)
+
+
+
+def test_an_ovn_host_read_and_joined(ovn_host_dbs):
+    local, nb, vsctl = ovn_host_dbs
+    nb_write(nb.remote, {PORT_A: neutron29(1000), PORT_B: neutron29(500), OTHER: neutron29(700)})
+
+    # no interface marked ovn-egress-iface: Neutron's value is right, but ovn-controller has no NIC to shape
+    report = ovn_check(local, nb, bound(PORT_A, 1000), bound=[PORT_A, PORT_B])
+    assert verdicts(report) == [("rule", PORT_A, e.MISSING, None), ("lsp", PORT_B, e.ORPHAN, None)]
+    assert report.checks[0].programmed == ({"lsp": PORT_A, "qos_min_rate": 1_000_000, "qos_max_rate": None,
+                                            "qos_burst": None},)
+    assert [(n.nic, n.errors) for n in report.nics] == [(None, (
+        "no interface of br-test is marked external_ids:ovn-egress-iface=true: Placement admits 1500 kbps egress "
+        "there, which ovn-controller enforces on no NIC",))]
+
+    vsctl("set", "Interface", "eth1", "external_ids:ovn-egress-iface=true")
+    report = ovn_check(local, nb, bound(PORT_A, 1000), bound(PORT_B, 500))
+    assert verdicts(report) == [("rule", PORT_A, e.ENFORCED, None), ("rule", PORT_B, e.ENFORCED, None)]
+    assert report.checks[0].notes == () and report.checks[1].notes[-1].startswith("the port is not plugged on br-int")
+    assert [(n.nic, n.bridge, n.inventory_kbps, n.enforced_kbps, n.errors) for n in report.nics] == [
+        ("eth1", "br-test", 1500, 1500, ())]
+
+    # what Neutron 21.0.0-25.x wrote
+    nb_write(nb.remote, {PORT_A: {"qos_min_rate": "1000"}})
+    report = ovn_check(local, nb, bound(PORT_A, 1000))
+    assert verdicts(report) == [("rule", PORT_A, e.WRONG_RATE, 0.001)] and report.checks[0].why == e.OVN_KBPS_BUG
+
+
+def test_the_northbound_sends_the_hosts_ports_only(ovn_host_dbs):
+    _, nb, _ = ovn_host_dbs
+    nb_write(nb.remote, {PORT_A: neutron29(1000), OTHER: neutron29(700)})
+    where = HostPlane(ovn_nb=nb.remote)
+    assert [(p.name, p.switch) for p in read_northbound(where, [PORT_A, PORT_B]).ports] == [(PORT_A, None)]
+    assert read_northbound(where, []).ports == ()
+    with pytest.raises(DataPlaneUnreadable) as error:
+        read_northbound(HostPlane(ovn_nb="ssl:127.0.0.1:6641"), [PORT_A])
+    assert str(error.value) == ("ssl:127.0.0.1:6641: an ssl: remote needs the client's private key, certificate and "
+                                "CA certificate")

@@ -4,24 +4,17 @@ claim, an edited ini file and a provider pushed over capacity; every expression 
 Grafana dashboard evaluates; ``promtool`` accepts the rules and their tests make each alert fire."""
 from __future__ import annotations
 
-import json
 import subprocess
-import time
-import urllib.parse
-import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 
 from minbw.model.requests import ServerRequest
 from minbw.neutron.port_request import QosPort
 from minbw.ops import claims
-from tests.conftest import MINBW, REPO, free_port
+from tests.conftest import MINBW, REPO
+from tests.support.prometheus.server import ALERTS, dashboard_exprs, install, scraping
 
-ROLE_FILES = REPO / "roles" / "bandwidth_exporter" / "files"
-ALERTS = ROLE_FILES / "minbw-alerts.yml"
-DASHBOARD = ROLE_FILES / "minbw-dashboard.json"
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"  # devstack0's br-test (Neutron's uuid5)
 OVS = """[DEFAULT]
 host = devstack0
@@ -33,62 +26,15 @@ resource_provider_bandwidths = br-test:{kbps}:{kbps}
 
 @pytest.fixture(scope="module")
 def promtool():
-    subprocess.run(["bash", str(REPO / "tests" / "support" / "prometheus" / "install.sh")], check=True, timeout=900)
-    return "promtool"
+    return install()
 
 
 def test_promtool_accepts_the_rules_and_each_alert_fires(promtool):
     checked = subprocess.run([promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True)
-    assert checked.returncode == 0 and "SUCCESS: 16 rules found" in checked.stdout, checked.stdout + checked.stderr
+    assert checked.returncode == 0 and "SUCCESS: 19 rules found" in checked.stdout, checked.stdout + checked.stderr
     tested = subprocess.run([promtool, "test", "rules", "minbw-alerts-test.yml"], capture_output=True, text=True,
                             cwd=REPO / "tests" / "prometheus")
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
-
-
-class Prometheus:
-    def __init__(self, state: Path, target: str):
-        self.port = free_port()
-        config = state / "prometheus.yml"
-        config.write_text(json.dumps({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [str(ALERTS)],
-            "scrape_configs": [{"job_name": "minbw", "static_configs": [{"targets": [target]}]}]}))
-        self.log = open(state / "prometheus.log", "w")
-        self.proc = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={state / 'data'}",
-                                      f"--web.listen-address=127.0.0.1:{self.port}"],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-
-    def api(self, path: str, **params) -> dict:
-        url = f"http://127.0.0.1:{self.port}/api/v1/{path}?" + urllib.parse.urlencode(params)
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            return json.loads(resp.read())
-
-    def query(self, expr: str) -> dict:
-        """``{labels as a sorted tuple: value}`` of an instant query."""
-        body = self.api("query", query=expr)
-        assert body["status"] == "success", body
-        return {tuple(sorted((k, v) for k, v in r["metric"].items() if k not in ("instance", "job", "__name__"))):
-                float(r["value"][1]) for r in body["data"]["result"]}
-
-    def wait(self, expr: str, expected, timeout: float = 40):
-        """Poll the instant query until its one value (or, for a dict, every labelled value) is ``expected``."""
-        deadline, got = time.monotonic() + timeout, None
-        while time.monotonic() < deadline:
-            try:
-                got = self.query(expr)
-            except OSError:
-                got = None
-            if got is not None:
-                values = list(got.values())
-                if (values == [expected]) if not isinstance(expected, dict) else got == expected:
-                    return got
-            time.sleep(0.5)
-        raise AssertionError(f"{expr}: expected {expected}, got {got}")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=20)
-        self.log.close()
 
 
 def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, tmp_path):
@@ -98,14 +44,9 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
     sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                    "--root-inventory", "VCPU=8"], env=env, capture_output=True, text=True)
     assert sync.returncode == 0, sync.stderr
-    port = free_port()
-    exporter_log = open(tmp_path / "exporter.log", "w")
-    exporter = subprocess.Popen(MINBW + ["exporter", "--listen-port", str(port), "--slow-interval", "1", "--interval", "1",
-                                         "--agent-config", str(ini), "--port-size",
-                                         "small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"],
-                                env=env, stdout=exporter_log, stderr=subprocess.STDOUT)
-    prom = Prometheus(tmp_path, f"127.0.0.1:{port}")
-    try:
+    with scraping(tmp_path, MINBW + ["exporter", "--slow-interval", "1", "--interval", "1", "--agent-config", str(ini),
+                                     "--port-size", "small=min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"],
+                  env) as prom:
         headroom = 'minbw_headroom_ports{size="small",host="devstack0",physnet="physnet0"}'
         used = 'minbw_bandwidth_used_bits_per_second{provider="devstack0:Open vSwitch agent:br-test",direction="egress"}'
         prom.wait(headroom, 5)
@@ -160,17 +101,13 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
         groups = prom.api("rules")["data"]["groups"]
         assert {g["name"] for g in groups} == {"minbw-aggregates", "minbw-alerts"}
         assert all(r["health"] == "ok" for g in groups for r in g["rules"]), groups
-        exprs = [t["expr"] for p in json.loads(DASHBOARD.read_text())["panels"] for t in p["targets"]]
+        exprs = dashboard_exprs()
         results = {e: prom.query(e) for e in exprs}
         assert results['minbw_cloud_headroom_ports'] == {(("size", "small"), ("vnic_type", "normal")): 0.0}
-        assert all(results[e] for e in exprs if "packet_rate" not in e and "> 0" not in e), results
+        # the enforcement panels' series come from a host's exporter (tests/e2e/test_enforcement_fleet_cloud.py)
+        assert all(results[e] for e in exprs if "packet_rate" not in e and "> 0" not in e
+                   and "minbw_enforcement_" not in e), results
         claims.free(placement, consumer)
-    finally:
-        prom.stop()
-        exporter.terminate()
-        exporter.wait(timeout=20)
-        exporter_log.close()
-    assert exporter.returncode == 0, (tmp_path / "exporter.log").read_text()
 
 
 def test_a_failing_report_is_served_as_failed_and_the_scrape_goes_on(placement, tmp_path):
@@ -392,3 +329,31 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
     now[0] += 301
     assert headroom(exporter) == {"devstack0": 5, "devstack1": 5, "devstack2": 0}
     assert headroom(pinned) == every
+
+
+def test_a_hosts_exporter_takes_the_checks_options_and_refuses_the_clouds():
+    """``--enforcement-host`` / the config's ``enforcement``: ``enforcement show``'s request, checked every 300 s by
+    default; the cloud exporter's options, a check's unknown or wrong option, or no host are refused, named."""
+    from minbw.errors import InvalidInput
+    from minbw.usecases.enforcement import EnforcementRequest
+    from minbw.usecases.exporter import ExporterRequest
+    req = ExporterRequest.from_config({"enforcement": {"host": "c0", "ovs_db": "tcp:127.0.0.1:6640",
+                                                       "backend": "openvswitch", "kernel": False}},
+                                      enforcement_host="compute-1")
+    assert (req.enforcement, req.interval, req.port_sizes) == (
+        EnforcementRequest("compute-1", ovs_db="tcp:127.0.0.1:6640", backend="openvswitch", kernel=False), 300.0, ())
+    assert ExporterRequest.from_config({}, enforcement_host="c1", interval=60).interval == 60
+    assert ExporterRequest.from_config({}).enforcement is None
+    for config, overrides, said in [
+        ({"enforcement": {"host": "c1"}, "port_sizes": {"small": "min_bw:egress:1"}, "slow_interval": 60}, {},
+         "the exporter's config: port_sizes, slow_interval: not with enforcement"),
+        ({}, {"enforcement_host": "c1", "agent_configs": ("a.ini",)}, "agent_configs: not with enforcement"),
+        ({"enforcement": {}}, {}, "enforcement: host: the compute host to check"),
+        ({"enforcement": {"host": "c1", "ovs": "x"}}, {}, "enforcement: unknown key(s) ovs; known: host, ovs_db"),
+        ({"enforcement": {"host": "c1", "backend": "linuxbridge"}}, {},
+         "enforcement: backend: expected one of openvswitch, sriov, ovn, got 'linuxbridge'"),
+        ({"enforcement": {"host": "c1", "kernel": "yes"}}, {}, "enforcement: kernel: expected true or false"),
+        ({"enforcement": ["c1"]}, {}, "enforcement: expected a mapping of enforcement show's options")]:
+        with pytest.raises(InvalidInput) as e:
+            ExporterRequest.from_config(config, **overrides)
+        assert said in str(e.value), (config, str(e.value))

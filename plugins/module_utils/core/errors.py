@@ -195,6 +195,20 @@ class RootProviderNotFound(PlanError):
         )
 
 
+class RootRefused(PlanError):
+    """A compute node root that ``create_root`` would make, or whose inventories ``root_inventories`` would set,
+    where nova-compute makes or owns it (:mod:`minbw.nova.compute_root`): the hypervisor, why, and the fix."""
+
+    def __init__(self, hypervisor: str, why: str, fix: str):
+        self.hypervisor = hypervisor
+        self.why = why
+        self.fix = fix
+        super().__init__(f"{why}. Fix: {fix}.")
+
+    def to_dict(self) -> dict:
+        return {"msg": str(self), "hypervisor": self.hypervisor, "fix": self.fix}
+
+
 class PlacementError(MinbwError):
     """An error answer from Placement."""
 

@@ -26,7 +26,8 @@ class Exporter(Command):
     them), the last sync, and each scrape's cost (docs/exporter.md); over HTTPS (--tls-cert-file) and with basic
     authentication (the config's basic_auth_users) when configured. A collection every --interval seconds reads
     every bandwidth provider's usage (the traits and inventories of those whose generation moved); the slow
-    reports run every --slow-interval seconds; a scrape is served from the last collection and never waits. --once prints one collection and exits."""
+    reports run every --slow-interval seconds; a scrape is served from the last collection and never waits. --once prints one collection and exits.
+    With --enforcement-host, a host's exporter: that compute's enforcement checks instead (docs/enforcement.md)."""
 
     def add_arguments(self, parser):
         parser.add_argument("--port-size", action="append", type=_port_size, metavar="NAME=RULES",
@@ -61,6 +62,10 @@ class Exporter(Command):
                            help="read every bandwidth provider's traits and inventories on every collection")
         parser.add_argument("--workers", type=count, metavar="N", help="providers read at once (default 8)")
         add_owner_nova_argument(parser)
+        parser.add_argument("--enforcement-host", metavar="HOST",
+                            help="a host's exporter, run on that compute: serve its enforcement checks (minbw "
+                                 "enforcement show --host HOST; the other options of the check from --config's "
+                                 "enforcement) every --interval seconds (default 300), and nothing of the cloud's")
         parser.add_argument("--once", action="store_true",
                             help="run the slow reports, print one collection in Prometheus' text format, exit")
 
@@ -85,7 +90,7 @@ class Exporter(Command):
                          port_sizes=tuple(parsed_args.port_size) if parsed_args.port_size else None,
                          ovn_chassis=tuple(parsed_args.ovn_chassis) if parsed_args.ovn_chassis else None,
                          ovn_sb_db=parsed_args.ovn_sb_db, ovs_db=parsed_args.ovs_db, ovn_sbctl=parsed_args.ovn_sbctl,
-                         ovs_vsctl=parsed_args.ovs_vsctl,
+                         ovs_vsctl=parsed_args.ovs_vsctl, enforcement_host=parsed_args.enforcement_host,
                          tls=(parsed_args.tls_cert_file, parsed_args.tls_key_file)
                          if parsed_args.tls_cert_file or parsed_args.tls_key_file else None,
                          cache=NO_CACHE if parsed_args.no_cache else

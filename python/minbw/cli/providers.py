@@ -46,10 +46,20 @@ class SyncProviders(Command):
                                            "file of an agent sets it); also the default hypervisor name")
         add_ovn_arguments(parser)
         parser.add_argument("--create-root", action="store_true",
-                            help="create a missing compute node root provider, as nova-compute would")
+                            help="create a missing compute node root provider, for clouds without Nova (a "
+                                 "standalone Placement) and demos. Where the cloud has Nova, the root gets the UUID "
+                                 "and name of the compute node Nova knows for the hypervisor (nova-compute then "
+                                 "adopts it); a host Nova has no such node for is refused (nova-compute would "
+                                 "create its own root of that name later, and Placement would refuse it)")
         parser.add_argument("--root-inventory", action="append", type=resource, metavar="CLASS=TOTAL",
                             help="the root's inventory of a class, e.g. VCPU=8 (repeat): set on a root made with "
-                                 "--create-root, and corrected on an existing one")
+                                 "--create-root, and corrected on an existing one; refused on a compute node's root "
+                                 "Nova knows (nova-compute replaces that inventory with its own)")
+        parser.add_argument("--ignore-nova-compute", action="store_true",
+                            help="with --create-root, create minbw's own root where Nova has no compute node for "
+                                 "the hypervisor (a nova-compute service there, Nova unreadable, or a host Nova "
+                                 "does not know), and let --root-inventory set a compute node's root; only for "
+                                 "hosts nova-compute never reports")
         cache = parser.add_mutually_exclusive_group()
         cache.add_argument("--cache", metavar="FILE",
                            help="where the sync remembers what it read and wrote (default: one file per Placement "
@@ -82,6 +92,7 @@ class SyncProviders(Command):
             ovn=ovn_sources(parsed_args), host=parsed_args.host,
             check=parsed_args.dry_run,
             absent=parsed_args.absent, create_root=parsed_args.create_root, root_inventories=roots,
+            ignore_nova_compute=parsed_args.ignore_nova_compute,
             cache=NO_CACHE if parsed_args.no_cache else Cache.at(parsed_args.cache), cache_max_age=parsed_args.cache_max_age,
             cache_check_interval=parsed_args.cache_check_interval, workers=parsed_args.workers, option="--agent-config", options=OPTION_NAMES))
         warn(result.warnings)

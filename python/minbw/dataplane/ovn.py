@@ -4,6 +4,12 @@
 OVN reads these in bit/s (ovn-nb(5)). Neutron writes them on egress rules of flat/VLAN networks only
 (``neutron/plugins/ml2/drivers/ovn/mech_driver/ovsdb/extensions/qos.py``): from 21.0.0 to 25.x ``qos_min_rate``
 is min_kbps itself (1,000 times too little), from 26.0.0 min_kbps × 1000 (``_ovn_lsp_rule``; docs/enforcement.md).
+
+What ovn-controller makes of it is not read here. Before 23.06 it runs tc itself on the NICs marked
+``ovn-egress-iface`` (the port's southbound ``qdisc_queue_id`` N as HTB class ``1:(N+1)``) and leaves only a
+``linux-noop`` QoS row in OVSDB; from 23.06 it writes QoS and Queue rows (``ovn_qos``, ``ovn_port``) that
+ovs-vswitchd applies. Debian 12's ovn-host 23.03.1 takes the path before 23.06 (seen live: the class comes with a
+change of the port's row and goes at ovn-controller's next full recompute; docs/enforcement.md).
 """
 from __future__ import annotations
 
@@ -52,14 +58,18 @@ class Northbound:
 def read(remote: str, ports: Iterable[str] | None = None, timeout: float = ovsdb.TIMEOUT,
          ssl: ovsdb.Ssl | None = None) -> Northbound:
     """The northbound database at ``remote`` (``tcp:HOST:6641``, ``ssl:...``, ``unix:...``): every logical
-    switch port, or those named in ``ports`` (the ones absent are left out: a port may not be in OVN yet)."""
-    wanted = set(ports) if ports is not None else None
+    switch port with its switch, or those named in ``ports`` (the ones absent are left out: a port may not be in OVN
+    yet). With ``ports`` the server sends those rows only (conditional monitoring on ``name``), and the switches are
+    not read (``switch`` None): a host's ports, whatever the size of the cloud."""
+    wanted = sorted(set(ports)) if ports is not None else None
+    tables = TABLES if wanted is None else {"Logical_Switch_Port": TABLES["Logical_Switch_Port"]}
+    conditions = None if wanted is None else {"Logical_Switch_Port": [["name", "==", n] for n in wanted]}
 
     def take(tables) -> Northbound:
-        switch_of = {str(p.uuid): s.name for s in tables["Logical_Switch"].rows.values() for p in s.ports}
+        switch_of = {str(p.uuid): s.name for s in tables["Logical_Switch"].rows.values() for p in s.ports} \
+            if "Logical_Switch" in tables else {}
         rows = [LogicalSwitchPort(r.name, switch_of.get(str(u)), r.type, frozen(r.options), frozen(r.external_ids))
                 for u, r in tables["Logical_Switch_Port"].rows.items() if wanted is None or r.name in wanted]
         return Northbound(remote, tuple(sorted(rows, key=lambda p: p.name)))
 
-    return ovsdb.read(remote, SCHEMA, TABLES, take, timeout, ssl)
-
+    return ovsdb.read(remote, SCHEMA, tables, take, timeout, ssl, conditions)

@@ -188,3 +188,34 @@ class Collector:
     def _say(self, line: str) -> None:
         if self.say:
             self.say(line)
+
+
+class EnforcementCollector:
+    """A host's exporter's collection (``minbw exporter --enforcement-host``): one cycle runs ``check`` (the host's
+    enforcement checks, returning a :class:`minbw.reports.enforcement.HostReport`: one read of the host's data
+    plane, and the Neutron and Placement calls of ``minbw enforcement show``) and leaves its families; a check that
+    fails is served as failed (``minbw_report_success{report="enforcement"}`` 0, no enforcement samples) and said."""
+
+    def __init__(self, check: Callable[[], object], *, clock: Callable[[], float] = time.time,
+                 say: Callable[[str], None] | None = None):
+        self.check = check
+        self.clock = clock
+        self.say = say
+        self.status: dict[str, dict] = {}
+
+    def collect(self, slow: SlowResults | None = None) -> Collection:
+        started = time.perf_counter()
+        before = self.status.get("enforcement") or {}
+        report = None
+        try:
+            report = self.check()
+            self.status["enforcement"] = {"ok": True, "seconds": time.perf_counter() - started,
+                                          "last_success": self.clock()}
+        except Exception as e:  # noqa: BLE001 - served as a failed check; the exporter goes on
+            self.status["enforcement"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
+                                          "last_success": before.get("last_success")}
+            if self.say:
+                self.say(f"the enforcement check failed: {type(e).__name__}: {e}")
+        stats = {"seconds": time.perf_counter() - started}
+        return Collection(tuple(metrics.enforcement_families(report, self.status)), finished=self.clock(),
+                          ok=report is not None, stats=stats)

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from minbw.exporter.collector import Collection, Collector, SlowResults
+from minbw.exporter.collector import Collection, Collector, EnforcementCollector, SlowResults
 from minbw.exporter.exposition import Exposition, age
 from minbw.exporter.http import Board
 
@@ -133,10 +133,11 @@ class Served:
 class Loops:
     """The collection loop (a cycle every ``interval`` seconds, and at once when the slow reports have new
     results) and the slow reports' loop (every ``slow_interval`` seconds), each in a thread of its own, until
-    ``stop`` is set."""
+    ``stop`` is set. ``slow_reports`` None: no slow loop (a host's exporter, whose collection is its enforcement
+    check: :class:`~minbw.exporter.collector.EnforcementCollector`)."""
 
-    def __init__(self, collector: Collector, slow_reports: Callable[[], SlowResults], served: Served, *,
-                 interval: float, slow_interval: float, stop: threading.Event,
+    def __init__(self, collector: Collector | EnforcementCollector, slow_reports: Callable[[], SlowResults] | None,
+                 served: Served, *, interval: float, slow_interval: float, stop: threading.Event,
                  say: Callable[[str], None] | None = None):
         self.collector = collector
         self.slow_reports = slow_reports
@@ -194,7 +195,7 @@ class Loops:
 
     def start(self) -> None:
         for name, target in (("minbw-exporter-collection", self._collecting),
-                             ("minbw-exporter-slow", self._reporting)):
+                             ("minbw-exporter-slow", self._reporting))[:1 if self.slow_reports is None else 2]:
             t = threading.Thread(target=target, daemon=True, name=name)
             t.start()
             self._threads.append(t)

@@ -21,6 +21,7 @@ from minbw.cache.providers import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_M
                                    ProviderCache, default_cache_path, verified as _verified)
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
+from minbw.nova.compute_root import NovaComputes
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
 # two look-ups (by name, then the tree) per hypervisor.
@@ -306,11 +307,14 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
 def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_root: bool = False,
          root_inventories: Mapping[str, Mapping] | None = None, absent: bool = False,
          progress: Progress = _quiet, cache: ProviderCache | None = None,
-         workers: int = DEFAULT_WORKERS) -> tuple[Plan, ApplyResult | None]:
+         workers: int = DEFAULT_WORKERS, nova: Callable[[], NovaComputes | None] | None = None,
+         ignore_nova_compute: bool = False) -> tuple[Plan, ApplyResult | None]:
     """Make Placement match ``desired`` (or, ``absent``, remove those providers where nothing is allocated).
 
     With a ``cache``, providers whose generation did not move since the last sync and that pass the
     cache's safety check are not read again. ``workers``: providers read and host trees written at once.
+    ``nova``: reads what Nova knows of its computes (None where the cloud has no Nova), called only with
+    ``create_root`` or ``root_inventories`` (:func:`make_plan`: a root's UUID, a refusal, a root not Nova's named).
     """
     workers = check_workers(workers)
     observed = observe(api, desired, progress, allocations_of_all=absent, cache=cache, workers=workers,
@@ -318,7 +322,9 @@ def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_r
     if absent:
         plan = make_absent_plan(desired, observed)
     else:
-        plan = make_plan(desired, observed, create_root=create_root, root_inventories=root_inventories)
+        computes = nova() if nova is not None and (create_root or root_inventories) else None
+        plan = make_plan(desired, observed, create_root=create_root, root_inventories=root_inventories,
+                         nova=computes, ignore_nova_compute=ignore_nova_compute)
     if check or not plan.ops:
         if cache and not check:
             cache.save()

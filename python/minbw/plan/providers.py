@@ -9,16 +9,18 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from minbw.errors import PlanError, RootProviderNotFound
+from minbw.errors import PlanError, RootProviderNotFound, RootRefused
 from minbw.model import microversions as mv
 from minbw.model.providers import (NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, Snapshots,
                                    freeze_inventories, thaw_inventories)
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import swept_agents
+from minbw.nova.compute_root import NovaComputes, check_root_inventory, root_of
 from minbw.plan import base
 
-# Deterministic UUIDs for roots that minbw creates itself (create_root), so that a
-# check-mode plan names the same UUID the real run will create.
+# Deterministic UUIDs for roots that minbw creates itself (create_root) where the cloud has no Nova (or where told
+# to ignore it), so that a check-mode plan names the same UUID the real run will create. Where Nova knows the
+# compute node, the root gets the node's UUID instead (minbw.nova.compute_root).
 ROOT_NAMESPACE = uuidlib.UUID("5f0c3a52-9a51-5d3e-9a1e-6d696e62772e")
 
 
@@ -149,26 +151,49 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
 
 
 def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,
-              root_inventories: Mapping[str, Mapping] | None = None) -> Plan:
-    """Compare and list the writes, in the order they must run. Raises PlanError; writes nothing."""
+              root_inventories: Mapping[str, Mapping] | None = None, nova: NovaComputes | None = None,
+              ignore_nova_compute: bool = False) -> Plan:
+    """Compare and list the writes, in the order they must run. Raises PlanError; writes nothing.
+
+    ``nova``: what Nova knows of its computes, where the cloud has Nova and a root is to be created or given
+    inventories (None: no Nova): a root to create gets its compute node's UUID, or is refused where nova-compute
+    makes it, and inventories are refused on a root nova-compute owns, unless ``ignore_nova_compute``
+    (:mod:`minbw.nova.compute_root`)."""
     ops: list[Op] = []
     before, after = Snapshots(), Snapshots()  # a snapshot is made only where it is read: the diff, a report
 
     roots: dict[str, str] = {}
     warnings = list(desired.warnings)
     skipped: list[tuple[str, str]] = []
+    refused: dict[str, PlanError] = {}  # hypervisor -> why it is skipped
     by_hypervisor: dict[str, list[ProviderSpec]] = {}  # once: a scan per hypervisor is hosts x providers
     for spec in desired.providers:
         by_hypervisor.setdefault(spec.hypervisor, []).append(spec)
+    hosts: dict[str, set[str]] = {}  # hypervisor -> the agent hosts that name it
+    for unit in desired.units:
+        for hyp in unit.hypervisors:
+            hosts.setdefault(hyp, set()).update([unit.host] if unit.host else [])
     for hyp in desired.hypervisors:
         root = observed.roots.get(hyp)
         devices = sorted(p.device for p in by_hypervisor.get(hyp, ()) if p.device)
         if root is not None:
             roots[hyp] = root.uuid
+            warnings += _not_novas(root, nova)
             if root_inventories:
+                check_root_inventory(hyp, root.uuid, nova, ignore=ignore_nova_compute)
                 ops += _root_inventories(root, observed, root_inventories, before, after)
         elif create_root:
-            roots[hyp] = root_uuid(hyp)
+            try:
+                uuid = root_of(hyp, hosts.get(hyp, ()), nova, ignore=ignore_nova_compute) or root_uuid(hyp)
+            except RootRefused as e:
+                if not desired.isolated:
+                    raise
+                refused[hyp] = e
+                skipped.append((hyp, str(e)))
+                continue
+            if root_inventories:
+                check_root_inventory(hyp, uuid, nova, ignore=ignore_nova_compute)
+            roots[hyp] = uuid
             invs = freeze_inventories(root_inventories or {})
             ops.append(Op("create_root", name=hyp, uuid=roots[hyp], inventories=invs))
             ops.append(Op("set_traits", name=hyp, uuid=roots[hyp], traits=NOVA_ROOT_TRAITS))
@@ -180,13 +205,13 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                             + (f" (bridges {', '.join(devices)})" if devices else "") + "; minbw skips them too. "
                             f"Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
         elif desired.isolated:  # this hypervisor's configurations only: named, the others planned
-            skipped.append((hyp, str(RootProviderNotFound(hyp, devices))))
+            refused[hyp] = RootProviderNotFound(hyp, devices)
+            skipped.append((hyp, str(refused[hyp])))
         else:
             raise RootProviderNotFound(hyp, devices)
     if skipped and not roots:  # no hypervisor has its root: nothing can be done
         if len(skipped) == 1:
-            raise RootProviderNotFound(skipped[0][0], sorted(p.device for p in by_hypervisor.get(skipped[0][0], ())
-                                                             if p.device))
+            raise refused[skipped[0][0]]
         raise PlanError("nothing to sync: no hypervisor has its compute node's root provider in Placement: "
                         + " | ".join(why for _hyp, why in skipped))
 
@@ -242,6 +267,19 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                 ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
     return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after,
                 warnings=tuple(warnings), skipped=tuple(skipped))
+
+
+def _not_novas(root: Provider, nova: NovaComputes | None) -> list[str]:
+    """A warning when Nova has a compute node of the root's name with another UUID: nova-compute cannot create its
+    provider (Placement: 409 Conflicting resource provider name) and reports nothing for that node."""
+    uuids = nova.nodes.get(root.name, ()) if nova is not None else ()
+    if not uuids or root.uuid in uuids:
+        return []
+    return [f"root provider {root.name} ({root.uuid}) is not Nova's compute node {root.name} ({', '.join(uuids)}): "
+            f"nova-compute cannot create its own root (Placement refuses the name: 409) and reports nothing for it "
+            f"(a root made by hand, or by create_root before it read Nova). Fix: once nothing is allocated in that "
+            f"tree, remove it (provider sync --absent, then 'openstack resource provider delete {root.uuid}'); "
+            f"nova-compute creates its root at its next update, and a sync puts the agents' providers under it"]
 
 
 def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: Snapshots,

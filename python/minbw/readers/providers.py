@@ -81,10 +81,11 @@ def agent_reports(conn, hosts: Iterable[str] | None = None) -> tuple[list[AgentC
 
 
 def placement_snapshots(api: Placement | Reader, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
-                        ) -> dict[str, dict]:
+                        ) -> tuple[dict[str, dict], frozenset[str]]:
     """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME), with
-    the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones. One
-    listing, then their traits and inventories (from the provider cache where it holds them)."""
+    the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones; and the names
+    of Placement's root providers (the compute nodes the agents' providers hang under). One listing, then their
+    traits and inventories (from the provider cache where it holds them)."""
     reader = api if isinstance(api, Reader) else Reader(api)
     wanted = set(uuids)
     providers = reader.listing()
@@ -98,4 +99,4 @@ def placement_snapshots(api: Placement | Reader, uuids: Iterable[str], sides: It
         shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
         out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
     reader.save()
-    return dict(sorted(out.items()))
+    return dict(sorted(out.items())), frozenset(p.name for p in providers if p.parent_uuid is None)

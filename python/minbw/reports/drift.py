@@ -6,8 +6,8 @@ uuid5 UUIDs, so one table compares them provider by provider.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 
 from minbw.model.providers import DesiredState, snapshot
 
@@ -89,3 +89,25 @@ def drift(ini: DesiredState | None, agent: DesiredState | None, placement: Mappi
         name = next(snap["name"] for snap in per.values() if snap)
         rows.append(DriftRow(uuid, name, per, tuple(_differences(per))))
     return sorted(rows, key=lambda r: r.name)
+
+
+def without_compute_node(rows: Iterable[DriftRow], sides: Iterable[DesiredState | None],
+                         roots: Collection[str]) -> list[DriftRow]:
+    """The rows, those of a hypervisor with no root provider in Placement (``roots``: their names) aside: a host
+    where no nova-compute runs, such as Neutron's network nodes, whose Open vSwitch agents report a hypervisor for
+    every mapped bridge and ``rp_tunnelled`` whatever their bandwidth. Neutron's placement plugin cannot write their
+    providers (it fails the agent's sync, ``resources_synced`` false) and nothing can be reserved there: left out
+    when nothing of that hypervisor carries an inventory, and otherwise each of its rows says why it is missing."""
+    hypervisor = {p.uuid: p.hypervisor for d in sides if d is not None for p in d.providers}
+    configured = {p.hypervisor for d in sides if d is not None for p in d.providers if p.inventories}
+    out = []
+    for row in rows:
+        hyp = hypervisor.get(row.uuid)
+        if hyp is None or hyp in roots or row.sides.get("placement"):
+            out.append(row)
+        elif hyp in configured:
+            out.append(replace(row, differences=(*row.differences, (
+                f"no compute node provider {hyp!r} in Placement: neither Neutron nor minbw can write it and "
+                f"nothing can be reserved there (a network node: give bandwidth to the computes' agents only; a "
+                f"compute: name its provider as 'openstack hypervisor list' does, resource_provider_hypervisors)"))))
+    return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from minbw.model.providers import stocks_of
 from minbw.neutron import naming
+from minbw.reports import enforcement as enf
 from minbw.reports.capacity.request import is_network_trait, network_label
 
 PREFIX = "minbw_"
@@ -27,6 +28,8 @@ CLASSES = {
 }
 AUDIT_KINDS = ("leaked-allocation", "stale-binding", "over-capacity", "double-allocation", "over-allocation")
 REPORTS = ("providers", "headroom", "audit", "drift", "cache_check")
+# a host's exporter (``minbw exporter --enforcement-host``): its enforcement checks' verdicts, every one present
+ENFORCEMENT_VERDICTS = (enf.ENFORCED, enf.MISSING, enf.WRONG_RATE, enf.PLACEMENT_ONLY, enf.ORPHAN)
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,44 @@ def collection(b: _Builder, stats: Mapping[str, float], calls_total: int) -> Non
     b.add("providers", stats.get("listed", 0))
     b.add("bandwidth_providers", stats.get("bandwidth", 0))
     b.add("placement_calls", calls_total)
+
+
+def enforcement(b: _Builder, report) -> None:
+    """A host's enforcement checks (a :class:`minbw.reports.enforcement.HostReport`; None: the check failed, its
+    families carry no sample): the checks counted per verdict (each verdict present, 0 when none), and per NIC its
+    link's speed, what Placement admits on its provider in each direction, the sum of the minimums enforced on it
+    and its errors (an inventory or a sum above the link)."""
+    b.declare("enforcement_checks", "A host's enforcement checks by verdict (enforced, missing, wrong rate, "
+                                    "placement-only, orphan; minbw enforcement show)")
+    b.declare("enforcement_nic_speed_bits_per_second", "A NIC's link speed (ethtool)")
+    b.declare("enforcement_nic_admitted_bits_per_second", "What Placement admits on a NIC's provider: (total - "
+                                                          "reserved) x allocation_ratio")
+    b.declare("enforcement_nic_enforced_bits_per_second", "The sum of the minimums the data plane enforces on a NIC")
+    b.declare("enforcement_nic_errors", "A NIC's errors: Placement's inventory or the minimums enforced above the "
+                                        "link's speed")
+    if report is None:
+        return
+    counts = report.counts()
+    for verdict in ENFORCEMENT_VERDICTS:
+        b.add("enforcement_checks", counts.get(verdict, 0), host=report.host, backend=report.backend, verdict=verdict)
+    for n in report.nics:
+        nic = dict(host=report.host, nic=n.nic or "", bridge=n.bridge or "")  # nic "": a bridge without one (OVN)
+        if n.speed_kbps is not None:
+            b.add("enforcement_nic_speed_bits_per_second", n.speed_kbps * 1000, **nic)
+        for direction, kbps in (("egress", n.inventory_kbps), ("ingress", n.ingress_inventory_kbps)):
+            if kbps is not None:
+                b.add("enforcement_nic_admitted_bits_per_second", kbps * 1000, direction=direction, **nic)
+        b.add("enforcement_nic_enforced_bits_per_second", n.enforced_kbps * 1000, **nic)
+        b.add("enforcement_nic_errors", len(n.errors), **nic)
+
+
+def enforcement_families(report, status: Mapping[str, Mapping]) -> list[Family]:
+    """A host's exporter's families: its enforcement checks (:func:`enforcement`) and the check's status
+    (:func:`reports`: ``minbw_report_success{report="enforcement"}``)."""
+    b = _Builder()
+    enforcement(b, report)
+    reports(b, status)
+    return b.build()
 
 
 def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None = None,

@@ -5,6 +5,11 @@ The thin entry the front ends call: the request (:class:`ExporterRequest`, the p
 exporter's machinery (:mod:`minbw.exporter`): a collection every ``interval`` seconds that reads every bandwidth
 provider's usage and counts the headroom in ports of the configured sizes, the slow reports on their own
 interval, and scrapes served from the last collection in memory.
+
+A host's exporter (``enforcement``: ``--enforcement-host``, run on a compute) serves that host's enforcement checks
+instead: each collection is one ``minbw enforcement show`` of the host (:mod:`minbw.usecases.enforcement`: one read
+of its data plane, and its Neutron and Placement calls), every ``interval`` seconds (300 by default); no slow
+reports, no provider listing.
 """
 from __future__ import annotations
 
@@ -16,10 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from minbw.errors import InvalidInput, RequestError
-from minbw.exporter.collector import Collector, SlowResults
+from minbw.exporter.collector import Collector, EnforcementCollector, SlowResults
 from minbw.exporter.http import Web, start_server
 from minbw.exporter.loops import Loops, Served
 from minbw.neutron.port_request import QOS_PORT_GRAMMAR, QosPort
+from minbw.ops.enforcement import BACKENDS
 from minbw.ops.nova_query import read_owner_nova, root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
 from minbw.placement.client import Placement
@@ -30,6 +36,7 @@ from minbw.cache.providers import ProviderCache
 from minbw.readers.placement import Reader
 from minbw.usecases.candidates import nova_root_filters
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud
+from minbw.usecases.enforcement import EnforcementRequest, show_enforcement
 
 DEFAULT_PORT = 9817
 DEFAULT_SLOW_INTERVAL = 300.0
@@ -37,6 +44,12 @@ DEFAULT_SLOW_INTERVAL = 300.0
 # Placement (27-28 s, docs/benchmarks.md, "The exporter's collection and scrapes at 1,000 hosts")
 DEFAULT_INTERVAL = 90.0
 DEFAULT_WORKERS = 8       # providers read at once: 8 took 27-28 s a cycle at 1,000 hosts, 4 35-53 s, 16 no better
+# seconds between a host's enforcement checks: each is one read of the host's data plane and 4 Neutron listings
+# (docs/enforcement.md, "The fleet"): 1,000 hosts' exporters make about 13 Neutron calls a second at 300 s
+DEFAULT_ENFORCEMENT_INTERVAL = 300.0
+# what a cloud's exporter takes and a host's exporter (enforcement) does not: it serves its host's checks only
+CLOUD_KEYS = ("port_sizes", "slow_interval", "agent_configs", "config_dirs", "host", "neutron", "audit", "cache",
+              "workers", "owner_nova", "ovn_chassis", "ovn_sb_db", "ovs_db", "ovn_sbctl", "ovs_vsctl")
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -78,7 +91,11 @@ class ExporterRequest:
     ML2/OVN (the drift's chassis, as ``drift show`` takes them): ``ovn_chassis`` files of chassis options and
     ``ovs_db`` this host's Open vSwitch database (the ini side), ``ovn_sb_db`` every chassis of the southbound
     database (the agent side; None: not read, "": ovn-sbctl's default), ``ovn_sbctl``/``ovs_vsctl`` how to run
-    the tools. ``web``: the endpoint's TLS and basic authentication (:class:`minbw.exporter.http.Web`)."""
+    the tools. ``web``: the endpoint's TLS and basic authentication (:class:`minbw.exporter.http.Web`).
+
+    ``enforcement``: a host's exporter, which serves that host's enforcement checks (``minbw enforcement show``'s
+    request) every ``interval`` seconds and nothing of the cloud's (the other options but the endpoint's are not
+    taken with it)."""
 
     port_sizes: tuple[PortSize, ...] = ()
     address: str = "127.0.0.1"
@@ -99,6 +116,7 @@ class ExporterRequest:
     ovn_sbctl: str | tuple[str, ...] | None = None
     ovs_vsctl: str | tuple[str, ...] | None = None
     web: Web = Web()
+    enforcement: EnforcementRequest | None = None
 
     def __post_init__(self):
         names = [s.name for s in self.port_sizes]
@@ -117,10 +135,18 @@ class ExporterRequest:
         keys = ("port_sizes", "listen_address", "listen_port", "interval", "slow_interval", "agent_configs",
                 "config_dirs", "host",
                 "neutron", "audit", "cache", "workers", "owner_nova", "ovn_chassis", "ovn_sb_db", "ovs_db", "ovn_sbctl",
-                "ovs_vsctl", "tls_server_config", "basic_auth_users")
+                "ovs_vsctl", "tls_server_config", "basic_auth_users", "enforcement")
         unknown = sorted(set(config) - set(keys))
         if unknown:
             raise InvalidInput(f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(keys)}")
+        enforcement = _enforcement(config.get("enforcement"), overrides.pop("enforcement_host", None))
+        if enforcement is not None:
+            cloud = sorted({k for k in CLOUD_KEYS if k in config}
+                           | {k for k in CLOUD_KEYS if overrides.get(k) is not None})
+            if cloud:
+                raise InvalidInput(f"the exporter's config: {', '.join(cloud)}: not with enforcement (a host's "
+                                   f"exporter serves its host's enforcement checks only); run the cloud's exporter "
+                                   f"apart for them")
         sizes = config.get("port_sizes") or {}
         if not isinstance(sizes, Mapping):
             raise InvalidInput("the exporter's config: port_sizes: expected NAME: RULES items, e.g. small: "
@@ -129,7 +155,8 @@ class ExporterRequest:
                   "address": config.get("listen_address", "127.0.0.1"),
                   "port": config.get("listen_port", DEFAULT_PORT),
                   "slow_interval": float(config.get("slow_interval", DEFAULT_SLOW_INTERVAL)),
-                  "interval": float(config.get("interval", DEFAULT_INTERVAL)),
+                  "interval": float(config.get("interval", DEFAULT_INTERVAL if enforcement is None
+                                               else DEFAULT_ENFORCEMENT_INTERVAL)),
                   "agent_configs": tuple(config.get("agent_configs") or ()),
                   "config_dirs": tuple(_strings(config.get("config_dirs"), "config_dirs")), "host": config.get("host"),
                   "neutron": config.get("neutron"), "audit": config.get("audit"),
@@ -139,7 +166,8 @@ class ExporterRequest:
                   "ovn_sb_db": _db(config.get("ovn_sb_db"), "ovn_sb_db"), "ovs_db": _db(config.get("ovs_db"), "ovs_db"),
                   "ovn_sbctl": _command(config.get("ovn_sbctl"), "ovn_sbctl"),
                   "ovs_vsctl": _command(config.get("ovs_vsctl"), "ovs_vsctl"),
-                  "web": Web.of(config.get("tls_server_config"), config.get("basic_auth_users"))}
+                  "web": Web.of(config.get("tls_server_config"), config.get("basic_auth_users")),
+                  "enforcement": enforcement}
         tls = overrides.pop("tls", None)
         if tls is not None:  # --tls-cert-file / --tls-key-file: over the config's tls_server_config
             values["web"] = dataclasses.replace(values["web"], cert_file=tls[0] or values["web"].cert_file,
@@ -148,6 +176,36 @@ class ExporterRequest:
         overrides = {k: _owner_nova(v) if k == "owner_nova" else v for k, v in overrides.items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _enforcement(value, host: str | None) -> EnforcementRequest | None:
+    """The config's ``enforcement`` (``minbw enforcement show``'s options, named as the module's), the host given on
+    the command line winning; None: a cloud's exporter."""
+    if value is None and host is None:
+        return None
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput(f"the exporter's config: enforcement: expected a mapping of enforcement show's options "
+                           f"(host, ovs_db, netns, ...), got {value!r}")
+    known = [f.name for f in dataclasses.fields(EnforcementRequest)]
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise InvalidInput(f"the exporter's config: enforcement: unknown key(s) {', '.join(unknown)}; known: "
+                           f"{', '.join(known)}")
+    values = dict(value, **({"host": host} if host is not None else {}))
+    for key, v in values.items():
+        if key == "kernel" and not isinstance(v, bool):
+            raise InvalidInput(f"the exporter's config: enforcement: kernel: expected true or false, got {v!r}")
+        if key != "kernel" and v is not None and (not isinstance(v, str) or not v):
+            raise InvalidInput(f"the exporter's config: enforcement: {key}: expected a non-empty string, got {v!r}")
+    if not values.get("host"):
+        raise InvalidInput("the exporter's config: enforcement: host: the compute host to check, as Neutron names it "
+                           "(or --enforcement-host)")
+    if values.get("backend") is not None and values["backend"] not in BACKENDS:
+        raise InvalidInput(f"the exporter's config: enforcement: backend: expected one of {', '.join(BACKENDS)}, got "
+                           f"{values['backend']!r}")
+    return EnforcementRequest(**values)
 
 
 def _strings(value, key: str) -> list[str]:
@@ -296,6 +354,14 @@ class Exporter:
                  stop: threading.Event | None = None):
         self.cloud = cloud
         self.request = request
+        self.served = Served(clock)
+        if request.enforcement is not None:  # a host's exporter: its enforcement checks only
+            self.collector = EnforcementCollector(lambda: show_enforcement(cloud, request.enforcement).report,
+                                                  clock=clock, say=cloud.say)
+            self.slow_reports = None
+            self.loops = Loops(self.collector, None, self.served, interval=request.interval,
+                               slow_interval=request.slow_interval, stop=stop or threading.Event(), say=cloud.say)
+            return
         api, cache = _own_client(cloud, request)
         given = request.owner_nova
         owner_nova = (lambda: read_owner_nova(api, cloud.conn if cloud.has("compute") else None).applies) \
@@ -304,12 +370,14 @@ class Exporter:
                                    cache=cache, workers=request.workers,
                                    check_interval=request.slow_interval, clock=clock, say=cloud.say)
         self.slow_reports = SlowReports(cloud, request)
-        self.served = Served(clock)
         self.loops = Loops(self.collector, self.slow_reports.run, self.served, interval=request.interval,
                            slow_interval=request.slow_interval, stop=stop or threading.Event(), say=cloud.say)
 
     def run_slow(self) -> dict:
-        """The slow reports now; every report's status (the cache check's is the collector's)."""
+        """The slow reports now; every report's status (the cache check's is the collector's). A host's exporter
+        has none."""
+        if self.slow_reports is None:
+            return dict(self.collector.status)
         self.loops.slow = self.slow_reports.run()
         return {**self.loops.slow.status, **self.collector.status}
 

@@ -142,6 +142,25 @@ class Switch:
         self.stop()
 
 
+def write_northbound(remote: str, switch: str, ports: dict[str, dict]) -> None:
+    """Logical switch ``switch`` and its ports ``{name: columns}`` written into the northbound database at ``remote``
+    through ovsdbapp's own OVN northbound API (as Neutron writes them), created or updated."""
+    from ovsdbapp.backend.ovs_idl import connection
+    from ovsdbapp.schema.ovn_northbound import impl_idl
+    conn = connection.Connection(connection.OvsdbIdl.from_server(remote, "OVN_Northbound"), 10)
+    # ovsdbapp keeps a backend's connection on its class (the first one made): a class of this call's own
+    api = type("NorthboundOfOneCall", (impl_idl.OvnNbApiIdlImpl,), {"_ovsdb_connection": None})(conn)
+    try:
+        with api.transaction(check_error=True) as txn:
+            txn.add(api.ls_add(switch, may_exist=True))
+            for name, columns in ports.items():
+                txn.add(api.lsp_add(switch, name, may_exist=True))
+                if columns:
+                    txn.add(api.db_set("Logical_Switch_Port", name, *columns.items()))
+    finally:
+        conn.stop()
+
+
 def _wait(ready, what: str, process: subprocess.Popen, timeout: float = 20) -> None:
     end = time.monotonic() + timeout
     while not ready():

@@ -94,6 +94,14 @@ def check(c, what: str, args: list[str]) -> None:
             a = agents.get(t)
             need(bool(a and a.is_alive), f"{host}: {t} not alive yet")
             need(not synced or a.resources_synced is True, f"{host}: {t} resources_synced={a.resources_synced}")
+    elif what == "agent-report":
+        # args: agent type, path: the agent's report as Neutron holds it, written as the emulators' status file
+        (agent,) = [a for a in c.network.agents(host=host) if a.agent_type == args[0]] or [None]
+        need(bool(agent and agent.is_alive), f"{host}: {args[0]} not alive")
+        with open(args[1] + ".tmp", "w") as f:
+            json.dump({"reported_at": time.time(), "agent_type": agent.agent_type, "host": agent.host,
+                       "binary": agent.binary, "configurations": agent.configuration}, f, sort_keys=True, indent=1)
+        os.replace(args[1] + ".tmp", args[1])
     elif what == "agent-inventories":
         # every device the emulators reported with a bandwidth has that inventory in placement, under neutron's
         # uuid5 provider UUIDs (agent host -> hypervisor from the report)

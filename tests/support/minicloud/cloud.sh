@@ -37,6 +37,8 @@
 #                                   in a network namespace of its own, tests/support/netns.py)
 #   MINICLOUD_OVN=0|1               ML2/OVN instead of the OVS/SR-IOV agent emulators (tests/support/minicloud/ovn.sh)
 #   MINICLOUD_OVN_CMS / MINICLOUD_OVN_CMS_1  devstack0's / devstack1's ovn-cms-options (OVN variant)
+#   MINICLOUD_REAL_OVS_AGENT="HOST ..."  these computes run the real neutron-openvswitch-agent on an Open vSwitch of
+#                                   their own, and nova-compute plugs VIFs through os-vif (ovs_agent.sh; default none)
 # shellcheck disable=SC2034  # the upper-case variables of the templates are read by render (lib/common.sh)
 # shellcheck source-path=SCRIPTDIR
 set -euo pipefail
@@ -111,6 +113,7 @@ apt_install() {
     command -v ovn-northd >/dev/null 2>&1 || need+=(ovn-central)
     command -v ovn-controller >/dev/null 2>&1 || need+=(ovn-host)
     command -v ovs-vswitchd >/dev/null 2>&1 || need+=(openvswitch-switch)
+    command -v socat >/dev/null 2>&1 || need+=(socat)  # the real OVS agent's OpenFlow relay (ovs_agent.sh)
     [ ${#need[@]} -eq 0 ] && return 0
     [ "${MINICLOUD_SKIP_INSTALL:-0}" = 1 ] && die "missing Debian packages: ${need[*]}"
     say "apt-get install ${need[*]}"
@@ -158,6 +161,8 @@ do_install() {
 # ---------------------------------------------------------------- the ML2/OVN variant
 # OVN central, each compute's Open vSwitch and ovn-controller
 . "$HERE/ovn.sh"
+# the real neutron-openvswitch-agent on some computes (MINICLOUD_REAL_OVS_AGENT)
+. "$HERE/ovs_agent.sh"
 
 # ---------------------------------------------------------------- MariaDB / RabbitMQ
 rabbit_env() {
@@ -286,6 +291,12 @@ write_env() {
         OVS_DB_0=$(ovs_db_of "$HOSTNAME_NOVA"); OVS_DB_1=$(ovs_db_of "$HOST1")
         render "$T/env-ovn.in" >>"$S/env"
     fi
+    if [ -n "$REAL_OVS" ]; then  # the real OVS agent's hosts: each one's Open vSwitch database and namespace
+        local OVS_NETNS_0 OVS_NETNS_1
+        OVS_DB_0=$(real_ovs_db_of "$HOSTNAME_NOVA"); OVS_DB_1=$(real_ovs_db_of "$HOST1")
+        OVS_NETNS_0=$(real_ovs_netns "$HOSTNAME_NOVA"); OVS_NETNS_1=$(real_ovs_netns "$HOST1")
+        render "$T/env-real-ovs.in" >>"$S/env"
+    fi
 }
 
 write_agent_inis() {
@@ -303,6 +314,10 @@ write_agent_inis() {
         [ "$SRIOV_COMPUTE" = 1 ] && SRIOV_DEVICE=$h-ens1
         [ -f "$sriov" ] || render "$T/sriov_agent.ini.in" >"$sriov"
     done
+    for h in $(real_ovs_hosts); do
+        write_real_ovs_agent_conf "$h"
+        write_real_ovs_nova_conf "$h"
+    done
 }
 
 # nova-compute, started through a short wrapper that
@@ -318,7 +333,10 @@ start_nova_compute() {  # start_nova_compute [HOST] (default devstack0)
     local h=${1:-$HOSTNAME_NOVA} name conf=(--config-file "$ETC/nova/nova.conf")
     name=nova-compute$(sfx "$h")
     [ "$h" = "$HOSTNAME_NOVA" ] || conf+=(--config-file "$ETC/nova/nova-compute-$h.conf")
-    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE start "$name" "$PY" -c '
+    local os_vif=0
+    # a host with the real OVS agent: the fake driver's os-vif variant (os_vif_driver.py), its own settings
+    is_real_ovs "$h" && { os_vif=1; conf+=(--config-file "$ETC/nova/nova-compute-os-vif-$h.conf"); }
+    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE MINICLOUD_OS_VIF=$os_vif MINICLOUD_SUPPORT=$HERE start "$name" "$PY" -c '
 import os
 import sys
 from nova.cmd import compute
@@ -352,6 +370,10 @@ def _stable_resources(self, nodename):
     return r
 cls.get_available_resource = _stable_resources
 cls.get_nodenames_by_uuid = fake.FakeDriverWithoutFakeNodes.get_nodenames_by_uuid
+if os.environ.get("MINICLOUD_OS_VIF") == "1":  # compute_driver = fake.<cls>OsVif
+    sys.path.insert(0, os.environ["MINICLOUD_SUPPORT"])
+    import os_vif_driver
+    setattr(fake, cls.__name__ + "OsVif", os_vif_driver.with_os_vif(cls))
 sys.argv[0] = "nova-compute"
 sys.exit(compute.main())' "${conf[@]}" --log-file "$LOG/$name.log"
 }
@@ -422,9 +444,13 @@ start_agents() {
     rm -f "$RUN/agent-ovs$x.json" "$RUN/agent-sriov$x.json"
     [ -f "$ovs" ] || die "OVS agent ini $ovs missing"
     [ -f "$sriov" ] || die "SR-IOV agent ini $sriov missing"
-    start "agent-ovs$x" "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
-        --config-file "$ETC/neutron/neutron.conf" --config-file "$ovs" --log-file "$LOG/agent-ovs$x.log" \
-        --status-file "$RUN/agent-ovs$x.json"
+    if is_real_ovs "$h"; then
+        start_real_ovs_agent "$h"
+    else
+        start "agent-ovs$x" "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
+            --config-file "$ETC/neutron/neutron.conf" --config-file "$ovs" --log-file "$LOG/agent-ovs$x.log" \
+            --status-file "$RUN/agent-ovs$x.json"
+    fi
     start "agent-sriov$x" "$PY" "$HERE/agent_emulator.py" --kind sriov --host "$h" \
         --config-file "$ETC/neutron/neutron.conf" --config-file "$sriov" --log-file "$LOG/agent-sriov$x.log" \
         --status-file "$RUN/agent-sriov$x.json"
@@ -441,14 +467,23 @@ wait_agents() {
     local h=${1:-$HOSTNAME_NOVA} x synced=0
     x=$(sfx "$h")
     [ "$PLACEMENT_PLUGIN" = 1 ] && synced=1
-    wait_for "$h: emulators' first heartbeat" 60 "agent-ovs$x agent-sriov$x" \
-        test -s "$RUN/agent-ovs$x.json" -a -s "$RUN/agent-sriov$x.json"
+    if is_real_ovs "$h"; then  # the real agent writes no status file: its report is read from Neutron below
+        wait_for "$h: SR-IOV emulator's first heartbeat" 60 "agent-ovs$x agent-sriov$x" test -s "$RUN/agent-sriov$x.json"
+    else
+        wait_for "$h: emulators' first heartbeat" 60 "agent-ovs$x agent-sriov$x" \
+            test -s "$RUN/agent-ovs$x.json" -a -s "$RUN/agent-sriov$x.json"
+    fi
     if ! ( CHECK_HOST=$h wait_check "$h: L2 agents alive (resources_synced=$synced)" "${2:-120}" \
             "agent-ovs$x agent-sriov$x neutron-rpc" agents "Open vSwitch agent,NIC Switch agent" $synced ); then
         say "neutron's last placement sync errors (neutron-rpc.log):"
         grep -h "placement client call failed\|Synchronization of resources" "$LOG"/neutron-rpc.log 2>/dev/null \
             | tail -n 6 | cut -c1-600 >&2
         exit 1
+    fi
+    if is_real_ovs "$h"; then  # through its first loop (ports handled); its report as the emulator's status file has it
+        wait_for "$h: the OVS agent's first loop" 60 "agent-ovs$x" real_ovs_agent_looped "$h"
+        CHECK_HOST=$h check agent-report "Open vSwitch agent" "$RUN/agent-ovs$x.json" >/dev/null \
+            || fail_service "agent-ovs$x" "cannot read $h's Open vSwitch agent report from Neutron"
     fi
     if [ "$synced" = 1 ]; then
         wait_check "$h: placement inventories match the agents' reports" 60 "agent-ovs$x agent-sriov$x neutron-rpc" \
@@ -459,12 +494,14 @@ wait_agents() {
 SERVICES=(agent-ovs agent-sriov nova-compute "agent-ovs-$HOST1" "agent-sriov-$HOST1" "nova-compute-$HOST1"
           nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
           "ovn-controller-$HOSTNAME_NOVA" "ovs-vswitchd-$HOSTNAME_NOVA" "ovs-db-$HOSTNAME_NOVA"
-          "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb)
+          "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb
+          "ovs-of-$HOSTNAME_NOVA" "ovs-of-$HOST1")
 
 # The running cloud's mode (written by `up`): later commands act on what runs, not on their env.
 save_mode() {
-    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\nOVN=%q\n' \
-        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" "$OVN" >"$RUN/mode.env"
+    printf 'COMPUTES=%q\nSPARE=%q\nSPARE_ACTIVE=%q\nSRIOV_COMPUTE=%q\nPLACEMENT_PLUGIN=%q\nSTART_AGENTS=%q\nOVN=%q\nREAL_OVS=%q\n' \
+        "$COMPUTES" "$SPARE" "${SPARE_ACTIVE:-0}" "$SRIOV_COMPUTE" "$PLACEMENT_PLUGIN" "$START_AGENTS" "$OVN" "$REAL_OVS" \
+        >"$RUN/mode.env"
 }
 
 load_mode() {
@@ -483,6 +520,7 @@ do_down() {
     for s in "${SERVICES[@]}" rabbitmq mariadb; do stop "$s" "$grace" & done
     wait
     stop epmd 3
+    real_ovs_stop_netns
     # any leftover pid file of ours
     if [ -d "$RUN" ]; then
         for f in "$RUN"/*.pid; do
@@ -624,6 +662,7 @@ stop_openstack() {  # every service and agent, not MariaDB/RabbitMQ/epmd; their 
     local s
     for s in "${SERVICES[@]}"; do stop "$s" 1 & done
     wait
+    real_ovs_stop_netns
 }
 
 wipe_openstack_state() {
@@ -636,7 +675,8 @@ wipe_openstack_state() {
 
 do_up() {
     mkdir -p "$S"
-    local warm=0
+    local warm=0 h
+    check_real_ovs_hosts
     if [ -d "$RUN" ] && ls "$RUN"/*.pid >/dev/null 2>&1; then
         if [ "${MINICLOUD_WARM:-1}" = 1 ] && infra_alive && snapshot_ok; then
             warm=1
@@ -656,6 +696,7 @@ do_up() {
         write_configs
         write_agent_inis
         [ "$OVN" = 1 ] && ovn_start
+        for h in $(real_ovs_hosts); do real_ovs_start "$h"; done
         restore_snapshot
         wait $rabbit_pid || fail_service rabbitmq-reset "rabbitmqctl stop_app/reset/start_app failed"
         say "databases restored from the snapshot, RabbitMQ reset"
@@ -672,6 +713,7 @@ do_up() {
         write_configs
         write_agent_inis
         [ "$OVN" = 1 ] && ovn_start
+        for h in $(real_ovs_hosts); do real_ovs_start "$h"; done
         wait_mariadb
 
         if snapshot_ok; then
@@ -784,10 +826,13 @@ running_compute() {
     [[ " ${HOSTS[*]} " == *" $1 "* ]] || die "no compute $1 in this cloud (${HOSTS[*]})"
 }
 
-stop_agents() {  # stop_agents HOST: its two emulators, side by side
-    local x
+stop_agents() {  # stop_agents HOST: its two emulators (or the real OVS agent and the SR-IOV emulator), side by side
+    local x grace=10
     x=$(sfx "$1")
-    stop "agent-ovs$x" 10 &
+    # the real agent has left its loop a second or two after SIGTERM and writes nothing after; draining its RPC
+    # connections then takes more than 10 s
+    is_real_ovs "$1" && grace=3
+    stop "agent-ovs$x" "$grace" &
     stop "agent-sriov$x" 10 &
     wait
 }
@@ -826,8 +871,11 @@ do_status() {
     load_mode
     for s in mariadb epmd rabbitmq "${SERVICES[@]}"; do
         case $s in
-            ovn-*|ovs-*) [ "$OVN" = 1 ] || continue
-                         [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
+            ovn-*) [ "$OVN" = 1 ] || continue
+                   [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
+            ovs-of-*) is_real_ovs "${s#ovs-of-}" || continue ;;
+            ovs-*) { [ "$OVN" = 1 ] || is_real_ovs "${s##*-}"; } || continue
+                   [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
             agent-*) [ "$START_AGENTS" = 1 ] || continue ;;
         esac
         case $s in

@@ -9,37 +9,16 @@ from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 from pyroute2.netlink.rtnl.tcmsg import tcmsg
 
 from minbw.dataplane import netlink
-
-
-def decoded(cls, kind: int, fields: dict, attrs: list):
-    """A message as the kernel would send it: encoded by pyroute2, then decoded from its bytes."""
-    msg = cls()
-    msg["header"]["type"] = kind
-    for k, v in fields.items():
-        msg[k] = v
-    msg["attrs"] = attrs
-    msg.encode()
-    out = cls(bytes(msg.data[:msg["header"]["length"]]))
-    out.decode()
-    return out
-
-
-def vf(index: int, mac: str, rate: dict | None) -> tuple:
-    attrs = [("IFLA_VF_MAC", {"vf": index, "mac": mac}), ("IFLA_VF_TX_RATE", {"vf": index, "rate": 0})]
-    if rate is not None:
-        attrs.append(("IFLA_VF_RATE", {"vf": index, **rate}))
-    return ("IFLA_VF_INFO", {"attrs": attrs})
+from tests.support.dataplane.netlink_messages import decoded, pf, vf
 
 
 def test_a_pfs_vfs_with_their_rates_in_mbps():
-    pf = decoded(ifinfmsg, RTM_NEWLINK, {"index": 4}, [
-        ("IFLA_IFNAME", "ens5"), ("IFLA_NUM_VF", 3),
-        ("IFLA_VFINFO_LIST", {"attrs": [
-            vf(1, "fa:16:3e:00:00:02", {"min_tx_rate": 0, "max_tx_rate": 0}),
-            # what the SR-IOV agent writes for a 1,500 kbps minimum: round half up to whole Mbps
-            vf(0, "fa:16:3e:00:00:01", {"min_tx_rate": 2, "max_tx_rate": 10}),
-            vf(2, "fa:16:3e:00:00:03", None)]})])  # a NIC without IFLA_VF_RATE (Neutron reads None)
-    assert netlink.vfs_of(pf) == (netlink.Vf(0, "fa:16:3e:00:00:01", 2, 10),
+    ens5 = pf(4, "ens5", [
+        vf(1, "fa:16:3e:00:00:02", {"min_tx_rate": 0, "max_tx_rate": 0}),
+        # what the SR-IOV agent writes for a 1,500 kbps minimum: round half up to whole Mbps
+        vf(0, "fa:16:3e:00:00:01", {"min_tx_rate": 2, "max_tx_rate": 10}),
+        vf(2, "fa:16:3e:00:00:03", None)])  # a NIC without IFLA_VF_RATE (Neutron reads None)
+    assert netlink.vfs_of(ens5) == (netlink.Vf(0, "fa:16:3e:00:00:01", 2, 10),
                                   netlink.Vf(1, "fa:16:3e:00:00:02", 0, 0),
                                   netlink.Vf(2, "fa:16:3e:00:00:03", None, None))
 

@@ -3,6 +3,8 @@
 same files, by oslo.config with Neutron's options registered (what the agent gets)."""
 from __future__ import annotations
 
+import importlib.util
+from io import StringIO
 from pathlib import Path
 
 import jinja2
@@ -13,7 +15,6 @@ from minbw.errors import ConfigError
 from minbw.neutron import agentconf as ac
 from minbw.neutron import naming
 from minbw.ops.agent_files import read_agent_units
-from tests.support.deployment_tools.kolla_merge_configs import merge
 from tests.support.oracle.neutron_agent_conf import agent_conf
 
 TOOLS = Path(__file__).resolve().parents[2] / "support" / "deployment_tools"
@@ -46,12 +47,12 @@ EDPM_NODE = {"canonical_hostname": "edpm-compute-0.ctlplane.example.com",
 def edpm_config_dir(root: Path) -> Path:
     """/var/lib/openstack/neutron-sriov-agent as tasks/configure.yml writes it: the three templates rendered with the
     role's defaults and the node's variables as 01-*.conf, and a custom file copied beside them."""
-    values = {**yaml.safe_load((EDPM / "defaults.yml").read_text()), **EDPM_NODE}
+    values = {**yaml.safe_load((EDPM / "defaults" / "main.yml").read_text()), **EDPM_NODE}
     d = root / "neutron-sriov-agent"
     d.mkdir()
     for src, dest in (("neutron.conf.j2", "01-neutron.conf"), ("rootwrap.conf.j2", "01-rootwrap.conf"),
                       ("neutron-sriov-agent.conf.j2", "01-neutron-sriov-agent.conf")):
-        (d / dest).write_text(render(EDPM / src, values))
+        (d / dest).write_text(render(EDPM / "templates" / "config" / src, values))
     (d / "10-neutron-sriov.conf").write_text((EDPM / "10-neutron-sriov.conf").read_text())
     return d
 
@@ -90,6 +91,20 @@ def test_edpm_sriov_agent_file_alone_was_refused_before_and_is_read_now(tmp_path
 # ---------------------------------------------------------------- kolla-ansible: neutron.conf and the agent's ini
 
 KOLLA = TOOLS / "kolla_neutron"
+
+
+def merge(texts) -> str:
+    """The file kolla-ansible writes from these sources (rendered), in order: its merge_configs action plugin's
+    OverrideConfigParser parses each and writes the result, as the plugin's run() does."""
+    spec = importlib.util.spec_from_file_location("merge_configs", KOLLA / "action_plugins" / "merge_configs.py")
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    config = plugin.OverrideConfigParser()
+    for text in texts:
+        config.parse(StringIO(text))
+    out = StringIO()
+    config.write(out)
+    return out.getvalue()
 # kolla-ansible's defaults (ansible/group_vars/all/*.yml, ansible/roles/neutron/defaults/main.yml at 1a681814),
 # evaluated for a compute with provider networks (enable_neutron_provider_networks: the compute gets bridge_mappings)
 # and QoS on (enable_neutron_qos: the qos agent extension)
@@ -118,9 +133,9 @@ def kolla_files(root: Path, neutron_overrides=(), agent_overrides=()) -> tuple[P
     """/etc/kolla/neutron-openvswitch-agent/{neutron.conf,openvswitch_agent.ini}: each template rendered, then the
     overrides merged in by kolla's merge_configs (its sections as written: [OVS] stays beside [ovs])."""
     neutron = root / "neutron.conf"
-    neutron.write_text(merge([render(KOLLA / "neutron.conf.j2", KOLLA_VALUES), *neutron_overrides]))
+    neutron.write_text(merge([render(KOLLA / "templates" / "neutron.conf.j2", KOLLA_VALUES), *neutron_overrides]))
     agent = root / "openvswitch_agent.ini"
-    agent.write_text(merge([render(KOLLA / "openvswitch_agent.ini.j2", KOLLA_VALUES), *agent_overrides]))
+    agent.write_text(merge([render(KOLLA / "templates" / "openvswitch_agent.ini.j2", KOLLA_VALUES), *agent_overrides]))
     return neutron, agent
 
 

@@ -62,3 +62,23 @@ def test_each_kind_of_drift_is_named():
 def test_report_of_an_agent_without_bandwidth_is_refused():
     with pytest.raises(ConfigError, match="reports no bandwidth"):
         config_from_report("DHCP agent", "devstack0", {})
+
+
+def test_a_host_without_a_compute_node_is_left_out_unless_it_has_bandwidth():
+    """Neutron's network nodes: their Open vSwitch agents report a hypervisor for each mapped bridge and rp_tunnelled
+    (their own name), which has no root provider. Without bandwidth there is nothing to compare (Neutron's plugin
+    cannot write their agent provider either); with it each row says why it is missing."""
+    from minbw.reports.drift import without_compute_node
+    network = "[DEFAULT]\nhost = network-1\n[ovs]\nbridge_mappings = physnet0:br-net\n"
+    ini = state(OVS, network, network.replace("network-1", "network-2") + "resource_provider_bandwidths = br-net:9:9\n")
+    placement = {u: s for u, s in snapshots(ini).items() if not s["name"].startswith("network-")}
+    rows = drift(ini, ini, placement)
+    assert sorted(r.name for r in rows if not r.agree) == [
+        "network-1:Open vSwitch agent", "network-2:Open vSwitch agent", "network-2:Open vSwitch agent:br-net"]
+    kept = without_compute_node(rows, (ini, ini), roots={"devstack0"})
+    assert [r for r in kept if r.name.startswith("devstack0")] == [r for r in rows if r.name.startswith("devstack0")]
+    assert [(r.name, r.differences[-1].split(":")[0]) for r in kept if not r.agree] == [
+        ("network-2:Open vSwitch agent", "no compute node provider 'network-2' in Placement"),
+        ("network-2:Open vSwitch agent:br-net", "no compute node provider 'network-2' in Placement")]
+    # a root of that name (a network node that runs nova-compute too): compared as any compute
+    assert without_compute_node(rows, (ini, ini), roots={"devstack0", "network-1", "network-2"}) == rows

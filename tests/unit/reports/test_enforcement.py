@@ -8,7 +8,7 @@ import warnings
 import pytest
 from neutron_lib import constants
 
-from minbw.dataplane import netlink, ovs
+from minbw.dataplane import netlink, ovn, ovs
 from minbw.neutron.qos import QosRule
 from minbw.reports import enforcement as e
 from tests.support.oracle import neutron_sriov_qos
@@ -41,7 +41,9 @@ ROWS = [
     (e.Rule("p1", e.OVS, 1000, physical_network=PHYS), None, e.MISSING, None, "1000 kbps asked, nothing programmed"),
     (e.Rule("p1", e.OVS, 1000, physical_network=PHYS), 2_000_000, e.WRONG_RATE, 2.0, "2000000 bit/s programmed"),
     (e.Rule("p1", e.OVN, 1000, physical_network=PHYS), 1_000_000, e.ENFORCED, None, ""),
-    (e.Rule("p1", e.OVN, 1000, physical_network=PHYS), 1000, e.WRONG_RATE, 0.001, "Neutron before 26.0.0"),
+    (e.Rule("p1", e.OVN, 1000, physical_network=PHYS), 1000, e.WRONG_RATE, 0.001,
+     "the kbps number, 1,000 times too little: ML2/OVN wrote kbps where OVN reads bit/s, Neutron 21.0.0 to 25.x "
+     "(fixed in 26.0.0)"),
     (e.Rule("p1", e.OVN, 1000, physical_network=PHYS), 500_000, e.WRONG_RATE, 0.5, "1000000 bit/s expected"),
     (e.Rule("p1", e.SRIOV, 1500, vnic_type="direct"), 2, e.ENFORCED, None, ""),
     (e.Rule("p1", e.SRIOV, 1500, vnic_type="direct"), 1, e.WRONG_RATE, 0.5, "2 Mbps expected"),
@@ -63,17 +65,6 @@ def test_verdicts(rule, programmed, verdict, factor, why):
     v = e.verdict(rule, programmed)
     assert (v.verdict, v.factor) == (verdict, factor)
     assert why in v.why
-
-
-def test_orphans_are_what_no_rule_asks_for():
-    rules = [e.Rule("a", e.OVS, 1000, physical_network=PHYS), e.Rule("b", e.SRIOV, 3000, direction="ingress")]
-    found = e.compare(rules, {e.OVS: {"a": 1_000_000, "gone": 2_000_000}, e.SRIOV: {"b": 3, "old": 5}})
-    assert [(v.backend, v.port, v.verdict) for v in found] == [
-        (e.OVS, "a", e.ENFORCED), (e.SRIOV, "b", e.PLACEMENT_ONLY), (e.OVS, "gone", e.ORPHAN),
-        (e.SRIOV, "old", e.ORPHAN)]
-    assert found[2].to_dict() == {"port": "gone", "backend": e.OVS, "verdict": e.ORPHAN, "expected": None,
-                                  "programmed": 2_000_000, "unit": "bit/s", "factor": None,
-                                  "why": "programmed for no port with a minimum rule"}
 
 
 def test_a_nic_whose_inventory_or_guarantees_exceed_its_link():
@@ -239,3 +230,123 @@ def test_each_nic_against_its_link():
     assert not report.ok and not report.findings
     (nic,) = host([port()], switch(ENFORCED_A), inventory=(1500, 20_000_000)).nics
     assert nic.errors == ("Placement's ingress inventory (20000000 kbps) is above the link's speed (10000000 kbps)",)
+
+
+# ------------------------------------------------------------------ one host of ML2/OVN
+
+OVN_RP = "0c0de0e5-0000-5000-8000-000000000001"
+
+
+def lsp(name: str, options: dict) -> ovn.LogicalSwitchPort:
+    return ovn.LogicalSwitchPort(name, None, "", options, {})
+
+
+def neutron29(kbps: int) -> dict:
+    """The options Neutron 29 writes for an egress minimum of ``kbps`` (its own ``_ovn_lsp_rule``)."""
+    rule = OVNClientQosExtension._ovn_lsp_rule({"minimum_bandwidth": {"min_kbps": kbps}})
+    return {k: v for k, v in rule.items() if v is not None}
+
+
+def chassis(egress: str | None = "true", plugged=((A, 5), (B, 6))) -> ovs.Switch:
+    """An ML2/OVN compute's Open vSwitch database: br-int with the VMs' ports, br-test with its NIC eth1 (marked
+    ``ovn-egress-iface`` with ``egress``, None: not marked)."""
+    vms = tuple(ovs.Port(f"tap{p[:4]}", (ovs.Interface(f"tap{p[:4]}", "", n, {"iface-id": p}),), None, {})
+                for p, n in plugged)
+    nic = ovs.Port("eth1", (ovs.Interface("eth1", "", 1, {} if egress is None else {"ovn-egress-iface": egress}),),
+                   None, {})
+    return ovs.Switch("unix:db.sock", (ovs.Bridge("br-int", "netdev", vms), ovs.Bridge("br-test", "netdev", (nic,))),
+                      (), (), {"ovn-bridge-mappings": f"{PHYS}:br-test"})
+
+
+def ovn_host(ports, rows, sw=None, bound=None, inventory=(1500, 1500)):
+    provider = e.BridgeProvider(OVN_RP, "devstack0:OVN Controller agent:br-test",
+                                {rc: {"total": n} for rc, n in zip((EGR, IGR), inventory) if n is not None})
+    plane = e.OvnPlane(sw or chassis(), ovn.Northbound("tcp:127.0.0.1:6641", tuple(rows)), {PHYS: "br-test"},
+                       {"eth1": 10_000}, {"br-test": provider})
+    held = {SERVER: {OVN_RP: {EGR: 1000}}}
+    ports = [e.BoundPort(**{**p.__dict__, "allocation": {"g": OVN_RP}}) for p in ports]
+    return e.ovn_host("devstack0", ports, held, plane, bound=bound)
+
+
+OVN_HOSTS = [
+    # ports, LSP rows, switch, verdicts, a part of the first check's why
+    pytest.param([port()], [lsp(A, neutron29(1000))], None, [(A, e.ENFORCED, None)], "", id="neutron 29"),
+    pytest.param([port()], [lsp(A, {"qos_min_rate": "1000"})], None, [(A, e.WRONG_RATE, 0.001)], e.OVN_KBPS_BUG,
+                 id="neutron 21.0.0-25.x"),
+    pytest.param([port()], [lsp(A, {"qos_min_rate": "2000000"})], None, [(A, e.WRONG_RATE, 2.0)],
+                 "1000000 bit/s expected, 2000000 bit/s programmed", id="another rate"),
+    pytest.param([port()], [lsp(A, {})], None, [(A, e.MISSING, None)],
+                 "1000 kbps asked: its Logical_Switch_Port has no options:qos_min_rate", id="no option"),
+    pytest.param([port()], [], None, [(A, e.MISSING, None)],
+                 "the northbound database has no Logical_Switch_Port for the port", id="no LSP"),
+    pytest.param([port()], [lsp(A, neutron29(1000))], chassis(egress=None), [(A, e.MISSING, None)],
+                 "its Logical_Switch_Port asks 1000000 bit/s, but no interface of br-test is marked "
+                 "external_ids:ovn-egress-iface=true: ovn-controller shapes no NIC for it", id="no egress NIC"),
+    pytest.param([port()], [lsp(A, neutron29(1000))], chassis(egress="TRUE"), [(A, e.ENFORCED, None)], "",
+                 id="smap_get_bool's true"),
+    pytest.param([port(physnet="physnet9")], [lsp(A, neutron29(1000))], None, [(A, e.MISSING, None)],
+                 "the chassis maps no bridge to physical network physnet9 (ovn-bridge-mappings: physnet0:br-test)",
+                 id="physnet without a bridge"),
+    pytest.param([port(rules=(("minimum_bandwidth", "ingress", 1000), ("minimum_packet_rate", "any", 100)))], [],
+                 None, [(A, e.PLACEMENT_ONLY, None), (A, e.PLACEMENT_ONLY, None)], "ML2/OVN enforces egress minimums "
+                 "only", id="ingress and packet rate"),
+    pytest.param([port(physnet=None)], [], None, [(A, e.PLACEMENT_ONLY, None)], "flat and VLAN networks only",
+                 id="tunnelled"),
+    pytest.param([port(rules=(("minimum_bandwidth", "ingress", 1000),))], [lsp(A, neutron29(1000))], None,
+                 [(A, e.PLACEMENT_ONLY, None), (A, e.ORPHAN, None)], "egress minimums only",
+                 id="qos_min_rate left on a port with no egress minimum"),
+]
+
+
+@pytest.mark.parametrize("ports, rows, sw, verdicts, why", OVN_HOSTS)
+def test_an_ovn_hosts_rules_side_by_side(ports, rows, sw, verdicts, why):
+    report = ovn_host(ports, rows, sw)
+    assert report.backend == e.OVN
+    assert [(c.subject, c.verdict, c.factor) for c in report.checks] == verdicts
+    assert why in report.checks[0].why
+    assert report.ok == all(v not in e.FINDINGS for _, v, _ in verdicts)
+
+
+def test_an_enforced_ovn_rule_shows_each_side():
+    report = ovn_host([port()], [lsp(A, neutron29(1000))])
+    (check,) = report.checks
+    assert check.to_dict() == {
+        "kind": "rule", "subject": A, "backend": e.OVN, "verdict": e.ENFORCED, "why": "", "factor": None,
+        "server": SERVER,
+        "rule": {"type": "minimum_bandwidth", "direction": "egress", "value": 1000, "unit": "kbps",
+                 "expected": 1_000_000, "expected_unit": "bit/s", "policy": "pol", "policy_of": "network"},
+        "reserved": {"provider": OVN_RP, "name": "devstack0:OVN Controller agent:br-test", "class": EGR,
+                     "amount": 1000, "shared_by": []},
+        "programmed": ({"lsp": A, "qos_min_rate": 1_000_000, "qos_max_rate": None, "qos_burst": None},),
+        "kernel": (), "notes": ()}
+    assert [n.to_dict() for n in report.nics] == [{
+        "nic": "eth1", "speed_kbps": 10_000_000, "inventory_kbps": 1500, "enforced_kbps": 1000, "errors": (),
+        "bridge": "br-test", "provider": "devstack0:OVN Controller agent:br-test", "ingress_inventory_kbps": 1500,
+        "physical_network": None}]
+    assert report.to_dict()["backend"] == "ovn"
+
+
+def test_ovn_notes_what_ovn_controller_needs():
+    (check,) = ovn_host([port()], [lsp(A, neutron29(1000))], chassis(plugged=())).checks
+    assert check.notes == ("the port is not plugged on br-int (no interface with external_ids:iface-id = the port)",)
+    big = 2_147_484  # kbps: the first whose bit/s OVN < 23.06 reads as 0
+    (check,) = ovn_host([port(rules=(("minimum_bandwidth", "egress", big),))], [lsp(A, neutron29(big))]).checks
+    assert check.verdict == e.ENFORCED and check.notes[-1] == (
+        "OVN before 23.06 reads a qos_min_rate above 2147483647 bit/s as 0 (no queue): an ovn-controller older than "
+        "23.06 does not enforce it")
+    assert not [n for n in ovn_host([port(rules=(("minimum_bandwidth", "egress", big - 1),))],
+                                    [lsp(A, neutron29(big - 1))]).checks[0].notes if "23.06" in n]
+
+
+def test_ovn_orphans_and_bridges_without_an_egress_nic():
+    # B is bound with no minimum rule (its policy changed), its LSP keeps a qos_min_rate
+    report = ovn_host([port()], [lsp(A, neutron29(1000)), lsp(B, neutron29(500))], bound=[A, B])
+    assert [(c.kind, c.subject, c.verdict) for c in report.checks] == [("rule", A, e.ENFORCED), ("lsp", B, e.ORPHAN)]
+    assert report.checks[1].why == ("its Logical_Switch_Port holds options:qos_min_rate 500000 bit/s, but the port has "
+                                    "no egress minimum ML2/OVN writes (on a flat or VLAN network): ovn-controller "
+                                    "gives it a queue no rule asks for")
+    report = ovn_host([port()], [lsp(A, neutron29(1000))], chassis(egress=None))
+    assert [(n.nic, n.bridge, n.inventory_kbps, n.errors) for n in report.nics] == [(None, "br-test", 1500, (
+        "no interface of br-test is marked external_ids:ovn-egress-iface=true: Placement admits 1500 kbps egress "
+        "there, which ovn-controller enforces on no NIC",))]
+    assert ovn_host([], [], chassis(egress=None), inventory=(None, 1500)).nics == ()  # no egress admitted: nothing

@@ -12,7 +12,7 @@ bridges' NIC ports. A QoS row no port names is one a previous agent run left.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..dataplane import ovsdb
@@ -23,7 +23,8 @@ TABLES = {"Bridge": ("name", "datapath_type", "ports"),
           "Port": ("name", "interfaces", "qos", "external_ids"),
           "Interface": ("name", "type", "ofport", "external_ids"),
           "QoS": ("type", "other_config", "external_ids", "queues"),
-          "Queue": ("other_config", "external_ids")}
+          "Queue": ("other_config", "external_ids"),
+          "Open_vSwitch": ("external_ids",)}
 
 
 def frozen(mapping: Mapping) -> Mapping:
@@ -92,12 +93,14 @@ class Bridge:
 
 @dataclass(frozen=True)
 class Switch:
-    """One Open vSwitch database: the bridges read, and every QoS and Queue row in it."""
+    """One Open vSwitch database: the bridges read, and every QoS and Queue row in it; ``external_ids`` is the
+    root row's (where ovn-controller reads ``ovn-bridge-mappings``, ``ovn-cms-options``, ``ovn-bridge``)."""
 
     remote: str
     bridges: tuple[Bridge, ...]
     qos: tuple[QoS, ...]
     queues: tuple[Queue, ...]
+    external_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def bridge(self, name: str) -> Bridge:
         for b in self.bridges:
@@ -128,8 +131,10 @@ def read(remote: str, bridges: Iterable[str] | None = None, timeout: float = ovs
         if missing:
             raise DataPlaneUnreadable(f"no bridge {', '.join(map(repr, missing))} (bridges: "
                                       f"{', '.join(sorted(found)) or 'none'})", remote)
+        root = next(iter(tables["Open_vSwitch"].rows.values()), None)
         return Switch(remote, tuple(_bridge(found[n], qos) for n in (sorted(found) if wanted is None else wanted)),
-                      tuple(qos[u] for u in sorted(qos)), tuple(queues[u] for u in sorted(queues)))
+                      tuple(qos[u] for u in sorted(qos)), tuple(queues[u] for u in sorted(queues)),
+                      frozen(root.external_ids if root is not None else {}))
 
     return ovsdb.read(remote, SCHEMA, TABLES, take, timeout, ssl)
 

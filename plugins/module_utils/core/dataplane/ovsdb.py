@@ -40,9 +40,11 @@ class Ssl:
 
 
 def read(remote: str, schema: str, tables: Mapping[str, Sequence[str]], take: Callable[[Mapping[str, Any]], T],
-         timeout: float = TIMEOUT, ssl: Ssl | None = None) -> T:
+         timeout: float = TIMEOUT, ssl: Ssl | None = None, conditions: Mapping[str, list] | None = None) -> T:
     """``take`` applied to the idl's tables (``{name: table}``, rows in ``table.rows``) of the database ``schema``
-    at ``remote``, monitoring ``tables`` (``{table: [column, ...]}``) only."""
+    at ``remote``, monitoring ``tables`` (``{table: [column, ...]}``) only. ``conditions``: table -> the clauses
+    a row must meet one of (OVSDB's ``monitor_cond``: ``[["name", "==", "x"], ...]``; [] matches no row), so that
+    the server sends only those rows."""
     stream, connection, idlutils, exceptions = _ovsdbapp()
     check(remote)
     if remote.startswith("ssl:"):
@@ -65,6 +67,8 @@ def read(remote: str, schema: str, tables: Mapping[str, Sequence[str]], take: Ca
             raise DataPlaneUnreadable(f"the {schema} database has no {table} table", remote)
         helper.register_columns(table, list(columns))
     idl = connection.OvsdbIdl(remote, helper)
+    for table, clauses in (conditions or {}).items():
+        idl.cond_change(table, list(clauses))  # sent with the first monitor request
     conn = connection.Connection(idl, timeout)
     try:
         conn.start()

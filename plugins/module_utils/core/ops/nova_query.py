@@ -9,12 +9,13 @@ their roots' traits where Nova's API can be read, else from Placement alone (eve
 """
 from __future__ import annotations
 
+import uuid as uuidlib
 from collections.abc import Iterable, Sequence
 
 from openstack import exceptions as sdk_exceptions
 
 from ..errors import InvalidInput, NotFound, ObjectNotFound, ProviderNotFound
-from ..nova import owner
+from ..nova import compute_root, owner
 from ..nova.fields import COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA
 from ..nova.inputs import Aggregate, CloudFacts, Flavor, Image, Port, Subnet
 from ..nova.options import SchedulerOptions
@@ -25,6 +26,38 @@ def read_compute_services(conn) -> list[owner.ComputeService]:
     """Nova's nova-compute services (``GET /os-services?binary=nova-compute``)."""
     return [owner.ComputeService(s.host, bool(s.is_forced_down), s.state, s.status == "disabled")
             for s in conn.compute.services(binary="nova-compute")]
+
+
+def _unreadable(e: Exception) -> str:
+    return f"Nova's services and compute nodes not readable ({getattr(e, 'status_code', None) or type(e).__name__})"
+
+
+def read_compute_hosts(conn) -> compute_root.NovaComputes:
+    """What Nova knows of its computes, for a compute node root minbw would create
+    (:mod:`minbw.nova.compute_root`): its compute nodes' UUIDs by hypervisor hostname (``GET /os-hypervisors``, not
+    the detailed listing, which from compute API 2.88 asks each nova-compute for its uptime over RPC - an RPC timeout,
+    500, while one that stopped still counts as up: nova/api/openstack/compute/hypervisors.py; the e2e test reads
+    this listing with one stopped, tests/e2e/test_create_root_cloud.py) and its nova-compute services' hosts. Where Nova cannot be read
+    (a user without the admin role, an error answer) ``unread`` says why."""
+    try:
+        services = frozenset(s.host for s in read_compute_services(conn))
+        nodes: dict[str, list[str]] = {}
+        for h in conn.compute.hypervisors():
+            nodes.setdefault(h.name, []).append(h.id)
+    except (sdk_exceptions.HttpException, sdk_exceptions.EndpointNotFound) as e:
+        return compute_root.NovaComputes(unread=_unreadable(e))
+    if not all(_is_uuid(u) for uuids in nodes.values() for u in uuids):  # Nova before compute API 2.53
+        return compute_root.NovaComputes(unread="Nova's compute API is older than 2.53 and shows no compute node "
+                                                "UUIDs")
+    return compute_root.NovaComputes({n: tuple(u) for n, u in nodes.items()}, services)
+
+
+def _is_uuid(text) -> bool:
+    try:
+        uuidlib.UUID(str(text))
+    except ValueError:
+        return False
+    return True
 
 
 def read_owner_nova(api: Placement, conn=None, services: list[owner.ComputeService] | None = None
@@ -40,8 +73,7 @@ def read_owner_nova(api: Placement, conn=None, services: list[owner.ComputeServi
             services = read_compute_services(conn) if services is None else services
             nodes = [((h.service_details or {}).get("host"), h.id) for h in conn.compute.hypervisors(details=True)]
         except (sdk_exceptions.HttpException, sdk_exceptions.EndpointNotFound) as e:
-            unread = (f"Nova's services and compute nodes not readable "
-                      f"({getattr(e, 'status_code', None) or type(e).__name__}); ")
+            unread = _unreadable(e) + "; "
         else:
             owned = {p.uuid for p in api.list_providers(required=OWNER_NOVA)} if known else set()
             return owner.from_nova(services, nodes, owned)
@@ -229,5 +261,6 @@ def root_trait_reasons(filters) -> dict[str, str]:
     return out
 
 
-__all__ = ["read_owner_nova", "read_compute_services", "read_scheduler_options", "read_flavor", "read_image",
-           "read_aggregates", "cloud_facts", "routed_network_facts", "prefiltered_hosts", "aggregate_exclusions", "root_trait_reasons"]
+__all__ = ["read_owner_nova", "read_compute_services", "read_compute_hosts", "read_scheduler_options", "read_flavor",
+           "read_image", "read_aggregates", "cloud_facts", "routed_network_facts", "prefiltered_hosts",
+           "aggregate_exclusions", "root_trait_reasons"]

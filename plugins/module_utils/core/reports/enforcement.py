@@ -15,9 +15,14 @@ Verdicts: ``enforced``; ``missing`` (nothing programmed); ``wrong rate`` (with t
 OVS and OVN, tunnelled networks, minimum packet rate everywhere, SR-IOV ``direct-physical`` ports, and an ingress
 minimum on SR-IOV, which the agent writes as the VF's transmit minimum).
 
-One host of the Open vSwitch agent, side by side (:func:`ovs_host`, ``minbw enforcement show``): each minimum rule
-of the ports bound there beside Placement's reservation, the agent's queue (OVSDB) and the kernel's HTB class (tc),
-the orphans among the agent's rows, and each NIC against its link.
+One host, side by side (``minbw enforcement show``), each minimum rule of the ports bound there beside Placement's
+reservation and what the backend programmed, the orphans, and each NIC against its link:
+
+- :func:`ovs_host`: the Open vSwitch agent's queue (OVSDB) and the kernel's HTB class (tc);
+- :func:`ovn_host`: ML2/OVN's ``options:qos_min_rate`` (northbound) and the NICs ovn-controller shapes (the
+  interfaces of the mapped bridges marked ``external_ids:ovn-egress-iface=true``);
+- :func:`sriov_host`: the SR-IOV agent's ``min_tx_rate`` of the port's VF (netlink), the VF found by the port's
+  ``binding:profile.pci_slot`` as the agent finds it.
 """
 from __future__ import annotations
 
@@ -35,7 +40,8 @@ from ..neutron.qos import MIN_PPS, RULE_UNITS, QosRule
 OVS, SRIOV, OVN = "openvswitch", "sriov", "ovn"
 UNIT = {OVS: "bit/s", OVN: "bit/s", SRIOV: "Mbps"}
 ENFORCED, MISSING, WRONG_RATE, ORPHAN, PLACEMENT_ONLY = "enforced", "missing", "wrong rate", "orphan", "placement-only"
-OVN_KBPS_BUG = "ML2/OVN wrote kbps where OVN reads bit/s: Neutron before 26.0.0 (fixed in 26.0.0)"
+OVN_KBPS_BUG = ("qos_min_rate holds the kbps number, 1,000 times too little: ML2/OVN wrote kbps where OVN reads "
+                "bit/s, Neutron 21.0.0 to 25.x (fixed in 26.0.0)")
 
 
 @dataclass(frozen=True)
@@ -111,22 +117,9 @@ def verdict(rule: Rule, programmed: int | None) -> Verdict:
     return Verdict(rule.port, rule.backend, WRONG_RATE, expected, programmed, unit, factor, why)
 
 
-def compare(rules: Iterable[Rule], programmed: Mapping[str, Mapping[str, int]]) -> list[Verdict]:
-    """A verdict per rule, then one per orphan: a value programmed for a port with no minimum rule.
-    ``programmed``: backend → {port: programmed minimum}."""
-    rules = list(rules)
-    out = [verdict(r, programmed.get(r.backend, {}).get(r.port)) for r in rules]
-    claimed = {(r.backend, r.port) for r in rules}
-    for backend, ports in sorted(programmed.items()):
-        out += [Verdict(port, backend, ORPHAN, programmed=value, unit=UNIT[backend],
-                        why="programmed for no port with a minimum rule")
-                for port, value in sorted(ports.items()) if (backend, port) not in claimed]
-    return out
-
-
 @dataclass(frozen=True)
 class NicCheck:
-    nic: str
+    nic: str | None  # None: a bridge with no NIC ovn-controller shapes (ML2/OVN)
     speed_kbps: int | None  # None: the driver reports none (or the link was not read)
     inventory_kbps: int | None  # what Placement admits on it, egress: (total - reserved) x allocation_ratio
     enforced_kbps: int  # the sum of the minimums programmed on it
@@ -134,6 +127,7 @@ class NicCheck:
     bridge: str | None = None
     provider: str | None = None  # the bridge's provider's name (None: Placement has none)
     ingress_inventory_kbps: int | None = None
+    physical_network: str | None = None  # the SR-IOV agent's PFs: the physical network it maps the PF to
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -141,7 +135,7 @@ class NicCheck:
 
 def nic_check(nic: str, speed_mbps: int | None, inventory_kbps: int | None, enforced_kbps: int, *,
               bridge: str | None = None, provider: str | None = None,
-              ingress_inventory_kbps: int | None = None) -> NicCheck:
+              ingress_inventory_kbps: int | None = None, physical_network: str | None = None) -> NicCheck:
     """A NIC's guarantees against its link: an inventory (either direction) or enforced minimums above the link's
     speed are errors (Placement then admits guarantees the wire cannot give)."""
     speed = speed_mbps * 1000 if speed_mbps else None
@@ -153,10 +147,10 @@ def nic_check(nic: str, speed_mbps: int | None, inventory_kbps: int | None, enfo
     if speed is not None and enforced_kbps > speed:
         errors.append(f"the minimums programmed ({enforced_kbps} kbps) are above the link's speed ({speed} kbps)")
     return NicCheck(nic, speed, inventory_kbps, enforced_kbps, tuple(errors), bridge, provider,
-                    ingress_inventory_kbps)
+                    ingress_inventory_kbps, physical_network)
 
 
-# ------------------------------------------------------------------ one host, side by side (the OVS agent)
+# ------------------------------------------------------------------ one host, side by side: what every backend shares
 
 AGENT_ROWS = "minimum_bandwidth"  # external_ids type (Queue) and _type (QoS) of the OVS agent's rows
 FINDINGS = (MISSING, WRONG_RATE, ORPHAN)
@@ -174,11 +168,12 @@ class BoundPort:
     policy: str | None = None
     policy_of: str = "port"  # whose policy it is: the port's, else its network's
     allocation: Mapping[str, str] = field(default_factory=dict)  # binding:profile.allocation: group -> provider
+    pci_slot: str | None = None  # binding:profile.pci_slot: the VF Nova gave an SR-IOV port
 
 
 @dataclass(frozen=True)
 class BridgeProvider:
-    """A physical bridge's provider in Placement (Neutron's ``<hypervisor>:Open vSwitch agent:<bridge>``)."""
+    """A physical bridge's or PF's provider in Placement (Neutron's ``<hypervisor>:<agent type>:<device>``)."""
 
     uuid: str
     name: str
@@ -242,6 +237,7 @@ class HostReport:
     checks: tuple[Check, ...]
     nics: tuple[NicCheck, ...]
     not_checked: tuple[str, ...] = ()  # bound ports of a backend this check does not read, one line each
+    backend: str = OVS
 
     @property
     def findings(self) -> list[Check]:
@@ -256,34 +252,51 @@ class HostReport:
         return {v: verdicts.count(v) for v in (ENFORCED, MISSING, WRONG_RATE, PLACEMENT_ONLY, ORPHAN)}
 
     def to_dict(self) -> dict:
-        return {"host": self.host, "ok": self.ok, "counts": self.counts(),
+        return {"host": self.host, "backend": self.backend, "ok": self.ok, "counts": self.counts(),
                 "checks": [c.to_dict() for c in self.checks], "nics": [n.to_dict() for n in self.nics],
                 "not_checked": list(self.not_checked)}
 
 
 def ovs_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
              plane: OvsPlane, names: Mapping[str, str] = MappingProxyType({}),
-             not_checked: Iterable[str] = ()) -> HostReport:
+             not_checked: Iterable[str] = (), bound: Iterable[str] | None = None) -> HostReport:
     """Each minimum rule of the ports bound to ``host`` on the Open vSwitch agent's data plane: what Neutron's rule
     asks, what Placement reserved (``allocations``: consumer -> provider -> class -> amount, the provider among
     those of the port's ``binding:profile.allocation``; ``names``: provider uuid -> name), the Queue whose
     ``external_ids:port`` is the port in the QoS row of each NIC of the port's physical bridge, and the NIC's HTB
     class ``1:(queue + 1)``; then the orphans (agent's Queue rows for no bound port's egress minimum, agent's QoS
-    rows on no port); then per NIC its speed, Placement's inventory and the sum of the minimums enforced on it."""
+    rows on no port); then per NIC its speed, Placement's inventory and the sum of the minimums enforced on it.
+    ``bound``: every port bound to the host (default: ``ports``, those with minimum rules)."""
     found = nics(plane.switch, plane.bridges.values())
     names = {**names, **{p.uuid: p.name for p in plane.providers.values()}}
     checks = [_rule_check(host, port, rule, ports, allocations, plane, found, names)
               for port in ports for rule in port.rules]
     queued = {c.subject for c in checks if c.verdict != PLACEMENT_ONLY}  # the ports the agent gives a queue
-    checks += _orphans(host, {p.id for p in ports}, queued, plane, found)
+    checks += _orphans(host, set(bound if bound is not None else (p.id for p in ports)), queued, plane, found)
     return HostReport(host, tuple(checks), tuple(_nic_checks(plane, found, checks)), tuple(not_checked))
 
 
-def _rule_dict(port: BoundPort, rule: QosRule) -> tuple[Rule, dict]:
-    r = Rule(port.id, OVS, rule.value, rule.direction, rule.type == MIN_PPS, port.vnic_type, port.physical_network)
+def _rule_dict(port: BoundPort, rule: QosRule, backend: str = OVS) -> tuple[Rule, dict]:
+    r = Rule(port.id, backend, rule.value, rule.direction, rule.type == MIN_PPS, port.vnic_type,
+             port.physical_network)
     return r, {"type": rule.type, "direction": rule.direction, "value": rule.value, "unit": RULE_UNITS[rule.type],
-               "expected": programmed_rate(OVS, rule.value), "expected_unit": UNIT[OVS], "policy": port.policy,
-               "policy_of": port.policy_of}
+               "expected": programmed_rate(backend, rule.value), "expected_unit": UNIT[backend],
+               "policy": port.policy, "policy_of": port.policy_of}
+
+
+def _sides(port: BoundPort, rule: QosRule, backend: str, ports: Sequence[BoundPort], allocations,
+           names: Mapping[str, str]) -> tuple[Rule, dict, dict, tuple[str, ...]]:
+    """A rule's check so far: the Rule, what it asks, the Check's fields every verdict has (the rule, Placement's
+    side) and Placement's notes."""
+    r, asks = _rule_dict(port, rule, backend)
+    reserved, notes = _reserved(port, rule, ports, allocations, names)
+    return r, asks, {"kind": "rule", "subject": port.id, "backend": backend, "server": port.server, "rule": asks,
+                     "reserved": reserved}, notes
+
+
+def _placement_only(base: dict, asks: dict, why: str, notes: tuple[str, ...], **more) -> Check:
+    return Check(verdict=PLACEMENT_ONLY, why=why, notes=notes,
+                 **{**base, "rule": {**asks, "expected": None, "expected_unit": None}}, **more)
 
 
 def _reserved(port: BoundPort, rule: QosRule, ports: Sequence[BoundPort],
@@ -314,14 +327,10 @@ def _reserved(port: BoundPort, rule: QosRule, ports: Sequence[BoundPort],
 
 def _rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations, plane: OvsPlane,
                 found: Sequence[Nic], names: Mapping[str, str]) -> Check:
-    r, asks = _rule_dict(port, rule)
-    reserved, notes = _reserved(port, rule, ports, allocations, names)
-    base = {"kind": "rule", "subject": port.id, "backend": OVS, "server": port.server, "rule": asks,
-            "reserved": reserved}
+    r, asks, base, notes = _sides(port, rule, OVS, ports, allocations, names)
     why = unenforced(r)
     if why:
-        return Check(verdict=PLACEMENT_ONLY, why=why, notes=notes,
-                     **{**base, "rule": {**asks, "expected": None, "expected_unit": None}})
+        return _placement_only(base, asks, why, notes)
     bridge = plane.bridges.get(port.physical_network)
     if bridge is None:
         return Check(verdict=MISSING, notes=notes, **base,
@@ -396,17 +405,28 @@ def _why_no_queue(plane: OvsPlane, nic: Nic, port: str) -> str:
     return said if queues else said + "; no Queue row names it"
 
 
+def _ofports(switch, integration_bridge: str, port: str) -> list[int | None] | None:
+    """The port's ofports on the integration bridge (its interfaces whose ``external_ids:iface-id`` is the port,
+    as os-vif plugs it); None: that bridge was not read."""
+    try:
+        bridge = switch.bridge(integration_bridge)
+    except InvalidInput:
+        return None
+    return [i.ofport for p in bridge.ports for i in p.interfaces if i.iface_id == port]
+
+
+def _not_plugged(integration_bridge: str) -> str:
+    return f"the port is not plugged on {integration_bridge} (no interface with external_ids:iface-id = the port)"
+
+
 def _plugged(plane: OvsPlane, port: str, programmed: Sequence[dict]) -> tuple[str, ...]:
     """A note when the port is not on the integration bridge, or its queue number is not its ofport there (the
     agent's flows send its packets to the queue numbered by its ofport)."""
-    try:
-        bridge = plane.switch.bridge(plane.integration_bridge)
-    except InvalidInput:
+    ofports = _ofports(plane.switch, plane.integration_bridge, port)
+    if ofports is None:
         return ()
-    ofports = [i.ofport for p in bridge.ports for i in p.interfaces if i.iface_id == port]
     if not ofports:
-        return (f"the port is not plugged on {plane.integration_bridge} (no interface with external_ids:iface-id "
-                f"= the port)",)
+        return (_not_plugged(plane.integration_bridge),)
     return tuple(f"queue {p['queue']} on {p['nic']}, but the port's ofport on {plane.integration_bridge} is "
                  f"{ofports[0]}: the agent's flows pick queue {ofports[0]}" for p in programmed
                  if p["queue"] is not None and p["queue"] != ofports[0])
@@ -444,10 +464,244 @@ def _nic_checks(plane: OvsPlane, found: Sequence[Nic], checks: Sequence[Check]) 
     for n in found:
         enforced = sum(c.rule["value"] for c in checks if c.kind == "rule" and c.verdict == ENFORCED
                        and any(p["nic"] == n.name for p in c.programmed))
-        provider = plane.providers.get(n.bridge)
-        stocks = stocks_of(provider.uuid, provider.inventories, None) if provider and provider.inventories else {}
-        capacity = {rc: s.capacity for rc, s in stocks.items()}
-        out.append(nic_check(n.name, plane.speeds.get(n.name), capacity.get(BW_EGRESS), enforced, bridge=n.bridge,
-                             provider=provider.name if provider and provider.inventories is not None else None,
-                             ingress_inventory_kbps=capacity.get(BW_INGRESS)))
+        egress, more = _admits(plane.providers.get(n.bridge))
+        out.append(nic_check(n.name, plane.speeds.get(n.name), egress, enforced, bridge=n.bridge, **more))
+    return out
+
+
+def _admits(provider: BridgeProvider | None) -> tuple[int | None, dict]:
+    """What Placement admits on a device's provider, egress, and the ingress and the provider's name as
+    :func:`nic_check`'s keywords: ``(total - reserved) x allocation_ratio`` of each class (None: no inventory)."""
+    stocks = stocks_of(provider.uuid, provider.inventories, None) if provider and provider.inventories else {}
+    capacity = {rc: s.capacity for rc, s in stocks.items()}
+    return capacity.get(BW_EGRESS), {
+        "provider": provider.name if provider and provider.inventories is not None else None,
+        "ingress_inventory_kbps": capacity.get(BW_INGRESS)}
+
+
+# ------------------------------------------------------------------ one host of ML2/OVN
+
+EGRESS_IFACE = "ovn-egress-iface"  # the Interface external_ids key ovn-controller shapes on (controller/binding.c)
+OVN_INT_MAX = 2 ** 31 - 1  # OVN before 23.06 reads qos_min_rate with smap_get_int: a larger value reads as 0
+
+
+@dataclass(frozen=True)
+class OvnPlane:
+    """One read of an ML2/OVN host, and what it is read against: its Open vSwitch database (``switch``, a
+    :class:`minbw.dataplane.ovs.Switch` with the bridges of ``ovn-bridge-mappings`` and the integration bridge) and
+    the northbound ``Logical_Switch_Port`` rows of the ports bound there (``northbound``, a
+    :class:`minbw.dataplane.ovn.Northbound`); the speed of each NIC ovn-controller shapes, each bridge's provider."""
+
+    switch: Any
+    northbound: Any
+    bridges: Mapping[str, str]  # physical network -> bridge (the chassis's ovn-bridge-mappings)
+    speeds: Mapping[str, int | None] = field(default_factory=dict)  # NIC -> Mb/s
+    providers: Mapping[str, BridgeProvider] = field(default_factory=dict)  # bridge -> its provider
+    integration_bridge: str = "br-int"
+
+
+def egress_nics(switch, bridges: Iterable[str]) -> tuple[Nic, ...]:
+    """The NICs ovn-controller shapes: the interfaces of the mapped bridges marked
+    ``external_ids:ovn-egress-iface=true`` (``add_localnet_egress_interface_mappings``, ``smap_get_bool``: "true"
+    in any case)."""
+    return tuple(Nic(i.name, b, p.qos) for b in sorted(set(bridges)) for p in switch.bridge(b).ports
+                 for i in p.interfaces if i.external_ids.get(EGRESS_IFACE, "").lower() == "true")
+
+
+def ovn_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+             plane: OvnPlane, names: Mapping[str, str] = MappingProxyType({}),
+             not_checked: Iterable[str] = (), bound: Iterable[str] | None = None) -> HostReport:
+    """Each minimum rule of the ports bound to ``host`` on ML2/OVN: what Neutron's rule asks, what Placement
+    reserved, the port's ``Logical_Switch_Port`` ``options:qos_min_rate`` (bit/s, min_kbps x 1000 as Neutron
+    >= 26.0.0 writes it; the kbps number itself is Neutron < 26.0.0's bug) and whether ovn-controller has a NIC to
+    shape it on (an interface of the port's bridge marked ``ovn-egress-iface``); then the orphans (the
+    ``qos_min_rate`` of a port bound there that has no egress minimum ML2/OVN writes); then per NIC ovn-controller
+    shapes its speed, Placement's inventory and the minimums enforced, and each bridge Placement admits egress
+    bandwidth on without such a NIC. ``bound``: every port bound to the host (default: ``ports``)."""
+    found = egress_nics(plane.switch, plane.bridges.values())
+    names = {**names, **{p.uuid: p.name for p in plane.providers.values()}}
+    checks = [_ovn_rule_check(host, port, rule, ports, allocations, plane, found, names)
+              for port in ports for rule in port.rules]
+    written = {c.subject for c in checks if c.verdict != PLACEMENT_ONLY}  # the ports Neutron writes a minimum for
+    bound = set(bound if bound is not None else (p.id for p in ports))
+    checks += [Check("lsp", lsp.name, OVN, ORPHAN, programmed=(_lsp(lsp),),
+                     why=f"its Logical_Switch_Port holds options:qos_min_rate {lsp.qos_min_rate} bit/s, but the port "
+                         f"has no egress minimum ML2/OVN writes (on a flat or VLAN network): ovn-controller gives it "
+                         f"a queue no rule asks for")
+               for lsp in plane.northbound.ports
+               if lsp.qos_min_rate is not None and lsp.name in bound and lsp.name not in written]
+    bridge_of = {p.id: plane.bridges.get(p.physical_network) for p in ports}
+    return HostReport(host, tuple(checks), tuple(_ovn_nic_checks(plane, found, checks, bridge_of)),
+                      tuple(not_checked), OVN)
+
+
+def _lsp(lsp) -> dict:
+    return {"lsp": lsp.name, "qos_min_rate": lsp.qos_min_rate, "qos_max_rate": lsp.qos_max_rate,
+            "qos_burst": lsp.qos_burst}
+
+
+def _ovn_rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations,
+                    plane: OvnPlane, found: Sequence[Nic], names: Mapping[str, str]) -> Check:
+    r, asks, base, notes = _sides(port, rule, OVN, ports, allocations, names)
+    why = unenforced(r)
+    if why:
+        return _placement_only(base, asks, why, notes)
+    lsp = plane.northbound.port(port.id)
+    ofports = _ofports(plane.switch, plane.integration_bridge, port.id)
+    notes += (_not_plugged(plane.integration_bridge),) if ofports == [] else ()  # ovn-controller binds it once plugged
+    expected = programmed_rate(OVN, rule.value)
+    if expected > OVN_INT_MAX:
+        notes += (f"OVN before 23.06 reads a qos_min_rate above {OVN_INT_MAX} bit/s as 0 (no queue): an "
+                  f"ovn-controller older than 23.06 does not enforce it",)
+    checked = dict(verdict=MISSING, programmed=(_lsp(lsp),) if lsp else (), notes=notes, **base)
+    if lsp is None:
+        return Check(why=f"{rule.value} kbps asked: the northbound database has no Logical_Switch_Port for the port "
+                         f"(Neutron's and OVN's databases differ: neutron-ovn-db-sync-util)", **checked)
+    v = verdict(r, lsp.qos_min_rate)
+    if v.verdict == MISSING:
+        return Check(why=f"{rule.value} kbps asked: its Logical_Switch_Port has no options:qos_min_rate", **checked)
+    if v.verdict == WRONG_RATE:
+        return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=v.why)
+    bridge = plane.bridges.get(port.physical_network)
+    if bridge is None:
+        return Check(why=f"the chassis maps no bridge to physical network {port.physical_network} "
+                         f"(ovn-bridge-mappings: {_mappings(plane.bridges)}): ovn-controller has no NIC to shape it on",
+                     **checked)
+    if not [n for n in found if n.bridge == bridge]:
+        return Check(why=f"its Logical_Switch_Port asks {expected} bit/s, but no interface of {bridge} is marked "
+                         f"external_ids:{EGRESS_IFACE}=true: ovn-controller shapes no NIC for it", **checked)
+    return Check(**{**checked, "verdict": ENFORCED})
+
+
+def _ovn_nic_checks(plane: OvnPlane, found: Sequence[Nic], checks: Sequence[Check],
+                    bridge_of: Mapping[str, str | None]) -> list[NicCheck]:
+    enforced = {}
+    for c in checks:
+        if c.kind == "rule" and c.verdict == ENFORCED:
+            enforced[bridge_of[c.subject]] = enforced.get(bridge_of[c.subject], 0) + c.rule["value"]
+    out = []
+    for n in found:
+        egress, more = _admits(plane.providers.get(n.bridge))
+        out.append(nic_check(n.name, plane.speeds.get(n.name), egress, enforced.get(n.bridge, 0), bridge=n.bridge,
+                             **more))
+    for bridge in sorted(set(plane.bridges.values()) - {n.bridge for n in found}):
+        egress, more = _admits(plane.providers.get(bridge))
+        if egress:
+            out.append(NicCheck(None, None, egress, 0, (
+                f"no interface of {bridge} is marked external_ids:{EGRESS_IFACE}=true: Placement admits {egress} kbps "
+                f"egress there, which ovn-controller enforces on no NIC",), bridge, more["provider"],
+                more["ingress_inventory_kbps"]))
+    return out
+
+
+# ------------------------------------------------------------------ one host of the SR-IOV agent
+
+@dataclass(frozen=True)
+class SriovPlane:
+    """One read of an SR-IOV agent's host: per PF of its ``device_mappings`` its VFs with their rates
+    (:class:`minbw.dataplane.netlink.Vf`, netlink), the PCI address of each VF (sysfs, as the agent maps a port's
+    ``pci_slot`` to a VF), its speed and its provider."""
+
+    devices: Mapping[str, tuple[str, ...]]  # physical network -> its PFs (the agent's device_mappings)
+    vfs: Mapping[str, tuple[Any, ...]]  # PF -> its VFs
+    slots: Mapping[str, Mapping[str, int]]  # PF -> VF PCI address -> VF index
+    speeds: Mapping[str, int | None] = field(default_factory=dict)  # PF -> Mb/s
+    providers: Mapping[str, BridgeProvider] = field(default_factory=dict)  # PF -> its provider
+
+
+def sriov_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+               plane: SriovPlane, names: Mapping[str, str] = MappingProxyType({}),
+               not_checked: Iterable[str] = (), bound: Mapping[str, str | None] | None = None) -> HostReport:
+    """Each minimum rule of the ports bound to ``host`` on the SR-IOV agent: what Neutron's rule asks, what
+    Placement reserved, and the ``min_tx_rate`` (whole Mbps, as the agent rounds) of the VF at the port's
+    ``binding:profile.pci_slot``; then the orphans (a VF with a ``min_tx_rate`` that no bound port's rule accounts
+    for); then per PF its speed, Placement's inventory and the sum of the enforced VF minimums. ``bound``: every
+    port bound to the host -> its ``pci_slot`` (default: ``ports``')."""
+    names = {**names, **{p.uuid: p.name for p in plane.providers.values()}}
+    checks = [_sriov_rule_check(port, rule, ports, allocations, plane, names) for port in ports for rule in port.rules]
+    bound = dict(bound if bound is not None else {p.id: p.pci_slot for p in ports})
+    rated = {p.pci_slot for p in ports if p.vnic_type != "direct-physical"
+             and any(r.type != MIN_PPS for r in p.rules)}  # the VFs the agent writes a min_tx_rate on
+    on_slot = {slot: port for port, slot in bound.items() if slot}
+    for pf in sorted(plane.vfs):
+        slot_of = {index: slot for slot, index in plane.slots.get(pf, {}).items()}
+        for vf in plane.vfs[pf]:
+            slot = slot_of.get(vf.index)
+            if not vf.min_tx_rate or (slot is not None and slot in rated):
+                continue
+            holder = on_slot.get(slot)
+            why = (f"port {holder}, bound to {host} on this VF, has no minimum rule the agent writes" if holder else
+                   f"no port bound to {host} uses this VF (its port deleted or moved, and the rate stayed)")
+            checks.append(Check("vf", slot or f"{pf} VF {vf.index}", SRIOV, ORPHAN, programmed=(_vf(pf, vf, slot),),
+                                why=f"VF {vf.index} of {pf} holds min_tx_rate {vf.min_tx_rate} Mbps: {why}"))
+    return HostReport(host, tuple(checks), tuple(_sriov_nic_checks(plane, checks)), tuple(not_checked), SRIOV)
+
+
+def _vf(pf: str, vf, slot: str | None) -> dict:
+    return {"nic": pf, "vf": vf.index, "pci_slot": slot, "mac": vf.mac, "min_tx_rate": vf.min_tx_rate,
+            "max_tx_rate": vf.max_tx_rate}
+
+
+def _vf_at(plane: SriovPlane, slot: str) -> tuple[str, Any] | None:
+    """The PF and the VF (None: netlink lists no such VF) at PCI address ``slot``; None: no PF holds it."""
+    for pf in sorted(plane.slots):
+        index = plane.slots[pf].get(slot)
+        if index is not None:
+            return pf, next((v for v in plane.vfs.get(pf, ()) if v.index == index), None)
+    return None
+
+
+def _sriov_rule_check(port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations, plane: SriovPlane,
+                      names: Mapping[str, str]) -> Check:
+    r, asks, base, notes = _sides(port, rule, SRIOV, ports, allocations, names)
+    at = _vf_at(plane, port.pci_slot) if port.pci_slot else None
+    programmed = (_vf(at[0], at[1], port.pci_slot),) if at and at[1] is not None else ()
+    why = unenforced(r)
+    if why:
+        return _placement_only(base, asks, why, notes, programmed=programmed)
+    checked = dict(verdict=MISSING, programmed=programmed, notes=notes, **base)
+    expected = programmed_rate(SRIOV, rule.value)
+    if not port.pci_slot:
+        return Check(why=f"{rule.value} kbps asked: the port has no binding:profile.pci_slot (no VF given to it)",
+                     **checked)
+    if at is None:
+        pfs = ", ".join(sorted(plane.slots)) or "none"
+        return Check(why=f"{rule.value} kbps asked: its pci_slot {port.pci_slot} is a VF of none of the agent's PFs "
+                         f"({pfs})", **checked)
+    pf, vf = at
+    if vf is None:
+        return Check(why=f"{rule.value} kbps asked: {pf} lists no VF {plane.slots[pf][port.pci_slot]} (the VF of "
+                         f"pci_slot {port.pci_slot}) in netlink", **checked)
+    where = f"VF {vf.index} ({port.pci_slot}) of {pf}"
+    if vf.min_tx_rate is None:
+        return Check(why=f"{rule.value} kbps asked: {pf} reports no IFLA_VF_RATE for {where}: its driver takes no "
+                         f"min_tx_rate (the agent only logs an error)", **checked)
+    v = verdict(r, vf.min_tx_rate or None)
+    if v.verdict == MISSING:
+        return Check(why=f"{rule.value} kbps asked ({expected} Mbps): {where} holds no min_tx_rate (0)", **checked)
+    if v.verdict == WRONG_RATE:
+        over = [o for o in port.rules if o.type != MIN_PPS and o.direction != rule.direction
+                and programmed_rate(SRIOV, o.value) == vf.min_tx_rate]
+        why = (f"{rule.value} kbps asked ({expected} Mbps); {where} holds {vf.min_tx_rate} Mbps, the {over[0].direction} "
+               f"minimum of {over[0].value} kbps: the SR-IOV agent writes every minimum rule as the VF's min_tx_rate, "
+               f"and the last in the policy's order stays" if over else f"{v.why} ({where})")
+        return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=why)
+    if expected * 1000 != rule.value:
+        notes += (f"the agent writes whole Mbps: {rule.value} kbps became {expected} Mbps, so the VF guarantees "
+                  f"{expected * 1000} kbps",)
+    return Check(**{**checked, "verdict": ENFORCED, "notes": notes})
+
+
+def _sriov_nic_checks(plane: SriovPlane, checks: Sequence[Check]) -> list[NicCheck]:
+    enforced: dict[str, dict[int, int]] = {}  # PF -> VF -> its min_tx_rate (Mbps), a VF counted once
+    for c in checks:
+        if c.kind == "rule" and c.verdict == ENFORCED:
+            for p in c.programmed:
+                enforced.setdefault(p["nic"], {})[p["vf"]] = p["min_tx_rate"]
+    out = []
+    for physnet, pfs in sorted(plane.devices.items()):
+        for pf in pfs:
+            egress, more = _admits(plane.providers.get(pf))
+            out.append(nic_check(pf, plane.speeds.get(pf), egress, sum(enforced.get(pf, {}).values()) * 1000,
+                                 physical_network=physnet, **more))
     return out

@@ -1,11 +1,13 @@
 """``minbw enforcement show`` and the ``bandwidth_enforcement_info`` module: for each minimum rule of the ports bound
-to a host, what Neutron's rule asks, what Placement reserved, what the Open vSwitch agent programmed (OVSDB) and what
-the kernel applies (tc), with a verdict; the orphans (queues and QoS rows no bound port accounts for); per NIC its
-speed, Placement's inventory and the minimums enforced on it. Reads only (docs/enforcement.md)."""
+to a host, what Neutron's rule asks, what Placement reserved, what the host's backend programmed (the Open vSwitch
+agent's queue in OVSDB and the kernel's tc class; ML2/OVN's qos_min_rate in the northbound database; the SR-IOV
+agent's VF rate through netlink), with a verdict; the orphans (what is programmed for no bound port's rule); per NIC
+its speed, Placement's inventory and the minimums enforced on it. Reads only (docs/enforcement.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InvalidInput
 from ..ops.enforcement import DEFAULT_OVS_DB, HostPlane, run_enforcement
 from ..reports.enforcement import HostReport
 from ..usecases.cloud import Cloud
@@ -17,6 +19,11 @@ class EnforcementRequest:
     ovs_db: str = DEFAULT_OVS_DB  # the host's Open vSwitch database (an OVSDB remote)
     netns: str | None = None  # the network namespace of the host's NICs (None: the caller's)
     kernel: bool = True  # read the NICs' tc classes and speed (False: the caller is not on the host)
+    backend: str | None = None  # "openvswitch", "sriov" or "ovn"; None: the host's agent in Neutron's agent list
+    ovn_nb: str | None = None  # ML2/OVN's northbound database (an OVSDB remote), for an ML2/OVN host
+    ovn_nb_private_key: str | None = None  # an ssl: northbound remote's client files (all three, as ovn-nbctl's
+    ovn_nb_certificate: str | None = None  # -p, -c and -C)
+    ovn_nb_ca_cert: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,5 +42,10 @@ class EnforcementResult:
 def show_enforcement(cloud: Cloud, request: EnforcementRequest) -> EnforcementResult:
     cloud.require("network", "enforcement show reads the ports bound to the host, their QoS rules and the host's "
                              "agent from Neutron")
-    where = HostPlane(request.ovs_db, request.netns, request.kernel)
+    ssl = (request.ovn_nb_private_key, request.ovn_nb_certificate, request.ovn_nb_ca_cert)
+    if any(ssl) and not all(ssl):
+        raise InvalidInput("an ssl: northbound remote needs the client's private key, certificate and CA certificate "
+                           "together (--ovn-nb-private-key, --ovn-nb-certificate, --ovn-nb-ca-cert)")
+    where = HostPlane(request.ovs_db, request.netns, request.kernel, request.backend, request.ovn_nb,
+                      ssl if all(ssl) else None)
     return EnforcementResult(run_enforcement(cloud.conn, cloud.placement, request.host, where))

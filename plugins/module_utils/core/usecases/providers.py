@@ -17,6 +17,7 @@ from ..cache.providers import record_sync
 from ..ops.sync import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS,  # noqa: F401
                             MAX_WORKERS)  # (the front ends' defaults)
 from ..ops.agent_files import read_agent_units
+from ..ops.nova_query import read_compute_hosts
 from ..plan.base import Plan
 from ..readers.providers import provider_report
 from ..usecases.cloud import DEFAULT_CACHE, Cache, Cloud, progress_of
@@ -65,6 +66,7 @@ class ProvidersRequest:
     absent: bool = False
     create_root: bool = False
     root_inventories: Mapping | None = None
+    ignore_nova_compute: bool = False  # create minbw's own root / set root inventories where nova-compute would not
     cache: Cache = DEFAULT_CACHE
     cache_max_age: float = DEFAULT_CACHE_MAX_AGE
     cache_check_interval: float = DEFAULT_CACHE_CHECK_INTERVAL
@@ -184,7 +186,8 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     try:
         plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,
                                root_inventories=roots, absent=request.absent, progress=progress_of(cloud),
-                               cache=cache, workers=workers)
+                               cache=cache, workers=workers, nova=lambda: _nova_computes(cloud),
+                               ignore_nova_compute=request.ignore_nova_compute)
     except MinbwError:
         if cache is not None and not request.check:
             record_sync(cache.path, ok=False)
@@ -198,6 +201,12 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     if applied is not None and applied.failed:
         line += f"; the writes of {len(applied.failed)} host tree(s) failed (named above)"
     return ProvidersResult(desired, plan, applied, line, request.check)
+
+
+def _nova_computes(cloud: Cloud):
+    """What Nova knows of its computes, where the cloud has Nova (None: a cloud without, such as the embedded
+    Placement, where a root minbw creates is its own)."""
+    return read_compute_hosts(cloud.conn) if cloud.has("compute") else None
 
 
 def _kept_desired(cloud: Cloud, request: ProvidersRequest):

@@ -1,0 +1,168 @@
+"""``minbw provider sync --create-root`` beside the real Nova 34 (minbw.nova.compute_root), on the default cloud's
+spare compute devstack1 (nova-compute up, disabled, no agents, so nothing of Neutron's under its root), its
+nova-compute stopped while its root is replaced and started again to see what it makes of the new one:
+
+1. the root a ``--create-root`` made before it read Nova (another UUID than the compute node's, the name the same):
+   nova-compute's start gets Placement's 409 "Conflicting resource provider name" and cannot report the node; a sync
+   names the root as not Nova's;
+2. that root deleted, ``--create-root`` refuses where Nova cannot be read (a user with the ``service`` role, which
+   may read Placement but, by Nova's default policy, not list its computes: 403) and a host Nova does not know (the
+   module ``bandwidth_providers`` likewise, the same request, and plans the root when told), and refuses
+   ``--root-inventory`` on the compute node's root: one line each with the fix, nothing written. It creates the
+   root with the compute node's UUID (the hypervisor's id in Nova's API); with ``--ignore-nova-compute`` the
+   inventory given is set;
+3. nova-compute's start adopts that root without a 409 and replaces the inventory given with its driver's.
+
+The agent providers the syncs made under devstack1 are removed at the end (``--absent``); devstack1's root is left as
+nova-compute made it, so the tests that bring the spare into service later find it as before."""
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+import types
+import uuid
+from pathlib import Path
+
+from tests.conftest import MINBW
+
+HERE = Path(__file__).resolve().parent
+HOST = "devstack1"
+CONFLICT = "Conflicting resource provider name"
+OVS = f"[DEFAULT]\nhost = {HOST}\n[ovs]\nbridge_mappings = physnet0:br-root\n" \
+      "resource_provider_bandwidths = br-root:1000:1000\n"
+NOT_IN_NOVA = "devstack9"  # a host Nova knows nothing of
+
+
+def _sync(cloud, ini: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--no-cache", *args],
+                          env=cloud.env, capture_output=True, text=True, timeout=300)
+
+
+@contextlib.contextmanager
+def _service_user(cloud, tmp_path: Path):
+    """A user with the ``service`` role (as Neutron's and Nova's service users have) on a project of its own: an
+    object with ``env`` for the minbw CLI as that user."""
+    identity = cloud.connect().identity
+    name, password = f"minbw-root-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    project = identity.create_project(name=name, domain_id="default")
+    user = identity.create_user(name=name, password=password, domain_id="default", default_project_id=project.id)
+    try:
+        identity.assign_project_role_to_user(project, user, identity.find_role("service", ignore_missing=False))
+        clouds = tmp_path / "service-clouds.yaml"
+        clouds.write_text(json.dumps({"clouds": {"service": {
+            "auth": {"auth_url": cloud.env["MINICLOUD_KEYSTONE_URL"], "username": name, "password": password,
+                     "project_name": name, "user_domain_name": "Default", "project_domain_name": "Default"},
+            "region_name": "RegionOne"}}}))
+        yield types.SimpleNamespace(env=dict(cloud.env, OS_CLIENT_CONFIG_FILE=str(clouds), OS_CLOUD="service"))
+    finally:
+        identity.delete_user(user)
+        identity.delete_project(project)
+
+
+def _tree(conn) -> dict[str, str]:
+    return {p.name: p.id for p in conn.placement.resource_providers()}
+
+
+def _inventory(conn, rp: str) -> dict[str, int]:
+    return {i.resource_class: i.total for i in conn.placement.resource_provider_inventories(rp)}
+
+
+def _wait(what, check, timeout: float = 90):
+    """Until ``check()`` is true (nova-compute's first resource update runs a moment after its service reports)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"not seen in {timeout} s: {what}"
+        time.sleep(1)
+
+
+def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(cloud, playbook, tmp_path):
+    conn = cloud.connect()
+    node = next(h.id for h in conn.compute.hypervisors() if h.name == HOST)  # the compute node's UUID
+    log = Path(cloud.env["MINICLOUD_LOG_DIR"], f"nova-compute-{HOST}.log")
+    ini = tmp_path / "openvswitch_agent.ini"
+    ini.write_text(OVS)
+    assert _tree(conn)[HOST] == node
+    driver = _inventory(conn, node)  # what nova-compute reports for the node (the fake driver's)
+    cloud.cloud_sh("stop-compute", HOST)
+    stopped = True
+    try:
+        # 1. a root of the node's name with another UUID, as --create-root made before it read Nova
+        conn.placement.delete_resource_provider(node)
+        other = str(uuid.uuid4())
+        conn.placement.create_resource_provider(name=HOST, uuid=other)
+        seen = log.stat().st_size
+        cloud.cloud_sh("start-compute", HOST)
+        stopped = False
+        _wait("nova-compute's 409", lambda: CONFLICT in _since(log, seen))
+        assert _tree(conn)[HOST] == other and _inventory(conn, other) == {}  # it could not report the node
+        out = _sync(cloud, ini, "--dry-run", "--create-root")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"root provider {HOST} ({other}) is not Nova's compute node {HOST} ({node})" in out.stderr
+        cloud.cloud_sh("stop-compute", HOST)
+        stopped = True
+        conn.placement.delete_resource_provider(other)
+
+        # 2. refusals: one line each with the fix, exit 1, nothing written
+        before = _tree(conn)
+        bad = tmp_path / "elsewhere.ini"
+        bad.write_text(OVS.replace(HOST, NOT_IN_NOVA))
+        with _service_user(cloud, tmp_path) as service:  # may read Placement, not list Nova's computes
+            as_service = _sync(service, ini, "--create-root")
+        for out, why in (
+                (as_service, f"no root provider named '{HOST}' in Placement, and Nova's services and compute nodes "
+                             f"not readable (403), so whether nova-compute makes this root cannot be told"),
+                (_sync(cloud, bad, "--create-root"), f"no compute node of that name in Nova, and no nova-compute "
+                                                     f"service on {NOT_IN_NOVA}"),
+                (_sync(cloud, ini, "--create-root", "--root-inventory", "VCPU=8"),
+                 f"--root-inventory given for the root of '{HOST}' ({node}), which is the compute node's in Nova")):
+            assert out.returncode == 1, out.stdout + out.stderr
+            lines = out.stderr.strip().splitlines()
+            assert len(lines) == 1 and why in lines[0] and "Fix: " in lines[0], out.stderr
+            assert _tree(conn) == before
+        # the module, the same request: refused (its msg the same line, the fix apart), told: planned only
+        run = playbook(HERE / "playbooks" / "create_root.yml", {"agent_config": str(bad)})
+        refused, told = run.result["refused"], run.result["told"]
+        assert refused["failed"] and refused["hypervisor"] == NOT_IN_NOVA and "\n" not in refused["msg"], refused
+        assert refused["msg"].endswith(f"Fix: {refused['fix']}.") and "ignore_nova_compute" in refused["fix"]
+        assert [(op["action"], op["name"]) for op in told["ops"] if op["action"] == "create_root"] == [
+            ("create_root", NOT_IN_NOVA)] and told["changed"], told
+        assert _tree(conn) == before
+        # the root created is the compute node's; told, the inventory given is set on it
+        out = _sync(cloud, ini, "--create-root", "--root-inventory", "VCPU=8", "--ignore-nova-compute", "--json")
+        assert out.returncode == 0, out.stdout + out.stderr
+        created = [op for op in json.loads(out.stdout)["ops"] if op["action"] == "create_root"]
+        assert [(op["name"], op["uuid"]) for op in created] == [(HOST, node)]
+        tree = _tree(conn)
+        assert tree[HOST] == node and f"{HOST}:Open vSwitch agent:br-root" in tree
+        assert _inventory(conn, node) == {"VCPU": 8}
+
+        # 3. nova-compute adopts the root: no 409, its driver's inventory replaces the one given
+        seen = log.stat().st_size
+        cloud.cloud_sh("start-compute", HOST)
+        stopped = False
+        _wait("nova-compute's inventory on the root", lambda: _inventory(conn, node) == driver)
+        assert CONFLICT not in _since(log, seen)
+        assert _tree(conn)[HOST] == node
+        out = _sync(cloud, ini, "--json")  # the agent's providers stay under it: nothing to write
+        assert out.returncode == 0 and json.loads(out.stdout)["writes"] == 0, out.stdout + out.stderr
+    finally:
+        _sync(cloud, ini, "--absent")
+        wrong = _tree(conn).get(HOST)
+        if wrong not in (None, node):  # a failure left the root of another UUID: nova-compute's start needs it gone
+            if not stopped:
+                cloud.cloud_sh("stop-compute", HOST)
+                stopped = True
+            conn.placement.delete_resource_provider(wrong)
+        if stopped:  # nova-compute makes its root again at its start where the test left none
+            cloud.cloud_sh("start-compute", HOST)
+    _wait("devstack1's root as nova-compute makes it", lambda: _tree(conn).get(HOST) == node
+          and _inventory(conn, node) == driver)
+    assert not [n for n in _tree(conn) if n.startswith(f"{HOST}:")]
+
+
+def _since(log: Path, offset: int) -> str:
+    with log.open(errors="replace") as f:
+        f.seek(offset)
+        return f.read()
