@@ -1,7 +1,7 @@
 """The Networking Guide's minimum bandwidth scenario (neutron's doc/source/admin/config-qos-min-bw.rst, "Sample
 usage") end to end on the plugin-off cloud, whose devstack0 runs the real neutron-openvswitch-agent and plugs VIFs
 through os-vif (tests/support/minicloud/ovs_agent.sh), with the data plane read by ``minbw enforcement show`` after
-every step.
+every step, and then the issue's inventory above the link (a 10 Gbit/s NIC given 25 Gbit/s in the agent's file).
 
 The guide's commands are run as it writes them, through the ``openstack`` client, with two changes: its
 ``--min-kbps 1000000`` is 1000 here (devstack0's br-test has 1500 kbps per direction, where the guide's NIC has
@@ -108,6 +108,22 @@ def test_the_guides_sample_usage_with_the_data_plane_read_at_every_step(demo_plu
         made.pop()
         assert api.get_allocations(server["id"])["allocations"] == {}
         plane(cloud, ports, [])
+
+        # the guide's 10 Gbit/s NIC given 25 Gbit/s in the agent's file (resource_provider_bandwidths =
+        # br-test:25000000:25000000), synced into Placement: Placement would admit guarantees the wire cannot
+        # give, and the NIC's line says so (exit 3); the file put right again, the NIC is clean
+        wrong = cloud.ovs_ini.read_text().replace("br-test:1500:1500", "br-test:25000000:25000000")
+        assert wrong != cloud.ovs_ini.read_text()
+        sync(api, desired_state([load_agent_ini(wrong, source=str(cloud.ovs_ini), host=HOST)]))
+        code, document, err = show(cloud, real_switch(cloud))
+        (nic,) = [n for n in document["nics"] if n["bridge"] == "br-test"]
+        assert (code, nic["speed_kbps"], nic["inventory_kbps"], nic["errors"]) == (3, 10_000_000, 25_000_000, [
+            "Placement's inventory (25000000 kbps) is above the link's speed (10000000 kbps)",
+            "Placement's ingress inventory (25000000 kbps) is above the link's speed (10000000 kbps)"]), (document, err)
+        sync(api, desired)
+        code, document, err = show(cloud, real_switch(cloud))
+        (nic,) = [n for n in document["nics"] if n["bridge"] == "br-test"]
+        assert (nic["inventory_kbps"], nic["errors"]) == (1500, []), (document, err)
     finally:
         for command in reversed(made):
             subprocess.run([OPENSTACK, *command], env=cloud.env, capture_output=True, timeout=180)
