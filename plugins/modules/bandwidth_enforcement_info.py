@@ -26,7 +26,9 @@ description:
   - ML2/OVN, the C(options:qos_min_rate) of the port's C(Logical_Switch_Port) in the northbound database O(ovn_nb)
     (bit/s; the kbps number, 1,000 times too little, is Neutron < 26.0.0's bug and named so), and whether
     ovn-controller has a NIC to shape it on (an interface of the port's bridge marked
-    C(external_ids:ovn-egress-iface=true) in the host's Open vSwitch database); the kernel's classes are not read.
+    C(external_ids:ovn-egress-iface=true) in the host's Open vSwitch database), and what the kernel applies (on
+    each such NIC the HTB class C(1:(N+1)) of the port's C(qdisc_queue_id) N in the southbound database the host's
+    C(external_ids:ovn-remote) names; a class gone is named as ovn-controller's recompute bug of OVN 22.06 to 23.03).
     Orphans are C(qos_min_rate) options of ports bound there with no egress minimum.
   - SR-IOV agent, the C(min_tx_rate) of the VF at the port's C(binding:profile.pci_slot) (whole Mbps, as the agent
     rounds kbps), read through netlink; orphans are VFs with a C(min_tx_rate) no bound port's rule accounts for.
@@ -36,17 +38,36 @@ description:
   - Reads only, never writes to OVSDB, netlink, Neutron or Placement. Run it on the host (C(delegate_to) the
     compute), as a user that may read the Open vSwitch database socket and netlink, with the C(dataplane) extra's
     libraries (ovsdbapp, pyroute2) and openstacksdk installed there. The calls are one Neutron agent listing, one
-    port listing, one QoS policy and one network listing, one Placement allocation read per server and one
-    inventory read per physical bridge or PF, and one read of the host's data plane (on ML2/OVN also one read of
-    the northbound rows of the host's ports). See docs/enforcement.md.
+    port listing, one QoS policy and one network listing, one Placement read of the allocations of each provider
+    the ports' allocations name and one inventory read per physical bridge or PF, and one read of the host's data
+    plane (on ML2/OVN also one read of the northbound rows of the host's ports and, with O(kernel), one of their
+    southbound C(Port_Binding) rows). See docs/enforcement.md.
+  - "For a fleet, read Neutron and Placement once: O(hosts) (on the controller, C(run_once)) makes those reads for
+    all the hosts together (the agent and port listings filter by up to 100 hosts a call) and returns each host's
+    as RV(neutron_reads); each host's check then gets its own as O(neutron_reads) and reads only its data plane, with
+    no Neutron or Placement call (the role
+    R(minbw.openstack.bandwidth_enforcement,ansible_collections.minbw.openstack.bandwidth_enforcement_role) does so)."
 requirements:
   - ovsdbapp>=3.0
   - pyroute2>=0.9
 options:
   host:
-    description: The compute host, as Neutron names it (the ports' C(binding:host_id), its agent's host).
+    description:
+      - The compute host, as Neutron names it (the ports' C(binding:host_id), its agent's host), whose data plane is
+        checked. One of O(host) and O(hosts) is required.
     type: str
-    required: true
+  hosts:
+    description:
+      - Read Neutron and Placement for these hosts (as Neutron names them) at once and return each host's reads as
+        RV(neutron_reads), reading no data plane; for the controller, C(run_once). The other options but the
+        connection's are ignored.
+    type: list
+    elements: str
+  neutron_reads:
+    description:
+      - The Neutron and Placement reads of O(host), as O(hosts) returns them (RV(neutron_reads)[host]); the check then
+        makes no Neutron or Placement call. Leave out to read them here.
+    type: dict
   ovs_db:
     description: The host's Open vSwitch database, an OVSDB remote (C(unix:PATH), C(tcp:HOST:PORT)).
     type: str
@@ -55,7 +76,8 @@ options:
     description: The network namespace (C(ip netns)) of the host's NICs; leave out for the module's own.
     type: str
   kernel:
-    description: Read the NICs' tc classes and speed (false when the module does not run on the host).
+    description: Read the NICs' tc classes and speed, and on ML2/OVN the ports' southbound C(qdisc_queue_id) (false
+      when the module does not run on the host).
     type: bool
     default: true
   backend:
@@ -92,6 +114,19 @@ EXAMPLES = r'''
   register: enforcement
   failed_when: not enforcement.ok
 
+- name: Read Neutron and Placement once for the whole play, on the controller
+  minbw.openstack.bandwidth_enforcement_info:
+    cloud: mycloud
+    hosts: "{{ ansible_play_hosts }}"
+  register: fleet_reads
+  run_once: true
+  delegate_to: localhost
+
+- name: Then each compute reads only its data plane
+  minbw.openstack.bandwidth_enforcement_info:
+    host: "{{ inventory_hostname }}"
+    neutron_reads: "{{ fleet_reads.neutron_reads[inventory_hostname] }}"
+
 - name: The same on an ML2/OVN compute
   minbw.openstack.bandwidth_enforcement_info:
     cloud: mycloud
@@ -100,21 +135,27 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+neutron_reads:
+  description:
+    - With O(hosts), per host its Neutron and Placement reads, C(host), C(agents), C(ports), C(policies),
+      C(networks), C(allocations), C(inventories), to give as O(neutron_reads) to that host's check.
+  returned: with O(hosts)
+  type: dict
 ok:
   description: Nothing to act on (no rule missing or at a wrong rate, no orphan, no NIC promised above its link).
-  returned: always
+  returned: with O(host)
   type: bool
 host:
   description: The host checked.
-  returned: always
+  returned: with O(host)
   type: str
 backend:
   description: The data plane checked, C(openvswitch), C(sriov) or C(ovn).
-  returned: always
+  returned: with O(host)
   type: str
 counts:
   description: How many checks of each verdict.
-  returned: always
+  returned: with O(host)
   type: dict
   sample: {"enforced": 1, "missing": 0, "wrong rate": 0, "placement-only": 1, "orphan": 0}
 checks:
@@ -130,7 +171,7 @@ checks:
       ML2/OVN, C(lsp), C(qos_min_rate), C(qos_max_rate), C(qos_burst) in bit/s; SR-IOV agent, C(nic) the PF, C(vf),
       C(pci_slot), C(mac), C(min_tx_rate), C(max_tx_rate) in Mbps), C(kernel) (Open vSwitch agent, per NIC, C(nic),
       C(class), C(rate) in bit/s, null when there is no such class) and C(notes).
-  returned: always
+  returned: with O(host)
   type: list
   elements: dict
 nics:
@@ -139,12 +180,12 @@ nics:
       C(ingress_inventory_kbps) (what Placement admits), C(enforced_kbps) and C(errors). On ML2/OVN a bridge
       Placement admits egress bandwidth on with no NIC ovn-controller shapes has a row with C(nic) null and an
       error.
-  returned: always
+  returned: with O(host)
   type: list
   elements: dict
 not_checked:
   description: The bound ports with a minimum rule of a backend this check does not read, one line each.
-  returned: always
+  returned: with O(host)
   type: list
   elements: str
 '''
@@ -154,23 +195,27 @@ from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwM
 
 def enforcement(module):
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.enforcement import (
-        EnforcementRequest, show_enforcement)
+        EnforcementRequest, read_enforcement_fleet, show_enforcement)
 
     p = module.params
+    if p['hosts'] is not None:
+        return module.result(False, **read_enforcement_fleet(module.cloud(), p['hosts']).to_dict())
     result = show_enforcement(module.cloud(), EnforcementRequest(
         p['host'], p['ovs_db'], p['netns'], p['kernel'], p['backend'], p['ovn_nb'], p['ovn_nb_private_key'],
-        p['ovn_nb_certificate'], p['ovn_nb_ca_cert']))
+        p['ovn_nb_certificate'], p['ovn_nb_ca_cert'], p['neutron_reads']))
     return module.result(False, **result.to_dict())
 
 
 def main():
-    MinbwModule(dict(host=dict(type='str', required=True),
+    MinbwModule(dict(host=dict(type='str'), hosts=dict(type='list', elements='str'), neutron_reads=dict(type='dict'),
                      ovs_db=dict(type='str', default='unix:/run/openvswitch/db.sock'),
                      netns=dict(type='str'), kernel=dict(type='bool', default=True),
                      backend=dict(type='str', choices=['openvswitch', 'sriov', 'ovn']), ovn_nb=dict(type='str'),
                      ovn_nb_private_key=dict(type='path', no_log=True), ovn_nb_certificate=dict(type='path'),
                      ovn_nb_ca_cert=dict(type='path')),
-                required_together=[['ovn_nb_private_key', 'ovn_nb_certificate', 'ovn_nb_ca_cert']]).run(enforcement)
+                required_together=[['ovn_nb_private_key', 'ovn_nb_certificate', 'ovn_nb_ca_cert']],
+                required_one_of=[['host', 'hosts']],
+                mutually_exclusive=[['host', 'hosts'], ['hosts', 'neutron_reads']]).run(enforcement)
 
 
 if __name__ == '__main__':

@@ -2,7 +2,9 @@
 (tests/support/dataplane/switch.py) whose queue the OVS agent's real QoS driver programs for a booted server's port,
 as tests/e2e/test_enforcement_cloud.py sets it up. Then:
 
-- the calls one host's check makes, counted on the wire (the numbers docs/enforcement.md, "The fleet", gives);
+- the calls one host's check makes, and those of the fleet's read of Neutron and Placement at 250 hosts (the role's
+  first task, once on the controller), counted on the wire (the numbers docs/enforcement.md, "The fleet", gives); the
+  host's check from the fleet's read is the same report as its own, and makes no call;
 - the role bandwidth_enforcement through the shipped playbook, run as docs/enforcement.md shows it, over three
   computes: devstack0 (enforced), devstack1 whose reader fails (the spare compute: no agent in Neutron) and one
   that cannot be reached: one summary, the two named with their one-line errors, the run failed; then with a fault (the
@@ -48,7 +50,7 @@ def inventory(tmp_path: Path, switch: Switch) -> Path:
 def test_the_fleet_checked_host_by_host_compared_in_one_place_and_exported(demo, cloud, installed_collection,
                                                                           tmp_path):
     from minbw.usecases.cloud import Cloud
-    from minbw.usecases.enforcement import EnforcementRequest, show_enforcement
+    from minbw.usecases.enforcement import EnforcementRequest, read_enforcement_fleet, show_enforcement
     with agent_switch(demo.conn, tmp_path / "switch") as switch:
         nic = switch.nics["br-test"]
         port = demo.port("e2e-fleet-p0", demo.policy("e2e-fleet-min", bw=[("egress", 1000)]))
@@ -56,18 +58,43 @@ def test_the_fleet_checked_host_by_host_compared_in_one_place_and_exported(demo,
         switch.plug("vm-fleet", port.id, 5)
         assert [s["error"] for s in agent_run(switch, f"update:{port.id}:5:1000")] == [None]
 
+        # one inventory read per bridge (the Open vSwitch agent's br-test, br-ex) and PF (the emulated SR-IOV
+        # agent's) of devstack0's agents, as Neutron's agent list has them
+        devices = {(a.agent_type, d) for a in demo.conn.network.agents(host=HOST) for d in [
+            *(a.configuration.get("bridge_mappings") or {}).values(),
+            *(pf for pfs in (a.configuration.get("device_mappings") or {}).values() for pf in pfs)]}
+        inventories = ["GET :8778 /resource_providers/<id>/inventories"] * len(devices)
+        assert len(devices) >= 3, devices
         # one host's check, its calls counted on the wire (a fresh connection: its token and discovery included)
         with Sent() as sent:
             report = show_enforcement(Cloud(cloud.connect), EnforcementRequest(
                 HOST, ovs_db=switch.remote, netns=switch.netns, backend="openvswitch")).report
         assert report.counts()["enforced"] == 1 and report.ok, report
         # docs/enforcement.md, "The fleet": a token (and Keystone's and Placement's discovery), 4 Neutron listings,
-        # an inventory read per physical bridge (br-test, br-ex), an allocation read per server
+        # an inventory read per physical bridge or PF, the allocations of br-test's provider (the port's allocation)
         assert sorted(sent.calls) == sorted([
             "GET :5000 /v3", "POST :5000 /v3/auth/tokens", "GET :8778 /", "GET :9696 /v2.0/agents",
-            "GET :9696 /v2.0/ports", "GET :9696 /v2.0/qos/policies", "GET :9696 /v2.0/networks",
-            "GET :8778 /resource_providers/<id>/inventories", "GET :8778 /resource_providers/<id>/inventories",
-            "GET :8778 /allocations/<id>"]), sent.calls
+            "GET :9696 /v2.0/ports", "GET :9696 /v2.0/qos/policies", "GET :9696 /v2.0/networks", *inventories,
+            "GET :8778 /resource_providers/<id>/allocations"]), sent.calls
+
+        # the fleet's read at 250 hosts (devstack0, devstack1 and 248 Neutron has nothing of): the agents and the
+        # bound ports listed 100 hosts a call, the policies and networks once, the allocations on the one
+        # provider the ports' allocations name, the inventory of each bridge and PF its agents name; then devstack0's check from it, no call
+        fleet = [HOST, "devstack1", *(f"absent-{i:03}" for i in range(248))]
+        with Sent() as sent:
+            read = read_enforcement_fleet(Cloud(cloud.connect), fleet).to_dict()
+        reads = json.loads(json.dumps(read))["neutron_reads"]  # as the module's result carries it
+        assert len(reads[HOST]["inventories"]) == len(devices), reads[HOST]
+        assert sorted(sent.calls) == sorted([
+            "GET :5000 /v3", "POST :5000 /v3/auth/tokens", "GET :8778 /", *["GET :9696 /v2.0/agents"] * 3,
+            *["GET :9696 /v2.0/ports"] * 3, "GET :9696 /v2.0/qos/policies", "GET :9696 /v2.0/networks",
+            *inventories, "GET :8778 /resource_providers/<id>/allocations"]), sent.calls
+        assert sorted(reads) == sorted(fleet) and reads["absent-000"]["ports"] == [] == reads["devstack1"]["agents"]
+        with Sent() as sent:
+            again = show_enforcement(Cloud(cloud.connect), EnforcementRequest(
+                HOST, ovs_db=switch.remote, netns=switch.netns, backend="openvswitch",
+                neutron_reads=reads[HOST])).report
+        assert sent.calls == [] and again == report, (sent.calls, again)
 
         # the role over three computes, as the page runs the shipped playbook
         hosts = inventory(tmp_path, switch)

@@ -2,19 +2,21 @@
 databases, northd, ovn-controller and Open vSwitch per compute; Neutron 29's ML2/OVN): a server whose port asks a
 minimum of 1,000 kbps egress on the VLAN network boots on devstack0; Neutron writes the port's
 ``options:qos_min_rate`` into the northbound database; the command, run as a user runs it against the real
-Neutron, Placement, northbound database and devstack0's Open vSwitch database, finds it enforced with Placement's
-reservation beside it. devstack0's br-test has no NIC in this variant: the test gives it one, a TAP device (up) in
+Neutron, Placement, the northbound and southbound databases, devstack0's Open vSwitch database and the kernel,
+puts it beside Placement's reservation. devstack0's br-test has no NIC in this variant: the test gives it one, a TAP device (up) in
 ovn-controller's network namespace marked ``external_ids:ovn-egress-iface=true`` (the NIC ovn-controller shapes),
 and takes it away after. docs/enforcement.md's OVN example runs as written.
 
-Nova's fake driver plugs no VIF, so the test then plugs the port on br-int as os-vif does (an interface with
-``external_ids:iface-id``), and follows the guarantee to the kernel, on Debian's ovn-controller (23.03, the path
-before 23.06: it runs tc itself, queue N of the port's southbound ``qdisc_queue_id`` as HTB class ``1:(N+1)`` on
-the TAP): a full recompute leaves no class; a change of the port's row makes it. The change is the fault of Neutron
-21.0.0 to 25.x, the kbps number itself in ``qos_min_rate`` (written with ovn-nbctl as an old Neutron would have),
-found as a wrong rate with its factor and named as that bug, and on the wire as one MTU a second; then the value of
-Neutron 29, its class at the rate asked; then a full recompute takes the class away, which ``enforcement show``
-does not see (no kernel read on ML2/OVN). Last, a northbound remote that is missing or does not answer."""
+Nova's fake driver plugs no VIF: the port is first missing (not bound by ovn-controller, no class in the kernel;
+with ``--no-kernel`` enforced, the northbound row alone). The test then plugs the port on br-int as os-vif does (an
+interface with ``external_ids:iface-id``), and follows the guarantee to the kernel, on Debian's ovn-controller (23.03,
+the path before 23.06: it runs tc itself, queue N of the port's southbound ``qdisc_queue_id`` as HTB class
+``1:(N+1)`` on the TAP): a full recompute leaves no class, which the command finds missing and names as
+ovn-controller's recompute bug of OVN 22.06 to 23.03 (the page's example); a change of the port's row makes it.
+The change is the fault of Neutron 21.0.0 to 25.x, the kbps number itself in ``qos_min_rate`` (written with
+ovn-nbctl as an old Neutron would have), found as a wrong rate with its factor and named as that bug, and on the
+wire as one MTU a second; then the value of Neutron 29, its class at the rate asked, found enforced with the
+kernel's rate. Last, a northbound remote that is missing or does not answer."""
 from __future__ import annotations
 
 import json
@@ -24,7 +26,7 @@ from pathlib import Path
 
 from minbw.dataplane import netlink, ovsdb
 from minbw.neutron import naming
-from minbw.reports.enforcement import OVN_KBPS_BUG, htb_rate
+from minbw.reports.enforcement import OVN_KBPS_BUG, OVN_RECOMPUTE_BUG, htb_rate
 from tests.e2e.test_operators_checks import checks, run_checks
 from tests.e2e.test_ovn_cloud import wait
 
@@ -104,10 +106,11 @@ def test_an_ovn_ports_guarantee_enforced_then_the_kbps_of_neutron_before_26_foun
         vsctl(cloud_ovn, "add-port", "br-test", NIC, "--", "set", "Interface", NIC,
               "external_ids:ovn-egress-iface=true")
 
-        # enforced: the rule, Placement's reservation and Neutron's qos_min_rate agree, and br-test has a NIC to shape
+        # the rule, Placement's reservation and Neutron's qos_min_rate agree, and br-test has a NIC to shape, but Nova's
+        # fake driver plugs no VIF: ovn-controller has not bound the port, so the kernel has no class for it
         code, document, err = show(cloud_ovn)
-        assert code == 0, (err, document)
-        assert document["backend"] == "ovn" and verdicts(document) == [("rule", port.id, "enforced", None)]
+        assert code == 3, (err, document)
+        assert document["backend"] == "ovn" and verdicts(document) == [("rule", port.id, "missing", None)]
         (check,) = document["checks"]
         assert check["server"] == server.id
         assert check["rule"]["expected"] == 1_000_000 and check["rule"]["expected_unit"] == "bit/s"
@@ -115,15 +118,15 @@ def test_an_ovn_ports_guarantee_enforced_then_the_kbps_of_neutron_before_26_foun
                                      "class": "NET_BW_EGR_KILOBIT_PER_SEC", "amount": 1000, "shared_by": []}
         assert check["programmed"] == [{"lsp": port.id, "qos_min_rate": 1_000_000, "qos_max_rate": None,
                                         "qos_burst": None}]
-        # Nova's fake driver plugs no VIF: the port is bound in Neutron, not on devstack0's br-int
-        assert check["kernel"] == [] and check["notes"] == [
+        assert check["why"].endswith("ovn-controller has not bound the port (not plugged), so no NIC shapes it"), check
+        assert check["notes"] == [
             "the port is not plugged on br-int (no interface with external_ids:iface-id = the port)"]
         assert [(n["nic"], n["bridge"], n["speed_kbps"], n["inventory_kbps"], n["enforced_kbps"], n["errors"])
-                for n in document["nics"]] == [(NIC, "br-test", 10_000_000, 1500, 1000, [])]
-        # the page's example, as written
-        run_checks(checks(PAGE.read_text(), "enforcement show ovn"),
-                   dict(cloud_ovn.env, HOST=HOST, OVS_DB=cloud_ovn.env["MINICLOUD_OVS_DB"],
-                        OVN_NB=cloud_ovn.env["MINICLOUD_OVN_NB_DB"]))
+                for n in document["nics"]] == [(NIC, "br-test", 10_000_000, 1500, 0, [])]
+        # --no-kernel (off the host): the northbound row and the egress NIC alone, as before the kernel was read
+        code, document, err = show(cloud_ovn, "--no-kernel")
+        assert (code, verdicts(document), document["checks"][0]["kernel"]) == (
+            0, [("rule", port.id, "enforced", None)], []), (err, document)
 
         # the port plugged on br-int as os-vif plugs it (an internal port: ovs-vswitchd runs in a namespace of its
         # own and opens the device there): ovn-controller binds it and northd gives it a queue
@@ -131,15 +134,27 @@ def test_an_ovn_ports_guarantee_enforced_then_the_kbps_of_neutron_before_26_foun
               f"external_ids:iface-id={port.id}", f"external_ids:attached-mac={port.mac_address}",
               "external_ids:iface-status=active", f"external_ids:vm-uuid={server.id}")
         queue = wait("the port's qdisc_queue_id", lambda: queue_id(cloud_ovn, port.id))
-        code, document, err = show(cloud_ovn)
-        assert (code, verdicts(document), document["checks"][0]["notes"]) == (
-            0, [("rule", port.id, "enforced", None)], []), (err, document)
         # whether ovn-controller 23.03 makes the class now depends on the order its incremental processing met the
         # changes; after a full recompute there is none: binding_run decides whether to gather the ports' QoS
         # before the localnet ports put the egress NIC in its set, which the recompute emptied, and setup_qos then
-        # takes the OVN qdisc away (docs/enforcement.md)
+        # takes the OVN qdisc away (docs/enforcement.md). The command says missing, and names that bug
         recompute(cloud_ovn)
         assert classes(queue) == []
+        code, document, err = show(cloud_ovn)
+        assert (code, verdicts(document), document["checks"][0]["notes"]) == (
+            3, [("rule", port.id, "missing", None)], []), (err, document)
+        assert document["checks"][0]["kernel"] == [{"nic": NIC, "class": f"1:{queue + 1:x}", "rate": None}]
+        assert document["checks"][0]["why"] == (
+            f"its Logical_Switch_Port asks 1000000 bit/s and its queue is {queue} (qdisc_queue_id), but {NIC} has no "
+            f"HTB class 1:{queue + 1:x}: {OVN_RECOMPUTE_BUG}")
+        assert OVN_RECOMPUTE_BUG == (
+            "ovn-controller's full recompute (its start, ovn-appctl recompute) removes the ports' classes from a "
+            "localnet bridge's egress NIC until the port's row changes: OVN 22.06 to 23.03, the tc path (gone in "
+            "23.06)")
+        # the page's example, as written
+        run_checks(checks(PAGE.read_text(), "enforcement show ovn"),
+                   dict(cloud_ovn.env, HOST=HOST, OVS_DB=cloud_ovn.env["MINICLOUD_OVS_DB"],
+                        OVN_NB=cloud_ovn.env["MINICLOUD_OVN_NB_DB"]))
 
         # a change of the port's row reaches ovn-controller's incremental path, which knows the NIC now: the class
         # is made. Here the port as Neutron 21.0.0 to 25.x wrote it (ovn-nbctl stands for that Neutron): the kbps
@@ -152,16 +167,17 @@ def test_an_ovn_ports_guarantee_enforced_then_the_kbps_of_neutron_before_26_foun
         assert document["checks"][0]["why"] == OVN_KBPS_BUG == (
             "qos_min_rate holds the kbps number, 1,000 times too little: ML2/OVN wrote kbps where OVN reads bit/s, "
             "Neutron 21.0.0 to 25.x (fixed in 26.0.0)")
-        # as Neutron 29 writes it: the class at 1,000,000 bit/s, queue N as class 1:(N+1)
+        assert document["checks"][0]["kernel"] == [{"nic": NIC, "class": f"1:{queue + 1:x}", "rate": htb_rate(1000)}]
+        # as Neutron 29 writes it: the class at 1,000,000 bit/s, queue N as class 1:(N+1), and the command finds it
+        # enforced with the kernel's rate
         nbctl(cloud_ovn, "set", "Logical_Switch_Port", port.id, "options:qos_min_rate=1000000")
         wait("the class at the rate asked", lambda: classes(queue) == [
             ("1:", "htb"), (f"1:{queue + 1:x}", "1:fffe", htb_rate(1_000_000))])
-        # and a full recompute (as at ovn-controller's start) takes it away again, which minbw does not see: it
-        # reads no kernel on ML2/OVN
-        recompute(cloud_ovn)
-        assert classes(queue) == []
-        code, document, _ = show(cloud_ovn)
-        assert (code, verdicts(document)) == (0, [("rule", port.id, "enforced", None)])
+        code, document, err = show(cloud_ovn)
+        assert (code, verdicts(document)) == (0, [("rule", port.id, "enforced", None)]), (err, document)
+        assert document["checks"][0]["kernel"] == [
+            {"nic": NIC, "class": f"1:{queue + 1:x}", "rate": htb_rate(1_000_000)}]
+        assert [(n["nic"], n["enforced_kbps"]) for n in document["nics"]] == [(NIC, 1000)]
 
         # an ML2/OVN host without its northbound database, and one that does not answer: one line, exit 1
         r = subprocess.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST],

@@ -1,7 +1,9 @@
 """minbw.dataplane.ovn against a real OVN northbound database (an ovsdb-server on ovn-central's
 ovn-nb.ovsschema, tests/support/dataplane/switch.py), its Logical_Switch_Port rows written through ovsdbapp's own
 OVN northbound API with the QoS options Neutron computes: neutron 29.0.0's ``_ovn_lsp_rule`` (bit/s), and the
-value 21.0.0-25.x wrote (``str(min_kbps)``, read in their ``_ovn_qos_rule``; docs/enforcement.md)."""
+value 21.0.0-25.x wrote (``str(min_kbps)``, read in their ``_ovn_qos_rule``; docs/enforcement.md). And a real
+southbound database (ovn-sb.ovsschema), its ``Port_Binding`` rows written through ovsdbapp's OVN southbound API
+with the ``qdisc_queue_id`` northd gives a port with QoS options, read back as the ports' queues."""
 from __future__ import annotations
 
 import warnings
@@ -9,7 +11,7 @@ import warnings
 import pytest
 
 from minbw.dataplane import ovn
-from tests.support.dataplane.switch import NB_SCHEMA, OvsdbServer, unavailable, write_northbound
+from tests.support.dataplane.switch import NB_SCHEMA, SB_SCHEMA, OvsdbServer, unavailable, write_northbound, write_southbound
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -21,12 +23,17 @@ OLD = "33333333-3333-4333-8333-333333333333"  # the same rule as Neutron < 26.0.
 PLAIN = "44444444-4444-4444-8444-444444444444"  # no QoS
 
 
-@pytest.fixture
-def northbound(tmp_path):
+def served(tmp_path, schema, name: str) -> OvsdbServer:
+    """An ovsdb-server of the test's own on ``schema`` (skipped where ovsdb-server and OVN's schemas cannot be had)."""
     why = unavailable(vswitchd=False)
     if why:
         pytest.skip(why)
-    with OvsdbServer(tmp_path, NB_SCHEMA, "nb") as nb:
+    return OvsdbServer(tmp_path, schema, name)
+
+
+@pytest.fixture
+def northbound(tmp_path):
+    with served(tmp_path, NB_SCHEMA, "nb") as nb:
         yield nb
 
 
@@ -54,3 +61,20 @@ def test_the_qos_options_neutron_writes_read_back_in_bit_per_second(northbound):
     # a host's ports only: the server sends those rows (conditional monitoring), their switches are not read
     assert [(p.name, p.switch) for p in ovn.read(northbound.remote, ports=[OLD, "absent"]).ports] == [(OLD, None)]
     assert ovn.read(northbound.remote, ports=[]).ports == ()
+
+
+@pytest.fixture
+def southbound(tmp_path):
+    with served(tmp_path, SB_SCHEMA, "sb") as sb:
+        yield sb
+
+
+def test_the_ports_queues_read_from_the_southbound(southbound):
+    write_southbound(southbound.remote, {NEW: {"qos_min_rate": "1000000", "qdisc_queue_id": "1"},
+                                         OLD: {"qos_min_rate": "1000", "qdisc_queue_id": "16"}, PLAIN: {}})
+    sb = ovn.queues(southbound.remote, [NEW, OLD, PLAIN, "absent"])
+    assert (sb.remote, dict(sb.queues)) == (southbound.remote, {NEW: 1, OLD: 16})
+    assert (sb.queue(NEW), sb.queue(PLAIN), sb.queue("absent")) == (1, None, None)
+    # the ports asked for only: the server sends those rows (conditional monitoring on logical_port)
+    assert dict(ovn.queues(southbound.remote, [OLD]).queues) == {OLD: 16}
+    assert ovn.queues(southbound.remote, []).queues == {}

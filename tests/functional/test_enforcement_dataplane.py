@@ -10,12 +10,14 @@ import subprocess
 import pytest
 
 from minbw.dataplane import ovs
-from minbw.errors import DataPlaneUnreadable
+from minbw.errors import DataPlaneUnreadable, InvalidInput
 from minbw.neutron.qos import QosRule
-from minbw.ops.enforcement import HostPlane, device_providers, read_chassis, read_northbound, read_plane
+from minbw.ops.enforcement import (HostPlane, device_providers, read_chassis, read_northbound, read_plane,
+                                   read_queues)
 from minbw.reports import enforcement as e
 from tests.support.dataplane.reproduce import PORT_A, PORT_B, agent_run
-from tests.support.dataplane.switch import NB_SCHEMA, NIC, VSWITCH_SCHEMA, OvsdbServer, Switch, unavailable, write_northbound
+from tests.support.dataplane.switch import (NB_SCHEMA, NIC, SB_SCHEMA, VSWITCH_SCHEMA, OvsdbServer, Switch, unavailable,
+                                           write_northbound, write_southbound)
 
 SERVER = "5e5e5e5e-0000-4000-8000-000000000001"
 RP = "f9c9ce07-679d-5d72-ac5f-31720811629a"
@@ -178,3 +180,26 @@ def test_the_northbound_sends_the_hosts_ports_only(ovn_host_dbs):
         read_northbound(HostPlane(ovn_nb="ssl:127.0.0.1:6641"), [PORT_A])
     assert str(error.value) == ("ssl:127.0.0.1:6641: an ssl: remote needs the client's private key, certificate and "
                                 "CA certificate")
+
+
+def test_the_ports_queues_from_the_southbound_ovn_controller_reads(ovn_host_dbs, tmp_path):
+    local, _, vsctl = ovn_host_dbs
+    where = HostPlane(local.remote)
+    _, switch = read_chassis(where, "devstack0")
+    with pytest.raises(InvalidInput) as error:  # no ovn-remote: one line, before any southbound read
+        read_queues(where, switch, [PORT_A])
+    assert str(error.value) == (
+        f"the Open vSwitch database {local.remote} has no external_ids:ovn-remote (the southbound database "
+        f"ovn-controller reads, where the ports' queue numbers are): is ovn-controller configured there? --no-kernel "
+        f"leaves the kernel's side out")
+    with OvsdbServer(tmp_path / "sb", SB_SCHEMA, "sb") as sb:
+        write_southbound(sb.remote, {PORT_A: {"qdisc_queue_id": "3"}, OTHER: {"qdisc_queue_id": "4"}})
+        # a list of remotes, as ovn-controller takes it (a clustered database): the first that answers
+        vsctl("set", "Open_vSwitch", ".", f'external_ids:ovn-remote="unix:{tmp_path}/none.sock,{sb.remote}"')
+        _, switch = read_chassis(where, "devstack0")
+        assert dict(read_queues(where, switch, [PORT_A, PORT_B]).queues) == {PORT_A: 3}
+        vsctl("set", "Open_vSwitch", ".", f"external_ids:ovn-remote=unix:{tmp_path}/none.sock")
+        _, switch = read_chassis(where, "devstack0")
+        with pytest.raises(DataPlaneUnreadable) as error:
+            read_queues(where, switch, [PORT_A])
+        assert str(error.value) == f"unix:{tmp_path}/none.sock: cannot connect: no such socket"

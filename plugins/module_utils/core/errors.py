@@ -313,8 +313,12 @@ def placement_error(status: int | None, body: dict | None, *, request_id: str | 
         message = first.get("detail") or first.get("title") or message
         request_id = request_id or first.get("request_id")
     cls = _BY_CODE.get(code)
-    if cls is None:
-        cls = NotFound if status == 404 else PlacementError
+    if status == 404 and cls in (None, UndefinedCode):
+        # Placement's catch-all code says nothing; the status does (GET /resource_providers/{uuid}/inventories
+        # of a provider that is not there answers 404 with placement.undefined_code)
+        cls = NotFound
+    elif cls is None:
+        cls = PlacementError
     return cls(message.strip(), status=status, code=code, request_id=request_id, method=method, url=url)
 
 

@@ -71,7 +71,8 @@ def nic_rows(report: dict) -> tuple[tuple, ...]:
 class ShowEnforcement(Command):
     """For each minimum rule of the ports bound to a host: what Neutron's rule asks, what Placement reserved, what
     the host's backend programmed (the Open vSwitch agent's queue in the host's OVSDB and the kernel's tc class;
-    ML2/OVN's qos_min_rate in the northbound database; the SR-IOV agent's VF rate through netlink), with a verdict
+    ML2/OVN's qos_min_rate in the northbound database and the kernel's tc class of the port's southbound queue;
+    the SR-IOV agent's VF rate through netlink), with a verdict
     (enforced, missing, wrong rate, placement-only, orphan); per NIC its speed, Placement's inventory and the
     minimums enforced. Reads only (exit 3 when something is missing, at a wrong rate, orphaned, or a NIC is promised
     more than its link). Run it on the host, as a user that may read its OVSDB socket and netlink."""
@@ -87,7 +88,8 @@ class ShowEnforcement(Command):
         parser.add_argument("--netns", metavar="NAME",
                             help="the network namespace (ip netns) of the host's NICs (default: this process's)")
         parser.add_argument("--no-kernel", dest="kernel", action="store_false",
-                            help="do not read the NICs' tc classes and speed (when not run on the host)")
+                            help="do not read the NICs' tc classes and speed, nor on ML2/OVN the ports' queues in "
+                                 "the southbound database (when not run on the host)")
         parser.add_argument("--backend", choices=BACKENDS,
                             help="the data plane to check where the host has several agents minbw reads (default: "
                                  "the host's one: the Open vSwitch agent, the NIC Switch agent, or an OVN Controller "

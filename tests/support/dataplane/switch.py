@@ -1,7 +1,8 @@
-"""Open vSwitch and OVN northbound databases of a test's own, from Debian's packages (openvswitch-switch,
+"""Open vSwitch and OVN northbound and southbound databases of a test's own, from Debian's packages (openvswitch-switch,
 ovn-central), every file under one directory; the packaged services are never used.
 
-- :class:`OvsdbServer`: an ovsdb-server on a schema (the vswitch one, or OVN's northbound one), on a unix socket.
+- :class:`OvsdbServer`: an ovsdb-server on a schema (the vswitch one, or OVN's northbound or southbound one), on a
+  unix socket.
 - :class:`Switch`: that server on the vswitch schema and an ovs-vswitchd on the userspace datapath
   (``--disable-system``: no kernel module here) in a network namespace of its own, where a TAP device is the
   physical bridge's NIC (TAP devices and HTB qdiscs work on these machines; dummy and veth links do not). Its
@@ -25,6 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 VSWITCH_SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 NB_SCHEMA = Path("/usr/share/ovn/ovn-nb.ovsschema")
+SB_SCHEMA = Path("/usr/share/ovn/ovn-sb.ovsschema")
 BINARIES = ("ovsdb-tool", "ovsdb-server", "ovs-vsctl", "ovs-vswitchd", "ovn-controller", "nsenter")
 NIC = "t0"  # the first physical bridge's NIC
 PHYSNET = "physnet0"
@@ -34,8 +36,8 @@ _serial = itertools.count()
 def unavailable(vswitchd: bool = True) -> str | None:
     """Why the daemons cannot be run here (None: they can), after installing the Debian packages if missing."""
     def missing():
-        return [b for b in BINARIES if not shutil.which(b)] + [str(s) for s in (VSWITCH_SCHEMA, NB_SCHEMA)
-                                                              if not s.exists()]
+        return [b for b in BINARIES if not shutil.which(b)] + [str(s) for s in (VSWITCH_SCHEMA, NB_SCHEMA,
+                                                                                        SB_SCHEMA) if not s.exists()]
     if missing() and os.geteuid() == 0:
         subprocess.run(["bash", str(REPO / "tests" / "support" / "minicloud" / "cloud.sh"), "install-packages"],
                        capture_output=True, timeout=900)
@@ -157,6 +159,23 @@ def write_northbound(remote: str, switch: str, ports: dict[str, dict]) -> None:
                 txn.add(api.lsp_add(switch, name, may_exist=True))
                 if columns:
                     txn.add(api.db_set("Logical_Switch_Port", name, *columns.items()))
+    finally:
+        conn.stop()
+
+
+def write_southbound(remote: str, ports: dict[str, dict]) -> None:
+    """A datapath and its ``Port_Binding`` rows ``{logical port: options}`` written into the southbound database at
+    ``remote`` through ovsdbapp's own OVN southbound API (what northd writes: ``options:qdisc_queue_id`` among them)."""
+    from ovsdbapp.backend.ovs_idl import connection
+    from ovsdbapp.schema.ovn_southbound import impl_idl
+    conn = connection.Connection(connection.OvsdbIdl.from_server(remote, "OVN_Southbound"), 10)
+    api = type("SouthboundOfOneCall", (impl_idl.OvnSbApiIdlImpl,), {"_ovsdb_connection": None})(conn)
+    try:
+        with api.transaction(check_error=True) as txn:
+            datapath = txn.add(api.db_create_row("Datapath_Binding", tunnel_key=1))
+            for key, (name, options) in enumerate(sorted(ports.items()), start=1):
+                txn.add(api.db_create("Port_Binding", logical_port=name, datapath=datapath, tunnel_key=key,
+                                      options=options))
     finally:
         conn.stop()
 

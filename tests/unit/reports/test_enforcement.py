@@ -258,11 +258,13 @@ def chassis(egress: str | None = "true", plugged=((A, 5), (B, 6))) -> ovs.Switch
                       (), (), {"ovn-bridge-mappings": f"{PHYS}:br-test"})
 
 
-def ovn_host(ports, rows, sw=None, bound=None, inventory=(1500, 1500)):
+def ovn_host(ports, rows, sw=None, bound=None, inventory=(1500, 1500), kernel=None, queues=None):
+    """``kernel``: eth1's tc as read (None: not read, --no-kernel); ``queues``: port -> southbound qdisc_queue_id."""
     provider = e.BridgeProvider(OVN_RP, "devstack0:OVN Controller agent:br-test",
                                 {rc: {"total": n} for rc, n in zip((EGR, IGR), inventory) if n is not None})
     plane = e.OvnPlane(sw or chassis(), ovn.Northbound("tcp:127.0.0.1:6641", tuple(rows)), {PHYS: "br-test"},
-                       {"eth1": 10_000}, {"br-test": provider})
+                       {"eth1": 10_000}, {"br-test": provider}, kernel={"eth1": kernel} if kernel else {},
+                       queues=queues or {})
     held = {SERVER: {OVN_RP: {EGR: 1000}}}
     ports = [e.BoundPort(**{**p.__dict__, "allocation": {"g": OVN_RP}}) for p in ports]
     return e.ovn_host("devstack0", ports, held, plane, bound=bound)
@@ -324,6 +326,48 @@ def test_an_enforced_ovn_rule_shows_each_side():
         "bridge": "br-test", "provider": "devstack0:OVN Controller agent:br-test", "ingress_inventory_kbps": 1500,
         "physical_network": None}]
     assert report.to_dict()["backend"] == "ovn"
+
+
+# the port's queue is 1 (qdisc_queue_id), so its class is 1:2; htb_rate(1,000,000 bit/s) is the class's rate
+OVN_KERNEL = [
+    # eth1's classes, the ports' queues, switch; the verdict, its factor and a part of its why; the kernel column
+    pytest.param(tc(("1:2", 1_000_000)), {A: 1}, None, e.ENFORCED, None, "",
+                 ({"nic": "eth1", "class": "1:2", "rate": 1_000_000},), id="the class at the rate asked"),
+    pytest.param(tc(), {A: 1}, None, e.MISSING, None,
+                 "its Logical_Switch_Port asks 1000000 bit/s and its queue is 1 (qdisc_queue_id), but eth1 has no "
+                 "HTB class 1:2: " + e.OVN_RECOMPUTE_BUG, ({"nic": "eth1", "class": "1:2", "rate": None},),
+                 id="the class gone after a full recompute"),
+    pytest.param(tc(("1:2", 1_000_000)), {A: 16}, None, e.MISSING, None, "no HTB class 1:11",
+                 ({"nic": "eth1", "class": "1:11", "rate": None},), id="another queue's class (tc's hexadecimal)"),
+    pytest.param(tc(("1:2", 12_000)), {A: 1}, None, e.WRONG_RATE, 0.012,
+                 "the kernel's HTB class 1:2 on eth1 has 12000 bit/s, 1000000 bit/s expected",
+                 ({"nic": "eth1", "class": "1:2", "rate": 12_000},), id="the class at another rate"),
+    pytest.param(tc(("1:2", 1_000_000)), {}, None, e.MISSING, None,
+                 "its southbound Port_Binding has no options:qdisc_queue_id: northd has given it no queue", (),
+                 id="no queue"),
+    pytest.param(tc(), {}, chassis(plugged=()), e.MISSING, None,
+                 "no options:qdisc_queue_id: ovn-controller has not bound the port (not plugged)", (), id="not plugged"),
+    pytest.param(tc(), {A: 1}, chassis(plugged=()), e.MISSING, None,
+                 "no HTB class 1:2: ovn-controller has not bound the port (not plugged), so no NIC shapes it",
+                 ({"nic": "eth1", "class": "1:2", "rate": None},), id="a queue but not plugged"),
+    pytest.param(None, {A: 1}, None, e.ENFORCED, None, "", (), id="the kernel not read (--no-kernel)"),
+]
+
+
+@pytest.mark.parametrize("kernel, queues, sw, verdict, factor, why, classes", OVN_KERNEL)
+def test_an_ovn_rule_against_the_kernels_class(kernel, queues, sw, verdict, factor, why, classes):
+    report = ovn_host([port()], [lsp(A, neutron29(1000))], sw, kernel=kernel, queues=queues)
+    (check,) = report.checks
+    assert (check.verdict, check.factor, check.kernel) == (verdict, factor, classes)
+    assert why in check.why
+    assert report.nics[0].enforced_kbps == (1000 if verdict == e.ENFORCED else 0)
+
+
+def test_the_kbps_of_neutron_before_26_shows_its_class_beside_it():
+    (check,) = ovn_host([port()], [lsp(A, {"qos_min_rate": "1000"})], kernel=tc(("1:2", e.htb_rate(1000))),
+                        queues={A: 1}).checks
+    assert (check.verdict, check.why, check.kernel) == (
+        e.WRONG_RATE, e.OVN_KBPS_BUG, ({"nic": "eth1", "class": "1:2", "rate": 12_000},))
 
 
 def test_ovn_notes_what_ovn_controller_needs():

@@ -5,10 +5,11 @@ OVN reads these in bit/s (ovn-nb(5)). Neutron writes them on egress rules of fla
 (``neutron/plugins/ml2/drivers/ovn/mech_driver/ovsdb/extensions/qos.py``): from 21.0.0 to 25.x ``qos_min_rate``
 is min_kbps itself (1,000 times too little), from 26.0.0 min_kbps × 1000 (``_ovn_lsp_rule``; docs/enforcement.md).
 
-What ovn-controller makes of it is not read here. Before 23.06 it runs tc itself on the NICs marked
-``ovn-egress-iface`` (the port's southbound ``qdisc_queue_id`` N as HTB class ``1:(N+1)``) and leaves only a
-``linux-noop`` QoS row in OVSDB; from 23.06 it writes QoS and Queue rows (``ovn_qos``, ``ovn_port``) that
-ovs-vswitchd applies. Debian 12's ovn-host 23.03.1 takes the path before 23.06 (seen live: the class comes with a
+What ovn-controller makes of it: before 23.06 it runs tc itself on the NICs marked ``ovn-egress-iface`` (the
+port's southbound ``qdisc_queue_id`` N as HTB class ``1:(N+1)``) and leaves only a ``linux-noop`` QoS row in OVSDB;
+from 23.06 it writes QoS and Queue rows (``ovn_qos``, ``ovn_port``) that ovs-vswitchd applies. :func:`queues` reads
+N from the southbound ``Port_Binding`` rows (``options:qdisc_queue_id``, as northd allocates it); the class itself is
+the kernel's (:mod:`minbw.dataplane.netlink`). Debian 12's ovn-host 23.03.1 takes the path before 23.06 (seen live: the class comes with a
 change of the port's row and goes at ovn-controller's next full recompute; docs/enforcement.md).
 """
 from __future__ import annotations
@@ -20,6 +21,8 @@ from ..dataplane import ovsdb
 from ..dataplane.ovs import frozen, rate
 
 SCHEMA = "OVN_Northbound"
+SB_SCHEMA = "OVN_Southbound"
+SB_TABLES = {"Port_Binding": ("logical_port", "options")}
 TABLES = {"Logical_Switch": ("name", "ports"),
           "Logical_Switch_Port": ("name", "type", "options", "external_ids")}
 
@@ -73,3 +76,28 @@ def read(remote: str, ports: Iterable[str] | None = None, timeout: float = ovsdb
         return Northbound(remote, tuple(sorted(rows, key=lambda p: p.name)))
 
     return ovsdb.read(remote, SCHEMA, tables, take, timeout, ssl, conditions)
+
+
+@dataclass(frozen=True)
+class Southbound:
+    remote: str
+    queues: Mapping[str, int]  # logical port (the Neutron port id) -> its qdisc_queue_id (ports without one: absent)
+
+    def queue(self, port: str) -> int | None:
+        return self.queues.get(port)
+
+
+def queues(remote: str, ports: Iterable[str], timeout: float = ovsdb.TIMEOUT,
+           ssl: ovsdb.Ssl | None = None) -> Southbound:
+    """The ``options:qdisc_queue_id`` northd gave each of ``ports`` in its southbound ``Port_Binding`` at ``remote``
+    (``tcp:HOST:6642``, ...; a chassis finds it in its Open vSwitch database's ``external_ids:ovn-remote``). The
+    server sends those ports' rows only (conditional monitoring on ``logical_port``)."""
+    wanted = sorted(set(ports))
+
+    def take(tables) -> Southbound:
+        found = {r.logical_port: rate(r.options, "qdisc_queue_id") for r in tables["Port_Binding"].rows.values()
+                 if r.logical_port in wanted}
+        return Southbound(remote, frozen({p: q for p, q in found.items() if q is not None}))
+
+    return ovsdb.read(remote, SB_SCHEMA, SB_TABLES, take, timeout, ssl,
+                      {"Port_Binding": [["logical_port", "==", p] for p in wanted]})

@@ -19,14 +19,15 @@ One host, side by side (``minbw enforcement show``), each minimum rule of the po
 reservation and what the backend programmed, the orphans, and each NIC against its link:
 
 - :func:`ovs_host`: the Open vSwitch agent's queue (OVSDB) and the kernel's HTB class (tc);
-- :func:`ovn_host`: ML2/OVN's ``options:qos_min_rate`` (northbound) and the NICs ovn-controller shapes (the
-  interfaces of the mapped bridges marked ``external_ids:ovn-egress-iface=true``);
+- :func:`ovn_host`: ML2/OVN's ``options:qos_min_rate`` (northbound), the NICs ovn-controller shapes (the
+  interfaces of the mapped bridges marked ``external_ids:ovn-egress-iface=true``) and on each the kernel's HTB class
+  of the port's southbound ``qdisc_queue_id``;
 - :func:`sriov_host`: the SR-IOV agent's ``min_tx_rate`` of the port's VF (netlink), the VF found by the port's
   ``binding:profile.pci_slot`` as the agent finds it.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from types import MappingProxyType
@@ -353,14 +354,20 @@ def _rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[Bound
     if wrong:
         nic, v = wrong[0]
         return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=f"{v.why} (queue on {nic})")
-    expected = htb_rate(programmed_rate(OVS, rule.value))
-    for k in kernel:
+    return _kernel_verdict(checked, htb_rate(programmed_rate(OVS, rule.value)), lambda k: (
+        f"queue {_queue_of(programmed, k['nic'])} is in OVSDB, but {k['nic']} has no HTB class {k['class']}: "
+        f"ovs-vswitchd has not applied it"))
+
+
+def _kernel_verdict(checked: dict, rate: int, absent: Callable[[dict], str]) -> Check:
+    """The verdict of a rule its backend programmed right, from the kernel's classes (``checked["kernel"]``):
+    enforced when each is there at ``rate`` (bit/s); missing, with ``absent(class)``, when one is not there."""
+    for k in checked["kernel"]:
         if k["rate"] is None:
-            return Check(**checked, why=f"queue {_queue_of(programmed, k['nic'])} is in OVSDB, but {k['nic']} has "
-                                        f"no HTB class {k['class']}: ovs-vswitchd has not applied it")
-        if k["rate"] != expected:
-            return Check(**{**checked, "verdict": WRONG_RATE}, factor=k["rate"] / expected,
-                         why=f"the kernel's HTB class {k['class']} on {k['nic']} has {k['rate']} bit/s, {expected} "
+            return Check(**checked, why=absent(k))
+        if k["rate"] != rate:
+            return Check(**{**checked, "verdict": WRONG_RATE}, factor=k["rate"] / rate,
+                         why=f"the kernel's HTB class {k['class']} on {k['nic']} has {k['rate']} bit/s, {rate} "
                              f"bit/s expected")
     return Check(**{**checked, "verdict": ENFORCED})
 
@@ -384,7 +391,7 @@ def _queue_of(programmed: Sequence[dict], nic: str) -> int | None:
     return next(p["queue"] for p in programmed if p["nic"] == nic)
 
 
-def _class_on(plane: OvsPlane, programmed: dict) -> dict:
+def _class_on(plane: OvsPlane | OvnPlane, programmed: dict) -> dict:
     """The HTB class of a queue on its NIC (queue N: class 1:(N+1), tc's hexadecimal)."""
     classid = f"1:{programmed['queue'] + 1:x}"
     seen = plane.kernel[programmed["nic"]]
@@ -483,6 +490,9 @@ def _admits(provider: BridgeProvider | None) -> tuple[int | None, dict]:
 
 EGRESS_IFACE = "ovn-egress-iface"  # the Interface external_ids key ovn-controller shapes on (controller/binding.c)
 OVN_INT_MAX = 2 ** 31 - 1  # OVN before 23.06 reads qos_min_rate with smap_get_int: a larger value reads as 0
+OVN_RECOMPUTE_BUG = ("ovn-controller's full recompute (its start, ovn-appctl recompute) removes the ports' classes "
+                     "from a localnet bridge's egress NIC until the port's row changes: OVN 22.06 to 23.03, the tc "
+                     "path (gone in 23.06)")
 
 
 @dataclass(frozen=True)
@@ -490,7 +500,10 @@ class OvnPlane:
     """One read of an ML2/OVN host, and what it is read against: its Open vSwitch database (``switch``, a
     :class:`minbw.dataplane.ovs.Switch` with the bridges of ``ovn-bridge-mappings`` and the integration bridge) and
     the northbound ``Logical_Switch_Port`` rows of the ports bound there (``northbound``, a
-    :class:`minbw.dataplane.ovn.Northbound`); the speed of each NIC ovn-controller shapes, each bridge's provider."""
+    :class:`minbw.dataplane.ovn.Northbound`); the speed of each NIC ovn-controller shapes, each bridge's provider;
+    ``kernel``: each such NIC's :class:`minbw.dataplane.netlink.LinkTc` (a NIC left out: its tc was not read) and
+    ``queues``: port -> the ``qdisc_queue_id`` of its southbound ``Port_Binding`` (ovn-controller's queue N, class
+    ``1:(N+1)``)."""
 
     switch: Any
     northbound: Any
@@ -498,6 +511,8 @@ class OvnPlane:
     speeds: Mapping[str, int | None] = field(default_factory=dict)  # NIC -> Mb/s
     providers: Mapping[str, BridgeProvider] = field(default_factory=dict)  # bridge -> its provider
     integration_bridge: str = "br-int"
+    kernel: Mapping[str, Any] = field(default_factory=dict)
+    queues: Mapping[str, int] = field(default_factory=dict)
 
 
 def egress_nics(switch, bridges: Iterable[str]) -> tuple[Nic, ...]:
@@ -513,8 +528,9 @@ def ovn_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Ma
              not_checked: Iterable[str] = (), bound: Iterable[str] | None = None) -> HostReport:
     """Each minimum rule of the ports bound to ``host`` on ML2/OVN: what Neutron's rule asks, what Placement
     reserved, the port's ``Logical_Switch_Port`` ``options:qos_min_rate`` (bit/s, min_kbps x 1000 as Neutron
-    >= 26.0.0 writes it; the kbps number itself is Neutron < 26.0.0's bug) and whether ovn-controller has a NIC to
-    shape it on (an interface of the port's bridge marked ``ovn-egress-iface``); then the orphans (the
+    >= 26.0.0 writes it; the kbps number itself is Neutron < 26.0.0's bug), whether ovn-controller has a NIC to
+    shape it on (an interface of the port's bridge marked ``ovn-egress-iface``) and, where the kernel was read, the
+    HTB class ``1:(N+1)`` of the port's ``qdisc_queue_id`` N on each such NIC at ``htb_rate``; then the orphans (the
     ``qos_min_rate`` of a port bound there that has no egress minimum ML2/OVN writes); then per NIC ovn-controller
     shapes its speed, Placement's inventory and the minimums enforced, and each bridge Placement admits egress
     bandwidth on without such a NIC. ``bound``: every port bound to the host (default: ``ports``)."""
@@ -553,7 +569,11 @@ def _ovn_rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[B
     if expected > OVN_INT_MAX:
         notes += (f"OVN before 23.06 reads a qos_min_rate above {OVN_INT_MAX} bit/s as 0 (no queue): an "
                   f"ovn-controller older than 23.06 does not enforce it",)
-    checked = dict(verdict=MISSING, programmed=(_lsp(lsp),) if lsp else (), notes=notes, **base)
+    bridge = plane.bridges.get(port.physical_network)
+    mine = [n for n in found if n.bridge == bridge and n.name in plane.kernel]  # the egress NICs whose tc was read
+    queue = plane.queues.get(port.id)
+    kernel = tuple(_class_on(plane, {"nic": n.name, "queue": queue}) for n in mine) if queue is not None else ()
+    checked = dict(verdict=MISSING, programmed=(_lsp(lsp),) if lsp else (), kernel=kernel, notes=notes, **base)
     if lsp is None:
         return Check(why=f"{rule.value} kbps asked: the northbound database has no Logical_Switch_Port for the port "
                          f"(Neutron's and OVN's databases differ: neutron-ovn-db-sync-util)", **checked)
@@ -562,7 +582,6 @@ def _ovn_rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[B
         return Check(why=f"{rule.value} kbps asked: its Logical_Switch_Port has no options:qos_min_rate", **checked)
     if v.verdict == WRONG_RATE:
         return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=v.why)
-    bridge = plane.bridges.get(port.physical_network)
     if bridge is None:
         return Check(why=f"the chassis maps no bridge to physical network {port.physical_network} "
                          f"(ovn-bridge-mappings: {_mappings(plane.bridges)}): ovn-controller has no NIC to shape it on",
@@ -570,7 +589,23 @@ def _ovn_rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[B
     if not [n for n in found if n.bridge == bridge]:
         return Check(why=f"its Logical_Switch_Port asks {expected} bit/s, but no interface of {bridge} is marked "
                          f"external_ids:{EGRESS_IFACE}=true: ovn-controller shapes no NIC for it", **checked)
-    return Check(**{**checked, "verdict": ENFORCED})
+    return _ovn_kernel_check(mine, queue, expected, ofports, checked)
+
+
+def _ovn_kernel_check(mine: Sequence[Nic], queue: int | None, expected: int, ofports, checked: dict) -> Check:
+    """The verdict of a rule whose northbound row is right, from the kernel's side: the HTB class ``1:(N+1)`` of
+    the port's southbound ``qdisc_queue_id`` N on each egress NIC read, at ``htb_rate(expected)`` (no NIC read:
+    ``--no-kernel``, the row alone says enforced)."""
+    if not mine:
+        return Check(**{**checked, "verdict": ENFORCED})
+    unbound = "ovn-controller has not bound the port (not plugged), so no NIC shapes it"
+    if queue is None:
+        return Check(why=f"its Logical_Switch_Port asks {expected} bit/s, but its southbound Port_Binding has no "
+                         f"options:qdisc_queue_id: " + (unbound if ofports == [] else "northd has given it no queue"),
+                     **checked)
+    return _kernel_verdict(checked, htb_rate(expected), lambda k: (
+        f"its Logical_Switch_Port asks {expected} bit/s and its queue is {queue} (qdisc_queue_id), but {k['nic']} has "
+        f"no HTB class {k['class']}: " + (unbound if ofports == [] else OVN_RECOMPUTE_BUG)))
 
 
 def _ovn_nic_checks(plane: OvnPlane, found: Sequence[Nic], checks: Sequence[Check],

@@ -2,13 +2,17 @@
 to a host, what Neutron's rule asks, what Placement reserved, what the host's backend programmed (the Open vSwitch
 agent's queue in OVSDB and the kernel's tc class; ML2/OVN's qos_min_rate in the northbound database; the SR-IOV
 agent's VF rate through netlink), with a verdict; the orphans (what is programmed for no bound port's rule); per NIC
-its speed, Placement's inventory and the minimums enforced on it. Reads only (docs/enforcement.md)."""
+its speed, Placement's inventory and the minimums enforced on it. Reads only (docs/enforcement.md).
+
+``read_enforcement_fleet``: the Neutron and Placement reads of several hosts at once (the module with ``hosts``, on
+the controller), each host's handed to its check (``neutron_reads``), which then reads only its data plane."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import InvalidInput
-from ..ops.enforcement import DEFAULT_OVS_DB, HostPlane, run_enforcement
+from ..ops.enforcement import DEFAULT_OVS_DB, HostPlane, NeutronRead, read_neutron, run_enforcement
 from ..reports.enforcement import HostReport
 from ..usecases.cloud import Cloud
 
@@ -24,6 +28,7 @@ class EnforcementRequest:
     ovn_nb_private_key: str | None = None  # an ssl: northbound remote's client files (all three, as ovn-nbctl's
     ovn_nb_certificate: str | None = None  # -p, -c and -C)
     ovn_nb_ca_cert: str | None = None
+    neutron_reads: Mapping | None = None  # the host's reads as read_enforcement_fleet gives them (None: read here)
 
 
 @dataclass(frozen=True)
@@ -39,13 +44,41 @@ class EnforcementResult:
         return self.report.to_dict()
 
 
-def show_enforcement(cloud: Cloud, request: EnforcementRequest) -> EnforcementResult:
+@dataclass(frozen=True)
+class FleetReads:
+    reads: dict[str, NeutronRead]
+
+    def to_dict(self) -> dict:
+        return {"neutron_reads": {h: r.to_dict() for h, r in sorted(self.reads.items())}}
+
+
+def _require_network(cloud: Cloud) -> None:
     cloud.require("network", "enforcement show reads the ports bound to the host, their QoS rules and the host's "
                              "agent from Neutron")
+
+
+def read_enforcement_fleet(cloud: Cloud, hosts) -> FleetReads:
+    hosts = list(hosts or ())
+    if not hosts or not all(isinstance(h, str) and h for h in hosts):
+        raise InvalidInput(f"hosts: expected a list of host names as Neutron names them (the ports' binding:host_id), "
+                           f"got {hosts!r}")
+    _require_network(cloud)
+    return FleetReads(read_neutron(cloud.conn, cloud.placement, hosts))
+
+
+def show_enforcement(cloud: Cloud, request: EnforcementRequest) -> EnforcementResult:
     ssl = (request.ovn_nb_private_key, request.ovn_nb_certificate, request.ovn_nb_ca_cert)
     if any(ssl) and not all(ssl):
         raise InvalidInput("an ssl: northbound remote needs the client's private key, certificate and CA certificate "
                            "together (--ovn-nb-private-key, --ovn-nb-certificate, --ovn-nb-ca-cert)")
     where = HostPlane(request.ovs_db, request.netns, request.kernel, request.backend, request.ovn_nb,
                       ssl if all(ssl) else None)
-    return EnforcementResult(run_enforcement(cloud.conn, cloud.placement, request.host, where))
+    if request.neutron_reads is not None:
+        reads = NeutronRead.from_dict(request.neutron_reads)
+        if reads.host != request.host:
+            raise InvalidInput(f"neutron_reads: read for host {reads.host}, not {request.host}: give the host's own "
+                               f"(neutron_reads[{request.host!r}] of bandwidth_enforcement_info with hosts)")
+        return EnforcementResult(run_enforcement(reads, where))
+    _require_network(cloud)
+    api = cloud.placement
+    return EnforcementResult(run_enforcement(read_neutron(cloud.conn, api, [request.host])[request.host], where, api))
