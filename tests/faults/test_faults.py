@@ -14,7 +14,7 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync as s
 from tests.conftest import MINBW
-from tests.faults.conftest import SLOW
+from tests.faults.conftest import SLOW, UNHURRIED
 from tests.support.compute_roots import compute_root
 from tests.support.faults.proxy import Rule
 
@@ -52,7 +52,7 @@ def hosts(placement):
 
 def test_503_then_answer_is_retried(placement, proxied, hosts):
     proxied.proxy.add(Rule("PUT", TRAITS, "503", nth=(1, 2)), Rule("GET", PROVIDERS, "503"))
-    api = proxied.api()
+    api = proxied.api(timeout=UNHURRIED)
     want = desired("hostA", "hostB")
     plan, result = s.sync(api, want)
     assert result.writes == len(plan.ops) and api.retried == 3 and api.converged == 0
@@ -89,7 +89,7 @@ def test_real_409_from_a_concurrent_writer(placement, proxied, hosts):
 def test_slow_answer_within_the_timeout(placement, proxied, hosts):
     proxied.proxy.add(Rule("*", "", "slow", nth=(2, 5, 9), delay=0.5))
     want = desired("hostA")
-    api = proxied.api()
+    api = proxied.api(timeout=UNHURRIED)
     s.sync(api, want)
     assert api.retried == 0
     converged(placement, want, hosts)
@@ -116,7 +116,7 @@ def test_connection_reset_or_server_error(placement, proxied, hosts, method, pat
     the commit, written): the write is re-read, then found or made again."""
     proxied.proxy.add(Rule(method, path, fault, nth=(2,)))
     want = desired("hostA", "hostB")
-    api = proxied.api()
+    api = proxied.api(timeout=UNHURRIED)
     plan, result = s.sync(api, want)
     assert result.writes == len(plan.ops) and api.retried >= 1
     # after the fault the write was re-read: found (the fault came after forwarding) or written again (before)
