@@ -255,10 +255,21 @@ class Demo:
                                                  networks=[{"port": p.id} for p in ports], **extra)
         self.servers.append(server)
         if wait:
-            # polled every 0.5 s (openstacksdk: 2 s): a boot takes 3-7 s
-            server = self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], interval=0.5,
-                                                       wait=180)
+            server = self.wait_active(server)
         return self.conn.compute.get_server(server.id)
+
+    def wait_active(self, server):
+        """The server once ACTIVE (polled every 0.5 s, openstacksdk's 2 s: a boot takes 3-7 s); a server that goes
+        to ERROR fails the test with Nova's fault and the Nova log lines that name the instance, which say why
+        (a reschedule, a binding that failed, no valid host), as the test's output would not otherwise."""
+        from openstack import exceptions
+        try:
+            return self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], interval=0.5,
+                                                     wait=180)
+        except exceptions.ResourceFailure:
+            fault = getattr(self.conn.compute.get_server(server.id), "fault", None)
+            pytest.fail(f"server {server.id} went to ERROR: fault {fault}\n{nova_log_lines(server.id)}",
+                        pytrace=False)
 
     def cleanup(self):
         for s in self.servers:
@@ -271,6 +282,19 @@ class Demo:
             self.conn.network.delete_qos_policy(p, ignore_missing=True)
         for n in self.networks:
             self.conn.network.delete_network(n, ignore_missing=True)
+
+
+def nova_log_lines(instance: str, limit: int = 40) -> str:
+    """The WARNING/ERROR lines of the mini-cloud's Nova logs that name ``instance``, and of Neutron's for the
+    same seconds' bindings (the last ``limit`` of each file)."""
+    out = []
+    for log in sorted((STATE / "log").glob("nova-*.log")) + [STATE / "log" / "neutron-rpc.log"]:
+        if not log.is_file():
+            continue
+        lines = [line for line in log.read_text(errors="replace").splitlines()
+                 if (" ERROR " in line or " WARNING " in line) and (instance in line or log.name.startswith("neutron"))]
+        out += [f"== {log.name}"] + [line[:600] for line in lines[-limit:]] if lines else []
+    return "\n".join(out)
 
 
 @pytest.fixture

@@ -44,8 +44,7 @@ def boot(demo, name, flavor, ports):
     server = conn.compute.create_server(name=name, flavor_id=flavor.id, image_id=demo.image.id,
                                         networks=[{"port": p.id} for p in ports])
     demo.servers.append(server)
-    server = conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], interval=0.5, wait=180)
-    return conn.compute.get_server(server.id)
+    return conn.compute.get_server(demo.wait_active(server).id)
 
 
 def test_nova_keeps_plain_servers_off_the_reserved_host(demo_two_hosts, playbook, flavors):
