@@ -358,10 +358,10 @@ def run(ctx: Context) -> Section:
             f"{plan['rounds']} rounds per system of " + ", ".join(f"{k} x {per}" for k, per in plan["runs"])
             + f" claims (claimers x claims each), the order of the systems alternating; end to end: {E2E_ROUNDS} "
             f"rounds of " + ", ".join(f"{k} x {per}" for k, per in plan["e2e"]) + ". After each run the usage of "
-            f"every host that got claims equalled exactly what was claimed there (0 overcommit, nothing lost). "
-            f"claims/s counts the claims made; 'failed' are claims that ended in NoValidHost (listed with their "
-            f"reason); 'retries' are raw PUT's repeats on a generation conflict plus minbw's extra attempts "
-            f"on other candidates.",
+            "every host that got claims equalled exactly what was claimed there (0 overcommit, nothing lost). "
+            "claims/s counts the claims made; 'failed' are claims that ended in NoValidHost (listed with their "
+            "reason); 'retries' are raw PUT's repeats on a generation conflict plus minbw's extra attempts "
+            "on other candidates.",
             "Placement: " + ctx.servers.describe() + ". " + (
                 "It serves one request at a time: with 8 claimers the requests queue at the server, so 8 "
                 "claimers show queueing, not parallel capacity; 8 processes also share this machine's CPUs with "

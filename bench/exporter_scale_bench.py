@@ -5,7 +5,7 @@ real peak memory (RSS).
 The workload is the reports section's shape (bench/reports_bench.py) built faster, through Placement's API:
 
 - the N compute roots as nova-compute makes them (inventories, COMPUTE_NODE and OWNER_NOVA: the calls of
-  bench/sync_bench.py's ``make_roots``), ``ROOT_THREADS`` hosts at once;
+  bench/workload.py's ``make_root``), ``ROOT_THREADS`` hosts at once;
 - the agents' providers by **minbw's own sync** (every host's OVS and SR-IOV agent ini files → one
   ``desired_state`` → ``sync()``), ``SYNC_WORKERS`` host trees written at once (its ``workers`` option; the
   ``minbw provider sync`` default is 4), with the provider cache the exporter then uses (``cache`` of the exporter
@@ -42,129 +42,17 @@ import statistics
 import threading
 import time
 import traceback
-import uuid as uuidlib
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, loadavg, progress,
                           spawn_workers, stop_workers)
-from bench.reports_bench import CONSUMERS_PER_HOST, EGR, IGR, claim_on, exporter_for, scrape_once, time_scrapes
-from bench.sync_bench import host_name, make_root, root_uuid, write_agent_files
+from bench.reports_bench import exporter_for, scrape_once, time_scrapes
+from bench.workload import (CONSUMERS_PER_HOST, check_workload, claim_on, consumer_uuid, host_name, make_roots_at_once,
+                            post_consumers, sync_agents, write_agent_files)
 
-ROOT_THREADS = 8
-SYNC_WORKERS = 16
-HOSTS_PER_POST = 10
-CONSUMER_THREADS = 4
 FULL_UP_TO = 2000   # sizes up to this get the cold start, the slow reports and the in-process client too
 SCRAPES = 100       # scrapes timed per situation
 MEMORY_GOAL_MIB = 1024
-
-
-def consumer_uuid(host: str, j: int) -> str:
-    """The reports section's consumers (bench/reports_bench.py)."""
-    return str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{host}-consumer-{j}"))
-
-
-# ---------------------------------------------------------------- the workload
-
-def make_roots(server, hosts: list[str], threads: int = ROOT_THREADS) -> dict:
-    """sync_bench.make_root for each host, ``threads`` hosts at once."""
-    from minbw.placement.client import Placement
-    api = Placement(server.connect())
-    t = time.perf_counter()
-    step = max(1000, len(hosts) // 10)
-    with ThreadPoolExecutor(threads) as pool:
-        for i, _ in enumerate(pool.map(lambda host: make_root(api, host), hosts), 1):
-            if i % step == 0:
-                progress(f"exporter_scale: roots {i}/{len(hosts)}")
-    return {"step": "roots (nova-compute's calls)", "how": f"{threads} hosts at once", "calls": api.calls,
-            "s": time.perf_counter() - t, "load": loadavg()}
-
-
-def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKERS) -> dict:
-    """minbw's own sync of every host's agent files, ``workers`` host trees at once, filling ``cache_file``."""
-    from minbw.neutron.agentconf import load_agent_ini
-    from minbw.neutron.provider_tree import desired_state
-    from minbw.ops import sync as s
-    from minbw.placement.client import Placement
-    from minbw.cache.providers import ProviderCache
-    api = Placement(server.connect())
-    t = time.perf_counter()
-    desired = desired_state([load_agent_ini(p.read_text(), source=str(p)) for h in files for p in files[h]])
-    cache = ProviderCache(cache_file, api.endpoint())
-
-    def every(step, done, total):
-        if done % 10000 == 0:
-            progress(f"exporter_scale: sync {step} {done}/{total}")
-    plan, result = s.sync(api, desired, progress=every, cache=cache, workers=workers)
-    seconds = time.perf_counter() - t
-    summary = s.summary(desired, plan, result, seconds=seconds, calls=api.calls, cache=cache)
-    progress(f"exporter_scale: sync: {summary}")
-    if result is None or result.writes != api.writes:
-        raise BenchError(f"exporter_scale: the sync wrote {api.writes} times, its result says "
-                         f"{result.writes if result else None}")
-    return {"step": "agents' providers (minbw's sync)", "how": f"workers {workers}, cache on", "calls": api.calls,
-            "s": seconds, "load": loadavg(), "summary": summary}
-
-
-CONFLICT_RETRIES = 5  # tries of one bulk POST /allocations answered 409 placement.concurrent_update
-
-
-def post_consumers(server, hosts: list[str], per_post: int = HOSTS_PER_POST, threads: int = CONSUMER_THREADS) -> dict:
-    """The consumers of every host by bulk ``POST /allocations``, ``per_post`` hosts' consumers per request."""
-    from minbw.errors import ConcurrentUpdate
-    from minbw.neutron import naming
-    from minbw.placement.client import Placement
-    api = Placement(server.connect())
-    kind = naming.AGENT_KINDS[naming.OVS]
-    groups = [hosts[i:i + per_post] for i in range(0, len(hosts), per_post)]
-
-    def post(group):
-        bodies = {}
-        for host in group:
-            bridge = naming.device_rp_uuid(kind, host, "br-phys0")
-            for j in range(CONSUMERS_PER_HOST):
-                bodies[consumer_uuid(host, j)] = {
-                    "allocations": {root_uuid(host): {"resources": {"VCPU": 1}},
-                                    bridge: {"resources": {EGR: 1000, IGR: 1000}}},
-                    "project_id": "bench", "user_id": "bench", "consumer_generation": None}
-        for attempt in range(1, CONFLICT_RETRIES + 1):  # as nova-compute's report client retries a 409
-            try:
-                api.post_allocations(bodies)
-                return
-            except ConcurrentUpdate:
-                if attempt == CONFLICT_RETRIES:
-                    raise
-                with lock:
-                    conflicts[0] += 1
-                time.sleep(0.1 * attempt)
-    lock, conflicts = threading.Lock(), [0]
-    t = time.perf_counter()
-    step = max(1, len(groups) // 10)
-    with ThreadPoolExecutor(threads) as pool:
-        for i, _ in enumerate(pool.map(post, groups), 1):
-            if i % step == 0:
-                progress(f"exporter_scale: consumers of {min(i * per_post, len(hosts))}/{len(hosts)} hosts")
-    return {"step": f"{len(hosts) * CONSUMERS_PER_HOST} consumers (bulk POST /allocations)",
-            "how": f"{per_post * CONSUMERS_PER_HOST} consumers per request, {threads} requests at once; "
-                   f"{conflicts[0]} answers 409 placement.concurrent_update, retried",
-            "calls": api.calls, "s": time.perf_counter() - t, "load": loadavg()}
-
-
-def check_workload(server, n: int) -> dict:
-    """Through the API: 7 providers per host, and the bench project's usage of every consumer."""
-    from minbw.placement.client import Placement
-    api = Placement(server.connect())
-    providers = api.list_providers()
-    usages = api.request("get", "/usages?project_id=bench", "1.9")["usages"]
-    consumers = n * CONSUMERS_PER_HOST
-    want = {"VCPU": consumers, EGR: consumers * 1000, IGR: consumers * 1000}
-    if len(providers) != 7 * n or {k: usages.get(k) for k in want} != want:
-        raise BenchError(f"exporter_scale: the workload: {len(providers)} providers (want {7 * n}), bench's usage "
-                         f"{usages} (want {want})")
-    out = {"providers": len(providers), "usages": usages}
-    progress(f"exporter_scale: checked: {len(providers)} providers, project bench's usage {usages}")
-    return out
 
 
 # ---------------------------------------------------------------- the exporter's own process
@@ -424,7 +312,7 @@ def measure(ctx: Context, n: int) -> dict:
             build, checked, build_s = loaded["build"], loaded["checked"], loaded["build_s"]
         else:
             progress(f"exporter_scale: {n} hosts: roots, minbw's sync, consumers")
-            build.append(make_roots(server, hosts))
+            build.append(make_roots_at_once(server, hosts))
             build.append(sync_agents(server, write_agent_files(state / "agents", n), cache))
             build.append(post_consumers(server, hosts))
             checked = check_workload(server, n)

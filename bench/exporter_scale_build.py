@@ -15,10 +15,8 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,62 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 from bench.common import BenchError, Servers, progress  # noqa: E402
-from bench.exporter_scale_bench import check_workload, make_roots, post_consumers, sync_agents  # noqa: E402
-from bench.sync_bench import host_name, write_agent_files  # noqa: E402
+from bench.workload import (check_workload, dump, host_name, make_roots_at_once, post_consumers, restore,  # noqa: E402
+                            sync_agents, write_agent_files)
 
 DUMP = "placement.sql.gz"
 BUILD = "build.json"
 CACHE = "cache.json"
-
-
-def mysql_socket(server) -> Path:
-    return Path(server.state_dir) / "run" / "mysql.sock"
-
-
-def dump(server, path: Path) -> None:
-    """Placement's database, as ``mariadb-dump`` writes it, gzipped into ``path``."""
-    with gzip.open(path, "wb", compresslevel=1) as out:
-        proc = subprocess.Popen(["mariadb-dump", f"--socket={mysql_socket(server)}", "-uroot", "--single-transaction",
-                                 "--quick", "placement"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        shutil.copyfileobj(proc.stdout, out, 1 << 20)
-        err = proc.stderr.read().decode()
-        if proc.wait() != 0:
-            raise BenchError(f"mariadb-dump failed: {err}")
-
-
-def restore(server, path: Path) -> float:
-    """Load the dump at ``path`` into ``server``'s (fresh) Placement database; its seconds."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(["mariadb", f"--socket={mysql_socket(server)}", "-uroot", "placement"],
-                            stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-    with gzip.open(path, "rb") as f:
-        shutil.copyfileobj(f, proc.stdin, 1 << 20)
-    proc.stdin.close()
-    err = proc.stderr.read().decode()
-    if proc.wait() != 0:
-        raise BenchError(f"loading {path} failed: {err}")
-    _reload(server)
-    return time.perf_counter() - t
-
-
-def _reload(server) -> None:
-    """uWSGI's graceful reload (SIGHUP to its master), so that no worker keeps a trait or resource class id it
-    cached from the database before the load; then wait until Placement answers again."""
-    import os
-    import signal
-    import urllib.request
-    master = int((Path(server.state_dir) / "run" / "placement.pid").read_text())
-    os.kill(master, signal.SIGHUP)
-    time.sleep(2)
-    for _ in range(300):
-        try:
-            with urllib.request.urlopen(server.url + "/", timeout=5) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)
-    raise BenchError("Placement did not answer after its reload")
 
 
 def load_built(directory: Path, n: int, server, cache: Path) -> dict:
@@ -121,7 +69,7 @@ def main(argv=None) -> int:
     cache.unlink(missing_ok=True)
     try:
         started = time.perf_counter()
-        build = [make_roots(server, hosts),
+        build = [make_roots_at_once(server, hosts),
                  sync_agents(server, write_agent_files(out / "agents", args.hosts), cache),
                  post_consumers(server, hosts)]
         checked = check_workload(server, args.hosts)

@@ -65,7 +65,7 @@ json.dump(rows, open(out, "w"))
 
 def build(args, state: Path) -> tuple:
     from bench import exporter_scale_bench as b
-    from bench.sync_bench import host_name, write_agent_files
+    from bench.workload import host_name, write_agent_files
     servers = Servers(state, args.placement)
     server = servers.start("diag")
     hosts = [host_name(i) for i in range(1, args.hosts + 1)]

@@ -31,10 +31,9 @@ from pathlib import Path
 
 from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, loadavg, percentile,
                           progress)
-from bench.sync_bench import host_name, make_roots, root_uuid, run_minbw, write_agent_files
+from bench.sync_bench import run_minbw
+from bench.workload import CONSUMERS_PER_HOST, EGR, IGR, claim_on, host_name, make_roots, root_uuid, write_agent_files
 
-CONSUMERS_PER_HOST = 10
-EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 
 
 def _consumers(server, hosts: list[str]) -> int:
@@ -180,19 +179,6 @@ def guarantee_read(host, consumer):
     return read
 
 
-def claim_on(server, host: str, n: int) -> None:
-    """One more consumer on ``host`` (VCPU 1 on its root, 1000 kbps each way on its first bridge): the root's and
-    the bridge's generations move, as after a server's boot there."""
-    from minbw.neutron import naming
-    from minbw.placement.client import Placement
-    bridge = naming.device_rp_uuid(naming.AGENT_KINDS[naming.OVS], host, "br-phys0")
-    Placement(server.connect()).put_allocations(
-        str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, f"{host}-moved-{n}")),
-        {"allocations": {root_uuid(host): {"resources": {"VCPU": 1}},
-                         bridge: {"resources": {EGR: 1000, IGR: 1000}}},
-         "project_id": "bench", "user_id": "bench", "consumer_generation": None})
-
-
 SCRAPES = 20  # scrapes timed at the client, per situation
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
@@ -201,7 +187,7 @@ def exporter_for(server, cache_file, workers: int = 4):
     """``minbw exporter`` as the service builds it (one port size; Placement only: no Neutron, the audit's
     over-capacity part), its cache file ``cache_file``; the safety check runs at the first cycle only (a slow
     interval of a day), so that every later cycle measured is a plain one."""
-    from minbw.usecases.cloud import NO_CACHE, Cache, Cloud
+    from minbw.usecases.cloud import Cache, Cloud
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     req = ExporterRequest(port_sizes=(PortSize.parse("small=min_bw:egress:1000,min_bw:ingress:1000"),),
                           cache=Cache.at(str(cache_file)), neutron=False, audit=False, workers=workers, slow_interval=86400.0)

@@ -24,34 +24,14 @@ from __future__ import annotations
 
 import random
 import time
-import uuid as uuidlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, cpu_seconds, loadavg,
                           progress, server_cpu_seconds)
+from bench.workload import dump, host_name, make_roots, restore, write_agent_files
 
-OVS_INI = """\
-[DEFAULT]
-host = {host}
-
-[ovs]
-bridge_mappings = physnet0:br-phys0,physnet1:br-phys1
-resource_provider_bandwidths = br-phys0:10000000:10000000,br-phys1:10000000:10000000
-"""
-SRIOV_INI = """\
-[DEFAULT]
-host = {host}
-
-[sriov_nic]
-physical_device_mappings = physnet0:ens1f0,physnet1:ens1f1
-resource_provider_bandwidths = ens1f0:25000000:25000000,ens1f1:25000000:25000000
-"""
-AGENT_FILES = (("openvswitch_agent.ini", OVS_INI), ("sriov_agent.ini", SRIOV_INI))
-# what nova-compute puts on a compute node's root provider
-ROOT_INVENTORIES = {"VCPU": {"total": 64, "allocation_ratio": 4.0}, "MEMORY_MB": {"total": 262144},
-                    "DISK_GB": {"total": 2000}}
 SAMPLE = 10   # hosts whose trees are compared between the two servers
 
 COLD_CALLS_MAX_RATIO = 1 / 3
@@ -61,50 +41,6 @@ COLD_SPEEDUP_MIN = 3.0
 RAW_THROUGHPUT_MIN = 0.9     # minbw's cold writes per second ÷ the same writes replayed raw
 WARM_WALL_MAX_S = 2.0        # minbw's warm run (cache on: one listing)
 PEAK_RSS_MAX_MIB = 1024      # the peak RSS of the process running minbw's sync
-ROOT_THREADS_ABOVE = 1000    # above this many hosts the (uncounted) roots are made 8 hosts at once
-
-
-def host_name(i: int) -> str:
-    return f"compute-{i:04d}"
-
-
-def root_uuid(host: str) -> str:
-    """As tests' make_root: a stable UUID, so both servers' trees have the same parents."""
-    return str(uuidlib.uuid5(uuidlib.NAMESPACE_DNS, host))
-
-
-def write_agent_files(directory: Path, n: int) -> dict[str, list[Path]]:
-    """host → its agents' ini files (OVS with two bridges, SR-IOV with two PFs), written to disk."""
-    files: dict[str, list[Path]] = {}
-    for i in range(1, n + 1):
-        host = host_name(i)
-        d = directory / host
-        d.mkdir(parents=True, exist_ok=True)
-        files[host] = []
-        for name, template in AGENT_FILES:
-            path = d / name
-            path.write_text(template.format(host=host))
-            files[host].append(path)
-    return files
-
-
-def make_root(api, host: str) -> None:
-    """``host``'s compute node as nova-compute makes it: the provider, its inventories, COMPUTE_NODE and OWNER_NOVA."""
-    from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
-    prov = api.create_provider(root_uuid(host), host, None)
-    generation = api.set_inventories(prov.uuid, freeze_inventories(ROOT_INVENTORIES), prov.generation)
-    api.set_provider_traits(prov.uuid, NOVA_ROOT_TRAITS, generation)
-
-
-def make_roots(server, hosts: list[str]) -> None:
-    if len(hosts) > ROOT_THREADS_ABOVE:  # the same calls, 8 hosts at once (not measured)
-        from bench.exporter_scale_bench import make_roots as threaded
-        threaded(server, hosts)
-        return
-    from minbw.placement.client import Placement
-    api = Placement(server.connect())
-    for host in hosts:
-        make_root(api, host)
 
 
 @dataclass
@@ -472,12 +408,11 @@ def kinds_table(n: int, runs: dict[tuple[str, str], Run]) -> Table:
 
 
 def _dump_roots(server, path: Path) -> bool:
-    """prod: Placement's database with the roots only, for the raw peer's fresh server (bench/exporter_scale_build's
+    """prod: Placement's database with the roots only, for the raw peer's fresh server (bench/workload.py's
     dump); False where there is no such dump (the roots are then made again through the API)."""
     from tests.support.prodplacement.server import ProdPlacement
     if not isinstance(server, ProdPlacement):
         return False
-    from bench.exporter_scale_build import dump
     dump(server, path)
     return True
 
@@ -576,7 +511,6 @@ def run(ctx: Context) -> Section:
             elif peer == "raw":
                 srv_r = ctx.servers.start(f"n{n}-raw")
                 if dumped:
-                    from bench.exporter_scale_build import restore
                     progress(f"N={n}: the raw peer's server: loading the roots' database ({roots_dump.name})")
                     restore(srv_r, roots_dump)
                 else:

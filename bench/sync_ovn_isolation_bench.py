@@ -57,7 +57,7 @@ from pathlib import Path
 from bench.common import (BenchError, Column, Context, HttpCounter, Section, Table, Target, cpu_seconds, loadavg,
                           progress, server_cpu_seconds)
 from bench.ovn_sb import SouthboundDB
-from bench.sync_bench import host_name, make_roots
+from bench.workload import host_name, make_roots
 from bench.sync_ovn_bench import PROVIDERS_PER_HOST, chassis_table
 
 BW = "br-phys0:10000000:10000000;br-phys1:10000000:10000000"

@@ -19,26 +19,26 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "python"))
 warnings.filterwarnings("ignore")
 from bench.common import Servers
-from bench import sync_bench as sb
-from bench.exporter_scale_bench import make_roots as threaded_roots
+from bench.sync_bench import run_minbw
+from bench.workload import host_name, make_roots_at_once, write_agent_files
 n = int(sys.argv[1])
 state = Path(tempfile.mkdtemp(prefix="minbw-warmprof-"))
 servers = Servers(state, "prod", 4)
 try:
     srv = servers.start("p")
-    hosts = [sb.host_name(i) for i in range(1, n + 1)]
-    threaded_roots(srv, hosts)
-    files = sb.write_agent_files(state / "agents", n)
+    hosts = [host_name(i) for i in range(1, n + 1)]
+    make_roots_at_once(srv, hosts)
+    files = write_agent_files(state / "agents", n)
     cache = state / "cache.json"
-    r, *_ = sb.run_minbw(srv, files, "cold", cache)
+    r, *_ = run_minbw(srv, files, "cold", cache)
     print("cold", r.seconds, flush=True)
-    r, *_ = sb.run_minbw(srv, files, "warm", cache)
+    r, *_ = run_minbw(srv, files, "warm", cache)
     print("warm (no profile)", r.seconds, "client cpu", r.client_cpu, "http", r.http_seconds, "parse", r.extra["parse_desired_s"], flush=True)
-    r, *_ = sb.run_minbw(srv, files, "warm (check due)", cache, check_interval=0)
+    r, *_ = run_minbw(srv, files, "warm (check due)", cache, check_interval=0)
     print("warm, check due (no profile)", r.seconds, "client cpu", r.client_cpu, "http", r.http_seconds, flush=True)
     pr = cProfile.Profile()
     pr.enable()
-    r, *_ = sb.run_minbw(srv, files, "warm", cache)
+    r, *_ = run_minbw(srv, files, "warm", cache)
     pr.disable()
     print("warm (profiled)", r.seconds, flush=True)
     s = io.StringIO()

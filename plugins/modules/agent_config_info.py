@@ -40,13 +40,7 @@ requirements:
 extends_documentation_fragment:
   - minbw.openstack.agent_files
   - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
+  - minbw.openstack.info_module
 '''
 
 EXAMPLES = r'''

@@ -47,6 +47,7 @@ options:
 attributes:
   check_mode:
     support: full
+    details: Without O(fix) the module only reads; with it, check mode changes nothing and RV(fixes) is empty.
   diff_mode:
     support: none
   platform:

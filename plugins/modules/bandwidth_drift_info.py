@@ -24,6 +24,7 @@ extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.agent_files
   - ansible.builtin.action_common_attributes
+  - minbw.openstack.info_module
 options:
   agent_configs:
     description:
@@ -57,13 +58,6 @@ options:
     type: list
     elements: str
     default: [ovn-sbctl]
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 '''
 
 EXAMPLES = r'''

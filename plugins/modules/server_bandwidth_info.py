@@ -30,6 +30,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
+  - minbw.openstack.info_module
 options:
   server:
     description: Name or id of the server.
@@ -43,13 +44,6 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 '''
 
 EXAMPLES = r'''

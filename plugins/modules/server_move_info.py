@@ -30,6 +30,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
+  - minbw.openstack.info_module
 options:
   server:
     description: Name or id of the server.
@@ -40,13 +41,6 @@ options:
       - "What the server consumer must hold exactly, provider UUID to C({class: amount}); for example, after a
         revert, RV(allocations) of the migration consumer read in C(verify_resize)."
     type: dict
-attributes:
-  check_mode:
-    support: full
-  diff_mode:
-    support: none
-  platform:
-    platforms: posix
 '''
 
 EXAMPLES = r'''

@@ -176,6 +176,31 @@ def test_the_cli_has_no_import_cycle():
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]
 
 
+def _import_graph(modules: dict[str, ast.AST]) -> dict[str, set[str]]:
+    """Who imports whom among ``modules`` (function-level imports included; a module importing the package it is in,
+    its ``__init__``, left out: Python runs that one first)."""
+    return {n: {i for i in imports(tree, n) if i in modules and i != n and not n.startswith(i + ".")}
+            for n, tree in modules.items()}
+
+
+BENCH = {f"bench.{p.stem}": ast.parse(p.read_text(), str(p)) for p in sorted((REPO / "bench").glob("*.py"))
+         if p.stem != "__init__"}
+
+
+@pytest.mark.parametrize("tree", ["python/minbw", "bench"])
+def test_no_import_cycle(tree):
+    """No import cycle anywhere in the core (the cli's test above, for the whole package) or among the benchmarks
+    (bench/workload.py holds the fleet they build, which four of them once took from each other in a ring)."""
+    graph = _import_graph(MODULES if tree == "python/minbw" else BENCH)
+    assert len(graph) > 10 and any(graph.values())
+    assert _cycles(graph) == []
+
+
+def test_the_import_graph_sees_a_benchmarks_import():
+    assert "bench.workload" in _import_graph(BENCH)["bench.reports_bench"]
+    assert "bench.exporter_scale_build" in _import_graph(BENCH)["bench.exporter_scale_bench"]  # a function's import
+
+
 COLLECTION_MODULES = sorted((REPO / "plugins" / "modules").glob("*.py")) + [
     REPO / "plugins" / "module_utils" / "server_request.py", REPO / "plugins" / "module_utils" / "base.py"]
 
