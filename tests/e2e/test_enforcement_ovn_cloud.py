@@ -16,7 +16,9 @@ ovn-controller's recompute bug of OVN 22.06 to 23.03 (the page's example); a cha
 The change is the fault of Neutron 21.0.0 to 25.x, the kbps number itself in ``qos_min_rate`` (written with
 ovn-nbctl as an old Neutron would have), found as a wrong rate with its factor and named as that bug, and on the
 wire as one MTU a second; then the value of Neutron 29, its class at the rate asked, found enforced with the
-kernel's rate. Last, a northbound remote that is missing or does not answer."""
+kernel's rate. Then the port's policy changed to one of 1,400 kbps: Neutron moves the reservation and rewrites
+``qos_min_rate``, ovn-controller changes the class, and the command finds all three at the new rate. Last, a
+northbound remote that is missing or does not answer."""
 from __future__ import annotations
 
 import json
@@ -178,6 +180,21 @@ def test_an_ovn_ports_guarantee_enforced_then_the_kbps_of_neutron_before_26_foun
         assert document["checks"][0]["kernel"] == [
             {"nic": NIC, "class": f"1:{queue + 1:x}", "rate": htb_rate(1_000_000)}]
         assert [(n["nic"], n["enforced_kbps"]) for n in document["nics"]] == [(NIC, 1000)]
+
+        # a policy changed on the bound port (item 4's fault on OVN): Neutron moves the reservation to 1,400 kbps
+        # (its placement allocation update, within br-test's 1,500: 2,000 is refused with 409, capacity exceeded)
+        # and writes the new qos_min_rate; ovn-controller follows on the port's row change, and the command finds
+        # the three at the new rate
+        faster = demo_ovn.policy("e2e-enf-ovn-min-1400", bw=[("egress", 1400)])
+        conn.network.update_port(port, qos_policy_id=faster.id)
+        wait("the class at the new policy's rate", lambda: classes(queue) == [
+            ("1:", "htb"), (f"1:{queue + 1:x}", "1:fffe", htb_rate(1_400_000))])
+        code, document, err = show(cloud_ovn)
+        assert (code, verdicts(document)) == (0, [("rule", port.id, "enforced", None)]), (err, document)
+        (check,) = document["checks"]
+        assert (check["rule"]["expected"], check["reserved"]["amount"], check["programmed"][0]["qos_min_rate"]) == (
+            1_400_000, 1400, 1_400_000), check
+        assert [(n["nic"], n["enforced_kbps"]) for n in document["nics"]] == [(NIC, 1400)]
 
         # an ML2/OVN host without its northbound database, and one that does not answer: one line, exit 1
         r = subprocess.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST],
