@@ -38,7 +38,7 @@ SERVER_REQUEST_SPEC = dict(
 def server_spec(params):
     """The use cases' ServerSpec from the SERVER_REQUEST_SPEC options (O(ports) are read from Neutron by the use
     case; O(separation) keeps the server off or onto the hosts reserved for QoS ports)."""
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.candidates import ServerSpec
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.server_request import ServerSpec
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.separation import separation_of
     return ServerSpec(resources=params['resources'] or {}, required=tuple(params['required']),
                       port_requests=tuple(params['port_requests']), ports=tuple(params['ports']),

@@ -169,7 +169,7 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
 
 def server_spec(parsed_args):
     """The ServerSpec of :func:`add_server_arguments`' options."""
-    from minbw.usecases.candidates import ServerSpec
+    from minbw.usecases.server_request import ServerSpec
     from minbw.usecases.separation import separation_of
     return ServerSpec(
         resources=resources(parsed_args), required=tuple(names(parsed_args.required)),

@@ -11,7 +11,7 @@ from minbw.model.claims import Claim
 from minbw.ops import claims
 from minbw.plan.allocations import ClaimPlan, holding_difference, plan_free
 from minbw.plan.base import Plan
-from minbw.usecases.candidates import ServerSpec, no_valid_host, nova_query
+from minbw.usecases.server_request import ServerSpec, no_valid_host, nova_query
 from minbw.usecases.cloud import Cloud
 
 

@@ -9,7 +9,7 @@ from minbw.errors import InvalidInput, MoveRefused
 from minbw.ops import claims, allocation_migration
 from minbw.ops.allocation_migration import MoveResult
 from minbw.plan import base
-from minbw.usecases.candidates import ServerSpec, server_request
+from minbw.usecases.server_request import ServerSpec, server_request
 from minbw.usecases.cloud import Cloud
 
 MOVE, CONFIRM, REVERT = "move", "confirm", "revert"

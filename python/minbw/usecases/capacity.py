@@ -15,7 +15,7 @@ from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
 from minbw.readers.providers import sharing_providers
 from minbw.readers.placement import Reader, read_for_capacity
-from minbw.usecases.candidates import STAND_IN, NovaServer, check_flavor_or_resources, nova_server_query
+from minbw.usecases.server_request import STAND_IN, NovaServer, check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
 

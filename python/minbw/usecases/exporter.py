@@ -34,7 +34,7 @@ from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
 from minbw.cache.providers import ProviderCache
 from minbw.readers.placement import Reader
-from minbw.usecases.candidates import nova_root_filters
+from minbw.usecases.server_request import nova_root_filters
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud
 from minbw.usecases.enforcement import EnforcementRequest, show_enforcement
 

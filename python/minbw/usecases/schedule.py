@@ -10,7 +10,7 @@ from types import MappingProxyType
 from minbw.model.requests import ServerRequest
 from minbw.model.resources import check_resources
 from minbw.ops.schedule import schedule as run
-from minbw.usecases.candidates import NovaServer, check_flavor_or_resources, nova_server_query
+from minbw.usecases.server_request import NovaServer, check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
 

@@ -11,7 +11,7 @@ from ..model.claims import Claim
 from ..ops import claims
 from ..plan.allocations import ClaimPlan, holding_difference, plan_free
 from ..plan.base import Plan
-from ..usecases.candidates import ServerSpec, no_valid_host, nova_query
+from ..usecases.server_request import ServerSpec, no_valid_host, nova_query
 from ..usecases.cloud import Cloud
 
 

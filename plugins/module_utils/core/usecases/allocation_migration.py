@@ -9,7 +9,7 @@ from ..errors import InvalidInput, MoveRefused
 from ..ops import claims, allocation_migration
 from ..ops.allocation_migration import MoveResult
 from ..plan import base
-from ..usecases.candidates import ServerSpec, server_request
+from ..usecases.server_request import ServerSpec, server_request
 from ..usecases.cloud import Cloud
 
 MOVE, CONFIRM, REVERT = "move", "confirm", "revert"

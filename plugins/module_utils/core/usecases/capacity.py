@@ -15,7 +15,7 @@ from ..placement.client import Placement
 from ..reports.capacity.request import CapacityRequest, capacity_request
 from ..readers.providers import sharing_providers
 from ..readers.placement import Reader, read_for_capacity
-from ..usecases.candidates import STAND_IN, NovaServer, check_flavor_or_resources, nova_server_query
+from ..usecases.server_request import STAND_IN, NovaServer, check_flavor_or_resources, nova_server_query
 from ..usecases.cloud import Cloud
 
 

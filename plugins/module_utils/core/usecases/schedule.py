@@ -10,7 +10,7 @@ from types import MappingProxyType
 from ..model.requests import ServerRequest
 from ..model.resources import check_resources
 from ..ops.schedule import schedule as run
-from ..usecases.candidates import NovaServer, check_flavor_or_resources, nova_server_query
+from ..usecases.server_request import NovaServer, check_flavor_or_resources, nova_server_query
 from ..usecases.cloud import Cloud
 
 
