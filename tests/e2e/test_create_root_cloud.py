@@ -11,10 +11,14 @@ nova-compute stopped while its root is replaced and started again to see what it
    ``--root-inventory`` on the compute node's root: one line each with the fix, nothing written. It creates the
    root with the compute node's UUID (the hypervisor's id in Nova's API); with ``--ignore-nova-compute`` the
    inventory given is set;
-3. nova-compute's start adopts that root without a 409 and replaces the inventory given with its driver's.
+3. nova-compute's start adopts that root without a 409 and replaces the inventory given with its driver's;
+4. the agent providers removed (``--absent``) while nova-compute runs: its cached tree still lists them and each
+   update of the node fails (``ResourceProviderAllocationRetrievalFailed``, a build is rescheduled) until it
+   restarts; the sync warns of it.
 
-The agent providers the syncs made under devstack1 are removed at the end (``--absent``); devstack1's root is left as
-nova-compute made it, so the tests that bring the spare into service later find it as before."""
+At the end the agent providers are removed again with nova-compute stopped, so that its start reads its tree
+afresh; devstack1's root is left as nova-compute made it, so the tests that bring the spare into service later
+find it as before."""
 from __future__ import annotations
 
 import contextlib
@@ -147,16 +151,36 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
         assert _tree(conn)[HOST] == node
         out = _sync(cloud, ini, "--json")  # the agent's providers stay under it: nothing to write
         assert out.returncode == 0 and json.loads(out.stdout)["writes"] == 0, out.stdout + out.stderr
+
+        # 4. the agent's providers removed while nova-compute runs: its cached tree still lists them, and its next
+        #    update of the node (the periodic one here; a build's claim alike: CI, stop 50) fails on the first
+        #    removed provider it reads. The sync says so; restarted, nova-compute reads the tree afresh and its
+        #    updates pass.
+        removed = [rp for name, rp in _tree(conn).items() if name.startswith(f"{HOST}:")]  # the agent's, br-root's
+        assert len(removed) == 2
+        seen = log.stat().st_size
+        out = _sync(cloud, ini, "--absent")
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"a nova-compute running on {HOST} keeps them in its cached provider tree" in out.stderr, out.stderr
+        failed = [f"Failed to retrieve allocations for resource provider {rp}" for rp in removed]
+        _wait("nova-compute's periodic update failing on a removed provider",
+              lambda: any(f in _since(log, seen) for f in failed), timeout=150)
+        cloud.cloud_sh("stop-compute", HOST)
+        stopped = True
+        seen = log.stat().st_size
+        cloud.cloud_sh("start-compute", HOST)
+        stopped = False
+        time.sleep(75)  # its start's update and one periodic one (every 60 s)
+        assert not [f for f in failed if f in _since(log, seen)], _since(log, seen)[-3000:]
     finally:
+        if not stopped:  # removed with nova-compute stopped, its start reads the tree afresh (step 4)
+            cloud.cloud_sh("stop-compute", HOST)
+            stopped = True
         _sync(cloud, ini, "--absent")
         wrong = _tree(conn).get(HOST)
         if wrong not in (None, node):  # a failure left the root of another UUID: nova-compute's start needs it gone
-            if not stopped:
-                cloud.cloud_sh("stop-compute", HOST)
-                stopped = True
             conn.placement.delete_resource_provider(wrong)
-        if stopped:  # nova-compute makes its root again at its start where the test left none
-            cloud.cloud_sh("start-compute", HOST)
+        cloud.cloud_sh("start-compute", HOST)  # it makes its root again where the test left none
     _wait("devstack1's root as nova-compute makes it", lambda: _tree(conn).get(HOST) == node
           and _inventory(conn, node) == driver)
     assert not [n for n in _tree(conn) if n.startswith(f"{HOST}:")]

@@ -147,7 +147,7 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
             continue
         ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
     return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after=Snapshots(),
-                warnings=desired.warnings)
+                warnings=tuple(desired.warnings) + tuple(nova_compute_caches(ops, observed)))
 
 
 def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,
@@ -265,8 +265,32 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                 kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
             else:
                 ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
+    warnings += nova_compute_caches(ops, observed)
     return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after,
                 warnings=tuple(warnings), skipped=tuple(skipped))
+
+
+def nova_compute_caches(ops, observed: Observed) -> list[str]:
+    """A warning per root under which providers are deleted: nova-compute caches its provider tree, and at each
+    update of its node (every build's claim, every periodic) reads the allocations of every provider it cached
+    (``SchedulerReportClient.get_allocations_for_provider_tree``); a provider deleted by another party answers 404,
+    ``ResourceProviderAllocationRetrievalFailed``, and the build is rescheduled, until nova-compute re-reads the
+    root's tree (``[compute] resource_provider_association_refresh``, 300 s by default: ``ProviderTree.
+    populate_from_iterable`` then drops the children Placement no longer lists) or restarts
+    (tests/e2e/test_create_root_cloud.py shows it on Nova 34)."""
+    by_root: dict[str, list[str]] = {}
+    roots = {p.uuid: p for p in observed.roots.values()} | dict(observed.providers)
+    for op in ops:
+        prov = observed.providers.get(op.uuid) if op.action == "delete_provider" else None
+        root = roots.get(prov.root_uuid) if prov is not None and prov.root_uuid != prov.uuid else None
+        if root is not None:
+            by_root.setdefault(root.name, []).append(op.name)
+    return [f"{len(names)} provider(s) removed under the root {host} ({', '.join(sorted(names))}): a nova-compute "
+            f"running on {host} keeps them in its cached provider tree, and each build and resource update of {host} "
+            f"fails (ResourceProviderAllocationRetrievalFailed: 404 on a removed provider; builds are rescheduled "
+            f"elsewhere) until it re-reads the tree. Fix: restart nova-compute on {host}, or leave {host} out of "
+            f"scheduling for [compute] resource_provider_association_refresh (300 s by default)"
+            for host, names in sorted(by_root.items())]
 
 
 def _not_novas(root: Provider, nova: NovaComputes | None) -> list[str]:

@@ -110,6 +110,21 @@ def test_absent_plan(allocated, ops, kept):
     plan = make_absent_plan(desired(), observed(**IN_SYNC, allocations=allocated))
     assert [(op.action, op.uuid) for op in plan.ops] == ops
     assert [k.uuid for k in plan.kept] == kept
+    # a removal under a root: nova-compute's cached tree still lists the provider (docs/troubleshooting.md)
+    said = [w for w in plan.warnings if "keeps them in its cached provider tree" in w]
+    assert said == ([f"2 provider(s) removed under the root devstack0 (devstack0:Open vSwitch agent, "
+                     f"devstack0:Open vSwitch agent:br-test): a nova-compute running on devstack0 keeps them in its "
+                     f"cached provider tree, and each build and resource update of devstack0 fails "
+                     f"(ResourceProviderAllocationRetrievalFailed: 404 on a removed provider; builds are rescheduled "
+                     f"elsewhere) until it re-reads the tree. Fix: restart nova-compute on devstack0, or leave "
+                     f"devstack0 out of scheduling for [compute] resource_provider_association_refresh (300 s by "
+                     f"default)"] if ops else [])
+
+
+def test_a_stale_device_removed_by_a_sync_is_warned_of_too():
+    plan = make_plan(desired(OVS.replace("br-test:1500:1500", "")), observed(**IN_SYNC))
+    assert [op.action for op in plan.ops if op.action == "delete_provider"] == ["delete_provider"]
+    assert [w.split(":")[0] for w in plan.warnings] == ["1 provider(s) removed under the root devstack0 (devstack0"]
 
 
 def test_the_plan_makes_a_providers_snapshot_only_where_it_is_read():
