@@ -1,53 +1,57 @@
 #!/usr/bin/env python3
-"""Ship the core with the collection, as plugins/module_utils/core: the collection is self-contained.
+"""Build the collection minbw.openstack, with the Python core generated into it as plugins/module_utils/core.
 
-Why: a collection installed from its tarball, from git or into an execution environment has no `minbw`
+Why the core ships: a collection installed from its tarball or into an execution environment has no `minbw`
 package beside it (no registry has one); its modules must run where only the core's own dependencies are
 installed (openstacksdk, keystoneauth1, os-resource-classes: requirements.txt), as openstack.cloud's do.
 Ansible carries module_utils to the host inside each module's payload (AnsiballZ packs every module_utils
 file a module reaches through its imports, relative ones included), so the core the modules need travels
 with them.
 
+One source: python/minbw is the only place this code is written, and the only copy git holds. The shipped
+core is a build product (.gitignore lists plugins/module_utils/core): this script stages the collection (the
+repository less galaxy.yml's build_ignore, and less any plugins/module_utils/core of the work tree) in a
+directory of its own, generates the core there, then runs `ansible-galaxy collection build` on the staged
+tree. Everything that builds or installs the collection goes through it: `make dist`, `make collection`
+(tests/support/ansible/install_collection.sh, which sanity.sh and the docs' build use too), and a user's
+install from a checkout (README.md):  python3 <checkout>/python/build_collection.py, then
+ansible-galaxy collection install minbw-openstack-<version>.tar.gz.
+
 What ships: the closure of the core files the collection's plugins import (every
 `ansible_collections.minbw.openstack.plugins.module_utils.core.X` import in plugins/modules, plugins/filter
 and plugins/module_utils names python/minbw/X), plus AGENT_ROOTS, following the core's imports of itself.
-The CLI (cli/) and the embedded Placement's process management (deploy/) stay in the `minbw` package.
+The CLI (cli/) and the embedded Placement's process management (deploy/) stay in the `minbw` package. A
+shipped file is its source with the core's absolute imports of itself (`from minbw.ops.neutron import x`)
+made relative (`from ..ops.neutron import x`), so the copy imports its fellow copies wherever it lies;
+everything else is byte-for-byte the same (a file that already imports relatively is an exact copy).
+tests/unit/test_shipped_core.py generates the core into a scratch directory and checks it: the set of files
+is the closure, only imports change, it imports without the minbw package, and the part that runs on
+computes (AGENT_ROOTS' closure: agent_config, agent_config_info and the filters) imports nothing but the
+standard library and needs no Python newer than 3.9. ansible-test sanity (tests/support/ansible/sanity.sh)
+runs on the built collection, generated core included.
 
-One source of truth: python/minbw stays the only place this code is written. A shipped file is its source
-with the core's absolute imports of itself (`from minbw.ops.neutron import x`) made relative (`from
-..ops.neutron import x`), so the copy imports its fellow copies wherever it lies; everything else is
-byte-for-byte the same (a file that already imports relatively is an exact copy). The shipped files are
-committed, so the collection installs and builds from a plain checkout (git or `ansible-galaxy collection
-build`) without this step. tests/unit/test_shipped_core.py fails when a copy differs from what this script
-makes of its source, when the set of files is not the closure, or when the part that runs on computes
-(AGENT_ROOTS' closure: agent_config, agent_config_info and the filters) imports anything but the standard
-library or uses Python newer than 3.9. After changing a file of python/minbw run:  make module-utils
-
-ansible-test sanity (tests/support/ansible/sanity.sh) checks the shipped files as module_utils; this script also
-writes their entries in tests/sanity/ignore-*.txt (the lines under plugins/module_utils/core/, each with
-its reason; the other lines are kept as they are):
-- import: a file that reaches the core's PyPI dependencies (openstacksdk, ...) cannot be imported in
-  ansible-test's import venv, which installs none. The core imports them at the top, as the CLI needs; the
-  modules import it only after module_utils/base.py found them (missing_required_lib otherwise), and
-  test_shipped_core.py imports every shipped file without the minbw package.
-- pep8, pylint: the core is written to the project's style (python/), which is not ansible-core's (its
-  pylint bans the name `_`, its pycodestyle wants visual indents); the copy is generated, not edited. The
-  part that runs on computes (AGENT_ROOTS' closure) is held to both.
-
-Usage: ship_core.py [--check]   (--check: exit 1 and list what differs, write nothing)
+Usage: build_collection.py [--output-path DIR] [--stage DIR]
+  --output-path DIR  where the tarball minbw-openstack-<version>.tar.gz goes (default: the current directory)
+  --stage DIR        only stage the collection, core generated, into DIR (new or empty); build nothing
 """
 from __future__ import annotations
 
+import argparse
 import ast
+import fnmatch
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CORE = REPO / "python" / "minbw"
-DEST = REPO / "plugins" / "module_utils" / "core"
+SHIPPED = Path("plugins") / "module_utils" / "core"  # in the staged collection
 SHIPPED_PACKAGE = "ansible_collections.minbw.openstack.plugins.module_utils.core"
-# The plugins whose imports of SHIPPED_PACKAGE decide what ships (the shipped tree itself excluded).
+# The plugins whose imports of SHIPPED_PACKAGE decide what ships (the generated core itself excluded).
 PLUGINS = ("plugins/modules", "plugins/module_utils", "plugins/filter")
 # What runs on computes (agent_config, agent_config_info) and in the filter plugins: pure, standard library
 # only, Python 3.9 (RHEL 9 / Ubuntu 22.04 computes have Python 3.9 / 3.10).
@@ -162,79 +166,86 @@ def shipped_text(rel: str) -> str:
     return "".join(lines)
 
 
-SANITY = REPO / "tests" / "sanity"
-SANITY_PYTHON = "3.11"  # tests/support/ansible/sanity.sh: ansible-test sanity --python 3.11
-_IMPORT = "# reaches the core's PyPI dependencies, which ansible-test's import venv lacks (python/ship_core.py)"
-_STYLE = "# generated copy of the core, written to the project's style (python/ship_core.py)"
+def ship(dest: Path) -> list[str]:
+    """Write the shipped core (closure(), each file as shipped_text() makes it) into ``dest``, which becomes the
+    collection's plugins/module_utils/core; the files written, relative to it."""
+    files = closure()
+    for rel in files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(shipped_text(rel))
+    return files
 
 
-def third_party(rel: str) -> list[str]:
-    """The top-level names of what python/minbw/``rel`` imports, when it is imported, from outside the core
-    and the standard library."""
-    out = []
-    for node in _at_import(ast.parse((CORE / rel).read_text())):
-        names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-            [node.module] if isinstance(node, ast.ImportFrom) and not node.level else []
-        out += [n.split(".")[0] for n in names if n.split(".")[0] not in sys.stdlib_module_names | {"__future__", "minbw"}]
-    return out
+def galaxy() -> dict:
+    import yaml  # ansible-core's dependency: wherever ansible-galaxy runs, PyYAML is there
+    return yaml.safe_load((REPO / "galaxy.yml").read_text())
 
 
-def sanity_ignores() -> list[str]:
-    """The sanity ignore entries of the shipped files (see the module's docstring)."""
-    agent = set(closure(AGENT_ROOTS))
-    lines = []
-    for rel in closure():
-        path = f"plugins/module_utils/core/{rel}"
-        if any(third_party(r) for r in closure((rel,), at_import=True)):
-            lines.append(f"{path} import-{SANITY_PYTHON} {_IMPORT}")
-        if rel not in agent:
-            lines += [f"{path} pep8!skip {_STYLE}", f"{path} pylint!skip {_STYLE}"]
-    return lines
+# What ansible-galaxy leaves out of every build besides build_ignore (ansible.galaxy.collection's
+# _build_files_manifest_walk); galaxy.yml itself is staged, the build needs it.
+_ALWAYS_IGNORED = ("*.pyc", "*.retry", "tests/output", ".git")
+_IGNORED_DIRS = {"CVS", ".bzr", ".hg", ".git", ".svn", "__pycache__", ".tox"}
 
 
-def ignore_file_text(path: Path) -> str:
-    """``path`` (a tests/sanity/ignore-*.txt) with its shipped-core lines replaced by sanity_ignores()."""
-    kept = [line for line in path.read_text().splitlines() if not line.startswith("plugins/module_utils/core/")]
-    return "\n".join(kept + sanity_ignores()) + "\n"
+def stage(dest: Path) -> Path:
+    """The collection's files in ``dest`` (missing or empty): the repository less galaxy.yml's build_ignore,
+    matched as ansible-galaxy matches it (fnmatch on the path relative to the root, directories and files),
+    with the core generated into plugins/module_utils/core (a copy in the work tree is never taken)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if any(dest.iterdir()):
+        raise SystemExit(f"build_collection.py: {dest} is not empty")
+    meta = galaxy()
+    patterns = list(meta.get("build_ignore") or []) + list(_ALWAYS_IGNORED) + \
+        [f"{meta['namespace']}-{meta['name']}-*.tar.gz", str(SHIPPED)]
+    for root, dirs, files in os.walk(REPO):
+        rel_root = Path(root).relative_to(REPO)
+        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS and
+                         not any(fnmatch.fnmatch(str(rel_root / d), p) for p in patterns))
+        for name in sorted(files):
+            rel = rel_root / name
+            if not any(fnmatch.fnmatch(str(rel), p) for p in patterns):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / rel, dest / rel)
+    ship(dest / SHIPPED)
+    return dest
 
 
-def differences() -> list[str]:
-    want = set(closure())
-    have = {str(p.relative_to(DEST)) for p in DEST.rglob("*.py")} if DEST.exists() else set()
-    problems = [f"{rel}: shipped but no longer needed" for rel in sorted(have - want)]
-    for rel in sorted(want):
-        if rel not in have:
-            problems.append(f"{rel}: not shipped")
-        elif (DEST / rel).read_text() != shipped_text(rel):
-            problems.append(f"{rel}: differs from python/minbw/{rel}")
-    for ignore in sorted(SANITY.glob("ignore-*.txt")):
-        if ignore.read_text() != ignore_file_text(ignore):
-            problems.append(f"{ignore.relative_to(REPO)}: its entries for plugins/module_utils/core are not current")
-    return problems
+def ansible_galaxy() -> str:
+    """The ansible-galaxy of this Python (its virtualenv's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "ansible-galaxy"
+    found = str(beside) if beside.is_file() else shutil.which("ansible-galaxy")
+    if not found:
+        raise SystemExit("build_collection.py: no ansible-galaxy beside this Python nor on PATH: install ansible-core")
+    return found
+
+
+def build(output: Path) -> Path:
+    """Stage the collection in a scratch directory and build it: ``output``/minbw-openstack-VERSION.tar.gz."""
+    meta = galaxy()
+    output = output.resolve()
+    output.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="minbw-collection-") as scratch:
+        staged = stage(Path(scratch) / "collection")
+        # in the staged tree, which holds no ansible.cfg (build_ignore)
+        subprocess.run([ansible_galaxy(), "collection", "build", "--force", "--output-path", str(output), "."],
+                       cwd=staged, check=True, stdout=subprocess.DEVNULL)
+    tarball = output / f"{meta['namespace']}-{meta['name']}-{meta['version']}.tar.gz"
+    print(f"built {tarball}")
+    return tarball
 
 
 def main(argv: list[str]) -> int:
-    problems = differences()
-    if "--check" in argv:
-        for p in problems:
-            print(p if p.startswith("tests/") else f"plugins/module_utils/core/{p}", file=sys.stderr)
-        if problems:
-            print("run: make module-utils", file=sys.stderr)
-        return 1 if problems else 0
-    files = closure()
-    for rel in files:
-        (DEST / rel).parent.mkdir(parents=True, exist_ok=True)
-        (DEST / rel).write_text(shipped_text(rel))
-    for p in sorted(DEST.rglob("*.py")):
-        if str(p.relative_to(DEST)) not in files:
-            p.unlink()
-    for d in sorted((d for d in DEST.rglob("*") if d.is_dir()), reverse=True):
-        if not any(d.iterdir()):
-            d.rmdir()
-    for ignore in sorted(SANITY.glob("ignore-*.txt")):
-        ignore.write_text(ignore_file_text(ignore))
-    print(f"shipped {len(files)} files to {DEST.relative_to(REPO)}; their sanity ignore entries to "
-          f"{', '.join(str(i.relative_to(REPO)) for i in sorted(SANITY.glob('ignore-*.txt')))}")
+    parser = argparse.ArgumentParser(prog="build_collection.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--output-path", type=Path, default=Path.cwd(),
+                        help="where the tarball goes (default: the current directory)")
+    parser.add_argument("--stage", type=Path, metavar="DIR",
+                        help="only stage the collection, its core generated, into DIR (new or empty): no build")
+    args = parser.parse_args(argv)
+    if args.stage is not None:
+        stage(args.stage.resolve())
+        print(f"staged minbw.openstack, its core generated, in {args.stage}")
+    else:
+        build(args.output_path)
     return 0
 
 
