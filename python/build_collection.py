@@ -144,7 +144,8 @@ _FROM = re.compile(r"from\s+(minbw(?:\.[\w.]+)?)(\s+import\b)")
 
 
 def shipped_text(rel: str) -> str:
-    """What ships for python/minbw/``rel``: its text with each ``from minbw[.x] import`` made relative.
+    """What ships for python/minbw/``rel``: its text with each ``from minbw[.x] import`` made relative (and the
+    names it continues onto further lines, aligned with its parenthesis, kept aligned with it).
     ``import minbw.x`` has no relative form: the core must not use it in shipped files."""
     path = CORE / rel
     text = path.read_text()
@@ -163,6 +164,13 @@ def shipped_text(rel: str) -> str:
             if not count:
                 raise ValueError(f"python/minbw/{rel}:{node.lineno}: an import this script cannot rewrite")
             lines[node.lineno - 1] = head + new_tail
+            # continuation lines aligned with the opening parenthesis stay aligned with it (pycodestyle's visual
+            # indent, which ansible-test sanity's pep8 checks): only their leading spaces change
+            if "(" in line and node.end_lineno > node.lineno:
+                was, now = line.index("(") + 1, (head + new_tail).index("(") + 1
+                for i in range(node.lineno, node.end_lineno):
+                    if len(lines[i]) - len(lines[i].lstrip(" ")) == was:
+                        lines[i] = " " * now + lines[i][was:]
     return "".join(lines)
 
 
