@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection cloud-install tour-venv module-utils collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install tour-venv collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 # A virtualenv at $(1) unless there is one. Debian's own python3 needs python3-venv for `-m venv`; installed only when
 # venv is missing.
@@ -21,14 +21,10 @@ $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 	bash tests/support/ansible/install_openstack_cloud.sh
 	touch $@
 
+# The collection built (python/build_collection.py: its core generated from python/minbw into
+# plugins/module_utils/core, which git does not hold) and installed into .venv/collections.
 collection: setup
 	bash tests/support/ansible/install_collection.sh
-
-# The core the collection's modules use, shipped in plugins/module_utils/core with its imports made relative
-# (python/ship_core.py says why and how); tests/unit/test_shipped_core.py fails until this is run after
-# changing a file of python/minbw, or a module's imports of the core.
-module-utils:
-	$(PYTHON) python/ship_core.py
 
 # README.collection.md's lists of modules, roles, filters and playbooks, from the collection itself
 # (docs/site/collection_readme.py; tests/ansible/test_shipped_docs.py fails until it is run after a change).
@@ -41,11 +37,13 @@ docs: setup
 	bash docs/site/build.sh
 
 # Every artefact, one version (galaxy.yml = python/pyproject.toml = minbw.__version__, tests/ansible/test_packaging.py):
-# dist/minbw-openstack-VERSION.tar.gz (the collection, with its core in plugins/module_utils/core, which must be
-# current) and the command line's dist/minbw-VERSION-py3-none-any.whl and dist/minbw-VERSION.tar.gz. Built in a
-# virtualenv of its own with only the two builders (`build`, and ansible-core for `ansible-galaxy collection build`,
-# in requirements-test.txt's range), not the test stack of `make setup`.
-DIST_VENV := $(CURDIR)/.state/dist-venv
+# dist/minbw-openstack-VERSION.tar.gz (the collection, its core generated from python/minbw into
+# plugins/module_utils/core by python/build_collection.py) and the command line's dist/minbw-VERSION-py3-none-any.whl
+# and dist/minbw-VERSION.tar.gz. Built in a virtualenv of its own with only the two builders (`build`, and
+# ansible-core for `ansible-galaxy collection build`, in requirements-test.txt's range), not the test stack of
+# `make setup`.
+# (DIST_VENV from the environment: another checkout's, as tests/ansible/test_packaging.py's fresh clone takes.)
+DIST_VENV ?= $(CURDIR)/.state/dist-venv
 
 $(DIST_VENV)/.done:
 	$(call make-venv,$(DIST_VENV))
@@ -53,9 +51,8 @@ $(DIST_VENV)/.done:
 	touch $@
 
 dist: $(DIST_VENV)/.done
-	$(DIST_VENV)/bin/python python/ship_core.py --check
 	rm -rf dist
-	$(DIST_VENV)/bin/ansible-galaxy collection build --output-path dist .
+	$(DIST_VENV)/bin/python python/build_collection.py --output-path dist
 	$(DIST_VENV)/bin/python -m build --outdir dist python
 	ls dist
 

@@ -1,12 +1,15 @@
 """What ships: the core's wheel (metadata, py.typed, the license) and the collection tarball (what an
 execution environment and Galaxy need, none of the developers' files), installed into a fresh collections
 path and documented by ansible-doc from there; every artefact of one version; and the README's install
-commands run as a user runs them: `make dist` (in a build virtualenv of its own), the tarball install of the
+commands run as a user runs them, in a fresh `git clone` of HEAD (which holds no copy of the core the collection
+ships: the build generates it): `make dist` (in a build virtualenv of its own), the tarball install of the
 collection into a fresh home and the virtualenv the README's block makes (ansible-core and the collection's
 requirements.txt, no minbw package), where a module and a role then work against the embedded Placement; the
-install from a git checkout; and the command line installed from python/."""
+install from a checkout (python/build_collection.py, then the tarball it built); and the command line installed
+from python/."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -26,6 +29,9 @@ from tests.support.tour import run_tour, tour
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 VERSION = yaml.safe_load((REPO / "galaxy.yml").read_text())["version"]
+spec = importlib.util.spec_from_file_location("build_collection", REPO / "python" / "build_collection.py")
+build_collection = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(build_collection)
 
 
 def test_wheel_metadata_and_py_typed(wheel):
@@ -46,7 +52,7 @@ def test_wheel_metadata_and_py_typed(wheel):
 
 def test_collection_tarball_contents_install_and_doc(tmp_path):
     build = tmp_path / "build"
-    subprocess.run([str(BIN / "ansible-galaxy"), "collection", "build", "--output-path", str(build), str(REPO)],
+    subprocess.run([sys.executable, str(REPO / "python/build_collection.py"), "--output-path", str(build)],
                    check=True, capture_output=True)
     (tarball,) = build.glob(f"minbw-openstack-{VERSION}.tar.gz")
     with tarfile.open(tarball) as tar:
@@ -105,11 +111,11 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
 
 
 def test_one_version():
-    """galaxy.yml, python/pyproject.toml and the core (also as shipped in the collection) carry one version."""
+    """galaxy.yml, python/pyproject.toml and the core (also as the collection ships it) carry one version."""
     import tomllib
     pyproject = tomllib.loads((REPO / "python/pyproject.toml").read_text())["project"]["version"]
     core = re.search(r'__version__ = "(.*)"', (REPO / "python/minbw/__init__.py").read_text()).group(1)
-    shipped = re.search(r'__version__ = "(.*)"', (REPO / "plugins/module_utils/core/__init__.py").read_text()).group(1)
+    shipped = re.search(r'__version__ = "(.*)"', build_collection.shipped_text("__init__.py")).group(1)
     assert VERSION == pyproject == core == shipped, (VERSION, pyproject, core, shipped)
 
 
@@ -150,8 +156,8 @@ def fresh_venv(tmp_path_factory):
 
 def user_env(home: Path, venv: Path, **extra) -> dict:
     """A user's shell: their own home (~/.ansible/collections), the fresh virtualenv first on PATH, no setting of
-    this repository (ansible.cfg, OS_*)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "OS_", "VIRTUAL_ENV"))}
+    this repository (ansible.cfg, OS_*, a PYTHONPATH that reaches its core)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "OS_", "VIRTUAL_ENV", "PYTHONPATH"))}
     return dict(env, HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
                 PIP_CACHE_DIR=str(Path.home() / ".cache/pip"), **extra)
 
@@ -166,12 +172,18 @@ def run_lines(lines: list[str], env: dict, cwd: Path = REPO) -> list[tuple[str, 
 def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
     home = tmp_path / "home"
     env = user_env(home, fresh_venv)
-    # `make dist`: the three artefacts, one version
+    # a fresh clone of HEAD (commit first: the work tree's changes are not in it): no copy of the core in it
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True, capture_output=True)
+    assert not (clone / "plugins/module_utils/core").exists()
+    # `make dist`: the three artefacts, one version (the build virtualenv is this checkout's, made once)
     dist = tour("dist")
     assert dist == ["make dist"]
-    run_lines(dist, dict(os.environ))
-    assert sorted(p.name for p in (REPO / "dist").iterdir()) == sorted(
+    run_lines(dist, dict(os.environ, DIST_VENV=str(REPO / ".state/dist-venv")), cwd=clone)
+    assert sorted(p.name for p in (clone / "dist").iterdir()) == sorted(
         [f"minbw-openstack-{VERSION}.tar.gz", f"minbw-{VERSION}-py3-none-any.whl", f"minbw-{VERSION}.tar.gz"])
+    with tarfile.open(clone / "dist" / f"minbw-openstack-{VERSION}.tar.gz") as tar:
+        assert "plugins/module_utils/core/usecases/providers.py" in tar.getnames()
 
     # openstack.cloud where ansible-galaxy looks first (Galaxy is not reached from here)
     subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"),
@@ -180,14 +192,15 @@ def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
     install = tour("install-tarball")
     assert install[:3] == ["cd dist", "python3 -m venv ~/.venvs/ansible", ". ~/.venvs/ansible/bin/activate"]
     assert install[3].startswith("pip install 'ansible-core")
-    assert install[4].startswith("ansible-galaxy collection install minbw-openstack-")
+    assert install[4] == f"ansible-galaxy collection install minbw-openstack-{VERSION}.tar.gz"
     assert install[5].startswith("pip install -r ~")
-    run_lines(install, env)
+    run_lines(install, env, cwd=clone)
     venv = home / ".venvs/ansible"
     python = venv / "bin/python"
-    assert subprocess.run([str(python), "-c", "import minbw"], capture_output=True).returncode != 0  # no core package
+    # no core package (in the user's shell: no PYTHONPATH of this checkout)
+    assert subprocess.run([str(python), "-c", "import minbw"], capture_output=True, env=env).returncode != 0
     for lib in ("openstack", "keystoneauth1", "os_resource_classes", "ansible"):
-        subprocess.run([str(python), "-c", f"import {lib}"], check=True)
+        subprocess.run([str(python), "-c", f"import {lib}"], check=True, env=env)
 
     # a role and a module of the installed collection, against the embedded Placement
     inis = [str(REPO / "docs/examples/openvswitch_agent.ini"), str(REPO / "docs/examples/sriov_agent.ini")]
@@ -201,41 +214,41 @@ def test_install_as_the_readme_says(fresh_venv, placement_server, tmp_path):
                      "packaging0:Open vSwitch agent:br-ex", "packaging0:NIC Switch agent",
                      "packaging0:NIC Switch agent:ens5"}, names
 
-    # from git: the README's command, with a checkout (a repository of this work tree's files, committed) where it
-    # says, in the user's home
+    # from a checkout: the README's commands as written, with a fresh clone of HEAD where they say (in the user's
+    # home), run elsewhere (an empty directory, where the tarball is built), with ansible-core alone installed
     home2 = tmp_path / "home2"
-    repo = home2 / "src/minbw"
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
-                           check=True, capture_output=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        if (REPO / name).is_file():
-            (repo / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, repo / name)
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
-    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(git + ["commit", "-qm", "this work tree"], cwd=repo, check=True)
-    (from_git,) = tour("install-git")
-    assert from_git == 'ansible-galaxy collection install "git+file://$HOME/src/minbw"'
+    subprocess.run(["git", "clone", "-q", str(REPO), str(home2 / "src/minbw")], check=True, capture_output=True)
+    from_checkout = tour("install-checkout")
+    assert from_checkout == ["python3 ~/src/minbw/python/build_collection.py",
+                             f"ansible-galaxy collection install minbw-openstack-{VERSION}.tar.gz"]
     subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"),
                     str(home2 / ".ansible/collections")], check=True, capture_output=True)
-    run_lines([from_git], user_env(home2, fresh_venv), cwd=tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run_lines(from_checkout, user_env(home2, fresh_venv), cwd=elsewhere)
+    assert (elsewhere / f"minbw-openstack-{VERSION}.tar.gz").is_file()
+    assert not (home2 / "src/minbw/plugins/module_utils/core").exists()  # generated apart, the checkout untouched
     installed = home2 / ".ansible/collections/ansible_collections/minbw/openstack"
     assert (installed / "plugins/module_utils/core/usecases/providers.py").is_file()
     assert not (installed / "tests").exists() and not (installed / "python").exists()
+    doc = subprocess.run(["ansible-doc", "-t", "module", "minbw.openstack.port"], capture_output=True, text=True,
+                         env=user_env(home2, fresh_venv), cwd=elsewhere)
+    assert doc.returncode == 0, doc.stderr
+    # ansible-galaxy's own install from git would take the repository as git holds it: no core
+    assert "does not work" in " ".join((REPO / "README.md").read_text().split()).split("tour: install-checkout")[1]
 
     # README.collection.md's commands, where the tarball is (no checkout, no ansible.cfg)
     home3 = tmp_path / "home3"
     subprocess.run(["bash", str(REPO / "tests/support/ansible/install_openstack_cloud.sh"),
                     str(home3 / ".ansible/collections")], check=True, capture_output=True)
-    shutil.copy(REPO / "dist" / f"minbw-openstack-{VERSION}.tar.gz", tmp_path)
+    shutil.copy(clone / "dist" / f"minbw-openstack-{VERSION}.tar.gz", tmp_path)
     readme = (REPO / "README.collection.md").read_text()
     run_lines(tour("collection-install", readme), user_env(home3, fresh_venv), cwd=tmp_path)
     assert (home3 / ".ansible/collections/ansible_collections/minbw/openstack/MANIFEST.json").is_file()
-    assert tour("collection-install-git", readme) == [from_git]
+    assert tour("collection-install-checkout", readme) == from_checkout
 
     # the command line, from the checkout's python/
     cli = tour("install-cli")
     assert cli == ["pip install ./python", "minbw --version"]
-    results = run_lines(cli, env)
+    results = run_lines(cli, env, cwd=clone)
     assert results[1][2].strip() == f"minbw {VERSION}"

@@ -48,10 +48,10 @@ ALLOWED = {
     "minbw.dataplane": ("minbw.dataplane", "minbw.model", "minbw.errors"),
     "minbw.errors": (),
 }
-# what the collection's modules may take from the core (module_utils/core: the core as shipped, python/ship_core.py)
+# what the collection's modules may take from the core (module_utils/core: the core as shipped, python/build_collection.py)
 MODULES_MAY_IMPORT = ("minbw.usecases", "minbw.errors")
 # the compute-side modules run on computes (Python 3.9, no openstacksdk), where the use cases cannot: they call the
-# pure parsers and the planner of the ini file, which travel with them (python/ship_core.py's AGENT_ROOTS), themselves
+# pure parsers and the planner of the ini file, which travel with them (python/build_collection.py's AGENT_ROOTS), themselves
 COMPUTE_SIDE_MAY_IMPORT = {"agent_config.py": ("minbw.neutron", "minbw.plan.agent_file"),
                            "agent_config_info.py": ("minbw.neutron",), "ovn_chassis_config.py": ("minbw.neutron",)}
 SHIPPED_CORE = "ansible_collections.minbw.openstack.plugins.module_utils.core"
@@ -68,7 +68,7 @@ PACKAGES = {".".join(p.relative_to(CORE.parent).parts[:-1]) for p in CORE.rglob(
 
 
 def absolute(node: ast.ImportFrom, name: str) -> str | None:
-    """The absolute module an ImportFrom names: relative ones (the modules python/ship_core.py ships
+    """The absolute module an ImportFrom names: relative ones (the modules python/build_collection.py ships
     import each other relatively) resolved against ``name``'s package."""
     if not node.level:
         return node.module

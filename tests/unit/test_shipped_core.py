@@ -1,8 +1,9 @@
-"""The core the collection ships (plugins/module_utils/core, python/ship_core.py says why): what the core's files
-become (their imports of the core made relative, nothing else changed), complete, importable without the
-``minbw`` package, needing only requirements.txt; and its part that runs on computes (agent_config,
-agent_config_info, the filters) standard library only, in Python 3.9 syntax and library (computes of RHEL 9 /
-Ubuntu 22.04 have Python 3.9 / 3.10)."""
+"""The core the collection ships (plugins/module_utils/core, generated at build time by python/build_collection.py,
+which says why; git holds no copy): what the core's files become (their imports of the core made relative,
+nothing else changed), complete, importable without the ``minbw`` package, needing only requirements.txt; its part
+that runs on computes (agent_config, agent_config_info, the filters) standard library only, in Python 3.9 syntax
+and library (computes of RHEL 9 / Ubuntu 22.04 have Python 3.9 / 3.10); and the built tarball carrying it, with
+the modules that import it."""
 from __future__ import annotations
 
 import ast
@@ -11,33 +12,111 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SHIPPED = REPO / "plugins" / "module_utils" / "core"
-spec = importlib.util.spec_from_file_location("ship_core", REPO / "python" / "ship_core.py")
-ship_core = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ship_core)
+spec = importlib.util.spec_from_file_location("build_collection", REPO / "python" / "build_collection.py")
+build_collection = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(build_collection)
 
-FILES = sorted(SHIPPED.rglob("*.py"))
-# what runs on computes and in the filter plugins
-AGENT_FILES = [SHIPPED / rel for rel in ship_core.closure(ship_core.AGENT_ROOTS)]
+# what runs on computes and in the filter plugins (relative to the shipped core)
+AGENT_FILES = build_collection.closure(build_collection.AGENT_ROOTS)
 
 
-def test_the_shipped_copies_are_the_core():
-    assert ship_core.differences() == [], "run: make module-utils"
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory) -> Path:
+    """The core as the collection ships it, generated into a scratch directory."""
+    dest = tmp_path_factory.mktemp("shipped") / "core"
+    build_collection.ship(dest)
+    return dest
+
+
+def files(shipped: Path) -> list[Path]:
+    return sorted(shipped.rglob("*.py"))
+
+
+def test_the_shipped_copies_are_the_core(shipped):
+    """What is generated is the closure, each file as shipped_text makes it of its source, nothing more."""
+    assert sorted(str(p.relative_to(shipped)) for p in files(shipped)) == build_collection.closure()
+    for rel in build_collection.closure():
+        assert (shipped / rel).read_text() == build_collection.shipped_text(rel), rel
+
+
+def test_git_holds_no_copy_of_the_core():
+    """python/minbw is the one source: the shipped core is a build product, ignored by git."""
+    tracked = subprocess.run(["git", "ls-files", "plugins/module_utils/core"], cwd=REPO, check=True,
+                             capture_output=True, text=True).stdout
+    assert tracked == ""
+    ignored = subprocess.run(["git", "check-ignore", "-q", "plugins/module_utils/core/errors.py"], cwd=REPO)
+    assert ignored.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> Path:
+    """The collection as python/build_collection.py builds it (its ansible-galaxy: this virtualenv's)."""
+    out = tmp_path_factory.mktemp("built")
+    subprocess.run([sys.executable, str(REPO / "python" / "build_collection.py"), "--output-path", str(out)],
+                   cwd=out, check=True, capture_output=True)
+    (built,) = out.glob("minbw-openstack-*.tar.gz")
+    return built
+
+
+def test_the_tarball_carries_the_core_the_modules_import(tarball):
+    """The built collection holds the generated core (exactly the closure, as generated) and every module and
+    plugin of it that imports the core finds the file it names there."""
+    with tarfile.open(tarball) as tar:
+        names = set(tar.getnames())
+        core = {n[len("plugins/module_utils/core/"):] for n in names
+                if n.startswith("plugins/module_utils/core/") and n.endswith(".py")}
+        assert sorted(core) == build_collection.closure()
+        for rel in ("__init__.py", "usecases/providers.py", "plan/agent_file.py"):
+            text = tar.extractfile(f"plugins/module_utils/core/{rel}").read().decode()
+            assert text == build_collection.shipped_text(rel), rel
+        importing = 0
+        for name in sorted(n for n in names if n.startswith(build_collection.PLUGINS) and n.endswith(".py")
+                           and not n.startswith("plugins/module_utils/core/")):
+            tree = ast.parse(tar.extractfile(name).read().decode())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                        build_collection.SHIPPED_PACKAGE):
+                    importing += name.startswith("plugins/modules/")
+                    path = "plugins/module_utils/core" + node.module[len(build_collection.SHIPPED_PACKAGE):] \
+                        .replace(".", "/")
+                    assert f"{path}.py" in names or f"{path}/__init__.py" in names, (name, node.module)
+    assert importing >= 10
+    # the staged tree is the tarball less what ansible-galaxy adds and galaxy.yml
+    assert "galaxy.yml" not in names and "MANIFEST.json" in names
+
+
+def test_staging_takes_no_copy_of_the_work_tree(tmp_path, monkeypatch):
+    """--stage DIR: the collection's files, less build_ignore, with the core generated (never a work tree's
+    plugins/module_utils/core, stale or not); a non-empty DIR is refused."""
+    stale = tmp_path / "repo"
+    shutil.copytree(REPO, stale, ignore=shutil.ignore_patterns(".git", ".venv*", ".state", "__pycache__", "*.tar.gz",
+                                                                 "tests", "bench", "build", "dist", "notes", "python"))
+    (stale / "plugins/module_utils/core/stale").mkdir(parents=True)
+    (stale / "plugins/module_utils/core/stale/old.py").write_text("raise ImportError('stale')\n")
+    monkeypatch.setattr(build_collection, "REPO", stale)
+    staged = build_collection.stage(tmp_path / "stage")
+    got = {str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()}
+    assert "galaxy.yml" in got and "plugins/modules/port.py" in got and "plugins/module_utils/core/errors.py" in got
+    assert not [n for n in got if n.startswith(("python/", "tests/", "Makefile", "README.md",
+                                                 "plugins/module_utils/core/stale"))]
+    with pytest.raises(SystemExit):
+        build_collection.stage(staged)
 
 
 def test_the_closure_is_what_the_modules_need():
     # the planner of agent_config, and what it imports: the file, Neutron's rules, errors, the provider tree
-    agent = set(ship_core.closure(ship_core.AGENT_ROOTS))
+    agent = set(build_collection.closure(build_collection.AGENT_ROOTS))
     assert {"plan/agent_file.py", "neutron/agentconf.py", "neutron/server_options.py", "neutron/naming.py",
             "neutron/provider_tree.py", "model/providers.py", "errors.py"} <= agent
     assert "ops/agent_files.py" not in agent  # the computes' part does no I/O of its own
     # every use case a module calls, and what it reaches: the operations, the client, the analyses
-    every = set(ship_core.closure())
+    every = set(build_collection.closure())
     for module in sorted((REPO / "plugins" / "modules").glob("*.py")):
         for used in re.findall(r"module_utils\.core\.usecases\.(\w+) import", module.read_text()):
             assert f"usecases/{used}.py" in every, (module.name, used)
@@ -48,25 +127,37 @@ def test_the_closure_is_what_the_modules_need():
 
 def test_the_plugins_import_the_shipped_core_only():
     """A plugin that imports the ``minbw`` package would need it on the host: the collection ships its core."""
-    for folder in ship_core.PLUGINS:
+    for folder in build_collection.PLUGINS:
         for path in sorted((REPO / folder).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text())):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                     [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
                 wrong = [n for n in names if n.split(".")[0] == "minbw"]
                 assert not wrong, f"{path.relative_to(REPO)}:{node.lineno} imports {wrong}: import " \
-                    f"{ship_core.SHIPPED_PACKAGE}.{wrong[0][len('minbw.'):]} (then: make module-utils)"
+                    f"{build_collection.SHIPPED_PACKAGE}.{wrong[0][len('minbw.'):]} (the build ships it)"
 
 
 def test_only_imports_change():
-    for rel in ship_core.closure():
-        source, shipped = (ship_core.CORE / rel).read_text(), ship_core.shipped_text(rel)
-        changed = [(a, b) for a, b in zip(source.splitlines(), shipped.splitlines()) if a != b]
+    """The core's imports of itself become relative; the names an import continues onto further lines keep their
+    alignment with its parenthesis (only their leading spaces change); nothing else changes."""
+    for rel in build_collection.closure():
+        source, shipped = (build_collection.CORE / rel).read_text(), build_collection.shipped_text(rel)
+        imports = {line for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)
+                   for line in range(n.lineno, n.end_lineno + 1)}
+        changed = [(i, a, b) for i, (a, b) in enumerate(zip(source.splitlines(), shipped.splitlines()), 1) if a != b]
         assert len(source.splitlines()) == len(shipped.splitlines())
-        assert all(re.match(r"\s*from minbw[\w.]* import", a) and re.match(r"\s*from \.+[\w.]* import", b)
-                   for a, b in changed), changed
+        made_relative = [(a, b) for _, a, b in changed
+                         if re.match(r"\s*from minbw[\w.]* import", a) and re.match(r"\s*from \.+[\w.]* import", b)]
+        assert all(i in imports and ((a, b) in made_relative or a.lstrip(" ") == b.lstrip(" "))
+                   for i, a, b in changed), changed
         assert not [n for n in ast.walk(ast.parse(shipped)) if isinstance(n, ast.ImportFrom) and not n.level
                     and (n.module or "").split(".")[0] == "minbw"]
+
+
+def test_continued_imports_stay_aligned():
+    shipped = build_collection.shipped_text("ops/claims.py").splitlines()
+    (first,) = [i for i, line in enumerate(shipped) if line.startswith("from ..errors import (")]
+    assert shipped[first + 1].index(shipped[first + 1].strip()) == shipped[first].index("(") + 1
 
 
 @pytest.mark.parametrize("depth, line, want", [
@@ -76,16 +167,16 @@ def test_only_imports_change():
     ("usecases/__init__.py", None, None),
 ])
 def test_imports_become_relative_to_the_files_package(depth, line, want):
-    shipped = ship_core.shipped_text(depth)
+    shipped = build_collection.shipped_text(depth)
     if line is None:
-        assert shipped == (ship_core.CORE / depth).read_text()
+        assert shipped == (build_collection.CORE / depth).read_text()
     else:
-        assert line in (ship_core.CORE / depth).read_text() and line not in shipped and want in shipped
+        assert line in (build_collection.CORE / depth).read_text() and line not in shipped and want in shipped
 
 
-def test_the_shipped_core_runs_without_the_minbw_package(tmp_path):
+def test_the_shipped_core_runs_without_the_minbw_package(shipped, tmp_path):
     """The copy, under another name and with ``minbw`` made unimportable, imports every file and computes."""
-    shutil.copytree(SHIPPED, tmp_path / "shipped", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(shipped, tmp_path / "shipped", ignore=shutil.ignore_patterns("__pycache__"))
     code = (
         "import importlib, pathlib, sys\n"
         "sys.modules['minbw'] = None  # import minbw -> ImportError\n"
@@ -119,12 +210,12 @@ DISTRIBUTIONS = {"openstack": "openstacksdk", "keystoneauth1": "keystoneauth1", 
 DATAPLANE = {"ovs": "ovsdbapp", "ovsdbapp": "ovsdbapp", "pyroute2": "pyroute2"}
 
 
-def test_requirements_txt_is_what_the_shipped_core_imports():
+def test_requirements_txt_is_what_the_shipped_core_imports(shipped):
     """requirements.txt (what ansible-builder installs into an execution environment) names exactly the
     distributions the shipped core imports, all from PyPI (no minbw: it ships inside the collection), but the data
     plane's (below)."""
     third_party = set()
-    for path in FILES:
+    for path in files(shipped):
         for name in non_stdlib_imports(path.read_text()):
             third_party.add(name.split(".")[0])
     third_party -= set(DATAPLANE)
@@ -132,17 +223,17 @@ def test_requirements_txt_is_what_the_shipped_core_imports():
     assert distributions(REPO / "requirements.txt") == {DISTRIBUTIONS[n] for n in third_party}
 
 
-def test_the_data_planes_libraries_are_imported_when_read_and_documented_where_needed():
+def test_the_data_planes_libraries_are_imported_when_read_and_documented_where_needed(shipped):
     """The dataplane extra's libraries: imported by the shipped dataplane/ only, never when a file is imported, and
     in the requirements of the module that reads a data plane."""
     import tomllib
     extra = tomllib.loads((REPO / "python" / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert {re.split(r"[<>=!~ ;\[]", d, maxsplit=1)[0] for d in extra["dataplane"]} == set(DATAPLANE.values())
-    for path in FILES:
+    for path in files(shipped):
         tree = ast.parse(path.read_text())
         used = {n.split(".")[0] for n in non_stdlib_imports(path.read_text())} & set(DATAPLANE)
-        assert not used or path.relative_to(SHIPPED).parts[0] == "dataplane", (path, used)
-        at_import = [n for n in ship_core._at_import(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert not used or path.relative_to(shipped).parts[0] == "dataplane", (path, used)
+        at_import = [n for n in build_collection._at_import(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
         assert not {m.split(".")[0] for n in at_import for m in non_stdlib_imports(ast.unparse(n))} & set(DATAPLANE)
     module = (REPO / "plugins" / "modules" / "bandwidth_enforcement_info.py").read_text()
     assert all(f"  - {d}" in module.split("requirements:")[1].split("options:")[0] for d in extra["dataplane"])
@@ -216,17 +307,18 @@ def py39_problems(text: str, name: str, tmp: Path) -> list[str]:
     return problems + ([f"{name}: {vermin.stdout.strip()}"] if vermin.returncode else [])
 
 
-def test_there_is_something_shipped():
-    assert len(AGENT_FILES) >= 10 and len(FILES) > len(AGENT_FILES)
+def test_there_is_something_shipped(shipped):
+    assert len(AGENT_FILES) >= 10 and len(files(shipped)) > len(AGENT_FILES)
 
 
-@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
-def test_standard_library_only(path):
-    assert non_stdlib_imports(path.read_text()) == []
+@pytest.mark.parametrize("rel", AGENT_FILES)
+def test_standard_library_only(shipped, rel):
+    assert non_stdlib_imports((shipped / rel).read_text()) == []
 
 
-@pytest.mark.parametrize("path", AGENT_FILES, ids=lambda p: str(p.relative_to(SHIPPED)))
-def test_python_39(path, tmp_path):
+@pytest.mark.parametrize("rel", AGENT_FILES)
+def test_python_39(shipped, rel, tmp_path):
+    path = shipped / rel
     assert py39_problems(path.read_text(), str(path), tmp_path) == []
 
 

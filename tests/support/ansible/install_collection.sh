@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build minbw.openstack from this repository and install it, replacing any older copy, into
+# Build minbw.openstack from this repository (python/build_collection.py: the collection with its core generated
+# from python/minbw into plugins/module_utils/core) and install it, replacing any older copy, into
 # DEST/ansible_collections/minbw/openstack, with its dependency openstack.cloud (install_openstack_cloud.sh:
 # from PyPI, Galaxy is not reached). DEST defaults to where ansible.cfg's collections_path points
 # (.venv/collections). Usage: install_collection.sh [DEST]
@@ -15,15 +16,18 @@ venv=${MINBW_VENV:-$repo/.venv}
 dest=${1:-$venv/collections}
 mkdir -p "$dest"
 
-# What the build takes: the repository less galaxy.yml's build_ignore (a superset does no harm: it only makes
-# a change elsewhere rebuild).
+# What the build takes: the repository less galaxy.yml's build_ignore, and the core it generates the shipped copy
+# from (python/minbw) with the script that does it (a superset does no harm: it only makes a change elsewhere
+# rebuild). A plugins/module_utils/core in the work tree (a generated copy left there) is never built from.
 fingerprint() {
     cd "$repo"
-    find . \( -path ./python -o -path ./tests -o -path './.venv*' -o -path ./.state -o -path ./.git \
-              -o -path ./bench -o -path ./.cache -o -path ./.ansible -o -path ./.pytest_cache -o -path ./.hypothesis \
-              -o -path ./notes -o -name __pycache__ -o -name '*.pyc' -o -name '*.tar.gz' \
-              -o -path ./changelogs/.plugin-cache.yaml \) -prune -o -type f -print0 \
-        | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-32
+    {
+        find . \( -path ./python -o -path ./tests -o -path './.venv*' -o -path ./.state -o -path ./.git \
+                  -o -path ./bench -o -path ./.cache -o -path ./.ansible -o -path ./.pytest_cache -o -path ./.hypothesis \
+                  -o -path ./notes -o -path ./plugins/module_utils/core -o -name __pycache__ -o -name '*.pyc' \
+                  -o -name '*.tar.gz' -o -path ./changelogs/.plugin-cache.yaml \) -prune -o -type f -print0
+        find ./python/minbw ./python/build_collection.py -name __pycache__ -prune -o -type f ! -name '*.pyc' -print0
+    } | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-32
 }
 
 exec 9>"$dest/.minbw-install.lock"
@@ -41,7 +45,7 @@ trap 'rm -rf "$build"' EXIT
 cd "$repo"
 # The dependency first: with it in DEST, `ansible-galaxy collection install --offline` resolves it there.
 bash "$repo/tests/support/ansible/install_openstack_cloud.sh" "$dest" >/dev/null
-"$venv/bin/ansible-galaxy" collection build --force --output-path "$build" . >/dev/null
+"$venv/bin/python" "$repo/python/build_collection.py" --output-path "$build" >/dev/null
 ANSIBLE_COLLECTIONS_PATH=$dest "$venv/bin/ansible-galaxy" collection install --force --offline -p "$dest" "$build"/minbw-openstack-*.tar.gz >/dev/null
 echo "$sum" >"$dest/.minbw-openstack.fingerprint"
 echo "installed minbw.openstack into $dest/ansible_collections/minbw/openstack"
