@@ -3,7 +3,7 @@
 Pure functions that reproduce neutron-lib's ``placement.utils`` and the ML2
 mechanism drivers' constants exactly; tests compare them with neutron-lib.
 Standard library only (no os-traits / os-resource-classes): the collection ships this
-module to computes that have nothing but Python and Ansible (python/ship_core.py);
+module to computes that have nothing but Python and Ansible (python/build_collection.py);
 tests/unit/neutron/test_naming.py compares the names below with os-traits and os-resource-classes.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 /etc/kolla/config/neutron/*.ini, openstack-ansible's neutron_*_overrides): the bandwidth options as
 {section: {option: raw ini value}}, validated with the parsers and checks agent_config uses, so a bad
 value fails before a reconfigure rolls it out. Pure, standard library only (shipped with the collection
-for its filter plugin: python/ship_core.py)."""
+for its filter plugin: python/build_collection.py)."""
 from __future__ import annotations
 
 from typing import Mapping

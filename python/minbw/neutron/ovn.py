@@ -16,7 +16,7 @@ tree is the one Neutron builds. :func:`merge_cms_options` renders the bandwidth 
 ``ovn-cms-options`` value without touching its other options (``enable-chassis-as-gw``,
 ``availability-zones=...``).
 
-Pure, standard library only: shipped with the collection (python/ship_core.py) for the module that
+Pure, standard library only: shipped with the collection (python/build_collection.py) for the module that
 configures a compute's chassis options and for the kolla-ansible filter.
 """
 from __future__ import annotations

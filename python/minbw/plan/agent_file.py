@@ -2,7 +2,7 @@
 values in, the new text (validated as the agent and Placement would) out; the caller writes it.
 
 Pure and standard library only, with relative imports: the collection ships this module and what it
-imports as plugins/module_utils/core (python/ship_core.py), so the agent_config module runs on a
+imports as plugins/module_utils/core (python/build_collection.py), so the agent_config module runs on a
 compute that has only Python >= 3.9 and Ansible.
 """
 from __future__ import annotations
