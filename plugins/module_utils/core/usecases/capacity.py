@@ -10,7 +10,7 @@ from ..model.requests import ServerRequest
 from ..ops.nova_query import aggregate_exclusions, root_trait_reasons
 from ..neutron.port_request import QosPort
 from ..reports.capacity.report import CapacityReport, capacity as count
-from ..reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it
+from ..reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it  # pylint: disable=unused-import
 from ..placement.client import Placement
 from ..reports.capacity.request import CapacityRequest, capacity_request
 from ..readers.providers import sharing_providers

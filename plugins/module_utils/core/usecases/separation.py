@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ops.separation import separation as run
-from ..plan.separation import Separation, SeparationPlan, separation_of  # noqa: F401 - the front ends' parser
+from ..plan.separation import Separation, SeparationPlan, separation_of  # noqa: F401 - the front ends' parser  # pylint: disable=unused-import
 from ..usecases.cloud import Cloud
 
 
