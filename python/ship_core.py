@@ -26,8 +26,8 @@ library or uses Python newer than 3.9. After changing a file of python/minbw run
 ansible-test sanity (tests/support/ansible/sanity.sh) checks the shipped files as module_utils, with no
 ignore entries for them (this script removes any from tests/sanity/ignore-*.txt; --check fails on one): the core
 imports its PyPI dependencies (openstacksdk, ...) lazily, inside the functions that use them, so every shipped
-file imports in ansible-test's import venv, which installs none (tests/unit/test_shipped_core.py checks it), and
-python/minbw is written to ansible-test's pep8 and pylint rules.
+file imports in ansible-test's import venv, which installs none (tests/unit/test_core_imports_lazily.py checks it),
+and python/minbw is written to ansible-test's pep8 and pylint rules (python/README.md: lazy imports).
 
 Usage: ship_core.py [--check]   (--check: exit 1 and list what differs, write nothing)
 """
