@@ -16,6 +16,7 @@ from minbw.ops import sync as s
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.errors import ConcurrentUpdate, ConfigError, InvalidInput, PartialApply, RootProviderNotFound
 from minbw.cache import check as cache_check
+from minbw.cache.providers import default_cache_path
 from minbw.plan.providers import make_plan
 from minbw.neutron.provider_tree import desired_state
 from tests.conftest import wipe
@@ -629,7 +630,7 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     first = sync("--workers", "2")
     assert first["summary"].startswith("3 hosts, 9 providers: 9 created, 0 updated, 0 deleted "
                                        f"({first['writes']} writes) in ")
-    assert s.default_cache_path(placement.endpoint(), env).exists()
+    assert default_cache_path(placement.endpoint(), env).exists()
     # the files after one option (as a shell glob gives them): the same sync
     warm = sync(files=["--agent-config", *(str(tmp_path / f"{h}.ini") for h in ("hv1", "hv2", "hv3"))])
     assert warm["changed"] is False and [u["unit"] for u in warm["units"]] == [a for a in args if a.endswith(".ini")]

@@ -104,6 +104,6 @@ class _Pickler(pickle.Pickler):
     """Pickles the read-only views (inventories) of a desired state as the views of their dicts."""
 
     def reducer_override(self, obj):
-        if type(obj) is MappingProxyType:
+        if isinstance(obj, MappingProxyType):  # (mappingproxy cannot be subclassed)
             return _frozen, (dict(obj),)
         return NotImplemented

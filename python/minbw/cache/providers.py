@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from minbw.cache import check as cache_check
+from minbw.model.providers import Provider
 from minbw.placement.client import Placement
 
 DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-read (the periodic full check)
@@ -23,8 +24,10 @@ DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-r
 DEFAULT_CACHE_CHECK_INTERVAL = 3600
 
 
-def default_cache_path(endpoint: str, env: Mapping[str, str] = os.environ) -> Path:
-    """``$XDG_CACHE_HOME/minbw/providers-HASH.json`` (``~/.cache`` without it), one file per Placement endpoint."""
+def default_cache_path(endpoint: str, env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/minbw/providers-HASH.json`` (``~/.cache`` without it), one file per Placement endpoint
+    (``env``: os.environ unless given)."""
+    env = os.environ if env is None else env
     base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
     return base / "minbw" / f"providers-{hashlib.sha256(endpoint.encode()).hexdigest()[:16]}.json"
 
@@ -168,6 +171,7 @@ _INTS: dict[int, int] = {}  # :func:`_shrink`'s numbers for :meth:`ProviderCache
 def _shrink(entry: dict, ints: dict[int, int]) -> dict:
     """``entry`` (a cache entry) with its traits and resource classes interned and its integers shared through
     ``ints``: equal values, fewer objects. Returned."""
+    # pylint: disable=unidiomatic-typecheck  # exact types, as json.load makes them: a bool is an int, not shared with 1
     if len(ints) > 1 << 16:
         ints.clear()
     if entry.get("traits"):
@@ -200,8 +204,6 @@ def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict
     confirmed = set(due) - disagreeing
     cache.confirm(confirmed)
     return recent | confirmed
-
-
 
 
 def sync_record_path(cache_path: str | os.PathLike) -> Path:

@@ -43,7 +43,7 @@ class _Step(Command):
 
     def add_arguments(self, parser):
         parser.add_argument("--retries", type=int, default=4, help="re-reads after consumer generation conflicts "
-                                                                    "(default 4)")
+                                                                   "(default 4)")
         parser.add_argument("--dry-run", action="store_true", help="show the plan (the POST body), write nothing")
 
     def run_step(self, parsed_args, **kwargs):

@@ -13,6 +13,7 @@ from minbw.errors import MissingDependency
 
 # ---------------------------------------------------------------- the table
 
+
 def _short(host: str):
     """Neutron names providers HOST:AGENT[:DEVICE]: the table and the picture keep the last part."""
     def short(name: str) -> str:

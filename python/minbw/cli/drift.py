@@ -4,8 +4,8 @@ from __future__ import annotations
 import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
-from minbw.cli.options import (add_agent_config_argument, add_ovn_arguments, add_report_cache_argument, ovn_sources,
-                              report_cloud, warn)
+from minbw.cli.options import (
+    add_agent_config_argument, add_ovn_arguments, add_report_cache_argument, ovn_sources, report_cloud, warn)
 
 SIDES = ("ini", "agent", "placement")
 COLUMNS = ("provider", *SIDES, "differences")

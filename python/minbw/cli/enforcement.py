@@ -115,5 +115,5 @@ class ShowEnforcement(Command):
                     sections=(Section("NICs", PF_COLUMNS if report["backend"] == "sriov" else NIC_COLUMNS,
                                       nic_rows(report)),),
                     tail=(f"{report['host']}: {counts}",) + tuple(f"not checked: {line}"
-                                                                    for line in report["not_checked"]),
+                                                                  for line in report["not_checked"]),
                     exit_code=0 if result.ok else EXIT_FINDINGS)

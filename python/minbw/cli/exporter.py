@@ -7,8 +7,8 @@ import sys
 import threading
 
 from minbw.cli.base import Command
-from minbw.cli.options import (add_agent_config_argument, add_ovn_arguments, add_owner_nova_argument, count, seconds,
-                              tcp_port)
+from minbw.cli.options import (
+    add_agent_config_argument, add_ovn_arguments, add_owner_nova_argument, count, seconds, tcp_port)
 from minbw.errors import InvalidInput
 
 

@@ -219,8 +219,9 @@ def add_ovn_arguments(parser: argparse.ArgumentParser, *, southbound_help: str |
                         "'ovs-vsctl --format=json list Open_vSwitch', or a YAML/JSON list of {name, hostname, "
                         "ovn-bridge-mappings, ovn-cms-options}; repeat for several")
     g.add_argument("--ovn-sb-db", nargs="?", const="", default=None, metavar="DB",
-                   help=southbound_help or "every chassis of the OVN southbound database, read with ovn-sbctl "
-                        "(DB: its --db, e.g. tcp:192.0.2.10:6642; leave out for ovn-sbctl's default or OVN_SB_DB)")
+                   help=southbound_help or ("every chassis of the OVN southbound database, read with ovn-sbctl "
+                                            "(DB: its --db, e.g. tcp:192.0.2.10:6642; leave out for ovn-sbctl's default "
+                                            "or OVN_SB_DB)"))
     g.add_argument("--ovs-db", nargs="?", const="", default=None, metavar="DB",
                    help="this compute's chassis options, read from its Open vSwitch database with ovs-vsctl "
                         "(DB: its --db; leave out for the local one)")

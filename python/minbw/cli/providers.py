@@ -142,4 +142,3 @@ class ListProviders(Command):
                 sections.append(Section(title, INVENTORY_COLUMNS, rows))
         rows = tuple(tuple(p.get(h) for h in PROVIDER_COLUMNS) for p in report)
         return View(list(report), PROVIDER_COLUMNS, rows, sections=tuple(sections))
-

@@ -23,6 +23,7 @@ def ready_marker(url: str) -> str:
     """What the ready line of a server on ``url`` starts with (``serve --daemon`` waits for it in the log)."""
     return f"{READY_PREFIX}{url} "
 
+
 PLACEMENT_CONF = """\
 [DEFAULT]
 debug = False

@@ -11,8 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import os_resource_classes as orc
-
 from minbw.errors import RequestError
 
 # How the network part of a port's bandwidth group was built.
@@ -307,9 +305,10 @@ class ServerRequest:
         """The unsuffixed group's resources (Nova's ResourceRequest.from_request_spec): vcpus, memory_mb
         and disk_gb only for classes no group of the request names (zero amounts included), PCPU anywhere
         replacing VCPU; zero amounts stripped."""
+        import os_resource_classes as orc
         extra = dict(self.extra_resources)
-        named = set(extra) | {rc for g in (*self.flavor_groups, *self.device_groups) for rc, _ in g.resources} \
-            | {rc for p in self.ports for g in p.groups for rc, _ in g.resources}
+        named = set(extra) | {rc for g in (*self.flavor_groups, *self.device_groups) for rc, _amount in g.resources} \
+            | {rc for p in self.ports for g in p.groups for rc, _amount in g.resources}
         res = dict(extra)
         if orc.VCPU not in named and orc.PCPU not in named:
             res[orc.VCPU] = self.vcpus

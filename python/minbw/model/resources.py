@@ -10,8 +10,6 @@ import difflib
 import re
 from collections.abc import Iterable, Mapping
 
-import os_resource_classes as orc
-
 from minbw.errors import InvalidInput
 
 _CUSTOM_CLASS = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
@@ -19,6 +17,7 @@ EXAMPLE = "VCPU=1 (repeat for more: --resource VCPU=1 --resource MEMORY_MB=256)"
 
 
 def check_class(rc, option: str) -> str:
+    import os_resource_classes as orc
     if not isinstance(rc, str) or not (rc in orc.STANDARDS or _CUSTOM_CLASS.match(rc)):
         close = difflib.get_close_matches(str(rc).upper(), orc.STANDARDS, n=1)
         hint = f" Did you mean {close[0]}?" if close else ""

@@ -21,6 +21,7 @@ from minbw.neutron.qos import MIN_BW, MIN_PPS, RULE_GRAMMAR, VNIC_TYPES, QosRule
 # neutron/services/qos/drivers/{openvswitch,sriov,ovn}/driver.py; tests compare).
 QOS_MIN_RULE_TYPES = {naming.OVS: (MIN_BW, MIN_PPS), naming.SRIOV: (MIN_BW,), naming.OVN: (MIN_BW,)}
 
+
 @dataclass(frozen=True)
 class Segment:
     network_type: str
@@ -144,7 +145,7 @@ class QosPort:
                 continue
             key, value = key.strip(), value.strip()
             if key == "segment":
-                net, _, physnet = value.partition(":")
+                net, _colon, physnet = value.partition(":")
                 spec["segments"].append({"network_type": net or None, "physical_network": physnet or None})
             elif key in QOS_PORT_ITEMS and value and QOS_PORT_ITEMS[key] not in spec:
                 spec[QOS_PORT_ITEMS[key]] = value

@@ -281,8 +281,8 @@ def port_member_of(port: Mapping, segments: Iterable[RoutedSegment], subnet_segm
             aggs |= seg_aggs
     if not keep:
         raise NoValidHost(f"No valid host: port {port.get('id')}: no segment of its network can take it: "
-                           + "; ".join(w for _, w in excluded) + ". Fix: add addresses (a subnet or a larger "
-                           "allocation pool) to a segment, or map a host to it.")
+                          + "; ".join(why for _port, why in excluded) + ". Fix: add addresses (a subnet or a larger "
+                          "allocation pool) to a segment, or map a host to it.")
     return SegmentChoice(port_id=port.get("id") or "", candidates=tuple(keep), aggregates=tuple(sorted(aggs)),
                          excluded=tuple(excluded))
 
@@ -294,5 +294,3 @@ def host_not_in_segments(host: str, choice: SegmentChoice, segments: Iterable[Ro
         return ""
     names = ", ".join(by_id[s].label if s in by_id else s for s in choice.candidates)
     return f"host {host} is not in {names}"
-
-

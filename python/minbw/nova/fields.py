@@ -7,7 +7,7 @@ minbw.model only.
 """
 from __future__ import annotations
 
-from minbw.model.providers import COMPUTE_NODE, OWNER_NOVA  # noqa: F401 - the traits on every compute node root
+from minbw.model.providers import COMPUTE_NODE, OWNER_NOVA  # noqa: F401 - the traits on every compute node root  # pylint: disable=unused-import
 
 # nova/objects/fields.py: the enums the image properties below are typed with (ImageMetaProps refuses
 # any other value) and the flavor extra specs are checked against (nova/virt/hardware.py)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import os_resource_classes as orc
-
 from minbw.errors import RequestError
 from minbw.nova import fields
 from minbw.nova.inputs import Flavor, Image
@@ -81,7 +79,7 @@ def get_packed_virtqueue_constraint(flavor: Flavor, meta: Mapping) -> bool:
     flavor_value = None if flavor_str is None else fields.bool_from_string(flavor_str)
     if image_value is not None and flavor_value is not None and image_value != flavor_value:
         raise _conflict(flavor, "hw:virtio_packed_ring", flavor_str, "hw_virtio_packed_ring", image_value)
-    return bool(flavor_value or image_value or False)
+    return bool(flavor_value or image_value)
 
 
 def get_ephemeral_encryption_constraint(flavor: Flavor, meta: Mapping) -> bool:
@@ -185,6 +183,7 @@ def get_vpmems(flavor: Flavor) -> list[str]:
 
 def pmem_resource_class(label: str) -> str:
     """os_resource_classes.normalize_name("PMEM_NAMESPACE_" + label), as _translate_vpmems_request names it."""
+    import os_resource_classes as orc
     return orc.normalize_name("PMEM_NAMESPACE_" + label)
 
 

@@ -40,7 +40,7 @@ _FALSE = ("false", "0", "off", "no")
 
 
 def _known() -> str:
-    return ", ".join(f"{section}.{name}" for name, (section, *_) in OPTIONS.items())
+    return ", ".join(f"{section}.{name}" for name, (section, *_rest) in OPTIONS.items())
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class SchedulerOptions:
     disable_fallback_pcpu_query: bool = False                     # [workarounds]
 
     def __post_init__(self):
-        for name, (section, kind, minimum, _) in OPTIONS.items():
+        for name, (section, kind, minimum, _description) in OPTIONS.items():
             value = getattr(self, name)
             if kind is bool and not isinstance(value, bool):
                 object.__setattr__(self, name, _parse(name, value, "options"))
@@ -111,7 +111,7 @@ class SchedulerOptions:
                               fix="give nova.conf as Nova reads it ([section] headers, option = value lines)") \
                 from None
         changes = {}
-        for name, (section, *_) in OPTIONS.items():
+        for name, (section, *_rest) in OPTIONS.items():
             if parser.has_option(section, name):
                 changes[name] = _parse(name, parser.get(section, name), source, option=f"[{section}] {name}")
         return dataclasses.replace(base or cls(), **changes)
@@ -127,7 +127,7 @@ class SchedulerOptions:
 
 
 def _parse(name: str, value, source: str, option: str | None = None):
-    section, kind, minimum, _ = OPTIONS[name]
+    section, kind, minimum, _description = OPTIONS[name]
     option = option or f"{section}.{name}"
     if kind is bool:
         if isinstance(value, bool):

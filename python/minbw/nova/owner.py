@@ -108,4 +108,3 @@ def from_placement(roots: Mapping[str, Iterable[str]]) -> OwnerNova:
         return OwnerNova(False, SOURCE_PLACEMENT, f"the compute node root(s) {_hosts(older)} lack OWNER_NOVA (a "
                                                   f"nova-compute older than service version {MIN_COMPUTE_VERSION_OWNER_TRAIT})")
     return OwnerNova(True, SOURCE_PLACEMENT, f"all {len(compute)} compute node roots in Placement have OWNER_NOVA")
-

@@ -158,7 +158,7 @@ def transform_image_metadata(ctx: Context, spec: Spec) -> tuple[Spec, FilterResu
                                                        f"os-traits (Nova logs an error and adds none of them)")
             traits.append(trait)
     return _root_required(spec, *traits), FilterResult(
-        name, True, "image properties " + (", ".join(k for k, _ in IMAGE_TRAIT_PREFIXES if k in meta) or "(none)"),
+        name, True, "image properties " + (", ".join(k for k, _trait in IMAGE_TRAIT_PREFIXES if k in meta) or "(none)"),
         tuple(f"root_required {t}" for t in traits))
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import os_resource_classes as orc
-
 from minbw.errors import NoValidHost, RequestError
 from minbw.model.requests import RequestGroup, ServerRequest
 from minbw.nova import fields, hardware
@@ -71,6 +69,7 @@ class Assembled:
 def _add_resource(group: _Group, rclass: str, amount, notes: list[str], where: str) -> None:
     """objects.RequestGroup.add_resource: an unknown class or an amount that is not a non-negative
     integer is ignored (Nova logs a warning)."""
+    import os_resource_classes as orc
     if not (rclass.startswith(orc.CUSTOM_NAMESPACE) or rclass in orc.STANDARDS):
         notes.append(f"{where}: ignored, as Nova ignores it: {rclass!r} is neither a standard resource class nor "
                      f"CUSTOM_*")
@@ -118,6 +117,7 @@ def _port_groups(server: Server, notes: list[str]) -> list[tuple[str, RequestGro
 
 
 def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
+    import os_resource_classes as orc
     flavor, notes = server.flavor, []
     meta = hardware.image_meta(server.image)
     groups: dict[str | None, _Group] = {}

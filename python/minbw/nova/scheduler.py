@@ -107,7 +107,7 @@ def query(server: Server, options: SchedulerOptions | None, facts: CloudFacts) -
     _checked(request)
     fallback = None
     if pinning_requested(server) and not options.disable_fallback_pcpu_query:
-        fallback, _ = server_request(server, spec, options, facts, pinning=False)
+        fallback, _notes = server_request(server, spec, options, facts, pinning=False)
         try:
             _checked(fallback)
         except RequestError as e:

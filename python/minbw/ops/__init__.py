@@ -4,28 +4,33 @@ Nova through openstacksdk). Each reads, asks :mod:`minbw.plan` for the plan, and
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from keystoneauth1 import exceptions as _ksa_exceptions
-from openstack import exceptions as _sdk_exceptions
-
 from minbw.errors import MinbwError, PartialApply
 
 _Op = TypeVar("_Op")
 
-# What a write through openstacksdk or the Placement client can raise: our errors, Neutron's or Nova's HTTP
-# answers (SDKException) and keystoneauth's transport failures (connection refused or reset, timeouts), which
-# openstacksdk lets through unwrapped. Applying code catches all three so a half-applied state is reported.
-WRITE_FAILURES = (MinbwError, _sdk_exceptions.SDKException, _ksa_exceptions.ClientException)
+
+def write_failures() -> tuple[type[BaseException], ...]:
+    """What a write through openstacksdk or the Placement client can raise: our errors, Neutron's or Nova's HTTP
+    answers (SDKException) and keystoneauth's transport failures (connection refused or reset, timeouts), which
+    openstacksdk lets through unwrapped. Applying code catches all three (``except write_failures()``) so a
+    half-applied state is reported. A function, not a constant: openstacksdk and keystoneauth1 are imported when
+    it is called, not when this package is (python/README.md: lazy imports)."""
+    from keystoneauth1 import exceptions as ksa_exceptions
+    from openstack import exceptions as sdk_exceptions
+    return (MinbwError, sdk_exceptions.SDKException, ksa_exceptions.ClientException)
 
 
 def outcome_unknown(e: BaseException) -> bool:
     """The write that raised ``e`` may have been applied: no answer came (connection reset, timeout) or a
     5xx did; for Placement the client says so itself (``maybe_applied``, after its re-read). A 4xx answer,
     or one of our refusals, means it was not."""
+    from keystoneauth1 import exceptions as ksa_exceptions
+    from openstack import exceptions as sdk_exceptions
     if isinstance(e, MinbwError):
         return bool(getattr(e, "maybe_applied", False))
-    if isinstance(e, _sdk_exceptions.HttpException):
+    if isinstance(e, sdk_exceptions.HttpException):
         return (e.status_code or 500) >= 500
-    return isinstance(e, _ksa_exceptions.ClientException)
+    return isinstance(e, ksa_exceptions.ClientException)
 
 
 def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
@@ -38,7 +43,7 @@ def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
     for op in ops:
         try:
             more = run(op)
-        except WRITE_FAILURES as e:
+        except write_failures() as e:
             if not done:
                 raise  # nothing was written: the error as it is
             raise PartialApply(e, done, len(ops), then=then, pending=list(ops[len(done):])) from e

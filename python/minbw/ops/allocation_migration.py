@@ -32,8 +32,9 @@ from minbw.placement.client import Placement
 from minbw.plan import base
 from minbw.reports.verify import capacities_from_summaries
 from minbw.readers.diagnose import diagnose
-from minbw.plan.allocation_migration import (ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move,
-                              plan_revert, resolve_host, target_request)
+from minbw.plan.allocation_migration import (
+    ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move, plan_revert, resolve_host,
+    target_request)
 
 
 @dataclass(frozen=True)
@@ -233,8 +234,8 @@ def confirm(api: Placement, migration: str, *, retries: int = 4, check: bool = F
     when it holds none (confirmed or reverted already)."""
     check_uuid("migration", migration)
     providers = _providers(api)
-    plan, written, _ = _settle(api, (migration,), lambda mig: plan_confirm(mig, providers),
-                               "confirming the move", retries=retries, check=check, sleep=sleep)
+    plan, written, _states = _settle(api, (migration,), lambda mig: plan_confirm(mig, providers),
+                                     "confirming the move", retries=retries, check=check, sleep=sleep)
     return MoveResult("confirm", plan.changed, migration, plan, written=written, check=check)
 
 
@@ -246,8 +247,8 @@ def revert(api: Placement, consumer: str, migration: str, req: ServerRequest | N
     migration holds nothing."""
     check_uuids(consumer, migration)
     providers = _providers(api)
-    plan, written, _ = _settle(api, (consumer, migration), lambda cur, mig: plan_revert(cur, mig, providers),
-                               "reverting the move", retries=retries, check=check, sleep=sleep)
+    plan, written, _states = _settle(api, (consumer, migration), lambda cur, mig: plan_revert(cur, mig, providers),
+                                     "reverting the move", retries=retries, check=check, sleep=sleep)
     claim = None
     if plan.ops and req is not None:
         op = plan.ops[0]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from minbw.errors import ConcurrentUpdate, ConsumerConflict
 from minbw.model.providers import stocks_of
 from minbw.model.requests import PortRequest, flavor_amounts
-from minbw.ops import WRITE_FAILURES
+from minbw.ops import write_failures
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.readers.placement import Reader, read_bandwidth, roots_over_capacity
@@ -95,13 +95,13 @@ def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding
                 write_binding_profile(binding_conn or conn, port,
                                       {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"})
             done.append({**op.to_dict(), "done": True, "error": None})
-        except WRITE_FAILURES as e:  # each fix is independent: report, go on
+        except write_failures() as e:  # each fix is independent: report, go on
             done.append({**op.to_dict(), "done": False, "error": f"{type(e).__name__}: {e}"})
     return done
 
 
 def _trim(api: Placement, consumer: str, classes, retries: int) -> None:
-    for _ in range(retries + 1):
+    for _attempt in range(retries + 1):
         body = api.get_allocations(consumer)
         try:
             api.put_allocations(consumer, trimmed(body, classes))

@@ -24,8 +24,8 @@ import dataclasses
 import time
 from typing import Callable
 
-from minbw.errors import (ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PartialApply,
-                          PlacementError, UndefinedCode)
+from minbw.errors import (
+    ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PartialApply, PlacementError, UndefinedCode)
 from minbw.model import microversions as mv
 from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
@@ -223,7 +223,6 @@ def no_valid_host(api: Placement, req: ServerRequest, attempts: list[dict] | Non
     return NoValidHost(text, diagnosis, attempts or [])
 
 
-
 def existing_claim(api: Placement, consumer: str, req: ServerRequest) -> Claim | None:
     """The consumer's current allocations, mapped to ``req``'s groups by the local solver; None if it has none.
 
@@ -254,7 +253,7 @@ def mapped_claim(api: Placement, consumer: str, allocs, req: ServerRequest, *, h
 
 def free(api: Placement, consumer: str, retries: int = 3) -> bool:
     """Remove all of a consumer's allocations safely (PUT {} at its generation). False when it had none."""
-    for _ in range(retries + 1):
+    for _attempt in range(retries + 1):
         current = api.get_allocations(consumer)
         if not current.get("allocations"):
             return False

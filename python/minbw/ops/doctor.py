@@ -59,6 +59,7 @@ def nova(conn, api) -> list[Check]:
         return [checks.compute_microversion(str(endpoint.max_microversion[0]) + "." +
                                             str(endpoint.max_microversion[1])
                                             if endpoint and endpoint.max_microversion else None)]
+
     def versions():
         decided = read_owner_nova(api, conn, read or None)
         return [checks.compute_versions(decided.applies, decided.why)]

@@ -42,8 +42,9 @@ from minbw.neutron.agentconf import config_from_report
 from minbw.neutron.ovn import chassis_config, chassis_from_values, parse_bridge_mappings
 from minbw.neutron.qos import min_rules
 from minbw.placement.client import Placement
-from minbw.reports.enforcement import (OVN, OVS, SRIOV, BoundPort, BridgeProvider, HostReport, OvnPlane, OvsPlane,
-                                       SriovPlane, egress_nics, nics, ovn_host, ovs_host, sriov_host)
+from minbw.reports.enforcement import (
+    OVN, OVS, SRIOV, BoundPort, BridgeProvider, HostReport, OvnPlane, OvsPlane, SriovPlane, egress_nics, nics, ovn_host,
+    ovs_host, sriov_host)
 
 DEFAULT_OVS_DB = "unix:/run/openvswitch/db.sock"
 IDS_PER_CALL = 100  # ids in one filtered listing (the URL stays well under the usual 8 KiB limits)
@@ -94,7 +95,7 @@ def pick_backend(host: str, agents: Iterable, wanted: str | None = None) -> tupl
     if len(found) > 1:
         raise InvalidInput(f"host {host} has {' and '.join(found[b].agent_type for b in sorted(found))}: choose the "
                            f"data plane to check with --backend {' or '.join(sorted(found))}")
-    (backend, agent), = found.items()
+    backend, agent = next(iter(found.items()))  # the one found
     return backend, agent
 
 
@@ -226,7 +227,7 @@ def read_neutron(conn, api: Placement, hosts: Iterable[str]) -> dict[str, Neutro
         if p.device_id and min_rules(policies.get(p.policy, ())):
             named.setdefault(p.device_id, set()).update(port_allocation(p).values())
     allocations = server_allocations(api, named)
-    providers = {h: {u for a in agents if a.host == h for u, _ in _agent_providers(a).values()} for h in hosts}
+    providers = {h: {u for a in agents if a.host == h for u, _name in _agent_providers(a).values()} for h in hosts}
     read = {u: inventories(api, u) for u in sorted(set().union(*providers.values()))}
     out = {}
     for h in hosts:
@@ -329,11 +330,11 @@ def _providers(reads: NeutronRead, rps: dict[str, tuple[str, str]], api: Placeme
     ``resource_provider_hypervisors``, not in Neutron's agent list) read from ``api``, or without one an error."""
     missing = sorted((name, uuid) for uuid, name in rps.values() if uuid not in reads.inventories)
     if missing and api is None:
-        raise InvalidInput(f"host {reads.host}: Placement's inventories of {', '.join(n for n, _ in missing)} are not "
+        raise InvalidInput(f"host {reads.host}: Placement's inventories of {', '.join(n for n, _uuid in missing)} are not "
                            f"in its neutron_reads (read for the bridges and PFs Neutron's agent list reports, at the "
                            f"host's own name; an ML2/OVN chassis's resource_provider_hypervisors are not there): "
                            f"check this host without neutron_reads")
-    read = {**reads.inventories, **{uuid: inventories(api, uuid) for _, uuid in missing}}
+    read = {**reads.inventories, **{uuid: inventories(api, uuid) for _name, uuid in missing}}
     return {d: BridgeProvider(uuid, name, read[uuid]) for d, (uuid, name) in rps.items()}
 
 
@@ -362,9 +363,9 @@ def read_chassis(where: HostPlane, host: str) -> tuple:
     mappings, the hypervisor names of ``ovn-cms-options``)."""
     switch = ovs.read(where.ovs_db)
     ids = dict(switch.external_ids)
-    config, _ = chassis_config(chassis_from_values({"external_ids": ids, "hostname": ids.get("hostname") or host},
-                                                   f"the Open vSwitch database {where.ovs_db}"))
-    for _, (bridge, *_) in sorted(config.device_mappings.items()):
+    config, _warnings = chassis_config(chassis_from_values({"external_ids": ids, "hostname": ids.get("hostname") or host},
+                                                           f"the Open vSwitch database {where.ovs_db}"))
+    for _physnet, (bridge, *_rest) in sorted(config.device_mappings.items()):
         switch.bridge(bridge)  # one the chassis maps but the database lacks: one line
     return config, switch
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
-from minbw.ops import WRITE_FAILURES, outcome_unknown, servers as server_ops, verify
+from minbw.ops import outcome_unknown, servers as server_ops, verify, write_failures
 from minbw.ops.neutron import write_binding_profile
 from minbw.model.providers import Provider
 from minbw.placement.client import Placement
@@ -107,7 +105,7 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
                 write_binding_profile(binding_conn, op.port,
                                       dict(by_id[op.port].binding_profile, allocation=op.binding))
             done.append(op)
-    except WRITE_FAILURES as e:
+    except write_failures() as e:
         maybe = [plan.ops[len(done)]] if outcome_unknown(e) else []  # the failed write
         undone = _roll_back(binding_conn, api, server, done + maybe, by_id, current)
         raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
@@ -140,7 +138,7 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
             else:
                 write_binding_profile(binding_conn, op.port, dict(by_id[op.port].binding_profile))
             undone.append(f"{op.action} {op.consumer or op.port}")
-        except WRITE_FAILURES as e:
+        except write_failures() as e:
             undone.append(f"{op.action} {op.consumer or op.port}: NOT undone ({e})")
     return undone
 
@@ -148,6 +146,7 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
 def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     """The named servers, or every server of every project: one Nova deletes between the listing and its read is
     gone (nothing to heal), not an error that stops the run for the others."""
+    from openstack import exceptions as sdk_exceptions
     if names:
         return [server_ops.find_server(conn, n) for n in names]
     found = []

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import BindingNotAllowed, ObjectNotFound
 from minbw.model.requests import PortRequest
 from minbw.neutron.port_request import build_port_request, segments_of_network
@@ -43,6 +41,7 @@ def write_binding_profile(conn, port, profile: dict):
     """Set a port's ``binding:profile`` (``port``: an id or an openstacksdk Port). Neutron lets only the
     service role write it (``update_port:binding:profile`` is ``rule:service_api``): connect as a service
     user (Nova's or Neutron's) for this write."""
+    from openstack import exceptions as sdk_exceptions
     try:
         return conn.network.update_port(port, binding_profile=profile)
     except sdk_exceptions.ForbiddenException as e:

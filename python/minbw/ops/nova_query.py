@@ -12,8 +12,6 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections.abc import Iterable, Sequence
 
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import InvalidInput, NotFound, ObjectNotFound, ProviderNotFound
 from minbw.nova import compute_root, owner
 from minbw.nova.fields import COMPUTE_NODE, COMPUTE_STATUS_DISABLED, OWNER_NOVA
@@ -39,6 +37,7 @@ def read_compute_hosts(conn) -> compute_root.NovaComputes:
     500, while one that stopped still counts as up: nova/api/openstack/compute/hypervisors.py; the e2e test reads
     this listing with one stopped, tests/e2e/test_create_root_cloud.py) and its nova-compute services' hosts. Where Nova cannot be read
     (a user without the admin role, an error answer) ``unread`` says why."""
+    from openstack import exceptions as sdk_exceptions
     try:
         services = frozenset(s.host for s in read_compute_services(conn))
         nodes: dict[str, list[str]] = {}
@@ -66,6 +65,7 @@ def read_owner_nova(api: Placement, conn=None, services: list[owner.ComputeServi
     Nova's nova-compute services (``services``, when the caller read them already) and compute nodes (``conn``: a
     connection whose catalog has Nova; two listings of Nova, one of Placement), else, where Nova's API cannot be
     read, from Placement alone (two listings)."""
+    from openstack import exceptions as sdk_exceptions
     known = OWNER_NOVA in api.existing_traits([OWNER_NOVA])  # a Placement whose os-traits predate it: none has it
     unread = ""
     if conn is not None:
@@ -159,8 +159,7 @@ def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability
                       subnets=subnets, segment_aggregates=segment_aggregates, owner_nova_why=decided.why)
 
 
-def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[tuple[Subnet, ...],
-                                                                              dict[str, tuple[str, ...]]]:
+def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[tuple[Subnet, ...], dict[str, tuple[str, ...]]]:
     """What Nova's ``routed_networks_filter`` reads for the ports that name a network (Neutron ports; a port
     given by its rules has none, and the filter adds nothing for it): the subnets of their networks (Neutron) and
     each subnet segment's aggregates (its resource provider in Placement; none when Neutron made no provider,
@@ -181,11 +180,11 @@ def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[t
 
 # what a root trait a request filter asks about means to an operator, and how to change it
 _MEANS = {
-    COMPUTE_STATUS_DISABLED: "its nova-compute service is disabled ('openstack compute service set --enable HOST "
-                               "nova-compute' brings it back)",
-    OWNER_NOVA: "its root lacks OWNER_NOVA, which every nova-compute of Nova 34 reports on its compute node (a "
-                  "root made by hand, a deleted compute's provider, or the trait removed; during a rolling upgrade "
-                  "to Nova 34: --owner-nova no)",
+    COMPUTE_STATUS_DISABLED: ("its nova-compute service is disabled ('openstack compute service set --enable HOST "
+                              "nova-compute' brings it back)"),
+    OWNER_NOVA: ("its root lacks OWNER_NOVA, which every nova-compute of Nova 34 reports on its compute node (a "
+                 "root made by hand, a deleted compute's provider, or the trait removed; during a rolling upgrade "
+                 "to Nova 34: --owner-nova no)"),
 }
 
 
@@ -214,8 +213,8 @@ def aggregate_exclusions(api: Placement, filters) -> dict[str, str]:
     return out
 
 
-def _removed(api: Placement, filters, roots: dict[str, str], kinds=("root_forbidden", "root_required",
-                                                                       "member_of")) -> list[dict]:
+def _removed(api: Placement, filters, roots: dict[str, str],
+             kinds=("root_forbidden", "root_required", "member_of")) -> list[dict]:
     filters = list(filters)
     traits = {a.partition(" ")[2] for f in filters for a in f.added if a.startswith(("root_forbidden ", "root_required "))}
     known = api.existing_traits(traits) if traits else set()  # Placement refuses a listing naming an unknown trait
@@ -225,7 +224,7 @@ def _removed(api: Placement, filters, roots: dict[str, str], kinds=("root_forbid
     out = []
     for f in filters:
         for added in f.added:
-            kind, _, what = added.partition(" ")
+            kind, _space, what = added.partition(" ")
             if kind not in kinds:
                 continue
             if kind == "root_forbidden":
@@ -255,7 +254,7 @@ def root_trait_reasons(filters) -> dict[str, str]:
     out = {}
     for f in filters:
         for added in f.added:
-            kind, _, trait = added.partition(" ")
+            kind, _space, trait = added.partition(" ")
             if kind in ("root_forbidden", "root_required"):
                 out[trait] = f"Nova's {f.name}: " + _MEANS.get(trait, f.why)
     return out

@@ -15,8 +15,6 @@ import socket
 import subprocess
 from collections.abc import Iterable, Sequence
 
-import yaml
-
 from minbw.errors import ConfigError
 from minbw.model.providers import DesiredState, Unit, error_line, skipped_line
 from minbw.neutron import naming, ovn
@@ -60,7 +58,7 @@ def read_southbound(db: str | None = None, sbctl: str | Sequence[str] | None = N
     """Every chassis of the southbound database (what Neutron's extension reads)."""
     argv = command(sbctl, OVN_SBCTL) + _db(db) + list(ovn.SB_LIST)
     where = f"the OVN southbound database{f' {db}' if db else ''}"
-    chassis, _ = ovn.chassis_of_rows(ovn.ovsdb_rows(_json(run(argv, where), where), where), where)
+    chassis, _whole_table = ovn.chassis_of_rows(ovn.ovsdb_rows(_json(run(argv, where), where), where), where)
     return chassis
 
 
@@ -70,8 +68,8 @@ def read_open_vswitch(db: str | None = None, vsctl: str | Sequence[str] | None =
     reads them; without ``external_ids:hostname`` the chassis is named after ``hostname`` or this machine)."""
     argv = command(vsctl, OVS_VSCTL) + _db(db) + list(ovn.OVS_LIST)
     where = f"the Open vSwitch database{f' {db}' if db else ''}"
-    chassis, _ = ovn.chassis_of_rows(ovn.ovsdb_rows(_json(run(argv, where), where), where), where,
-                                     hostname=hostname or socket.gethostname())
+    chassis, _whole_table = ovn.chassis_of_rows(ovn.ovsdb_rows(_json(run(argv, where), where), where), where,
+                                                hostname=hostname or socket.gethostname())
     return chassis[0]
 
 
@@ -87,6 +85,7 @@ def read_chassis_file(path: str, hostname: str | None = None) -> tuple[list[ovn.
     ``ovs-vsctl --format=json list Open_vSwitch``, or a YAML/JSON list (or one dict) of chassis values
     (``name``, ``hostname``, ``ovn-bridge-mappings``, ``ovn-cms-options``). True when it is the whole
     southbound table."""
+    import yaml
     try:
         with open(path) as f:
             document = yaml.safe_load(f)

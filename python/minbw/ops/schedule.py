@@ -18,12 +18,10 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import (BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError)
 from minbw.model.requests import PortRequest, ServerRequest
 from minbw.nova.inputs import Port
-from minbw.ops import WRITE_FAILURES, claims, neutron, segments
+from minbw.ops import claims, neutron, segments, write_failures
 from minbw.placement.client import Placement
 from minbw.plan.allocations import claim_op
 from minbw.reports.verify import capacities_from_summaries
@@ -122,6 +120,7 @@ def _binding_host(api_names: Mapping[str, str], attempt_op) -> str:
 
 def _bind(svc, port: PortPlan, host: str, profile: Mapping | None) -> str:
     """Bind one port to ``host``; "" when Neutron bound it, else why not."""
+    from openstack import exceptions as sdk_exceptions
     body = {"binding_host_id": host}
     if profile is not None:
         body["binding_profile"] = {"allocation": profile}
@@ -147,7 +146,7 @@ def _unbind(svc, port_ids: Iterable[str]) -> list[str]:
     for pid in port_ids:
         try:
             svc.network.update_port(pid, binding_host_id="", binding_profile={})
-        except WRITE_FAILURES:
+        except write_failures():
             stuck.append(pid)
     return stuck
 
@@ -273,7 +272,7 @@ def hosts_outside_segments(api: Placement, req: ServerRequest, choices: list[dic
     names = api.provider_names()
     segs = ", ".join(sorted({s for c in choices for s in c["segments"]}))
     return "; ".join(f"host {names.get(h, h)} is not in segment(s) {segs} of the ports' network"
-                     for h in sorted({h for h, _ in cands.by_host()}))
+                     for h in sorted({h for h, _requests in cands.by_host()}))
 
 
 def explain_segments(api: Placement, req: ServerRequest, choices: list[dict], err: NoValidHost) -> NoValidHost:

@@ -10,10 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from minbw.errors import (ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound, PartialApply, PlacementUnavailable,
-                          ProviderNotFound)
+from minbw.errors import (
+    ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound, PartialApply, PlacementUnavailable, ProviderNotFound)
 from minbw.neutron.segments import IPV4_ADDRESS, RoutedSegment, port_member_of, routed_segments
-from minbw.ops import WRITE_FAILURES, apply_in_order
+from minbw.ops import apply_in_order, write_failures
 from minbw.placement.client import Placement
 from minbw.plan import base
 from minbw.plan.segments import ObservedSegments, SegmentOp, SegmentsPlan, plan_segments, steady_recounts
@@ -83,8 +83,8 @@ def observe(api: Placement, segments: Iterable[RoutedSegment]) -> ObservedSegmen
     return ObservedSegments(providers, inventories, aggregates, roots, generations)
 
 
-def _read_and_plan(conn, api: Placement, networks, recount: bool = False) -> tuple[NeutronSegments, ObservedSegments,
-                                                                                 SegmentsPlan]:
+def _read_and_plan(conn, api: Placement, networks,
+                   recount: bool = False) -> tuple[NeutronSegments, ObservedSegments, SegmentsPlan]:
     facts = read_neutron(conn, networks)
     observed = observe(api, facts.segments)
     return facts, observed, plan_segments(facts.segments, observed, recount=recount)
@@ -193,7 +193,7 @@ def apply_segments(api: Placement, plan: base.Plan, labels: Mapping[str, str] | 
     for seg, ops in units.items():
         try:
             done.applied += apply_in_order(ops, lambda op: _apply_op(api, op), then=RESUME)
-        except WRITE_FAILURES as e:
+        except write_failures() as e:
             cause, made, pending = (e.cause, e.applied, e.pending) if isinstance(e, PartialApply) else (e, [], ops)
             done.applied += made
             if not isinstance(cause, MinbwError) or isinstance(cause, PlacementUnavailable):
@@ -237,7 +237,7 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
             raise ConcurrentUpdate(f"{op.name}: its inventory changed after the quiet window (a delta of "
                                    f"Neutron's): not recounted; run the recount again", status=409) from e
         return
-    for _ in range(RETRIES + 1):
+    for _attempt in range(RETRIES + 1):
         try:
             if op.action == "set_inventories":  # a new count: only where there is none yet
                 have, gen = api.get_inventories(op.uuid)

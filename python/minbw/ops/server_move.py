@@ -16,8 +16,6 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable
 
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import InvalidInput, MappingError, NovaMoveFailed, ObjectNotFound
 from minbw.model.claims import resources_by_provider
 from minbw.model.providers import stocks_of
@@ -194,6 +192,7 @@ def wait_for(conn, server_id: str, action: str, *, statuses: Iterable[str], migr
 
 def _call(action: str, server, fn, *args, **kwargs) -> None:
     """One Nova call; a refusal (4xx/5xx) becomes NovaMoveFailed with Nova's message."""
+    from openstack import exceptions as sdk_exceptions
     try:
         fn(*args, **kwargs)
     except sdk_exceptions.HttpException as e:
@@ -263,6 +262,7 @@ def compute_service(conn, host: str):
 def force_down(conn, host: str, down: bool = True) -> dict:
     """Mark the host's nova-compute forced down (or not): what evacuation needs of a failed source.
     Nova refuses to lift it while evacuations from the host wait for its clean-up."""
+    from openstack import exceptions as sdk_exceptions
     svc = compute_service(conn, host)
     try:
         conn.compute.update_service_forced_down(svc, host, "nova-compute", down)

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import time
 
-from openstack import exceptions as sdk_exceptions
-
-from minbw.errors import (MappingError, MicroversionUnsupported, MinbwError, NoValidHost, ObjectNotFound,
-                          ServerFailed)
+from minbw.errors import (
+    MappingError, MicroversionUnsupported, MinbwError, NoValidHost, ObjectNotFound, ServerFailed)
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims, neutron
 from minbw.placement.client import Placement
@@ -51,7 +49,7 @@ def request_of_server(server, ports) -> ServerRequest:
     flavor = dict(server.flavor or {})
     if "vcpus" not in flavor:
         raise MicroversionUnsupported(f"server {server.id}: the compute API did not embed the flavor (needs microversion "
-                         f"2.47 or later), so its resources are unknown")
+                                      f"2.47 or later), so its resources are unknown")
     image = server.image or {}
     return ServerRequest.from_flavor(flavor, ports=[p.request for p in ports if p.request],
                                      boot_from_volume=not image.get("id"))
@@ -102,6 +100,7 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
 def boot(conn, name: str, flavor: str, image: str, ports: list[str], *, wait: bool = True,
          timeout: int = 300):
     """Boot a server on existing ports (by name or id) and wait until it is ACTIVE or ERROR."""
+    from openstack import exceptions as sdk_exceptions
     compute, net = conn.compute, conn.network
     port_ids = [net.find_port(p, ignore_missing=False).id for p in ports]
     server = compute.create_server(name=name, flavor_id=compute.find_flavor(flavor, ignore_missing=False).id,

@@ -17,8 +17,8 @@ from typing import Callable, Mapping, Sequence
 from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
-from minbw.cache.providers import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE,  # noqa: F401 - s.*
-                                   ProviderCache, default_cache_path, verified as _verified)
+from minbw.cache.providers import (
+    DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, ProviderCache, verified as _verified)
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
 from minbw.nova.compute_root import NovaComputes
@@ -140,7 +140,7 @@ class ApplyResult:
         """One line per host tree whose writes failed: which, why, what is left."""
         return [skipped_line(f"host tree {f['tree']}", f["tree"], f"{f['error']} — {len(f['pending'])} of its writes "
                              f"not made (the first: {f['pending'][0]})", "run the sync again: it resumes from what "
-                             f"is in Placement") for f in self.failed]
+                             "is in Placement") for f in self.failed]
 
 
 def tree_of(plan: Plan, observed: Observed) -> Callable[[Op], str]:

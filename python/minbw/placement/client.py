@@ -16,10 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from keystoneauth1.exceptions import ConnectTimeout, RetriableConnectionFailure
-
-from minbw.errors import (DuplicateName, InvalidInput, MicroversionUnsupported, NotFound, PlacementUnavailable,
-                          ProviderNotFound, placement_error)
+from minbw.errors import (
+    DuplicateName, InvalidInput, MicroversionUnsupported, NotFound, PlacementUnavailable, ProviderNotFound,
+    placement_error)
 from minbw.model import microversions as mv
 from minbw.model.providers import Provider, ProviderDetail
 
@@ -35,6 +34,7 @@ DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud
 def _failure(e: Exception, timeout: float | None) -> str:
     """One line for a try that got no answer. keystoneauth raises ConnectTimeout for every timeout, the read
     timeout too (Placement took the request and did not answer in time), so its name alone misleads."""
+    from keystoneauth1.exceptions import ConnectTimeout
     if isinstance(e, ConnectTimeout):
         return f"no answer within {timeout:g} s ({e})" if timeout else f"timed out ({e})"
     return f"{type(e).__name__}: {e}"
@@ -144,6 +144,7 @@ class Placement:
         when what it writes is already there, else None. It is asked before trying again a write whose
         answer was lost, and before raising an error answer to such a retry (a 409: our own lost write).
         """
+        from keystoneauth1.exceptions import RetriableConnectionFailure
         if self.pinned is not None and mv.parse(microversion) > self.pinned:
             raise MicroversionUnsupported(
                 f"{method.upper()} {url.split('?')[0]} needs Placement microversion {mv.format(microversion)}, above "
@@ -259,7 +260,9 @@ class Placement:
         body = {"uuid": uuid, "name": name}
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
-        same = lambda: self._provider_as(uuid, name, parent_uuid)  # noqa: E731
+
+        def same():
+            return self._provider_as(uuid, name, parent_uuid)
         try:
             # at ERROR_CODES (>= CREATE_RETURNS_BODY): a duplicate carries its code (placement.duplicate_name)
             created = self.request("post", "/resource_providers", mv.ERROR_CODES, json=body, ok=(200,), converged=same)

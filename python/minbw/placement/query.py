@@ -119,7 +119,7 @@ def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tup
         why.append((mv.SAME_SUBTREE, "a request group without resources (a zero minimum)"))
     if any(g.required_any for g in groups):
         why.append((mv.ANY_TRAITS, "any-traits required=in:A,B (a multi-segment network)"))
-    return max(v for v, _ in why), why
+    return max(v for v, _reason in why), why
 
 
 def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
@@ -187,7 +187,7 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
         pairs.append(("group_policy", policy))
     if req.root_required or req.root_forbidden:
         pairs.append(("root_required", ",".join([*req.root_required,
-                                                  *(f"!{t}" for t in req.root_forbidden)])))
+                                                 *(f"!{t}" for t in req.root_forbidden)])))
     # Nova's form: every port's same_subtree as Neutron gives it; below 1.36 (an older Placement) the one-group
     # lists of groups with resources, always true, are left out (ServerRequest.same_subtrees)
     subtrees = req.same_subtree() if use >= mv.SAME_SUBTREE else req.same_subtrees()

@@ -157,13 +157,16 @@ def amounts(resources: Mapping[str, int]) -> str:
 
 
 def audit(allocations: Mapping[str, Mapping[str, Mapping[str, int]]], servers: Iterable[Server],
-          migrations: Iterable[Migration], ports: Iterable[PortBinding], names: Mapping[str, str] = {},
-          ignore: Iterable[str] = (), inventories: Mapping[str, Mapping[str, Mapping]] = {},
-          hosts: Mapping[str, str] = {}) -> AuditPlan:
+          migrations: Iterable[Migration], ports: Iterable[PortBinding], names: Mapping[str, str] | None = None,
+          ignore: Iterable[str] = (), inventories: Mapping[str, Mapping[str, Mapping]] | None = None,
+          hosts: Mapping[str, str] | None = None) -> AuditPlan:
     """``allocations``: provider → consumer → resources (of the providers read); ``servers``: the live
     servers; ``migrations``: Nova's migrations, any status; ``ignore``: consumers that are known to be
     someone else's (e.g. non-Nova claims); ``inventories``: provider → class → inventory (as Placement
     returns it) for the capacity check; ``hosts``: provider → its compute host (root provider's name)."""
+    names = {} if names is None else names
+    inventories = {} if inventories is None else inventories
+    hosts = {} if hosts is None else hosts
     servers = {s.id: s for s in servers}
     migrations = tuple(migrations)
     moving = {m.uuid for m in migrations if m.in_progress}

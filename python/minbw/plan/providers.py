@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound, RootRefused
 from minbw.model import microversions as mv
-from minbw.model.providers import (NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, Snapshots,
-                                   freeze_inventories, thaw_inventories)
+from minbw.model.providers import (
+    NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, Snapshots, freeze_inventories, thaw_inventories)
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import swept_agents
 from minbw.nova.compute_root import NovaComputes, check_root_inventory, root_of
@@ -118,7 +118,6 @@ class Plan(base.Plan):
                 "providers": [p.to_dict() for p in self.providers], "warnings": list(self.warnings)}
 
 
-
 def owned_agents(desired: DesiredState, providers) -> set[str]:
     """The agent providers whose unlisted children are stale: the desired agents and the swept ones, but for
     those a skipped unit may own (``desired.unswept``)."""
@@ -203,7 +202,7 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
                             f"silently reports nothing for its resource_provider_hypervisors entries"
                             + (f" (bridges {', '.join(devices)})" if devices else "") + "; minbw skips them too. "
-                            f"Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
+                            "Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
         elif desired.isolated:  # this hypervisor's configurations only: named, the others planned
             refused[hyp] = RootProviderNotFound(hyp, devices)
             skipped.append((hyp, str(refused[hyp])))

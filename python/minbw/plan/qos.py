@@ -57,7 +57,7 @@ def policy_view(policy) -> dict | None:
         return None
     d = policy.to_dict(computed=False) if hasattr(policy, "to_dict") else dict(policy)
     rules = [{k: v for k, v in dict(r).items() if k in ("id", "type", "direction", "min_kbps", "min_kpps",
-                                                          "max_kbps", "max_burst_kbps", "dscp_mark")
+                                                        "max_kbps", "max_burst_kbps", "dscp_mark")
               and v is not None} for r in d.get("rules") or ()]
     return {"id": d.get("id"), "name": d.get("name"), "description": d.get("description") or "",
             "shared": bool(d.get("is_shared", d.get("shared"))), "is_default": bool(d.get("is_default")),

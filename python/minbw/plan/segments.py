@@ -185,7 +185,7 @@ def plan_segments(segments: tuple[RoutedSegment, ...], observed: ObservedSegment
         roots_in = sorted(h for h in seg.hosts if h in observed.roots
                           and set(aggs) & observed.aggregates.get(observed.roots[h].uuid, frozenset()))
         before[seg.id] = None if rp is None else {"name": rp.name, "inventories": dict(have_inv),
-                                                   "aggregates": sorted(have_aggs), "hosts": roots_in}
+                                                  "aggregates": sorted(have_aggs), "hosts": roots_in}
         after[seg.id] = {"name": seg.provider_name, "inventories": dict(seg.inventory), "aggregates": list(aggs),
                          "hosts": sorted(h for h in seg.hosts if h in observed.roots)}
         if rp is None:
@@ -196,7 +196,7 @@ def plan_segments(segments: tuple[RoutedSegment, ...], observed: ObservedSegment
         else:
             ops += _inventory_ops(seg, want, have, observed.generations.get(seg.id), recount, differences)
             after[seg.id]["inventories"] = {IPV4_ADDRESS: {**want, **({} if recount else
-                                                                    {k: have.get(k) for k in COUNTS})}}
+                                                                      {k: have.get(k) for k in COUNTS})}}
         if not have_aggs:
             ops.append(SegmentOp("set_aggregates", uuid=seg.id, name=seg.provider_name, aggregates=aggs))
         for host in seg.hosts:

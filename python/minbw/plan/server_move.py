@@ -64,7 +64,7 @@ def plan_action(server: Mapping[str, Any], migration: Migration | None, action: 
     if done and status in HOLDING_STATUSES and migration is not None and migration.status == done:
         return Plan((), before, before)
     if (action == "shelve" and status == "SHELVED_OFFLOADED") or (action in ("unshelve", "start")
-                                                                    and status == "ACTIVE"):
+                                                                  and status == "ACTIVE"):
         return Plan((), before, before)
     if status not in _ACCEPTS[action]:
         raise InvalidInput(f"{name} is {status}; Nova accepts {action} only from "

@@ -19,7 +19,7 @@ def _label(req: ServerRequest, gid: str) -> str:
     for port in req.ports:
         for g in port.groups:
             if g.id == gid:
-                kinds = sorted({"bandwidth" if "BW" in rc else "packet rate" for rc, _ in g.resources}) or ["traits"]
+                kinds = sorted({"bandwidth" if "BW" in rc else "packet rate" for rc, _amount in g.resources}) or ["traits"]
                 return f"port {port.port_id} {'/'.join(kinds)} group {gid}"
     return f"group {gid}"
 

@@ -35,7 +35,7 @@ def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
     ``anchors_for_sharing_providers``). One listing, then two calls per sharing provider."""
     out = {}
     for s in api.list_providers(required=SHARING_TRAIT):
-        aggregates, _ = api.get_provider_aggregates(s.uuid)
+        aggregates, _generation = api.get_provider_aggregates(s.uuid)
         members = api.list_providers(member_of="in:" + ",".join(sorted(aggregates))) if aggregates else []
         out[s.uuid] = frozenset({p.root_uuid for p in members} | {s.root_uuid})
     return out

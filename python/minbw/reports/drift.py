@@ -35,7 +35,7 @@ class DriftRow:
 
     def to_dict(self) -> dict:
         return {"uuid": self.uuid, "name": self.name, "agree": self.agree, "differences": list(self.differences),
-                **{side: snap for side, snap in self.sides.items()}}
+                **self.sides}
 
 
 LABELS = {"ini": "ini", "agent": "agent", "placement": "Placement"}

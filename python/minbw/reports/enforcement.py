@@ -350,7 +350,7 @@ def _rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[Bound
     checked = dict(verdict=MISSING, programmed=programmed, kernel=kernel, notes=notes, **base)
     if missing:
         return Check(why=f"{rule.value} kbps asked: " + "; ".join(_why_no_queue(plane, n, port.id) for n in mine
-                                                                   if n.name in missing), **checked)
+                                                                  if n.name in missing), **checked)
     if wrong:
         nic, v = wrong[0]
         return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=f"{v.why} (queue on {nic})")

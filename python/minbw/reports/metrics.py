@@ -86,7 +86,7 @@ def _declare_providers(b: _Builder) -> None:
         b.declare(f"{stem}_reserved_{unit}", f"A provider's reserved {what} (kept back from allocations)")
         b.declare(f"{stem}_used_{unit}", f"A provider's {what} allocated to consumers")
         b.declare(f"{stem}_allocation_ratio", f"A provider's {what} allocation ratio (capacity = (total - reserved) "
-                                             f"x ratio)")
+                                              "x ratio)")
         b.declare(f"vnic_type_{stem}_inventory_{unit}", f"The {what} inventory of the providers serving a vnic type")
         b.declare(f"vnic_type_{stem}_reserved_{unit}", f"The reserved {what} of the providers serving a vnic type")
         b.declare(f"vnic_type_{stem}_used_{unit}", f"The {what} allocated on the providers serving a vnic type")

@@ -48,7 +48,7 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
             if not value:
                 raise InvalidInput(f"{option} is required to revert a move.")
         return allocation_migration.revert(api, request.consumer, request.migration, req, retries=request.retries,
-                            check=request.check)
+                                           check=request.check)
     for option, value in ((consumer_opt, request.consumer), (target_opt, request.target_host)):
         if not value:
             raise InvalidInput(f"{option} is required to move (or confirm / revert one).")
@@ -56,7 +56,7 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
         req = server_request(cloud, request.server or ServerSpec())[0]
     try:
         return allocation_migration.move(api, request.consumer, req, request.target_host, request.migration,
-                          retries=request.retries, check=request.check)
+                                         retries=request.retries, check=request.check)
     except MoveRefused as e:
         if e.reason != "same-host" or request.settled != "unchanged":
             raise

@@ -8,11 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from keystoneauth1 import exceptions as ksa_exceptions
-from keystoneauth1.identity.base import BaseIdentityPlugin
-from openstack import exceptions as sdk_exceptions
-from openstack.connection import Connection
-
 from minbw.errors import MissingService
 from minbw.usecases.connection import one_line
 
@@ -152,6 +147,8 @@ class Cloud:
         raise MissingService(service, project, needed_by, cloud, fix, why=why)
 
     def _why_absent(self, service: str) -> str | None:
+        from keystoneauth1.identity.base import BaseIdentityPlugin
+        from openstack.connection import Connection
         conn = self.conn
         config = conn.config
         key = service.replace("-", "_")
@@ -174,6 +171,8 @@ class Cloud:
     def _why_absent_without_catalog(self, service: str, override: str | None) -> str | None:
         """A cloud without a service catalog (``admin_token``, ``none``, ``http_basic``): every service is asked
         at its ``<service>_endpoint_override`` or else at the auth's one endpoint, whatever serves there."""
+        from keystoneauth1 import exceptions as ksa_exceptions
+        from openstack import exceptions as sdk_exceptions
         conn = self.conn
         config = conn.config
         key = service.replace("-", "_")

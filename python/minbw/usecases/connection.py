@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import requests
-from keystoneauth1 import exceptions as ksa_exceptions
-from openstack import exceptions as sdk_exceptions
-
 from minbw.errors import CloudError, PlacementError, PlacementUnavailable
 
 # how long the certificate check of an https endpoint that could not be reached may take
@@ -37,9 +33,10 @@ def where(region) -> tuple[str, str | None]:
 def _untrusted_certificate(url: str | None, region) -> bool:
     """Whether ``url`` is https and its certificate fails verification as the cloud verifies it
     (keystoneauth's version discovery hides the TLS error behind "unable to find a version document")."""
+    import requests
     if not url or not url.startswith("https://") or region is None:
         return False
-    verify, _ = region.get_requests_verify_args()  # False, True or the CA bundle's path
+    verify, _cert = region.get_requests_verify_args()  # False, True or the CA bundle's path
     if verify is False:
         return False
     try:
@@ -53,6 +50,8 @@ def _untrusted_certificate(url: str | None, region) -> bool:
 
 def explain(e: Exception, region, names: OptionNames) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
+    from keystoneauth1 import exceptions as ksa_exceptions
+    from openstack import exceptions as sdk_exceptions
     at, url = where(region)
     if isinstance(e, PlacementUnavailable) and not e.maybe_applied and e.__cause__ is not None:
         e = e.__cause__  # an unreachable endpoint, after the retry policy's tries: explained as before

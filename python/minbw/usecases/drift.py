@@ -64,7 +64,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
     # each ini file and chassis on its own: one that cannot be read is named and left out of the comparison
     configs, unread = read_agent_units(request.agent_configs, host=request.host, config_dirs=request.config_dirs,
                                        paths_option=request.option, dirs_option=request.name("config_dirs"))
-    ini = ovn.desired(configs, chassis, skipped=[u for u, _ in unread], isolate=True) \
+    ini = ovn.desired(configs, chassis, skipped=[u for u, _error in unread], isolate=True) \
         if (configs or chassis or unread) else None
     if ini is not None and ini.skipped and len(ini.skipped) == len(ini.units):  # nothing to compare
         if len(ini.units) == 1 and unread:

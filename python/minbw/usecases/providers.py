@@ -14,8 +14,8 @@ from minbw.ops import sync as s
 from minbw.errors import MinbwError
 from minbw.cache import desired as desired_memo
 from minbw.cache.providers import record_sync
-from minbw.ops.sync import (DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS,  # noqa: F401
-                            MAX_WORKERS)  # (the front ends' defaults)
+from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint: disable=unused-import
+    DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS)
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
 from minbw.plan.base import Plan
@@ -165,7 +165,7 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
                                            dirs_option=request.name("config_dirs"))
         chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
         # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
-        desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _ in unread], isolate=True)
+        desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _error in unread], isolate=True)
     if desired.skipped and len(desired.skipped) == len(desired.units):  # nothing could be done
         if len(desired.units) == 1 and unread:
             raise unread[0][1]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.ops.separation import separation as run
-from minbw.plan.separation import Separation, SeparationPlan, separation_of  # noqa: F401 - the front ends' parser
+from minbw.plan.separation import Separation, SeparationPlan, separation_of  # noqa: F401 - the front ends' parser  # pylint: disable=unused-import
 from minbw.usecases.cloud import Cloud
 
 

@@ -36,8 +36,8 @@ class ServerMoveResult:
 def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
     cloud.require("compute", "servers are moved through Nova")
     plan, seen = run(cloud.conn, request.server, request.action, host=request.host,
-                                flavor=request.flavor, force_down_source=request.force_down_source,
-                                timeout=request.timeout, check=request.check)
+                     flavor=request.flavor, force_down_source=request.force_down_source,
+                     timeout=request.timeout, check=request.check)
     return ServerMoveResult(plan, seen)
 
 

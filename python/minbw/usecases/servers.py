@@ -58,7 +58,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
             conn.compute.delete_server(found)
             return ServerResult(True, before, {})
         return ServerResult(True, before, {}, release=ops_servers.delete(conn, found.id, cloud.placement,
-                                                                          timeout=request.timeout))
+                                                                         timeout=request.timeout))
     if found is not None:
         made, changed = existing, False
     elif request.check:

@@ -94,7 +94,6 @@ def network_label(trait: str) -> str:
     return trait[len(PHYSNET_PREFIX):].lower() if trait.startswith(PHYSNET_PREFIX) else trait
 
 
-
 _TRAIT = re.compile(r"^[A-Z0-9_]{1,255}$")
 
 

@@ -99,7 +99,7 @@ def _group_label(req: ServerRequest, gid: str, port_names: Mapping[str, str]) ->
     for i, port in enumerate(req.ports):
         for g in port.groups:
             if g.id == gid:
-                kind = "/".join(sorted({"bandwidth" if "_BW_" in rc else "packet rate" for rc, _ in g.resources})) \
+                kind = "/".join(sorted({"bandwidth" if "_BW_" in rc else "packet rate" for rc, _amount in g.resources})) \
                     or "traits"
                 return f"{port_names.get(port.port_id) or f'port {port.port_id}'} {kind}"
     return f"group {gid}"
@@ -132,7 +132,7 @@ def _numbered_options(g: RequestGroup, tree: Tree) -> tuple[list[tuple], str]:
         return options, ""
     why = f"no provider of {tree.names[tree.root]} has {_traits_text(g)}" if g.required or g.required_any else \
         f"no provider of {tree.names[tree.root]} can take {', '.join(f'{rc}={a}' for rc, a in g.resources)}"
-    top = max((rank for rank, _ in near), default=None)
+    top = max((rank for rank, _text in near), default=None)
     nearest = [text for rank, text in near if rank == top][:4]
     return [], why + (f" ({'; '.join(nearest)})" if nearest else "")
 
@@ -161,7 +161,7 @@ def _unsuffixed_options(g: RequestGroup, tree: Tree) -> tuple[list[tuple], str]:
     options = []
     for combo in itertools.product(*per_class):
         # Placement: the providers that serve the group's classes must have its traits between them
-        if not g.trait_problem(set().union(*(tree.traits[rp] for _, _, rp, _ in combo))):
+        if not g.trait_problem(set().union(*(tree.traits[rp] for _gid, _rc, rp, _amount in combo))):
             options.append(combo)
         if len(options) >= MAX_COMBINATIONS:
             break
@@ -190,7 +190,7 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
         said = [f"lacks {t}" for t in missing] + [f"has {t}" for t in bad]
         why = [root_reasons[t] for t in (*missing, *bad) if t in root_reasons]
         return [], {}, [Limit(reason=f"the root {tree.names[tree.root]} {', '.join(said)}"
-                                 + (f" ({'; '.join(why)})" if why else ""))], False
+                              + (f" ({'; '.join(why)})" if why else ""))], False
     groups = req.request_groups()
     options, reasons = [], []
     for g in groups:
@@ -211,7 +211,7 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
             break
         providers: dict[str, set[str]] = {}
         for places in combo:
-            for gid, _, rp, _ in places:
+            for gid, _rc, rp, _amount in places:
                 providers.setdefault(gid, set()).add(rp)
         if isolate:
             numbered = [next(iter(providers[g.id])) for g in groups if g.id]
@@ -222,7 +222,7 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
             continue
         use: dict[tuple[str, str], int] = {}
         places = tuple(p for places in combo for p in places if p[1])
-        for _, rc, rp, amount in places:
+        for _gid, rc, rp, amount in places:
             use[(rp, rc)] = use.get((rp, rc), 0) + amount
         # groups sharing a provider: Placement sums them and checks the sum against max_unit
         if any(amount > tree.stocks[key].max_unit for key, amount in use.items()):
@@ -234,9 +234,9 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
     ways = list(seen.values())
     if not ways:
         return [], {}, [Limit(reason="no way to place all the groups together on one host: "
-                                 + ("group_policy=isolate, same_subtree or max_unit of shared providers rule out "
-                                    "every combination" if isolate or subtrees else
-                                    "max_unit of shared providers rules out every combination"))], cut
+                              + ("group_policy=isolate, same_subtree or max_unit of shared providers rule out "
+                                 "every combination" if isolate or subtrees else
+                                 "max_unit of shared providers rules out every combination"))], cut
     return ways, pools, [], cut
 
 
@@ -288,11 +288,11 @@ def _bounds(pools: Mapping[tuple[str, str, int], set], rem: Mapping, isolate: bo
     for (rc, amount), members in by_size.items():
         if len(members) < 2:
             continue
-        keys = frozenset().union(*(k for _, k in members))
+        keys = frozenset().union(*(k for _member, k in members))
         m = len(members)
         copies = [rem[k] // amount for k in keys]
         bound = sum(copies) // m
-        if isolate and all(gid for gid, _ in members):
+        if isolate and all(gid for gid, _keys in members):
             low, high = 0, bound  # sum(min(c, N)) - m * N only falls once N passes the largest c
             while low < high:
                 mid = (low + high + 1) // 2
@@ -300,8 +300,8 @@ def _bounds(pools: Mapping[tuple[str, str, int], set], rem: Mapping, isolate: bo
             bound = low
         out.append((bound, rc, keys, m * amount))
     for rc, members in by_class.items():
-        keys = frozenset().union(*(k for _, k in members))
-        need = sum(a for a, _ in members)
+        keys = frozenset().union(*(k for _member, k in members))
+        need = sum(a for a, _keys in members)
         out.append((sum(rem[k] for k in keys) // need, rc, keys, need))
     return out
 
@@ -320,7 +320,7 @@ class _Bound:
         self.suffix.reverse()
 
     def __call__(self, i: int, rem: Mapping) -> int:
-        return min(b for b, *_ in _bounds(self.suffix[i], rem, self.isolate))
+        return min(b for b, *_rest in _bounds(self.suffix[i], rem, self.isolate))
 
 
 def _look_ahead(ways: Sequence[_Way], cap: Mapping, bound: _Bound, steps: int = LOOK_AHEAD_STEPS) -> tuple[int, ...]:
@@ -343,7 +343,7 @@ def _look_ahead(ways: Sequence[_Way], cap: Mapping, bound: _Bound, steps: int = 
                 after[k] -= n * a
             # ties (often: the bounds see totals, not how they are spread) go to the way that leaves
             # its fullest inventory the most room: spreading keeps every way open longer
-            score = (n + everyone(0, after), min(after[k] / cap[k] if cap[k] else 0 for k, _ in w.use))
+            score = (n + everyone(0, after), min(after[k] / cap[k] if cap[k] else 0 for k, _amount in w.use))
             if score > best_score:
                 best_j, best_score = j, score
         if best_j is None:
@@ -450,8 +450,8 @@ def fit_together(pairs: Sequence[tuple[ServerRequest, Tree]],
         cut = cut or c
     if not all_ways:
         return Fit(0, 0, not cut, 0, tuple(reasons))
-    tree = merged([t for _, t in pairs])
-    cap = {key: tree.stocks[key].free for w in all_ways for key, _ in w.use}
+    tree = merged([t for _req, t in pairs])
+    cap = {key: tree.stocks[key].free for w in all_ways for key, _amount in w.use}
     isolate = pairs[0][0].effective_group_policy() == "isolate"
     packing = _pack(all_ways, cap, isolate)
     fits, first_fit, exact, upper = packing.fits, packing.first_fit, packing.exact, packing.upper
@@ -479,7 +479,7 @@ def _limits(ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packin
         if b != packing.fits or (rc, keys) in seen:
             continue
         seen.add((rc, keys))
-        rps = sorted((rp for rp, _ in keys), key=tree.order.index)
+        rps = sorted((rp for rp, _rc in keys), key=tree.order.index)
         tight.append(Limit(rc, tuple(tree.names[rp] for rp in rps), needs, sum(cap[k] for k in keys), b))
     if tight:
         # several give out at the same count: the one with the least left over first
@@ -494,4 +494,3 @@ def _limits(ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packin
                    key=lambda k: (tree.order.index(k[0]), k[1]))
     left = ", ".join(f"{rc} of {tree.names[rp]} ({rem[(rp, rc)]} left)" for rp, rc in short)
     return (Limit(reason=f"the ways to place a server compete: after {packing.fits}, none has room: {left}"),)
-
