@@ -155,9 +155,18 @@ def test_only_imports_change():
 
 
 def test_continued_imports_stay_aligned():
-    shipped = build_collection.shipped_text("ops/claims.py").splitlines()
-    (first,) = [i for i, line in enumerate(shipped) if line.startswith("from ..errors import (")]
-    assert shipped[first + 1].index(shipped[first + 1].strip()) == shipped[first].index("(") + 1
+    """An import continued onto further lines keeps pycodestyle's indent in the copy: a hanging indent (the
+    core's style, python/README.md), or one aligned with the parenthesis, which the copy moves with it."""
+    seen = 0
+    for rel in build_collection.closure():
+        shipped = build_collection.shipped_text(rel).splitlines()
+        for i, line in enumerate(shipped[:-1]):
+            if line.startswith("from .") and "(" in line and ")" not in line:
+                seen += 1
+                indent = len(shipped[i + 1]) - len(shipped[i + 1].lstrip(" "))
+                hanging = line.rstrip().endswith("(") and indent == 4
+                assert hanging or indent == line.index("(") + 1, f"{rel}:{i + 2}: {shipped[i + 1]!r}"
+    assert seen >= 5
 
 
 @pytest.mark.parametrize("depth, line, want", [
