@@ -42,7 +42,7 @@ from tests.support.timing import CPU_GROUP, failures, summarize  # noqa: E402
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 # tests/ansible is the largest CPU user (each playbook run starts ansible-playbook and, per task, a Python that
 # imports openstacksdk): these of its files go to local-1, the rest (and any new one) to local-2
-# (the CPU of each lane, measured in the run of 75fc9c7: tests/README.md, "Where the time goes")
+# (about even CPU in the two lanes: tests/README.md, "Where the time goes")
 ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_allocation_modules.py",
                    "tests/ansible/test_capacity_module.py", "tests/ansible/test_placement_local_role.py",
                    "tests/ansible/test_openstack_cloud_options.py"]
