@@ -42,6 +42,7 @@ class ConfigError(InvalidInput):
         self.neutron_message = message
 
     def to_dict(self) -> dict:
+        """The message with the option, the source file and the fix (None where not given)."""
         return {"msg": str(self), "option": self.option, "source": self.source, "fix": self.fix}
 
 
@@ -61,6 +62,7 @@ class NothingCompared(InvalidInput):
         super().__init__(f"{message}. Fix: {fix}")
 
     def to_dict(self) -> dict:
+        """The message, ``nothing_compared`` (True), how many OVN chassis Neutron shows, and the fix."""
         return {"msg": str(self), "nothing_compared": True, "ovn_chassis": self.ovn_chassis, "fix": self.fix}
 
 
@@ -104,9 +106,12 @@ class PartialApply(MinbwError):
 
     @property
     def status(self) -> int | None:
+        """The cause's HTTP status, or None when it has none."""
         return getattr(self.cause, "status", None)
 
     def to_dict(self) -> dict:
+        """The cause's fields (when a minbw error), then the message, the writes done and planned, and the writes
+        applied and not applied (each its dict, or its text)."""
         inner = self.cause.to_dict() if isinstance(self.cause, MinbwError) else {}
         return {**inner, "msg": str(self), "writes_done": len(self.applied), "writes_planned": self.planned,
                 "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied],
@@ -130,6 +135,7 @@ class NoValidHost(MinbwError):
         super().__init__(message)
 
     def to_dict(self) -> dict:
+        """The message, the per-group diagnosis and the attempts (lists of dicts)."""
         return {"msg": str(self), "diagnosis": self.diagnosis, "attempts": self.attempts}
 
 
@@ -146,6 +152,7 @@ class ClaimDiffers(ConsumerConflict):
         super().__init__(message)
 
     def to_dict(self) -> dict:
+        """The message and the allocations held and asked for."""
         return {"msg": str(self), "held": self.held, "asked": self.asked}
 
 
@@ -161,6 +168,7 @@ class OvercommitUndone(NoValidHost):
         super().__init__(message, diagnosis, attempts)
 
     def to_dict(self) -> dict:
+        """NoValidHost's dict plus ``excess``: what was found over capacity, a list of dicts."""
         return {**super().to_dict(), "excess": [dict(e) for e in self.excess]}
 
 
@@ -175,6 +183,7 @@ class RequestFilterFailed(NoValidHost):
                          + (f" Fix: {fix}" if fix else ""))
 
     def to_dict(self) -> dict:
+        """NoValidHost's dict plus the refusing filter's name and Nova's reason."""
         return {**super().to_dict(), "filter": self.filter, "reason": self.reason}
 
 
@@ -206,6 +215,7 @@ class RootRefused(PlanError):
         super().__init__(f"{why}. Fix: {fix}.")
 
     def to_dict(self) -> dict:
+        """The message, the hypervisor and the fix."""
         return {"msg": str(self), "hypervisor": self.hypervisor, "fix": self.fix}
 
 
@@ -234,6 +244,8 @@ class PlacementError(MinbwError):
         super().__init__(f"{where}{message}" + (f" ({', '.join(tail)})" if tail else ""))
 
     def to_dict(self) -> dict:
+        """Placement's own message (without method, URL, status or code), the status, the error code, the request id,
+        the method and the URL."""
         return {"msg": self.detail, "status": self.status, "code": self.code,
                 "request_id": self.request_id, "method": self.method, "url": self.url}
 
@@ -289,6 +301,7 @@ class PlacementUnavailable(PlacementError):
                          status=status, method=method, url=url)
 
     def to_dict(self) -> dict:
+        """PlacementError's dict plus the tries made and ``maybe_applied``."""
         return {**super().to_dict(), "tries": self.tries, "maybe_applied": self.maybe_applied}
 
 
@@ -339,6 +352,7 @@ class DaemonError(MinbwError):
         super().__init__(message)
 
     def to_dict(self) -> dict:
+        """The message, the reason, the port, the pid, the log file and the last lines of the log."""
         return {"msg": str(self), "reason": self.reason, "port": self.port, "pid": self.pid,
                 "log_file": self.log_file, "log_tail": self.log_tail}
 
@@ -362,6 +376,7 @@ class MoveRefused(PlanError):
         super().__init__(message)
 
     def to_dict(self) -> dict:
+        """The message, the rule that refused the move (``reason``), the consumer, the migration and the host."""
         return {"msg": str(self), "reason": self.reason, "consumer": self.consumer,
                 "migration": self.migration, "host": self.host}
 
@@ -385,6 +400,7 @@ class MissingService(CloudError):
                          + (fix or f"run it against a cloud with {project} (--os-cloud / the module's cloud)"))
 
     def to_dict(self) -> dict:
+        """The message, the missing service and ``why`` it is known missing."""
         return {"msg": str(self), "service": self.service, "why": self.why}
 
 
@@ -413,6 +429,8 @@ class NovaMoveFailed(MinbwError):
         super().__init__(message)
 
     def to_dict(self) -> dict:
+        """The message, the action, the server, the migration, the statuses last seen and the ones expected, whether the
+        wait ran out (``timed_out``) and Nova's fault."""
         return {"msg": str(self), "action": self.action, "server": self.server, "migration": self.migration,
                 "status": self.status, "task_state": self.task_state, "migration_status": self.migration_status,
                 "expected": dict(self.expected), "timed_out": self.timed_out, "fault": self.fault}
@@ -429,4 +447,5 @@ class DataPlaneUnreadable(InvalidInput):
         super().__init__(f"{where}: {what}")
 
     def to_dict(self) -> dict:
+        """The message, what could not be read and where."""
         return {"msg": str(self), "what": self.what, "where": self.where}

@@ -36,6 +36,7 @@ class Listing:
     amount: int = 0
 
     def filters(self) -> dict[str, str]:
+        """The query parameters of this listing: ``required`` (the trait) or ``resources`` (``CLASS:amount``)."""
         if self.trait:
             return {"required": self.trait}
         return {"resources": f"{self.resource_class}:{self.amount}"}
@@ -59,6 +60,7 @@ class Listing:
 
 
 def capacity(inv: Mapping) -> int:
+    """What the inventory ``inv`` can hold: ``(total - reserved) * allocation_ratio``, rounded down to an int."""
     inv = normalize_inventory(inv)
     return int((inv["total"] - inv["reserved"]) * inv["allocation_ratio"])
 

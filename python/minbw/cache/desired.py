@@ -104,6 +104,8 @@ class _Pickler(pickle.Pickler):
     """Pickles the read-only views (inventories) of a desired state as the views of their dicts."""
 
     def reducer_override(self, obj):
+        """A read-only view pickles as its dict, rebuilt as a view on load; anything else: NotImplemented (pickle's own
+        way)."""
         if isinstance(obj, MappingProxyType):  # (mappingproxy cannot be subclassed)
             return _frozen, (dict(obj),)
         return NotImplemented

@@ -122,6 +122,8 @@ class ProviderCache:
             "verified": self.clock() if verified is None else verified}, _INTS)
 
     def drop(self, uuid: str) -> None:
+        """Forget the entry of ``uuid`` (nothing when there is none); ``save`` removes it from the file too. Returns
+        None."""
         self.entries.pop(uuid, None)
         self._changed[uuid] = None
 
@@ -228,6 +230,8 @@ def record_sync(cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock:
 
 
 def read_sync_record(cache_path: str | os.PathLike) -> dict | None:
+    """The record of the last sync (``time``, ``ok``, ``writes``, ``last_success``), or None when there is none or it
+    cannot be read."""
     try:
         record = json.loads(sync_record_path(cache_path).read_text())
     except (OSError, ValueError):

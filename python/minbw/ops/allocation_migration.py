@@ -61,9 +61,12 @@ class MoveResult:
         return dict(self.claim.binding_profiles) if self.claim else {}
 
     def diff(self) -> dict:
+        """The plan's diff: the allocations before and after (Ansible's diff shape)."""
         return self.plan.diff()
 
     def to_dict(self) -> dict:
+        """The result as JSON values: the action, changed, check, the consumer and migration, the claim, the binding
+        profiles, the body written, the attempts, the plan with its before and after (reason and msg when unchanged)."""
         return {"action": self.action, "changed": self.changed, "check": self.check, "consumer": self.consumer,
                 "migration": self.migration, "claim": self.claim.to_dict() if self.claim else None,
                 "binding_profiles": self.binding_profiles,

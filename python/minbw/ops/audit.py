@@ -76,6 +76,8 @@ def servers_and_migrations(conn) -> tuple[list[Server], list[Migration]]:
 
 
 def run_audit(conn, api: Placement | Reader | None = None, *, ignore: Iterable[str] = (), progress=None) -> AuditPlan:
+    """Read Placement (through ``api``, default a client of ``conn``), Nova and Neutron and judge: the AuditPlan
+    (findings and fixes, nothing written). Lets Placement's errors through (PlacementError)."""
     seen = read_placement(api or Placement(conn), progress)
     servers, migrations = servers_and_migrations(conn)
     return audit(seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories,

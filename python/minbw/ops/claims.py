@@ -39,6 +39,8 @@ from minbw.readers.diagnose import diagnose, summary
 
 
 def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
+    """The allocation candidates for ``req`` (a CandidateSet, empty when it names a trait Placement does not know).
+    Raises RequestError or MicroversionUnsupported when the query cannot be built; lets PlacementError through."""
     params, version = build_query(req, api.max_version(), pinned=api.pin_limits())
     try:
         body = api.allocation_candidates(params, version)
@@ -174,6 +176,9 @@ def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, 
 
 
 def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sleep) -> str:
+    """PUT ``body`` for a consumer expected to hold nothing, retrying provider conflicts (then once at consumer
+    generation 0): "claimed", "capacity" (a 409 over capacity) or "provider-conflict". Raises ConsumerConflict when
+    another claim for the consumer won; lets other PlacementErrors through."""
     for attempt in range(retries + 1):
         try:
             api.put_allocations(consumer, body)

@@ -27,11 +27,15 @@ def _read(name: str, read: Callable[[], list[Check]], fix: str) -> list[Check]:
 
 
 def placement(api) -> list[Check]:
+    """The check of Placement's highest microversion, a list of one Check; a failed read is a ``fail`` or ``skip``
+    Check, not raised."""
     return _read("placement microversion", lambda: [checks.placement_version(api.server_max_version())],
                  "check the placement endpoint in clouds.yaml (or the catalog)")
 
 
 def neutron(conn) -> list[Check]:
+    """The checks of Neutron's extensions and agents (and, with agents, of who writes their providers), a list of
+    Checks; a failed read is a ``fail`` or ``skip`` Check, not raised."""
     found = []
 
     def read_agents():
@@ -48,6 +52,8 @@ def neutron(conn) -> list[Check]:
 
 
 def nova(conn, api) -> list[Check]:
+    """The checks of Nova's compute microversion, its nova-compute services and the versions their compute roots
+    show, a list of Checks; a failed read is a ``fail`` or ``skip`` Check, not raised."""
     read = []  # the services, listed once: their check, then the versions their compute nodes' roots show
 
     def services():

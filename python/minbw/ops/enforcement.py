@@ -168,6 +168,7 @@ class NeutronRead:
     inventories: Mapping[str, Mapping | None]  # provider uuid -> its inventories (None: no such provider)
 
     def to_dict(self) -> dict:
+        """The read as a dict of JSON values (the module's ``neutron_reads`` entry; ``from_dict`` reads it back)."""
         return asdict(self)
 
     @classmethod

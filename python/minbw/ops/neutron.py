@@ -23,6 +23,8 @@ class PortFacts:
 
 
 def port_facts(conn, name_or_id: str) -> PortFacts:
+    """What a port's request is built from: the port, its network, the rules of the QoS policy that applies and that
+    policy's id (a PortFacts). Raises ObjectNotFound when there is no such port."""
     net = conn.network
     port = net.find_port(name_or_id, ignore_missing=True)
     if port is None:
@@ -95,6 +97,7 @@ _PORT_ATTRS = {"binding:vnic_type": "binding_vnic_type"}
 
 
 def find_policy(conn, name_or_id: str):
+    """The QoS policy named or with id ``name_or_id`` (an openstacksdk QoSPolicy), or None when there is none."""
     return conn.network.find_qos_policy(name_or_id, ignore_missing=True)
 
 

@@ -47,6 +47,8 @@ class PortPlan:
                     subnet_ids=tuple(ip["subnet_id"] for ip in self.fixed_ips if ip.get("subnet_id")))
 
     def to_dict(self) -> dict:
+        """The port as JSON values: id, name, network_id, Neutron's ``resource_request`` shape and mode of its request
+        (None without one), and the notes."""
         return {"id": self.id, "name": self.name, "network_id": self.network_id,
                 "resource_request": self.request.to_neutron() if self.request else None,
                 "mode": self.request.mode if self.request else None, "notes": list(self.notes)}

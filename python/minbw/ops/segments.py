@@ -32,6 +32,7 @@ class NeutronSegments:
     subnet_segment: dict            # subnet id → segment id
 
     def of_network(self, network_id: str) -> tuple[RoutedSegment, ...]:
+        """The routed segments of the network ``network_id``, a tuple in listing order."""
         return tuple(s for s in self.segments if s.network_id == network_id)
 
 
@@ -67,6 +68,9 @@ def read_neutron(conn, networks: Iterable[str] | None = None) -> NeutronSegments
 
 
 def observe(api: Placement, segments: Iterable[RoutedSegment]) -> ObservedSegments:
+    """What Placement holds for ``segments``: their providers (a missing one left out), inventories and aggregates,
+    and each of their hosts' root provider with its aggregates (an ObservedSegments). Lets other PlacementErrors
+    through."""
     providers, inventories, aggregates, roots, generations = {}, {}, {}, {}, {}
     for seg in segments:
         try:
@@ -156,11 +160,14 @@ class SegmentsApplied:
     failed: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The writes made (each its dict) and the failed segments, each without its ``cause`` and with its pending
+        writes as dicts."""
         return {"applied": [op.to_dict() for op in self.applied],
                 "failed": [{**{k: v for k, v in f.items() if k != "cause"},
                             "pending": [op.to_dict() for op in f["pending"]]} for f in self.failed]}
 
     def failures(self) -> list[str]:
+        """One line per failed segment (:func:`failure_line`), a list of str."""
         return [failure_line(f) for f in self.to_dict()["failed"]]
 
 

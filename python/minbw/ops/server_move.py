@@ -41,6 +41,7 @@ def migrations(conn, server_id: str) -> list[Migration]:
 
 
 def latest_migration(conn, server_id: str) -> Migration | None:
+    """The server's newest migration record (a Migration), or None when it has none."""
     found = migrations(conn, server_id)
     return found[0] if found else None
 
@@ -253,6 +254,7 @@ def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: flo
 
 
 def compute_service(conn, host: str):
+    """The nova-compute service on ``host`` (an openstacksdk Service). Raises ObjectNotFound when there is none."""
     found = list(conn.compute.services(binary="nova-compute", host=host))
     if not found:
         raise ObjectNotFound(f"no nova-compute service on host {host!r}")
@@ -301,6 +303,9 @@ def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll
 
 
 def start(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+    """Start the server unless it is ACTIVE and wait until it is ACTIVE with no task: ``{"server": view, "migration":
+    None}``. Raises ObjectNotFound for no such server, NovaMoveFailed when Nova refuses, it goes to ERROR or the wait
+    runs out."""
     server = find_server(conn, name_or_id)
     if server.status != "ACTIVE":
         _call("start", server, conn.compute.start_server, server)

@@ -38,6 +38,8 @@ def port_state(conn, port_id: str) -> PortState:
 
 
 def find_server(conn, name_or_id: str):
+    """The server named or with id ``name_or_id``, read in full (embedded flavor, host, fault). Raises ObjectNotFound
+    when Nova has none."""
     server = conn.compute.find_server(name_or_id, ignore_missing=True)
     if server is None:
         raise ObjectNotFound(f"no server {name_or_id!r} in Nova")

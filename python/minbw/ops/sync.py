@@ -38,6 +38,7 @@ def _quiet(step: str, done: int, total: int) -> None:
 
 
 def check_workers(workers, option: str = "workers") -> int:
+    """``workers``, when a whole number from 1 to MAX_WORKERS. Raises InvalidInput naming ``option`` otherwise."""
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
         raise InvalidInput(f"{option}: expected a whole number from 1 to {MAX_WORKERS} (host trees written at "
                            f"once; default {DEFAULT_WORKERS}), got {workers!r}")
@@ -45,10 +46,14 @@ def check_workers(workers, option: str = "workers") -> int:
 
 
 def check_max_age(seconds, option: str = "cache_max_age") -> float:
+    """``seconds`` as a float (0: every provider re-read). Raises InvalidInput naming ``option`` when negative or not
+    a number."""
     return _seconds(seconds, option, f"0 re-reads every provider, as without the cache; default {DEFAULT_CACHE_MAX_AGE}")
 
 
 def check_check_interval(seconds, option: str = "cache_check_interval") -> float:
+    """``seconds`` as a float (0: the safety check at every sync). Raises InvalidInput naming ``option`` when
+    negative or not a number."""
     return _seconds(seconds, option, f"0 runs the safety check at every sync; default {DEFAULT_CACHE_CHECK_INTERVAL}")
 
 
@@ -131,6 +136,8 @@ class ApplyResult:
     failed: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
+        """The result as JSON values: the counts, the writes applied and providers kept (as dicts), the generations,
+        and the failed host trees with their pending writes as dicts."""
         return {"writes": self.writes, "retries": self.retries, "found_applied": self.found_applied,
                 "applied": [op.to_dict() for op in self.applied], "kept": [k.to_dict() for k in self.kept],
                 "generations": dict(self.generations),
@@ -195,6 +202,9 @@ class _Applier:
             self.progress("writes done", self.result.writes, self.total)
 
     def run(self, ops: Sequence[Op], tree: Callable[[Op], str], workers: int) -> None:
+        """Apply ``ops``: the trait creations first, then each host tree's (by ``tree``) in order, ``workers`` trees
+        at once. Returns None; a tree whose write raises a minbw error is recorded in ``failed`` and the others go
+        on. A trait creation's minbw error, and any other error, is raised."""
         self.total = len(ops)
         for op in ops:  # traits first: every tree's set_traits may need them
             if op.action == "create_trait":

@@ -171,5 +171,7 @@ def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> di
 
 
 def summary(diagnosis: list[dict]) -> str:
+    """One line of the diagnosis: each entry with problems as ``label: problem; problem``, joined by `` | ``
+    (empty when none has any)."""
     parts = [f"{e['label']}: {'; '.join(e['problems'])}" for e in diagnosis if e["problems"]]
     return " | ".join(parts)

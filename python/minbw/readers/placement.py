@@ -48,6 +48,7 @@ def _is_neutrons(uuid: str, name: str) -> bool:
 
 
 def holds_bandwidth(inventories: Mapping) -> bool:
+    """Whether ``inventories`` (keyed by resource class) has a guaranteed bandwidth or packet-rate class."""
     return any(rc in naming.GUARANTEED_CLASSES for rc in inventories)
 
 
@@ -63,6 +64,7 @@ class Reading:
     stats: Mapping[str, int] = field(default_factory=dict)
 
     def names(self) -> dict[str, str]:
+        """provider UUID → its name, for every listed provider."""
         return {u: p.name for u, p in self.providers.items()}
 
     def hosts(self) -> dict[str, str | None]:
@@ -71,6 +73,7 @@ class Reading:
         return {u: names.get(p.root_uuid) for u, p in self.providers.items()}
 
     def bandwidth(self) -> list[ProviderDetail]:
+        """The details of the providers that hold a bandwidth or packet-rate inventory, a list."""
         return [d for d in self.details.values() if holds_bandwidth(d.inventories)]
 
 
@@ -100,6 +103,8 @@ class Reader:
         self._frozen: dict = {}
 
     def listing(self, **filters: str) -> list[Provider]:
+        """The providers ``GET /resource_providers`` lists with ``filters``, the unchanged ones as the objects listed
+        before (without filters, those gone are forgotten). Lets Placement's errors through (PlacementError)."""
         listed, out = self._listed, []
         providers = self.api.list_providers(**filters)
         here = {p.uuid: p.uuid for p in providers}
@@ -242,6 +247,7 @@ class Reader:
         return out
 
     def save(self) -> None:
+        """Save the cache's changes (nothing without a cache). Returns None."""
         if self.cache is not None:
             self.cache.save()
 

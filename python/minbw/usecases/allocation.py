@@ -37,11 +37,13 @@ class ClaimResult:
     plan: ClaimPlan | None = None
 
     def diff(self) -> dict:
+        """Ansible's diff shape: ``claimed`` (and the host) before and after."""
         if not self.changed:
             return {"before": {"claimed": True, "host": self.claim.host}, "after": {"claimed": True, "host": self.claim.host}}
         return {"before": {"claimed": False}, "after": {"claimed": True, "host": self.claim.host}}
 
     def to_dict(self) -> dict:
+        """The claim as JSON values, with ``claimed`` and ``changed`` (and ``planned``, the plan, in check mode)."""
         out = {"claimed": not self.check or not self.changed, "changed": self.changed, **self.claim.to_dict()}
         if self.plan is not None:
             out["planned"] = self.plan.to_dict()
@@ -49,6 +51,11 @@ class ClaimResult:
 
 
 def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
+    """Claim ``request.server``'s resources for ``request.consumer`` (check mode: plan the first attempt only): a
+    ClaimResult, unchanged when the consumer already holds exactly such a claim. Raises ClaimDiffers when it holds
+    another, InvalidInput without project_id and user_id, NoValidHost (with the per-group diagnosis) when nothing
+    fits; lets the request's errors (InvalidInput, ObjectNotFound, MissingService), ConsumerConflict, PartialApply
+    and PlacementError through."""
     api = cloud.placement
     req, segments, nq = nova_query(cloud, request.server)
     held = api.get_allocations(request.consumer).get("allocations") or {}
@@ -92,9 +99,11 @@ class FreeResult:
 
     @property
     def changed(self) -> bool:
+        """Whether the consumer held allocations to free."""
         return self.plan.changed
 
     def to_dict(self) -> dict:
+        """``changed`` and the consumer."""
         return {"changed": self.changed, "consumer": self.consumer}
 
 

@@ -34,6 +34,10 @@ class MoveRequest:
 
 
 def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
+    """Move, confirm or revert (``request.step``) the consumer's allocations: a MoveResult. Raises InvalidInput when
+    the step's consumer, target host or migration is missing, MoveRefused when the step must not be made (a move to
+    where the consumer already is unless ``settled`` is "unchanged"), MappingError when such a settled claim does not
+    satisfy the request; lets NoValidHost, ConsumerConflict and PlacementError through."""
     api = cloud.placement
     consumer_opt, target_opt, migration_opt = request.options
     if request.step == CONFIRM:

@@ -29,6 +29,7 @@ class AuditResult:
 
     @property
     def changed(self) -> bool:
+        """Whether some fix was made."""
         return any(f["done"] for f in self.fixes)
 
     @property
@@ -44,13 +45,18 @@ class AuditResult:
 
     @property
     def ok(self) -> bool:
+        """Whether no finding is left (the opposite of ``left``)."""
         return not self.left
 
     def to_dict(self) -> dict:
+        """The plan's dict, with ``fixes``: what each fix tried did."""
         return {**self.plan.to_dict(), "fixes": list(self.fixes)}
 
 
 def audit(cloud: Cloud, request: AuditRequest) -> AuditResult:
+    """Read Nova, Neutron and Placement and judge (:func:`minbw.ops.audit.run_audit`), then apply the fixes when
+    ``request.fix`` and not ``check``: an AuditResult. Raises MissingService without Nova or Neutron; lets
+    PlacementError through (a failed fix is reported in ``fixes``, not raised)."""
     cloud.require("compute", "audit tells live servers and migrations from leaks by asking Nova")
     cloud.require("network", "audit reads the ports' binding allocations from Neutron")
     plan = run_audit(cloud.conn, cloud.reader(), ignore=request.ignore_consumers)

@@ -32,16 +32,21 @@ class CandidatesResult:
 
     @property
     def found(self) -> bool:
+        """Whether Placement returned some allocation candidate."""
         return bool(self.candidates.allocation_requests)
 
     @property
     def query(self) -> str:
+        """The candidates query sent, as ``GET /allocation_candidates?...``."""
         return f"GET /allocation_candidates?{query_string(self.candidates.params)}"
 
     def summary(self) -> str:
+        """The diagnosis in one line (empty when there is none)."""
         return summary(list(self.diagnosis))
 
     def to_dict(self) -> dict:
+        """The candidate set's dict with the candidates' view and count, the diagnosis, the segments and Nova's
+        request filters (as explained)."""
         return {**self.candidates.to_dict(), "candidates": list(self.view), "count": len(self.view),
                 "diagnosis": list(self.diagnosis), "segments": list(self.segments),
                 "nova_filters": self.nova.explain() if self.nova else []}

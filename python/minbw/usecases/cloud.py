@@ -90,6 +90,8 @@ class Cloud:
 
     @property
     def conn(self):
+        """The openstacksdk Connection, made by ``connect`` on first use (what ``connect`` raises, e.g. CloudError,
+        goes through)."""
         if self._conn is None:
             self._conn = self._connect()
         return self._conn

@@ -87,4 +87,6 @@ def explain(e: Exception, region, names: OptionNames) -> CloudError | None:
 
 
 def one_line(text) -> str:
+    """``text`` on one line: its whitespace runs made single spaces, a final full stop dropped ("no message" when
+    empty)."""
     return " ".join(str(text).split()).rstrip(".") or "no message"

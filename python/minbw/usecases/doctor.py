@@ -16,9 +16,11 @@ class DoctorResult:
 
     @property
     def status(self) -> str:
+        """The worst status among the checks ("ok" when there are none; skipped checks do not count)."""
         return checks.worst(self.checks)
 
     def to_dict(self) -> dict:
+        """The status and every check as a dict, in order."""
         return {"status": self.status, "checks": [c.to_dict() for c in self.checks]}
 
 

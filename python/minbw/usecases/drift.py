@@ -38,6 +38,8 @@ class DriftRequest:
     config_dirs: tuple[str, ...] = ()
 
     def name(self, option: str) -> str | None:
+        """How the front end names ``option`` (None: not offered); by default ``option`` itself, or ``self.option``
+        for agent_configs."""
         return self.options.get(option, self.option if option == "agent_configs" else option)
 
 
@@ -49,9 +51,11 @@ class DriftResult:
 
     @property
     def ok(self) -> bool:
+        """Whether every compared provider agrees and nothing was skipped."""
         return all(r.agree for r in self.rows) and not self.skipped
 
     def to_dict(self) -> dict:
+        """``ok``, each provider's row as a dict, the warnings and what was skipped."""
         return {"ok": self.ok, "providers": [r.to_dict() for r in self.rows], "warnings": list(self.warnings),
                 "skipped": list(self.skipped)}
 

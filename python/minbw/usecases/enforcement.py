@@ -41,6 +41,7 @@ class EnforcementResult:
         return self.report.ok
 
     def to_dict(self) -> dict:
+        """The host report's dict."""
         return self.report.to_dict()
 
 
@@ -49,6 +50,7 @@ class FleetReads:
     reads: dict[str, NeutronRead]
 
     def to_dict(self) -> dict:
+        """``neutron_reads``: host → its reads as a dict (by host name)."""
         return {"neutron_reads": {h: r.to_dict() for h, r in sorted(self.reads.items())}}
 
 
@@ -58,6 +60,8 @@ def _require_network(cloud: Cloud) -> None:
 
 
 def read_enforcement_fleet(cloud: Cloud, hosts) -> FleetReads:
+    """The Neutron and Placement reads of every host of ``hosts`` at once (FleetReads). Raises InvalidInput unless
+    ``hosts`` is a list of host names, MissingService without Neutron; lets PlacementError through."""
     hosts = list(hosts or ())
     if not hosts or not all(isinstance(h, str) and h for h in hosts):
         raise InvalidInput(f"hosts: expected a list of host names as Neutron names them (the ports' binding:host_id), "
@@ -67,6 +71,10 @@ def read_enforcement_fleet(cloud: Cloud, hosts) -> FleetReads:
 
 
 def show_enforcement(cloud: Cloud, request: EnforcementRequest) -> EnforcementResult:
+    """The host's enforcement check, from ``request.neutron_reads`` or read here (an EnforcementResult). Raises
+    InvalidInput for some but not all of the northbound ssl files, ``neutron_reads`` of another host or not of the
+    expected shape, or a backend that cannot be read as asked; DataPlaneUnreadable when the data plane cannot be
+    read; MissingService without Neutron."""
     ssl = (request.ovn_nb_private_key, request.ovn_nb_certificate, request.ovn_nb_ca_cert)
     if any(ssl) and not all(ssl):
         raise InvalidInput("an ssl: northbound remote needs the client's private key, certificate and CA certificate "

@@ -75,6 +75,7 @@ class PortSize:
 
     @property
     def vnic_type(self) -> str:
+        """The port size's vnic_type (its QoS port's)."""
         return self.port.vnic_type
 
 

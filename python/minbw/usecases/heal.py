@@ -21,10 +21,12 @@ class HealResult:
 
     @property
     def needed(self) -> list[dict]:
+        """The servers whose plan has writes to make."""
         return [r for r in self.servers if (r.get("plan") or {}).get("ops")]
 
     @property
     def changed(self) -> bool:
+        """Whether a server needed healing (check mode), or one was healed."""
         return bool(self.needed) if self.check else any(r.get("healed") for r in self.needed)
 
     @property
@@ -45,10 +47,14 @@ class HealResult:
         return any("rolled_back" in r for r in self.servers) and not any(r.get("healed") for r in self.servers)
 
     def to_dict(self) -> list[dict]:
+        """The per-server results, a list of dicts."""
         return list(self.servers)
 
 
 def heal(cloud: Cloud, request: HealRequest) -> HealResult:
+    """Plan and, unless ``check``, apply each named server's (or every server's) missing allocations and binding
+    profiles: a HealResult, one entry per server (a server that cannot be healed is reported, not raised). Raises
+    MissingService without Nova or Neutron."""
     cloud.require("compute", "heal reads the servers from Nova")
     cloud.require("network", "heal reads the servers' ports from Neutron")
     results = ops_heal.heal(cloud.conn, cloud.placement, names=request.servers, check=request.check,

@@ -31,9 +31,14 @@ def start(request: PlacementRequest) -> dict:
 
 
 def stop(request: PlacementRequest) -> dict:
+    """Stop the state directory's Placement (SIGTERM, then SIGKILL after the timeout) and remove its pid file:
+    ``changed``, ``pid``, ``pid_file``, ``state_dir`` (changed False when nothing of ours runs). Raises InvalidInput
+    for a bad timeout, DaemonError when it may not be stopped or would not exit."""
     return daemon.stop(request.state_dir, pid_file=request.pid_file,
                        timeout=daemon.STOP_TIMEOUT if request.timeout is None else request.timeout)
 
 
 def status(request: PlacementRequest) -> dict:
+    """Read-only: whether the state directory's Placement runs and answers (``running``, ``pid``, ``ours``, ``url``,
+    ``port``, ``port_in_use``, the paths, the cloud's name). Raises InvalidInput for a port outside 1-65535."""
     return daemon.status(request.state_dir, port=request.port, pid_file=request.pid_file, host=request.host)

@@ -30,13 +30,18 @@ class PortResult:
     present: bool
 
     def diff(self) -> dict:
+        """Ansible's diff shape: the port before and after ({} for absent)."""
         return {"before": self.before or {}, "after": self.after or {}}
 
     def to_dict(self) -> dict:
+        """``port``: the port after, and Neutron's ``resource_request`` when the port is to be present."""
         return {"port": self.after, **({"resource_request": self.resource_request} if self.present else {})}
 
 
 def port(cloud: Cloud, request: DesiredPort) -> PortResult:
+    """Make the port as desired (present or absent; check mode: the plan only): a PortResult with the port before and
+    after and, present, Neutron's ``resource_request``. Raises MissingService without Neutron; a write failing after
+    others is a PartialApply."""
     cloud.require("network", "ports live in Neutron")
     net = cloud.conn.network
     network_id = net.find_network(request.network, ignore_missing=False).id if request.network else None
@@ -61,6 +66,8 @@ def port(cloud: Cloud, request: DesiredPort) -> PortResult:
 
 
 def fixed_ip(net, entry: Mapping) -> dict:
+    """``entry`` ({subnet?, ip_address?}) as Neutron takes it: ``subnet_id`` (the subnet looked up by name or id) and
+    ``ip_address``, each when given."""
     out = {"subnet_id": net.find_subnet(entry["subnet"], ignore_missing=False).id} if entry.get("subnet") else {}
     if entry.get("ip_address"):
         out["ip_address"] = entry["ip_address"]

@@ -35,10 +35,15 @@ class PortRequestResult:
     compared: dict | None = None   # for a Neutron port: Neutron's own request and whether it matches
 
     def to_dict(self) -> dict:
+        """The request's view, the port id and, for a Neutron port, Neutron's request and whether it matches."""
         return {**request_view(self.request), "port_id": self.port_id, **(self.compared or {})}
 
 
 def port_request(cloud: Cloud | None, query: PortRequestQuery) -> PortRequestResult:
+    """The port's request: for ``query.port``, computed from what Neutron holds and compared with Neutron's own;
+    otherwise from ``query.qos_port`` (a PortRequestResult). Raises InvalidInput without a cloud for a Neutron port,
+    without a port id for no rules, or for two different port ids; MissingService without Neutron, ObjectNotFound for
+    no such port; lets RequestError through."""
     if query.port:
         if cloud is None:
             raise InvalidInput("reading a port from Neutron needs a cloud")

@@ -41,6 +41,7 @@ class OvnSources:
 
     @property
     def given(self) -> bool:
+        """Whether some source is given: files, the southbound, the Open vSwitch database or option values."""
         return bool(self.files or self.southbound or self.open_vswitch or self.values)
 
     def read(self, hostname: str | None = None):
@@ -75,6 +76,7 @@ class ProvidersRequest:
     options: Mapping[str, str] = field(default_factory=dict)  # option names in errors: workers, cache_max_age, ...
 
     def name(self, option: str) -> str:
+        """How the front end names ``option`` in errors (by default ``option`` itself)."""
         return self.options.get(option, option)
 
 
@@ -88,6 +90,7 @@ class ProvidersResult:
 
     @property
     def changed(self) -> bool:
+        """Whether the plan has writes."""
         return self.plan.changed
 
     def diffs(self) -> list[dict]:
@@ -137,6 +140,8 @@ class ProvidersResult:
                 for u in self.desired.units]
 
     def to_dict(self) -> dict:
+        """The plan's dict with its diff, the apply result (None: nothing written), the summary, the warnings, what
+        was skipped and each configuration's and chassis' unit."""
         out = self.plan.to_dict()
         out["diff"] = self.plan.diff()
         out["result"] = self.applied.to_dict() if self.applied is not None else None  # null: nothing written
@@ -242,8 +247,11 @@ class ShowResult:
     providers: tuple[dict, ...]  # in tree order, each with traits, inventories and usages
 
     def to_dict(self) -> list[dict]:
+        """The providers, a list of dicts in tree order."""
         return list(self.providers)
 
 
 def show(cloud: Cloud, request: ShowRequest) -> ShowResult:
+    """Every provider, or the tree of ``request.hypervisor``, with traits, inventories and usages, in tree order (a
+    ShowResult). Raises ObjectNotFound when no provider has that name; lets PlacementError through."""
     return ShowResult(tuple(provider_report(cloud.placement, request.hypervisor)))

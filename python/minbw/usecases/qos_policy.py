@@ -28,13 +28,18 @@ class PolicyResult:
     after: dict | None
 
     def diff(self) -> dict:
+        """Ansible's diff shape: the policy before and after ({} for absent)."""
         return {"before": self.before or {}, "after": self.after or {}}
 
     def to_dict(self) -> dict:
+        """``policy``: the policy after; ``changes``: the plan's ops as dicts."""
         return {"policy": self.after, "changes": [op.to_dict() for op in self.plan.ops]}
 
 
 def qos_policy(cloud: Cloud, request: DesiredPolicy) -> PolicyResult:
+    """Make the QoS policy as desired (present or absent; check mode: the plan only): a PolicyResult with the policy
+    before and after. Raises RequestError for bad rules (before any read), MissingService without Neutron; a write
+    failing after others is a PartialApply."""
     rules = None if request.rules is None else qos.parse_rules(
         {k: v for k, v in r.items() if v is not None} for r in request.rules)  # bad rules: refused before any read
     cloud.require("network", "QoS policies live in Neutron")

@@ -40,6 +40,7 @@ class ScheduleResult:
     changed: bool
 
     def to_dict(self) -> dict:
+        """The outcome as ops.schedule reports it (a copy)."""
         return dict(self.outcome)
 
 

@@ -30,10 +30,12 @@ class SegmentsResult:
 
     @property
     def changed(self) -> bool:
+        """Whether the sync wrote (False for a report)."""
         return bool(self.report.get("changed", False))
 
     @property
     def in_sync(self) -> bool:
+        """Whether Placement matches Neutron: the report's ``in_sync``, else whether the plan has no writes."""
         return self.report.get("in_sync", not self.report["plan"]["writes"])
 
     @property
@@ -47,10 +49,14 @@ class SegmentsResult:
         return list(self.report.get("unresolved") or ())
 
     def to_dict(self) -> dict:
+        """The report (a copy)."""
         return dict(self.report)
 
 
 def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
+    """Report the routed segments' providers against Neutron, or with ``request.sync`` make Placement hold them: a
+    SegmentsResult. Raises InvalidInput for a recount without a sync, MissingService without Neutron, ObjectNotFound
+    for a network Neutron does not have; lets PlacementError through."""
     if request.recount and not request.sync:
         raise InvalidInput(f"{request.option} goes with a sync (minbw segment sync, or --dry-run to see the "
                            f"recount planned)")

@@ -28,12 +28,18 @@ class ServerMoveResult:
     seen: dict | None   # the step's state after the action (server, migration, verdict)
 
     def to_dict(self) -> dict:
+        """The plan's dict, the server's view and the migration's dict after the action (None when nothing was waited
+        for)."""
         mig = (self.seen or {}).get("migration")
         return {"plan": self.plan.to_dict(), "server": (self.seen or {}).get("server"),
                 "migration": mig.to_dict() if mig else None}
 
 
 def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
+    """Plan the action and, unless ``check``, make it through Nova and wait for its end state: a ServerMoveResult
+    (the plan, and what the wait saw). Raises MissingService without Nova, ObjectNotFound for no such server,
+    InvalidInput when the action cannot be made from the server's state (or a flavor is missing or unknown),
+    NovaMoveFailed when Nova refuses it, the server or its migration fails, or the wait runs out."""
     cloud.require("compute", "servers are moved through Nova")
     plan, seen = run(cloud.conn, request.server, request.action, host=request.host,
                      flavor=request.flavor, force_down_source=request.force_down_source,

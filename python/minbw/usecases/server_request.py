@@ -47,6 +47,8 @@ class NovaServer:
         object.__setattr__(self, "nova_options", tuple(self.nova_options or ()))
 
     def scheduler_options(self) -> SchedulerOptions:
+        """Nova's scheduler options: its defaults, then ``nova_conf``'s, then ``nova_options``. Raises InvalidInput
+        when ``nova_conf`` cannot be read, ConfigError for an option that cannot be used."""
         return read_scheduler_options(self.nova_options, self.nova_conf)
 
 
@@ -79,6 +81,7 @@ class ServerSpec(NovaServer):
 
     @property
     def empty(self) -> bool:
+        """Whether the spec asks for nothing: no resources, traits, ports or flavor."""
         return not (self.resources or self.required or self.port_requests or self.qos_ports or self.ports
                     or self.flavor)
 

@@ -11,6 +11,7 @@ from minbw.usecases.cloud import Cloud
 
 
 def server_view(server) -> dict:
+    """The server's id, name, status, hypervisor hostname, compute host and fault, a dict."""
     return dict(id=server.id, name=server.name, status=server.status, hypervisor_hostname=server.hypervisor_hostname,
                 compute_host=server.compute_host, fault=server.fault)
 
@@ -36,9 +37,12 @@ class ServerResult:
     release: dict | None = None    # after a deletion with wait: what is left of its allocations and bindings
 
     def diff(self) -> dict:
+        """Ansible's diff shape: the server's view before and after ({} for absent)."""
         return {"before": self.before, "after": self.after}
 
     def to_dict(self) -> dict:
+        """``server``: its view (None in check mode before a boot; nothing when absent), and ``release`` after a
+        waited deletion."""
         out = {} if self.server is None and self.release is None and not self.after else {"server": self.server}
         if self.release is not None:
             out["release"] = self.release
@@ -46,6 +50,10 @@ class ServerResult:
 
 
 def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
+    """Boot the server unless it exists, or with ``present`` off delete it (with ``wait``: until its allocations and
+    bindings are released); check mode: what would be done. A ServerResult. Raises MissingService without Nova,
+    InvalidInput when booting lacks a flavor, image or ports; for a server in ERROR, NoValidHost (with the per-group
+    diagnosis) or ServerFailed."""
     cloud.require("compute", "servers are booted and deleted through Nova")
     conn = cloud.conn
     found = conn.compute.find_server(request.name, ignore_missing=True)

@@ -18,10 +18,14 @@ class UsageResult:
     providers: tuple[dict, ...]  # uuid, name, generation, inventories, usages, allocations
 
     def to_dict(self) -> list[dict]:
+        """Each provider's uuid, name, generation, usages and allocations, a list of dicts."""
         return [{k: p[k] for k in ("uuid", "name", "generation", "usages", "allocations")} for p in self.providers]
 
 
 def usage(cloud: Cloud, request: UsageRequest) -> UsageResult:
+    """The providers with inventory (every one, one hypervisor's tree, or ``request.provider`` alone) with their
+    inventories, usages and allocations, each read again (a UsageResult). Raises ObjectNotFound when no provider has
+    the hypervisor's name; lets PlacementError (ProviderNotFound, NotFound) through."""
     api = cloud.placement
     if request.provider:
         p = api.get_provider(request.provider)
