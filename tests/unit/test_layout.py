@@ -246,6 +246,26 @@ def test_every_exception_lives_in_errors():
                     f"{name}.{node.name} is an exception outside errors.py"
 
 
+# The use-case layer and below: each public function and method says what it returns and raises (issue 44)
+DOCUMENTED = ("usecases", "ops", "cache", "readers", "errors")
+
+
+def _public_functions(tree: ast.AST):
+    """Top-level functions and the methods of classes: not the functions nested in another."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        elif isinstance(node, ast.ClassDef):
+            yield from (n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+
+def test_the_public_functions_of_the_lower_layers_have_docstrings():
+    missing = [f"{name}.{node.name} (line {node.lineno})" for name, tree in MODULES.items()
+               if (name.split(".") + [""])[1] in DOCUMENTED
+               for node in _public_functions(tree) if not node.name.startswith("_") and not ast.get_docstring(node)]
+    assert not missing, f"public functions without a docstring: {missing}"
+
+
 def test_test_files_have_unique_names():
     # tests/ has no __init__.py: pytest imports test files by basename, so two with one name break collection
     tests = Path(__file__).resolve().parents[1]
