@@ -48,6 +48,7 @@ class _Group:
     forbidden: set[str] = field(default_factory=set)
 
     def empty(self) -> bool:
+        """Whether the group asks for nothing: no resources, no required and no forbidden traits."""
         return not (self.resources or self.required or self.forbidden)
 
 
