@@ -25,6 +25,8 @@ class PortState:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The port as a JSON-ready dict: id, name, request_source, resource_request (Neutron's format),
+        binding_allocation, binding_host, notes."""
         return {"id": self.id, "name": self.name, "request_source": self.source,
                 "resource_request": self.request.to_neutron() if self.request else None,
                 "binding_allocation": dict(self.binding_profile).get("allocation"),
