@@ -299,6 +299,7 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
                           source=source)
 
     def at(option: str) -> str:
+        """The file that set ``option`` (``origins``), else ``source``."""
         return origins.get(option, source)
 
     if kind == naming.OVS:
@@ -320,6 +321,8 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
     tunnelled = tunnelled_rp_name if kind == naming.OVS else None
 
     def validate():
+        """validate_rp_bandwidth on the parsed values; returns None. Raises ConfigError naming
+        resource_provider_bandwidths's file when a device is not mapped."""
         try:
             validate_rp_bandwidth(bandwidths, devices, tunnelled_network_rp_name=tunnelled)
         except ValueError as e:
@@ -394,11 +397,14 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
     key_line = 0
 
     def invalid(lineno: int, message: str, line: str) -> ConfigError:
+        """The ConfigError (returned, not raised) for line ``lineno`` of the file: not a valid ini file, ``message``."""
         return ConfigError(f"not a valid ini file: at line {lineno}, {message}: {line!r}", source=source,
                            fix="every option must be NAME = VALUE under a [section] header, a continuation line "
                                "indented right after it")
 
     def assign() -> None:
+        """Store the option being read (its lines joined) in its group; returns None. Raises ConfigError when no section
+        started before it."""
         if group is None:
             raise invalid(key_line, "Section must be started before assignment", lines[key_line - 1].rstrip())
         groups[group][key] = "\n".join(value)

@@ -260,6 +260,8 @@ def parse_cpu_spec(spec: str) -> set[int]:
     rejected: set[int] = set()
 
     def bad(kind: str, rule: str) -> RequestError:
+        """The RequestError (returned, not raised) for a ``kind`` expression ``rule`` of the mask that does not
+        parse."""
         return RequestError(f"CPU mask {spec!r}: invalid {kind} expression {rule!r}: Nova refuses it (Invalid). "
                             f"Fix: write CPU numbers, ranges A-B and exclusions ^N separated by commas.")
     for rule in spec.split(","):

@@ -220,6 +220,7 @@ def routed_networks_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult
     added, routed = [], []
 
     def aggregates_of(segment: str, failure: str) -> tuple[str, ...]:
+        """The segment's aggregates, a tuple. Raises RequestFilterFailed with ``failure`` when it has none."""
         aggs = segment_aggs.get(segment)
         if not aggs:
             raise RequestFilterFailed(name, failure, fix=(

@@ -124,6 +124,7 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
     groups: dict[str | None, _Group] = {}
 
     def group(ident: str | None) -> _Group:
+        """The group being assembled for ``ident`` (None: the unsuffixed one), made on first use."""
         return groups.setdefault(ident, _Group(ident))
 
     policy = None

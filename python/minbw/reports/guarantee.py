@@ -54,6 +54,7 @@ def check_guarantee(server: Mapping, ports: list[PortState], claim: Claim | None
     groups = {gid: rps[0] for gid, rps in (claim.mapping if claim else {}).items() if gid}
 
     def name(rp):
+        """A provider as ``NAME (UUID)`` (the uuid alone for a name when ``providers`` has none)."""
         return f"{providers.get(rp, {}).get('name') or rp} ({rp})"
 
     for port in ports:

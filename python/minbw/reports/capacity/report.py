@@ -173,6 +173,7 @@ def pools_of(host_trees: Iterable[Tree]) -> list[list[Tree]]:
     parent = list(range(len(host_trees)))
 
     def find(i):
+        """The index of the tree that stands for ``i``'s pool (union-find, paths halved on the way)."""
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]

@@ -58,6 +58,8 @@ class CapacityRequest:
         traits = tuple(traits)
 
         def group(g: RequestGroup) -> RequestGroup:
+            """``g`` with ``traits`` required (one trait) or as any-traits (several) when it is an open group, else
+            ``g``."""
             if g.id not in self.open_groups:
                 return g
             if len(traits) == 1:

@@ -393,6 +393,8 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
     counts = [0] * len(ways)
 
     def dfs(i: int, rem: dict, placed: int) -> None:
+        """Branch and bound over the ways from ``i`` with ``rem`` left and ``placed`` servers so far: updates best and
+        best_counts; returns None, setting exhausted past SEARCH_BUDGET nodes."""
         nonlocal best, best_counts, nodes, exhausted
         nodes += 1
         if nodes > SEARCH_BUDGET:
