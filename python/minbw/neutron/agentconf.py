@@ -54,6 +54,7 @@ SYNTAX = {
 
 
 def syntax_fix(option: str) -> str:
+    """The fix a ConfigError gives for an option: ``write OPTION as`` its syntax from ``SYNTAX`` (a str)."""
     return f"write {option} as {SYNTAX[option]}"
 
 
@@ -145,6 +146,9 @@ def _parse_rp_options(options: list[str], keys: tuple[str, ...]) -> dict[str, di
 
 
 def parse_rp_bandwidths(bandwidths: list[str]) -> dict[str, dict[str, int | None]]:
+    """neutron_lib.placement.utils.parse_rp_bandwidths: ``DEVICE:EGRESS:INGRESS`` items → a dict keyed by device of
+    {"egress", "ingress"} in kbps (None: left empty). Raises ValueError (Neutron's message) on a wrong number of fields,
+    a device listed twice or a rate that is not a non-negative integer."""
     try:
         return _parse_rp_options(bandwidths, ("egress", "ingress"))
     except ValueError as e:
@@ -160,6 +164,9 @@ def _pp_default_hypervisor(cfg: dict, host: str) -> None:
 
 
 def parse_rp_pp_with_direction(pkt_rates: list[str], host: str) -> dict:
+    """neutron_lib.placement.utils.parse_rp_pp_with_direction: ``[HYPERVISOR]:EGRESS:INGRESS`` items → a dict keyed by
+    hypervisor of {"egress", "ingress"} in kpps, the empty hypervisor name taken as ``host``. Raises ValueError
+    (Neutron's message) as parse_rp_bandwidths does, or when both ``host`` and the empty name are given."""
     try:
         cfg = _parse_rp_options(pkt_rates, ("egress", "ingress"))
         _pp_default_hypervisor(cfg, host)
@@ -169,6 +176,9 @@ def parse_rp_pp_with_direction(pkt_rates: list[str], host: str) -> dict:
 
 
 def parse_rp_pp_without_direction(pkt_rates: list[str], host: str) -> dict:
+    """neutron_lib.placement.utils.parse_rp_pp_without_direction: ``[HYPERVISOR]:KPPS`` items → a dict keyed by
+    hypervisor of {"any"} in kpps, the empty hypervisor name taken as ``host``. Raises ValueError (Neutron's message) as
+    parse_rp_pp_with_direction does."""
     try:
         cfg = _parse_rp_options(pkt_rates, ("any",))
         _pp_default_hypervisor(cfg, host)
@@ -178,6 +188,9 @@ def parse_rp_pp_without_direction(pkt_rates: list[str], host: str) -> dict:
 
 
 def parse_rp_inventory_defaults(inventory_defaults: dict) -> dict:
+    """neutron_lib.placement.utils.parse_rp_inventory_defaults: a copy of the dict with allocation_ratio a float and
+    min_unit, max_unit, reserved and step_size ints. Raises ValueError (Neutron's message) on another key or a value
+    that is negative or does not parse."""
     inventory_defaults = dict(inventory_defaults)
     unexpected = set(inventory_defaults) - INVENTORY_OPTIONS
     if unexpected:
@@ -240,6 +253,7 @@ class AgentConfig:
 
     @property
     def agent_kind(self) -> naming.AgentKind:
+        """The :class:`naming.AgentKind` of ``kind`` (agent type, binary, vnic types, ini section, mappings option)."""
         return naming.AGENT_KINDS[self.kind]
 
     def configurations(self) -> dict:
@@ -285,6 +299,7 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
                           source=source)
 
     def at(option: str) -> str:
+        """The file that set ``option`` (``origins``), else ``source``."""
         return origins.get(option, source)
 
     if kind == naming.OVS:
@@ -306,6 +321,8 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
     tunnelled = tunnelled_rp_name if kind == naming.OVS else None
 
     def validate():
+        """validate_rp_bandwidth on the parsed values; returns None. Raises ConfigError naming
+        resource_provider_bandwidths's file when a device is not mapped."""
         try:
             validate_rp_bandwidth(bandwidths, devices, tunnelled_network_rp_name=tunnelled)
         except ValueError as e:
@@ -380,11 +397,14 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
     key_line = 0
 
     def invalid(lineno: int, message: str, line: str) -> ConfigError:
+        """The ConfigError (returned, not raised) for line ``lineno`` of the file: not a valid ini file, ``message``."""
         return ConfigError(f"not a valid ini file: at line {lineno}, {message}: {line!r}", source=source,
                            fix="every option must be NAME = VALUE under a [section] header, a continuation line "
                                "indented right after it")
 
     def assign() -> None:
+        """Store the option being read (its lines joined) in its group; returns None. Raises ConfigError when no section
+        started before it."""
         if group is None:
             raise invalid(key_line, "Section must be started before assignment", lines[key_line - 1].rstrip())
         groups[group][key] = "\n".join(value)
@@ -460,6 +480,7 @@ class Layers:
     origins: Mapping[str, Mapping[str, str]]
 
     def group(self, name: str) -> Mapping[str, str]:
+        """The group's raw option values, as the last file that sets each has it ({}: no file has the group)."""
         return self.groups.get(name, {})
 
     def value(self, group: str, option: str) -> str | None:
@@ -702,6 +723,8 @@ def edit_ini(text: str, section: str, updates: Mapping[str, str | None]) -> str:
 # ---------------------------------------------------------------- rendering structured values
 
 def render_mappings(mappings: Mapping[str, str | list[str] | tuple[str, ...]]) -> str:
+    """``PHYSNET:DEVICE,...`` for bridge_mappings / physical_device_mappings (one device or a sequence of them per
+    physnet): a str."""
     items = []
     for physnet, devs in mappings.items():
         for dev in ([devs] if isinstance(devs, str) else devs):
@@ -714,19 +737,26 @@ def _rate(v) -> str:
 
 
 def render_bandwidths(bandwidths: Mapping[str, Mapping[str, int | None] | None]) -> str:
+    """``DEVICE:EGRESS:INGRESS,...`` for resource_provider_bandwidths, a None rate (or device value) left empty: a
+    str."""
     return ",".join(f"{dev}:{_rate((bw or {}).get('egress'))}:{_rate((bw or {}).get('ingress'))}"
                     for dev, bw in bandwidths.items())
 
 
 def render_dict(values: Mapping[str, object]) -> str:
+    """``KEY:VALUE,...`` as an oslo.config DictOpt is written: a str."""
     return ",".join(f"{k}:{v}" for k, v in values.items())
 
 
 def render_pp_with_direction(rates: Mapping[str, Mapping[str, int | None]]) -> str:
+    """``HYPERVISOR:EGRESS:INGRESS,...`` for resource_provider_packet_processing_with_direction, a None rate left empty:
+    a str."""
     return render_bandwidths(rates)
 
 
 def render_pp_without_direction(rates: Mapping[str, int | None]) -> str:
+    """``HYPERVISOR:KPPS,...`` for resource_provider_packet_processing_without_direction, a None rate left empty: a
+    str."""
     return ",".join(f"{hyp}:{_rate(r)}" for hyp, r in rates.items())
 
 

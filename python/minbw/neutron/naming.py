@@ -100,26 +100,34 @@ def custom_trait(name: str) -> str:
 
 
 def physnet_trait(physnet: str) -> str:
+    """The physnet's trait: ``CUSTOM_PHYSNET_`` + the normalized name (os_traits.normalize_name), a str."""
     return custom_trait("PHYSNET_" + physnet)
 
 
 def vnic_type_trait(vnic_type: str) -> str:
+    """The vnic type's trait: ``CUSTOM_VNIC_TYPE_`` + the normalized name, a str."""
     return custom_trait("VNIC_TYPE_" + vnic_type)
 
 
 def agent_rp_uuid(kind: AgentKind, hypervisor: str) -> str:
+    """The agent provider's uuid, as neutron-lib's placement.utils.agent_resource_provider_uuid: uuid5 of the hypervisor
+    in the kind's namespace, a str."""
     return str(uuid.uuid5(kind.namespace, hypervisor))
 
 
 def device_rp_uuid(kind: AgentKind, hypervisor: str, device: str) -> str:
+    """The device provider's uuid, as neutron-lib's placement.utils.device_resource_provider_uuid: uuid5 of
+    ``HYPERVISOR:DEVICE`` in the kind's namespace, a str."""
     return str(uuid.uuid5(kind.namespace, f"{hypervisor}:{device}"))
 
 
 def agent_rp_name(kind: AgentKind, hypervisor: str) -> str:
+    """The agent provider's name, ``HYPERVISOR:AGENT TYPE``."""
     return f"{hypervisor}:{kind.agent_type}"
 
 
 def device_rp_name(kind: AgentKind, hypervisor: str, device: str) -> str:
+    """The device provider's name, ``HYPERVISOR:AGENT TYPE:DEVICE``."""
     return f"{hypervisor}:{kind.agent_type}:{device}"
 
 

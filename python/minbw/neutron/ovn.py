@@ -70,6 +70,9 @@ def placement_option(name: str, options: list[str]) -> str | None:
 
 
 def parse_bandwidths(options: list[str]) -> dict:
+    """``_parse_bandwidths``: the ``resource_provider_bandwidths`` cms option's ``;``-separated items parsed as
+    parse_rp_bandwidths does (a dict keyed by device; {} when absent or empty). Raises ValueError (Neutron's message) as
+    parse_rp_bandwidths does."""
     value = placement_option(BANDWIDTHS, options)
     if not value:
         return {}
@@ -94,6 +97,9 @@ def parse_inventory_defaults(options: list[str]) -> dict:
 
 
 def parse_hypervisors(options: list[str]) -> dict[str, str]:
+    """``_parse_hypervisors``: the ``resource_provider_hypervisors`` cms option's ``;``-separated ``DEVICE:HYPERVISOR``
+    items as a dict device → hypervisor ({} when absent or empty). Raises ValueError (Neutron's message) on a bad or
+    repeated mapping."""
     value = placement_option(HYPERVISORS, options)
     if not value:
         return {}
@@ -325,6 +331,8 @@ def merge_cms_options(current: str | None, rendered: Mapping[str, str | None]) -
 
 
 def render_bridge_mappings(mappings: Mapping[str, str] | None) -> str | None:
+    """``bridge_mappings`` rendered as ``PHYSNET:BRIDGE,...`` (None for None). Raises ConfigError when it is not a
+    dict."""
     if mappings is None:
         return None
     if not isinstance(mappings, Mapping):

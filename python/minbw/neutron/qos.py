@@ -46,13 +46,16 @@ class QosRule:
 
     @property
     def key(self) -> tuple[str, str]:
+        """The rule's key in a policy: ``(type, direction)``."""
         return self.type, self.direction
 
     @property
     def value_key(self) -> str:
+        """The API field of the rule's value: ``min_kbps`` or ``min_kpps``."""
         return RULE_VALUE_KEYS[self.type]
 
     def to_api(self) -> dict:
+        """The rule's body for Neutron's API: ``{"direction": ..., "min_kbps" / "min_kpps": value}``."""
         return {"direction": self.direction, self.value_key: self.value}
 
     @classmethod

@@ -113,6 +113,7 @@ class CountedPort:
     deferred: bool = False  # created without an address (ip_allocation "deferred"), given one later
 
     def to_dict(self) -> dict:
+        """The port as a JSON-ready dict: id, name, device_owner, addresses, deferred."""
         return {"id": self.id, "name": self.name, "device_owner": self.device_owner, "addresses": self.addresses,
                 "deferred": self.deferred}
 
@@ -169,18 +170,23 @@ class RoutedSegment:
 
     @property
     def port_addresses(self) -> int:
+        """The IPv4 addresses of the counted ports, summed (what the inventory's ``reserved`` includes for them)."""
         return sum(p.addresses for p in self.ports)
 
     @property
     def provider_name(self) -> str:
+        """The segment's provider name in Placement, ``Neutron segment id <id>``."""
         return SEGMENT_NAME % self.id
 
     @property
     def label(self) -> str:
+        """``segment NAME (PHYSNET)`` for messages (the id when unnamed, the network type when no physnet)."""
         where = self.physical_network or self.network_type
         return f"segment {self.name or self.id} ({where})"
 
     def to_dict(self) -> dict:
+        """The segment as a JSON-ready dict: its fields, ``provider`` (uuid, name, inventories) and
+        ``reserved_ports``."""
         return {"id": self.id, "network_id": self.network_id, "name": self.name, "network_type": self.network_type,
                 "physical_network": self.physical_network, "subnets": list(self.subnets),
                 "provider": {"uuid": self.id, "name": self.provider_name,
@@ -237,6 +243,8 @@ class SegmentChoice:
     excluded: tuple[tuple[str, str], ...] = ()  # (segment id, why)
 
     def to_dict(self) -> dict:
+        """The choice as a JSON-ready dict: port_id, ``segments``, ``member_of`` and ``excluded`` ({segment, why}
+        each)."""
         return {"port_id": self.port_id, "segments": list(self.candidates), "member_of": list(self.aggregates),
                 "excluded": [{"segment": s, "why": w} for s, w in self.excluded]}
 

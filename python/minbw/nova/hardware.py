@@ -75,6 +75,8 @@ def _conflict(flavor: Flavor, spec: str, flavor_value, prop: str, image_value) -
 
 
 def get_packed_virtqueue_constraint(flavor: Flavor, meta: Mapping) -> bool:
+    """Whether hw:virtio_packed_ring / hw_virtio_packed_ring asks for a packed virtqueue (a bool). Raises RequestError
+    when flavor and image disagree."""
     flavor_str, image_value = _flavor_image("virtio_packed_ring", flavor, meta)
     flavor_value = None if flavor_str is None else fields.bool_from_string(flavor_str)
     if image_value is not None and flavor_value is not None and image_value != flavor_value:
@@ -83,6 +85,8 @@ def get_packed_virtqueue_constraint(flavor: Flavor, meta: Mapping) -> bool:
 
 
 def get_ephemeral_encryption_constraint(flavor: Flavor, meta: Mapping) -> bool:
+    """Whether hw:ephemeral_encryption / hw_ephemeral_encryption asks for encrypted ephemeral disks (a bool). Raises
+    RequestError when flavor and image disagree."""
     flavor_str, image_value = _flavor_image("ephemeral_encryption", flavor, meta)
     flavor_value = None if flavor_str is None else fields.bool_from_string(flavor_str)
     if flavor_value is not None and image_value is not None and flavor_value != image_value:
@@ -91,6 +95,8 @@ def get_ephemeral_encryption_constraint(flavor: Flavor, meta: Mapping) -> bool:
 
 
 def get_ephemeral_encryption_format(flavor: Flavor, meta: Mapping) -> str | None:
+    """The ephemeral encryption format from flavor or image (None: not set). Raises RequestError when they differ or the
+    format is not one Nova accepts."""
     fmt = _unique("ephemeral_encryption_format", flavor, meta)
     if fmt:
         if fmt not in fields.EPHEMERAL_ENCRYPTION_FORMAT:
@@ -101,6 +107,8 @@ def get_ephemeral_encryption_format(flavor: Flavor, meta: Mapping) -> str | None
 
 
 def get_sound_model(flavor: Flavor, meta: Mapping) -> str | None:
+    """The sound model from flavor or image (None: not set). Raises RequestError when they differ or the model is not
+    one Nova accepts."""
     model = _unique("sound_model", flavor, meta)
     if model and model not in fields.SOUND_MODEL:
         raise _invalid("sound model (hw:sound_model)", model, fields.SOUND_MODEL)
@@ -126,10 +134,13 @@ def get_vtpm_constraint(flavor: Flavor, meta: Mapping) -> tuple[str, str] | None
 
 
 def get_tpm_secret_security_constraint(flavor: Flavor) -> str | None:
+    """The flavor's hw:tpm_secret_security as written (None: not set); the image has no say."""
     return flavor.specs.get("hw:tpm_secret_security")
 
 
 def get_secure_boot_constraint(flavor: Flavor, meta: Mapping) -> str | None:
+    """The secure boot policy from os:secure_boot / os_secure_boot (None: not set). Raises RequestError when they differ
+    or the policy is not one Nova accepts."""
     policy = _unique("secure_boot", flavor, meta, prefix="os")
     if policy is None:
         return None
@@ -139,6 +150,8 @@ def get_secure_boot_constraint(flavor: Flavor, meta: Mapping) -> str | None:
 
 
 def get_maxphysaddr_mode(flavor: Flavor, meta: Mapping) -> str | None:
+    """The maxphysaddr mode from flavor or image (None: not set). Raises RequestError when they differ or the mode is
+    not one Nova accepts."""
     mode = _unique("maxphysaddr_mode", flavor, meta)
     if mode is None:
         return None
@@ -148,6 +161,8 @@ def get_maxphysaddr_mode(flavor: Flavor, meta: Mapping) -> str | None:
 
 
 def get_stateless_firmware_constraint(meta: Mapping) -> bool | None:
+    """The image's hw_firmware_stateless (None: not set, or the firmware is not uefi, which Nova ignores with a
+    warning)."""
     if meta.get("hw_firmware_stateless") is None:
         return None
     if meta.get("hw_firmware_type") != "uefi":
@@ -156,6 +171,8 @@ def get_stateless_firmware_constraint(meta: Mapping) -> bool | None:
 
 
 def get_pci_numa_policy_constraint(flavor: Flavor, meta: Mapping) -> str | None:
+    """The PCI NUMA affinity policy from flavor or image (None: not set). Raises RequestError when they differ or the
+    policy is not one Nova accepts."""
     flavor_policy, image_policy = _flavor_image("pci_numa_affinity_policy", flavor, meta)
     if flavor_policy and image_policy and flavor_policy != image_policy:
         raise _conflict(flavor, "hw:pci_numa_affinity_policy", flavor_policy, "hw_pci_numa_affinity_policy",
@@ -175,6 +192,7 @@ def mem_encryption_requested(flavor: Flavor, meta: Mapping) -> bool:
 
 
 def get_vpmems(flavor: Flavor) -> list[str]:
+    """The flavor's hw:pmem labels, in order (an empty list: none)."""
     info = flavor.specs.get("hw:pmem")
     if not info:
         return []
@@ -188,6 +206,8 @@ def pmem_resource_class(label: str) -> str:
 
 
 def get_cpu_policy_constraint(flavor: Flavor, meta: Mapping) -> str | None:
+    """The CPU policy, the flavor's before the image's (None: neither sets a valid one). Raises RequestError when the
+    flavor's is not one Nova accepts or the image asks for more pinning than the flavor."""
     flavor_policy, image_policy = _flavor_image("cpu_policy", flavor, meta)
     if flavor_policy and flavor_policy not in fields.CPU_POLICY:
         raise _invalid("CPU policy (flavor extra spec hw:cpu_policy)", flavor_policy, fields.CPU_POLICY)
@@ -208,6 +228,8 @@ def get_cpu_policy_constraint(flavor: Flavor, meta: Mapping) -> str | None:
 
 
 def get_cpu_thread_policy_constraint(flavor: Flavor, meta: Mapping) -> str | None:
+    """The CPU thread policy, the flavor's unless it is unset or ``prefer`` (None: neither sets one). Raises
+    RequestError when the flavor's is not one Nova accepts or the image's differs from a flavor's require/isolate."""
     flavor_policy, image_policy = _flavor_image("cpu_thread_policy", flavor, meta)
     if flavor_policy and flavor_policy not in fields.CPU_THREAD_POLICY:
         raise _invalid("CPU thread policy (flavor extra spec hw:cpu_thread_policy)", flavor_policy,
@@ -222,6 +244,7 @@ def get_cpu_thread_policy_constraint(flavor: Flavor, meta: Mapping) -> str | Non
 
 
 def get_emulator_thread_policy_constraint(flavor: Flavor) -> str | None:
+    """The flavor's hw:emulator_threads_policy (None: not set). Raises RequestError when it is not one Nova accepts."""
     policy = flavor.specs.get("hw:emulator_threads_policy")
     if not policy:
         return None
@@ -237,6 +260,8 @@ def parse_cpu_spec(spec: str) -> set[int]:
     rejected: set[int] = set()
 
     def bad(kind: str, rule: str) -> RequestError:
+        """The RequestError (returned, not raised) for a ``kind`` expression ``rule`` of the mask that does not
+        parse."""
         return RequestError(f"CPU mask {spec!r}: invalid {kind} expression {rule!r}: Nova refuses it (Invalid). "
                             f"Fix: write CPU numbers, ranges A-B and exclusions ^N separated by commas.")
     for rule in spec.split(","):
@@ -270,6 +295,8 @@ def parse_cpu_spec(spec: str) -> set[int]:
 
 
 def get_dedicated_cpu_constraint(flavor: Flavor) -> set[int] | None:
+    """The dedicated vCPUs of the flavor's hw:cpu_dedicated_mask as a set of ints (None: no mask). Raises RequestError
+    when the mask does not parse or names none, all, or more than the flavor's vCPUs."""
     mask = flavor.specs.get("hw:cpu_dedicated_mask")
     if not mask:
         return None
@@ -286,6 +313,9 @@ def get_dedicated_cpu_constraint(flavor: Flavor) -> set[int] | None:
 
 
 def get_realtime_cpu_constraint(flavor: Flavor, meta: Mapping) -> set[int] | None:
+    """The realtime vCPUs as a set of ints (None: hw:cpu_realtime is not true): the image's mask, else the flavor's,
+    else all. Raises RequestError when the mask does not parse, names none or more than the flavor's vCPUs, or all
+    without hw:emulator_threads_policy."""
     if not fields.bool_from_string(flavor.specs.get("hw:cpu_realtime")):
         return None
     flavor_mask, image_mask = _flavor_image("cpu_realtime_mask", flavor, meta)

@@ -66,6 +66,7 @@ class Flavor:
 
     @property
     def specs(self) -> dict[str, str]:
+        """The extra specs as a dict name → string value."""
         return dict(self.extra_specs)
 
     @classmethod
@@ -123,6 +124,7 @@ class Image:
 
     @property
     def props(self) -> dict[str, object]:
+        """The properties as a dict name → value (None values dropped at construction)."""
         return dict(self.properties)
 
     @classmethod

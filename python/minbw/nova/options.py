@@ -123,6 +123,7 @@ class SchedulerOptions:
                 if getattr(self, f.name) != getattr(default, f.name)}
 
     def to_dict(self) -> dict[str, object]:
+        """Every option as a dict ``section.option`` → value, defaults included."""
         return {f"{OPTIONS[f.name][0]}.{f.name}": getattr(self, f.name) for f in dataclasses.fields(self)}
 
 

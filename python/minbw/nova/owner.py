@@ -60,6 +60,7 @@ class OwnerNova:
     why: str
 
     def to_dict(self) -> dict:
+        """The decision as a JSON-ready dict: applies, source, why."""
         return {"applies": self.applies, "source": self.source, "why": self.why}
 
 

@@ -43,6 +43,7 @@ class FilterResult:
         return f"{self.name}: {', '.join(self.added) if self.added else 'nothing added'} ({self.why})"
 
     def to_dict(self) -> dict:
+        """The result as a JSON-ready dict: filter, ran, why, added."""
         return {"filter": self.name, "ran": self.ran, "why": self.why, "added": list(self.added)}
 
 
@@ -72,6 +73,9 @@ def _off(name: str, option: str) -> FilterResult:
 
 
 def require_tenant_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """When limit_tenants_to_placement_aggregate is on, one ``member_of in:`` of the aggregates whose filter_tenant_id*
+    metadata names the project: the spec and its FilterResult. Raises RequestError without a project,
+    RequestFilterFailed when none does and placement_aggregate_required_for_tenants is on."""
     name = "require_tenant_aggregate"
     if not ctx.options.limit_tenants_to_placement_aggregate:
         return spec, _off(name, "limit_tenants_to_placement_aggregate")
@@ -96,6 +100,8 @@ def require_tenant_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, FilterResu
 
 
 def map_az_to_placement_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For a requested availability zone, one ``member_of in:`` of the aggregates with that availability_zone metadata
+    (none: any host): the spec and its FilterResult."""
     name, az = "map_az_to_placement_aggregate", ctx.server.availability_zone
     if not az:
         return spec, FilterResult(name, False, "no availability zone requested")
@@ -108,6 +114,8 @@ def map_az_to_placement_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, Filte
 
 
 def require_image_type_support(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """When query_placement_for_image_type_support is on and the server boots from an image, ``root_required
+    COMPUTE_IMAGE_TYPE_<disk format>`` (nothing for a format os-traits lacks): the spec and its FilterResult."""
     name = "require_image_type_support"
     if not ctx.options.query_placement_for_image_type_support:
         return spec, _off(name, "query_placement_for_image_type_support")
@@ -123,12 +131,16 @@ def require_image_type_support(ctx: Context, spec: Spec) -> tuple[Spec, FilterRe
 
 
 def compute_status_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """Always ``root_forbidden COMPUTE_STATUS_DISABLED``: the spec and its FilterResult."""
     trait = fields.COMPUTE_STATUS_DISABLED
     return (dataclasses.replace(spec, root_forbidden=spec.root_forbidden | {trait}),
             FilterResult("compute_status_filter", True, "always", (f"root_forbidden {trait}",)))
 
 
 def isolate_aggregates(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """When enable_isolated_aggregate_filtering is on, ``member_of !in:`` the aggregates requiring
+    (``trait:NAME=required``) a trait the server does not: the spec and its FilterResult. Raises RequestError when
+    the flavor, image or ports are ones Nova refuses (all_required_traits assembles the request)."""
     name = "isolate_aggregates"
     if not ctx.options.enable_isolated_aggregate_filtering:
         return spec, _off(name, "enable_isolated_aggregate_filtering")
@@ -145,6 +157,9 @@ def isolate_aggregates(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
 
 
 def transform_image_metadata(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """When image_metadata_prefilter is on, ``root_required`` the traits of the image's bus, video, vif, architecture
+    and viommu properties (none if one is no os-traits trait): the spec and its FilterResult. Raises RequestError when
+    image_meta refuses a property."""
     name = "transform_image_metadata"
     if not ctx.options.image_metadata_prefilter:
         return spec, _off(name, "image_metadata_prefilter")
@@ -163,6 +178,8 @@ def transform_image_metadata(ctx: Context, spec: Spec) -> tuple[Spec, FilterResu
 
 
 def accelerators_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For a flavor with accel:device_profile, ``root_required COMPUTE_ACCELERATORS``: the spec and its FilterResult.
+    Raises RequestError when the server's device_profile_groups are not given."""
     name = "accelerators_filter"
     profile = ctx.server.flavor.specs.get("accel:device_profile")
     if profile:
@@ -177,6 +194,8 @@ def accelerators_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
 
 
 def packed_virtqueue_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For a packed virtqueue asked by flavor or image, ``root_required COMPUTE_NET_VIRTIO_PACKED``: the spec and its
+    FilterResult. Raises RequestError when image_meta refuses a property or flavor and image disagree."""
     name = "packed_virtqueue_filter"
     meta = hardware.image_meta(ctx.server.image)
     if hardware.get_packed_virtqueue_constraint(ctx.server.flavor, meta):
@@ -187,6 +206,9 @@ def packed_virtqueue_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResul
 
 
 def routed_networks_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """When query_placement_for_routed_network_aggregates is on, one ``member_of in:`` per port on a routed network (its
+    subnet's segment's aggregates, else its network's segments'): the spec and its FilterResult. Raises RequestError
+    when the facts lack the port's subnet or network's subnets, RequestFilterFailed when a segment has no aggregate."""
     name = "routed_networks_filter"
     if not ctx.options.query_placement_for_routed_network_aggregates:
         return spec, _off(name, "query_placement_for_routed_network_aggregates")
@@ -198,6 +220,7 @@ def routed_networks_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult
     added, routed = [], []
 
     def aggregates_of(segment: str, failure: str) -> tuple[str, ...]:
+        """The segment's aggregates, a tuple. Raises RequestFilterFailed with ``failure`` when it has none."""
         aggs = segment_aggs.get(segment)
         if not aggs:
             raise RequestFilterFailed(name, failure, fix=(
@@ -231,6 +254,7 @@ def routed_networks_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult
 
 
 def remote_managed_ports_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For a remote-managed port, ``root_required COMPUTE_REMOTE_MANAGED_PORTS``: the spec and its FilterResult."""
     name = "remote_managed_ports_filter"
     ports = [p.id for p in ctx.server.ports if p.vnic_type == fields.VNIC_TYPE_REMOTE_MANAGED]
     if ports:
@@ -241,6 +265,9 @@ def remote_managed_ports_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterR
 
 
 def ephemeral_encryption_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For ephemeral encryption asked by flavor or image, ``root_required COMPUTE_EPHEMERAL_ENCRYPTION`` (and
+    ``_<FORMAT>`` for a format): the spec and its FilterResult. Raises RequestError as image_meta and the hardware
+    getters do."""
     name = "ephemeral_encryption_filter"
     flavor, meta = ctx.server.flavor, hardware.image_meta(ctx.server.image)
     if not hardware.get_ephemeral_encryption_constraint(flavor, meta):
@@ -255,6 +282,8 @@ def ephemeral_encryption_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterR
 
 
 def virtio_sound_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For the virtio sound model, ``root_required COMPUTE_SOUND_MODEL_VIRTIO``: the spec and its FilterResult. Raises
+    RequestError as image_meta and get_sound_model do."""
     name = "virtio_sound_filter"
     model = hardware.get_sound_model(ctx.server.flavor, hardware.image_meta(ctx.server.image))
     if model != "virtio":
@@ -265,6 +294,9 @@ def virtio_sound_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
 
 
 def tpm_secret_security_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """For a vTPM, ``root_required`` the trait of the flavor's hw:tpm_secret_security (default user): the spec and its
+    FilterResult. Raises RequestError as image_meta and get_vtpm_constraint do, RequestFilterFailed for an unknown
+    security."""
     name = "tpm_secret_security_filter"
     flavor = ctx.server.flavor
     if hardware.get_vtpm_constraint(flavor, hardware.image_meta(ctx.server.image)) is None:
@@ -279,6 +311,8 @@ def tpm_secret_security_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterRe
 
 
 def owner_nova_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
+    """When every nova-compute reports OWNER_NOVA (the facts say so), ``root_required OWNER_NOVA``: the spec and its
+    FilterResult."""
     name = "owner_nova_filter"
     if fields.OWNER_NOVA in spec.root_required:
         return spec, FilterResult(name, True, "OWNER_NOVA is already required")

@@ -48,6 +48,7 @@ class _Group:
     forbidden: set[str] = field(default_factory=set)
 
     def empty(self) -> bool:
+        """Whether the group asks for nothing: no resources, no required and no forbidden traits."""
         return not (self.resources or self.required or self.forbidden)
 
 
@@ -123,6 +124,7 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
     groups: dict[str | None, _Group] = {}
 
     def group(ident: str | None) -> _Group:
+        """The group being assembled for ``ident`` (None: the unsuffixed one), made on first use."""
         return groups.setdefault(ident, _Group(ident))
 
     policy = None

@@ -55,6 +55,8 @@ class NovaQuery:
         return [str(f) for f in self.applied] + list(self.notes)
 
     def to_dict(self) -> dict:
+        """The query as a JSON-ready dict: every filter's dict, the applied ones as lines, notes, microversion, limit
+        and whether there is a fallback query."""
         return {"filters": [f.to_dict() for f in self.filters], "applied": [str(f) for f in self.applied],
                 "notes": list(self.notes), "microversion": self.microversion,
                 "limit": self.request.limit, "fallback": self.fallback is not None}

@@ -40,6 +40,7 @@ class Check:
     fix: str = ""
 
     def to_dict(self) -> dict:
+        """The check as a JSON-ready dict: name, status, detail, fix."""
         return asdict(self)
 
 
@@ -55,6 +56,7 @@ class Agent:
 
 
 def skipped(name: str, why: str, fix: str = "") -> Check:
+    """A Check with status skip: ``why`` as its detail, and ``fix``."""
     return Check(name, SKIP, why, fix)
 
 

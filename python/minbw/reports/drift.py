@@ -31,9 +31,12 @@ class DriftRow:
 
     @property
     def agree(self) -> bool:
+        """Whether the sides agree (no differences)."""
         return not self.differences
 
     def to_dict(self) -> dict:
+        """The row as a JSON-ready dict: uuid, name, agree, differences and each side read (side → snapshot, None:
+        absent)."""
         return {"uuid": self.uuid, "name": self.name, "agree": self.agree, "differences": list(self.differences),
                 **self.sides}
 

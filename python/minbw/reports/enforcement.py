@@ -70,6 +70,7 @@ class Verdict:
     why: str = ""
 
     def to_dict(self) -> dict:
+        """The verdict as a JSON-ready dict of its fields."""
         return asdict(self)
 
 
@@ -103,6 +104,8 @@ def unenforced(rule: Rule) -> str | None:
 
 
 def verdict(rule: Rule, programmed: int | None) -> Verdict:
+    """The rule against what the backend programmed (``programmed`` in its unit; None: nothing), a Verdict:
+    placement-only when upstream enforces nothing, else missing, enforced or wrong rate (with the factor and why)."""
     why = unenforced(rule)
     if why:
         return Verdict(rule.port, rule.backend, PLACEMENT_ONLY, why=why)
@@ -131,6 +134,7 @@ class NicCheck:
     physical_network: str | None = None  # the SR-IOV agent's PFs: the physical network it maps the PF to
 
     def to_dict(self) -> dict:
+        """The NIC check as a JSON-ready dict of its fields."""
         return asdict(self)
 
 
@@ -229,6 +233,7 @@ class Check:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The check (a rule or an orphan) as a JSON-ready dict of its fields."""
         return asdict(self)
 
 
@@ -242,17 +247,21 @@ class HostReport:
 
     @property
     def findings(self) -> list[Check]:
+        """The checks whose verdict is a finding (missing, wrong rate, orphan), in order."""
         return [c for c in self.checks if c.verdict in FINDINGS]
 
     @property
     def ok(self) -> bool:
+        """Whether the host is clean: no finding and no NIC error."""
         return not self.findings and not any(n.errors for n in self.nics)
 
     def counts(self) -> dict[str, int]:
+        """How many checks have each verdict: a dict enforced, missing, wrong rate, placement-only, orphan → count."""
         verdicts = [c.verdict for c in self.checks]
         return {v: verdicts.count(v) for v in (ENFORCED, MISSING, WRONG_RATE, PLACEMENT_ONLY, ORPHAN)}
 
     def to_dict(self) -> dict:
+        """The host's report as a JSON-ready dict: host, backend, ok, counts, checks, nics, not_checked."""
         return {"host": self.host, "backend": self.backend, "ok": self.ok, "counts": self.counts(),
                 "checks": [c.to_dict() for c in self.checks], "nics": [n.to_dict() for n in self.nics],
                 "not_checked": list(self.not_checked)}

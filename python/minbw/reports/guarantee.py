@@ -25,6 +25,8 @@ class PortState:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The port as a JSON-ready dict: id, name, request_source, resource_request (Neutron's format),
+        binding_allocation, binding_host, notes."""
         return {"id": self.id, "name": self.name, "request_source": self.source,
                 "resource_request": self.request.to_neutron() if self.request else None,
                 "binding_allocation": dict(self.binding_profile).get("allocation"),
@@ -52,6 +54,7 @@ def check_guarantee(server: Mapping, ports: list[PortState], claim: Claim | None
     groups = {gid: rps[0] for gid, rps in (claim.mapping if claim else {}).items() if gid}
 
     def name(rp):
+        """A provider as ``NAME (UUID)`` (the uuid alone for a name when ``providers`` has none)."""
         return f"{providers.get(rp, {}).get('name') or rp} ({rp})"
 
     for port in ports:

@@ -42,6 +42,7 @@ class Family:
     samples: tuple[tuple[tuple[tuple[str, str], ...], float], ...] = ()
 
     def value(self, **labels: str) -> float | None:
+        """The value of the sample with exactly these labels (None: no such sample)."""
         want = tuple(sorted(labels.items()))
         return next((v for k, v in self.samples if k == want), None)
 
@@ -52,16 +53,20 @@ class _Builder:
     _samples: dict[str, dict] = field(default_factory=dict)
 
     def declare(self, name: str, help_: str, type_: str = "gauge") -> None:
+        """Declare the family ``minbw_``-prefixed ``name`` once (a later declaration of it is ignored); returns None."""
         if PREFIX + name not in self.families:
             self.families[PREFIX + name] = Family(PREFIX + name, type_, help_)
             self._samples[PREFIX + name] = {}
 
     def add(self, name: str, value: float, add: bool = False, **labels: str) -> None:
+        """Set (``add``: add to) the declared family's sample with these labels (values made str); returns None. A
+        family not declared is a KeyError."""
         key = tuple(sorted((k, str(v)) for k, v in labels.items()))
         samples = self._samples[PREFIX + name]
         samples[key] = samples.get(key, 0) + value if add else value
 
     def build(self) -> list[Family]:
+        """The declared families with their samples sorted by labels, in declaration order: a list of Family."""
         return [Family(f.name, f.type, f.help, tuple(sorted(self._samples[n].items())))
                 for n, f in self.families.items()]
 
@@ -194,6 +199,8 @@ class ProviderFamilies:
         self.built = 0                    # providers whose samples were built, all told (tests, benchmarks)
 
     def families(self, details: Iterable, hosts: Mapping[str, str | None]) -> list[Family]:
+        """The provider families for ``details`` (``hosts``: provider uuid → host name), a list of Family: only the
+        changed providers' samples rebuilt, the last list itself when nothing changed, came or went."""
         seen, changed = {}, []
         for d in details:
             u, host = d.provider.uuid, hosts.get(d.provider.uuid) or ""

@@ -81,11 +81,13 @@ class Migration:
 
     @classmethod
     def from_api(cls, m: Mapping[str, Any]) -> Migration:
+        """From a ``GET /os-migrations`` record (a KeyError without ``uuid``; the other fields None when absent)."""
         return cls(uuid=m["uuid"], status=m.get("status"), migration_type=m.get("migration_type"),
                    source_compute=m.get("source_compute"), dest_compute=m.get("dest_compute"),
                    source_node=m.get("source_node"), dest_node=m.get("dest_node"), id=m.get("id"))
 
     def to_dict(self) -> dict:
+        """The migration as a JSON-ready dict of its fields."""
         return {"uuid": self.uuid, "id": self.id, "status": self.status, "migration_type": self.migration_type,
                 "source_compute": self.source_compute, "dest_compute": self.dest_compute,
                 "source_node": self.source_node, "dest_node": self.dest_node}
@@ -111,6 +113,7 @@ class ProviderState:
                 "root_provider_uuid": self.root_uuid, "name": self.name}
 
     def to_dict(self) -> dict:
+        """The provider as a JSON-ready dict: uuid, name, root, capacity, usages, consumers."""
         return {"uuid": self.uuid, "name": self.name, "root": self.root_uuid, "capacity": dict(self.capacity),
                 "usages": dict(self.usages), "consumers": {c: dict(r) for c, r in self.consumers.items()}}
 
@@ -158,6 +161,7 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
+        """Whether the phase has no problems (notes do not count)."""
         return not self.problems
 
 

@@ -38,6 +38,7 @@ class Excess:
         return f"{self.provider} {self.resource_class}: used {self.used} > capacity {cap}"
 
     def to_dict(self) -> dict:
+        """The excess as a JSON-ready dict: provider, resource_class, used, capacity."""
         return {"provider": self.provider, "resource_class": self.resource_class, "used": self.used,
                 "capacity": self.capacity}
 

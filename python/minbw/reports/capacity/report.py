@@ -21,6 +21,7 @@ class NetworkFit:
     fit: Fit
 
     def to_dict(self) -> dict:
+        """The physnet's count as a JSON-ready dict: physnet, traits and the fit's keys."""
         return {"physnet": self.physnet, "traits": list(self.traits), **self.fit.to_dict()}
 
 
@@ -32,6 +33,7 @@ class HostCapacity:
     physnets: tuple[NetworkFit, ...]
 
     def to_dict(self) -> dict:
+        """The host's count as a JSON-ready dict: host (name), uuid, the fit's keys and ``physnets``."""
         return {"host": self.name, "uuid": self.uuid, **self.fit.to_dict(),
                 "physnets": [n.to_dict() for n in self.physnets]}
 
@@ -48,6 +50,8 @@ class Pool:
     physnets: Mapping[str, Fit]
 
     def to_dict(self, names: Mapping[str, str]) -> dict:
+        """The pool as a JSON-ready dict: its hosts by name (``names``: root uuid → name), sharing_providers, the fit's
+        keys and ``physnets`` by label."""
         return {"hosts": [names.get(h, h) for h in self.hosts], "sharing_providers": list(self.providers),
                 **self.fit.to_dict(), "physnets": {k: f.to_dict() for k, f in sorted(self.physnets.items())}}
 
@@ -65,16 +69,20 @@ class CapacityReport:
 
     @property
     def total(self) -> int:
+        """How many servers fit on all the hosts: each host's own count, a pool's hosts counted once together."""
         pooled = self._pooled()
         return sum(h.fit.fits for h in self.hosts if h.uuid not in pooled) + sum(p.fit.fits for p in self.pools)
 
     @property
     def total_first_fit(self) -> int:
+        """How many servers first fit fills all the hosts with, a pool's hosts counted once together."""
         pooled = self._pooled()
         return (sum(h.fit.first_fit for h in self.hosts if h.uuid not in pooled)
                 + sum(p.fit.first_fit for p in self.pools))
 
     def physnet_totals(self) -> list[dict]:
+        """Per physnet, sorted by name: a dict of physnet, traits, fits and first_fit (pools counted once) and hosts
+        (how many fit one)."""
         pooled = self._pooled()
         totals: dict[str, dict] = {}
         for h in self.hosts:
@@ -93,6 +101,8 @@ class CapacityReport:
         return [totals[k] for k in sorted(totals)]
 
     def to_dict(self) -> dict:
+        """The report as a JSON-ready dict: request, hosts, physnets, total, total_first_fit, notes, pools,
+        providers."""
         names = {h.uuid: h.name for h in self.hosts}
         return {"request": self.request.to_dict(), "hosts": [h.to_dict() for h in self.hosts],
                 "physnets": self.physnet_totals(), "total": self.total,
@@ -151,6 +161,7 @@ def trees(details: Iterable, shared: Mapping[str, Iterable[str]] | None = None,
 
 
 def is_sharing_root(tree: Tree) -> bool:
+    """Whether the tree's root is itself a sharing provider (trait ``MISC_SHARES_VIA_AGGREGATE``)."""
     return SHARING_TRAIT in tree.traits[tree.root]
 
 
@@ -162,6 +173,7 @@ def pools_of(host_trees: Iterable[Tree]) -> list[list[Tree]]:
     parent = list(range(len(host_trees)))
 
     def find(i):
+        """The index of the tree that stands for ``i``'s pool (union-find, paths halved on the way)."""
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
@@ -179,6 +191,7 @@ def pools_of(host_trees: Iterable[Tree]) -> list[list[Tree]]:
 
 
 def host_networks(tree: Tree) -> tuple[str, ...]:
+    """The network traits (physnets, tunnel) of the tree's providers, sorted."""
     return tuple(sorted({t for rp in tree.order for t in tree.traits[rp] if is_network_trait(t)}))
 
 

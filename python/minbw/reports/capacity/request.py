@@ -58,6 +58,8 @@ class CapacityRequest:
         traits = tuple(traits)
 
         def group(g: RequestGroup) -> RequestGroup:
+            """``g`` with ``traits`` required (one trait) or as any-traits (several) when it is an open group, else
+            ``g``."""
             if g.id not in self.open_groups:
                 return g
             if len(traits) == 1:
@@ -72,9 +74,12 @@ class CapacityRequest:
         return tuple(sorted(found))
 
     def label(self, trait: str) -> str:
+        """The network's name for a trait: as the user wrote it, else as far as the trait tells (network_label)."""
         return self.labels.get(trait) or network_label(trait)
 
     def to_dict(self) -> dict:
+        """The shape as a JSON-ready dict: flavor resources, required, group_policy and each request group (``network``:
+        ``each`` for an open group)."""
         return {"flavor": self.server.flavor_resources(), "required": list(self.server.required),
                 "group_policy": self.server.effective_group_policy(),
                 "groups": [{"id": g.id, "resources": g.resource_dict, "required": list(g.required),
@@ -84,6 +89,7 @@ class CapacityRequest:
 
 
 def is_network_trait(trait: str) -> bool:
+    """Whether the trait names a network: ``CUSTOM_PHYSNET_*`` or the tunnel trait."""
     return trait.startswith(PHYSNET_PREFIX) or trait == TUNNEL_TRAIT
 
 

@@ -34,10 +34,13 @@ class Limit:
     reason: str = ""
 
     def to_dict(self) -> dict:
+        """The limit as a JSON-ready dict of its fields."""
         return {"resource_class": self.resource_class, "providers": list(self.providers), "needs": self.needs,
                 "free": self.free, "copies": self.copies, "reason": self.reason}
 
     def describe(self, short=lambda name: name) -> str:
+        """The limit in words: the reason, else ``CLASS on PROVIDERS (FREE free, NEEDS per server)`` with ``short``
+        applied to each provider name."""
         if self.reason:
             return self.reason
         where = "+".join(short(p) for p in self.providers)
@@ -54,6 +57,7 @@ class Fit:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """The fit as a JSON-ready dict of its fields (limited_by as dicts)."""
         return {"fits": self.fits, "first_fit": self.first_fit, "exact": self.exact, "ways": self.ways,
                 "limited_by": [lim.to_dict() for lim in self.limited_by], "notes": list(self.notes)}
 
@@ -71,6 +75,7 @@ class Tree:
     shared: frozenset[str] = frozenset()  # sharing providers outside the tree that serve it (by aggregate)
 
     def ancestors(self, rp: str) -> set[str]:
+        """``rp`` and its ancestors in the tree, a set of uuids (a parent cycle stops the walk)."""
         out = set()
         while rp is not None and rp not in out:
             out.add(rp)
@@ -388,6 +393,8 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
     counts = [0] * len(ways)
 
     def dfs(i: int, rem: dict, placed: int) -> None:
+        """Branch and bound over the ways from ``i`` with ``rem`` left and ``placed`` servers so far: updates best and
+        best_counts; returns None, setting exhausted past SEARCH_BUDGET nodes."""
         nonlocal best, best_counts, nodes, exhausted
         nodes += 1
         if nodes > SEARCH_BUDGET:
@@ -415,6 +422,7 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
 
 def fit(req: ServerRequest, tree: Tree, port_names: Mapping[str, str] = MappingProxyType({}),
         root_reasons: Mapping[str, str] = MappingProxyType({})) -> Fit:
+    """How many servers of ``req`` fit on the tree alone: fit_together with one pair, a Fit."""
     return fit_together(((req, tree),), port_names, root_reasons)
 
 
