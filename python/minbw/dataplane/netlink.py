@@ -70,11 +70,15 @@ def tc(link: str, netns: str | None = None) -> LinkTc:
 
 
 def qdiscs_of(messages: Iterable, index: int) -> tuple[Qdisc, ...]:
+    """The qdiscs of link ``index`` among pyroute2's tc ``messages`` (``get_qdiscs``), in their order, handles as tc
+    spells them."""
     return tuple(Qdisc(handle(m["handle"]), handle(m["parent"]), m.get_attr("TCA_KIND"))
                  for m in messages if m["index"] == index)
 
 
 def htb_classes_of(messages: Iterable, index: int) -> tuple[HtbClass, ...]:
+    """The HTB classes of link ``index`` among pyroute2's tc ``messages`` (``get_classes``), by handle; rate and ceil in
+    bit/s, from ``TCA_HTB_RATE64``/``CEIL64`` where set, else ``TCA_HTB_PARMS``."""
     out = []
     for m in sorted(messages, key=lambda m: m["handle"]):
         if m["index"] != index or m.get_attr("TCA_KIND") != "htb":

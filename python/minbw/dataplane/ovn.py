@@ -42,10 +42,12 @@ class LogicalSwitchPort:
 
     @property
     def qos_max_rate(self) -> int | None:
+        """``options:qos_max_rate`` as OVN reads it: bit/s; None when absent or not a whole number."""
         return rate(self.options, "qos_max_rate")
 
     @property
     def qos_burst(self) -> int | None:
+        """``options:qos_burst`` as a whole number; None when absent or not a whole number."""
         return rate(self.options, "qos_burst")
 
 
@@ -55,6 +57,7 @@ class Northbound:
     ports: tuple[LogicalSwitchPort, ...]
 
     def port(self, name: str) -> LogicalSwitchPort | None:
+        """The logical switch port named ``name`` (a Neutron port id), None when it was not read."""
         return next((p for p in self.ports if p.name == name), None)
 
 
@@ -84,6 +87,7 @@ class Southbound:
     queues: Mapping[str, int]  # logical port (the Neutron port id) -> its qdisc_queue_id (ports without one: absent)
 
     def queue(self, port: str) -> int | None:
+        """``port``'s ``qdisc_queue_id``, None when its ``Port_Binding`` has none or was not read."""
         return self.queues.get(port)
 
 

@@ -28,6 +28,7 @@ TABLES = {"Bridge": ("name", "datapath_type", "ports"),
 
 
 def frozen(mapping: Mapping) -> Mapping:
+    """A read-only copy of ``mapping`` with its keys sorted (a ``MappingProxyType``)."""
     return MappingProxyType(dict(sorted(mapping.items())))
 
 
@@ -50,6 +51,7 @@ class Queue:
 
     @property
     def max_rate(self) -> int | None:
+        """``other_config:max-rate``, bit/s; None when absent or not a whole number."""
         return rate(self.other_config, "max-rate")
 
 
@@ -103,6 +105,7 @@ class Switch:
     external_ids: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     def bridge(self, name: str) -> Bridge:
+        """The bridge named ``name``. Raises DataPlaneUnreadable when it is not among the bridges read."""
         for b in self.bridges:
             if b.name == name:
                 return b

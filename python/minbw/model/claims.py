@@ -40,10 +40,13 @@ class CandidateSet:
         return self.root_of((own or rps)[0])
 
     def root_of(self, rp: str) -> str:
+        """The root provider of ``rp`` as the provider summaries give it; ``rp`` itself when they name none."""
         summary = self.provider_summaries.get(rp, {})
         return summary.get("root_provider_uuid") or rp
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: the allocation requests, provider summaries, the query (``query``) and the
+        microversion."""
         return {"allocation_requests": list(self.allocation_requests),
                 "provider_summaries": dict(self.provider_summaries), "query": dict(self.params),
                 "microversion": self.microversion}
@@ -61,6 +64,8 @@ class Claim:
     mapping_source: str = "placement"
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: consumer, host and its name, allocations, mapping and ``mapping_source``, binding profiles
+        and attempts."""
         return {"consumer": self.consumer, "host": self.host, "host_name": self.host_name,
                 "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
                 "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,

@@ -42,9 +42,11 @@ def parse(value: str | Microversion) -> Microversion:
 
 
 def format(value: str | Microversion) -> str:  # noqa: A001 - the module is used qualified
+    """``value`` spelled ``"MAJOR.MINOR"``. Raises ValueError when it is not a microversion."""
     major, minor = parse(value)
     return f"{major}.{minor}"
 
 
 def at_least(have: str | Microversion, want: str | Microversion) -> bool:
+    """Whether ``have`` is ``want`` or later. Raises ValueError when either is not a microversion."""
     return parse(have) >= parse(want)

@@ -23,6 +23,7 @@ class Provider:
 
     @classmethod
     def from_api(cls, body: Mapping[str, Any]) -> "Provider":
+        """A provider from Placement's body; without ``root_provider_uuid`` (before 1.14) it is its own root."""
         return cls(uuid=body["uuid"], name=body["name"], generation=body["generation"],
                    parent_uuid=body.get("parent_provider_uuid"),
                    root_uuid=body.get("root_provider_uuid") or body["uuid"])
@@ -88,11 +89,15 @@ def inventory_problems(inv: Mapping) -> list[str]:
 
 
 def freeze_inventories(invs: Mapping[str, Mapping]) -> Mapping[str, Mapping]:
+    """Read-only copies of ``invs`` by class (classes sorted), each normalized as Placement stores it
+    (:func:`normalize_inventory`)."""
     return MappingProxyType({rc: MappingProxyType(normalize_inventory(inv)) for rc, inv in sorted(invs.items())})
 
 
 def thaw_inventories(invs: Mapping[str, Mapping]) -> dict[str, dict]:
     # a dict's or a frozen view's copy is a dict, made faster than dict() makes it of a view
+    """A copy of ``invs`` as a dict of dicts (from dicts or frozen views), by class; the fields as given, not
+    normalized."""
     return {rc: inv.copy() if type(inv) in _COPYABLE else dict(inv) for rc, inv in invs.items()}
 
 
@@ -114,6 +119,8 @@ class Snapshots(Mapping):
         self._made: dict[str, dict] = {}
 
     def add(self, uuid: str, name: str, parent: str | None, traits, inventories) -> None:
+        """Records what ``uuid``'s snapshot is made of (a snapshot made before is made again when read). Returns
+        None."""
         self._source[uuid] = (name, parent, traits, inventories)
         if self._made:  # made before: made again when read
             self._made.pop(uuid, None)
@@ -160,6 +167,8 @@ class ProviderSpec:
     device: str | None = None
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: uuid, name, hypervisor, kind, role, device, ``parent_provider_uuid``, traits (sorted) and
+        inventories."""
         return {"uuid": self.uuid, "name": self.name, "hypervisor": self.hypervisor, "kind": self.kind,
                 "role": self.role, "device": self.device, "parent_provider_uuid": self.parent_uuid,
                 "traits": sorted(self.traits), "inventories": thaw_inventories(self.inventories)}
@@ -209,6 +218,8 @@ class Unit:
     skipped: str = ""
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: ``unit`` (its name), kind, host, hypervisors and ``skipped`` (None when the unit gets
+        writes)."""
         return {"unit": self.name, "kind": self.kind, "host": self.host, "hypervisors": list(self.hypervisors),
                 "skipped": self.skipped or None}
 
@@ -239,6 +250,7 @@ class DesiredState:
 
     @property
     def hypervisors(self) -> tuple[str, ...]:
+        """The desired providers' hypervisors, sorted, each once."""
         return tuple(sorted({p.hypervisor for p in self.providers}))
 
     @property
@@ -252,6 +264,7 @@ class DesiredState:
         return frozenset({p.uuid for p in self.providers if p.role == "agent"} | {agent for hyp, agent in self.sweep})
 
     def by_uuid(self) -> dict[str, ProviderSpec]:
+        """The desired providers keyed by uuid."""
         return {p.uuid: p for p in self.providers}
 
 
@@ -271,10 +284,12 @@ class Stock:
 
     @property
     def capacity(self) -> int:
+        """What can be allocated in all: (total - reserved) × allocation_ratio, as an int."""
         return int((self.total - self.reserved) * self.allocation_ratio)
 
     @property
     def free(self) -> int:
+        """The capacity less ``used``, never below 0."""
         return max(self.capacity - self.used, 0)
 
     def refuses(self, amount: int) -> str:
@@ -288,6 +303,7 @@ class Stock:
         return ""
 
     def copies(self, amount: int) -> int:
+        """How many more allocations of ``amount`` fit in :attr:`free`; 0 when one is refused (:meth:`refuses`)."""
         return 0 if self.refuses(amount) else self.free // amount
 
 

@@ -42,6 +42,7 @@ class RequestGroup:
 
     @property
     def resource_dict(self) -> dict[str, int]:
+        """The group's resources as ``{class: amount}``."""
         return dict(self.resources)
 
     def trait_problem(self, traits: set[str] | frozenset[str]) -> str:
@@ -58,6 +59,8 @@ class RequestGroup:
         return ""
 
     def to_neutron(self) -> dict:
+        """The group as one of Neutron's ``request_groups``: ``id``, ``required``, ``resources``; plus ``required_any``
+        (not Neutron's) when it has any-traits."""
         out = {"id": self.id, "required": list(self.required), "resources": self.resource_dict}
         if self.required_any:
             # Not Neutron's: Neutron has no any-traits yet; from_neutron() reads it back.
@@ -66,6 +69,9 @@ class RequestGroup:
 
     @classmethod
     def from_neutron(cls, group: Mapping, group_id: str | None = None, where: str = "") -> RequestGroup:
+        """A group from one of Neutron's ``request_groups`` (``group_id`` when it has no ``id``; ``where`` prefixes the
+        messages). Raises RequestError when it has no id, its resources are not classes to non-negative integers or its
+        required traits not a list of names."""
         gid = group.get("id", group_id)
         if not gid or not isinstance(gid, str):
             raise RequestError(f"{where}request group without an 'id'. Fix: pass the port's "
@@ -99,12 +105,16 @@ class PortRequest:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def to_neutron(self) -> dict | None:
+        """The request in Neutron's request_groups format (``request_groups``, ``same_subtree``), None when it has no
+        groups."""
         if not self.groups:
             return None
         return {"request_groups": [g.to_neutron() for g in self.groups],
                 "same_subtree": list(self.same_subtree)}
 
     def to_legacy(self) -> dict | None:
+        """The request in the legacy single-group format (``required``, ``resources``), None when it has no groups.
+        Raises RequestError when it has more than one group or any-traits."""
         if not self.groups:
             return None
         if len(self.groups) > 1 or self.groups[0].required_any:

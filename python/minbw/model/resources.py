@@ -17,6 +17,8 @@ EXAMPLE = "VCPU=1 (repeat for more: --resource VCPU=1 --resource MEMORY_MB=256)"
 
 
 def check_class(rc, option: str) -> str:
+    """``rc`` when it is a standard resource class (os-resource-classes) or ``CUSTOM_*``. Raises InvalidInput naming
+    ``option`` (and the closest standard class) otherwise."""
     import os_resource_classes as orc
     if not isinstance(rc, str) or not (rc in orc.STANDARDS or _CUSTOM_CLASS.match(rc)):
         close = difflib.get_close_matches(str(rc).upper(), orc.STANDARDS, n=1)
@@ -28,6 +30,8 @@ def check_class(rc, option: str) -> str:
 
 
 def check_amount(rc: str, amount, option: str) -> int:
+    """``amount`` as an int. Raises InvalidInput naming ``option`` and ``rc`` when it is not a whole number >= 0 (bools,
+    floats and signed strings are refused)."""
     try:
         value = int(amount) if not isinstance(amount, (bool, float)) else None
     except (TypeError, ValueError):

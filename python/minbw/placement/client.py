@@ -82,6 +82,9 @@ class RetryPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "RetryPolicy":
+        """The policy with the defaults replaced by the ``MINBW_PLACEMENT_*`` variables set in ``environ`` (default:
+        os.environ; empty ones are unset). Raises InvalidInput naming the variable when its value is not a number in
+        range."""
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for name, var in cls.ENV.items():
@@ -201,9 +204,12 @@ class Placement:
             setattr(self, counter, getattr(self, counter) + 1)
 
     def endpoint(self) -> str:
+        """Placement's endpoint URL, as the placement proxy finds it."""
         return self.proxy.get_endpoint()
 
     def max_version(self) -> tuple[int, int]:
+        """The newest microversion calls may use: the server's (``GET /``, read once), at most the pin. Errors as
+        :meth:`request`."""
         if self._max_version is None:
             body = self.request("get", "/", mv.ROOT)
             versions = body.get("versions") or [body.get("version", {})]
@@ -223,15 +229,20 @@ class Placement:
         return self.pinned is not None and self._server_max > self.pinned
 
     def supports(self, microversion: str | mv.Microversion) -> bool:
+        """Whether :meth:`max_version` is ``microversion`` or later. Errors as :meth:`request`."""
         return mv.at_least(self.max_version(), microversion)
 
     def require(self, microversion: str | mv.Microversion, what: str) -> None:
+        """None when :meth:`max_version` reaches ``microversion``. Raises MicroversionUnsupported naming ``what`` and
+        the server's newest microversion (at most the pin) otherwise."""
         if not self.supports(microversion):
             raise MicroversionUnsupported(f"{what} needs Placement microversion {mv.format(microversion)}; "
                                           f"this server offers up to {mv.format(self.max_version())}")
 
     # ------------------------------------------------------------ providers
     def list_providers(self, **filters: str) -> list[Provider]:
+        """The providers ``filters`` select (Placement's query parameters: ``name``, ``in_tree``, ``required``, ...), at
+        the microversion they need (1.18 for ``required``, 1.22 with a forbidden trait). Errors as :meth:`request`."""
         query = ("?" + urllib.parse.urlencode(filters)) if filters else ""
         version = mv.PROVIDERS
         if "required" in filters:
@@ -244,6 +255,7 @@ class Placement:
         return {p.uuid: p.name for p in self.list_providers(**filters)}
 
     def get_provider(self, uuid: str) -> Provider:
+        """The provider ``uuid``. Raises NotFound when Placement has none; otherwise errors as :meth:`request`."""
         return Provider.from_api(self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS))
 
     def _provider_as(self, uuid: str, name: str, parent_uuid: str | None) -> dict | None:
@@ -274,6 +286,9 @@ class Placement:
         return Provider.from_api(created)
 
     def update_provider(self, uuid: str, name: str, parent_uuid: str | None, reparent: bool = False) -> Provider:
+        """Set provider ``uuid``'s name and parent; returns it as Placement answers. ``reparent``: sent at 1.37,
+        which lets an existing parent change (MicroversionUnsupported under a lower pin). A lost answer is re-read:
+        the provider already as asked counts as written. Errors as :meth:`request`."""
         body = {"name": name}
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
@@ -282,6 +297,9 @@ class Placement:
                                               converged=lambda: self._provider_as(uuid, name, parent_uuid)))
 
     def delete_provider(self, uuid: str) -> None:
+        """Delete provider ``uuid``; a lost answer is re-read (the provider gone counts as deleted). Returns None.
+        Raises ProviderInUse (it has allocations), CannotDeleteParent (it has children), NotFound; otherwise as
+        :meth:`request`."""
         def gone() -> dict | None:
             try:
                 self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS)
@@ -292,6 +310,8 @@ class Placement:
 
     # ------------------------------------------------------------ traits
     def existing_traits(self, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` exist in Placement, as a set (none asked: an empty set, no call). Errors as
+        :meth:`request`."""
         names = sorted(set(names))
         if not names:
             return set()
@@ -299,14 +319,21 @@ class Placement:
         return set(body["traits"])
 
     def create_trait(self, name: str) -> None:
+        """Create the trait ``name`` (a PUT: one that exists is left as it is). Returns None. Errors as
+        :meth:`request`."""
         self.request("put", f"/traits/{name}", mv.TRAITS)
 
     def get_provider_traits(self, uuid: str) -> tuple[set[str], int]:
+        """``(traits, provider generation)`` of provider ``uuid``. Errors as :meth:`request` (a 404: NotFound or
+        ProviderNotFound)."""
         body = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
         return set(body["traits"]), body["resource_provider_generation"]
 
     def set_provider_traits(self, uuid: str, traits: Iterable[str], generation: int) -> int:
         # at ERROR_CODES: a generation conflict must carry its code (placement.concurrent_update) to be retried
+        """Replace provider ``uuid``'s traits at ``generation``; returns its new generation. A lost answer is re-read:
+        the traits already as asked count as written. Raises ConcurrentUpdate when the generation moved; otherwise as
+        :meth:`request`."""
         wanted = set(traits)
 
         def same() -> dict | None:
@@ -318,6 +345,7 @@ class Placement:
 
     # ------------------------------------------------------------ aggregates
     def get_provider_aggregates(self, uuid: str) -> tuple[set[str], int]:
+        """``(aggregate uuids, provider generation)`` of provider ``uuid``. Errors as :meth:`request`."""
         body = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
         return set(body["aggregates"]), body["resource_provider_generation"]
 
@@ -335,10 +363,15 @@ class Placement:
 
     # ------------------------------------------------------------ inventories
     def get_inventories(self, uuid: str) -> tuple[dict[str, dict], int]:
+        """``(inventories by class as Placement returns them, provider generation)`` of provider ``uuid``. Errors as
+        :meth:`request` (a 404: NotFound or ProviderNotFound)."""
         body = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
         return body["inventories"], body["resource_provider_generation"]
 
     def set_inventories(self, uuid: str, inventories: Mapping[str, Mapping], generation: int) -> int:
+        """Replace provider ``uuid``'s inventories at ``generation``; returns its new generation. A lost answer is
+        re-read: inventories already holding the given fields count as written. Raises ConcurrentUpdate when the
+        generation moved, InventoryInUse when a class with allocations would go; otherwise as :meth:`request`."""
         wanted = {rc: dict(inv) for rc, inv in inventories.items()}
 
         def same() -> dict | None:
@@ -359,6 +392,7 @@ class Placement:
         return body if with_generation else body["allocations"]
 
     def provider_usages(self, uuid: str) -> dict[str, int]:
+        """``{class: used}`` of provider ``uuid``. Errors as :meth:`request` (a 404: NotFound or ProviderNotFound)."""
         return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
 
     def usages_of(self, uuids: Iterable[str], readers: int = READERS, *,

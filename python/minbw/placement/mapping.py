@@ -36,10 +36,12 @@ class MappingResult:
 
     @property
     def unique(self) -> bool:
+        """Whether exactly one mapping fits (status ``unique``)."""
         return self.status == UNIQUE
 
     @property
     def mapping(self) -> dict[str, list[str]] | None:
+        """The one mapping (``{suffix: [rp_uuid, ...]}``) when it is unique, else None."""
         return self.solutions[0] if self.unique else None
 
     def group_providers(self) -> dict[str, str]:
@@ -49,6 +51,7 @@ class MappingResult:
         return {gid: rps[0] for gid, rps in self.solutions[0].items() if gid}
 
     def describe(self) -> str:
+        """One line for reports: the unique mapping and its source, the ambiguous ones (refused), or why none fits."""
         if self.status == UNIQUE:
             return f"unique mapping (from {self.source}): {self.solutions[0]}"
         if self.status == AMBIGUOUS:

@@ -30,9 +30,11 @@ class FileEdit:
 
     @property
     def changed(self) -> bool:
+        """Whether the edit changes the file's text."""
         return self.after != self.before
 
     def diff(self) -> dict:
+        """Ansible's diff of the file: its text before and after, both headed by its path."""
         return {"before": self.before, "after": self.after, "before_header": self.path, "after_header": self.path}
 
 

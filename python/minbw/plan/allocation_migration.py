@@ -53,6 +53,8 @@ class ConsumerState:
 
     @classmethod
     def from_api(cls, consumer: str, body: Mapping[str, Any]) -> ConsumerState:
+        """The consumer ``consumer`` from its ``GET /allocations`` body (allocations without the per-provider
+        generations)."""
         return cls(consumer, _allocations(body.get("allocations")), body.get("consumer_generation"),
                    body.get("project_id"), body.get("user_id"), body.get("consumer_type"))
 
@@ -150,6 +152,7 @@ class PostOp(base.Op):
     body: Mapping[str, Mapping] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action, consumer, migration and ``post_allocations`` (the body, by consumer)."""
         return {"action": self.action, "consumer": self.consumer, "migration": self.migration,
                 "post_allocations": {c: dict(b) for c, b in self.body.items()}}
 
@@ -168,6 +171,8 @@ class MoveOp(PostOp):
     binding_profiles: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The post's dict plus source, target, the consumer's new allocations, ``held_by_migration``, mapping and its
+        source, binding profiles."""
         return {**super().to_dict(), "source": self.source, "target": self.target,
                 "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
                 "held_by_migration": {rp: dict(a) for rp, a in self.held.items()},
@@ -183,6 +188,7 @@ class RevertOp(PostOp):
     allocations: Mapping[str, Mapping] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The post's dict plus source and the allocations the consumer gets back."""
         return {**super().to_dict(), "source": self.source,
                 "allocations": {rp: dict(a) for rp, a in self.allocations.items()}}
 
@@ -214,9 +220,12 @@ class MovePlan(base.Plan):
 
     @property
     def no_candidate(self) -> bool:
+        """Whether the target had no usable candidate: no ops and not already moved."""
         return not self.ops and not self.done
 
     def to_dict(self) -> dict:
+        """The plan's dict plus source, target, ``done``, ``attempts`` (how many) and ``skipped`` (the unusable
+        attempts)."""
         return {**super().to_dict(), "source": self.source, "target": self.target, "done": self.done,
                 "attempts": len(self.attempts), "skipped": [a.skipped() for a in self.attempts if not a.usable]}
 

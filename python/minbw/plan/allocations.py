@@ -31,6 +31,8 @@ class Attempt:
         return self.mapping.unique
 
     def skipped(self) -> dict:
+        """What a report says of an attempt that is not tried: its host, outcome ``skipped`` and why (the mapping's
+        description)."""
         return {"host": self.host, "outcome": "skipped", "why": self.mapping.describe()}
 
 
@@ -53,6 +55,8 @@ class ClaimOp(base.Op):
     binding_profiles: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict of the claim: action, consumer, host, allocations, mapping and its source, binding
+        profiles."""
         return {"action": self.action, "consumer": self.consumer, "host": self.host,
                 "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
                 "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,
@@ -60,6 +64,9 @@ class ClaimOp(base.Op):
 
 
 def claim_op(consumer: str, attempt: Attempt, req: ServerRequest) -> ClaimOp:
+    """The claim of ``attempt`` for ``consumer``: the candidate's allocations, its mapping and the ports'
+    ``binding:profile.allocation`` values. Raises MappingError when the attempt's mapping is not unique, RequestError
+    when it leaves one of a port's groups unmapped."""
     allocations = {rp: {"resources": dict(a["resources"])}
                    for rp, a in attempt.allocation_request["allocations"].items()}
     return ClaimOp("claim", consumer=consumer, host=attempt.host, allocations=allocations,
@@ -76,11 +83,16 @@ class ClaimPlan(base.Plan):
     candidates: CandidateSet | None = None
 
     def to_dict(self) -> dict:
+        """The plan's dict plus ``attempts`` (how many) and ``skipped`` (the unusable attempts, as
+        :meth:`Attempt.skipped`)."""
         return {**super().to_dict(), "attempts": len(self.attempts),
                 "skipped": [a.skipped() for a in self.attempts if not a.usable]}
 
 
 def plan_claim(consumer: str, cands: CandidateSet, req: ServerRequest, max_hosts: int) -> ClaimPlan:
+    """The claim plan of ``consumer``: its ops the claim of the first usable attempt of :func:`claim_order` (none when
+    no attempt is usable), ``attempts`` the whole order. Raises RequestError when a usable mapping leaves a port's group
+    unmapped."""
     attempts = claim_order(cands, req, max_hosts)
     first = next((a for a in attempts if a.usable), None)
     if first is None:

@@ -96,6 +96,7 @@ class Migration:
 
     @property
     def in_progress(self) -> bool:
+        """Whether the migration still runs: its status (any case) is none of :data:`MIGRATION_DONE`."""
         return self.status.lower() not in MIGRATION_DONE
 
 
@@ -107,6 +108,7 @@ class FixOp(base.Op):
     classes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: ``action``, ``subject`` and, when there are any, ``classes``."""
         out = {"action": self.action, "subject": self.subject}
         if self.classes:
             out["classes"] = list(self.classes)
@@ -124,6 +126,7 @@ class Finding:
     facts: Mapping = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: kind, subject, detail, the fix's dict (None: no fix), and the facts merged in."""
         return {"kind": self.kind, "subject": self.subject, "detail": self.detail,
                 "fix": self.fix.to_dict() if self.fix else None, **self.facts}
 
@@ -137,6 +140,7 @@ class AuditPlan(base.Plan):
 
     @property
     def ok(self) -> bool:
+        """Whether the audit found nothing."""
         return not self.findings
 
     def left(self, fixes: Iterable[Mapping]) -> int:
@@ -144,15 +148,20 @@ class AuditPlan(base.Plan):
         return len(self.findings) - sum(1 for f in fixes if f["done"])
 
     def to_dict(self) -> dict:
+        """The plan's dict plus ``ok``, the findings' dicts and ``checked`` (how many consumers, ports and
+        providers)."""
         return {**super().to_dict(), "ok": self.ok, "findings": [f.to_dict() for f in self.findings],
                 "checked": {"consumers": self.consumers, "ports": self.ports, "providers": self.providers}}
 
 
 def guaranteed(resources: Mapping[str, int]) -> dict[str, int]:
+    """``{class: amount}`` of the guaranteed classes (NET_BW_*, NET_PACKET_RATE_*) in ``resources``, zero amounts
+    left out."""
     return {rc: n for rc, n in resources.items() if rc in GUARANTEED_CLASSES and n}
 
 
 def amounts(resources: Mapping[str, int]) -> str:
+    """``resources`` as one ``CLASS=N, ...`` string, classes sorted."""
     return ", ".join(f"{rc}={n}" for rc, n in sorted(resources.items()))
 
 
@@ -321,10 +330,12 @@ class Holder:
         return (self.since is None, -self.since.timestamp() if self.since else 0, self.consumer)
 
     def describe(self) -> str:
+        """One line for a report: type, name, consumer, since when (the basis) and its amounts."""
         name = f"{self.name} " if self.name else ""
         return f"{self.type} {name}{self.consumer} ({self.basis}): {amounts(self.resources)}"
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict of the holder (``since`` in ISO 8601, None when not known)."""
         return {"consumer": self.consumer, "type": self.type, "name": self.name, "resources": dict(self.resources),
                 "since": self.since.isoformat() if self.since else None, "basis": self.basis, "todo": self.todo}
 
@@ -341,6 +352,8 @@ class _Ages:
                 self.arrivals.setdefault(m.server, []).append(m)
 
     def server_since(self, sid: str, host: str | None) -> tuple[datetime | None, str]:
+        """``(since, basis)`` of server ``sid``'s allocation on ``host``: its creation time, or the start of the latest
+        arrived migration to ``host`` after it; ``(None, "no creation time")`` without either."""
         s = self.servers[sid]
         best = (_when(s.created_at), f"created {s.created_at}") if _when(s.created_at) else (None, "no creation time")
         for m in self.arrivals.get(sid, ()):
@@ -350,6 +363,8 @@ class _Ages:
         return best
 
     def holder(self, consumer: str, host: str | None, resources: Mapping[str, int]) -> Holder:
+        """The :class:`Holder` of ``consumer``'s ``resources`` on ``host``: a server, a migration (aged by its server,
+        else its own start) or another consumer (no age), with what to do about it."""
         if consumer in self.servers:
             s = self.servers[consumer]
             since, basis = self.server_since(consumer, host)

@@ -12,6 +12,7 @@ class Op:
     action: str
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict of the write: its ``action``."""
         return {"action": self.action}
 
 
@@ -25,9 +26,11 @@ class Plan:
 
     @property
     def changed(self) -> bool:
+        """Whether the plan has writes."""
         return bool(self.ops)
 
     def writes(self) -> int:
+        """How many writes the plan makes."""
         return len(self.ops)
 
     def diff(self) -> dict:
@@ -35,4 +38,5 @@ class Plan:
         return {"before": self.before or {}, "after": self.after or {}}
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: ``changed``, ``writes`` and the ops' dicts, in order."""
         return {"changed": self.changed, "writes": self.writes(), "ops": [op.to_dict() for op in self.ops]}

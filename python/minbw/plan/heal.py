@@ -41,6 +41,7 @@ class GroupHeal:
     why: str = ""
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: port, group, status, provider, ``chosen_by`` and ``why``."""
         return {"port": self.port, "group": self.group, "status": self.status, "provider": self.provider,
                 "chosen_by": self.chosen_by, "why": self.why}
 
@@ -56,6 +57,8 @@ class HealOp(base.Op):
     binding: object = None
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action, consumer and allocations for ``put_allocations``; action, port and binding
+        otherwise."""
         if self.action == "put_allocations":
             return {"action": self.action, "consumer": self.consumer,
                     "allocations": {rp: dict(a) for rp, a in self.allocations.items()}}
@@ -70,9 +73,11 @@ class HealPlan(base.Plan):
 
     @property
     def healable(self) -> bool:
+        """Whether every group can be healed (none ``unhealable``)."""
         return all(g.status != "unhealable" for g in self.groups)
 
     def to_dict(self) -> dict:
+        """The plan's dict plus server, ``healable`` and the groups' dicts."""
         return {**super().to_dict(), "server": self.server, "healable": self.healable,
                 "groups": [g.to_dict() for g in self.groups]}
 

@@ -39,10 +39,13 @@ class Op(base.Op):
     values: Mapping = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: ``action`` and the ``values`` sent."""
         return {"action": self.action, "values": dict(self.values)}
 
 
 def port_view(port) -> dict | None:
+    """What a plan compares of a port (an SDK port or a dict; None: None): id, name, network, ``binding:vnic_type``
+    (``normal`` when unset), QoS policy and ``fixed_ips`` (subnet and address only, sorted)."""
     if port is None:
         return None
     d = port.to_dict(computed=False) if hasattr(port, "to_dict") else dict(port)
@@ -94,6 +97,8 @@ def _op(desired: PortSpec | None, current: Mapping | None) -> Op | None:
 
 
 def predict_port(current: Mapping | None, op: Op | None) -> dict | None:
+    """The port as ``op`` leaves it: ``current`` (a copy) with ``op``'s values over it; None when ``op`` deletes it or
+    neither exists."""
     if op is None:
         return None if current is None else dict(current)
     if op.action == "delete":

@@ -25,6 +25,8 @@ ROOT_NAMESPACE = uuidlib.UUID("5f0c3a52-9a51-5d3e-9a1e-6d696e62772e")
 
 
 def root_uuid(hypervisor: str) -> str:
+    """The UUID minbw gives the root it creates for ``hypervisor`` (uuid5 in :data:`ROOT_NAMESPACE`: the same each
+    run)."""
     return str(uuidlib.uuid5(ROOT_NAMESPACE, hypervisor))
 
 
@@ -54,6 +56,8 @@ class Op(base.Op):
     inventories: Mapping[str, Mapping] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action and name, uuid when set, and what the action sends (parent, traits,
+        inventories)."""
         d: dict[str, Any] = {"action": self.action, "name": self.name}
         if self.uuid:
             d["uuid"] = self.uuid
@@ -94,6 +98,7 @@ class Kept:
         return f"kept {self.name} ({self.uuid}): no longer configured, but allocated to {who}"
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: uuid, name and the consumers' allocations on it (``{consumer: {class: amount}}``)."""
         return {"uuid": self.uuid, "name": self.name, "consumers": {c: dict(r) for c, r in self.consumers.items()}}
 
 
@@ -114,6 +119,7 @@ class Plan(base.Plan):
         return {"before": before, "after": after}
 
     def to_dict(self) -> dict:
+        """The plan's dict plus ``kept``, the desired providers' dicts and the warnings."""
         return {**super().to_dict(), "kept": [k.to_dict() for k in self.kept],
                 "providers": [p.to_dict() for p in self.providers], "warnings": list(self.warnings)}
 

@@ -45,6 +45,7 @@ class Op(base.Op):
     rule_id: str | None = None
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: ``action`` and the ``values`` sent; a rule's write adds ``rule_type`` and ``rule_id``."""
         out = {"action": self.action, "values": dict(self.values)}
         if self.rule_type:
             out.update(rule_type=self.rule_type, rule_id=self.rule_id)

@@ -56,6 +56,8 @@ class SegmentOp(base.Op):
     counted: Mapping[str, int] = field(default_factory=dict)  # recount: the counts it replaces
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action, uuid, name and what the action writes (inventories; for ``recount`` also
+        ``generation`` and ``from``, the counts replaced; aggregates), host when set."""
         d: dict[str, Any] = {"action": self.action, "uuid": self.uuid, "name": self.name}
         if self.action in ("set_inventories", "set_inventory_fields", "recount"):
             d["inventories"] = {rc: dict(i) for rc, i in self.inventories.items()}
@@ -105,6 +107,7 @@ class CountDifference:
     outcome: str
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: segment, field, the Placement and Neutron counts, causes and outcome."""
         return {"segment": self.segment, "field": self.field, "placement": self.placement, "neutron": self.neutron,
                 "causes": list(self.causes), "outcome": self.outcome}
 

@@ -41,6 +41,7 @@ class Separation:
 
     @property
     def by(self) -> str:
+        """How reserved hosts are marked: ``aggregate`` when one is given, else ``trait``."""
         return "aggregate" if self.aggregate else "trait"
 
     @property
@@ -49,6 +50,7 @@ class Separation:
         return f"trait:{self.trait}"
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: mode, trait and aggregate."""
         return {"mode": self.mode, "trait": self.trait, "aggregate": self.aggregate}
 
 
@@ -121,6 +123,7 @@ class HostOp(base.Op):
     aggregate: str | None = None
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action; host and uuid when a host is named; trait and aggregate when set."""
         d = {"action": self.action}
         if self.host:
             d.update(host=self.host, uuid=self.uuid)
@@ -196,6 +199,7 @@ class FlavorOp(base.Op):
     value: str | None = None
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action, flavor, ``flavor_id``, key, and the value when one is set."""
         d = {"action": self.action, "flavor": self.flavor, "flavor_id": self.flavor_id, "key": self.key}
         if self.value is not None:
             d["value"] = self.value
@@ -260,12 +264,15 @@ class SeparationPlan(base.Plan):
     separation: Separation = Separation()
 
     def diff(self) -> dict:
+        """Ansible's diff: the hosts' and the flavors' before and after."""
         return {"before": {"hosts": self.hosts.before, "flavors": self.flavors.before},
                 "after": {"hosts": self.hosts.after, "flavors": self.flavors.after}}
 
     def to_dict(self) -> dict:
+        """The plan's dict plus the separation's dict."""
         return {**super().to_dict(), "separation": self.separation.to_dict()}
 
 
 def combine(sep: Separation, hosts: base.Plan, flavors: base.Plan) -> SeparationPlan:
+    """The plan of both: the hosts' ops then the flavors' (the order they run in), each plan kept, with ``sep``."""
     return SeparationPlan(ops=(*hosts.ops, *flavors.ops), hosts=hosts, flavors=flavors, separation=sep)

@@ -37,6 +37,7 @@ class NovaAction(Op):
     force_down: str | None = None    # evacuate: the source host whose nova-compute is marked forced down
 
     def to_dict(self) -> dict:
+        """A JSON-ready dict: action, server, host, flavor and ``force_down``."""
         return {"action": self.action, "server": self.server, "host": self.host, "flavor": self.flavor,
                 "force_down": self.force_down}
 
