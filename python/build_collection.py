@@ -160,7 +160,7 @@ def shipped_text(rel: str) -> str:
             line = lines[node.lineno - 1]
             head, tail = line[:node.col_offset], line[node.col_offset:]
             relative = "." * depth + node.module[len("minbw."):] if node.module != "minbw" else "." * depth
-            new_tail, count = _FROM.subn(lambda m: f"from {relative}{m.group(2)}", tail, count=1)
+            new_tail, count = _FROM.subn(lambda m, r=relative: f"from {r}{m.group(2)}", tail, count=1)
             if not count:
                 raise ValueError(f"python/minbw/{rel}:{node.lineno}: an import this script cannot rewrite")
             lines[node.lineno - 1] = head + new_tail

@@ -289,7 +289,7 @@ class ServerRequest:
                 try:
                     extra[name] = int(value)
                 except ValueError:
-                    raise RequestError(f"flavor extra spec {key}={value!r}: not an integer.")
+                    raise RequestError(f"flavor extra spec {key}={value!r}: not an integer.") from None
             elif value in ("required", "forbidden"):
                 (required if value == "required" else forbidden).append(name)
             else:

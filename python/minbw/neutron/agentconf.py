@@ -500,7 +500,7 @@ class Layers:
             raise ConfigError(f"the agent host is not valid: {e}; the agent does not start", option="host",
                               source=self.origins[DEFAULT]["host"],
                               fix="set [DEFAULT] host to the host's name (letters, digits and hyphens between "
-                                  "dots) or an IP address, or remove it (the agent's default: the machine's name)")
+                                  "dots) or an IP address, or remove it (the agent's default: the machine's name)") from None
 
 
 _HOST_LABEL = re.compile(r"(?!-)[A-Z0-9-]{1,63}(?<!-)$", re.IGNORECASE)

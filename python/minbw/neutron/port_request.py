@@ -233,7 +233,7 @@ def build_port_request(port_id: str, rules: Iterable[QosRule], segments: Iterabl
     try:
         port_ns = uuid.UUID(str(port_id))
     except ValueError:
-        raise RequestError(f"port id {port_id!r} is not a UUID; Neutron derives group ids from it.")
+        raise RequestError(f"port id {port_id!r} is not a UUID; Neutron derives group ids from it.") from None
     rules = tuple(rules)
     segments = tuple(segments)
     validate_rules(rules, f"port {port_id}")

@@ -58,7 +58,7 @@ class SchedulerOptions:
     disable_fallback_pcpu_query: bool = False                     # [workarounds]
 
     def __post_init__(self):
-        for name, (section, kind, minimum, _description) in OPTIONS.items():
+        for name, (_section, kind, minimum, _description) in OPTIONS.items():
             value = getattr(self, name)
             if kind is bool and not isinstance(value, bool):
                 object.__setattr__(self, name, _parse(name, value, "options"))

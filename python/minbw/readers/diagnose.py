@@ -151,7 +151,7 @@ def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> di
     policy = req.effective_group_policy()
     for i, host in enumerate(sorted(common)):
         demand: dict[str, int] = {}
-        for gid, hosts in fits.items():
+        for gid in fits:
             for rc, amount in groups[gid].resources:
                 demand[rc] = demand.get(rc, 0) + amount
         numbered = [fits[gid][host] for gid in fits if gid]

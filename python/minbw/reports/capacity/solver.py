@@ -101,7 +101,7 @@ def _traits_text(g: RequestGroup) -> str:
 def _group_label(req: ServerRequest, gid: str, port_names: Mapping[str, str]) -> str:
     if not gid:
         return "the flavor"
-    for i, port in enumerate(req.ports):
+    for port in req.ports:
         for g in port.groups:
             if g.id == gid:
                 kind = "/".join(sorted({"bandwidth" if "_BW_" in rc else "packet rate" for rc, _amount in g.resources})) \
