@@ -284,10 +284,13 @@ def nova_compute_caches(ops, observed: Observed) -> list[str]:
     populate_from_iterable`` then drops the children Placement no longer lists) or restarts
     (tests/e2e/test_create_root_cloud.py shows it on Nova 34)."""
     by_root: dict[str, list[str]] = {}
-    roots = {p.uuid: p for p in observed.roots.values()} | dict(observed.providers)
-    for op in ops:
-        prov = observed.providers.get(op.uuid) if op.action == "delete_provider" else None
-        root = roots.get(prov.root_uuid) if prov is not None and prov.root_uuid != prov.uuid else None
+    deleted = [op for op in ops if op.action == "delete_provider"]
+    roots = {p.uuid: p for p in observed.roots.values()} if deleted else {}  # a warm sync deletes nothing
+    for op in deleted:
+        prov = observed.providers.get(op.uuid)
+        if prov is None or prov.root_uuid == prov.uuid:
+            continue
+        root = observed.providers.get(prov.root_uuid) or roots.get(prov.root_uuid)
         if root is not None:
             by_root.setdefault(root.name, []).append(op.name)
     return [f"{len(names)} provider(s) removed under the root {host} ({', '.join(sorted(names))}): a nova-compute "
