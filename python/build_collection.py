@@ -34,6 +34,7 @@ Usage: build_collection.py [--output-path DIR] [--stage DIR]
   --output-path DIR  where the tarball minbw-openstack-<version>.tar.gz goes (default: the current directory)
   --stage DIR        only stage the collection, core generated, into DIR (new or empty); build nothing
 """
+
 from __future__ import annotations
 
 import argparse
@@ -94,7 +95,7 @@ def core_imports(path: Path, at_import: bool = False) -> list[str]:
             out += [a.name for a in node.names if a.name == "minbw" or a.name.startswith("minbw.")]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             elif node.module == "minbw" or (node.module or "").startswith("minbw."):
                 module = node.module
@@ -112,7 +113,7 @@ def plugin_roots() -> list[str]:
         for path in sorted((REPO / folder).glob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(SHIPPED_PACKAGE):
-                    module = "minbw" + node.module[len(SHIPPED_PACKAGE):]
+                    module = "minbw" + node.module[len(SHIPPED_PACKAGE) :]
                     for name in [module] + [f"{module}.{a.name}" for a in node.names]:
                         found = _module_file(name)
                         if found is not None:
@@ -153,13 +154,13 @@ def shipped_text(rel: str) -> str:
     lines = text.splitlines(keepends=True)
     for node in ast.walk(ast.parse(text, str(path))):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "minbw" for a in node.names):
-            raise ValueError(f"python/minbw/{rel}:{node.lineno}: 'import minbw...' cannot be shipped: "
-                             "use 'from minbw.x import y'")
-        if isinstance(node, ast.ImportFrom) and not node.level and node.module and \
-                node.module.split(".")[0] == "minbw":
+            raise ValueError(
+                f"python/minbw/{rel}:{node.lineno}: 'import minbw...' cannot be shipped: use 'from minbw.x import y'"
+            )
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module and node.module.split(".")[0] == "minbw":
             line = lines[node.lineno - 1]
-            head, tail = line[:node.col_offset], line[node.col_offset:]
-            relative = "." * depth + node.module[len("minbw."):] if node.module != "minbw" else "." * depth
+            head, tail = line[: node.col_offset], line[node.col_offset :]
+            relative = "." * depth + node.module[len("minbw.") :] if node.module != "minbw" else "." * depth
             new_tail, count = _FROM.subn(lambda m, r=relative: f"from {r}{m.group(2)}", tail, count=1)
             if not count:
                 raise ValueError(f"python/minbw/{rel}:{node.lineno}: an import this script cannot rewrite")
@@ -186,6 +187,7 @@ def ship(dest: Path) -> list[str]:
 
 def galaxy() -> dict:
     import yaml  # ansible-core's dependency: wherever ansible-galaxy runs, PyYAML is there
+
     return yaml.safe_load((REPO / "galaxy.yml").read_text())
 
 
@@ -203,12 +205,18 @@ def stage(dest: Path) -> Path:
     if any(dest.iterdir()):
         raise SystemExit(f"build_collection.py: {dest} is not empty")
     meta = galaxy()
-    patterns = list(meta.get("build_ignore") or []) + list(_ALWAYS_IGNORED) + \
-        [f"{meta['namespace']}-{meta['name']}-*.tar.gz", str(SHIPPED)]
+    patterns = (
+        list(meta.get("build_ignore") or [])
+        + list(_ALWAYS_IGNORED)
+        + [f"{meta['namespace']}-{meta['name']}-*.tar.gz", str(SHIPPED)]
+    )
     for root, dirs, files in os.walk(REPO):
         rel_root = Path(root).relative_to(REPO)
-        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS and
-                         not any(fnmatch.fnmatch(str(rel_root / d), p) for p in patterns))
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d not in _IGNORED_DIRS and not any(fnmatch.fnmatch(str(rel_root / d), p) for p in patterns)
+        )
         for name in sorted(files):
             rel = rel_root / name
             if not any(fnmatch.fnmatch(str(rel), p) for p in patterns):
@@ -235,8 +243,12 @@ def build(output: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="minbw-collection-") as scratch:
         staged = stage(Path(scratch) / "collection")
         # in the staged tree, which holds no ansible.cfg (build_ignore)
-        subprocess.run([ansible_galaxy(), "collection", "build", "--force", "--output-path", str(output), "."],
-                       cwd=staged, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [ansible_galaxy(), "collection", "build", "--force", "--output-path", str(output), "."],
+            cwd=staged,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     tarball = output / f"{meta['namespace']}-{meta['name']}-{meta['version']}.tar.gz"
     print(f"built {tarball}")
     return tarball
@@ -244,10 +256,15 @@ def build(output: Path) -> Path:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="build_collection.py", description=__doc__.split("\n")[0])
-    parser.add_argument("--output-path", type=Path, default=Path.cwd(),
-                        help="where the tarball goes (default: the current directory)")
-    parser.add_argument("--stage", type=Path, metavar="DIR",
-                        help="only stage the collection, its core generated, into DIR (new or empty): no build")
+    parser.add_argument(
+        "--output-path", type=Path, default=Path.cwd(), help="where the tarball goes (default: the current directory)"
+    )
+    parser.add_argument(
+        "--stage",
+        type=Path,
+        metavar="DIR",
+        help="only stage the collection, its core generated, into DIR (new or empty): no build",
+    )
     args = parser.parse_args(argv)
     if args.stage is not None:
         stage(args.stage.resolve())

@@ -3,6 +3,7 @@
 Placement errors are classified by ``errors[0].code`` (stable by Placement's
 contract), never by message text.
 """
+
 from __future__ import annotations
 
 
@@ -25,8 +26,7 @@ class ConfigError(InvalidInput):
     Neutron's message, which stays ``neutron_message``).
     """
 
-    def __init__(self, message: str, option: str | None = None, source: str | None = None,
-                 fix: str | None = None):
+    def __init__(self, message: str, option: str | None = None, source: str | None = None, fix: str | None = None):
         self.option = option
         self.source = source
         self.fix = fix
@@ -84,8 +84,15 @@ class PartialApply(MinbwError):
     Running the same desired state again resumes from what is there.
     """
 
-    def __init__(self, cause: Exception, applied: list, planned: int, result=None,
-                 then: str = "running the sync again resumes from what is in Placement", pending: list | None = None):
+    def __init__(
+        self,
+        cause: Exception,
+        applied: list,
+        planned: int,
+        result=None,
+        then: str = "running the sync again resumes from what is in Placement",
+        pending: list | None = None,
+    ):
         self.cause = cause
         self.applied = list(applied)
         self.planned = planned
@@ -96,8 +103,10 @@ class PartialApply(MinbwError):
         if self.pending:
             more = f" and {len(self.pending) - 1} more" if len(self.pending) > 1 else ""
             failed = f"; not written: {self.pending[0]}{more}"
-        super().__init__(f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
-                         f"(the last: {last}){failed}; {then}")
+        super().__init__(
+            f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
+            f"(the last: {last}){failed}; {then}"
+        )
 
     @property
     def code(self) -> str | None:
@@ -113,9 +122,14 @@ class PartialApply(MinbwError):
         """The cause's fields (when a minbw error), then the message, the writes done and planned, and the writes
         applied and not applied (each its dict, or its text)."""
         inner = self.cause.to_dict() if isinstance(self.cause, MinbwError) else {}
-        return {**inner, "msg": str(self), "writes_done": len(self.applied), "writes_planned": self.planned,
-                "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied],
-                "not_applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.pending]}
+        return {
+            **inner,
+            "msg": str(self),
+            "writes_done": len(self.applied),
+            "writes_planned": self.planned,
+            "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied],
+            "not_applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.pending],
+        }
 
 
 class MappingError(MinbwError):
@@ -162,8 +176,9 @@ class OvercommitUndone(NoValidHost):
     undone by minbw. ``excess``: what the last such attempt found over capacity (provider, resource_class, used,
     capacity: dicts)."""
 
-    def __init__(self, message: str, diagnosis: list[dict] | None = None, attempts: list[dict] | None = None,
-                 excess: tuple = ()):
+    def __init__(
+        self, message: str, diagnosis: list[dict] | None = None, attempts: list[dict] | None = None, excess: tuple = ()
+    ):
         self.excess = tuple(excess)
         super().__init__(message, diagnosis, attempts)
 
@@ -179,8 +194,10 @@ class RequestFilterFailed(NoValidHost):
     def __init__(self, filter_name: str, reason: str, fix: str = ""):
         self.filter = filter_name
         self.reason = reason
-        super().__init__(f"No valid host: Nova's request filter {filter_name} refuses the server: {reason}"
-                         + (f" Fix: {fix}" if fix else ""))
+        super().__init__(
+            f"No valid host: Nova's request filter {filter_name} refuses the server: {reason}"
+            + (f" Fix: {fix}" if fix else "")
+        )
 
     def to_dict(self) -> dict:
         """NoValidHost's dict plus the refusing filter's name and Nova's reason."""
@@ -224,8 +241,16 @@ class PlacementError(MinbwError):
 
     code: str | None = None
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
-                 request_id: str | None = None, method: str | None = None, url: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+        method: str | None = None,
+        url: str | None = None,
+    ):
         self.status = status
         if code is not None:
             self.code = code
@@ -246,8 +271,14 @@ class PlacementError(MinbwError):
     def to_dict(self) -> dict:
         """Placement's own message (without method, URL, status or code), the status, the error code, the request id,
         the method and the URL."""
-        return {"msg": self.detail, "status": self.status, "code": self.code,
-                "request_id": self.request_id, "method": self.method, "url": self.url}
+        return {
+            "msg": self.detail,
+            "status": self.status,
+            "code": self.code,
+            "request_id": self.request_id,
+            "method": self.method,
+            "url": self.url,
+        }
 
 
 class ConcurrentUpdate(PlacementError):
@@ -289,16 +320,27 @@ class PlacementUnavailable(PlacementError):
     no answer in time, 502/503/504). ``maybe_applied``: a write was sent and its answer lost, so Placement
     may or may not hold it (re-reading it found it not there yet); running the same command again converges."""
 
-    def __init__(self, why: str, *, status: int | None = None, method: str | None = None, url: str | None = None,
-                 tries: int = 1, maybe_applied: bool = False):
+    def __init__(
+        self,
+        why: str,
+        *,
+        status: int | None = None,
+        method: str | None = None,
+        url: str | None = None,
+        tries: int = 1,
+        maybe_applied: bool = False,
+    ):
         self.tries = tries
         self.maybe_applied = maybe_applied
-        outcome = ("this write may or may not have been applied" if maybe_applied
-                   else "nothing was written by this call")
-        super().__init__(f"no usable answer from Placement after {tries} tries, the last: {why}; {outcome}. Fix: check "
-                         f"that Placement (and the proxy or load balancer in front of it) is up, then run the same "
-                         f"command again; MINBW_PLACEMENT_ATTEMPTS / MINBW_PLACEMENT_TIMEOUT set the retry policy",
-                         status=status, method=method, url=url)
+        outcome = "this write may or may not have been applied" if maybe_applied else "nothing was written by this call"
+        super().__init__(
+            f"no usable answer from Placement after {tries} tries, the last: {why}; {outcome}. Fix: check "
+            f"that Placement (and the proxy or load balancer in front of it) is up, then run the same "
+            f"command again; MINBW_PLACEMENT_ATTEMPTS / MINBW_PLACEMENT_TIMEOUT set the retry policy",
+            status=status,
+            method=method,
+            url=url,
+        )
 
     def to_dict(self) -> dict:
         """PlacementError's dict plus the tries made and ``maybe_applied``."""
@@ -309,13 +351,29 @@ class MicroversionUnsupported(MinbwError):
     """The server cannot express a request at any microversion it offers."""
 
 
-_BY_CODE = {cls.code: cls for cls in (ConcurrentUpdate, InventoryInUse, DuplicateName, ProviderInUse,
-                                      CannotDeleteParent, ProviderNotFound, UndefinedCode)}
+_BY_CODE = {
+    cls.code: cls
+    for cls in (
+        ConcurrentUpdate,
+        InventoryInUse,
+        DuplicateName,
+        ProviderInUse,
+        CannotDeleteParent,
+        ProviderNotFound,
+        UndefinedCode,
+    )
+}
 
 
-def placement_error(status: int | None, body: dict | None, *, request_id: str | None = None,
-                    method: str | None = None, url: str | None = None,
-                    fallback_message: str = "") -> PlacementError:
+def placement_error(
+    status: int | None,
+    body: dict | None,
+    *,
+    request_id: str | None = None,
+    method: str | None = None,
+    url: str | None = None,
+    fallback_message: str = "",
+) -> PlacementError:
     """Build the right PlacementError subclass from an error response body."""
     code = None
     message = fallback_message
@@ -340,8 +398,15 @@ class DaemonError(MinbwError):
     (``minbw placement serve --daemon`` / ``stop``): the port is held by another process, the server
     did not become ready, or it would not exit. ``log_tail`` holds the last lines of its log."""
 
-    def __init__(self, message: str, *, port: int | None = None, pid: int | None = None,
-                 log_file: str | None = None, log_tail: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        port: int | None = None,
+        pid: int | None = None,
+        log_file: str | None = None,
+        log_tail: str | None = None,
+    ):
         self.port = port
         self.pid = pid
         self.log_file = log_file
@@ -353,8 +418,14 @@ class DaemonError(MinbwError):
 
     def to_dict(self) -> dict:
         """The message, the reason, the port, the pid, the log file and the last lines of the log."""
-        return {"msg": str(self), "reason": self.reason, "port": self.port, "pid": self.pid,
-                "log_file": self.log_file, "log_tail": self.log_tail}
+        return {
+            "msg": str(self),
+            "reason": self.reason,
+            "port": self.port,
+            "pid": self.pid,
+            "log_file": self.log_file,
+            "log_tail": self.log_tail,
+        }
 
 
 class MoveRefused(PlanError):
@@ -367,8 +438,15 @@ class MoveRefused(PlanError):
     ``mismatch`` (a revert whose consumer is not of the migration record's project and user).
     """
 
-    def __init__(self, message: str, *, reason: str, consumer: str | None = None,
-                 migration: str | None = None, host: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        consumer: str | None = None,
+        migration: str | None = None,
+        host: str | None = None,
+    ):
         self.reason = reason
         self.consumer = consumer
         self.migration = migration
@@ -377,8 +455,13 @@ class MoveRefused(PlanError):
 
     def to_dict(self) -> dict:
         """The message, the rule that refused the move (``reason``), the consumer, the migration and the host."""
-        return {"msg": str(self), "reason": self.reason, "consumer": self.consumer,
-                "migration": self.migration, "host": self.host}
+        return {
+            "msg": str(self),
+            "reason": self.reason,
+            "consumer": self.consumer,
+            "migration": self.migration,
+            "host": self.host,
+        }
 
 
 class CloudError(MinbwError):
@@ -391,13 +474,16 @@ class MissingService(CloudError):
     is known (``why``: its configuration turns it off, its catalog lists none, its one endpoint is Placement's,
     ...), what needed it, and what to do."""
 
-    def __init__(self, service: str, project: str, needed_by: str, cloud: str = "the cloud", fix: str = "",
-                 why: str = ""):
+    def __init__(
+        self, service: str, project: str, needed_by: str, cloud: str = "the cloud", fix: str = "", why: str = ""
+    ):
         self.service = service
         self.why = why
         said = f": {why};" if why else " in its catalog,"
-        super().__init__(f"{cloud} has no {service} service ({project}){said} and {needed_by}. Fix: "
-                         + (fix or f"run it against a cloud with {project} (--os-cloud / the module's cloud)"))
+        super().__init__(
+            f"{cloud} has no {service} service ({project}){said} and {needed_by}. Fix: "
+            + (fix or f"run it against a cloud with {project} (--os-cloud / the module's cloud)")
+        )
 
     def to_dict(self) -> dict:
         """The message, the missing service and ``why`` it is known missing."""
@@ -414,9 +500,20 @@ class NovaMoveFailed(MinbwError):
     to ``error``/``failed``, Nova refused the request, or the bounded wait ran out (``timed_out``).
     Names the server, the migration and the statuses last seen against the ones expected."""
 
-    def __init__(self, message: str, *, action: str, server: str | None = None, migration: str | None = None,
-                 status: str | None = None, task_state: str | None = None, migration_status: str | None = None,
-                 expected: dict | None = None, timed_out: bool = False, fault: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        action: str,
+        server: str | None = None,
+        migration: str | None = None,
+        status: str | None = None,
+        task_state: str | None = None,
+        migration_status: str | None = None,
+        expected: dict | None = None,
+        timed_out: bool = False,
+        fault: str | None = None,
+    ):
         self.action = action
         self.server = server
         self.migration = migration
@@ -431,9 +528,18 @@ class NovaMoveFailed(MinbwError):
     def to_dict(self) -> dict:
         """The message, the action, the server, the migration, the statuses last seen and the ones expected, whether the
         wait ran out (``timed_out``) and Nova's fault."""
-        return {"msg": str(self), "action": self.action, "server": self.server, "migration": self.migration,
-                "status": self.status, "task_state": self.task_state, "migration_status": self.migration_status,
-                "expected": dict(self.expected), "timed_out": self.timed_out, "fault": self.fault}
+        return {
+            "msg": str(self),
+            "action": self.action,
+            "server": self.server,
+            "migration": self.migration,
+            "status": self.status,
+            "task_state": self.task_state,
+            "migration_status": self.migration_status,
+            "expected": dict(self.expected),
+            "timed_out": self.timed_out,
+            "fault": self.fault,
+        }
 
 
 class DataPlaneUnreadable(InvalidInput):

@@ -16,9 +16,11 @@ prediction is re-read. Free capacity needs the usage, which the cache knows only
 created (usage 0, and every allocation moves the generation); for the others an absence proves nothing
 and only an unexpected presence counts. Traits are asked for only when some cached provider has them:
 an extra trait nobody is meant to have is not seen either. So with usage unknown a lower total at the same generation
-and the same classes, and an extra unrelated trait, go unnoticed until the periodic full check (the cache's maximum age).
+and the same classes, and an extra unrelated trait, go unnoticed until the periodic full check (the cache's maximum
+age).
 An entry without traits (the audit reads none) is checked by its inventories alone.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,8 +52,11 @@ class Listing:
             return False
         inv = normalize_inventory(inv)
         capacity = (inv["total"] - inv["reserved"]) * inv["allocation_ratio"]
-        if not (inv["min_unit"] <= self.amount <= inv["max_unit"] and self.amount % inv["step_size"] == 0
-                and capacity >= self.amount):
+        if not (
+            inv["min_unit"] <= self.amount <= inv["max_unit"]
+            and self.amount % inv["step_size"] == 0
+            and capacity >= self.amount
+        ):
             return False
         used = entry.get("used")
         if used is None:
@@ -74,8 +79,9 @@ def listings(entries: Iterable[Mapping]) -> tuple[Listing, ...]:
         for rc, inv in e["inventories"].items():
             c = capacity(inv)
             amounts |= {(rc, a) for a in (1, c, c + 1) if 1 <= a <= MAX_INT}
-    return tuple(Listing(trait=t) for t in traits) + tuple(Listing(resource_class=rc, amount=a)
-                                                           for rc, a in sorted(amounts))
+    return tuple(Listing(trait=t) for t in traits) + tuple(
+        Listing(resource_class=rc, amount=a) for rc, a in sorted(amounts)
+    )
 
 
 def disagreeing(entries: Mapping[str, Mapping], answers: Mapping[Listing, set[str]]) -> set[str]:

@@ -5,6 +5,7 @@ It is keyed by a digest of everything the desired state is computed from: the so
 it, the option values, and each file's path and bytes (not its size or time: content alone decides). A sync
 whose key differs parses as without it and keeps the new state. The file is read only when it belongs to this
 user and nobody else may write it (it is a pickle); one that is not, or that does not load, is ignored."""
+
 from __future__ import annotations
 
 import functools

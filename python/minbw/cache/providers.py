@@ -2,6 +2,7 @@
 endpoint, trusted while a provider's generation, name and parent are unchanged and confirmed by the safety check
 (:mod:`minbw.cache.check`); and the record of the last sync beside it. ``provider sync`` writes it; the reports
 and the exporter read it (:class:`minbw.readers.placement.Reader`)."""
+
 from __future__ import annotations
 
 import fcntl
@@ -48,8 +49,15 @@ class ProviderCache:
 
     VERSION = 2
 
-    def __init__(self, path: str | os.PathLike, endpoint: str, *, max_age: float = DEFAULT_CACHE_MAX_AGE,
-                 check_interval: float = 0, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        endpoint: str,
+        *,
+        max_age: float = DEFAULT_CACHE_MAX_AGE,
+        check_interval: float = 0,
+        clock: Callable[[], float] = time.time,
+    ):
         self.path = Path(path)
         self.endpoint = endpoint
         self.max_age = max_age
@@ -81,8 +89,12 @@ class ProviderCache:
     def candidate(self, prov: Provider, *, traits: bool = True) -> dict | None:
         """The entry of ``prov`` if it may be trusted (``traits``: only one that holds its traits)."""
         e = self.entries.get(prov.uuid)
-        if (e and (e.get("generation"), e.get("name"), e.get("parent")) == (prov.generation, prov.name, prov.parent_uuid)
-                and self.clock() - e.get("checked", 0) <= self.max_age and (not traits or e.get("traits") is not None)):
+        if (
+            e
+            and (e.get("generation"), e.get("name"), e.get("parent")) == (prov.generation, prov.name, prov.parent_uuid)
+            and self.clock() - e.get("checked", 0) <= self.max_age
+            and (not traits or e.get("traits") is not None)
+        ):
             return e
         return None
 
@@ -104,22 +116,38 @@ class ProviderCache:
             e["verified"] = now
             self._changed[u] = e
 
-    def put(self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *,
-            used: Mapping[str, int] | None = None, checked: float | None = None,
-            verified: float | None = None) -> None:
+    def put(
+        self,
+        uuid: str,
+        generation: int,
+        name: str,
+        parent: str | None,
+        traits,
+        inventories,
+        *,
+        used: Mapping[str, int] | None = None,
+        checked: float | None = None,
+        verified: float | None = None,
+    ) -> None:
         """Record what was read of a provider at ``generation``; ``traits`` None: not read (a reader that needs
         none, the audit's, caches the inventories alone; the traits an entry at the same generation holds stay).
         ``checked`` / ``verified``: when it was last read in full / confirmed (default: now)."""
         old = self.entries.get(uuid)
         if traits is None and old is not None and old.get("generation") == generation:
             traits = old.get("traits")
-        self.entries[uuid] = self._changed[uuid] = _shrink({
-            "generation": generation, "name": name, "parent": parent,
-            "traits": None if traits is None else sorted(traits),
-            "inventories": {rc: dict(i) for rc, i in inventories.items()},
-            "used": dict(used) if used is not None else None,
-            "checked": self.clock() if checked is None else checked,
-            "verified": self.clock() if verified is None else verified}, _INTS)
+        self.entries[uuid] = self._changed[uuid] = _shrink(
+            {
+                "generation": generation,
+                "name": name,
+                "parent": parent,
+                "traits": None if traits is None else sorted(traits),
+                "inventories": {rc: dict(i) for rc, i in inventories.items()},
+                "used": dict(used) if used is not None else None,
+                "checked": self.clock() if checked is None else checked,
+                "verified": self.clock() if verified is None else verified,
+            },
+            _INTS,
+        )
 
     def drop(self, uuid: str) -> None:
         """Forget the entry of ``uuid`` (nothing when there is none); ``save`` removes it from the file too. Returns
@@ -181,11 +209,19 @@ def _shrink(entry: dict, ints: dict[int, int]) -> dict:
     for field_ in ("inventories", "used"):
         value = entry.get(field_)
         if isinstance(value, dict):
-            entry[field_] = {(sys.intern(rc) if type(rc) is str else rc):
-                             ({(sys.intern(k) if type(k) is str else k): ints.setdefault(v, v) if type(v) is int else v
-                               for k, v in inv.items()}
-                              if isinstance(inv, dict) else ints.setdefault(inv, inv) if type(inv) is int else inv)
-                             for rc, inv in value.items()}
+            entry[field_] = {
+                (sys.intern(rc) if type(rc) is str else rc): (
+                    {
+                        (sys.intern(k) if type(k) is str else k): ints.setdefault(v, v) if type(v) is int else v
+                        for k, v in inv.items()
+                    }
+                    if isinstance(inv, dict)
+                    else ints.setdefault(inv, inv)
+                    if type(inv) is int
+                    else inv
+                )
+                for rc, inv in value.items()
+            }
     return entry
 
 
@@ -211,11 +247,14 @@ def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict
 def sync_record_path(cache_path: str | os.PathLike) -> Path:
     """Where the last sync against a cache's Placement is recorded: beside the cache file."""
     path = Path(cache_path)
-    return path.with_name(path.name.replace("providers-", "sync-", 1) if path.name.startswith("providers-")
-                          else path.name + ".sync")
+    return path.with_name(
+        path.name.replace("providers-", "sync-", 1) if path.name.startswith("providers-") else path.name + ".sync"
+    )
 
 
-def record_sync(cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock: Callable[[], float] = time.time) -> None:
+def record_sync(
+    cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock: Callable[[], float] = time.time
+) -> None:
     """Record a sync's end (the exporter's ``minbw_sync_*`` metrics read it): when, whether it succeeded, its writes,
     and when one last succeeded."""
     path = sync_record_path(cache_path)

@@ -1,4 +1,5 @@
 """``allocation create|delete``: claim a server's resources in Placement, or free them."""
+
 from __future__ import annotations
 
 import json
@@ -27,22 +28,38 @@ class CreateAllocation(Command):
 
     def failure_document(self, error):
         from minbw.errors import NoValidHost
-        return {"claimed": False, **error.to_dict()} if isinstance(error, NoValidHost) else super().failure_document(error)
+
+        return (
+            {"claimed": False, **error.to_dict()} if isinstance(error, NoValidHost) else super().failure_document(error)
+        )
 
     def view(self, parsed_args):
         from minbw.usecases.allocation import ClaimRequest, claim
+
         cloud = self.cloud(parsed_args)
-        result = claim(cloud, ClaimRequest(
-            parsed_args.consumer, server_spec(parsed_args), project_id=parsed_args.consumer_project_id,
-            user_id=parsed_args.consumer_user_id, consumer_type=parsed_args.consumer_type,
-            max_hosts=parsed_args.max_hosts, check=parsed_args.dry_run))
+        result = claim(
+            cloud,
+            ClaimRequest(
+                parsed_args.consumer,
+                server_spec(parsed_args),
+                project_id=parsed_args.consumer_project_id,
+                user_id=parsed_args.consumer_user_id,
+                consumer_type=parsed_args.consumer_type,
+                max_hosts=parsed_args.max_hosts,
+                check=parsed_args.dry_run,
+            ),
+        )
         c = result.claim
         names = cloud.placement.provider_names(in_tree=c.host)
         rows = tuple((names.get(rp, rp), rp, dict(alloc["resources"])) for rp, alloc in c.allocations.items())
         where = f"on {c.host_name} ({c.host})"
-        said = (f"unchanged: consumer {c.consumer} already holds this claim {where}" if not result.changed else
-                f"plan (nothing written): claim for consumer {c.consumer} {where}" if result.check else
-                f"claimed for consumer {c.consumer} {where}")
+        said = (
+            f"unchanged: consumer {c.consumer} already holds this claim {where}"
+            if not result.changed
+            else f"plan (nothing written): claim for consumer {c.consumer} {where}"
+            if result.check
+            else f"claimed for consumer {c.consumer} {where}"
+        )
         return View(result.to_dict(), CLAIM_COLUMNS, rows, head=(said,), sections=binding_sections(c.binding_profiles))
 
 
@@ -50,8 +67,13 @@ def binding_sections(binding_profiles: dict) -> tuple[Section, ...]:
     """Each port's binding:profile.allocation (what Nova writes to the port), a table under the main one."""
     if not binding_profiles:
         return ()
-    return (Section("", ("port", "binding:profile.allocation"),
-                    tuple((port, json.dumps(value)) for port, value in binding_profiles.items())),)
+    return (
+        Section(
+            "",
+            ("port", "binding:profile.allocation"),
+            tuple((port, json.dumps(value)) for port, value in binding_profiles.items()),
+        ),
+    )
 
 
 class DeleteAllocation(Command):
@@ -65,7 +87,11 @@ class DeleteAllocation(Command):
 
     def view(self, parsed_args):
         from minbw.usecases.allocation import FreeRequest, free
+
         result = free(self.cloud(parsed_args), FreeRequest(parsed_args.consumer, check=parsed_args.dry_run))
-        said = (f"{'would free' if parsed_args.dry_run else 'freed'} the allocations of {result.consumer}"
-                if result.changed else f"{result.consumer} has no allocations")
+        said = (
+            f"{'would free' if parsed_args.dry_run else 'freed'} the allocations of {result.consumer}"
+            if result.changed
+            else f"{result.consumer} has no allocations"
+        )
         return fields(result.to_dict(), self.columns, said)

@@ -11,6 +11,7 @@ had nothing to compare - drift without ini files, agents reporting bandwidth or 
 ``minbw: error: ...``, no traceback unless ``--debug``); 2 usage (argparse, before anything is read or written);
 3 findings left (audit, drift, heal); 4 no valid host (claim, candidates, move, schedule).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,15 +35,16 @@ def _top_package(obj: object) -> str:
     return type(obj).__module__.partition(".")[0]
 
 
-EXIT_ERROR = 1        # an error: bad input, a refusal, an unreachable cloud, bad credentials, nothing to compare
-EXIT_USAGE = 2        # argparse: an unknown option or a bad value, found before anything is read
-EXIT_FINDINGS = 3     # audit / drift / heal found something that is left (a CI gate); a sync skipped some units
+EXIT_ERROR = 1  # an error: bad input, a refusal, an unreachable cloud, bad credentials, nothing to compare
+EXIT_USAGE = 2  # argparse: an unknown option or a bad value, found before anything is read
+EXIT_FINDINGS = 3  # audit / drift / heal found something that is left (a CI gate); a sync skipped some units
 EXIT_NO_VALID_HOST = 4  # claim, candidates, move, schedule: Placement has no host for the request (not an error)
 
 
 @dataclass(frozen=True)
 class Section:
     """A further table under the main one (``-f table`` only), e.g. a provider's inventories."""
+
     title: str
     columns: tuple[str, ...]
     rows: tuple[tuple, ...]
@@ -54,6 +56,7 @@ class View:
     (a large one, made only when shown). ``one``: the table is one object (a Field/Value table; ``-c`` picks fields)
     rather than a list of rows. ``show_table`` False: ``-f table`` prints the head and tail lines only, unless
     ``-c`` asks for columns."""
+
     document: Any
     columns: tuple[str, ...] = ()
     rows: tuple[tuple, ...] = ()
@@ -67,8 +70,15 @@ class View:
 
 def fields(document: dict, columns: tuple[str, ...], said: str, exit_code: int = 0) -> View:
     """A one-object result: the sentence in ``-f table``, its fields for ``-c`` / ``-f value``."""
-    return View(document, columns, (tuple(document.get(c) for c in columns),), one=True, head=(said,),
-                show_table=False, exit_code=exit_code)
+    return View(
+        document,
+        columns,
+        (tuple(document.get(c) for c in columns),),
+        one=True,
+        head=(said,),
+        show_table=False,
+        exit_code=exit_code,
+    )
 
 
 class DictColumn(format_columns.DictColumn):
@@ -101,11 +111,11 @@ class Command(lister.Lister):
     parser gives no public handle on its ``-f``/``-c`` options) with the formatters registered under
     ``formatter_namespace``, each adding its own options."""
 
-    auth_required = False   # minbw connects on first use, after its options are checked (usage errors: exit 2)
+    auth_required = False  # minbw connects on first use, after its options are checked (usage errors: exit 2)
     columns: tuple[str, ...] = ()
     default_format = "table"
     _progress = None
-    _shown: View | None = None   # take_action's view, for produce_output (None: a failure, already said)
+    _shown: View | None = None  # take_action's view, for produce_output (None: a failure, already said)
     _exit_code = 0
 
     # ------------------------------------------------------------ parsing
@@ -120,7 +130,9 @@ class Command(lister.Lister):
         if self.cmd_name:
             hooks = extension.ExtensionManager(
                 namespace=f"{self.app.command_manager.namespace}.{self.cmd_name.replace(' ', '_')}",
-                invoke_on_load=True, invoke_kwds={"command": self})
+                invoke_on_load=True,
+                invoke_kwds={"command": self},
+            )
             parts += [e for h in hooks if h.obj is not None and (e := h.obj.get_epilog()) is not None]
         if _top_package(self.app) != _top_package(self):
             parts.append(f"This command is provided by the {DISTRIBUTION} plugin.")
@@ -134,30 +146,63 @@ class Command(lister.Lister):
         formatters = extension.ExtensionManager(self.formatter_namespace, invoke_on_load=True)
         names = sorted(formatters.names())
         group = parser.add_argument_group(title="output formatters", description="output formatter options")
-        group.add_argument("-f", "--format", dest="formatter", action="store", choices=names,
-                           default=self.default_format,
-                           help="the output format, defaults to table" if self.default_format == "table"
-                           else f"the output format (default {self.default_format})")
+        group.add_argument(
+            "-f",
+            "--format",
+            dest="formatter",
+            action="store",
+            choices=names,
+            default=self.default_format,
+            help="the output format, defaults to table"
+            if self.default_format == "table"
+            else f"the output format (default {self.default_format})",
+        )
         known = {column_key(c): c for c in self.columns}
 
         def column(text: str) -> str:
             if column_key(text) not in known:
-                raise argparse.ArgumentTypeError(f"no column {text!r}; this command's columns: "
-                                                 f"{', '.join(self.columns) or '(none)'}")
+                raise argparse.ArgumentTypeError(
+                    f"no column {text!r}; this command's columns: {', '.join(self.columns) or '(none)'}"
+                )
             return known[column_key(text)]
-        group.add_argument("-c", "--column", action="append", default=[], dest="columns", metavar="COLUMN", type=column,
-                           help=f"show this column (repeat for several): {', '.join(self.columns)}")
+
+        group.add_argument(
+            "-c",
+            "--column",
+            action="append",
+            default=[],
+            dest="columns",
+            metavar="COLUMN",
+            type=column,
+            help=f"show this column (repeat for several): {', '.join(self.columns)}",
+        )
         for formatter in formatters:
             formatter.obj.add_argument_group(parser)
-        group.add_argument("--sort-column", action="append", default=[], dest="sort_columns", metavar="SORT_COLUMN",
-                           help="specify the column(s) to sort the data (columns specified first have a priority, "
-                                "non-existing columns are ignored), column names are case-insensitive and accept "
-                                "underscores for spaces, can be repeated")
+        group.add_argument(
+            "--sort-column",
+            action="append",
+            default=[],
+            dest="sort_columns",
+            metavar="SORT_COLUMN",
+            help="specify the column(s) to sort the data (columns specified first have a priority, "
+            "non-existing columns are ignored), column names are case-insensitive and accept "
+            "underscores for spaces, can be repeated",
+        )
         direction = group.add_mutually_exclusive_group()
-        direction.add_argument("--sort-ascending", action="store_const", dest="sort_direction", const="asc",
-                               help="sort the column(s) in ascending order")
-        direction.add_argument("--sort-descending", action="store_const", dest="sort_direction", const="desc",
-                               help="sort the column(s) in descending order")
+        direction.add_argument(
+            "--sort-ascending",
+            action="store_const",
+            dest="sort_direction",
+            const="asc",
+            help="sort the column(s) in ascending order",
+        )
+        direction.add_argument(
+            "--sort-descending",
+            action="store_const",
+            dest="sort_direction",
+            const="desc",
+            help="sort the column(s) in descending order",
+        )
         group.add_argument("--json", dest="formatter", action="store_const", const="json", help="the same as -f json")
         if sys.stdout.isatty():
             parser.set_defaults(fit_width=True)  # tables fit the terminal (--max-width/--fit-width still apply)
@@ -177,13 +222,17 @@ class Command(lister.Lister):
         from minbw.cli import connection
         from minbw.cli.progress import Progress
         from minbw.usecases.cloud import Cloud
+
         if progress and self._progress is None:
             self._progress = Progress(sys.stderr, sys.stderr.isatty())
         service_cloud = getattr(parsed_args, "service_cloud", None) if service else None
-        return Cloud(lambda: connection.connect(self.app),
-                     service_connect=(lambda: connection.connect(self.app, service_cloud)) if service_cloud else None,
-                     progress=self._progress, say=lambda line: print(f"minbw: {line}", file=sys.stderr),
-                     placement_version=connection.placement_version(self.app))
+        return Cloud(
+            lambda: connection.connect(self.app),
+            service_connect=(lambda: connection.connect(self.app, service_cloud)) if service_cloud else None,
+            progress=self._progress,
+            say=lambda line: print(f"minbw: {line}", file=sys.stderr),
+            placement_version=connection.placement_version(self.app),
+        )
 
     def run(self, parsed_args: argparse.Namespace) -> int:
         """cliff's run (hooks, formatter, :meth:`take_action`, :meth:`produce_output`); the exit code is the view's
@@ -220,6 +269,7 @@ class Command(lister.Lister):
     def fail(self, parsed_args: argparse.Namespace, e: Exception) -> int:
         """An error as one line on stderr (and, with ``-f json``/``yaml``, a document on stdout)."""
         from minbw.cli import connection
+
         self._close_progress()
         error = connection.explain(self.app, e) or (e if isinstance(e, MinbwError) else None)
         if getattr(self.app.options, "debug", False):
@@ -264,8 +314,9 @@ class Command(lister.Lister):
             for section in view.sections:
                 if section.title:
                     out.write("\n" + section.title + "\n")
-                self.formatter.emit_list(section.columns, [[cell(c) for c in r] for r in section.rows], out,
-                                         parsed_args)
+                self.formatter.emit_list(
+                    section.columns, [[cell(c) for c in r] for r in section.rows], out, parsed_args
+                )
             for line in view.tail:
                 out.write(line + "\n")
         return 0

@@ -1,5 +1,6 @@
 """``capacity show``: how many more servers of one shape fit, per host and
 physnet; a table, JSON, and a picture of used/free bandwidth per provider (PNG or HTML, with matplotlib)."""
+
 from __future__ import annotations
 
 import base64
@@ -7,8 +8,17 @@ import html
 import io
 
 from minbw.cli.base import Command, View
-from minbw.cli.options import (add_nova_arguments, add_port_arguments, add_report_cache_argument, add_resource_arguments,
-                               load_port_request, names, nova_spec_fields, report_cloud, resources)
+from minbw.cli.options import (
+    add_nova_arguments,
+    add_port_arguments,
+    add_report_cache_argument,
+    add_resource_arguments,
+    load_port_request,
+    names,
+    nova_spec_fields,
+    report_cloud,
+    resources,
+)
 from minbw.errors import MissingDependency
 
 # ---------------------------------------------------------------- the table
@@ -16,14 +26,17 @@ from minbw.errors import MissingDependency
 
 def _short(host: str):
     """Neutron names providers HOST:AGENT[:DEVICE]: the table and the picture keep the last part."""
+
     def short(name: str) -> str:
-        return name[len(host) + 1:].rsplit(":", 1)[-1] if name.startswith(host + ":") else name
+        return name.removeprefix(host + ":").rsplit(":", 1)[-1] if name.startswith(host + ":") else name
+
     return short
 
 
 def _limits(fit: dict, host: str) -> str:
     """The first limit (the one with least left over; --json lists them all)."""
     from minbw.usecases.capacity import Limit
+
     if not fit["limited_by"]:
         return "-"
     first = Limit(**fit["limited_by"][0]).describe(_short(host))
@@ -63,21 +76,29 @@ def report_view(report: dict) -> View:
 
 # ---------------------------------------------------------------- the picture
 
+
 def _matplotlib():
     try:
         import matplotlib
     except ImportError:
-        raise MissingDependency("--png/--html draw with matplotlib, which is not installed. Fix: "
-                                "pip install matplotlib (from a minbw checkout: pip install './python[plot]').") from None
+        raise MissingDependency(
+            "--png/--html draw with matplotlib, which is not installed. Fix: "
+            "pip install matplotlib (from a minbw checkout: pip install './python[plot]')."
+        ) from None
     matplotlib.use("Agg")  # files only, never a display
     from matplotlib.figure import Figure
+
     return Figure
 
 
 _KINDS = (("bandwidth", "kbps", "NET_BW_"), ("packet rate", "kpps", "NET_PACKET_RATE_"))
-_DIRECTION = {"NET_BW_EGR_KILOBIT_PER_SEC": "egress", "NET_BW_IGR_KILOBIT_PER_SEC": "ingress",
-              "NET_PACKET_RATE_KILOPACKET_PER_SEC": "any", "NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC": "egress",
-              "NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC": "ingress"}
+_DIRECTION = {
+    "NET_BW_EGR_KILOBIT_PER_SEC": "egress",
+    "NET_BW_IGR_KILOBIT_PER_SEC": "ingress",
+    "NET_PACKET_RATE_KILOPACKET_PER_SEC": "any",
+    "NET_PACKET_RATE_EGR_KILOPACKET_PER_SEC": "egress",
+    "NET_PACKET_RATE_IGR_KILOPACKET_PER_SEC": "ingress",
+}
 
 
 def render_png(report: dict) -> bytes:
@@ -86,8 +107,11 @@ def render_png(report: dict) -> bytes:
     Figure = _matplotlib()
     hosts = [h["host"] for h in report["hosts"]]
     kinds = [k for k in _KINDS if any(p["resource_class"].startswith(k[2]) for p in report["providers"])] or [_KINDS[0]]
-    bars = {(h, k[0]): [p for p in report["providers"] if p["host"] == h and p["resource_class"].startswith(k[2])]
-            for h in hosts for k in kinds}
+    bars = {
+        (h, k[0]): [p for p in report["providers"] if p["host"] == h and p["resource_class"].startswith(k[2])]
+        for h in hosts
+        for k in kinds
+    }
     heights = [max(1, max(len(bars[(h, k[0])]) for k in kinds)) for h in hosts] or [1]
     fig = Figure(figsize=(6.5 * len(kinds), 1.2 + sum(0.45 * n + 0.9 for n in heights)), dpi=100)
     grid = fig.add_gridspec(max(1, len(hosts)), len(kinds), height_ratios=heights)
@@ -102,8 +126,11 @@ def render_png(report: dict) -> bytes:
                 ax.text(0.5, 0.5, f"no {kind} inventory", ha="center", va="center", fontsize=8, color="grey")
                 ax.set_axis_off()
                 continue
-            labels = [f"{_short(host)(p['provider'])} {_DIRECTION.get(p['resource_class'], p['resource_class'])}"
-                      + (f" [{','.join(p['physnets'])}]" if p.get("physnets") else "") for p in items]
+            labels = [
+                f"{_short(host)(p['provider'])} {_DIRECTION.get(p['resource_class'], p['resource_class'])}"
+                + (f" [{','.join(p['physnets'])}]" if p.get("physnets") else "")
+                for p in items
+            ]
             ys = range(len(items))
             used = [min(p["used"], p["capacity"]) for p in items]
             ax.barh(ys, used, color="#c0392b", label="used")
@@ -134,19 +161,24 @@ def render_html(report: dict, png: bytes) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(h)}</th>" for h in COLUMNS)
     body = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows(report))
-    totals = "".join(f"<li>{esc(p['physnet'])}: {p['fits']} more server(s) on {p['hosts']} host(s)</li>"
-                     for p in report["physnets"])
+    totals = "".join(
+        f"<li>{esc(p['physnet'])}: {p['fits']} more server(s) on {p['hosts']} host(s)</li>" for p in report["physnets"]
+    )
     note_items = "".join(f"<li>{esc(n)}</li>" for n in notes(report))
-    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>minbw capacity</title>"
-            f"<style>body{{font-family:sans-serif}}table{{border-collapse:collapse}}"
-            f"td,th{{border:1px solid #999;padding:2px 8px}}</style></head><body>\n"
-            f"<h1>{report['total']} more server(s)</h1>\n<table><tr>{head}</tr>{body}</table>\n"
-            f"<ul>{totals}</ul>\n" + (f"<p>Notes:</p><ul>{note_items}</ul>\n" if note_items else "") +
-            f"<img alt=\"used and free bandwidth per provider\" "
-            f"src=\"data:image/png;base64,{base64.b64encode(png).decode()}\">\n</body></html>\n")
+    return (
+        f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>minbw capacity</title>"
+        f"<style>body{{font-family:sans-serif}}table{{border-collapse:collapse}}"
+        f"td,th{{border:1px solid #999;padding:2px 8px}}</style></head><body>\n"
+        f"<h1>{report['total']} more server(s)</h1>\n<table><tr>{head}</tr>{body}</table>\n"
+        f"<ul>{totals}</ul>\n"
+        + (f"<p>Notes:</p><ul>{note_items}</ul>\n" if note_items else "")
+        + f"<img alt=\"used and free bandwidth per provider\" "
+        f"src=\"data:image/png;base64,{base64.b64encode(png).decode()}\">\n</body></html>\n"
+    )
 
 
 # ---------------------------------------------------------------- the command
+
 
 class ShowCapacity(Command):
     """How many more servers of one shape fit, per host and physnet (read-only)."""
@@ -159,19 +191,27 @@ class ShowCapacity(Command):
         add_nova_arguments(parser)
         add_port_arguments(parser, neutron_ports=False)
         parser.add_argument("--hypervisor", metavar="NAME", help="only this compute node")
-        parser.add_argument("--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host "
-                                                          "(matplotlib)")
+        parser.add_argument(
+            "--png", metavar="FILE", help="draw used/free bandwidth per provider, grouped by host (matplotlib)"
+        )
         parser.add_argument("--html", metavar="FILE", help="the table and the picture in one HTML file (matplotlib)")
 
     def view(self, parsed_args):
         from minbw.usecases.capacity import CapacityQuery, capacity
+
         specs = parsed_args.qos_port or []
-        query = CapacityQuery(resources(parsed_args), tuple(names(parsed_args.required)),
-                              tuple(load_port_request(x) for x in parsed_args.port_request or ()), tuple(specs),
-                              group_policy=parsed_args.group_policy, hypervisor=parsed_args.hypervisor,
-                              resources_option="--resource", hypervisor_option="--hypervisor",
-                              port_labels=tuple(f"--qos-port {i}" for i in range(1, len(specs) + 1)),
-                              **nova_spec_fields(parsed_args))
+        query = CapacityQuery(
+            resources(parsed_args),
+            tuple(names(parsed_args.required)),
+            tuple(load_port_request(x) for x in parsed_args.port_request or ()),
+            tuple(specs),
+            group_policy=parsed_args.group_policy,
+            hypervisor=parsed_args.hypervisor,
+            resources_option="--resource",
+            hypervisor_option="--hypervisor",
+            port_labels=tuple(f"--qos-port {i}" for i in range(1, len(specs) + 1)),
+            **nova_spec_fields(parsed_args),
+        )
         if parsed_args.png or parsed_args.html:
             _matplotlib()  # a missing matplotlib fails before anything is read
         report = capacity(report_cloud(self.cloud(parsed_args, progress=True), parsed_args), query).to_dict()

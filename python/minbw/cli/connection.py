@@ -1,6 +1,7 @@
 """The command line's cloud: the global ``--os-*`` options (osc-lib's, as ``openstack`` reads them, with clouds.yaml
 and the ``OS_*`` variables), validated and connected only when a command first needs the cloud; and what a
 failed connection means, in one line naming the cloud and the fix in the command line's words."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,12 @@ from minbw.errors import CloudError, InvalidInput
 from minbw.usecases.connection import OptionNames, explain as explain_connection, one_line
 from minbw.usecases.inputs import microversion
 
-NAMES = OptionNames(cacert="--os-cacert (cacert: in clouds.yaml)", insecure="--insecure (verify: false in clouds.yaml)",
-                    cloud="--os-cloud / OS_CLOUD", auth="clouds.yaml / the --os-* options")
+NAMES = OptionNames(
+    cacert="--os-cacert (cacert: in clouds.yaml)",
+    insecure="--insecure (verify: false in clouds.yaml)",
+    cloud="--os-cloud / OS_CLOUD",
+    auth="clouds.yaml / the --os-* options",
+)
 _CONNECTED: dict[int, object] = {}  # id(app) -> the CloudRegion of its last connection, to name it when a call fails
 
 
@@ -28,11 +33,14 @@ def connect(app, cloud: str | None = None):
         else:
             region = config.get_one(cloud=cloud, validate=True)
     except sdk_exceptions.ConfigException as e:
-        raise CloudError(f"{str(e).rstrip('.')}. Fix: name a cloud of {_config_files(config)} with --os-cloud or "
-                         f"OS_CLOUD, or give --os-auth-url and the credentials") from None
+        raise CloudError(
+            f"{str(e).rstrip('.')}. Fix: name a cloud of {_config_files(config)} with --os-cloud or "
+            f"OS_CLOUD, or give --os-auth-url and the credentials"
+        ) from None
     except ksa_exceptions.ClientException as e:  # e.g. an auth plugin that is missing an option
-        raise CloudError(f"{type(e).__name__}: {one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the "
-                         f"--os-* options") from None
+        raise CloudError(
+            f"{type(e).__name__}: {one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the --os-* options"
+        ) from None
     _CONNECTED[id(app)] = region
     return connection.Connection(config=region)
 
@@ -56,5 +64,7 @@ def placement_version(app) -> str | None:
     try:
         return microversion(value)
     except ValueError:
-        raise InvalidInput(f"--os-placement-api-version (OS_PLACEMENT_API_VERSION): expected a microversion "
-                           f"MAJOR.MINOR, e.g. 1.39, got {value!r}") from None
+        raise InvalidInput(
+            f"--os-placement-api-version (OS_PLACEMENT_API_VERSION): expected a microversion "
+            f"MAJOR.MINOR, e.g. 1.39, got {value!r}"
+        ) from None

@@ -1,4 +1,5 @@
 """``doctor``: the preflight of guaranteed minimum bandwidth, one line per check with what to fix."""
+
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
@@ -16,7 +17,13 @@ class Doctor(Command):
 
     def view(self, parsed_args):
         from minbw.usecases.doctor import doctor
+
         result = doctor(self.cloud(parsed_args))
         rows = tuple((c.name, c.status, c.detail, c.fix) for c in result.checks)
-        return View(result.to_dict(), COLUMNS, rows, tail=(f"status: {result.status}",),
-                    exit_code=EXIT_FINDINGS if result.status in ("warn", "fail") else 0)
+        return View(
+            result.to_dict(),
+            COLUMNS,
+            rows,
+            tail=(f"status: {result.status}",),
+            exit_code=EXIT_FINDINGS if result.status in ("warn", "fail") else 0,
+        )

@@ -1,4 +1,5 @@
 """``enforcement show``: what a host's data plane enforces, beside what Neutron asks and Placement reserved."""
+
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_FINDINGS, Command, Section, View
@@ -38,19 +39,33 @@ def _programmed(programmed: list[dict]) -> str:
 
 
 def _kernel(kernel: list[dict]) -> str:
-    return "; ".join(f"{k['rate']} bit/s, class {k['class']} on {k['nic']}" if k["rate"] is not None
-                     else f"no class {k['class']} on {k['nic']}" for k in kernel) or "-"
+    return (
+        "; ".join(
+            f"{k['rate']} bit/s, class {k['class']} on {k['nic']}"
+            if k["rate"] is not None
+            else f"no class {k['class']} on {k['nic']}"
+            for k in kernel
+        )
+        or "-"
+    )
 
 
 SUBJECT = {"qos": "QoS row {}", "vf": "VF {}"}  # an orphan that is no port
 
 
 def rows(report: dict) -> tuple[tuple, ...]:
-    return tuple((SUBJECT.get(c["kind"], "{}").format(c["subject"]), _rule(c["rule"]),
-                  _reserved(c["reserved"], c["rule"]) if c["rule"] else "-", _programmed(c["programmed"]),
-                  _kernel(c["kernel"]), c["verdict"] + (f" (x{c['factor']:g})" if c["factor"] is not None else ""),
-                  "; ".join(filter(None, (c["why"], *c["notes"]))) or "-")
-                 for c in report["checks"])
+    return tuple(
+        (
+            SUBJECT.get(c["kind"], "{}").format(c["subject"]),
+            _rule(c["rule"]),
+            _reserved(c["reserved"], c["rule"]) if c["rule"] else "-",
+            _programmed(c["programmed"]),
+            _kernel(c["kernel"]),
+            c["verdict"] + (f" (x{c['factor']:g})" if c["factor"] is not None else ""),
+            "; ".join(filter(None, (c["why"], *c["notes"]))) or "-",
+        )
+        for c in report["checks"]
+    )
 
 
 def _kbps(value) -> str:
@@ -62,10 +77,19 @@ def _admits(kbps, direction: str) -> str:
 
 
 def nic_rows(report: dict) -> tuple[tuple, ...]:
-    return tuple((n["nic"] or "-", n["bridge"] or n["physical_network"] or "-", _kbps(n["speed_kbps"]),
-                  f"{_admits(n['inventory_kbps'], 'egress')}, {_admits(n['ingress_inventory_kbps'], 'ingress')}"
-                  if n["provider"] else "no provider", _kbps(n["enforced_kbps"]),
-                  "; ".join(n["errors"]) or "-") for n in report["nics"])
+    return tuple(
+        (
+            n["nic"] or "-",
+            n["bridge"] or n["physical_network"] or "-",
+            _kbps(n["speed_kbps"]),
+            f"{_admits(n['inventory_kbps'], 'egress')}, {_admits(n['ingress_inventory_kbps'], 'ingress')}"
+            if n["provider"]
+            else "no provider",
+            _kbps(n["enforced_kbps"]),
+            "; ".join(n["errors"]) or "-",
+        )
+        for n in report["nics"]
+    )
 
 
 class ShowEnforcement(Command):
@@ -80,40 +104,70 @@ class ShowEnforcement(Command):
     columns = COLUMNS
 
     def add_arguments(self, parser):
-        parser.add_argument("--host", required=True,
-                            help="the compute host: the ports' binding:host_id and its agent's host in Neutron")
-        parser.add_argument("--ovs-db", metavar="REMOTE",
-                            help="the host's Open vSwitch database, read on Open vSwitch agent and ML2/OVN hosts: "
-                                 "unix:PATH or tcp:HOST:PORT (default: the local one, unix:/run/openvswitch/db.sock)")
-        parser.add_argument("--netns", metavar="NAME",
-                            help="the network namespace (ip netns) of the host's NICs (default: this process's)")
-        parser.add_argument("--no-kernel", dest="kernel", action="store_false",
-                            help="do not read the NICs' tc classes and speed, nor on ML2/OVN the ports' queues in "
-                                 "the southbound database (when not run on the host)")
-        parser.add_argument("--backend", choices=BACKENDS,
-                            help="the data plane to check where the host has several agents minbw reads (default: "
-                                 "the host's one: the Open vSwitch agent, the NIC Switch agent, or an OVN Controller "
-                                 "agent, from Neutron's agent list)")
-        parser.add_argument("--ovn-nb", metavar="REMOTE",
-                            help="ML2/OVN's northbound database: tcp:HOST:6641, ssl:HOST:6641 or unix:PATH (needed "
-                                 "on an ML2/OVN host)")
+        parser.add_argument(
+            "--host", required=True, help="the compute host: the ports' binding:host_id and its agent's host in Neutron"
+        )
+        parser.add_argument(
+            "--ovs-db",
+            metavar="REMOTE",
+            help="the host's Open vSwitch database, read on Open vSwitch agent and ML2/OVN hosts: "
+            "unix:PATH or tcp:HOST:PORT (default: the local one, unix:/run/openvswitch/db.sock)",
+        )
+        parser.add_argument(
+            "--netns",
+            metavar="NAME",
+            help="the network namespace (ip netns) of the host's NICs (default: this process's)",
+        )
+        parser.add_argument(
+            "--no-kernel",
+            dest="kernel",
+            action="store_false",
+            help="do not read the NICs' tc classes and speed, nor on ML2/OVN the ports' queues in "
+            "the southbound database (when not run on the host)",
+        )
+        parser.add_argument(
+            "--backend",
+            choices=BACKENDS,
+            help="the data plane to check where the host has several agents minbw reads (default: "
+            "the host's one: the Open vSwitch agent, the NIC Switch agent, or an OVN Controller "
+            "agent, from Neutron's agent list)",
+        )
+        parser.add_argument(
+            "--ovn-nb",
+            metavar="REMOTE",
+            help="ML2/OVN's northbound database: tcp:HOST:6641, ssl:HOST:6641 or unix:PATH (needed on an ML2/OVN host)",
+        )
         parser.add_argument("--ovn-nb-private-key", metavar="FILE", help="for an ssl: --ovn-nb, the client's key")
-        parser.add_argument("--ovn-nb-certificate", metavar="FILE",
-                            help="for an ssl: --ovn-nb, the client's certificate")
+        parser.add_argument(
+            "--ovn-nb-certificate", metavar="FILE", help="for an ssl: --ovn-nb, the client's certificate"
+        )
         parser.add_argument("--ovn-nb-ca-cert", metavar="FILE", help="for an ssl: --ovn-nb, the CA certificate")
 
     def view(self, parsed_args):
         from minbw.usecases.enforcement import EnforcementRequest, show_enforcement
+
         where = {"ovs_db": parsed_args.ovs_db} if parsed_args.ovs_db else {}
-        result = show_enforcement(self.cloud(parsed_args), EnforcementRequest(
-            parsed_args.host, netns=parsed_args.netns, kernel=parsed_args.kernel, backend=parsed_args.backend,
-            ovn_nb=parsed_args.ovn_nb, ovn_nb_private_key=parsed_args.ovn_nb_private_key,
-            ovn_nb_certificate=parsed_args.ovn_nb_certificate, ovn_nb_ca_cert=parsed_args.ovn_nb_ca_cert, **where))
+        result = show_enforcement(
+            self.cloud(parsed_args),
+            EnforcementRequest(
+                parsed_args.host,
+                netns=parsed_args.netns,
+                kernel=parsed_args.kernel,
+                backend=parsed_args.backend,
+                ovn_nb=parsed_args.ovn_nb,
+                ovn_nb_private_key=parsed_args.ovn_nb_private_key,
+                ovn_nb_certificate=parsed_args.ovn_nb_certificate,
+                ovn_nb_ca_cert=parsed_args.ovn_nb_ca_cert,
+                **where,
+            ),
+        )
         report = result.to_dict()
         counts = ", ".join(f"{n} {v}" for v, n in report["counts"].items() if n) or "no minimum rule"
-        return View(report, COLUMNS, rows(report),
-                    sections=(Section("NICs", PF_COLUMNS if report["backend"] == "sriov" else NIC_COLUMNS,
-                                      nic_rows(report)),),
-                    tail=(f"{report['host']}: {counts}",) + tuple(f"not checked: {line}"
-                                                                  for line in report["not_checked"]),
-                    exit_code=0 if result.ok else EXIT_FINDINGS)
+        return View(
+            report,
+            COLUMNS,
+            rows(report),
+            sections=(Section("NICs", PF_COLUMNS if report["backend"] == "sriov" else NIC_COLUMNS, nic_rows(report)),),
+            tail=(f"{report['host']}: {counts}",) + tuple(f"not checked: {line}" for line in report["not_checked"]),
+            exit_code=0 if result.ok else EXIT_FINDINGS,
+        )

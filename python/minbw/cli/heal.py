@@ -1,4 +1,5 @@
 """``server heal``: the port allocations and binding:profile.allocation servers lack."""
+
 from __future__ import annotations
 
 import sys
@@ -23,14 +24,29 @@ class HealServer(Command):
 
     def view(self, parsed_args):
         from minbw.usecases.heal import HealRequest, heal
-        result = heal(self.cloud(parsed_args, service=True, progress=True),
-                      HealRequest(tuple(parsed_args.server), check=parsed_args.dry_run))
+
+        result = heal(
+            self.cloud(parsed_args, service=True, progress=True),
+            HealRequest(tuple(parsed_args.server), check=parsed_args.dry_run),
+        )
         rows = []
         for r in result.servers:
             for g in (r.get("plan") or {}).get("groups", []) or [{}]:
-                rows.append((r["name"], g.get("port", "-"), g.get("group", "-"), g.get("status", "-"),
-                             g.get("provider") or "-", g.get("chosen_by") or g.get("why") or r.get("error") or ""))
+                rows.append(
+                    (
+                        r["name"],
+                        g.get("port", "-"),
+                        g.get("group", "-"),
+                        g.get("status", "-"),
+                        g.get("provider") or "-",
+                        g.get("chosen_by") or g.get("why") or r.get("error") or "",
+                    )
+                )
         for line in result.failed:  # the other servers were healed: exit 3; every write failed: exit 1
             print(f"minbw: skipped: {line}", file=sys.stderr)
-        return View(result.to_dict(), COLUMNS, tuple(rows),
-                    exit_code=EXIT_ERROR if result.none_made else EXIT_FINDINGS if result.pending else 0)
+        return View(
+            result.to_dict(),
+            COLUMNS,
+            tuple(rows),
+            exit_code=EXIT_ERROR if result.none_made else EXIT_FINDINGS if result.pending else 0,
+        )

@@ -1,4 +1,5 @@
 """``placement serve|stop|show``: the embedded real Placement."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,8 +8,20 @@ from minbw.cli.base import Command, fields
 from minbw.cli.options import seconds, tcp_port
 from minbw.errors import InvalidInput
 
-COLUMNS = ("changed", "running", "pid", "url", "port", "cloud", "clouds_yaml", "state_dir", "pid_file", "log_file",
-           "ours", "port_in_use")
+COLUMNS = (
+    "changed",
+    "running",
+    "pid",
+    "url",
+    "port",
+    "cloud",
+    "clouds_yaml",
+    "state_dir",
+    "pid_file",
+    "log_file",
+    "ours",
+    "port_in_use",
+)
 
 
 class _Placement(Command):
@@ -20,10 +33,15 @@ class _Placement(Command):
 
     def request(self, parsed_args):
         from minbw.usecases.placement import PlacementRequest
-        return PlacementRequest(parsed_args.state_dir, port=getattr(parsed_args, "port", None),
-                                host=getattr(parsed_args, "host", "127.0.0.1"), pid_file=parsed_args.pid_file,
-                                log_file=getattr(parsed_args, "log_file", None),
-                                timeout=getattr(parsed_args, "timeout", None))
+
+        return PlacementRequest(
+            parsed_args.state_dir,
+            port=getattr(parsed_args, "port", None),
+            host=getattr(parsed_args, "host", "127.0.0.1"),
+            pid_file=parsed_args.pid_file,
+            log_file=getattr(parsed_args, "log_file", None),
+            timeout=getattr(parsed_args, "timeout", None),
+        )
 
 
 class ServePlacement(_Placement):
@@ -34,24 +52,40 @@ class ServePlacement(_Placement):
         super().add_arguments(parser)
         parser.add_argument("--port", type=tcp_port, default=8780)
         parser.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
-        parser.add_argument("--daemon", action="store_true",
-                            help="start it detached and return once it answers; does nothing when this state "
-                                 "dir's Placement already runs (idempotent)")
+        parser.add_argument(
+            "--daemon",
+            action="store_true",
+            help="start it detached and return once it answers; does nothing when this state "
+            "dir's Placement already runs (idempotent)",
+        )
         parser.add_argument("--log-file", metavar="FILE", help="with --daemon: default STATE_DIR/placement.log")
-        parser.add_argument("--timeout", type=seconds, metavar="SECONDS",
-                            help="with --daemon: how long to wait until it is ready (default 120)")
+        parser.add_argument(
+            "--timeout",
+            type=seconds,
+            metavar="SECONDS",
+            help="with --daemon: how long to wait until it is ready (default 120)",
+        )
 
     def run(self, parsed_args):
         if not parsed_args.daemon:
-            given = [opt for opt, value in (("--pid-file", parsed_args.pid_file), ("--log-file", parsed_args.log_file),
-                                            ("--timeout", parsed_args.timeout),
-                                            ("-f/--json/-c", parsed_args.formatter != "table" or parsed_args.columns))
-                     if value]
+            given = [
+                opt
+                for opt, value in (
+                    ("--pid-file", parsed_args.pid_file),
+                    ("--log-file", parsed_args.log_file),
+                    ("--timeout", parsed_args.timeout),
+                    ("-f/--json/-c", parsed_args.formatter != "table" or parsed_args.columns),
+                )
+                if value
+            ]
             if given:
                 parsed_args.formatter = "table"
-                return self.fail(parsed_args, InvalidInput(
-                    f"{', '.join(given)}: only with --daemon (without it, serve runs in the foreground)"))
+                return self.fail(
+                    parsed_args,
+                    InvalidInput(f"{', '.join(given)}: only with --daemon (without it, serve runs in the foreground)"),
+                )
             from minbw.usecases.placement import serve
+
             try:
                 return serve(self.request(parsed_args))
             except Exception as e:  # noqa: BLE001 - said in one line (the daemon's log shows it)
@@ -60,10 +94,14 @@ class ServePlacement(_Placement):
 
     def view(self, parsed_args):
         from minbw.usecases.placement import start
+
         result = start(self.request(parsed_args))
-        said = (f"minbw: placement started on {result['url']} (pid {result['pid']}, log {result['log_file']}, "
-                f"cloud {result['cloud']!r} in {result['clouds_yaml']})" if result["changed"]
-                else f"minbw: placement already running on {result['url']} (pid {result['pid']})")
+        said = (
+            f"minbw: placement started on {result['url']} (pid {result['pid']}, log {result['log_file']}, "
+            f"cloud {result['cloud']!r} in {result['clouds_yaml']})"
+            if result["changed"]
+            else f"minbw: placement already running on {result['url']} (pid {result['pid']})"
+        )
         return fields(result, COLUMNS, said)
 
 
@@ -72,14 +110,25 @@ class StopPlacement(_Placement):
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.add_argument("--timeout", type=seconds, default=30.0, metavar="SECONDS",
-                            help="SIGKILL when it has not exited this long after SIGTERM (default 30)")
+        parser.add_argument(
+            "--timeout",
+            type=seconds,
+            default=30.0,
+            metavar="SECONDS",
+            help="SIGKILL when it has not exited this long after SIGTERM (default 30)",
+        )
 
     def view(self, parsed_args):
         from minbw.usecases.placement import stop
+
         result = stop(self.request(parsed_args))
-        return fields(result, COLUMNS, f"minbw: placement stopped (pid {result['pid']})" if result["changed"]
-                      else f"minbw: placement of {result['state_dir']} is not running")
+        return fields(
+            result,
+            COLUMNS,
+            f"minbw: placement stopped (pid {result['pid']})"
+            if result["changed"]
+            else f"minbw: placement of {result['state_dir']} is not running",
+        )
 
 
 class ShowPlacement(_Placement):
@@ -92,11 +141,17 @@ class ShowPlacement(_Placement):
 
     def view(self, parsed_args):
         from minbw.usecases.placement import status
+
         result = status(self.request(parsed_args))
         if result["running"]:
             said = f"minbw: placement running on {result['url']} (pid {result['pid']}, state {result['state_dir']})"
         else:
-            why = (f"its process (pid {result['pid']}) does not answer on {result['url']}" if result["ours"]
-                   else f"{result['url']} is held by another process" if result["port_in_use"] else "")
+            why = (
+                f"its process (pid {result['pid']}) does not answer on {result['url']}"
+                if result["ours"]
+                else f"{result['url']} is held by another process"
+                if result["port_in_use"]
+                else ""
+            )
             said = f"minbw: placement of {result['state_dir']} is not running" + (f": {why}" if why else "")
         return fields(result, COLUMNS, said)

@@ -3,6 +3,7 @@ the commands are the group ``openstack.bandwidth.v1``), the same command classes
 
 minbw's commands connect on first use from the global options, so the client this plugin makes is only the
 cloud the use cases work on."""
+
 from __future__ import annotations
 
 API_NAME = "bandwidth"
@@ -18,10 +19,15 @@ def make_client(instance):
     def connect():
         instance.setup_auth()
         return instance.sdk_connection
+
     return Cloud(connect)
 
 
 def build_option_parser(parser):
-    parser.add_argument("--os-bandwidth-api-version", metavar="<bandwidth-api-version>", default=DEFAULT_API_VERSION,
-                        help=f"minbw's command set version (default {DEFAULT_API_VERSION})")
+    parser.add_argument(
+        "--os-bandwidth-api-version",
+        metavar="<bandwidth-api-version>",
+        default=DEFAULT_API_VERSION,
+        help=f"minbw's command set version (default {DEFAULT_API_VERSION})",
+    )
     return parser

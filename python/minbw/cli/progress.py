@@ -1,5 +1,6 @@
 """Progress of long runs on stderr: a bar redrawn in place when stderr is a terminal, plain lines
 (every ``every`` items) otherwise, so logs and CI output stay readable."""
+
 from __future__ import annotations
 
 import contextlib

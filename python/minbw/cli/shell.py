@@ -1,6 +1,7 @@
 """The standalone ``minbw`` shell: a cliff application over the same command classes that ``openstack bandwidth
 ...`` runs (as python-ironicclient ships ``baremetal`` beside ``openstack baremetal``), with osc-lib's global
 ``--os-*`` options, ``--debug``, ``help`` and ``complete``."""
+
 from __future__ import annotations
 
 import argparse
@@ -74,23 +75,35 @@ class MinbwShell(osc_shell.OpenStackShell):
     NAME = "minbw"  # in usage lines and completion, however it was started (minbw, python -m minbw.cli)
 
     def __init__(self, stdout=None, stderr=None):
-        super().__init__(description="Guaranteed minimum bandwidth for OpenStack, end to end.", version=__version__,
-                         command_manager=CommandManager(COMMANDS), deferred_help=True,
-                         stdout=stdout, stderr=stderr)
+        super().__init__(
+            description="Guaranteed minimum bandwidth for OpenStack, end to end.",
+            version=__version__,
+            command_manager=CommandManager(COMMANDS),
+            deferred_help=True,
+            stdout=stdout,
+            stderr=stderr,
+        )
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(description, version, argparse_kwargs)
         parser = auth.build_auth_plugins_option_parser(parser)
-        parser.add_argument("--os-placement-api-version", metavar="MICROVERSION", type=_microversion,
-                            default=osc_shell.utils.env("OS_PLACEMENT_API_VERSION") or None,
-                            help="the highest Placement microversion to use (Env: OS_PLACEMENT_API_VERSION); a "
-                                 "call that needs more is refused, naming it (default: each call's own)")
+        parser.add_argument(
+            "--os-placement-api-version",
+            metavar="MICROVERSION",
+            type=_microversion,
+            default=osc_shell.utils.env("OS_PLACEMENT_API_VERSION") or None,
+            help="the highest Placement microversion to use (Env: OS_PLACEMENT_API_VERSION); a "
+            "call that needs more is refused, naming it (default: each call's own)",
+        )
         for service in ENDPOINT_OVERRIDES:
-            parser.add_argument(f"--os-{service}-endpoint-override", metavar="URL",
-                                dest=f"{service}_endpoint_override",
-                                default=osc_shell.utils.env(f"OS_{service.upper()}_ENDPOINT_OVERRIDE") or None,
-                                help=f"the {service} endpoint to use instead of the catalog's "
-                                     f"(Env: OS_{service.upper()}_ENDPOINT_OVERRIDE)")
+            parser.add_argument(
+                f"--os-{service}-endpoint-override",
+                metavar="URL",
+                dest=f"{service}_endpoint_override",
+                default=osc_shell.utils.env(f"OS_{service.upper()}_ENDPOINT_OVERRIDE") or None,
+                help=f"the {service} endpoint to use instead of the catalog's "
+                f"(Env: OS_{service.upper()}_ENDPOINT_OVERRIDE)",
+            )
         return parser
 
     def initialize_app(self, argv):

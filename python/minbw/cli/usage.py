@@ -1,4 +1,5 @@
 """``usage show``: usage and allocations of the providers with inventory."""
+
 from __future__ import annotations
 
 from minbw.cli.base import Command, Section, View
@@ -18,11 +19,19 @@ class ShowUsage(Command):
 
     def view(self, parsed_args):
         from minbw.usecases.usage import UsageRequest, usage
+
         result = usage(self.cloud(parsed_args), UsageRequest(parsed_args.hypervisor, parsed_args.provider))
         rows, sections = [], []
         for p in result.providers:
-            rows += [(p["uuid"], p["name"], p["generation"], rc, p["usages"].get(rc, 0), inv["total"])
-                     for rc, inv in sorted(p["inventories"].items())]
-            sections.append(Section(f"{p['name']} ({p['uuid']}): allocations", ("consumer", "resources"), tuple(
-                (c, dict(sorted(a["resources"].items()))) for c, a in sorted(p["allocations"].items()))))
+            rows += [
+                (p["uuid"], p["name"], p["generation"], rc, p["usages"].get(rc, 0), inv["total"])
+                for rc, inv in sorted(p["inventories"].items())
+            ]
+            sections.append(
+                Section(
+                    f"{p['name']} ({p['uuid']}): allocations",
+                    ("consumer", "resources"),
+                    tuple((c, dict(sorted(a["resources"].items()))) for c, a in sorted(p["allocations"].items())),
+                )
+            )
         return View(result.to_dict(), COLUMNS, tuple(rows), sections=tuple(sections))

@@ -12,6 +12,7 @@ qdiscs and HTB classes, its speed, and a PF's VFs with their rates.
 
 ``netns`` names a network namespace (``ip netns``); None is the reader's own.
 """
+
 from __future__ import annotations
 
 import os
@@ -72,8 +73,9 @@ def tc(link: str, netns: str | None = None) -> LinkTc:
 def qdiscs_of(messages: Iterable, index: int) -> tuple[Qdisc, ...]:
     """The qdiscs of link ``index`` among pyroute2's tc ``messages`` (``get_qdiscs``), in their order, handles as tc
     spells them."""
-    return tuple(Qdisc(handle(m["handle"]), handle(m["parent"]), m.get_attr("TCA_KIND"))
-                 for m in messages if m["index"] == index)
+    return tuple(
+        Qdisc(handle(m["handle"]), handle(m["parent"]), m.get_attr("TCA_KIND")) for m in messages if m["index"] == index
+    )
 
 
 def htb_classes_of(messages: Iterable, index: int) -> tuple[HtbClass, ...]:
@@ -97,6 +99,7 @@ def speed(link: str, netns: str | None = None) -> int | None:
         _index(ipr, link, netns)
     from pyroute2.ethtool import Ethtool
     from pyroute2.ethtool.ioctl import NotSupportedError
+
     with _inside(netns), Ethtool() as ethtool:
         try:
             return ethtool.get_link_mode(link).speed
@@ -119,8 +122,9 @@ def vfs_of(link) -> tuple[Vf, ...]:
         mac = info.get_attr("IFLA_VF_MAC") or {}
         rate = info.get_attr("IFLA_VF_RATE")
         index = mac.get("vf", rate["vf"] if rate else len(out))
-        out.append(Vf(index, mac.get("mac"), rate["min_tx_rate"] if rate else None,
-                      rate["max_tx_rate"] if rate else None))
+        out.append(
+            Vf(index, mac.get("mac"), rate["min_tx_rate"] if rate else None, rate["max_tx_rate"] if rate else None)
+        )
     return tuple(sorted(out, key=lambda v: v.index))
 
 
@@ -141,12 +145,14 @@ def _iproute(netns: str | None):
         from pyroute2 import IPRoute
         from pyroute2 import netns as namespaces
     except ImportError:
-        raise MissingDependency("reading netlink needs pyroute2, which is not installed. Fix: pip install pyroute2 "
-                                "(from a minbw checkout: pip install './python[dataplane]').") from None
+        raise MissingDependency(
+            "reading netlink needs pyroute2, which is not installed. Fix: pip install pyroute2 "
+            "(from a minbw checkout: pip install './python[dataplane]')."
+        ) from None
     if netns is not None and netns not in namespaces.listnetns():
         raise DataPlaneUnreadable("no such network namespace", f"network namespace {netns}")
     # flags=0: never create the namespace (pyroute2's default would)
-    with (IPRoute(netns=netns, flags=0) if netns else IPRoute()) as ipr:
+    with IPRoute(netns=netns, flags=0) if netns else IPRoute() as ipr:
         yield ipr
 
 
@@ -157,6 +163,7 @@ def _inside(netns: str | None):
         yield
         return
     from pyroute2 import netns as namespaces
+
     saved = os.open("/proc/self/ns/net", os.O_RDONLY)
     try:
         namespaces.setns(netns, flags=0)

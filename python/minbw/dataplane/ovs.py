@@ -9,6 +9,7 @@ ofport); a QoS ``type=linux-htb`` with ``external_ids`` ``id`` (drawn anew by ea
 ``_type=minimum_bandwidth``, whose ``queues`` map queue-num → Queue, in the ``qos`` column of the physical
 bridges' NIC ports. A QoS row no port names is one a previous agent run left.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -19,12 +20,14 @@ from minbw.dataplane import ovsdb
 from minbw.errors import DataPlaneUnreadable
 
 SCHEMA = "Open_vSwitch"
-TABLES = {"Bridge": ("name", "datapath_type", "ports"),
-          "Port": ("name", "interfaces", "qos", "external_ids"),
-          "Interface": ("name", "type", "ofport", "external_ids"),
-          "QoS": ("type", "other_config", "external_ids", "queues"),
-          "Queue": ("other_config", "external_ids"),
-          "Open_vSwitch": ("external_ids",)}
+TABLES = {
+    "Bridge": ("name", "datapath_type", "ports"),
+    "Port": ("name", "interfaces", "qos", "external_ids"),
+    "Interface": ("name", "type", "ofport", "external_ids"),
+    "QoS": ("type", "other_config", "external_ids", "queues"),
+    "Queue": ("other_config", "external_ids"),
+    "Open_vSwitch": ("external_ids",),
+}
 
 
 def frozen(mapping: Mapping) -> Mapping:
@@ -109,12 +112,14 @@ class Switch:
         for b in self.bridges:
             if b.name == name:
                 return b
-        raise DataPlaneUnreadable(f"no bridge {name!r} read (bridges: {', '.join(b.name for b in self.bridges)})",
-                                  self.remote)
+        raise DataPlaneUnreadable(
+            f"no bridge {name!r} read (bridges: {', '.join(b.name for b in self.bridges)})", self.remote
+        )
 
 
-def read(remote: str, bridges: Iterable[str] | None = None, timeout: float = ovsdb.TIMEOUT,
-         ssl: ovsdb.Ssl | None = None) -> Switch:
+def read(
+    remote: str, bridges: Iterable[str] | None = None, timeout: float = ovsdb.TIMEOUT, ssl: ovsdb.Ssl | None = None
+) -> Switch:
     """The Open vSwitch database at ``remote`` (``unix:/run/openvswitch/db.sock``, ``tcp:HOST:6640``, ...): every
     bridge, or those named in ``bridges`` (one that does not exist: DataPlaneUnreadable)."""
     wanted = sorted(set(bridges)) if bridges is not None else None
@@ -125,19 +130,31 @@ def read(remote: str, bridges: Iterable[str] | None = None, timeout: float = ovs
             for q in row.qos:
                 ports_of.setdefault(str(q.uuid), []).append(row.name)
         queues = {str(u): _queue(r) for u, r in tables["Queue"].rows.items()}
-        qos = {str(u): QoS(str(u), r.type, frozen(r.other_config), frozen(r.external_ids),
-                           frozen({n: queues[str(q.uuid)] for n, q in r.queues.items()}),
-                           tuple(sorted(ports_of.get(str(u), ()))))
-               for u, r in tables["QoS"].rows.items()}
+        qos = {
+            str(u): QoS(
+                str(u),
+                r.type,
+                frozen(r.other_config),
+                frozen(r.external_ids),
+                frozen({n: queues[str(q.uuid)] for n, q in r.queues.items()}),
+                tuple(sorted(ports_of.get(str(u), ()))),
+            )
+            for u, r in tables["QoS"].rows.items()
+        }
         found = {r.name: r for r in tables["Bridge"].rows.values()}
         missing = sorted(set(wanted or ()) - set(found))
         if missing:
-            raise DataPlaneUnreadable(f"no bridge {', '.join(map(repr, missing))} (bridges: "
-                                      f"{', '.join(sorted(found)) or 'none'})", remote)
+            raise DataPlaneUnreadable(
+                f"no bridge {', '.join(map(repr, missing))} (bridges: {', '.join(sorted(found)) or 'none'})", remote
+            )
         root = next(iter(tables["Open_vSwitch"].rows.values()), None)
-        return Switch(remote, tuple(_bridge(found[n], qos) for n in (sorted(found) if wanted is None else wanted)),
-                      tuple(qos[u] for u in sorted(qos)), tuple(queues[u] for u in sorted(queues)),
-                      frozen(root.external_ids if root is not None else {}))
+        return Switch(
+            remote,
+            tuple(_bridge(found[n], qos) for n in (sorted(found) if wanted is None else wanted)),
+            tuple(qos[u] for u in sorted(qos)),
+            tuple(queues[u] for u in sorted(queues)),
+            frozen(root.external_ids if root is not None else {}),
+        )
 
     return ovsdb.read(remote, SCHEMA, TABLES, take, timeout, ssl)
 
@@ -149,8 +166,10 @@ def _queue(row) -> Queue:
 def _bridge(row, qos: Mapping[str, QoS]) -> Bridge:
     ports = []
     for p in sorted(row.ports, key=lambda p: p.name):
-        interfaces = tuple(Interface(i.name, i.type, ovsdb.optional(i.ofport), frozen(i.external_ids))
-                           for i in sorted(p.interfaces, key=lambda i: i.name))
+        interfaces = tuple(
+            Interface(i.name, i.type, ovsdb.optional(i.ofport), frozen(i.external_ids))
+            for i in sorted(p.interfaces, key=lambda i: i.name)
+        )
         attached = ovsdb.optional(p.qos)
         ports.append(Port(p.name, interfaces, qos[str(attached.uuid)] if attached else None, frozen(p.external_ids)))
     return Bridge(row.name, row.datapath_type, tuple(ports))

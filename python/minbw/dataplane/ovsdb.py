@@ -9,6 +9,7 @@ certificate). Before ovsdbapp is asked for the schema, the remote is opened once
 (what ovsdbapp opens), so that a socket that is missing, refuses us or does not answer is named in one line
 (ovsdbapp only logs the reason and raises "Could not retrieve schema").
 """
+
 from __future__ import annotations
 
 import errno
@@ -24,10 +25,15 @@ SCHEMES = ("unix:", "tcp:", "ssl:")
 TIMEOUT = 10.0  # seconds: to connect, and for the first dump
 T = TypeVar("T")
 
-_WHY = {errno.ENOENT: "no such socket", errno.EACCES: "permission denied (the socket's mode or owner)",
-        errno.EPERM: "permission denied", errno.ECONNREFUSED: "connection refused (is ovsdb-server running?)",
-        errno.ETIMEDOUT: "no answer", errno.EHOSTUNREACH: "host unreachable",
-        errno.ENETUNREACH: "network unreachable"}
+_WHY = {
+    errno.ENOENT: "no such socket",
+    errno.EACCES: "permission denied (the socket's mode or owner)",
+    errno.EPERM: "permission denied",
+    errno.ECONNREFUSED: "connection refused (is ovsdb-server running?)",
+    errno.ETIMEDOUT: "no answer",
+    errno.EHOSTUNREACH: "host unreachable",
+    errno.ENETUNREACH: "network unreachable",
+}
 
 
 @dataclass(frozen=True)
@@ -39,8 +45,15 @@ class Ssl:
     ca_cert: str
 
 
-def read(remote: str, schema: str, tables: Mapping[str, Sequence[str]], take: Callable[[Mapping[str, Any]], T],
-         timeout: float = TIMEOUT, ssl: Ssl | None = None, conditions: Mapping[str, list] | None = None) -> T:
+def read(
+    remote: str,
+    schema: str,
+    tables: Mapping[str, Sequence[str]],
+    take: Callable[[Mapping[str, Any]], T],
+    timeout: float = TIMEOUT,
+    ssl: Ssl | None = None,
+    conditions: Mapping[str, list] | None = None,
+) -> T:
     """``take`` applied to the idl's tables (``{name: table}``, rows in ``table.rows``) of the database ``schema``
     at ``remote``, monitoring ``tables`` (``{table: [column, ...]}``) only. ``conditions``: table -> the clauses
     a row must meet one of (OVSDB's ``monitor_cond``: ``[["name", "==", "x"], ...]``; [] matches no row), so that
@@ -49,8 +62,9 @@ def read(remote: str, schema: str, tables: Mapping[str, Sequence[str]], take: Ca
     check(remote)
     if remote.startswith("ssl:"):
         if ssl is None:
-            raise DataPlaneUnreadable("an ssl: remote needs the client's private key, certificate and CA "
-                                      "certificate", remote)
+            raise DataPlaneUnreadable(
+                "an ssl: remote needs the client's private key, certificate and CA certificate", remote
+            )
         stream.Stream.ssl_set_private_key_file(ssl.private_key)
         stream.Stream.ssl_set_certificate_file(ssl.certificate)
         stream.Stream.ssl_set_ca_cert_file(ssl.ca_cert)
@@ -101,6 +115,8 @@ def _ovsdbapp():
             from ovsdbapp import exceptions
             from ovsdbapp.backend.ovs_idl import connection, idlutils
     except ImportError:
-        raise MissingDependency("reading OVSDB needs ovsdbapp, which is not installed. Fix: pip install ovsdbapp "
-                                "(from a minbw checkout: pip install './python[dataplane]').") from None
+        raise MissingDependency(
+            "reading OVSDB needs ovsdbapp, which is not installed. Fix: pip install ovsdbapp "
+            "(from a minbw checkout: pip install './python[dataplane]')."
+        ) from None
     return stream, connection, idlutils, exceptions

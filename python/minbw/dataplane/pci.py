@@ -6,6 +6,7 @@ neutron 29.0.0 ``neutron/plugins/ml2/drivers/mech_sriov/agent/eswitch_manager.py
 way, then its rates through netlink (:func:`minbw.dataplane.netlink.vfs`). The PF is looked up in this process's
 sysfs, where the agent (on the host) looks it up.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,9 @@ def vf_slots(pf: str, sysfs: str = SYSFS) -> dict[str, int]:
     """The VFs of the PF ``pf``: PCI address -> VF index (none: not a PF, or no VF made)."""
     device = os.path.join(sysfs, "class", "net", pf, "device")
     if not os.path.isdir(device):
-        raise DataPlaneUnreadable("no such PCI network device (the agent's device_mappings name it)",
-                                  f"PF {pf} ({device})")
+        raise DataPlaneUnreadable(
+            "no such PCI network device (the agent's device_mappings name it)", f"PF {pf} ({device})"
+        )
     out = {}
     for name in sorted(os.listdir(device)):
         m = VIRTFN.match(name)

@@ -10,6 +10,7 @@ Running = ours and answering HTTP on its port. Start and stop are idempotent and
 state directory (an exclusive ``flock`` on the directory), so two callers never start two servers.
 Needs Linux's ``/proc``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,8 +52,11 @@ class Paths:
         if not str(state_dir or "").strip():
             raise InvalidInput("--state-dir: a directory path is required")
         state = os.path.abspath(os.fspath(state_dir))
-        return cls(state, os.path.abspath(pid_file) if pid_file else os.path.join(state, PID_FILE),
-                   os.path.abspath(log_file) if log_file else os.path.join(state, LOG_FILE))
+        return cls(
+            state,
+            os.path.abspath(pid_file) if pid_file else os.path.join(state, PID_FILE),
+            os.path.abspath(log_file) if log_file else os.path.join(state, LOG_FILE),
+        )
 
     @property
     def clouds_yaml(self) -> str:
@@ -78,6 +82,7 @@ def server_command(port: int, state_dir: str, host: str = DEFAULT_HOST) -> list[
 
 
 # ------------------------------------------------------------------ is it ours and alive
+
 
 def read_pid(pid_file: str) -> int | None:
     """The pid in the pid file; None when there is no pid file or it holds no pid."""
@@ -110,7 +115,7 @@ def _option(argv: list[str], name: str) -> str | None:
         if arg == name and i + 1 < len(argv):
             return argv[i + 1]
         if arg.startswith(name + "="):
-            return arg[len(name) + 1:]
+            return arg.removeprefix(name + "=")
     return None
 
 
@@ -144,6 +149,7 @@ def _alive(pid: int) -> bool:
 
 
 # ------------------------------------------------------------------ the port
+
 
 def answers(host: str, port: int, timeout: float = 5.0) -> bool:
     """Placement answers ``GET /`` (its version document) on the port."""
@@ -184,6 +190,7 @@ def _check_timeout(timeout) -> float:
 
 
 # ------------------------------------------------------------------ helpers
+
 
 @contextlib.contextmanager
 def _locked(state_dir: str):
@@ -272,6 +279,7 @@ def _make_dir(path: str, what: str) -> None:
 
 # ------------------------------------------------------------------ the three commands
 
+
 def status(state_dir, port: int | None = None, pid_file=None, host: str = DEFAULT_HOST) -> dict:
     """Read-only: is this state directory's Placement running? (A missing state directory: not running.)"""
     paths = Paths.of(state_dir, pid_file)
@@ -280,14 +288,28 @@ def status(state_dir, port: int | None = None, pid_file=None, host: str = DEFAUL
         port = proc.port if proc else DEFAULT_PORT
     _check_port(port)
     running = proc is not None and proc.port == port and answers(host, port)
-    return {"running": running, "pid": proc.pid if proc else None, "ours": proc is not None,
-            "url": url_of(host, port), "port": port, "port_in_use": running or not port_free(host, port),
-            "state_dir": paths.state_dir, "pid_file": paths.pid_file, "clouds_yaml": paths.clouds_yaml,
-            "cloud": CLOUD_NAME}
+    return {
+        "running": running,
+        "pid": proc.pid if proc else None,
+        "ours": proc is not None,
+        "url": url_of(host, port),
+        "port": port,
+        "port_in_use": running or not port_free(host, port),
+        "state_dir": paths.state_dir,
+        "pid_file": paths.pid_file,
+        "clouds_yaml": paths.clouds_yaml,
+        "cloud": CLOUD_NAME,
+    }
 
 
-def start(state_dir, port: int = DEFAULT_PORT, pid_file=None, log_file=None, timeout: float = START_TIMEOUT,
-          host: str = DEFAULT_HOST) -> dict:
+def start(
+    state_dir,
+    port: int = DEFAULT_PORT,
+    pid_file=None,
+    log_file=None,
+    timeout: float = START_TIMEOUT,
+    host: str = DEFAULT_HOST,
+) -> dict:
     """Start the server detached unless ours already runs; return when it answers.
 
     Fails (:class:`DaemonError`) when the port is held by another process, or when the server exits or
@@ -302,8 +324,14 @@ def start(state_dir, port: int = DEFAULT_PORT, pid_file=None, log_file=None, tim
     _make_dir(paths.state_dir, "--state-dir")
     _make_dir(os.path.dirname(paths.pid_file), "the pid file's directory")
     _make_dir(os.path.dirname(paths.log_file), "the log file's directory")
-    result = {"url": url, "clouds_yaml": paths.clouds_yaml, "pid_file": paths.pid_file,
-              "log_file": paths.log_file, "state_dir": paths.state_dir, "cloud": CLOUD_NAME}
+    result = {
+        "url": url,
+        "clouds_yaml": paths.clouds_yaml,
+        "pid_file": paths.pid_file,
+        "log_file": paths.log_file,
+        "state_dir": paths.state_dir,
+        "cloud": CLOUD_NAME,
+    }
 
     with _locked(paths.state_dir):
         proc = our_process(paths)
@@ -312,7 +340,10 @@ def start(state_dir, port: int = DEFAULT_PORT, pid_file=None, log_file=None, tim
                 raise DaemonError(
                     f"The Placement of {paths.state_dir} already runs on port {proc.port} (pid {proc.pid}), "
                     f"not on {port}: use --port {proc.port}, or stop it first "
-                    f"(minbw placement stop --state-dir {shlex.quote(paths.state_dir)})", port=port, pid=proc.pid)
+                    f"(minbw placement stop --state-dir {shlex.quote(paths.state_dir)})",
+                    port=port,
+                    pid=proc.pid,
+                )
             deadline = time.monotonic() + timeout
             while _alive(proc.pid):
                 if answers(host, port):
@@ -321,7 +352,10 @@ def start(state_dir, port: int = DEFAULT_PORT, pid_file=None, log_file=None, tim
                     raise DaemonError(
                         f"The Placement of {paths.state_dir} (pid {proc.pid}) runs but does not answer on {url} "
                         f"after {timeout:g}s: stop it (minbw placement stop --state-dir "
-                        f"{shlex.quote(paths.state_dir)}) and start it again", port=port, pid=proc.pid)
+                        f"{shlex.quote(paths.state_dir)}) and start it again",
+                        port=port,
+                        pid=proc.pid,
+                    )
                 time.sleep(_POLL)
             # it exited while we looked: start a new one
         _require_free_port(paths, host, port)
@@ -334,7 +368,8 @@ def _require_free_port(paths: Paths, host: str, port: int) -> None:
         raise DaemonError(
             f"Port {port} on {host} is in use, but not by the Placement of {paths.state_dir}: stop the "
             f"process that holds it (ss -ltnp 'sport = :{port}' names it) or choose another port (--port)",
-            port=port)
+            port=port,
+        )
 
 
 def _spawn(paths: Paths, port: int, host: str, url: str, timeout: float) -> int:
@@ -345,8 +380,9 @@ def _spawn(paths: Paths, port: int, host: str, url: str, timeout: float) -> int:
     except OSError as e:
         raise InvalidInput(f"log file {paths.log_file}: {e.strerror}") from None
     with out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, close_fds=True
+        )
     try:
         try:
             _write_pid(paths.pid_file, proc.pid)
@@ -361,14 +397,18 @@ def _spawn(paths: Paths, port: int, host: str, url: str, timeout: float) -> int:
         return proc.pid
     _terminate(proc)
     _remove(paths.pid_file)
-    raise DaemonError(f"Placement did not become ready on {url} ({reason}); nothing is left running.\n"
-                      f"Command: {shlex.join(cmd)}",
-                      port=port, pid=proc.pid, log_file=paths.log_file,
-                      log_tail=_tail(_log_since(paths.log_file, offset)))
+    raise DaemonError(
+        f"Placement did not become ready on {url} ({reason}); nothing is left running.\nCommand: {shlex.join(cmd)}",
+        port=port,
+        pid=proc.pid,
+        log_file=paths.log_file,
+        log_tail=_tail(_log_since(paths.log_file, offset)),
+    )
 
 
-def _wait_ready(proc: subprocess.Popen, log_file: str, offset: int, host: str, port: int, url: str,
-                timeout: float) -> str | None:
+def _wait_ready(
+    proc: subprocess.Popen, log_file: str, offset: int, host: str, port: int, url: str, timeout: float
+) -> str | None:
     """None once the ready line is in the log and the port answers; else why not."""
     marker = ready_marker(url)
     deadline = time.monotonic() + timeout
@@ -380,8 +420,11 @@ def _wait_ready(proc: subprocess.Popen, log_file: str, offset: int, host: str, p
         if code is not None:
             return f"the server exited with status {code}"
         if time.monotonic() >= deadline:
-            return (f"it printed its ready line but does not answer after {timeout:g}s" if ready
-                    else f"no ready line after {timeout:g}s")
+            return (
+                f"it printed its ready line but does not answer after {timeout:g}s"
+                if ready
+                else f"no ready line after {timeout:g}s"
+            )
         time.sleep(_POLL)
 
 
@@ -403,13 +446,19 @@ def stop(state_dir, pid_file=None, timeout: float = STOP_TIMEOUT) -> dict:
         except ProcessLookupError:
             pass
         except PermissionError:
-            raise DaemonError(f"Not allowed to stop Placement (pid {proc.pid}) of {paths.state_dir}: "
-                              f"it runs as another user; stop it as that user", pid=proc.pid) from None
+            raise DaemonError(
+                f"Not allowed to stop Placement (pid {proc.pid}) of {paths.state_dir}: "
+                f"it runs as another user; stop it as that user",
+                pid=proc.pid,
+            ) from None
         if not _wait_gone(proc.pid, timeout):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGKILL)
             if not _wait_gone(proc.pid, 10.0):
-                raise DaemonError(f"Placement (pid {proc.pid}) of {paths.state_dir} did not exit after SIGTERM "
-                                  f"and SIGKILL; the pid file {paths.pid_file} is kept", pid=proc.pid)
+                raise DaemonError(
+                    f"Placement (pid {proc.pid}) of {paths.state_dir} did not exit after SIGTERM "
+                    f"and SIGKILL; the pid file {paths.pid_file} is kept",
+                    pid=proc.pid,
+                )
         _remove(paths.pid_file)
         return {"changed": True, "pid": proc.pid, "pid_file": paths.pid_file, "state_dir": paths.state_dir}

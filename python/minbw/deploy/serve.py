@@ -4,6 +4,7 @@ SQLite in a state directory, noauth2 (token ``admin``), served single-threaded
 so SQLite never sees concurrent writers; requests from concurrent clients are
 queued, exactly what a real single-worker Placement does.
 """
+
 from __future__ import annotations
 
 import logging
@@ -109,8 +110,7 @@ def serve(port: int, state_dir: str | os.PathLike, host: str = "127.0.0.1", out=
 
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGINT, _terminate)
-    print(READY_LINE.format(url=url, state=state, cloud=CLOUD_NAME, clouds=state / "clouds.yaml"),
-          file=out, flush=True)
+    print(READY_LINE.format(url=url, state=state, cloud=CLOUD_NAME, clouds=state / "clouds.yaml"), file=out, flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     finally:

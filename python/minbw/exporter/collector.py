@@ -14,6 +14,7 @@ A :class:`Collector` is owned by one thread (the collection loop, :mod:`minbw.ex
 provider cache and its memos are used by nobody else. The slow reports' results come in as an immutable
 :class:`SlowResults`; the collection goes out as an immutable :class:`Collection`.
 """
+
 from __future__ import annotations
 
 import time
@@ -66,9 +67,18 @@ class Collector:
     providers are read at once; ``check_interval`` seconds between the cache's safety checks. Built before its
     reader's threads start, it limits the process's malloc arenas (:func:`minbw.exporter.memory.limit_arenas`)."""
 
-    def __init__(self, api: Placement, sizes_for: Callable[[bool], list], owner_nova: Callable[[], bool], *,
-                 cache: ProviderCache | None = None, workers: int = 4, check_interval: float = 300.0,
-                 clock: Callable[[], float] = time.time, say: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        api: Placement,
+        sizes_for: Callable[[bool], list],
+        owner_nova: Callable[[], bool],
+        *,
+        cache: ProviderCache | None = None,
+        workers: int = 4,
+        check_interval: float = 300.0,
+        clock: Callable[[], float] = time.time,
+        say: Callable[[str], None] | None = None,
+    ):
         limit_arenas()  # before the reader's threads start (an arena a thread already has stays)
         self.api = api
         self.sizes_for = sizes_for
@@ -88,7 +98,7 @@ class Collector:
         self.provider_families = metrics.ProviderFamilies()  # the provider families of providers that did not move
         self._headroom: tuple[tuple, list] | None = None  # (what it was counted from, the headroom per size)
         self._counted: dict[str, dict] = {}  # size → the hosts counted (capacity's memo: only trees that moved)
-        self._checked: float | None = None   # when the last safety check ran
+        self._checked: float | None = None  # when the last safety check ran
 
     def _use_sizes(self, owner_nova: bool) -> None:
         """Count the headroom for Nova's query as it is when every nova-compute reports OWNER_NOVA or not."""
@@ -96,8 +106,9 @@ class Collector:
             return
         self.owner_nova = owner_nova
         self.sizes = list(self.sizes_for(owner_nova))
-        self.root_traits = frozenset(t for _, req in self.sizes
-                                     for t in (*req.server.root_required, *req.server.root_forbidden))
+        self.root_traits = frozenset(
+            t for _, req in self.sizes for t in (*req.server.root_required, *req.server.root_forbidden)
+        )
         self._headroom, self._counted = None, {}
 
     # ------------------------------------------------------------ one cycle
@@ -110,25 +121,50 @@ class Collector:
         try:
             reading = read_bandwidth(self.reader, listings=False)
             sizes = self._headroom_of(reading)
-            self.status["providers"] = {"ok": True, "seconds": time.perf_counter() - started,
-                                        "last_success": self.clock()}
+            self.status["providers"] = {
+                "ok": True,
+                "seconds": time.perf_counter() - started,
+                "last_success": self.clock(),
+            }
         except Exception as e:  # noqa: BLE001 - served as a failed collection (minbw_report_success 0)
             self._say(f"reading the providers failed: {type(e).__name__}: {e}")
-            self.status["providers"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
-                                        "last_success": (self.status.get("providers") or {}).get("last_success")}
+            self.status["providers"] = {
+                "ok": False,
+                "seconds": time.perf_counter() - started,
+                "error": str(e),
+                "last_success": (self.status.get("providers") or {}).get("last_success"),
+            }
             status["providers"] = self.status["providers"]
             stats = {"seconds": time.perf_counter() - started, "calls": self.api.calls - calls}
-            return Collection(tuple(metrics.families(status=status, stats=stats, calls_total=self.api.calls)),
-                              finished=self.clock(), ok=False, stats=stats)
+            return Collection(
+                tuple(metrics.families(status=status, stats=stats, calls_total=self.api.calls)),
+                finished=self.clock(),
+                ok=False,
+                stats=stats,
+            )
         status["providers"] = self.status["providers"]
-        stats = {"seconds": time.perf_counter() - started, "calls": self.api.calls - calls,
-                 "read": self.reader.read - read, "usages_read": self.reader.usages_read - usages,
-                 "listed": reading.stats["listed"], "bandwidth": reading.stats["bandwidth"]}
+        stats = {
+            "seconds": time.perf_counter() - started,
+            "calls": self.api.calls - calls,
+            "read": self.reader.read - read,
+            "usages_read": self.reader.usages_read - usages,
+            "listed": reading.stats["listed"],
+            "bandwidth": reading.stats["bandwidth"],
+        }
         sync_record = read_sync_record(self.cache.path) if self.cache is not None else None
-        families = metrics.families(details=reading.bandwidth(), hosts=reading.hosts(), sizes=sizes,
-                                    drift_rows=slow.drift_rows, findings=slow.findings, audit_kinds=slow.audit_kinds,
-                                    status=status, sync_record=sync_record, stats=stats,
-                                    calls_total=self.api.calls, provider_families=self.provider_families)
+        families = metrics.families(
+            details=reading.bandwidth(),
+            hosts=reading.hosts(),
+            sizes=sizes,
+            drift_rows=slow.drift_rows,
+            findings=slow.findings,
+            audit_kinds=slow.audit_kinds,
+            status=status,
+            sync_record=sync_record,
+            stats=stats,
+            calls_total=self.api.calls,
+            provider_families=self.provider_families,
+        )
         return Collection(tuple(families), MappingProxyType(self.provider_families.parts), self.clock(), True, stats)
 
     def _headroom_of(self, reading) -> list:
@@ -137,9 +173,17 @@ class Collector:
         key = (frozenset(reading.providers.values()), dict(reading.details), frozenset(self.shared.items()))
         if self._headroom is None or self._headroom[0] != key:
             details = self._capacity_details(reading)
-            self._headroom = (key, [(s.name, s.vnic_type, capacity(details, req, self.shared,
-                                                                   memo=self._counted.setdefault(s.name, {})))
-                                    for s, req in self.sizes])
+            self._headroom = (
+                key,
+                [
+                    (
+                        s.name,
+                        s.vnic_type,
+                        capacity(details, req, self.shared, memo=self._counted.setdefault(s.name, {})),
+                    )
+                    for s, req in self.sizes
+                ],
+            )
         else:  # the same: this cycle's providers and details kept, the last ones let go
             self._headroom = (key, self._headroom[1])
         return self._headroom[1]
@@ -155,9 +199,16 @@ class Collector:
         having = {t: {p.uuid for p in self.reader.listing(required=t)} for t in sorted(self.root_traits)}
         sets: dict[frozenset, frozenset] = {}  # the few sets of root traits: one object each
         return list(details.values()) + [
-            ProviderDetail(p, sets.setdefault(has := frozenset(t for t, roots in having.items() if u in roots), has),
-                           _EMPTY, _EMPTY, True)
-            for u, p in reading.providers.items() if u not in details and p.root_uuid in trees]
+            ProviderDetail(
+                p,
+                sets.setdefault(has := frozenset(t for t, roots in having.items() if u in roots), has),
+                _EMPTY,
+                _EMPTY,
+                True,
+            )
+            for u, p in reading.providers.items()
+            if u not in details and p.root_uuid in trees
+        ]
 
     # ------------------------------------------------------------ the safety check
     def check(self) -> None:
@@ -176,11 +227,18 @@ class Collector:
             self.shared = MappingProxyType(sharing_providers(self.api))
             if self.cache is not None:
                 self.cache.save()
-            self.status["cache_check"] = {"ok": True, "seconds": time.perf_counter() - started,
-                                          "last_success": self.clock()}
+            self.status["cache_check"] = {
+                "ok": True,
+                "seconds": time.perf_counter() - started,
+                "last_success": self.clock(),
+            }
         except Exception as e:  # noqa: BLE001 - a report that fails is served as failed; the exporter goes on
-            self.status["cache_check"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
-                                          "last_success": before.get("last_success")}
+            self.status["cache_check"] = {
+                "ok": False,
+                "seconds": time.perf_counter() - started,
+                "error": str(e),
+                "last_success": before.get("last_success"),
+            }
             self._say(f"the cache_check report failed: {type(e).__name__}: {e}")
         finally:
             self.reader.verify = False
@@ -196,8 +254,13 @@ class EnforcementCollector:
     plane, and the Neutron and Placement calls of ``minbw enforcement show``) and leaves its families; a check that
     fails is served as failed (``minbw_report_success{report="enforcement"}`` 0, no enforcement samples) and said."""
 
-    def __init__(self, check: Callable[[], object], *, clock: Callable[[], float] = time.time,
-                 say: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        check: Callable[[], object],
+        *,
+        clock: Callable[[], float] = time.time,
+        say: Callable[[str], None] | None = None,
+    ):
         self.check = check
         self.clock = clock
         self.say = say
@@ -209,13 +272,24 @@ class EnforcementCollector:
         report = None
         try:
             report = self.check()
-            self.status["enforcement"] = {"ok": True, "seconds": time.perf_counter() - started,
-                                          "last_success": self.clock()}
+            self.status["enforcement"] = {
+                "ok": True,
+                "seconds": time.perf_counter() - started,
+                "last_success": self.clock(),
+            }
         except Exception as e:  # noqa: BLE001 - served as a failed check; the exporter goes on
-            self.status["enforcement"] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
-                                          "last_success": before.get("last_success")}
+            self.status["enforcement"] = {
+                "ok": False,
+                "seconds": time.perf_counter() - started,
+                "error": str(e),
+                "last_success": before.get("last_success"),
+            }
             if self.say:
                 self.say(f"the enforcement check failed: {type(e).__name__}: {e}")
         stats = {"seconds": time.perf_counter() - started}
-        return Collection(tuple(metrics.enforcement_families(report, self.status)), finished=self.clock(),
-                          ok=report is not None, stats=stats)
+        return Collection(
+            tuple(metrics.enforcement_families(report, self.status)),
+            finished=self.clock(),
+            ok=report is not None,
+            stats=stats,
+        )

@@ -1,6 +1,7 @@
 """The exporter's rendering (pure but for prometheus_client): :mod:`minbw.reports.metrics` families in Prometheus'
 text format or OpenMetrics, as prometheus_client renders them, with what did not change kept between renderings
 (:class:`Exposition`), and the one family a scrape adds itself: the age of what it serves (:func:`age`)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,6 +17,7 @@ class _Families:
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
         for f in self.families:
             names = [k for k, _ in f.samples[0][0]] if f.samples else []
             cls = CounterMetricFamily if f.type == "counter" else GaugeMetricFamily
@@ -30,8 +32,10 @@ def _render(families, openmetrics: bool) -> str:
     prometheus_client."""
     if openmetrics:
         from prometheus_client.openmetrics.exposition import generate_latest
-        return generate_latest(_Families(families)).decode()[:-len("# EOF\n")]
+
+        return generate_latest(_Families(families)).decode()[: -len("# EOF\n")]
     from prometheus_client import generate_latest
+
     return generate_latest(_Families(families)).decode()
 
 
@@ -100,10 +104,14 @@ class Exposition:
     def _render_providers(self, openmetrics: bool, parts: Mapping[str, tuple]) -> None:
         """Render the providers whose samples are new or changed, all in one rendering (a family's samples in
         the providers' order, one line each), and keep each one's lines."""
-        todo = [(u, own) for u, own in parts.items()
-                if (kept := self._providers.get((openmetrics, u))) is None or (kept[0] is not own and kept[0] != own)]
+        todo = [
+            (u, own)
+            for u, own in parts.items()
+            if (kept := self._providers.get((openmetrics, u))) is None or (kept[0] is not own and kept[0] != own)
+        ]
         for start in range(0, len(todo), RENDER_AT_ONCE):
-            self._render_some(openmetrics, todo[start:start + RENDER_AT_ONCE])
+            end = start + RENDER_AT_ONCE
+            self._render_some(openmetrics, todo[start:end])
         self.rendered["providers"] += len(todo)
 
     def _render_some(self, openmetrics: bool, todo: list[tuple[str, tuple]]) -> None:
@@ -111,8 +119,10 @@ class Exposition:
         for _, own in todo:
             for name, labels, value in own:
                 by_name.setdefault(name, []).append((labels, value))
-        text = _sample_lines(_render([metrics.Family(n, "gauge", "-", tuple(samples))
-                                      for n, samples in by_name.items()], openmetrics), keep_lines=True)
+        text = _sample_lines(
+            _render([metrics.Family(n, "gauge", "-", tuple(samples)) for n, samples in by_name.items()], openmetrics),
+            keep_lines=True,
+        )
         del by_name
         taken = {name: 0 for name in text}
         for u, own in todo:
@@ -121,7 +131,8 @@ class Exposition:
                 counts[name] = counts.get(name, 0) + 1
             mine = {}
             for name, k in counts.items():
-                mine[name] = "".join(text[name][taken[name]:taken[name] + k])
+                first, end = taken[name], taken[name] + k
+                mine[name] = "".join(text[name][first:end])
                 taken[name] += k
             self._providers[(openmetrics, u)] = (own, mine)
 
@@ -131,8 +142,11 @@ class Exposition:
             self._providers = {k: v for k, v in self._providers.items() if k[1] in parts}
 
 
-AGE = metrics.Family(metrics.PREFIX + "collection_age_seconds", "gauge",
-                     "Seconds since the collection this scrape serves ended (the scrape never waits for Placement)")
+AGE = metrics.Family(
+    metrics.PREFIX + "collection_age_seconds",
+    "gauge",
+    "Seconds since the collection this scrape serves ended (the scrape never waits for Placement)",
+)
 
 
 def age(seconds: float, openmetrics: bool) -> str:

@@ -16,6 +16,7 @@ exporters are (the exporter-toolkit's web configuration: ``tls_server_config`` w
 ``basic_auth_users`` with bcrypt hashes): the hashes alone are stored, a password checked once is remembered (by
 a salted digest, in the server process) so that a scrape does not pay bcrypt's cost each time.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,6 +47,7 @@ REALM = "minbw exporter"
 class Web:
     """The endpoint's TLS (``cert_file``, ``key_file``: PEM files; the key readable by the exporter's user) and basic
     authentication (``users``: (name, bcrypt hash) pairs; none: no authentication)."""
+
     cert_file: str | None = None
     key_file: str | None = None
     users: tuple[tuple[str, str], ...] = ()
@@ -60,22 +62,30 @@ class Web:
         BCRYPT_HASH}`` (Prometheus' web configuration's keys; ``htpasswd -nBC 10 NAME`` makes a hash)."""
         tls = tls_server_config or {}
         if not isinstance(tls, Mapping) or set(tls) - {"cert_file", "key_file"}:
-            raise InvalidInput("the exporter's config: tls_server_config: expected cert_file and key_file (PEM files), "
-                               f"got {tls!r}")
+            raise InvalidInput(
+                f"the exporter's config: tls_server_config: expected cert_file and key_file (PEM files), got {tls!r}"
+            )
         if bool(tls.get("cert_file")) != bool(tls.get("key_file")):
             raise InvalidInput("the exporter's config: tls_server_config: give both cert_file and key_file")
         users = basic_auth_users or {}
         if not isinstance(users, Mapping):
-            raise InvalidInput("the exporter's config: basic_auth_users: expected NAME: BCRYPT_HASH items (htpasswd "
-                               "-nBC 10 NAME makes one)")
+            raise InvalidInput(
+                "the exporter's config: basic_auth_users: expected NAME: BCRYPT_HASH items (htpasswd "
+                "-nBC 10 NAME makes one)"
+            )
         for name, hashed in users.items():
             if not isinstance(hashed, str) or not hashed.startswith(("$2a$", "$2b$", "$2y$")):
-                raise InvalidInput(f"the exporter's config: basic_auth_users: {name}: expected a bcrypt hash "
-                                   "($2b$..., htpasswd -nBC 10 NAME makes one), never the password itself")
+                raise InvalidInput(
+                    f"the exporter's config: basic_auth_users: {name}: expected a bcrypt hash "
+                    "($2b$..., htpasswd -nBC 10 NAME makes one), never the password itself"
+                )
         if users:
             _bcrypt()
-        return cls(tls.get("cert_file") or None, tls.get("key_file") or None,
-                   tuple(sorted((str(n), h) for n, h in users.items())))
+        return cls(
+            tls.get("cert_file") or None,
+            tls.get("key_file") or None,
+            tuple(sorted((str(n), h) for n, h in users.items())),
+        )
 
     def context(self) -> ssl.SSLContext | None:
         """The server's TLS context (TLS 1.2 at least), None without TLS."""
@@ -91,8 +101,10 @@ def _bcrypt():
     try:
         import bcrypt
     except ImportError:
-        raise MissingDependency("basic_auth_users: the exporter checks the bcrypt hashes with the bcrypt package, "
-                                "which is not installed. Fix: pip install bcrypt") from None
+        raise MissingDependency(
+            "basic_auth_users: the exporter checks the bcrypt hashes with the bcrypt package, "
+            "which is not installed. Fix: pip install bcrypt"
+        ) from None
     return bcrypt
 
 
@@ -137,6 +149,7 @@ class Board:
     """What the scrapes are served until the next publication: the collection's end (``time.time()``; None
     before the first), and its rendering per format (``True``: OpenMetrics without ``# EOF``; ``False``: the text
     format), plain and gzipped (the age and ``# EOF`` are added per scrape)."""
+
     finished: float | None = None
     bodies: dict = field(default_factory=dict)
     gzipped: dict = field(default_factory=dict)
@@ -167,8 +180,7 @@ class _Held:
             if (openmetrics, zipped) not in self.asked:
                 self.asked.add((openmetrics, zipped))
                 self.conn.send(("want", openmetrics, zipped))
-            self.changed.wait_for(lambda: openmetrics in getattr(self.board, store),
-                                  timeout=FIRST_RENDERING_TIMEOUT)
+            self.changed.wait_for(lambda: openmetrics in getattr(self.board, store), timeout=FIRST_RENDERING_TIMEOUT)
             board = self.board
             return board if openmetrics in getattr(board, store) else None
 
@@ -183,8 +195,10 @@ def app(held: _Held, clock=time.time, authenticate=None):
 
     def serve(environ, start_response):
         if authenticate is not None and not authenticate(environ.get("HTTP_AUTHORIZATION", "")):
-            start_response("401 Unauthorized", [("Content-Type", "text/plain"),
-                                                ("WWW-Authenticate", f'Basic realm="{REALM}", charset="UTF-8"')])
+            start_response(
+                "401 Unauthorized",
+                [("Content-Type", "text/plain"), ("WWW-Authenticate", f'Basic realm="{REALM}", charset="UTF-8"')],
+            )
             return [b"Unauthorized\n"]
         if environ.get("PATH_INFO", "/") == "/favicon.ico":
             start_response("200 OK", [])
@@ -210,6 +224,7 @@ def app(held: _Held, clock=time.time, authenticate=None):
             body = head + tail.encode()
         start_response("200 OK", headers)
         return [body]
+
     return serve
 
 
@@ -229,12 +244,18 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
     try:
         context = web.context()
     except (OSError, ssl.SSLError) as e:
-        conn.send(("error", None, f"tls_server_config {web.cert_file}, {web.key_file}: "
-                                  f"{getattr(e, 'strerror', None) or e}"))
+        conn.send(
+            ("error", None, f"tls_server_config {web.cert_file}, {web.key_file}: {getattr(e, 'strerror', None) or e}")
+        )
         return
     try:
-        server = make_server(address, port, app(held, authenticate=Authenticator(web.users) if web.users else None),
-                             ThreadingWSGIServer, handler_class=Quiet)
+        server = make_server(
+            address,
+            port,
+            app(held, authenticate=Authenticator(web.users) if web.users else None),
+            ThreadingWSGIServer,
+            handler_class=Quiet,
+        )
     except OSError as e:
         conn.send(("error", e.errno, e.strerror or str(e)))
         return
@@ -266,8 +287,9 @@ class ServerProcess:
         self.served = served
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, address, port, web), daemon=True,
-                                        name="minbw-exporter-http")
+        self._process = context.Process(
+            target=_serve, args=(child, address, port, web), daemon=True, name="minbw-exporter-http"
+        )
         self._process.start()
         child.close()
         self._send_lock = threading.Lock()
@@ -275,8 +297,10 @@ class ServerProcess:
             answer = self._conn.recv()
         except EOFError:
             self._process.join(5)
-            raise OSError(f"the exporter's HTTP server process ended before it listened on {address}:{port} "
-                          f"(exit code {self._process.exitcode})") from None
+            raise OSError(
+                f"the exporter's HTTP server process ended before it listened on {address}:{port} "
+                f"(exit code {self._process.exitcode})"
+            ) from None
         if answer[0] == "error":
             self._process.join(5)
             if answer[1] is None:  # the TLS certificate or key

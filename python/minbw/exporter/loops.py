@@ -7,6 +7,7 @@ provider cache and memos); the slow loop's thread owns the slow reports (a reade
 two hand each other immutable objects only (:class:`SlowResults`, :class:`Collection`). :class:`Served` holds the
 last collection rendered, under a lock held only for the swap, never while anything is read or rendered.
 """
+
 from __future__ import annotations
 
 import gc
@@ -86,12 +87,13 @@ class Served:
     @staticmethod
     def _render(exposition: Exposition, collection: Collection, openmetrics: bool) -> bytes:
         body = exposition.render(collection.families, collection.parts, openmetrics=openmetrics)
-        return (body[:-len(_EOF)] if openmetrics else body).encode()
+        return (body[: -len(_EOF)] if openmetrics else body).encode()
 
     def _rendered(self, openmetrics: bool, zipped: bool) -> tuple[Collection | None, bytes | None]:
         """The last collection and its rendering in ``openmetrics``, gzipped if ``zipped``, that format asked for
         from now on (a publication keeps the plain rendering of a format only where it was asked for plain);
         ``(None, None)`` before the first collection."""
+
         def held():
             return self._collection, (self._gzipped if zipped else self._bodies).get(openmetrics)
 
@@ -136,9 +138,17 @@ class Loops:
     ``stop`` is set. ``slow_reports`` None: no slow loop (a host's exporter, whose collection is its enforcement
     check: :class:`~minbw.exporter.collector.EnforcementCollector`)."""
 
-    def __init__(self, collector: Collector | EnforcementCollector, slow_reports: Callable[[], SlowResults] | None,
-                 served: Served, *, interval: float, slow_interval: float, stop: threading.Event,
-                 say: Callable[[str], None] | None = None):
+    def __init__(
+        self,
+        collector: Collector | EnforcementCollector,
+        slow_reports: Callable[[], SlowResults] | None,
+        served: Served,
+        *,
+        interval: float,
+        slow_interval: float,
+        stop: threading.Event,
+        say: Callable[[str], None] | None = None,
+    ):
         self.collector = collector
         self.slow_reports = slow_reports
         self.served = served
@@ -146,7 +156,7 @@ class Loops:
         self.slow_interval = slow_interval
         self.stop = stop
         self.say = say
-        self.slow = SlowResults()   # replaced whole by the slow loop, read by the collection loop
+        self.slow = SlowResults()  # replaced whole by the slow loop, read by the collection loop
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self._cycles = 0
@@ -161,6 +171,7 @@ class Loops:
         garbage collector's way (:data:`FULL_COLLECTION_EVERY`: every so many cycles collected once instead), and
         what the cycle freed given back to the system (:func:`minbw.exporter.memory.trim`)."""
         from minbw.exporter.memory import trim
+
         try:
             return self.collect_once()
         finally:
@@ -180,9 +191,11 @@ class Loops:
 
     def _reporting(self) -> None:
         while not self.stop.is_set():
+
             def run():
                 self.slow = self.slow_reports()
                 self._wake.set()  # the next cycle serves the new results
+
             self._guard("slow reports", run)
             self.stop.wait(self.slow_interval)
 
@@ -194,8 +207,9 @@ class Loops:
                 self.say(f"the {what} loop failed: {type(e).__name__}: {e}")
 
     def start(self) -> None:
-        for name, target in (("minbw-exporter-collection", self._collecting),
-                             ("minbw-exporter-slow", self._reporting))[:1 if self.slow_reports is None else 2]:
+        for name, target in (("minbw-exporter-collection", self._collecting), ("minbw-exporter-slow", self._reporting))[
+            : 1 if self.slow_reports is None else 2
+        ]:
             t = threading.Thread(target=target, daemon=True, name=name)
             t.start()
             self._threads.append(t)

@@ -9,13 +9,14 @@
 - :func:`trim`, after each collection cycle: what the cycle freed given back to the system (``malloc_trim``).
 
 Both do nothing where the C library is not glibc (musl, macOS) or cannot be loaded."""
+
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
 import functools
 
-M_MMAP_THRESHOLD = -3   # glibc's malloc.h
+M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 M_ARENA_MAX = -8
 ARENAS = 2
 MMAP_THRESHOLD = 1 << 20  # bytes: larger blocks are mapped on their own and unmapped when freed

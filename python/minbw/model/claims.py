@@ -2,6 +2,7 @@
 
 Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,16 +48,19 @@ class CandidateSet:
     def to_dict(self) -> dict:
         """A JSON-ready dict: the allocation requests, provider summaries, the query (``query``) and the
         microversion."""
-        return {"allocation_requests": list(self.allocation_requests),
-                "provider_summaries": dict(self.provider_summaries), "query": dict(self.params),
-                "microversion": self.microversion}
+        return {
+            "allocation_requests": list(self.allocation_requests),
+            "provider_summaries": dict(self.provider_summaries),
+            "query": dict(self.params),
+            "microversion": self.microversion,
+        }
 
 
 @dataclass(frozen=True)
 class Claim:
     consumer: str
-    host: str                      # root provider uuid
-    host_name: str | None          # None from claim(): naming costs a GET, see named()
+    host: str  # root provider uuid
+    host_name: str | None  # None from claim(): naming costs a GET, see named()
     allocations: Mapping[str, dict]  # {rp: {"resources": {...}}}
     mapping: Mapping[str, list[str]]  # {suffix: [rp]}
     binding_profiles: Mapping[str, Any]  # {port id: binding:profile.allocation value}
@@ -66,7 +70,13 @@ class Claim:
     def to_dict(self) -> dict:
         """A JSON-ready dict: consumer, host and its name, allocations, mapping and ``mapping_source``, binding profiles
         and attempts."""
-        return {"consumer": self.consumer, "host": self.host, "host_name": self.host_name,
-                "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
-                "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,
-                "binding_profiles": dict(self.binding_profiles), "attempts": list(self.attempts)}
+        return {
+            "consumer": self.consumer,
+            "host": self.host,
+            "host_name": self.host_name,
+            "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+            "mapping": {k: list(v) for k, v in self.mapping.items()},
+            "mapping_source": self.mapping_source,
+            "binding_profiles": dict(self.binding_profiles),
+            "attempts": list(self.attempts),
+        }

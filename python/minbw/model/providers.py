@@ -2,6 +2,7 @@
 
 Pure: no I/O.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,9 +25,13 @@ class Provider:
     @classmethod
     def from_api(cls, body: Mapping[str, Any]) -> "Provider":
         """A provider from Placement's body; without ``root_provider_uuid`` (before 1.14) it is its own root."""
-        return cls(uuid=body["uuid"], name=body["name"], generation=body["generation"],
-                   parent_uuid=body.get("parent_provider_uuid"),
-                   root_uuid=body.get("root_provider_uuid") or body["uuid"])
+        return cls(
+            uuid=body["uuid"],
+            name=body["name"],
+            generation=body["generation"],
+            parent_uuid=body.get("parent_provider_uuid"),
+            root_uuid=body.get("root_provider_uuid") or body["uuid"],
+        )
 
 
 @dataclass(frozen=True)
@@ -52,7 +57,8 @@ NOVA_ROOT_TRAITS = (COMPUTE_NODE, OWNER_NOVA)
 MAX_INT = 2147483647
 # What Placement fills in for fields an inventory leaves out (placement.handlers.inventory).
 PLACEMENT_INVENTORY_DEFAULTS = MappingProxyType(
-    {"reserved": 0, "min_unit": 1, "max_unit": MAX_INT, "step_size": 1, "allocation_ratio": 1.0})
+    {"reserved": 0, "min_unit": 1, "max_unit": MAX_INT, "step_size": 1, "allocation_ratio": 1.0}
+)
 INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
 
 
@@ -106,8 +112,12 @@ _COPYABLE = (dict, MappingProxyType)
 
 def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
     """A provider as its plans and reports compare it: name, parent, traits, inventories (no generation)."""
-    return {"name": name, "parent_provider_uuid": parent, "traits": sorted(traits or ()),
-            "inventories": thaw_inventories(inventories or {})}
+    return {
+        "name": name,
+        "parent_provider_uuid": parent,
+        "traits": sorted(traits or ()),
+        "inventories": thaw_inventories(inventories or {}),
+    }
 
 
 class Snapshots(Mapping):
@@ -169,9 +179,17 @@ class ProviderSpec:
     def to_dict(self) -> dict:
         """A JSON-ready dict: uuid, name, hypervisor, kind, role, device, ``parent_provider_uuid``, traits (sorted) and
         inventories."""
-        return {"uuid": self.uuid, "name": self.name, "hypervisor": self.hypervisor, "kind": self.kind,
-                "role": self.role, "device": self.device, "parent_provider_uuid": self.parent_uuid,
-                "traits": sorted(self.traits), "inventories": thaw_inventories(self.inventories)}
+        return {
+            "uuid": self.uuid,
+            "name": self.name,
+            "hypervisor": self.hypervisor,
+            "kind": self.kind,
+            "role": self.role,
+            "device": self.device,
+            "parent_provider_uuid": self.parent_uuid,
+            "traits": sorted(self.traits),
+            "inventories": thaw_inventories(self.inventories),
+        }
 
 
 def unit_subject(name: str) -> str:
@@ -220,8 +238,13 @@ class Unit:
     def to_dict(self) -> dict:
         """A JSON-ready dict: ``unit`` (its name), kind, host, hypervisors and ``skipped`` (None when the unit gets
         writes)."""
-        return {"unit": self.name, "kind": self.kind, "host": self.host, "hypervisors": list(self.hypervisors),
-                "skipped": self.skipped or None}
+        return {
+            "unit": self.name,
+            "kind": self.kind,
+            "host": self.host,
+            "hypervisors": list(self.hypervisors),
+            "skipped": self.skipped or None,
+        }
 
 
 @dataclass(frozen=True)
@@ -307,15 +330,25 @@ class Stock:
         return 0 if self.refuses(amount) else self.free // amount
 
 
-def stocks_of(provider: str, inventories: Mapping[str, Mapping] | None,
-              usages: Mapping[str, int] | None) -> dict[str, Stock]:
+def stocks_of(
+    provider: str, inventories: Mapping[str, Mapping] | None, usages: Mapping[str, int] | None
+) -> dict[str, Stock]:
     """A provider's inventories (as Placement returns them) with their usages, by class."""
     usages = usages or {}
     out = {}
     for rc, inv in (inventories or {}).items():
         full = normalize_inventory(inv)
-        out[rc] = Stock(provider, rc, full["total"], full["reserved"], full["min_unit"], full["max_unit"],
-                        full["step_size"], full["allocation_ratio"], int(usages.get(rc, 0)))
+        out[rc] = Stock(
+            provider,
+            rc,
+            full["total"],
+            full["reserved"],
+            full["min_unit"],
+            full["max_unit"],
+            full["step_size"],
+            full["allocation_ratio"],
+            int(usages.get(rc, 0)),
+        )
     return out
 
 
@@ -326,6 +359,7 @@ def root_inventories(values: Mapping[str, Any] | None, option: str = "root_inven
         try:
             inventories[rc] = dict(value) if isinstance(value, Mapping) else {"total": int(value)}
         except (TypeError, ValueError):
-            raise RequestError(f"{option}: {rc}: expected a total or a dict of inventory fields, "
-                               f"got {value!r}") from None
+            raise RequestError(
+                f"{option}: {rc}: expected a total or a dict of inventory fields, got {value!r}"
+            ) from None
     return inventories

@@ -3,6 +3,7 @@
 ``RequestGroup`` and ``PortRequest`` read and write Neutron's ``resource_request`` (both formats);
 ``ServerRequest`` is a flavor plus QoS ports, read as Nova reads them. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,8 +15,8 @@ from functools import cached_property
 from minbw.errors import RequestError
 
 # How the network part of a port's bandwidth group was built.
-MODE_NEUTRON = "neutron"          # exactly Neutron's request (first segment only)
-MODE_ANY_TRAITS = "any-traits"    # required=in:A,B over all segments (Placement 1.39)
+MODE_NEUTRON = "neutron"  # exactly Neutron's request (first segment only)
+MODE_ANY_TRAITS = "any-traits"  # required=in:A,B over all segments (Placement 1.39)
 
 # nova.scheduler.utils.ResourceRequest.XS_KEYPAT
 _EXTRA_SPEC = re.compile(r"^(resources|trait)([a-zA-Z0-9_-]{1,64})?:(.*)$")
@@ -74,19 +75,27 @@ class RequestGroup:
         required traits not a list of names."""
         gid = group.get("id", group_id)
         if not gid or not isinstance(gid, str):
-            raise RequestError(f"{where}request group without an 'id'. Fix: pass the port's "
-                               f"resource_request exactly as Neutron returns it.")
+            raise RequestError(
+                f"{where}request group without an 'id'. Fix: pass the port's "
+                f"resource_request exactly as Neutron returns it."
+            )
         resources = group.get("resources")
         if not isinstance(resources, Mapping) or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in resources.values()):
-            raise RequestError(f"{where}group {gid}: 'resources' must map resource classes to "
-                               f"non-negative integers, got {resources!r}.")
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in resources.values()
+        ):
+            raise RequestError(
+                f"{where}group {gid}: 'resources' must map resource classes to "
+                f"non-negative integers, got {resources!r}."
+            )
         required = group.get("required", [])
         if isinstance(required, str) or not all(isinstance(t, str) for t in required):
-            raise RequestError(f"{where}group {gid}: 'required' must be a list of trait names, "
-                               f"got {required!r}.")
-        return cls(id=gid, resources=resources, required=tuple(required),
-                   required_any=tuple(tuple(a) for a in group.get("required_any", ())))
+            raise RequestError(f"{where}group {gid}: 'required' must be a list of trait names, got {required!r}.")
+        return cls(
+            id=gid,
+            resources=resources,
+            required=tuple(required),
+            required_any=tuple(tuple(a) for a in group.get("required_any", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -109,8 +118,7 @@ class PortRequest:
         groups."""
         if not self.groups:
             return None
-        return {"request_groups": [g.to_neutron() for g in self.groups],
-                "same_subtree": list(self.same_subtree)}
+        return {"request_groups": [g.to_neutron() for g in self.groups], "same_subtree": list(self.same_subtree)}
 
     def to_legacy(self) -> dict | None:
         """The request in the legacy single-group format (``required``, ``resources``), None when it has no groups.
@@ -122,7 +130,8 @@ class PortRequest:
                 f"port {self.port_id}: the legacy resource_request format holds one group of "
                 f"required traits; this request has {len(self.groups)} group(s)"
                 f"{' and any-traits' if self.groups[0].required_any else ''}. Fix: use the "
-                f"request_groups format (Neutron extension port-resource-request-groups).")
+                f"request_groups format (Neutron extension port-resource-request-groups)."
+            )
         g = self.groups[0]
         return {"required": list(g.required), "resources": g.resource_dict}
 
@@ -132,8 +141,7 @@ class PortRequest:
             legacy = self.to_legacy()
         except RequestError:
             legacy = None
-        return {"resource_request": self.to_neutron(), "legacy": legacy, "mode": self.mode,
-                "notes": list(self.notes)}
+        return {"resource_request": self.to_neutron(), "legacy": legacy, "mode": self.mode, "notes": list(self.notes)}
 
     @classmethod
     def from_neutron(cls, value: Mapping | None, port_id: str | None = None) -> PortRequest | None:
@@ -151,8 +159,9 @@ class PortRequest:
             subtree = tuple(value.get("same_subtree") or ())
             unknown = set(subtree) - set(ids)
             if unknown:
-                raise RequestError(f"{where}same_subtree names groups that are not in "
-                                   f"request_groups: {sorted(unknown)}.")
+                raise RequestError(
+                    f"{where}same_subtree names groups that are not in request_groups: {sorted(unknown)}."
+                )
             if not groups:
                 return None
             mode = MODE_ANY_TRAITS if any(g.required_any for g in groups) else MODE_NEUTRON
@@ -160,14 +169,14 @@ class PortRequest:
         if "resources" in value:
             if not port_id:
                 # Nova uses the port id as the suffix of a legacy group; without it there is no id.
-                raise RequestError("a legacy resource_request (no request_groups) has no group id: "
-                                   "Nova names the group after the port. Fix: give the port's id (--port-request "
-                                   "PORT_ID=FILE; the modules' port_id), or the request in the extended format "
-                                   "(request_groups), whose groups have their own ids.")
-            return cls(port_id=port_id, groups=(RequestGroup.from_neutron(value, port_id, where),),
-                       legacy=True)
-        raise RequestError(f"{where}resource_request has neither 'request_groups' nor 'resources': "
-                           f"{value!r}.")
+                raise RequestError(
+                    "a legacy resource_request (no request_groups) has no group id: "
+                    "Nova names the group after the port. Fix: give the port's id (--port-request "
+                    "PORT_ID=FILE; the modules' port_id), or the request in the extended format "
+                    "(request_groups), whose groups have their own ids."
+                )
+            return cls(port_id=port_id, groups=(RequestGroup.from_neutron(value, port_id, where),), legacy=True)
+        raise RequestError(f"{where}resource_request has neither 'request_groups' nor 'resources': {value!r}.")
 
 
 def request_view(request: PortRequest | None) -> dict:
@@ -253,9 +262,17 @@ class ServerRequest:
         object.__setattr__(self, "device_groups", tuple(self.device_groups))
 
     @classmethod
-    def from_options(cls, resources: Mapping[str, int] | None = None, required=(), port_requests=(), *,
-                     group_policy: str | None = None, in_tree: str | None = None, root_required=(),
-                     limit: int | None = None) -> ServerRequest:
+    def from_options(
+        cls,
+        resources: Mapping[str, int] | None = None,
+        required=(),
+        port_requests=(),
+        *,
+        group_policy: str | None = None,
+        in_tree: str | None = None,
+        root_required=(),
+        limit: int | None = None,
+    ) -> ServerRequest:
         """From plain data (CLI options, module parameters): flavor resources by class, and the
         ports as ``{"port_id"|"id": ..., "resource_request": {...}}`` (either Neutron format)."""
         ports = tuple(p for p in (port_request_of(v) for v in port_requests or ()) if p)
@@ -265,13 +282,18 @@ class ServerRequest:
                 amounts[rc] = int(amount)
             except (TypeError, ValueError):
                 raise RequestError(f"resources: {rc}: expected a whole number, got {amount!r}.") from None
-        return cls(extra_resources=amounts, required=tuple(required or ()), ports=ports,
-                   group_policy=group_policy, in_tree=in_tree, root_required=tuple(root_required or ()),
-                   limit=limit)
+        return cls(
+            extra_resources=amounts,
+            required=tuple(required or ()),
+            ports=ports,
+            group_policy=group_policy,
+            in_tree=in_tree,
+            root_required=tuple(root_required or ()),
+            limit=limit,
+        )
 
     @classmethod
-    def from_flavor(cls, flavor: Mapping, ports=(), *, boot_from_volume: bool = False,
-                    **kwargs) -> ServerRequest:
+    def from_flavor(cls, flavor: Mapping, ports=(), *, boot_from_volume: bool = False, **kwargs) -> ServerRequest:
         """From a Nova API flavor (``vcpus``, ``ram``, ``disk``, ``OS-FLV-EXT-DATA:ephemeral``,
         ``swap``, ``extra_specs``) as Nova's ResourceRequest.from_request_spec reads it."""
         specs = flavor.get("extra_specs") or {}
@@ -283,8 +305,10 @@ class ServerRequest:
                 continue
             prefix, suffix, name = m.groups()
             if suffix:
-                raise RequestError(f"flavor extra spec {key!r}: suffixed groups in flavors are not "
-                                   f"supported here. Fix: use unsuffixed resources:/trait: specs.")
+                raise RequestError(
+                    f"flavor extra spec {key!r}: suffixed groups in flavors are not "
+                    f"supported here. Fix: use unsuffixed resources:/trait: specs."
+                )
             if prefix == "resources":
                 try:
                     extra[name] = int(value)
@@ -293,32 +317,45 @@ class ServerRequest:
             elif value in ("required", "forbidden"):
                 (required if value == "required" else forbidden).append(name)
             else:
-                raise RequestError(f"flavor extra spec {key}={value!r}: expected 'required' or "
-                                   f"'forbidden'.")
+                raise RequestError(f"flavor extra spec {key}={value!r}: expected 'required' or 'forbidden'.")
         swap_gb = -(-int(flavor.get("swap") or 0) // 1024)  # Nova rounds swap MB up to GB
         disk = int(flavor.get("OS-FLV-EXT-DATA:ephemeral") or flavor.get("ephemeral") or 0) + swap_gb
         if not boot_from_volume:
             disk += int(flavor.get("disk") or 0)
         kwargs.setdefault("group_policy", policy)
-        return cls(vcpus=int(flavor.get("vcpus") or 0), memory_mb=int(flavor.get("ram") or 0),
-                   disk_gb=disk, extra_resources=extra, required=tuple(required),
-                   forbidden=tuple(forbidden), ports=tuple(ports), **kwargs)
+        return cls(
+            vcpus=int(flavor.get("vcpus") or 0),
+            memory_mb=int(flavor.get("ram") or 0),
+            disk_gb=disk,
+            extra_resources=extra,
+            required=tuple(required),
+            forbidden=tuple(forbidden),
+            ports=tuple(ports),
+            **kwargs,
+        )
 
     def without_forbidden(self, traits) -> ServerRequest:
         """This request without forbidding ``traits`` (flavor and root): forbidding a trait that does not
         exist excludes nothing, but Placement refuses a query naming it (400)."""
         drop = set(traits)
-        return dataclasses.replace(self, forbidden=tuple(t for t in self.forbidden if t not in drop),
-                                   root_forbidden=tuple(t for t in self.root_forbidden if t not in drop))
+        return dataclasses.replace(
+            self,
+            forbidden=tuple(t for t in self.forbidden if t not in drop),
+            root_forbidden=tuple(t for t in self.root_forbidden if t not in drop),
+        )
 
     def flavor_resources(self) -> dict[str, int]:
         """The unsuffixed group's resources (Nova's ResourceRequest.from_request_spec): vcpus, memory_mb
         and disk_gb only for classes no group of the request names (zero amounts included), PCPU anywhere
         replacing VCPU; zero amounts stripped."""
         import os_resource_classes as orc
+
         extra = dict(self.extra_resources)
-        named = set(extra) | {rc for g in (*self.flavor_groups, *self.device_groups) for rc, _amount in g.resources} \
+        named = (
+            set(extra)
+            | {rc for g in (*self.flavor_groups, *self.device_groups) for rc, _amount in g.resources}
             | {rc for p in self.ports for g in p.groups for rc, _amount in g.resources}
+        )
         res = dict(extra)
         if orc.VCPU not in named and orc.PCPU not in named:
             res[orc.VCPU] = self.vcpus
@@ -342,8 +379,9 @@ class ServerRequest:
         if flavor or self.required or self.forbidden:
             groups.append(RequestGroup("", flavor, self.required, forbidden=self.forbidden))
         for g in (*self.flavor_groups, *self.device_groups, *(g for port in self.ports for g in port.groups)):
-            stripped = RequestGroup(g.id, [(rc, a) for rc, a in g.resources if a], g.required, g.required_any,
-                                    g.forbidden)
+            stripped = RequestGroup(
+                g.id, [(rc, a) for rc, a in g.resources if a], g.required, g.required_any, g.forbidden
+            )
             if stripped.resources or stripped.required or stripped.required_any or stripped.forbidden:
                 groups.append(stripped)
         return tuple(groups)

@@ -4,6 +4,7 @@ Two spellings, one rule: a module's ``{CLASS: AMOUNT}`` dict and the command lin
 as osc-placement's ``--resource``). A class is a standard one (os-resource-classes) or ``CUSTOM_*``; an amount
 is a whole number >= 0. Anything else is refused naming the option, the value and an example.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -20,12 +21,15 @@ def check_class(rc, option: str) -> str:
     """``rc`` when it is a standard resource class (os-resource-classes) or ``CUSTOM_*``. Raises InvalidInput naming
     ``option`` (and the closest standard class) otherwise."""
     import os_resource_classes as orc
+
     if not isinstance(rc, str) or not (rc in orc.STANDARDS or _CUSTOM_CLASS.match(rc)):
         close = difflib.get_close_matches(str(rc).upper(), orc.STANDARDS, n=1)
         hint = f" Did you mean {close[0]}?" if close else ""
-        raise InvalidInput(f"{option}: unknown resource class {rc!r}.{hint} Fix: use a standard class "
-                           f"(VCPU, MEMORY_MB, DISK_GB, PCPU, ...) or a custom one, CUSTOM_ followed by "
-                           f"upper-case letters, digits and _.")
+        raise InvalidInput(
+            f"{option}: unknown resource class {rc!r}.{hint} Fix: use a standard class "
+            f"(VCPU, MEMORY_MB, DISK_GB, PCPU, ...) or a custom one, CUSTOM_ followed by "
+            f"upper-case letters, digits and _."
+        )
     return rc
 
 
@@ -44,8 +48,9 @@ def check_amount(rc: str, amount, option: str) -> int:
 def check_resources(resources: Mapping | None, option: str = "resources") -> dict[str, int]:
     """``{class: amount}`` checked: known class names (standard, or CUSTOM_*), whole amounts >= 0."""
     if resources is not None and not isinstance(resources, Mapping):
-        raise InvalidInput(f"{option}: expected resource class to amount, e.g. {{VCPU: 1, MEMORY_MB: 256}}, "
-                           f"got {resources!r}")
+        raise InvalidInput(
+            f"{option}: expected resource class to amount, e.g. {{VCPU: 1, MEMORY_MB: 256}}, got {resources!r}"
+        )
     return {check_class(rc, option): check_amount(rc, amount, option) for rc, amount in (resources or {}).items()}
 
 

@@ -5,6 +5,7 @@ The parsers reproduce oslo.config's ListOpt/DictOpt value syntax, neutron-lib's
 checks, with Neutron's error messages (tests compare them with upstream). Errors
 are raised as :class:`minbw.errors.ConfigError` naming the option and the file.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -31,19 +32,31 @@ PP_INVENTORY = "resource_provider_packet_processing_inventory_defaults"
 
 # The options this project reads and writes, per agent kind (bandwidth options only).
 OPTIONS = {
-    naming.OVS: ("bridge_mappings", BANDWIDTHS, INVENTORY, HYPERVISORS, DEFAULT_HYPERVISOR,
-                 PP_WITHOUT, PP_WITH, PP_INVENTORY),
+    naming.OVS: (
+        "bridge_mappings",
+        BANDWIDTHS,
+        INVENTORY,
+        HYPERVISORS,
+        DEFAULT_HYPERVISOR,
+        PP_WITHOUT,
+        PP_WITH,
+        PP_INVENTORY,
+    ),
     naming.SRIOV: ("physical_device_mappings", BANDWIDTHS, INVENTORY, HYPERVISORS, DEFAULT_HYPERVISOR),
 }
 
-_INVENTORY_SYNTAX = ("KEY:VALUE,... with the keys allocation_ratio (a non-negative number), min_unit, max_unit, "
-                     "reserved and step_size (non-negative integers)")
+_INVENTORY_SYNTAX = (
+    "KEY:VALUE,... with the keys allocation_ratio (a non-negative number), min_unit, max_unit, "
+    "reserved and step_size (non-negative integers)"
+)
 # How each option is written: the fix a ConfigError gives after Neutron's own message.
 SYNTAX = {
     "bridge_mappings": "PHYSNET:BRIDGE,... (each physnet and each bridge once)",
     "physical_device_mappings": "PHYSNET:DEVICE,... (a device under one physnet)",
-    BANDWIDTHS: ("DEVICE:EGRESS:INGRESS,... in kbps (non-negative integers, either may be left empty), "
-                 "each device once and mapped in bridge_mappings / physical_device_mappings"),
+    BANDWIDTHS: (
+        "DEVICE:EGRESS:INGRESS,... in kbps (non-negative integers, either may be left empty), "
+        "each device once and mapped in bridge_mappings / physical_device_mappings"
+    ),
     INVENTORY: _INVENTORY_SYNTAX,
     HYPERVISORS: "DEVICE:HYPERVISOR,... (each device once)",
     DEFAULT_HYPERVISOR: "one hypervisor name",
@@ -59,6 +72,7 @@ def syntax_fix(option: str) -> str:
 
 
 # ---------------------------------------------------------------- oslo.config value syntax
+
 
 def parse_list(value: str) -> list[str]:
     """oslo.config ``ListOpt`` of strings (no quote handling, as ListOpt's String())."""
@@ -87,6 +101,7 @@ def parse_dict(value: str) -> dict[str, str]:
 
 
 # ---------------------------------------------------------------- neutron-lib parsers
+
 
 def parse_mappings(mapping_list: list[str], unique_values: bool = True, unique_keys: bool = True) -> dict:
     """neutron_lib.utils.helpers.parse_mappings."""
@@ -125,8 +140,9 @@ def _parse_rate(rate_str: str) -> int | None:
             if rate < 0:
                 raise ValueError()
     except ValueError as e:
-        raise ValueError("Cannot parse string value to an integer. "
-                         f"Expected: non-negative integer value, got: {rate_str}") from e
+        raise ValueError(
+            f"Cannot parse string value to an integer. Expected: non-negative integer value, got: {rate_str}"
+        ) from e
     return rate
 
 
@@ -157,8 +173,10 @@ def parse_rp_bandwidths(bandwidths: list[str]) -> dict[str, dict[str, int | None
 
 def _pp_default_hypervisor(cfg: dict, host: str) -> None:
     if cfg.get("") and cfg.get(host):
-        raise ValueError(f'Found configuration for "{host}" hypervisor and one without '
-                         "hypervisor name specified that would override it.")
+        raise ValueError(
+            f'Found configuration for "{host}" hypervisor and one without '
+            "hypervisor name specified that would override it."
+        )
     if cfg.get(""):
         cfg[host] = cfg.pop("")
 
@@ -201,8 +219,10 @@ def parse_rp_inventory_defaults(inventory_defaults: dict) -> dict:
             if inventory_defaults["allocation_ratio"] < 0:
                 raise ValueError()
     except ValueError as e:
-        raise ValueError("Cannot parse inventory_defaults.allocation_ratio. "
-                         f"Expected: non-negative float, got: {inventory_defaults['allocation_ratio']}") from e
+        raise ValueError(
+            "Cannot parse inventory_defaults.allocation_ratio. "
+            f"Expected: non-negative float, got: {inventory_defaults['allocation_ratio']}"
+        ) from e
     for key in ("min_unit", "max_unit", "reserved", "step_size"):
         try:
             if key in inventory_defaults:
@@ -210,8 +230,9 @@ def parse_rp_inventory_defaults(inventory_defaults: dict) -> dict:
                 if inventory_defaults[key] < 0:
                     raise ValueError()
         except ValueError as e:
-            raise ValueError(f"Cannot parse inventory_defaults.{key}. "
-                             f"Expected: non-negative int, got: {inventory_defaults[key]}") from e
+            raise ValueError(
+                f"Cannot parse inventory_defaults.{key}. Expected: non-negative int, got: {inventory_defaults[key]}"
+            ) from e
     return inventory_defaults
 
 
@@ -221,12 +242,17 @@ def validate_rp_bandwidth(rp_bandwidths: Mapping, device_names: set, tunnelled_n
         device_names = device_names | {tunnelled_network_rp_name}
     for dev_name in rp_bandwidths:
         if dev_name not in device_names:
-            raise ValueError("Invalid resource_provider_bandwidths: "
-                             f"Device name {dev_name} is missing from device mappings")
+            raise ValueError(
+                f"Invalid resource_provider_bandwidths: Device name {dev_name} is missing from device mappings"
+            )
 
 
-def default_rp_hypervisors(hypervisors: Mapping, device_mappings: Mapping, default_hypervisor: str,
-                           tunnelled_network_rp_name: str | None = None) -> dict[str, str]:
+def default_rp_hypervisors(
+    hypervisors: Mapping,
+    device_mappings: Mapping,
+    default_hypervisor: str,
+    tunnelled_network_rp_name: str | None = None,
+) -> dict[str, str]:
     """neutron.agent.common.utils.default_rp_hypervisors (the default hypervisor given)."""
     devices = {dev for devs in device_mappings.values() for dev in devs}
     if tunnelled_network_rp_name:
@@ -235,6 +261,7 @@ def default_rp_hypervisors(hypervisors: Mapping, device_mappings: Mapping, defau
 
 
 # ---------------------------------------------------------------- the parsed configuration
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -284,35 +311,52 @@ def _opt(options: Mapping[str, str], name: str, parser, source: str):
         raise ConfigError(str(e), option=name, source=source, fix=syntax_fix(name)) from None
 
 
-def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, source: str = "options",
-                      tunnelled_rp_name: str = naming.RP_TUNNELLED,
-                      origins: Mapping[str, str] = MappingProxyType({})) -> AgentConfig:
+def load_agent_config(
+    kind: str,
+    options: Mapping[str, str],
+    host: str,
+    *,
+    source: str = "options",
+    tunnelled_rp_name: str = naming.RP_TUNNELLED,
+    origins: Mapping[str, str] = MappingProxyType({}),
+) -> AgentConfig:
     """Parse the agent section's raw string values as the agent does at start-up. An error names the option's
     file from ``origins`` (option → the file that set it), else ``source``."""
     if kind not in naming.INI_KINDS:
-        why = (": ML2/OVN is configured by chassis options, not agent options (minbw.neutron.ovn)"
-               if kind == naming.OVN else "")
-        raise ConfigError(f"unknown agent kind {kind!r}; expected one of {sorted(naming.INI_KINDS)}{why}",
-                          source=source)
+        why = (
+            ": ML2/OVN is configured by chassis options, not agent options (minbw.neutron.ovn)"
+            if kind == naming.OVN
+            else ""
+        )
+        raise ConfigError(
+            f"unknown agent kind {kind!r}; expected one of {sorted(naming.INI_KINDS)}{why}", source=source
+        )
     if not host:
-        raise ConfigError("the agent host is empty: give --host (module option 'host') or [DEFAULT] host",
-                          source=source)
+        raise ConfigError(
+            "the agent host is empty: give --host (module option 'host') or [DEFAULT] host", source=source
+        )
 
     def at(option: str) -> str:
         """The file that set ``option`` (``origins``), else ``source``."""
         return origins.get(option, source)
 
     if kind == naming.OVS:
+
         def _bridges(v):
             try:
                 return parse_mappings(parse_list(v))
             except ValueError as e:
                 raise ValueError(f"Parsing bridge_mappings failed: {e}.") from e
+
         bridges = _opt(options, "bridge_mappings", _bridges, at("bridge_mappings"))
         device_mappings = {p: (b,) for p, b in bridges.items()}
     else:
-        raw = _opt(options, "physical_device_mappings",
-                   lambda v: parse_mappings(parse_list(v), unique_keys=False), at("physical_device_mappings"))
+        raw = _opt(
+            options,
+            "physical_device_mappings",
+            lambda v: parse_mappings(parse_list(v), unique_keys=False),
+            at("physical_device_mappings"),
+        )
         device_mappings = {p: tuple(devs) for p, devs in raw.items()}
 
     # The order of checks is the agents' own, so the first error reported is theirs too.
@@ -326,20 +370,28 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
         try:
             validate_rp_bandwidth(bandwidths, devices, tunnelled_network_rp_name=tunnelled)
         except ValueError as e:
-            raise ConfigError(str(e), option=BANDWIDTHS, source=at(BANDWIDTHS),
-                              fix=f"list only devices mapped in {naming.AGENT_KINDS[kind].mappings_option}"
-                                  + (f" (or {tunnelled})" if tunnelled else "")) from None
+            raise ConfigError(
+                str(e),
+                option=BANDWIDTHS,
+                source=at(BANDWIDTHS),
+                fix=f"list only devices mapped in {naming.AGENT_KINDS[kind].mappings_option}"
+                + (f" (or {tunnelled})" if tunnelled else ""),
+            ) from None
 
     pp: dict = {}
     pp_defaults: dict = {}
     if kind == naming.OVS:
-        without = _opt(options, PP_WITHOUT, lambda v: parse_rp_pp_without_direction(parse_list(v), host),
-                       at(PP_WITHOUT))
+        without = _opt(
+            options, PP_WITHOUT, lambda v: parse_rp_pp_without_direction(parse_list(v), host), at(PP_WITHOUT)
+        )
         with_dir = _opt(options, PP_WITH, lambda v: parse_rp_pp_with_direction(parse_list(v), host), at(PP_WITH))
         if without and with_dir:
-            raise ConfigError(f"{PP_WITHOUT} and {PP_WITH} configuration options are mutually exclusive.",
-                              option=f"{PP_WITHOUT}/{PP_WITH}", source=at(PP_WITH),
-                              fix="set only one of them (remove the other)")
+            raise ConfigError(
+                f"{PP_WITHOUT} and {PP_WITH} configuration options are mutually exclusive.",
+                option=f"{PP_WITHOUT}/{PP_WITH}",
+                source=at(PP_WITH),
+                fix="set only one of them (remove the other)",
+            )
         pp = without or with_dir
         validate()
     inventory_defaults = _inventory_defaults(options, INVENTORY, at(INVENTORY))
@@ -351,7 +403,8 @@ def load_agent_config(kind: str, options: Mapping[str, str], host: str, *, sourc
     if kind == naming.SRIOV:
         validate()
     return AgentConfig(
-        kind=kind, host=host,
+        kind=kind,
+        host=host,
         device_mappings=MappingProxyType(device_mappings),
         bandwidths=MappingProxyType(bandwidths),
         inventory_defaults=MappingProxyType(inventory_defaults),
@@ -398,9 +451,12 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
 
     def invalid(lineno: int, message: str, line: str) -> ConfigError:
         """The ConfigError (returned, not raised) for line ``lineno`` of the file: not a valid ini file, ``message``."""
-        return ConfigError(f"not a valid ini file: at line {lineno}, {message}: {line!r}", source=source,
-                           fix="every option must be NAME = VALUE under a [section] header, a continuation line "
-                               "indented right after it")
+        return ConfigError(
+            f"not a valid ini file: at line {lineno}, {message}: {line!r}",
+            source=source,
+            fix="every option must be NAME = VALUE under a [section] header, a continuation line "
+            "indented right after it",
+        )
 
     def assign() -> None:
         """Store the option being read (its lines joined) in its group; returns None. Raises ConfigError when no section
@@ -434,7 +490,8 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
         if colon < 0 and equal < 0:
             raise invalid(lineno, "No ':' or '=' found in assignment", line)
         at = equal if colon < 0 or 0 <= equal < colon else colon
-        key, first = line[:at].strip(), line[at + 1:].strip()
+        after = at + 1
+        key, first = line[:at].strip(), line[after:].strip()
         if not key:
             raise invalid(lineno, "Key cannot be empty", line)
         if first and first[0] == first[-1] and first.startswith(('"', "'")):
@@ -464,9 +521,13 @@ def oslo_value(raw: str, option: str, source: str) -> str:
 
     value = _Template(raw.replace("\\$", "$$")).safe_substitute(Refuse())
     if references:
-        raise ConfigError(f"${references[0]} stands for another option's value (oslo.config substitutes it), which "
-                          f"minbw does not read", option=option, source=source,
-                          fix="write the value itself (a $ that is meant as a $: $$)")
+        raise ConfigError(
+            f"${references[0]} stands for another option's value (oslo.config substitutes it), which "
+            f"minbw does not read",
+            option=option,
+            source=source,
+            fix="write the value itself (a $ that is meant as a $: $$)",
+        )
     return value
 
 
@@ -497,10 +558,13 @@ class Layers:
         try:
             return host_address(raw)
         except ValueError as e:
-            raise ConfigError(f"the agent host is not valid: {e}; the agent does not start", option="host",
-                              source=self.origins[DEFAULT]["host"],
-                              fix="set [DEFAULT] host to the host's name (letters, digits and hyphens between "
-                                  "dots) or an IP address, or remove it (the agent's default: the machine's name)") from None
+            raise ConfigError(
+                f"the agent host is not valid: {e}; the agent does not start",
+                option="host",
+                source=self.origins[DEFAULT]["host"],
+                fix="set [DEFAULT] host to the host's name (letters, digits and hyphens between "
+                "dots) or an IP address, or remove it (the agent's default: the machine's name)",
+            ) from None
 
 
 _HOST_LABEL = re.compile(r"(?!-)[A-Z0-9-]{1,63}(?<!-)$", re.IGNORECASE)
@@ -517,8 +581,12 @@ def host_address(value: str) -> str:
     except ValueError:
         pass
     name = value[:-1] if value.endswith(".") else value
-    if not value or len(value) > 253 or not re.search("[a-zA-Z-]", name.split(".")[-1]) \
-            or not all(_HOST_LABEL.match(label) for label in name.split(".")):
+    if (
+        not value
+        or len(value) > 253
+        or not re.search("[a-zA-Z-]", name.split(".")[-1])
+        or not all(_HOST_LABEL.match(label) for label in name.split("."))
+    ):
         raise ValueError(f"{value!r} is not a valid host address (an IP address or a host name)")
     return name
 
@@ -547,8 +615,12 @@ def conf_files(directory: str, names: Iterable[str]) -> list[str]:
 def own_kinds(sections: Mapping[str, Mapping[str, str]]) -> tuple[str, ...]:
     """The agent kinds a file is the own file of: it sets their mappings option (``[ovs] bridge_mappings``,
     ``[sriov_nic] physical_device_mappings``)."""
-    return tuple(k for k in naming.INI_KINDS for ak in (naming.AGENT_KINDS[k],)
-                 if ak.mappings_option in sections.get(ak.ini_section, {}))
+    return tuple(
+        k
+        for k in naming.INI_KINDS
+        for ak in (naming.AGENT_KINDS[k],)
+        if ak.mappings_option in sections.get(ak.ini_section, {})
+    )
 
 
 @dataclass(frozen=True)
@@ -579,15 +651,20 @@ def agents_of(files: Sequence[tuple[str, Mapping]], dir_files: Sequence[tuple[st
         return agents
     whole = layer([*files, *dir_files])
     kinds = own_kinds(whole.groups)
-    return [AgentFiles(whole.origins[naming.AGENT_KINDS[k].ini_section][naming.AGENT_KINDS[k].mappings_option], k,
-                       whole) for k in kinds] or [AgentFiles(", ".join(whole.files), None, whole)]
+    return [
+        AgentFiles(whole.origins[naming.AGENT_KINDS[k].ini_section][naming.AGENT_KINDS[k].mappings_option], k, whole)
+        for k in kinds
+    ] or [AgentFiles(", ".join(whole.files), None, whole)]
 
 
 def _no_kind(agent: AgentFiles) -> ConfigError:
-    return ConfigError("cannot tell the agent kind: expected [ovs] bridge_mappings (Open vSwitch agent) or "
-                       "[sriov_nic] physical_device_mappings (SR-IOV agent; the section's name in any case, as "
-                       "oslo.config reads it) in one of the files, found neither", source=agent.name,
-                       fix="give the agent's own ini file (openvswitch_agent.ini, sriov_agent.ini) with the others")
+    return ConfigError(
+        "cannot tell the agent kind: expected [ovs] bridge_mappings (Open vSwitch agent) or "
+        "[sriov_nic] physical_device_mappings (SR-IOV agent; the section's name in any case, as "
+        "oslo.config reads it) in one of the files, found neither",
+        source=agent.name,
+        fix="give the agent's own ini file (openvswitch_agent.ini, sriov_agent.ini) with the others",
+    )
 
 
 def load_agent_files(agent: AgentFiles, host: str | None = None, machine_host: str = "") -> AgentConfig:
@@ -602,14 +679,21 @@ def load_agent_files(agent: AgentFiles, host: str | None = None, machine_host: s
     section = naming.AGENT_KINDS[agent.kind].ini_section
     host = host or layers.host() or machine_host
     if not host:
-        raise ConfigError(f"the agent host is not known: no file of the agent ({', '.join(layers.files)}) sets "
-                          f"[DEFAULT] host", source=agent.name,
-                          fix="give --host (module option 'host') or set [DEFAULT] host in one of them")
+        raise ConfigError(
+            f"the agent host is not known: no file of the agent ({', '.join(layers.files)}) sets [DEFAULT] host",
+            source=agent.name,
+            fix="give --host (module option 'host') or set [DEFAULT] host in one of them",
+        )
     tun = layers.value("ml2", "tunnelled_network_rp_name")
     options = {o: layers.value(section, o) for o in OPTIONS[agent.kind] if o in layers.group(section)}
-    return load_agent_config(agent.kind, options, host, source=agent.name,
-                             tunnelled_rp_name=naming.RP_TUNNELLED if tun is None else tun,
-                             origins=layers.origins.get(section, {}))
+    return load_agent_config(
+        agent.kind,
+        options,
+        host,
+        source=agent.name,
+        tunnelled_rp_name=naming.RP_TUNNELLED if tun is None else tun,
+        origins=layers.origins.get(section, {}),
+    )
 
 
 @dataclass(frozen=True)
@@ -623,9 +707,12 @@ class UnreadAgent:
     error: ConfigError
 
 
-def read_agent_set(files: Sequence[tuple[str, str | ConfigError]],
-                   dir_files: Sequence[tuple[str, str | ConfigError]] = (), host: str | None = None,
-                   machine_host: str = "") -> list[AgentConfig | UnreadAgent]:
+def read_agent_set(
+    files: Sequence[tuple[str, str | ConfigError]],
+    dir_files: Sequence[tuple[str, str | ConfigError]] = (),
+    host: str | None = None,
+    machine_host: str = "",
+) -> list[AgentConfig | UnreadAgent]:
     """The agents of a set of files (:func:`agents_of`), each read on its own: ``(path, text)`` pairs (or the
     ConfigError of a file that could not be read). A file that cannot be read or parsed is one UnreadAgent, and the
     agents are read without it."""
@@ -651,15 +738,20 @@ def read_agent_set(files: Sequence[tuple[str, str | ConfigError]],
     return out
 
 
-def load_agent_ini(text: str, *, source: str, host: str | None = None, kind: str | None = None,
-                   machine_host: str = "") -> AgentConfig:
+def load_agent_ini(
+    text: str, *, source: str, host: str | None = None, kind: str | None = None, machine_host: str = ""
+) -> AgentConfig:
     """One agent ini file (openvswitch_agent.ini / ml2_conf.ini / sriov_agent.ini) → AgentConfig
     (:func:`load_agent_files` of it alone); ``kind`` given: that agent's section, whatever else the file has."""
     layers = layer([(source, read_ini(text, source))])
     kinds = own_kinds(layers.groups)
     if kind is None and len(kinds) > 1:
-        raise ConfigError("cannot tell the agent kind: the file configures both [ovs] bridge_mappings and "
-                          "[sriov_nic] physical_device_mappings", source=source, fix="pass the kind explicitly")
+        raise ConfigError(
+            "cannot tell the agent kind: the file configures both [ovs] bridge_mappings and "
+            "[sriov_nic] physical_device_mappings",
+            source=source,
+            fix="pass the kind explicitly",
+        )
     return load_agent_files(AgentFiles(source, kind or (kinds[0] if kinds else None), layers), host, machine_host)
 
 
@@ -722,12 +814,13 @@ def edit_ini(text: str, section: str, updates: Mapping[str, str | None]) -> str:
 
 # ---------------------------------------------------------------- rendering structured values
 
+
 def render_mappings(mappings: Mapping[str, str | list[str] | tuple[str, ...]]) -> str:
     """``PHYSNET:DEVICE,...`` for bridge_mappings / physical_device_mappings (one device or a sequence of them per
     physnet): a str."""
     items = []
     for physnet, devs in mappings.items():
-        for dev in ([devs] if isinstance(devs, str) else devs):
+        for dev in [devs] if isinstance(devs, str) else devs:
             items.append(f"{physnet}:{dev}")
     return ",".join(items)
 
@@ -739,8 +832,9 @@ def _rate(v) -> str:
 def render_bandwidths(bandwidths: Mapping[str, Mapping[str, int | None] | None]) -> str:
     """``DEVICE:EGRESS:INGRESS,...`` for resource_provider_bandwidths, a None rate (or device value) left empty: a
     str."""
-    return ",".join(f"{dev}:{_rate((bw or {}).get('egress'))}:{_rate((bw or {}).get('ingress'))}"
-                    for dev, bw in bandwidths.items())
+    return ",".join(
+        f"{dev}:{_rate((bw or {}).get('egress'))}:{_rate((bw or {}).get('ingress'))}" for dev, bw in bandwidths.items()
+    )
 
 
 def render_dict(values: Mapping[str, object]) -> str:
@@ -782,8 +876,10 @@ def render_options(kind: str, values: Mapping[str, object]) -> dict[str, str | N
     allowed = OPTIONS[kind]
     wrong = sorted(o for o, v in values.items() if v is not None and o not in allowed)
     if wrong:
-        raise ConfigError(f"not an option of the {naming.AGENT_KINDS[kind].agent_type} "
-                          f"({', '.join(allowed)})", option=", ".join(wrong))
+        raise ConfigError(
+            f"not an option of the {naming.AGENT_KINDS[kind].agent_type} ({', '.join(allowed)})",
+            option=", ".join(wrong),
+        )
     out: dict[str, str | None] = {}
     for option in allowed:
         value = values.get(option)
@@ -791,14 +887,17 @@ def render_options(kind: str, values: Mapping[str, object]) -> dict[str, str | N
             continue
         expected = str if option == DEFAULT_HYPERVISOR else Mapping
         if value != "" and not isinstance(value, expected):
-            raise ConfigError(f"expected {'a string' if expected is str else 'a dict'}, got {value!r}",
-                              option=option, fix=f"give {option} as {'a' if expected is str else 'the dict of'} "
-                                                 f"{SYNTAX[option]}")
+            raise ConfigError(
+                f"expected {'a string' if expected is str else 'a dict'}, got {value!r}",
+                option=option,
+                fix=f"give {option} as {'a' if expected is str else 'the dict of'} {SYNTAX[option]}",
+            )
         if option in _DIRECTIONAL and value:
             for name, rates in value.items():
                 if rates is not None and (not isinstance(rates, Mapping) or set(rates) - {"egress", "ingress"}):
-                    raise ConfigError(f"{name}: expected a dict with the keys egress and/or ingress, got {rates!r}",
-                                      option=option)
+                    raise ConfigError(
+                        f"{name}: expected a dict with the keys egress and/or ingress, got {rates!r}", option=option
+                    )
         try:
             out[option] = RENDER[option][0](value) if value not in ({}, "") else None
         except (TypeError, ValueError, AttributeError) as e:
@@ -851,8 +950,10 @@ def config_from_report(agent_type: str, host: str, configurations: Mapping) -> A
     stands for: what Neutron's placement plugin builds the providers from."""
     kind = naming.AGENT_KIND_BY_TYPE.get(agent_type)
     if kind is None:
-        raise ConfigError(f"agent type {agent_type!r} reports no bandwidth; expected one of "
-                          f"{', '.join(naming.AGENT_KIND_BY_TYPE)}", source=f"agent on {host}")
+        raise ConfigError(
+            f"agent type {agent_type!r} reports no bandwidth; expected one of {', '.join(naming.AGENT_KIND_BY_TYPE)}",
+            source=f"agent on {host}",
+        )
     c = configurations
     if kind.key == naming.OVS:
         devices = {p: (b,) for p, b in (c.get("bridge_mappings") or {}).items()}
@@ -860,10 +961,13 @@ def config_from_report(agent_type: str, host: str, configurations: Mapping) -> A
         devices = {p: tuple(d) for p, d in (c.get("device_mappings") or {}).items()}
     pp = c.get(PP_WITH) or {h: dict(r) for h, r in (c.get(PP_WITHOUT) or {}).items()}
     return AgentConfig(
-        kind=kind.key, host=host, device_mappings=MappingProxyType(devices),
+        kind=kind.key,
+        host=host,
+        device_mappings=MappingProxyType(devices),
         bandwidths=MappingProxyType({d: dict(bw) for d, bw in (c.get(BANDWIDTHS) or {}).items()}),
         inventory_defaults=MappingProxyType(dict(c.get(INVENTORY) or INVENTORY_DEFAULTS)),
         hypervisors=MappingProxyType(dict(c.get(HYPERVISORS) or {})),
         packet_processing=MappingProxyType(pp),
         packet_processing_inventory_defaults=MappingProxyType(dict(c.get(PP_INVENTORY) or {})),
-        source=f"{agent_type} on {host} (Neutron's agent list)")
+        source=f"{agent_type} on {host} (Neutron's agent list)",
+    )

@@ -6,6 +6,7 @@ Standard library only (no os-traits / os-resource-classes): the collection ships
 module to computes that have nothing but Python and Ansible (python/build_collection.py);
 tests/unit/neutron/test_naming.py compares the names below with os-traits and os-resource-classes.
 """
+
 from __future__ import annotations
 
 import re
@@ -64,8 +65,16 @@ AGENT_KINDS = {
         agent_type="OVN Controller agent",
         binary="ovn-controller",
         namespace=uuid.UUID("5533233b-800c-11eb-b1f4-000056b2f5b8"),
-        vnic_types=("normal", "direct", "direct-physical", "macvtap", "vdpa", "remote-managed", "baremetal",
-                    "virtio-forwarder"),
+        vnic_types=(
+            "normal",
+            "direct",
+            "direct-physical",
+            "macvtap",
+            "vdpa",
+            "remote-managed",
+            "baremetal",
+            "virtio-forwarder",
+        ),
         qos_vnic_types=("normal",),
         ini_section="",
         mappings_option="ovn-bridge-mappings",
@@ -134,7 +143,7 @@ def device_rp_name(kind: AgentKind, hypervisor: str, device: str) -> str:
 def is_agent_rp(kind: AgentKind, name: str, uuid_: str) -> bool:
     """Is this provider ``kind``'s agent provider (name ``HYPERVISOR:AGENT TYPE`` and its uuid5)?"""
     suffix = f":{kind.agent_type}"
-    return name.endswith(suffix) and agent_rp_uuid(kind, name[:-len(suffix)]) == uuid_
+    return name.endswith(suffix) and agent_rp_uuid(kind, name[: -len(suffix)]) == uuid_
 
 
 def request_group_uuid(port_id: str, rule_ids: list[str] | tuple[str, ...]) -> str:

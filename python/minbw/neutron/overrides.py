@@ -3,6 +3,7 @@
 {section: {option: raw ini value}}, validated with the parsers and checks agent_config uses, so a bad
 value fails before a reconfigure rolls it out. Pure, standard library only (shipped with the collection
 for its filter plugin: python/build_collection.py)."""
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -20,9 +21,11 @@ def agent_sections(kind: str, values: Mapping[str, object], host: str = "") -> d
     must be complete for what they name: the mappings of the devices that have bandwidth. ``host`` is
     the agent host where packet-rate options use the key '' (this host)."""
     if kind not in naming.INI_KINDS:
-        raise ConfigError(f"agent_type must be one of {', '.join(naming.INI_KINDS)} for agent options, "
-                          f"got {kind!r}" + ("; ML2/OVN's options: the filter ovn_cms_options" if kind == naming.OVN
-                                             else ""), option="agent_type")
+        raise ConfigError(
+            f"agent_type must be one of {', '.join(naming.INI_KINDS)} for agent options, "
+            f"got {kind!r}" + ("; ML2/OVN's options: the filter ovn_cms_options" if kind == naming.OVN else ""),
+            option="agent_type",
+        )
     rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
     config = load_agent_config(kind, rendered, host or "this-host", source="overrides")
     desired_state([config])
@@ -33,8 +36,10 @@ def server_sections(kind: str, current: str = "") -> dict[str, dict[str, str]]:
     """neutron-server's list option (``service_plugins`` / ML2 ``extension_drivers``) as the deployment
     tool sets it (``current``), with what guaranteed minimum bandwidth needs appended."""
     if kind not in server_options.SERVER_LISTS:
-        raise ConfigError(f"agent_type must be one of {', '.join(server_options.SERVER_LISTS)} for "
-                          f"neutron-server, got {kind!r}", option="agent_type")
+        raise ConfigError(
+            f"agent_type must be one of {', '.join(server_options.SERVER_LISTS)} for neutron-server, got {kind!r}",
+            option="agent_type",
+        )
     section, option = server_options.SERVER_LISTS[kind][:2]
     updates = server_options.server_updates(kind, {option: current})
     return {section: {option: updates.get(option, current.strip())}}
@@ -50,6 +55,8 @@ def render_ini(sections: Mapping[str, Mapping[str, str]]) -> str:
         out.append(f"[{section}]\n" + "".join(f"{o} = {v}\n" for o, v in options.items()))
     text = "\n".join(out)
     if read_ini(text) != {s: dict(o) for s, o in sections.items()}:
-        raise ConfigError("does not read back as given (an option name with '=' or ':' or a value with "
-                          "surrounding spaces?)", source="overrides")
+        raise ConfigError(
+            "does not read back as given (an option name with '=' or ':' or a value with surrounding spaces?)",
+            source="overrides",
+        )
     return text

@@ -19,6 +19,7 @@ tree is the one Neutron builds. :func:`merge_cms_options` renders the bandwidth 
 Pure, standard library only: shipped with the collection (python/build_collection.py) for the module that
 configures a compute's chassis options and for the kolla-ansible filter.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,16 @@ from typing import Mapping
 
 from ..errors import ConfigError
 from . import naming
-from .agentconf import (BANDWIDTHS, HYPERVISORS, INVENTORY, INVENTORY_OPTIONS, AgentConfig, parse_mappings,
-                        parse_rp_bandwidths, parse_rp_inventory_defaults)
+from .agentconf import (
+    BANDWIDTHS,
+    HYPERVISORS,
+    INVENTORY,
+    INVENTORY_OPTIONS,
+    AgentConfig,
+    parse_mappings,
+    parse_rp_bandwidths,
+    parse_rp_inventory_defaults,
+)
 from .provider_tree import desired_state
 
 CMS_OPTIONS = "ovn-cms-options"
@@ -43,7 +52,7 @@ VALUE_OPTIONS = ("bridge_mappings", BANDWIDTHS, INVENTORY, HYPERVISORS, DEFAULT_
 
 SYNTAX = {
     BANDWIDTHS: "BRIDGE:EGRESS:INGRESS;... in kbps inside ovn-cms-options (';' between bridges: ',' separates "
-                "the cms options)",
+    "the cms options)",
     INVENTORY: "KEY:VALUE;... (allocation_ratio, min_unit, max_unit, reserved, step_size)",
     HYPERVISORS: "BRIDGE:HYPERVISOR;... naming the compute node's resource provider",
     BRIDGE_MAPPINGS: "PHYSNET:BRIDGE,... (each physnet and each bridge once)",
@@ -53,6 +62,7 @@ _SEPARATORS = ",;:="
 
 
 # ---------------------------------------------------------------- Neutron's parsers
+
 
 def cms_options(raw: str | None) -> list[str]:
     """``ovn_utils.get_ovn_cms_options``: the value split on ',' and stripped (empty entries kept)."""
@@ -113,6 +123,7 @@ def parse_bridge_mappings(raw: str | None) -> dict[str, str]:
 
 # ---------------------------------------------------------------- a chassis
 
+
 @dataclass(frozen=True)
 class Chassis:
     """One chassis as Neutron's extension sees it: the southbound row's name, hostname and the two
@@ -126,16 +137,21 @@ class Chassis:
 
     def to_dict(self) -> dict:
         """The values ``bandwidth_providers``' ``ovn_chassis`` (and :func:`chassis_from_values`) take."""
-        return {"name": self.name, "hostname": self.hostname, BRIDGE_MAPPINGS: self.bridge_mappings,
-                CMS_OPTIONS: self.cms_options}
+        return {
+            "name": self.name,
+            "hostname": self.hostname,
+            BRIDGE_MAPPINGS: self.bridge_mappings,
+            CMS_OPTIONS: self.cms_options,
+        }
 
 
 def chassis_from_values(values: Mapping, source: str) -> Chassis:
     """A chassis from a dict: ``name`` (or ``system-id``), ``hostname`` and the two keys, either at the
     top or under ``other_config`` / ``external_ids`` (a southbound row / an Open vSwitch row)."""
     if not isinstance(values, Mapping):
-        raise ConfigError(f"expected a dict with name, hostname, {BRIDGE_MAPPINGS} and {CMS_OPTIONS}, "
-                          f"got {values!r}", source=source)
+        raise ConfigError(
+            f"expected a dict with name, hostname, {BRIDGE_MAPPINGS} and {CMS_OPTIONS}, got {values!r}", source=source
+        )
     inner = values.get("other_config") or values.get("external_ids") or {}
     if not isinstance(inner, Mapping):
         raise ConfigError(f"other_config / external_ids: expected a dict, got {inner!r}", source=source)
@@ -143,13 +159,21 @@ def chassis_from_values(values: Mapping, source: str) -> Chassis:
     hostname = merged.get("hostname")
     name = merged.get("name") or merged.get("system-id") or hostname
     if not hostname or not isinstance(hostname, str):
-        raise ConfigError("the chassis has no hostname (Chassis.hostname, or external_ids:hostname on the "
-                          "compute)", source=source, fix="give hostname: the name the chassis reports")
+        raise ConfigError(
+            "the chassis has no hostname (Chassis.hostname, or external_ids:hostname on the compute)",
+            source=source,
+            fix="give hostname: the name the chassis reports",
+        )
     for key in CHASSIS_KEYS:
         if merged.get(key) is not None and not isinstance(merged[key], str):
             raise ConfigError(f"expected a string, got {merged[key]!r}", option=key, source=source)
-    return Chassis(name=str(name), hostname=hostname, bridge_mappings=merged.get(BRIDGE_MAPPINGS),
-                   cms_options=merged.get(CMS_OPTIONS), source=source)
+    return Chassis(
+        name=str(name),
+        hostname=hostname,
+        bridge_mappings=merged.get(BRIDGE_MAPPINGS),
+        cms_options=merged.get(CMS_OPTIONS),
+        source=source,
+    )
 
 
 @dataclass(frozen=True)
@@ -167,20 +191,31 @@ def parse_chassis(chassis: Chassis) -> Parsed:
     """Neutron's parse of the chassis options (``_parse_bridge_mappings``, then ``_parse_ovn_cms_options``);
     ConfigError naming the chassis and the option where Neutron's parser raises."""
     options = cms_options(chassis.cms_options)
-    steps = ((BRIDGE_MAPPINGS, lambda: parse_bridge_mappings(chassis.bridge_mappings)),
-             (BANDWIDTHS, lambda: parse_bandwidths(options)),
-             (INVENTORY, lambda: parse_inventory_defaults(options)),
-             (HYPERVISORS, lambda: parse_hypervisors(options)))
+    steps = (
+        (BRIDGE_MAPPINGS, lambda: parse_bridge_mappings(chassis.bridge_mappings)),
+        (BANDWIDTHS, lambda: parse_bandwidths(options)),
+        (INVENTORY, lambda: parse_inventory_defaults(options)),
+        (HYPERVISORS, lambda: parse_hypervisors(options)),
+    )
     values = {}
     for option, parse in steps:
         try:
             values[option] = parse()
         except ValueError as e:
             where = option if option == BRIDGE_MAPPINGS else f"{CMS_OPTIONS} {option}"
-            raise ConfigError(str(e), option=where, source=f"chassis {chassis.name} ({chassis.source})",
-                              fix=f"write {option} as {SYNTAX[option]}") from None
-    return Parsed(bridge_mappings=values[BRIDGE_MAPPINGS], bandwidths=values[BANDWIDTHS],
-                  inventory_defaults=values[INVENTORY], hypervisors=values[HYPERVISORS], options=tuple(options))
+            raise ConfigError(
+                str(e),
+                option=where,
+                source=f"chassis {chassis.name} ({chassis.source})",
+                fix=f"write {option} as {SYNTAX[option]}",
+            ) from None
+    return Parsed(
+        bridge_mappings=values[BRIDGE_MAPPINGS],
+        bandwidths=values[BANDWIDTHS],
+        inventory_defaults=values[INVENTORY],
+        hypervisors=values[HYPERVISORS],
+        options=tuple(options),
+    )
 
 
 def reported_bandwidths(parsed: Parsed, tunnelled_rp_name: str = naming.RP_TUNNELLED) -> dict:
@@ -205,20 +240,29 @@ def quirks(chassis: Chassis, parsed: Parsed, tunnelled_rp_name: str = naming.RP_
         if dev not in parsed.hypervisors:
             missing.append(f"no entry in {CMS_OPTIONS} {HYPERVISORS} (add {dev}:HYPERVISOR)")
         mapped = set(parsed.bridge_mappings.values()) | (
-            {tunnelled_rp_name} if tunnelled_rp_name in parsed.hypervisors else set())
+            {tunnelled_rp_name} if tunnelled_rp_name in parsed.hypervisors else set()
+        )
         if dev not in mapped:
-            missing.append(f"not in {BRIDGE_MAPPINGS} (map a physnet to it, or name it {tunnelled_rp_name} "
-                           f"for tunnelled networks)" if dev else "an empty entry (a stray ';'?)")
-        out.append(f"{who}: Neutron silently reports no bandwidth for bridge {shown} of {BANDWIDTHS}: "
-                   + " and ".join(missing))
+            missing.append(
+                f"not in {BRIDGE_MAPPINGS} (map a physnet to it, or name it {tunnelled_rp_name} for tunnelled networks)"
+                if dev
+                else "an empty entry (a stray ';'?)"
+            )
+        out.append(
+            f"{who}: Neutron silently reports no bandwidth for bridge {shown} of {BANDWIDTHS}: " + " and ".join(missing)
+        )
     for name in PLACEMENT_OPTIONS:
         matching = [o for o in parsed.options if name in o]
         if matching and matching[0].partition("=")[0] != name:
-            out.append(f"{who}: Neutron reads {name} from the option {matching[0]!r} ({CMS_OPTIONS} options are "
-                       f"matched by substring and the first match wins)")
+            out.append(
+                f"{who}: Neutron reads {name} from the option {matching[0]!r} ({CMS_OPTIONS} options are "
+                f"matched by substring and the first match wins)"
+            )
         if len(matching) > 1:
-            out.append(f"{who}: {CMS_OPTIONS} has {len(matching)} options containing {name}; Neutron uses only "
-                       f"the first ({matching[0]!r}) and ignores {', '.join(repr(o) for o in matching[1:])}")
+            out.append(
+                f"{who}: {CMS_OPTIONS} has {len(matching)} options containing {name}; Neutron uses only "
+                f"the first ({matching[0]!r}) and ignores {', '.join(repr(o) for o in matching[1:])}"
+            )
         if matching and "=" not in matching[0]:
             out.append(f"{who}: Neutron ignores {name}: the option {matching[0]!r} has no '='")
         elif matching and matching[0].count("=") > 1:
@@ -228,15 +272,19 @@ def quirks(chassis: Chassis, parsed: Parsed, tunnelled_rp_name: str = naming.RP_
     for entry in filter(None, value.split(";")):
         keys = {k for k in INVENTORY_OPTIONS if k in entry}
         if not keys:
-            out.append(f"{who}: Neutron ignores the {INVENTORY} entry {entry!r} (no known key: "
-                       f"{', '.join(sorted(INVENTORY_OPTIONS))})")
+            out.append(
+                f"{who}: Neutron ignores the {INVENTORY} entry {entry!r} (no known key: "
+                f"{', '.join(sorted(INVENTORY_OPTIONS))})"
+            )
         for k in sorted(keys & seen):
             out.append(f"{who}: {INVENTORY} sets {k} more than once; Neutron uses the last ({entry!r})")
         seen |= keys
     for option in parsed.options:
         if option and "=" not in option and ":" in option:
-            out.append(f"{who}: Neutron ignores the {CMS_OPTIONS} entry {option!r}: a ',' inside a value splits "
-                       f"it into separate options (use ';' between the bridges of a bandwidth option)")
+            out.append(
+                f"{who}: Neutron ignores the {CMS_OPTIONS} entry {option!r}: a ',' inside a value splits "
+                f"it into separate options (use ';' between the bridges of a bandwidth option)"
+            )
     return out
 
 
@@ -245,17 +293,20 @@ def chassis_config(chassis: Chassis, tunnelled_rp_name: str = naming.RP_TUNNELLE
     and a warning for each thing Neutron silently skips or ignores."""
     parsed = parse_chassis(chassis)
     config = AgentConfig(
-        kind=naming.OVN, host=chassis.hostname,
+        kind=naming.OVN,
+        host=chassis.hostname,
         device_mappings=MappingProxyType({p: (b,) for p, b in parsed.bridge_mappings.items()}),
         bandwidths=MappingProxyType(reported_bandwidths(parsed, tunnelled_rp_name)),
         inventory_defaults=MappingProxyType(dict(parsed.inventory_defaults)),
         hypervisors=MappingProxyType(dict(parsed.hypervisors)),
         tunnelled_rp_name=tunnelled_rp_name,
-        source=f"chassis {chassis.name} ({chassis.source})")
+        source=f"chassis {chassis.name} ({chassis.source})",
+    )
     return config, quirks(chassis, parsed, tunnelled_rp_name)
 
 
 # ---------------------------------------------------------------- configuring a chassis
+
 
 def _name_problem(kind: str, name) -> str:
     if not isinstance(name, str) or not name:
@@ -263,8 +314,10 @@ def _name_problem(kind: str, name) -> str:
     bad = sorted({c for c in name if c in _SEPARATORS})
     if bad or name != name.strip():
         what = f"contains {' '.join(repr(c) for c in bad)}" if bad else "has surrounding spaces"
-        return (f"{kind} name {name!r} {what}, which {CMS_OPTIONS} cannot carry "
-                f"(Neutron splits on {' '.join(repr(c) for c in _SEPARATORS)})")
+        return (
+            f"{kind} name {name!r} {what}, which {CMS_OPTIONS} cannot carry "
+            f"(Neutron splits on {' '.join(repr(c) for c in _SEPARATORS)})"
+        )
     return ""
 
 
@@ -301,20 +354,26 @@ def render_placement_options(values: Mapping[str, object], hostname: str) -> dic
     for bridge, bw in bandwidths.items():
         bw = bw or {}
         if not isinstance(bw, Mapping) or set(bw) - {"egress", "ingress"}:
-            raise ConfigError(f"{bridge}: expected a dict with the keys egress and/or ingress, got {bw!r}",
-                              option=BANDWIDTHS)
+            raise ConfigError(
+                f"{bridge}: expected a dict with the keys egress and/or ingress, got {bw!r}", option=BANDWIDTHS
+            )
         items.append(f"{bridge}:{_rate(bw.get('egress'), bridge)}:{_rate(bw.get('ingress'), bridge)}")
     unknown_keys = sorted(set(inventory) - INVENTORY_OPTIONS)
     if unknown_keys:  # Neutron's OVN parser would ignore them silently; its OVS parser refuses them
-        raise ConfigError("Cannot parse inventory_defaults. Unexpected options: " + ",".join(unknown_keys),
-                          option=INVENTORY, fix=f"use only {', '.join(sorted(INVENTORY_OPTIONS))}")
+        raise ConfigError(
+            "Cannot parse inventory_defaults. Unexpected options: " + ",".join(unknown_keys),
+            option=INVENTORY,
+            fix=f"use only {', '.join(sorted(INVENTORY_OPTIONS))}",
+        )
     try:
         parse_rp_inventory_defaults({k: str(v) for k, v in inventory.items()})
     except ValueError as e:
         raise ConfigError(str(e), option=INVENTORY) from None
-    return {BANDWIDTHS: ";".join(items) or None,
-            INVENTORY: ";".join(f"{k}:{v}" for k, v in inventory.items()) or None,
-            HYPERVISORS: ";".join(f"{b}:{h}" for b, h in hypervisors.items()) or None}
+    return {
+        BANDWIDTHS: ";".join(items) or None,
+        INVENTORY: ";".join(f"{k}:{v}" for k, v in inventory.items()) or None,
+        HYPERVISORS: ";".join(f"{b}:{h}" for b, h in hypervisors.items()) or None,
+    }
 
 
 def merge_cms_options(current: str | None, rendered: Mapping[str, str | None]) -> str | None:
@@ -340,9 +399,14 @@ def render_bridge_mappings(mappings: Mapping[str, str] | None) -> str | None:
     return ",".join(f"{p}:{b}" for p, b in mappings.items())
 
 
-def configured_chassis(current: Mapping[str, str], values: Mapping[str, object], hostname: str,
-                       name: str = "", tunnelled_rp_name: str = naming.RP_TUNNELLED,
-                       state: str = "present") -> dict[str, str | None]:
+def configured_chassis(
+    current: Mapping[str, str],
+    values: Mapping[str, object],
+    hostname: str,
+    name: str = "",
+    tunnelled_rp_name: str = naming.RP_TUNNELLED,
+    state: str = "present",
+) -> dict[str, str | None]:
     """The chassis keys (``ovn-bridge-mappings``, ``ovn-cms-options``) that give a chassis whose keys are
     ``current`` the bandwidth ``values`` (``state=absent``: without the bandwidth options), validated as
     Neutron will read them: the parse must give back exactly the values, every bandwidth bridge must be
@@ -358,15 +422,24 @@ def configured_chassis(current: Mapping[str, str], values: Mapping[str, object],
     for option, value in rendered.items():  # an option matched by substring would shadow ours
         if value is None:
             continue
-        shadow = [o for o in cms_options(current.get(CMS_OPTIONS)) if option in o
-                  and o.partition("=")[0].strip() != option]
+        shadow = [
+            o for o in cms_options(current.get(CMS_OPTIONS)) if option in o and o.partition("=")[0].strip() != option
+        ]
         if shadow:
-            raise ConfigError(f"the option {shadow[0]!r} contains {option!r}: Neutron matches {CMS_OPTIONS} "
-                              f"by substring and would read it in place of ours", option=CMS_OPTIONS,
-                              fix=f"remove or rename {shadow[0]!r}")
+            raise ConfigError(
+                f"the option {shadow[0]!r} contains {option!r}: Neutron matches {CMS_OPTIONS} "
+                f"by substring and would read it in place of ours",
+                option=CMS_OPTIONS,
+                fix=f"remove or rename {shadow[0]!r}",
+            )
     after = {BRIDGE_MAPPINGS: mappings, CMS_OPTIONS: merge_cms_options(current.get(CMS_OPTIONS), rendered)}
-    chassis = Chassis(name=name or hostname, hostname=hostname, bridge_mappings=after[BRIDGE_MAPPINGS],
-                      cms_options=after[CMS_OPTIONS], source="the new options")
+    chassis = Chassis(
+        name=name or hostname,
+        hostname=hostname,
+        bridge_mappings=after[BRIDGE_MAPPINGS],
+        cms_options=after[CMS_OPTIONS],
+        source="the new options",
+    )
     config = chassis_config(chassis, tunnelled_rp_name)[0]
     parsed = parse_chassis(chassis)
     if state != "absent":
@@ -374,19 +447,33 @@ def configured_chassis(current: Mapping[str, str], values: Mapping[str, object],
         if skipped:
             raise ConfigError(
                 f"Neutron would not report bridge(s) {', '.join(skipped)}: not in {BRIDGE_MAPPINGS} "
-                f"({mappings or 'unset'})", option=BANDWIDTHS,
-                fix=f"give bridge_mappings with a physnet for each bridge (or name the device {tunnelled_rp_name})")
-        want = parse_chassis(Chassis(name="", hostname=hostname, cms_options=",".join(
-            f"{o}={v}" for o, v in rendered.items() if v is not None)))
+                f"({mappings or 'unset'})",
+                option=BANDWIDTHS,
+                fix=f"give bridge_mappings with a physnet for each bridge (or name the device {tunnelled_rp_name})",
+            )
+        want = parse_chassis(
+            Chassis(
+                name="",
+                hostname=hostname,
+                cms_options=",".join(f"{o}={v}" for o, v in rendered.items() if v is not None),
+            )
+        )
         if (parsed.bandwidths, parsed.inventory_defaults, parsed.hypervisors) != (
-                want.bandwidths, want.inventory_defaults, want.hypervisors):
-            raise ConfigError("the merged ovn-cms-options do not read back as the values given",
-                              option=CMS_OPTIONS, fix="check the chassis's other cms options")
+            want.bandwidths,
+            want.inventory_defaults,
+            want.hypervisors,
+        ):
+            raise ConfigError(
+                "the merged ovn-cms-options do not read back as the values given",
+                option=CMS_OPTIONS,
+                fix="check the chassis's other cms options",
+            )
     desired_state([config])  # what Placement would refuse (reserved > total, ...)
     return after
 
 
 # ---------------------------------------------------------------- the Open vSwitch / OVN databases
+
 
 def ovsdb_value(cell):
     """One cell of ``ovs-vsctl`` / ``ovn-sbctl --format=json`` output (OVSDB's JSON data: a string or
@@ -402,10 +489,14 @@ def ovsdb_value(cell):
 
 def ovsdb_rows(document, source: str) -> list[dict]:
     """``--format=json`` output (``{"headings": [...], "data": [[...], ...]}``) → one dict per row."""
-    if not (isinstance(document, Mapping) and isinstance(document.get("headings"), list)
-            and isinstance(document.get("data"), list)):
-        raise ConfigError("not the JSON of ovs-vsctl / ovn-sbctl --format=json (headings and data expected)",
-                          source=source)
+    if not (
+        isinstance(document, Mapping)
+        and isinstance(document.get("headings"), list)
+        and isinstance(document.get("data"), list)
+    ):
+        raise ConfigError(
+            "not the JSON of ovs-vsctl / ovn-sbctl --format=json (headings and data expected)", source=source
+        )
     return [dict(zip(document["headings"], (ovsdb_value(c) for c in row))) for row in document["data"]]
 
 
@@ -414,15 +505,22 @@ def chassis_of_rows(rows: list[dict], source: str, hostname: str = "") -> tuple[
     (external_ids, as ovn-controller reads it: ``hostname`` there, else ``hostname`` given) → chassis;
     True when the rows are the southbound table (every chassis of the cloud)."""
     if rows and all("other_config" in r and "name" in r for r in rows):
-        return [chassis_from_values({"name": r["name"], "hostname": r.get("hostname") or "",
-                                     **(r.get("other_config") or {})}, f"{source} row {r['name']}")
-                for r in rows], True
+        return [
+            chassis_from_values(
+                {"name": r["name"], "hostname": r.get("hostname") or "", **(r.get("other_config") or {})},
+                f"{source} row {r['name']}",
+            )
+            for r in rows
+        ], True
     if len(rows) == 1 and "external_ids" in rows[0]:
         ids = dict(rows[0]["external_ids"] or {})
         ids["hostname"] = ids.get("hostname") or hostname
         return [chassis_from_values(ids, source)], False
-    raise ConfigError("expected the southbound Chassis table (columns name, hostname, other_config) or the "
-                      "Open_vSwitch table (column external_ids)", source=source)
+    raise ConfigError(
+        "expected the southbound Chassis table (columns name, hostname, other_config) or the "
+        "Open_vSwitch table (column external_ids)",
+        source=source,
+    )
 
 
 SB_COLUMNS = ("name", "hostname", "other_config")
@@ -454,13 +552,19 @@ def cms_options_override(current, values: Mapping[str, object], hostname: str = 
     if not hostname and not values.get(DEFAULT_HYPERVISOR):
         missing = [b for b in (values.get(BANDWIDTHS) or {}) if b not in (values.get(HYPERVISORS) or {})]
         if missing:
-            raise ConfigError(f"no hypervisor name for bridge(s) {', '.join(missing)}", option=HYPERVISORS,
-                              fix="give resource_provider_hypervisors, resource_provider_default_hypervisor or the "
-                                  "host name (the compute node's name in 'openstack hypervisor list')")
+            raise ConfigError(
+                f"no hypervisor name for bridge(s) {', '.join(missing)}",
+                option=HYPERVISORS,
+                fix="give resource_provider_hypervisors, resource_provider_default_hypervisor or the "
+                "host name (the compute node's name in 'openstack hypervisor list')",
+            )
     if not isinstance(current, str):
         current = ",".join(current or ())
     if values.get("bridge_mappings") is None:
-        raise ConfigError("give bridge_mappings (the chassis's ovn-bridge-mappings, as the deployment sets them) "
-                          "to check that Neutron reports each bridge", option="bridge_mappings")
+        raise ConfigError(
+            "give bridge_mappings (the chassis's ovn-bridge-mappings, as the deployment sets them) "
+            "to check that Neutron reports each bridge",
+            option="bridge_mappings",
+        )
     after = configured_chassis({CMS_OPTIONS: current}, values, hostname or "-")
     return after[CMS_OPTIONS] or ""

@@ -5,6 +5,7 @@ Pure: no I/O. ``build_port_request`` reproduces
 ``_get_min_pps_request_group`` / ``_get_resource_request``; the unit tests drive
 Neutron's own code with the same inputs and compare.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,8 +31,10 @@ class Segment:
     @classmethod
     def from_neutron(cls, seg: Mapping) -> Segment:
         """From a segment dict or a network's ``provider:*`` attributes."""
-        return cls(network_type=seg.get("network_type", seg.get("provider:network_type")),
-                   physical_network=seg.get("physical_network", seg.get("provider:physical_network")))
+        return cls(
+            network_type=seg.get("network_type", seg.get("provider:network_type")),
+            physical_network=seg.get("physical_network", seg.get("provider:physical_network")),
+        )
 
 
 TUNNEL_TYPES = ("vxlan", "geneve", "gre")
@@ -44,8 +47,10 @@ def _segment(network_type: str | None, physnet: str | None, where: str) -> Segme
     if network_type is not None and network_type not in NETWORK_TYPES:
         raise RequestError(f"{where}: network_type must be one of {', '.join(NETWORK_TYPES)}; got {network_type!r}.")
     if tunnel and physnet:
-        raise RequestError(f"{where}: a {network_type} network has no physnet; give physical_network or a "
-                           f"tunnel network_type, not both.")
+        raise RequestError(
+            f"{where}: a {network_type} network has no physnet; give physical_network or a "
+            f"tunnel network_type, not both."
+        )
     if physnet is not None and (not isinstance(physnet, str) or not physnet.strip()):
         raise RequestError(f"{where}: physical_network must be a physnet name, got {physnet!r}.")
     if not tunnel and not physnet:
@@ -65,11 +70,19 @@ _OPEN_PHYSNET = "minbw-open-physnet"
 _OPEN_TRAIT = naming.physnet_trait(_OPEN_PHYSNET)
 
 # The items of a QoS port on the command line besides its rules; each has its module key.
-QOS_PORT_ITEMS = {"vnic": "vnic_type", "vnic_type": "vnic_type", "physnet": "physical_network",
-                  "physical_network": "physical_network", "network_type": "network_type", "id": "id"}
+QOS_PORT_ITEMS = {
+    "vnic": "vnic_type",
+    "vnic_type": "vnic_type",
+    "physnet": "physical_network",
+    "physical_network": "physical_network",
+    "network_type": "network_type",
+    "id": "id",
+}
 QOS_PORT_KEYS = ("qos_rules", "vnic_type", "physical_network", "network_type", "segments", "id")
-QOS_PORT_GRAMMAR = (f"RULE[,RULE...][,vnic=TYPE][,physnet=NAME | network_type=vxlan|geneve|gre]"
-                    f"[,segment=TYPE:PHYSNET...][,id=PORT_UUID] where RULE is {RULE_GRAMMAR}")
+QOS_PORT_GRAMMAR = (
+    f"RULE[,RULE...][,vnic=TYPE][,physnet=NAME | network_type=vxlan|geneve|gre]"
+    f"[,segment=TYPE:PHYSNET...][,id=PORT_UUID] where RULE is {RULE_GRAMMAR}"
+)
 QOS_PORT_EXAMPLE = "min_bw:egress:1000,min_bw:ingress:1000,vnic=normal,physnet=physnet0"
 
 
@@ -103,7 +116,9 @@ class QosPort:
                 rules.append(item)
                 continue
             if not isinstance(item, Mapping):
-                raise RequestError(f"{where}: rule {i}: expected {{type, direction, min_kbps | min_kpps}}, got {item!r}")
+                raise RequestError(
+                    f"{where}: rule {i}: expected {{type, direction, min_kbps | min_kpps}}, got {item!r}"
+                )
             try:
                 rules.append(QosRule.from_option(item))
             except RequestError as e:
@@ -115,8 +130,10 @@ class QosPort:
         vnic_type = spec.get("vnic_type") or "normal"
         if vnic_type not in VNIC_TYPES:
             raise RequestError(f"{where}: unknown vnic_type {vnic_type!r}; Neutron accepts {', '.join(VNIC_TYPES)}.")
-        segments = [s if isinstance(s, Segment) else _segment(*_segment_keys(s, where), where)
-                    for s in spec.get("segments") or ()]
+        segments = [
+            s if isinstance(s, Segment) else _segment(*_segment_keys(s, where), where)
+            for s in spec.get("segments") or ()
+        ]
         net, physnet = spec.get("network_type"), spec.get("physical_network")
         if physnet is not None or net in TUNNEL_TYPES:
             segments.insert(0, _segment(net, physnet, where))
@@ -128,8 +145,9 @@ class QosPort:
             try:
                 port_id = str(uuid.UUID(str(port_id)))
             except ValueError:
-                raise RequestError(f"{where}: id {port_id!r} is not a UUID; Neutron derives group ids from the "
-                                   f"port's id.") from None
+                raise RequestError(
+                    f"{where}: id {port_id!r} is not a UUID; Neutron derives group ids from the port's id."
+                ) from None
         return cls(tuple(rules), vnic_type, tuple(segments), port_id)
 
     @classmethod
@@ -150,21 +168,33 @@ class QosPort:
             elif key in QOS_PORT_ITEMS and value and QOS_PORT_ITEMS[key] not in spec:
                 spec[QOS_PORT_ITEMS[key]] = value
             else:
-                raise RequestError(f"{where}: {item!r} is not understood (each item once); expected "
-                                   f"{QOS_PORT_GRAMMAR}")
+                raise RequestError(f"{where}: {item!r} is not understood (each item once); expected {QOS_PORT_GRAMMAR}")
         return cls.from_dict(spec, where)
 
     def rules_with_ids(self, port_id: str) -> tuple[QosRule, ...]:
         """The rules, those without an id given a stable made-up one (Neutron derives group ids from them)."""
-        return tuple(r if r.id else dataclasses.replace(r, id=str(uuid.uuid5(uuid.UUID(port_id), f"rule-{i}")))
-                     for i, r in enumerate(self.rules))
+        return tuple(
+            r if r.id else dataclasses.replace(r, id=str(uuid.uuid5(uuid.UUID(port_id), f"rule-{i}")))
+            for i, r in enumerate(self.rules)
+        )
 
-    def request(self, port_id: str, segments: Sequence[Segment] | None = None, *,
-                agent_kind: str | naming.AgentKind | None = None, any_traits: bool = False) -> PortRequest | None:
+    def request(
+        self,
+        port_id: str,
+        segments: Sequence[Segment] | None = None,
+        *,
+        agent_kind: str | naming.AgentKind | None = None,
+        any_traits: bool = False,
+    ) -> PortRequest | None:
         """The port's ``resource_request`` as Neutron builds it, on ``segments`` (default: its own)."""
-        return build_port_request(port_id, self.rules_with_ids(port_id),
-                                  self.segments if segments is None else segments, self.vnic_type,
-                                  agent_kind=agent_kind, any_traits=any_traits)
+        return build_port_request(
+            port_id,
+            self.rules_with_ids(port_id),
+            self.segments if segments is None else segments,
+            self.vnic_type,
+            agent_kind=agent_kind,
+            any_traits=any_traits,
+        )
 
     def open_request(self, port_id: str) -> tuple[PortRequest | None, frozenset[str]]:
         """The request on its own segments, or, with its network left open (no segment given), the request
@@ -175,8 +205,9 @@ class QosPort:
         pr = self.request(port_id, (Segment("vlan", _OPEN_PHYSNET),))
         if pr is None:
             return None, frozenset()
-        groups = tuple(dataclasses.replace(g, required=tuple(t for t in g.required if t != _OPEN_TRAIT))
-                       for g in pr.groups)
+        groups = tuple(
+            dataclasses.replace(g, required=tuple(t for t in g.required if t != _OPEN_TRAIT)) for g in pr.groups
+        )
         opened = frozenset(g.id for g, old in zip(groups, pr.groups) if old.required != g.required)
         return dataclasses.replace(pr, groups=groups), opened
 
@@ -197,33 +228,37 @@ def _kind(agent_kind: str | naming.AgentKind | None) -> naming.AgentKind | None:
         return naming.AGENT_KINDS[agent_kind]
     if agent_kind in naming.AGENT_KIND_BY_TYPE:
         return naming.AGENT_KIND_BY_TYPE[agent_kind]
-    raise RequestError(f"unknown agent kind {agent_kind!r}; expected one of "
-                       f"{', '.join(naming.AGENT_KINDS)}.")
+    raise RequestError(f"unknown agent kind {agent_kind!r}; expected one of {', '.join(naming.AGENT_KINDS)}.")
 
 
-def _validate_for_agent(port_id: str, rules: tuple[QosRule, ...], vnic_type: str,
-                        kind: naming.AgentKind) -> None:
+def _validate_for_agent(port_id: str, rules: tuple[QosRule, ...], vnic_type: str, kind: naming.AgentKind) -> None:
     """The QoS driver of ``kind`` must accept the vnic type and every rule (driver manager logic)."""
     if vnic_type not in kind.qos_vnic_types:
         raise RequestError(
             f"port {port_id}: vnic_type {vnic_type!r} cannot carry minimum-bandwidth QoS on the "
             f"{kind.agent_type}: its QoS driver accepts vnic types {', '.join(kind.qos_vnic_types)}. "
             f"Fix: set the port's binding:vnic_type to one of those, or use an agent that serves "
-            f"{vnic_type!r} ports.")
+            f"{vnic_type!r} ports."
+        )
     supported = QOS_MIN_RULE_TYPES[kind.key]
     for r in rules:
         if r.type not in supported:
-            others = [k.agent_type for k in naming.AGENT_KINDS.values()
-                      if r.type in QOS_MIN_RULE_TYPES[k.key]]
+            others = [k.agent_type for k in naming.AGENT_KINDS.values() if r.type in QOS_MIN_RULE_TYPES[k.key]]
             raise RequestError(
                 f"port {port_id}: QoS rule {r.id!r} ({r.type}) cannot be served by the "
                 f"{kind.agent_type}: its QoS driver supports only {', '.join(supported)}. Fix: remove "
-                f"the rule from the port's QoS policy, or use a port served by {', '.join(others)}.")
+                f"the rule from the port's QoS policy, or use a port served by {', '.join(others)}."
+            )
 
 
-def build_port_request(port_id: str, rules: Iterable[QosRule], segments: Iterable[Segment],
-                       vnic_type: str, agent_kind: str | naming.AgentKind | None = None,
-                       any_traits: bool = False) -> PortRequest | None:
+def build_port_request(
+    port_id: str,
+    rules: Iterable[QosRule],
+    segments: Iterable[Segment],
+    vnic_type: str,
+    agent_kind: str | naming.AgentKind | None = None,
+    any_traits: bool = False,
+) -> PortRequest | None:
     """The port's ``resource_request`` as Neutron computes it (None when it has no minimum rules).
 
     ``any_traits=True`` (Placement >= 1.39) lets a multi-segment network's bandwidth group land on
@@ -238,8 +273,7 @@ def build_port_request(port_id: str, rules: Iterable[QosRule], segments: Iterabl
     segments = tuple(segments)
     validate_rules(rules, f"port {port_id}")
     if vnic_type not in VNIC_TYPES:
-        raise RequestError(f"port {port_id}: unknown vnic_type {vnic_type!r}; Neutron accepts "
-                           f"{', '.join(VNIC_TYPES)}.")
+        raise RequestError(f"port {port_id}: unknown vnic_type {vnic_type!r}; Neutron accepts {', '.join(VNIC_TYPES)}.")
     kind = _kind(agent_kind)
     if kind is not None and rules:
         _validate_for_agent(port_id, rules, vnic_type, kind)
@@ -253,32 +287,46 @@ def build_port_request(port_id: str, rules: Iterable[QosRule], segments: Iterabl
     if bw_rules:
         if not segments:
             # Neutron's single-port path fails (segments[0]); its bulk path silently drops the group.
-            raise RequestError(f"port {port_id}: its network has no segments, so the bandwidth "
-                               f"group has no physnet or tunnel trait. Fix: check the network's "
-                               f"provider attributes / segments.")
-        net_traits = list(dict.fromkeys(
-            naming.physnet_trait(s.physical_network) if s.physical_network
-            else naming.TRAIT_NETWORK_TUNNEL for s in segments))
+            raise RequestError(
+                f"port {port_id}: its network has no segments, so the bandwidth "
+                f"group has no physnet or tunnel trait. Fix: check the network's "
+                f"provider attributes / segments."
+            )
+        net_traits = list(
+            dict.fromkeys(
+                naming.physnet_trait(s.physical_network) if s.physical_network else naming.TRAIT_NETWORK_TUNNEL
+                for s in segments
+            )
+        )
         resources = {naming.BW_CLASSES[r.direction]: r.value for r in bw_rules}
         gid = naming.request_group_uuid(str(port_ns), [r.id for r in bw_rules])
         if any_traits and len(net_traits) > 1:
             mode = MODE_ANY_TRAITS
             groups.append(RequestGroup(gid, resources, (vnic_trait,), (tuple(net_traits),)))
-            notes.append(f"bandwidth may come from any of the network's {len(segments)} segments "
-                         f"(required=in:{','.join(sorted(net_traits))}, Placement >= 1.39); "
-                         f"Neutron itself would use only the first.")
+            notes.append(
+                f"bandwidth may come from any of the network's {len(segments)} segments "
+                f"(required=in:{','.join(sorted(net_traits))}, Placement >= 1.39); "
+                f"Neutron itself would use only the first."
+            )
         else:
             groups.append(RequestGroup(gid, resources, (net_traits[0], vnic_trait)))
             if len(net_traits) > 1:
-                notes.append(f"the network has {len(segments)} segments with different providers "
-                             f"({', '.join(net_traits)}); as Neutron does, only the first "
-                             f"({net_traits[0]}) is requested, so the port cannot land on the "
-                             f"others. With Placement >= 1.39 use any-traits to accept all.")
+                notes.append(
+                    f"the network has {len(segments)} segments with different providers "
+                    f"({', '.join(net_traits)}); as Neutron does, only the first "
+                    f"({net_traits[0]}) is requested, so the port cannot land on the "
+                    f"others. With Placement >= 1.39 use any-traits to accept all."
+                )
     if pps_rules:
         resources = {naming.PPS_CLASSES[r.direction]: r.value for r in pps_rules}
         gid = naming.request_group_uuid(str(port_ns), [r.id for r in pps_rules])
         groups.append(RequestGroup(gid, resources, (vnic_trait,)))
     if not groups:
         return None
-    return PortRequest(port_id=str(port_id), groups=tuple(groups),
-                       same_subtree=tuple(g.id for g in groups), mode=mode, notes=tuple(notes))
+    return PortRequest(
+        port_id=str(port_id),
+        groups=tuple(groups),
+        same_subtree=tuple(g.id for g in groups),
+        mode=mode,
+        notes=tuple(notes),
+    )

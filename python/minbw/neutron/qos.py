@@ -3,6 +3,7 @@
 One rule model for both sides: the rules a port's request is built from, and the rules a
 policy should have.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -29,9 +30,19 @@ RULE_GRAMMAR = "min_bw:DIRECTION:KBPS[:RULE_ID] or min_pps:DIRECTION:KPPS[:RULE_
 DEFAULT_DIRECTION = {MIN_BW: "egress", MIN_PPS: "egress"}
 
 # neutron_lib.api.definitions.portbindings.VNIC_TYPES: what the port API accepts.
-VNIC_TYPES = ("normal", "direct", "macvtap", "baremetal", "direct-physical", "virtio-forwarder",
-              "smart-nic", "vdpa", "accelerator-direct", "accelerator-direct-physical",
-              "remote-managed")
+VNIC_TYPES = (
+    "normal",
+    "direct",
+    "macvtap",
+    "baremetal",
+    "direct-physical",
+    "virtio-forwarder",
+    "smart-nic",
+    "vdpa",
+    "accelerator-direct",
+    "accelerator-direct-physical",
+    "remote-managed",
+)
 
 
 @dataclass(frozen=True)
@@ -63,14 +74,19 @@ class QosRule:
         """From a Neutron API rule dict (``type``, ``direction``, ``min_kbps``/``min_kpps``)."""
         rtype = rule.get("type")
         if rtype not in RULE_TYPES:
-            raise RequestError(f"QoS rule {rule.get('id')!r}: type {rtype!r} is not a minimum rule "
-                               f"({', '.join(RULE_TYPES)}); only those reserve resources in Placement.")
+            raise RequestError(
+                f"QoS rule {rule.get('id')!r}: type {rtype!r} is not a minimum rule "
+                f"({', '.join(RULE_TYPES)}); only those reserve resources in Placement."
+            )
         missing = [key for key in ("id", RULE_VALUE_KEYS[rtype]) if key not in rule]
         if missing:
-            raise RequestError(f"QoS rule {rule.get('id')!r} ({rtype}) has no {' or '.join(missing)}. Fix: pass "
-                               f"the rule as Neutron's API shows it (id, type, direction, {RULE_VALUE_KEYS[rtype]}).")
-        return cls(id=rule["id"], type=rtype, direction=rule.get("direction", "egress"),
-                   value=rule[RULE_VALUE_KEYS[rtype]])
+            raise RequestError(
+                f"QoS rule {rule.get('id')!r} ({rtype}) has no {' or '.join(missing)}. Fix: pass "
+                f"the rule as Neutron's API shows it (id, type, direction, {RULE_VALUE_KEYS[rtype]})."
+            )
+        return cls(
+            id=rule["id"], type=rtype, direction=rule.get("direction", "egress"), value=rule[RULE_VALUE_KEYS[rtype]]
+        )
 
     @classmethod
     def from_option(cls, item: Mapping) -> QosRule:
@@ -112,27 +128,35 @@ def validate_rules(rules: Iterable[QosRule], where: str) -> tuple[QosRule, ...]:
     for r in rules:
         this = f"{where}: QoS rule {r.id!r}" if r.id is not None else f"{where}: a {r.type} rule"
         if r.id is not None and (not isinstance(r.id, str) or not r.id):
-            raise RequestError(f"{where}: a QoS rule has no id; the group id is derived "
-                               f"from rule ids. Fix: pass the rules as Neutron stores them.")
+            raise RequestError(
+                f"{where}: a QoS rule has no id; the group id is derived "
+                f"from rule ids. Fix: pass the rules as Neutron stores them."
+            )
         if r.type not in RULE_TYPES:
             raise RequestError(f"{this}: type {r.type!r} is not one of {', '.join(RULE_TYPES)}.")
         if r.direction not in RULE_DIRECTIONS[r.type]:
-            raise RequestError(f"{this}: its direction must be one of "
-                               f"{', '.join(RULE_DIRECTIONS[r.type])}, got {r.direction!r}.")
+            raise RequestError(
+                f"{this}: its direction must be one of {', '.join(RULE_DIRECTIONS[r.type])}, got {r.direction!r}."
+            )
         if not isinstance(r.value, int) or isinstance(r.value, bool) or not 0 <= r.value <= MAX_RULE_VALUE:
-            raise RequestError(f"{this}: {RULE_VALUE_KEYS[r.type]} must be an integer in "
-                               f"[0, {MAX_RULE_VALUE}], got {r.value!r}.")
+            raise RequestError(
+                f"{this}: {RULE_VALUE_KEYS[r.type]} must be an integer in [0, {MAX_RULE_VALUE}], got {r.value!r}."
+            )
         if r.key in seen:
             # neutron.objects.qos.qos_policy_validator.check_rules_conflict
             other = seen[r.key].id
-            raise RequestError(f"{this}: duplicates {'rule ' + repr(other) if other else 'another rule'} "
-                               f"({r.type}, {r.direction}); Neutron allows one per type and direction in a "
-                               f"policy. Fix: keep one.")
+            raise RequestError(
+                f"{this}: duplicates {'rule ' + repr(other) if other else 'another rule'} "
+                f"({r.type}, {r.direction}); Neutron allows one per type and direction in a "
+                f"policy. Fix: keep one."
+            )
         seen[r.key] = r
     pps_dirs = {r.direction for r in rules if r.type == MIN_PPS}
     if "any" in pps_dirs and len(pps_dirs) > 1:
         # check_min_pps_rule_conflict: direction-less and directed packet-rate rules do not mix
-        raise RequestError(f"{where}: minimum_packet_rate rules mix direction 'any' with "
-                           f"{sorted(pps_dirs - {'any'})}; Neutron refuses that. Fix: use either one "
-                           f"'any' rule or egress/ingress rules.")
+        raise RequestError(
+            f"{where}: minimum_packet_rate rules mix direction 'any' with "
+            f"{sorted(pps_dirs - {'any'})}; Neutron refuses that. Fix: use either one "
+            f"'any' rule or egress/ingress rules."
+        )
     return rules

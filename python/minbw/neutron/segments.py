@@ -20,6 +20,7 @@ for a port without an IP yet, of every segment of its network (:func:`port_membe
 same, minus the segments whose subnets have no free address left (Nova would pick such a host and
 fail at binding).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -72,8 +73,16 @@ def ipv4_inventory(subnets: Iterable[Mapping], port_addresses: int = 0) -> dict[
     if not total:
         return None
     reserved += port_addresses
-    return {IPV4_ADDRESS: {"total": total, "reserved": reserved, "min_unit": 1, "max_unit": 1,
-                           "step_size": 1, "allocation_ratio": 1.0}}
+    return {
+        IPV4_ADDRESS: {
+            "total": total,
+            "reserved": reserved,
+            "min_unit": 1,
+            "max_unit": 1,
+            "step_size": 1,
+            "allocation_ratio": 1.0,
+        }
+    }
 
 
 def counted_by_neutron(port: Mapping) -> bool:
@@ -86,8 +95,9 @@ def counted_by_neutron(port: Mapping) -> bool:
 
 def ipv4_subnet_ids(port: Mapping) -> list[str]:
     """The subnets of the port's IPv4 addresses, one per address, in the port's order (``_get_ipv4_subnet_ids``)."""
-    return [ip["subnet_id"] for ip in port.get("fixed_ips") or []
-            if ipaddress.ip_address(ip["ip_address"]).version == 4]
+    return [
+        ip["subnet_id"] for ip in port.get("fixed_ips") or [] if ipaddress.ip_address(ip["ip_address"]).version == 4
+    ]
 
 
 def port_reservation(port: Mapping, subnet_segment: Mapping[str, str]) -> tuple[str | None, int]:
@@ -114,8 +124,13 @@ class CountedPort:
 
     def to_dict(self) -> dict:
         """The port as a JSON-ready dict: id, name, device_owner, addresses, deferred."""
-        return {"id": self.id, "name": self.name, "device_owner": self.device_owner, "addresses": self.addresses,
-                "deferred": self.deferred}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "device_owner": self.device_owner,
+            "addresses": self.addresses,
+            "deferred": self.deferred,
+        }
 
 
 def agent_physnets(agent: Mapping) -> set[str]:
@@ -187,17 +202,31 @@ class RoutedSegment:
     def to_dict(self) -> dict:
         """The segment as a JSON-ready dict: its fields, ``provider`` (uuid, name, inventories) and
         ``reserved_ports``."""
-        return {"id": self.id, "network_id": self.network_id, "name": self.name, "network_type": self.network_type,
-                "physical_network": self.physical_network, "subnets": list(self.subnets),
-                "provider": {"uuid": self.id, "name": self.provider_name,
-                             "inventories": {rc: dict(i) for rc, i in (self.inventory or {}).items()}},
-                "hosts": list(self.hosts), "free_ips": self.free_ips,
-                "reserved_ports": [p.to_dict() for p in self.ports]}
+        return {
+            "id": self.id,
+            "network_id": self.network_id,
+            "name": self.name,
+            "network_type": self.network_type,
+            "physical_network": self.physical_network,
+            "subnets": list(self.subnets),
+            "provider": {
+                "uuid": self.id,
+                "name": self.provider_name,
+                "inventories": {rc: dict(i) for rc, i in (self.inventory or {}).items()},
+            },
+            "hosts": list(self.hosts),
+            "free_ips": self.free_ips,
+            "reserved_ports": [p.to_dict() for p in self.ports],
+        }
 
 
-def routed_segments(segments: Iterable[Mapping], subnets: Iterable[Mapping], agents: Iterable[Mapping],
-                    ip_availability: Mapping[str, Mapping] | None = None,
-                    ports: Iterable[Mapping] = ()) -> tuple[RoutedSegment, ...]:
+def routed_segments(
+    segments: Iterable[Mapping],
+    subnets: Iterable[Mapping],
+    agents: Iterable[Mapping],
+    ip_availability: Mapping[str, Mapping] | None = None,
+    ports: Iterable[Mapping] = (),
+) -> tuple[RoutedSegment, ...]:
     """Every segment of the given networks with what Neutron reports for it.
 
     ``segments``/``subnets``/``agents``/``ports`` are Neutron API dicts (``segment_id`` on subnets; the
@@ -214,22 +243,36 @@ def routed_segments(segments: Iterable[Mapping], subnets: Iterable[Mapping], age
     for p in sorted(ports, key=lambda p: p["id"]):
         seg_id, n = port_reservation(p, subnet_segment)
         if seg_id:
-            counted.setdefault(seg_id, []).append(CountedPort(
-                p["id"], p.get("name") or None, p.get("device_owner") or "", n, p.get("ip_allocation") == "deferred"))
+            counted.setdefault(seg_id, []).append(
+                CountedPort(
+                    p["id"], p.get("name") or None, p.get("device_owner") or "", n, p.get("ip_allocation") == "deferred"
+                )
+            )
     out = []
     for seg in sorted(segments, key=lambda s: (s.get("network_id") or "", s["id"])):
         mine = by_segment.get(seg["id"], [])
         v4 = [s for s in mine if int(s.get("ip_version") or 4) == 4]
         free = None
         if ip_availability is not None:
-            free = sum(max(0, int(ip_availability[s["id"]]["total_ips"]) - int(ip_availability[s["id"]]["used_ips"]))
-                       for s in v4 if s["id"] in ip_availability)
-        out.append(RoutedSegment(
-            id=seg["id"], network_id=seg.get("network_id") or "", name=seg.get("name") or None,
-            network_type=seg.get("network_type") or "", physical_network=seg.get("physical_network") or None,
-            subnets=tuple(sorted(s["id"] for s in v4)),
-            inventory=ipv4_inventory(v4, sum(p.addresses for p in counted.get(seg["id"], ()))),
-            hosts=hosts_of_segment(seg, agents), free_ips=free, ports=tuple(counted.get(seg["id"], ()))))
+            free = sum(
+                max(0, int(ip_availability[s["id"]]["total_ips"]) - int(ip_availability[s["id"]]["used_ips"]))
+                for s in v4
+                if s["id"] in ip_availability
+            )
+        out.append(
+            RoutedSegment(
+                id=seg["id"],
+                network_id=seg.get("network_id") or "",
+                name=seg.get("name") or None,
+                network_type=seg.get("network_type") or "",
+                physical_network=seg.get("physical_network") or None,
+                subnets=tuple(sorted(s["id"] for s in v4)),
+                inventory=ipv4_inventory(v4, sum(p.addresses for p in counted.get(seg["id"], ()))),
+                hosts=hosts_of_segment(seg, agents),
+                free_ips=free,
+                ports=tuple(counted.get(seg["id"], ())),
+            )
+        )
     return tuple(out)
 
 
@@ -238,18 +281,24 @@ class SegmentChoice:
     """The segments a port may use, the aggregates that express them, and the ones left out (why)."""
 
     port_id: str
-    candidates: tuple[str, ...]        # segment ids the port may land on
-    aggregates: tuple[str, ...]        # member_of=in: these
+    candidates: tuple[str, ...]  # segment ids the port may land on
+    aggregates: tuple[str, ...]  # member_of=in: these
     excluded: tuple[tuple[str, str], ...] = ()  # (segment id, why)
 
     def to_dict(self) -> dict:
         """The choice as a JSON-ready dict: port_id, ``segments``, ``member_of`` and ``excluded`` ({segment, why}
         each)."""
-        return {"port_id": self.port_id, "segments": list(self.candidates), "member_of": list(self.aggregates),
-                "excluded": [{"segment": s, "why": w} for s, w in self.excluded]}
+        return {
+            "port_id": self.port_id,
+            "segments": list(self.candidates),
+            "member_of": list(self.aggregates),
+            "excluded": [{"segment": s, "why": w} for s, w in self.excluded],
+        }
 
 
-def port_segments(port: Mapping, segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str]) -> tuple[str, ...]:
+def port_segments(
+    port: Mapping, segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str]
+) -> tuple[str, ...]:
     """The segments a port can use (Nova's prefilter): its fixed IPs' subnets' segments, else all of its network's."""
     fixed = [ip.get("subnet_id") for ip in port.get("fixed_ips") or []]
     if fixed:
@@ -257,8 +306,12 @@ def port_segments(port: Mapping, segments: Iterable[RoutedSegment], subnet_segme
     return tuple(sorted(s.id for s in segments if s.network_id == port.get("network_id")))
 
 
-def port_member_of(port: Mapping, segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str],
-                   aggregates: Mapping[str, Iterable[str]]) -> SegmentChoice | None:
+def port_member_of(
+    port: Mapping,
+    segments: Iterable[RoutedSegment],
+    subnet_segment: Mapping[str, str],
+    aggregates: Mapping[str, Iterable[str]],
+) -> SegmentChoice | None:
     """The ``member_of`` a port on a routed network adds to its server's query (None: not routed).
 
     ``aggregates`` maps segment id → the aggregates of its Placement provider. A segment without a
@@ -276,23 +329,36 @@ def port_member_of(port: Mapping, segments: Iterable[RoutedSegment], subnet_segm
         label = seg.label if seg else f"segment {sid}"
         seg_aggs = set(aggregates.get(sid) or ())
         if not seg_aggs:
-            excluded.append((sid, f"{label}: Placement has no provider with an aggregate for it (no IPv4 subnet, "
-                                  f"or nobody reported it: run `minbw segment sync`)"))
+            excluded.append(
+                (
+                    sid,
+                    f"{label}: Placement has no provider with an aggregate for it (no IPv4 subnet, "
+                    f"or nobody reported it: run `minbw segment sync`)",
+                )
+            )
         elif seg is not None and not seg.hosts:
-            excluded.append((sid, f"{label}: no host has an agent mapping physical network "
-                                  f"{seg.physical_network!r}"))
+            excluded.append((sid, f"{label}: no host has an agent mapping physical network {seg.physical_network!r}"))
         elif needs_address and seg is not None and seg.free_ips == 0:
-            excluded.append((sid, f"{label}: no host in its aggregate has free IPv4 addresses (its subnets "
-                                  f"{', '.join(seg.subnets)} are exhausted)"))
+            excluded.append(
+                (
+                    sid,
+                    f"{label}: no host in its aggregate has free IPv4 addresses (its subnets "
+                    f"{', '.join(seg.subnets)} are exhausted)",
+                )
+            )
         else:
             keep.append(sid)
             aggs |= seg_aggs
     if not keep:
-        raise NoValidHost(f"No valid host: port {port.get('id')}: no segment of its network can take it: "
-                          + "; ".join(why for _port, why in excluded) + ". Fix: add addresses (a subnet or a larger "
-                          "allocation pool) to a segment, or map a host to it.")
-    return SegmentChoice(port_id=port.get("id") or "", candidates=tuple(keep), aggregates=tuple(sorted(aggs)),
-                         excluded=tuple(excluded))
+        raise NoValidHost(
+            f"No valid host: port {port.get('id')}: no segment of its network can take it: "
+            + "; ".join(why for _port, why in excluded)
+            + ". Fix: add addresses (a subnet or a larger "
+            "allocation pool) to a segment, or map a host to it."
+        )
+    return SegmentChoice(
+        port_id=port.get("id") or "", candidates=tuple(keep), aggregates=tuple(sorted(aggs)), excluded=tuple(excluded)
+    )
 
 
 def host_not_in_segments(host: str, choice: SegmentChoice, segments: Iterable[RoutedSegment]) -> str:

@@ -1,5 +1,6 @@
 """What neutron-server needs for guaranteed minimum bandwidth: the qos and placement service
 plugins, and the qos ML2 extension driver. Pure."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

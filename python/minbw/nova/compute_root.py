@@ -26,6 +26,7 @@ So, where the cloud has Nova:
 Without Nova (no compute service in the cloud) the root is minbw's own, named after the hypervisor (None here).
 Pure: :func:`minbw.ops.nova_query.read_compute_hosts` reads what Nova knows.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -52,8 +53,7 @@ class NovaComputes:
         return any(uuid in uuids for uuids in self.nodes.values())
 
 
-def root_of(hypervisor: str, hosts: Iterable[str], nova: NovaComputes | None, *, ignore: bool = False
-            ) -> str | None:
+def root_of(hypervisor: str, hosts: Iterable[str], nova: NovaComputes | None, *, ignore: bool = False) -> str | None:
     """The UUID of the root to create for ``hypervisor`` (named ``hypervisor``): its compute node's where Nova knows
     one, None for minbw's own (no Nova, or ``ignore``). ``hosts``: the agent hosts that name ``hypervisor`` (Neutron's
     ports are bound to nova-compute's host by that name). Raises :class:`RootRefused` otherwise."""
@@ -61,41 +61,52 @@ def root_of(hypervisor: str, hosts: Iterable[str], nova: NovaComputes | None, *,
         return None
     uuids = nova.nodes.get(hypervisor, ())
     if len(uuids) > 1:
-        raise RootRefused(hypervisor, f"Nova has {len(uuids)} compute nodes named {hypervisor!r} "
-                          f"({', '.join(sorted(uuids))}), so which one's root to create cannot be told",
-                          f"delete the stale one's nova-compute service ('openstack compute service delete'), "
-                          f"see {HYPERVISORS}")
+        raise RootRefused(
+            hypervisor,
+            f"Nova has {len(uuids)} compute nodes named {hypervisor!r} "
+            f"({', '.join(sorted(uuids))}), so which one's root to create cannot be told",
+            f"delete the stale one's nova-compute service ('openstack compute service delete'), see {HYPERVISORS}",
+        )
     if uuids:
         return uuids[0]
     if ignore:
         return None
     missing = f"no root provider named {hypervisor!r} in Placement and no compute node of that name in Nova"
     if nova.unread:
-        raise RootRefused(hypervisor, f"no root provider named {hypervisor!r} in Placement, and {nova.unread}, so "
-                          f"whether nova-compute makes this root cannot be told; a root minbw made would take the "
-                          f"name nova-compute's provider needs (Placement then refuses it: 409, and nova-compute "
-                          f"cannot report)",
-                          f"use credentials that may list Nova's hypervisors and services (admin), or give {IGNORE} "
-                          f"where nova-compute never runs")
+        raise RootRefused(
+            hypervisor,
+            f"no root provider named {hypervisor!r} in Placement, and {nova.unread}, so "
+            f"whether nova-compute makes this root cannot be told; a root minbw made would take the "
+            f"name nova-compute's provider needs (Placement then refuses it: 409, and nova-compute "
+            f"cannot report)",
+            f"use credentials that may list Nova's hypervisors and services (admin), or give {IGNORE} "
+            f"where nova-compute never runs",
+        )
     on = sorted(({hypervisor} | set(hosts)) & nova.service_hosts)
     if on:
-        raise RootRefused(hypervisor, f"{missing}, but nova-compute runs on {', '.join(on)}: it creates its compute "
-                          f"node, then that node's root provider named after it, at its first resource update (or "
-                          f"its node has another name); a root minbw made now would take that name, and Placement "
-                          f"would refuse nova-compute's (409 Conflicting resource provider name), so it could not "
-                          f"report",
-                          f"wait until {HYPERVISORS} shows {hypervisor} and sync again without create_root / "
-                          f"--create-root (the root is then nova-compute's), or, if the node has another name, name "
-                          f"it in resource_provider_hypervisors / the agent host; {IGNORE} creates minbw's own root "
-                          f"anyway")
+        raise RootRefused(
+            hypervisor,
+            f"{missing}, but nova-compute runs on {', '.join(on)}: it creates its compute "
+            f"node, then that node's root provider named after it, at its first resource update (or "
+            f"its node has another name); a root minbw made now would take that name, and Placement "
+            f"would refuse nova-compute's (409 Conflicting resource provider name), so it could not "
+            f"report",
+            f"wait until {HYPERVISORS} shows {hypervisor} and sync again without create_root / "
+            f"--create-root (the root is then nova-compute's), or, if the node has another name, name "
+            f"it in resource_provider_hypervisors / the agent host; {IGNORE} creates minbw's own root "
+            f"anyway",
+        )
     where = ", ".join(sorted({hypervisor} | set(hosts)))
-    raise RootRefused(hypervisor, f"{missing}, and no nova-compute service on {where}: "
-                      f"if nova-compute starts there later, a root minbw made now holds the name its provider needs "
-                      f"(Placement refuses it: 409), and a host without nova-compute (a network node) needs no "
-                      f"bandwidth providers, as Nova places no server there",
-                      f"start nova-compute on the host first (it creates the root) and sync without create_root / "
-                      f"--create-root, leave this host's agents out, or give {IGNORE} for a host nova-compute never "
-                      f"runs on (a demo)")
+    raise RootRefused(
+        hypervisor,
+        f"{missing}, and no nova-compute service on {where}: "
+        f"if nova-compute starts there later, a root minbw made now holds the name its provider needs "
+        f"(Placement refuses it: 409), and a host without nova-compute (a network node) needs no "
+        f"bandwidth providers, as Nova places no server there",
+        f"start nova-compute on the host first (it creates the root) and sync without create_root / "
+        f"--create-root, leave this host's agents out, or give {IGNORE} for a host nova-compute never "
+        f"runs on (a demo)",
+    )
 
 
 def check_root_inventory(hypervisor: str, uuid: str, nova: NovaComputes | None, *, ignore: bool = False) -> None:
@@ -103,10 +114,13 @@ def check_root_inventory(hypervisor: str, uuid: str, nova: NovaComputes | None, 
     node Nova knows (nova-compute replaces them with its driver's)."""
     if nova is None or ignore or not nova.owns(uuid):
         return
-    raise RootRefused(hypervisor, f"root_inventories / --root-inventory given for the root of {hypervisor!r} "
-                      f"({uuid}), which is the compute node's in Nova: nova-compute replaces that root's inventory "
-                      f"with its driver's at its next update (at its start, and after each refresh of its view of "
-                      f"Placement, [compute] resource_provider_association_refresh, 300 s by default)",
-                      f"leave root_inventories / --root-inventory out (nova-compute reports the root's inventory; "
-                      f"reserved amounts and allocation ratios are nova.conf options such as reserved_host_memory_mb "
-                      f"and cpu_allocation_ratio), or give {IGNORE} to set it for a while anyway")
+    raise RootRefused(
+        hypervisor,
+        f"root_inventories / --root-inventory given for the root of {hypervisor!r} "
+        f"({uuid}), which is the compute node's in Nova: nova-compute replaces that root's inventory "
+        f"with its driver's at its next update (at its start, and after each refresh of its view of "
+        f"Placement, [compute] resource_provider_association_refresh, 300 s by default)",
+        f"leave root_inventories / --root-inventory out (nova-compute reports the root's inventory; "
+        f"reserved amounts and allocation ratios are nova.conf options such as reserved_host_memory_mb "
+        f"and cpu_allocation_ratio), or give {IGNORE} to set it for a while anyway",
+    )

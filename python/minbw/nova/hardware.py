@@ -5,6 +5,7 @@ rules between flavor and image; where Nova raises (FlavorImageConflict, Invalid,
 naming the extra spec or property and the fix. ``image_meta`` is ``nova.objects.ImageMetaProps.from_dict`` for
 the properties read here (typed, validated, legacy names). Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -31,20 +32,25 @@ def image_meta(image: Image) -> dict[str, object]:
         if key in fields.ENUM_PROPERTIES:
             valid = fields.ENUM_PROPERTIES[key]
             if isinstance(value, bool) or str(value) not in valid:
-                raise RequestError(f"{where} {key}={value!r} is not one Nova accepts ({', '.join(valid)}): Nova "
-                                   f"refuses the image. Fix: set {key} to one of those, or remove it.")
+                raise RequestError(
+                    f"{where} {key}={value!r} is not one Nova accepts ({', '.join(valid)}): Nova "
+                    f"refuses the image. Fix: set {key} to one of those, or remove it."
+                )
             out[key] = str(value)
         elif key in fields.ARCH_PROPERTIES:
             canonical = fields.canonical_architecture(value)
             if canonical is None:
-                raise RequestError(f"{where} {key}={value!r} is not an architecture Nova knows: Nova refuses the "
-                                   f"image. Fix: use one of {', '.join(fields.ARCHITECTURE)}.")
+                raise RequestError(
+                    f"{where} {key}={value!r} is not an architecture Nova knows: Nova refuses the "
+                    f"image. Fix: use one of {', '.join(fields.ARCHITECTURE)}."
+                )
             out[key] = canonical
         elif key in fields.BOOL_PROPERTIES:
             out[key] = fields.bool_from_string(value)
     # _set_attr_from_trait_names: in the order of the properties
-    out["traits_required"] = [k[len("trait:"):] for k, v in raw.items()
-                              if k.startswith("trait:") and str(v) == "required"]
+    out["traits_required"] = [
+        k.removeprefix("trait:") for k, v in raw.items() if k.startswith("trait:") and str(v) == "required"
+    ]
     return out
 
 
@@ -57,21 +63,27 @@ def _unique(key: str, flavor: Flavor, meta: Mapping, prefix: str = "hw"):
     """_get_unique_flavor_image_meta: one value from flavor or image; both set and different is a conflict."""
     flavor_value, image_value = _flavor_image(key, flavor, meta, prefix)
     if image_value and flavor_value and image_value != flavor_value:
-        raise RequestError(f"flavor {flavor.name or flavor.id} has {prefix}:{key}={flavor_value!r} and the image "
-                           f"{prefix}_{key}={image_value!r}: Nova refuses the conflict (FlavorImageConflict). "
-                           f"Fix: remove one of them or make them equal.")
+        raise RequestError(
+            f"flavor {flavor.name or flavor.id} has {prefix}:{key}={flavor_value!r} and the image "
+            f"{prefix}_{key}={image_value!r}: Nova refuses the conflict (FlavorImageConflict). "
+            f"Fix: remove one of them or make them equal."
+        )
     return flavor_value or image_value
 
 
 def _invalid(what: str, value, valid) -> RequestError:
-    return RequestError(f"{what} {value!r} is not one Nova accepts ({', '.join(valid)}): Nova refuses the "
-                        f"server (Invalid). Fix: use one of those.")
+    return RequestError(
+        f"{what} {value!r} is not one Nova accepts ({', '.join(valid)}): Nova refuses the "
+        f"server (Invalid). Fix: use one of those."
+    )
 
 
 def _conflict(flavor: Flavor, spec: str, flavor_value, prop: str, image_value) -> RequestError:
-    return RequestError(f"flavor {flavor.name or flavor.id} has {spec}={flavor_value!r} and the image "
-                        f"{prop}={image_value!r}: Nova refuses the conflict (FlavorImageConflict). Fix: remove "
-                        f"one of them or make them agree.")
+    return RequestError(
+        f"flavor {flavor.name or flavor.id} has {spec}={flavor_value!r} and the image "
+        f"{prop}={image_value!r}: Nova refuses the conflict (FlavorImageConflict). Fix: remove "
+        f"one of them or make them agree."
+    )
 
 
 def get_packed_virtqueue_constraint(flavor: Flavor, meta: Mapping) -> bool:
@@ -100,8 +112,9 @@ def get_ephemeral_encryption_format(flavor: Flavor, meta: Mapping) -> str | None
     fmt = _unique("ephemeral_encryption_format", flavor, meta)
     if fmt:
         if fmt not in fields.EPHEMERAL_ENCRYPTION_FORMAT:
-            raise _invalid("ephemeral encryption format (hw:ephemeral_encryption_format)", fmt,
-                           fields.EPHEMERAL_ENCRYPTION_FORMAT)
+            raise _invalid(
+                "ephemeral encryption format (hw:ephemeral_encryption_format)", fmt, fields.EPHEMERAL_ENCRYPTION_FORMAT
+            )
         return fmt
     return None
 
@@ -128,8 +141,10 @@ def get_vtpm_constraint(flavor: Flavor, meta: Mapping) -> tuple[str, str] | None
     elif model not in fields.TPM_MODEL:
         raise _invalid("TPM model (hw:tpm_model)", model, fields.TPM_MODEL)
     elif model == "tpm-crb" and version != "2.0":
-        raise RequestError("TPM model tpm-crb is only valid with TPM version 2.0: Nova refuses the server "
-                           "(Invalid). Fix: set hw:tpm_version=2.0 or use tpm-tis.")
+        raise RequestError(
+            "TPM model tpm-crb is only valid with TPM version 2.0: Nova refuses the server "
+            "(Invalid). Fix: set hw:tpm_version=2.0 or use tpm-tis."
+        )
     return version, model
 
 
@@ -175,12 +190,14 @@ def get_pci_numa_policy_constraint(flavor: Flavor, meta: Mapping) -> str | None:
     policy is not one Nova accepts."""
     flavor_policy, image_policy = _flavor_image("pci_numa_affinity_policy", flavor, meta)
     if flavor_policy and image_policy and flavor_policy != image_policy:
-        raise _conflict(flavor, "hw:pci_numa_affinity_policy", flavor_policy, "hw_pci_numa_affinity_policy",
-                        image_policy)
+        raise _conflict(
+            flavor, "hw:pci_numa_affinity_policy", flavor_policy, "hw_pci_numa_affinity_policy", image_policy
+        )
     policy = flavor_policy or image_policy
     if policy and policy not in fields.PCI_NUMA_AFFINITY_POLICY:
-        raise _invalid("PCI NUMA affinity policy (hw:pci_numa_affinity_policy)", policy,
-                       fields.PCI_NUMA_AFFINITY_POLICY)
+        raise _invalid(
+            "PCI NUMA affinity policy (hw:pci_numa_affinity_policy)", policy, fields.PCI_NUMA_AFFINITY_POLICY
+        )
     return policy
 
 
@@ -202,6 +219,7 @@ def get_vpmems(flavor: Flavor) -> list[str]:
 def pmem_resource_class(label: str) -> str:
     """os_resource_classes.normalize_name("PMEM_NAMESPACE_" + label), as _translate_vpmems_request names it."""
     import os_resource_classes as orc
+
     return orc.normalize_name("PMEM_NAMESPACE_" + label)
 
 
@@ -211,9 +229,11 @@ def get_cpu_policy_constraint(flavor: Flavor, meta: Mapping) -> str | None:
     flavor_policy, image_policy = _flavor_image("cpu_policy", flavor, meta)
     if flavor_policy and flavor_policy not in fields.CPU_POLICY:
         raise _invalid("CPU policy (flavor extra spec hw:cpu_policy)", flavor_policy, fields.CPU_POLICY)
-    forbidden = RequestError(f"flavor {flavor.name or flavor.id} has hw:cpu_policy={flavor_policy!r} and the image "
-                             f"hw_cpu_policy={image_policy!r}: Nova refuses an image asking for more pinning than "
-                             f"the flavor (ImageCPUPinningForbidden). Fix: remove hw_cpu_policy from the image.")
+    forbidden = RequestError(
+        f"flavor {flavor.name or flavor.id} has hw:cpu_policy={flavor_policy!r} and the image "
+        f"hw_cpu_policy={image_policy!r}: Nova refuses an image asking for more pinning than "
+        f"the flavor (ImageCPUPinningForbidden). Fix: remove hw_cpu_policy from the image."
+    )
     if flavor_policy == "dedicated":
         return flavor_policy
     if flavor_policy == "mixed":
@@ -232,14 +252,17 @@ def get_cpu_thread_policy_constraint(flavor: Flavor, meta: Mapping) -> str | Non
     RequestError when the flavor's is not one Nova accepts or the image's differs from a flavor's require/isolate."""
     flavor_policy, image_policy = _flavor_image("cpu_thread_policy", flavor, meta)
     if flavor_policy and flavor_policy not in fields.CPU_THREAD_POLICY:
-        raise _invalid("CPU thread policy (flavor extra spec hw:cpu_thread_policy)", flavor_policy,
-                       fields.CPU_THREAD_POLICY)
+        raise _invalid(
+            "CPU thread policy (flavor extra spec hw:cpu_thread_policy)", flavor_policy, fields.CPU_THREAD_POLICY
+        )
     if flavor_policy in (None, "prefer"):
         return flavor_policy or image_policy
     if image_policy and image_policy != flavor_policy:
-        raise RequestError(f"flavor {flavor.name or flavor.id} has hw:cpu_thread_policy={flavor_policy!r} and the "
-                           f"image hw_cpu_thread_policy={image_policy!r}: Nova refuses it "
-                           f"(ImageCPUThreadPolicyForbidden). Fix: remove hw_cpu_thread_policy from the image.")
+        raise RequestError(
+            f"flavor {flavor.name or flavor.id} has hw:cpu_thread_policy={flavor_policy!r} and the "
+            f"image hw_cpu_thread_policy={image_policy!r}: Nova refuses it "
+            f"(ImageCPUThreadPolicyForbidden). Fix: remove hw_cpu_thread_policy from the image."
+        )
     return flavor_policy
 
 
@@ -249,8 +272,7 @@ def get_emulator_thread_policy_constraint(flavor: Flavor) -> str | None:
     if not policy:
         return None
     if policy not in fields.EMULATOR_THREADS_POLICY:
-        raise _invalid("emulator threads policy (hw:emulator_threads_policy)", policy,
-                       fields.EMULATOR_THREADS_POLICY)
+        raise _invalid("emulator threads policy (hw:emulator_threads_policy)", policy, fields.EMULATOR_THREADS_POLICY)
     return policy
 
 
@@ -262,8 +284,11 @@ def parse_cpu_spec(spec: str) -> set[int]:
     def bad(kind: str, rule: str) -> RequestError:
         """The RequestError (returned, not raised) for a ``kind`` expression ``rule`` of the mask that does not
         parse."""
-        return RequestError(f"CPU mask {spec!r}: invalid {kind} expression {rule!r}: Nova refuses it (Invalid). "
-                            f"Fix: write CPU numbers, ranges A-B and exclusions ^N separated by commas.")
+        return RequestError(
+            f"CPU mask {spec!r}: invalid {kind} expression {rule!r}: Nova refuses it (Invalid). "
+            f"Fix: write CPU numbers, ranges A-B and exclusions ^N separated by commas."
+        )
+
     for rule in spec.split(","):
         rule = rule.strip()
         if len(rule) < 1:
@@ -306,9 +331,11 @@ def get_dedicated_cpu_constraint(flavor: Flavor) -> set[int] | None:
         pcpus = parse_cpu_spec(mask)
     cpus = set(range(flavor.vcpus))
     if not pcpus or not cpus - pcpus or not pcpus.issubset(cpus):
-        raise RequestError(f"flavor {flavor.name or flavor.id}: hw:cpu_dedicated_mask={mask!r} must name some but "
-                           f"not all of the flavor's {flavor.vcpus} vCPUs (0-{flavor.vcpus - 1}): Nova refuses it "
-                           f"(InvalidMixedInstanceDedicatedMask). Fix: correct the mask.")
+        raise RequestError(
+            f"flavor {flavor.name or flavor.id}: hw:cpu_dedicated_mask={mask!r} must name some but "
+            f"not all of the flavor's {flavor.vcpus} vCPUs (0-{flavor.vcpus - 1}): Nova refuses it "
+            f"(InvalidMixedInstanceDedicatedMask). Fix: correct the mask."
+        )
     return pcpus
 
 
@@ -326,10 +353,12 @@ def get_realtime_cpu_constraint(flavor: Flavor, meta: Mapping) -> set[int] | Non
         rt = parse_cpu_spec(f"0-{flavor.vcpus - 1},{mask}") if mask.strip().startswith("^") else parse_cpu_spec(mask)
     else:
         rt = set(vcpus)
-    bad = RequestError(f"flavor {flavor.name or flavor.id}: the realtime CPU mask (hw:cpu_realtime_mask / "
-                       f"hw_cpu_realtime_mask {mask!r}) must name some of the flavor's vCPUs, and not all of them "
-                       f"without hw:emulator_threads_policy: Nova refuses it (RealtimeMaskNotFoundOrInvalid). "
-                       f"Fix: correct the mask.")
+    bad = RequestError(
+        f"flavor {flavor.name or flavor.id}: the realtime CPU mask (hw:cpu_realtime_mask / "
+        f"hw_cpu_realtime_mask {mask!r}) must name some of the flavor's vCPUs, and not all of them "
+        f"without hw:emulator_threads_policy: Nova refuses it (RealtimeMaskNotFoundOrInvalid). "
+        f"Fix: correct the mask."
+    )
     if not rt:
         raise bad
     if vcpus == rt and not get_emulator_thread_policy_constraint(flavor):

@@ -7,6 +7,7 @@ Frozen dataclasses of plain values. ``from_api`` reads each from what the APIs r
 ``GET /flavors/{id}`` with its extra specs, an image from Glance, a port from Neutron), so a use case passes
 them as it reads them. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -57,12 +58,17 @@ class Flavor:
             where = f"flavor {self.name or self.id}".rstrip() + f": {name}"
             value = _whole(getattr(self, name), where, empty_is_zero=name == "swap")
             if value < 0:
-                raise RequestError(f"{where}: {value} is negative; Nova's flavors have none. Fix: pass the "
-                                   f"flavor as Nova's API shows it.")
+                raise RequestError(
+                    f"{where}: {value} is negative; Nova's flavors have none. Fix: pass the "
+                    f"flavor as Nova's API shows it."
+                )
             object.__setattr__(self, name, value)
         # nova.objects.Flavor.extra_specs is a DictOfStringsField: values become strings
-        object.__setattr__(self, "extra_specs", tuple(
-            (k, v if isinstance(v, str) else str(v)) for k, v in _items(self.extra_specs, "flavor extra_specs")))
+        object.__setattr__(
+            self,
+            "extra_specs",
+            tuple((k, v if isinstance(v, str) else str(v)) for k, v in _items(self.extra_specs, "flavor extra_specs")),
+        )
 
     @property
     def specs(self) -> dict[str, str]:
@@ -88,24 +94,67 @@ class Flavor:
         if not isinstance(flavor, Mapping):
             raise RequestError(f"a flavor must be a mapping (Nova's API flavor), got {flavor!r}.")
         ephemeral = flavor.get("OS-FLV-EXT-DATA:ephemeral", flavor.get("ephemeral"))
-        return cls(vcpus=flavor.get("vcpus") or 0, ram=flavor.get("ram") or 0, disk=flavor.get("disk") or 0,
-                   ephemeral=ephemeral or 0, swap=flavor.get("swap") or 0,
-                   extra_specs=flavor.get("extra_specs") or {}, name=str(flavor.get("name") or ""),
-                   id=str(flavor.get("id") or ""))
+        return cls(
+            vcpus=flavor.get("vcpus") or 0,
+            ram=flavor.get("ram") or 0,
+            disk=flavor.get("disk") or 0,
+            ephemeral=ephemeral or 0,
+            swap=flavor.get("swap") or 0,
+            extra_specs=flavor.get("extra_specs") or {},
+            name=str(flavor.get("name") or ""),
+            id=str(flavor.get("id") or ""),
+        )
 
 
 # Glance's base image attributes (its schema's base properties) and openstacksdk's names for them: every
 # other attribute of an image is one of its properties (nova/image/glance.py _extract_attributes_v2)
-_IMAGE_BASE = frozenset({
-    "id", "name", "status", "visibility", "protected", "checksum", "owner", "size", "virtual_size",
-    "container_format", "disk_format", "created_at", "updated_at", "tags", "direct_url", "locations", "min_ram",
-    "min_disk", "self", "schema", "file", "os_hidden", "os_hash_algo", "os_hash_value", "stores", "properties",
-    "is_protected", "is_hidden", "owner_id", "hash_algo", "hash_value", "location", "url", "store", "metadata",
-})
+_IMAGE_BASE = frozenset(
+    {
+        "id",
+        "name",
+        "status",
+        "visibility",
+        "protected",
+        "checksum",
+        "owner",
+        "size",
+        "virtual_size",
+        "container_format",
+        "disk_format",
+        "created_at",
+        "updated_at",
+        "tags",
+        "direct_url",
+        "locations",
+        "min_ram",
+        "min_disk",
+        "self",
+        "schema",
+        "file",
+        "os_hidden",
+        "os_hash_algo",
+        "os_hash_value",
+        "stores",
+        "properties",
+        "is_protected",
+        "is_hidden",
+        "owner_id",
+        "hash_algo",
+        "hash_value",
+        "location",
+        "url",
+        "store",
+        "metadata",
+    }
+)
 # openstacksdk's Image attributes named otherwise than Glance's properties
-_SDK_IMAGE_NAMES = {"needs_secure_boot": "os_secure_boot", "needs_config_drive": "img_config_drive",
-                    "is_hw_vif_multiqueue_enabled": "hw_vif_multiqueue_enabled",
-                    "is_hw_boot_menu_enabled": "hw_boot_menu", "has_auto_disk_config": "auto_disk_config"}
+_SDK_IMAGE_NAMES = {
+    "needs_secure_boot": "os_secure_boot",
+    "needs_config_drive": "img_config_drive",
+    "is_hw_vif_multiqueue_enabled": "hw_vif_multiqueue_enabled",
+    "is_hw_boot_menu_enabled": "hw_boot_menu",
+    "has_auto_disk_config": "auto_disk_config",
+}
 
 
 @dataclass(frozen=True)
@@ -119,8 +168,13 @@ class Image:
     id: str = ""
 
     def __post_init__(self):
-        object.__setattr__(self, "properties", tuple(
-            (k, v) for k, v in _items(self.properties, f"image {self.name or self.id}: properties") if v is not None))
+        object.__setattr__(
+            self,
+            "properties",
+            tuple(
+                (k, v) for k, v in _items(self.properties, f"image {self.name or self.id}: properties") if v is not None
+            ),
+        )
 
     @property
     def props(self) -> dict[str, object]:
@@ -134,10 +188,15 @@ class Image:
         if not isinstance(image, Mapping):
             raise RequestError(f"an image must be a mapping (Glance's image), got {image!r}.")
         props = dict(_items(image.get("properties"), "image properties"))
-        props.update((_SDK_IMAGE_NAMES.get(k, k), v) for k, v in image.items()
-                     if k not in _IMAGE_BASE and v is not None)
-        return cls(disk_format=image.get("disk_format"), properties=props, name=str(image.get("name") or ""),
-                   id=str(image.get("id") or ""))
+        props.update(
+            (_SDK_IMAGE_NAMES.get(k, k), v) for k, v in image.items() if k not in _IMAGE_BASE and v is not None
+        )
+        return cls(
+            disk_format=image.get("disk_format"),
+            properties=props,
+            name=str(image.get("name") or ""),
+            id=str(image.get("id") or ""),
+        )
 
 
 @dataclass(frozen=True)
@@ -161,8 +220,10 @@ class Port:
         if (self.id is not None and not isinstance(self.id, str)) or (not self.id and needs_id):
             # the extended format names its groups itself (RequestGroup.from_extended_port_request); the legacy
             # one after the port (RequestGroup.from_port_request), as does a routed network's filter
-            raise RequestError(f"a port needs its id (Nova names a legacy resource_request's group after it), got "
-                               f"{self.id!r}. Fix: give the port's id (PORT_ID=FILE, or 'id' in the port's JSON).")
+            raise RequestError(
+                f"a port needs its id (Nova names a legacy resource_request's group after it), got "
+                f"{self.id!r}. Fix: give the port's id (PORT_ID=FILE, or 'id' in the port's JSON)."
+            )
         object.__setattr__(self, "subnet_ids", tuple(self.subnet_ids))
 
     @property
@@ -182,8 +243,13 @@ class Port:
         vnic = port.get("binding:vnic_type") or port.get("binding_vnic_type") or "normal"
         request = PortRequest.from_neutron(port.get("resource_request"), port_id=pid)
         subnets = tuple(ip.get("subnet_id") for ip in port.get("fixed_ips") or () if isinstance(ip, Mapping))
-        return cls(id=pid, vnic_type=vnic, request=request, network_id=port.get("network_id"),
-                   subnet_ids=tuple(s for s in subnets if s))
+        return cls(
+            id=pid,
+            vnic_type=vnic,
+            request=request,
+            network_id=port.get("network_id"),
+            subnet_ids=tuple(s for s in subnets if s),
+        )
 
 
 @dataclass(frozen=True)
@@ -218,9 +284,11 @@ class Server:
         object.__setattr__(self, "scheduler_hints", tuple(sorted(set(hints))))
         object.__setattr__(self, "device_profile_groups", tuple(self.device_profile_groups))
         if self.availability_zone is not None and ":" in self.availability_zone:
-            raise RequestError(f"availability zone {self.availability_zone!r}: the AZ:HOST[:NODE] form forces a "
-                               f"host past the scheduler (Nova's admin-only forced host), so no Placement query "
-                               f"is made. Fix: give the zone alone, and the host as host=/node=.")
+            raise RequestError(
+                f"availability zone {self.availability_zone!r}: the AZ:HOST[:NODE] form forces a "
+                f"host past the scheduler (Nova's admin-only forced host), so no Placement query "
+                f"is made. Fix: give the zone alone, and the host as host=/node=."
+            )
 
 
 @dataclass(frozen=True)
@@ -232,14 +300,18 @@ class Aggregate:
     name: str = ""
 
     def __post_init__(self):
-        object.__setattr__(self, "metadata", tuple(
-            (k, str(v)) for k, v in _items(self.metadata, f"aggregate {self.name or self.uuid}: metadata")))
+        object.__setattr__(
+            self,
+            "metadata",
+            tuple((k, str(v)) for k, v in _items(self.metadata, f"aggregate {self.name or self.uuid}: metadata")),
+        )
 
     @classmethod
     def from_api(cls, aggregate: Mapping) -> Aggregate:
         """From Nova's ``GET /os-aggregates`` entry (``uuid``, ``metadata``, ``name``)."""
-        return cls(uuid=aggregate.get("uuid"), metadata=aggregate.get("metadata") or {},
-                   name=str(aggregate.get("name") or ""))
+        return cls(
+            uuid=aggregate.get("uuid"), metadata=aggregate.get("metadata") or {}, name=str(aggregate.get("name") or "")
+        )
 
 
 @dataclass(frozen=True)
@@ -283,14 +355,18 @@ class CloudFacts:
 
     def __post_init__(self):
         if not isinstance(self.every_compute_reports_owner_nova, bool):
-            raise RequestError("every_compute_reports_owner_nova must be true or false (whether every "
-                               "nova-compute is at service version 73 or later), got "
-                               f"{self.every_compute_reports_owner_nova!r}.")
-        object.__setattr__(self, "aggregates", tuple(
-            a if isinstance(a, Aggregate) else Aggregate.from_api(a) for a in self.aggregates))
+            raise RequestError(
+                "every_compute_reports_owner_nova must be true or false (whether every "
+                "nova-compute is at service version 73 or later), got "
+                f"{self.every_compute_reports_owner_nova!r}."
+            )
+        object.__setattr__(
+            self, "aggregates", tuple(a if isinstance(a, Aggregate) else Aggregate.from_api(a) for a in self.aggregates)
+        )
         object.__setattr__(self, "subnets", tuple(self.subnets))
-        pairs = self.segment_aggregates.items() if isinstance(self.segment_aggregates, Mapping) \
-            else self.segment_aggregates
+        pairs = (
+            self.segment_aggregates.items() if isinstance(self.segment_aggregates, Mapping) else self.segment_aggregates
+        )
         object.__setattr__(self, "segment_aggregates", tuple((str(s), tuple(a)) for s, a in pairs))
         object.__setattr__(self, "compute_nodes", tuple(self.compute_nodes))
 

@@ -26,6 +26,7 @@ Two readings, the closer first:
 Pure: the use case reads the services, compute nodes and roots; tests/unit/nova/test_owner.py checks both
 readings against Nova's own ``_should_filter_by_owner`` on generated clouds in the middle of an upgrade.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -34,9 +35,9 @@ from dataclasses import dataclass
 from minbw.nova import fields
 from minbw.nova.request_filter import MIN_COMPUTE_VERSION_OWNER_TRAIT
 
-SOURCE_NOVA = "nova"            # Nova's services and compute nodes, each node's root in Placement
+SOURCE_NOVA = "nova"  # Nova's services and compute nodes, each node's root in Placement
 SOURCE_PLACEMENT = "placement"  # Placement alone: every COMPUTE_NODE root
-SOURCE_GIVEN = "given"          # the caller said so (--owner-nova yes|no)
+SOURCE_GIVEN = "given"  # the caller said so (--owner-nova yes|no)
 
 
 @dataclass(frozen=True)
@@ -74,14 +75,16 @@ def _hosts(hosts: Iterable[str], most: int = 5) -> str:
     return ", ".join(hosts[:most]) + (f" and {len(hosts) - most} more" if len(hosts) > most else "")
 
 
-def from_nova(services: Iterable[ComputeService], nodes: Iterable[tuple[str, str]],
-              owned: Iterable[str]) -> OwnerNova:
+def from_nova(services: Iterable[ComputeService], nodes: Iterable[tuple[str, str]], owned: Iterable[str]) -> OwnerNova:
     """From Nova's ``nova-compute`` services, their compute nodes (``(service host, compute node uuid)``: the
     hypervisors' ``service.host`` and ``id``) and the root providers that carry ``OWNER_NOVA`` (``owned``: uuids)."""
     counted = sorted({s.host for s in services if not s.forced_down})
     if not counted:
-        return OwnerNova(False, SOURCE_NOVA, "no nova-compute service that is not forced down (Nova's minimum "
-                                             "service version is then 0)")
+        return OwnerNova(
+            False,
+            SOURCE_NOVA,
+            "no nova-compute service that is not forced down (Nova's minimum service version is then 0)",
+        )
     owned = set(owned)
     by_host: dict[str, list[str]] = {}
     for host, uuid in nodes:
@@ -89,13 +92,22 @@ def from_nova(services: Iterable[ComputeService], nodes: Iterable[tuple[str, str
     nodeless = [h for h in counted if not by_host.get(h)]
     older = [h for h in counted if by_host.get(h) and not set(by_host[h]) <= owned]
     if older:
-        return OwnerNova(False, SOURCE_NOVA, f"nova-compute on {_hosts(older)} is older than service version "
-                                             f"{MIN_COMPUTE_VERSION_OWNER_TRAIT} (its compute node's root lacks OWNER_NOVA)")
+        return OwnerNova(
+            False,
+            SOURCE_NOVA,
+            f"nova-compute on {_hosts(older)} is older than service version "
+            f"{MIN_COMPUTE_VERSION_OWNER_TRAIT} (its compute node's root lacks OWNER_NOVA)",
+        )
     if nodeless:
-        return OwnerNova(False, SOURCE_NOVA, f"nova-compute on {_hosts(nodeless)} has no compute node, so its "
-                                             f"service version cannot be read (Nova's API shows none)")
-    return OwnerNova(True, SOURCE_NOVA, f"the compute nodes of all {len(counted)} nova-compute services have "
-                                        f"OWNER_NOVA")
+        return OwnerNova(
+            False,
+            SOURCE_NOVA,
+            f"nova-compute on {_hosts(nodeless)} has no compute node, so its "
+            f"service version cannot be read (Nova's API shows none)",
+        )
+    return OwnerNova(
+        True, SOURCE_NOVA, f"the compute nodes of all {len(counted)} nova-compute services have OWNER_NOVA"
+    )
 
 
 def from_placement(roots: Mapping[str, Iterable[str]]) -> OwnerNova:
@@ -106,6 +118,10 @@ def from_placement(roots: Mapping[str, Iterable[str]]) -> OwnerNova:
         return OwnerNova(False, SOURCE_PLACEMENT, "no root provider in Placement has COMPUTE_NODE")
     older = [n for n, traits in compute.items() if fields.OWNER_NOVA not in traits]
     if older:
-        return OwnerNova(False, SOURCE_PLACEMENT, f"the compute node root(s) {_hosts(older)} lack OWNER_NOVA (a "
-                                                  f"nova-compute older than service version {MIN_COMPUTE_VERSION_OWNER_TRAIT})")
+        return OwnerNova(
+            False,
+            SOURCE_PLACEMENT,
+            f"the compute node root(s) {_hosts(older)} lack OWNER_NOVA (a "
+            f"nova-compute older than service version {MIN_COMPUTE_VERSION_OWNER_TRAIT})",
+        )
     return OwnerNova(True, SOURCE_PLACEMENT, f"all {len(compute)} compute node roots in Placement have OWNER_NOVA")

@@ -7,6 +7,7 @@ excluded), why, and what it added (``root_forbidden COMPUTE_STATUS_DISABLED``, `
 filter that refuses the server raises ``errors.RequestFilterFailed`` (Nova: RequestFilterFailed, then "No
 valid host"). The database and Neutron look-ups Nova makes are answered from ``CloudFacts``. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -19,13 +20,16 @@ from minbw.nova.inputs import CloudFacts, Server
 from minbw.nova.options import SchedulerOptions
 from minbw.nova.resource_request import Spec, all_required_traits
 
-TENANT_METADATA_KEY = "filter_tenant_id"   # request_filter.TENANT_METADATA_KEY
-MIN_COMPUTE_VERSION_OWNER_TRAIT = 73       # request_filter.MIN_COMPUTE_VERSION_OWNER_TRAIT
+TENANT_METADATA_KEY = "filter_tenant_id"  # request_filter.TENANT_METADATA_KEY
+MIN_COMPUTE_VERSION_OWNER_TRAIT = 73  # request_filter.MIN_COMPUTE_VERSION_OWNER_TRAIT
 # transform_image_metadata's prefix_map, in Nova's order
 IMAGE_TRAIT_PREFIXES = (
-    ("hw_cdrom_bus", "COMPUTE_STORAGE_BUS"), ("hw_disk_bus", "COMPUTE_STORAGE_BUS"),
-    ("hw_video_model", "COMPUTE_GRAPHICS_MODEL"), ("hw_vif_model", "COMPUTE_NET_VIF_MODEL"),
-    ("hw_architecture", "HW_ARCH"), ("hw_emulation_architecture", "COMPUTE_ARCH"),
+    ("hw_cdrom_bus", "COMPUTE_STORAGE_BUS"),
+    ("hw_disk_bus", "COMPUTE_STORAGE_BUS"),
+    ("hw_video_model", "COMPUTE_GRAPHICS_MODEL"),
+    ("hw_vif_model", "COMPUTE_NET_VIF_MODEL"),
+    ("hw_architecture", "HW_ARCH"),
+    ("hw_emulation_architecture", "COMPUTE_ARCH"),
     ("hw_viommu_model", "COMPUTE_VIOMMU"),
 )
 
@@ -81,22 +85,34 @@ def require_tenant_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, FilterResu
         return spec, _off(name, "limit_tenants_to_placement_aggregate")
     project = ctx.server.project_id
     if not project:
-        raise RequestError("[scheduler] limit_tenants_to_placement_aggregate is on: Nova looks up the aggregates "
-                           "of the server's project. Fix: give the project (id) the server is created in.")
+        raise RequestError(
+            "[scheduler] limit_tenants_to_placement_aggregate is on: Nova looks up the aggregates "
+            "of the server's project. Fix: give the project (id) the server is created in."
+        )
     # AggregateList.get_by_metadata(value=project): only the metadata rows with that value are loaded
-    uuids = {a.uuid for a in ctx.facts.aggregates
-             if any(k.startswith(TENANT_METADATA_KEY) and v == project for k, v in a.metadata)}
+    uuids = {
+        a.uuid
+        for a in ctx.facts.aggregates
+        if any(k.startswith(TENANT_METADATA_KEY) and v == project for k, v in a.metadata)
+    }
     if uuids:
         spec = _require_aggregates(spec, uuids)
-        return spec, FilterResult(name, True, f"project {project}: the aggregates whose metadata "
-                                              f"{TENANT_METADATA_KEY}* names it",
-                                  (f"member_of in:{','.join(sorted(uuids))}",))
+        return spec, FilterResult(
+            name,
+            True,
+            f"project {project}: the aggregates whose metadata {TENANT_METADATA_KEY}* names it",
+            (f"member_of in:{','.join(sorted(uuids))}",),
+        )
     if ctx.options.placement_aggregate_required_for_tenants:
-        raise RequestFilterFailed(name, "No hosts available for tenant", fix=(
-            f"give project {project} an aggregate (metadata {TENANT_METADATA_KEY}={project}), or set [scheduler] "
-            f"placement_aggregate_required_for_tenants = False."))
-    return spec, FilterResult(name, True, f"project {project} has no aggregate ({TENANT_METADATA_KEY}*): "
-                                          f"any host")
+        raise RequestFilterFailed(
+            name,
+            "No hosts available for tenant",
+            fix=(
+                f"give project {project} an aggregate (metadata {TENANT_METADATA_KEY}={project}), or set [scheduler] "
+                f"placement_aggregate_required_for_tenants = False."
+            ),
+        )
+    return spec, FilterResult(name, True, f"project {project} has no aggregate ({TENANT_METADATA_KEY}*): any host")
 
 
 def map_az_to_placement_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -108,8 +124,11 @@ def map_az_to_placement_aggregate(ctx: Context, spec: Spec) -> tuple[Spec, Filte
     uuids = [a.uuid for a in ctx.facts.aggregates if dict(a.metadata).get("availability_zone") == az]
     if uuids:
         return _require_aggregates(spec, uuids), FilterResult(
-            name, True, f"availability zone {az!r}: the aggregates with availability_zone={az}",
-            (f"member_of in:{','.join(sorted(uuids))}",))
+            name,
+            True,
+            f"availability zone {az!r}: the aggregates with availability_zone={az}",
+            (f"member_of in:{','.join(sorted(uuids))}",),
+        )
     return spec, FilterResult(name, True, f"availability zone {az!r} names no aggregate: any host")
 
 
@@ -124,17 +143,23 @@ def require_image_type_support(ctx: Context, spec: Spec) -> tuple[Spec, FilterRe
     disk_format = ctx.server.image.disk_format or ""
     trait = f"COMPUTE_IMAGE_TYPE_{disk_format.upper()}"
     if trait not in fields.COMPUTED_TRAITS:
-        return spec, FilterResult(name, False, f"disk format {disk_format!r}: {trait} is no trait of os-traits "
-                                               f"(Nova logs an error and adds nothing)")
-    return _root_required(spec, trait), FilterResult(name, True, f"image disk format {disk_format}",
-                                                     (f"root_required {trait}",))
+        return spec, FilterResult(
+            name,
+            False,
+            f"disk format {disk_format!r}: {trait} is no trait of os-traits (Nova logs an error and adds nothing)",
+        )
+    return _root_required(spec, trait), FilterResult(
+        name, True, f"image disk format {disk_format}", (f"root_required {trait}",)
+    )
 
 
 def compute_status_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
     """Always ``root_forbidden COMPUTE_STATUS_DISABLED``: the spec and its FilterResult."""
     trait = fields.COMPUTE_STATUS_DISABLED
-    return (dataclasses.replace(spec, root_forbidden=spec.root_forbidden | {trait}),
-            FilterResult("compute_status_filter", True, "always", (f"root_forbidden {trait}",)))
+    return (
+        dataclasses.replace(spec, root_forbidden=spec.root_forbidden | {trait}),
+        FilterResult("compute_status_filter", True, "always", (f"root_forbidden {trait}",)),
+    )
 
 
 def isolate_aggregates(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -147,12 +172,19 @@ def isolate_aggregates(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
     keys = {f"trait:{t}" for t in all_required_traits(ctx.server)}
     # AggregateList.get_non_matching_by_metadata_keys(keys, 'trait:', value='required'): SQL
     # "key LIKE 'trait:%'" (case-insensitive for ASCII) and "value = 'required'" and "key NOT IN keys"
-    isolated = {a.uuid for a in ctx.facts.aggregates
-                if any(k[:6].lower() == "trait:" and v == "required" and k not in keys for k, v in a.metadata)}
+    isolated = {
+        a.uuid
+        for a in ctx.facts.aggregates
+        if any(k[:6].lower() == "trait:" and v == "required" and k not in keys for k, v in a.metadata)
+    }
     if isolated:
         spec = dataclasses.replace(spec, forbidden_aggregates=spec.forbidden_aggregates | isolated)
-        return spec, FilterResult(name, True, "aggregates requiring (trait:NAME=required) traits the flavor and "
-                                              "image do not require", (f"member_of !in:{','.join(sorted(isolated))}",))
+        return spec, FilterResult(
+            name,
+            True,
+            "aggregates requiring (trait:NAME=required) traits the flavor and image do not require",
+            (f"member_of !in:{','.join(sorted(isolated))}",),
+        )
     return spec, FilterResult(name, True, "no aggregate requires a trait the server does not")
 
 
@@ -169,12 +201,19 @@ def transform_image_metadata(ctx: Context, spec: Spec) -> tuple[Spec, FilterResu
         if key in meta:
             trait = f"{prefix}_{str(meta[key]).replace('-', '_').upper()}"
             if trait not in fields.COMPUTED_TRAITS:
-                return spec, FilterResult(name, False, f"image property {key}={meta[key]}: {trait} is no trait of "
-                                                       f"os-traits (Nova logs an error and adds none of them)")
+                return spec, FilterResult(
+                    name,
+                    False,
+                    f"image property {key}={meta[key]}: {trait} is no trait of "
+                    f"os-traits (Nova logs an error and adds none of them)",
+                )
             traits.append(trait)
     return _root_required(spec, *traits), FilterResult(
-        name, True, "image properties " + (", ".join(k for k, _trait in IMAGE_TRAIT_PREFIXES if k in meta) or "(none)"),
-        tuple(f"root_required {t}" for t in traits))
+        name,
+        True,
+        "image properties " + (", ".join(k for k, _trait in IMAGE_TRAIT_PREFIXES if k in meta) or "(none)"),
+        tuple(f"root_required {t}" for t in traits),
+    )
 
 
 def accelerators_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -184,12 +223,17 @@ def accelerators_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
     profile = ctx.server.flavor.specs.get("accel:device_profile")
     if profile:
         if not ctx.server.device_profile_groups:
-            raise RequestError(f"the flavor's accel:device_profile={profile!r}: Nova adds that Cyborg device "
-                               f"profile's request groups, which minbw does not read. Fix: pass them as the "
-                               f"server's device_profile_groups, or ask about a flavor without a device profile.")
+            raise RequestError(
+                f"the flavor's accel:device_profile={profile!r}: Nova adds that Cyborg device "
+                f"profile's request groups, which minbw does not read. Fix: pass them as the "
+                f"server's device_profile_groups, or ask about a flavor without a device profile."
+            )
         return _root_required(spec, fields.COMPUTE_ACCELERATORS), FilterResult(
-            name, True, f"flavor extra spec accel:device_profile={profile}",
-            (f"root_required {fields.COMPUTE_ACCELERATORS}",))
+            name,
+            True,
+            f"flavor extra spec accel:device_profile={profile}",
+            (f"root_required {fields.COMPUTE_ACCELERATORS}",),
+        )
     return spec, FilterResult(name, True, "no accel:device_profile in the flavor")
 
 
@@ -200,8 +244,11 @@ def packed_virtqueue_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResul
     meta = hardware.image_meta(ctx.server.image)
     if hardware.get_packed_virtqueue_constraint(ctx.server.flavor, meta):
         return _root_required(spec, fields.COMPUTE_NET_VIRTIO_PACKED), FilterResult(
-            name, True, "hw:virtio_packed_ring (flavor) / hw_virtio_packed_ring (image) is true",
-            (f"root_required {fields.COMPUTE_NET_VIRTIO_PACKED}",))
+            name,
+            True,
+            "hw:virtio_packed_ring (flavor) / hw_virtio_packed_ring (image) is true",
+            (f"root_required {fields.COMPUTE_NET_VIRTIO_PACKED}",),
+        )
     return spec, FilterResult(name, True, "no packed virtqueue requested")
 
 
@@ -223,34 +270,51 @@ def routed_networks_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult
         """The segment's aggregates, a tuple. Raises RequestFilterFailed with ``failure`` when it has none."""
         aggs = segment_aggs.get(segment)
         if not aggs:
-            raise RequestFilterFailed(name, failure, fix=(
-                f"make sure segment {segment}'s resource provider is in an aggregate in Placement (Neutron's "
-                f"segments plugin does that for segments with an IPv4 subnet and hosts)."))
+            raise RequestFilterFailed(
+                name,
+                failure,
+                fix=(
+                    f"make sure segment {segment}'s resource provider is in an aggregate in Placement (Neutron's "
+                    f"segments plugin does that for segments with an IPv4 subnet and hosts)."
+                ),
+            )
         return tuple(aggs)
+
     for port in ctx.server.ports:
         if port.subnet_ids:
             subnet = subnets.get(port.subnet_ids[0])
             if subnet is None:
-                raise RequestError(f"port {port.id}: routed_networks_filter is on and the cloud facts do not "
-                                   f"describe its subnet {port.subnet_ids[0]}. Fix: pass the subnets of the "
-                                   f"server's networks (with their segments).")
-            aggs = aggregates_of(subnet.segment_id, f"Aggregates not found for the subnet {subnet.id}") \
-                if subnet.segment_id else ()
+                raise RequestError(
+                    f"port {port.id}: routed_networks_filter is on and the cloud facts do not "
+                    f"describe its subnet {port.subnet_ids[0]}. Fix: pass the subnets of the "
+                    f"server's networks (with their segments)."
+                )
+            aggs = (
+                aggregates_of(subnet.segment_id, f"Aggregates not found for the subnet {subnet.id}")
+                if subnet.segment_id
+                else ()
+            )
         else:
             if not any(s.network_id == port.network_id for s in facts.subnets) and port.network_id:
-                raise RequestError(f"port {port.id}: routed_networks_filter is on and the cloud facts do not "
-                                   f"describe the subnets of its network {port.network_id}. Fix: pass the "
-                                   f"subnets of the server's networks (with their segments).")
+                raise RequestError(
+                    f"port {port.id}: routed_networks_filter is on and the cloud facts do not "
+                    f"describe the subnets of its network {port.network_id}. Fix: pass the "
+                    f"subnets of the server's networks (with their segments)."
+                )
             aggs = ()
-            for s in facts.subnets:   # get_segment_ids_for_network: the network's subnets' segments
+            for s in facts.subnets:  # get_segment_ids_for_network: the network's subnets' segments
                 if s.network_id == port.network_id and s.segment_id is not None:
                     aggs += aggregates_of(s.segment_id, f"Aggregates not found for the network {port.network_id}")
         if aggs:
             spec = _require_aggregates(spec, aggs)
             added.append(f"member_of in:{','.join(sorted(aggs))}")
             routed.append(port.id)
-    return spec, FilterResult(name, True, f"the segments of port(s) {', '.join(routed)} on routed networks" if routed
-                              else "no port on a routed network", tuple(added))
+    return spec, FilterResult(
+        name,
+        True,
+        f"the segments of port(s) {', '.join(routed)} on routed networks" if routed else "no port on a routed network",
+        tuple(added),
+    )
 
 
 def remote_managed_ports_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -259,8 +323,11 @@ def remote_managed_ports_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterR
     ports = [p.id for p in ctx.server.ports if p.vnic_type == fields.VNIC_TYPE_REMOTE_MANAGED]
     if ports:
         return _root_required(spec, fields.COMPUTE_REMOTE_MANAGED_PORTS), FilterResult(
-            name, True, f"port(s) {', '.join(ports)} of vnic type remote-managed",
-            (f"root_required {fields.COMPUTE_REMOTE_MANAGED_PORTS}",))
+            name,
+            True,
+            f"port(s) {', '.join(ports)} of vnic type remote-managed",
+            (f"root_required {fields.COMPUTE_REMOTE_MANAGED_PORTS}",),
+        )
     return spec, FilterResult(name, True, "no remote-managed port")
 
 
@@ -277,8 +344,11 @@ def ephemeral_encryption_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterR
     if fmt:
         traits.append(f"COMPUTE_EPHEMERAL_ENCRYPTION_{fmt.upper()}")
     return _root_required(spec, *traits), FilterResult(
-        name, True, "hw:ephemeral_encryption (flavor) / hw_ephemeral_encryption (image) is true",
-        tuple(f"root_required {t}" for t in traits))
+        name,
+        True,
+        "hw:ephemeral_encryption (flavor) / hw_ephemeral_encryption (image) is true",
+        tuple(f"root_required {t}" for t in traits),
+    )
 
 
 def virtio_sound_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -289,8 +359,11 @@ def virtio_sound_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
     if model != "virtio":
         return spec, FilterResult(name, False, "no virtio sound device requested")
     return _root_required(spec, fields.COMPUTE_SOUND_MODEL_VIRTIO), FilterResult(
-        name, True, "sound model virtio (hw:sound_model / hw_sound_model)",
-        (f"root_required {fields.COMPUTE_SOUND_MODEL_VIRTIO}",))
+        name,
+        True,
+        "sound model virtio (hw:sound_model / hw_sound_model)",
+        (f"root_required {fields.COMPUTE_SOUND_MODEL_VIRTIO}",),
+    )
 
 
 def tpm_secret_security_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -304,10 +377,14 @@ def tpm_secret_security_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterRe
     security = hardware.get_tpm_secret_security_constraint(flavor) or "user"
     trait = fields.TPM_SECRET_SECURITY.get(security)
     if trait is None:
-        raise RequestFilterFailed(name, f"TPM secret security '{security}' is not supported.", fix=(
-            f"set the flavor's hw:tpm_secret_security to one of {', '.join(fields.TPM_SECRET_SECURITY)}."))
-    return _root_required(spec, trait), FilterResult(name, True, f"vTPM with secret security {security}",
-                                                     (f"root_required {trait}",))
+        raise RequestFilterFailed(
+            name,
+            f"TPM secret security '{security}' is not supported.",
+            fix=(f"set the flavor's hw:tpm_secret_security to one of {', '.join(fields.TPM_SECRET_SECURITY)}."),
+        )
+    return _root_required(spec, trait), FilterResult(
+        name, True, f"vTPM with secret security {security}", (f"root_required {trait}",)
+    )
 
 
 def owner_nova_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
@@ -318,11 +395,18 @@ def owner_nova_filter(ctx: Context, spec: Spec) -> tuple[Spec, FilterResult]:
         return spec, FilterResult(name, True, "OWNER_NOVA is already required")
     how = f": {ctx.facts.owner_nova_why}" if ctx.facts.owner_nova_why else ""
     if not ctx.facts.every_compute_reports_owner_nova:
-        return spec, FilterResult(name, False, f"not every nova-compute is at service version "
-                                               f"{MIN_COMPUTE_VERSION_OWNER_TRAIT} or later (reports OWNER_NOVA){how}")
+        return spec, FilterResult(
+            name,
+            False,
+            f"not every nova-compute is at service version "
+            f"{MIN_COMPUTE_VERSION_OWNER_TRAIT} or later (reports OWNER_NOVA){how}",
+        )
     return _root_required(spec, fields.OWNER_NOVA), FilterResult(
-        name, True, f"every nova-compute is at service version {MIN_COMPUTE_VERSION_OWNER_TRAIT} or later{how}",
-        (f"root_required {fields.OWNER_NOVA}",))
+        name,
+        True,
+        f"every nova-compute is at service version {MIN_COMPUTE_VERSION_OWNER_TRAIT} or later{how}",
+        (f"root_required {fields.OWNER_NOVA}",),
+    )
 
 
 # request_filter.ALL_REQUEST_FILTERS, in Nova's order
@@ -344,8 +428,9 @@ ALL_REQUEST_FILTERS: tuple[Filter, ...] = (
 )
 
 
-def process_reqspec(server: Server, options: SchedulerOptions, facts: CloudFacts,
-                    spec: Spec | None = None) -> tuple[Spec, tuple[FilterResult, ...]]:
+def process_reqspec(
+    server: Server, options: SchedulerOptions, facts: CloudFacts, spec: Spec | None = None
+) -> tuple[Spec, tuple[FilterResult, ...]]:
     """request_filter.process_reqspec: every filter in order, over the request spec."""
     ctx, spec, results = Context(server, options, facts), spec or Spec(), []
     for f in ALL_REQUEST_FILTERS:

@@ -10,6 +10,7 @@ stateless firmware); zero amounts stripped; then what the request filters put on
 traits, required and forbidden aggregates), a requested host's ``in_tree``, the limit and the group_policy
 default. Pure: no I/O.
 """
+
 from __future__ import annotations
 
 import re
@@ -56,10 +57,10 @@ class _Group:
 class Assembled:
     """The request before the request-wide parts: Nova's ResourceRequest after ``from_request_spec``."""
 
-    unsuffixed_extra: tuple[tuple[str, int], ...]   # resources the extra specs and translations set
+    unsuffixed_extra: tuple[tuple[str, int], ...]  # resources the extra specs and translations set
     required: tuple[str, ...]
     forbidden: tuple[str, ...]
-    flavor_groups: tuple[RequestGroup, ...]         # every suffix the flavor names, empty ones too
+    flavor_groups: tuple[RequestGroup, ...]  # every suffix the flavor names, empty ones too
     group_policy: str | None
     cpu_pinning_requested: bool
     disk_gb: int
@@ -71,9 +72,11 @@ def _add_resource(group: _Group, rclass: str, amount, notes: list[str], where: s
     """objects.RequestGroup.add_resource: an unknown class or an amount that is not a non-negative
     integer is ignored (Nova logs a warning)."""
     import os_resource_classes as orc
+
     if not (rclass.startswith(orc.CUSTOM_NAMESPACE) or rclass in orc.STANDARDS):
-        notes.append(f"{where}: ignored, as Nova ignores it: {rclass!r} is neither a standard resource class nor "
-                     f"CUSTOM_*")
+        notes.append(
+            f"{where}: ignored, as Nova ignores it: {rclass!r} is neither a standard resource class nor CUSTOM_*"
+        )
         return
     try:
         value = int(amount)
@@ -91,8 +94,9 @@ def _add_trait(group: _Group, name: str, kind, notes: list[str], where: str) -> 
     elif kind == "forbidden":
         group.forbidden.add(name)
     else:
-        notes.append(f"{where}: ignored, as Nova ignores it: a trait extra spec is 'required' or 'forbidden', "
-                     f"not {kind!r}")
+        notes.append(
+            f"{where}: ignored, as Nova ignores it: a trait extra spec is 'required' or 'forbidden', not {kind!r}"
+        )
 
 
 def _port_groups(server: Server, notes: list[str]) -> list[tuple[str, RequestGroup, str]]:
@@ -102,23 +106,28 @@ def _port_groups(server: Server, notes: list[str]) -> list[tuple[str, RequestGro
     out = [(g.id, g, "the device profile") for g in server.device_profile_groups]
     for port in server.ports:
         if port.vnic_type in fields.VNIC_TYPES_ACCELERATOR:
-            raise RequestError(f"{port.label}: vnic type {port.vnic_type} takes its request groups from the "
-                               f"Cyborg device profile of the port, which minbw does not read: the query is not "
-                               f"reproduced. Fix: leave the port out, or use another vnic type.")
+            raise RequestError(
+                f"{port.label}: vnic type {port.vnic_type} takes its request groups from the "
+                f"Cyborg device profile of the port, which minbw does not read: the query is not "
+                f"reproduced. Fix: leave the port out, or use another vnic type."
+            )
         if port.request is None:
             continue
         for g in port.request.groups:
             for any_of in g.required_any:
-                notes.append(f"{port.label}: group {g.id} asks for any of {', '.join(any_of)} (any-traits, "
-                             f"Placement 1.39): minbw's own request, for what minbw schedules and claims itself; "
-                             f"Nova never sees it: a server Nova schedules with this port asks for Neutron's "
-                             f"resource_request (the network's first physnet only)")
+                notes.append(
+                    f"{port.label}: group {g.id} asks for any of {', '.join(any_of)} (any-traits, "
+                    f"Placement 1.39): minbw's own request, for what minbw schedules and claims itself; "
+                    f"Nova never sees it: a server Nova schedules with this port asks for Neutron's "
+                    f"resource_request (the network's first physnet only)"
+                )
             out.append((g.id, g, port.label))
     return out
 
 
 def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
     import os_resource_classes as orc
+
     flavor, notes = server.flavor, []
     meta = hardware.image_meta(server.image)
     groups: dict[str | None, _Group] = {}
@@ -128,13 +137,14 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
         return groups.setdefault(ident, _Group(ident))
 
     policy = None
-    for key, value in flavor.extra_specs:           # _process_extra_specs
+    for key, value in flavor.extra_specs:  # _process_extra_specs
         if key == "group_policy":
             if value in ("none", "isolate"):
                 policy = value
             else:
-                notes.append(f"flavor extra spec group_policy={value!r}: ignored, as Nova ignores it: it is "
-                             f"'none' or 'isolate'")
+                notes.append(
+                    f"flavor extra spec group_policy={value!r}: ignored, as Nova ignores it: it is 'none' or 'isolate'"
+                )
             continue
         m = XS_KEYPAT.match(key)
         if not m:
@@ -147,11 +157,11 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
             _add_trait(group(suffix), name, value, notes, where)
     flavor_suffixes = [s for s in groups if s is not None]
 
-    for trait in meta["traits_required"]:           # _process_image_meta
+    for trait in meta["traits_required"]:  # _process_image_meta
         group(None).required.add(trait)
 
     pinning_requested = False
-    if pinning:                                       # _translate_pinning_policies
+    if pinning:  # _translate_pinning_policies
         cpu_policy = hardware.get_cpu_policy_constraint(flavor, meta)
         thread_policy = hardware.get_cpu_thread_policy_constraint(flavor, meta)
         emulator_policy = hardware.get_emulator_thread_policy_constraint(flavor)
@@ -176,28 +186,36 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
     outside = _port_groups(server, notes)
     for ident, g, whose in outside:
         if not ident:
-            raise RequestError(f"{whose}: a request group without an id: Nova refuses it (ValueError). Fix: pass "
-                               f"the resource_request as Neutron returns it.")
+            raise RequestError(
+                f"{whose}: a request group without an id: Nova refuses it (ValueError). Fix: pass "
+                f"the resource_request as Neutron returns it."
+            )
         if not g.resources and not g.required and not g.forbidden:
-            raise RequestError(f"{whose}: request group {ident} asks for nothing (no resources, no traits): Nova "
-                               f"refuses to add it (ValueError). Fix: pass the resource_request as Neutron returns "
-                               f"it.")
+            raise RequestError(
+                f"{whose}: request group {ident} asks for nothing (no resources, no traits): Nova "
+                f"refuses to add it (ValueError). Fix: pass the resource_request as Neutron returns "
+                f"it."
+            )
         if ident in groups:
-            raise RequestError(f"{whose}: request group {ident} has the suffix of another group of the request "
-                               f"(the flavor's or another port's): Nova refuses it (RequestGroupSuffixConflict). "
-                               f"Fix: rename the flavor's granular group {ident}.")
+            raise RequestError(
+                f"{whose}: request group {ident} has the suffix of another group of the request "
+                f"(the flavor's or another port's): Nova refuses it (RequestGroupSuffixConflict). "
+                f"Fix: rename the flavor's granular group {ident}."
+            )
         groups[ident] = _Group(ident, dict(g.resources), set(g.required), set(g.forbidden))
 
-    swap_gb = -(-flavor.swap // 1024)                 # compute_utils.convert_mb_to_ceil_gb
+    swap_gb = -(-flavor.swap // 1024)  # compute_utils.convert_mb_to_ceil_gb
     disk = flavor.ephemeral + swap_gb + (0 if server.boot_from_volume else flavor.disk)
 
     if hardware.mem_encryption_requested(flavor, meta):
-        raise RequestError("the flavor (hw:mem_encryption) or image (hw_mem_encryption) asks for memory "
-                           "encryption: Nova then adds MEM_ENCRYPTION_CONTEXT and a CPU model trait checked against "
-                           "the machine type and firmware, which minbw does not reproduce. Fix: leave memory "
-                           "encryption out of the flavor and image asked about.")
+        raise RequestError(
+            "the flavor (hw:mem_encryption) or image (hw_mem_encryption) asks for memory "
+            "encryption: Nova then adds MEM_ENCRYPTION_CONTEXT and a CPU model trait checked against "
+            "the machine type and firmware, which minbw does not reproduce. Fix: leave memory "
+            "encryption out of the flavor and image asked about."
+        )
     amounts: dict[str, int] = {}
-    for label in hardware.get_vpmems(flavor):        # _translate_vpmems_request
+    for label in hardware.get_vpmems(flavor):  # _translate_vpmems_request
         rc = hardware.pmem_resource_class(label)
         amounts[rc] = amounts.get(rc, 0) + 1
     for rc, amount in amounts.items():
@@ -205,30 +223,42 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
     vtpm = hardware.get_vtpm_constraint(flavor, meta)
     if vtpm:
         version, model = vtpm
-        group(None).required.add(fields.COMPUTE_SECURITY_TPM_CRB if model == "tpm-crb"
-                                 else fields.COMPUTE_SECURITY_TPM_TIS)
-        group(None).required.add(fields.COMPUTE_SECURITY_TPM_2_0 if version == "2.0"
-                                 else fields.COMPUTE_SECURITY_TPM_1_2)
+        group(None).required.add(
+            fields.COMPUTE_SECURITY_TPM_CRB if model == "tpm-crb" else fields.COMPUTE_SECURITY_TPM_TIS
+        )
+        group(None).required.add(
+            fields.COMPUTE_SECURITY_TPM_2_0 if version == "2.0" else fields.COMPUTE_SECURITY_TPM_1_2
+        )
     if hardware.get_pci_numa_policy_constraint(flavor, meta) == "socket":
         group(None).required.add(fields.COMPUTE_SOCKET_PCI_NUMA_AFFINITY)
     if hardware.get_secure_boot_constraint(flavor, meta) == "required":
         group(None).required.add(fields.COMPUTE_SECURITY_UEFI_SECURE_BOOT)
     mode = hardware.get_maxphysaddr_mode(flavor, meta)
     if mode:
-        group(None).required.add(fields.COMPUTE_ADDRESS_SPACE_PASSTHROUGH if mode == "passthrough"
-                                 else fields.COMPUTE_ADDRESS_SPACE_EMULATED)
+        group(None).required.add(
+            fields.COMPUTE_ADDRESS_SPACE_PASSTHROUGH if mode == "passthrough" else fields.COMPUTE_ADDRESS_SPACE_EMULATED
+        )
     if hardware.get_stateless_firmware_constraint(meta):
         group(None).required.add(fields.COMPUTE_SECURITY_STATELESS_FIRMWARE)
 
     unsuffixed = groups.get(None, _Group(None))
     required = frozenset(t for g in groups.values() for t in g.required)
     return Assembled(
-        unsuffixed_extra=tuple(unsuffixed.resources.items()), required=tuple(unsuffixed.required),
+        unsuffixed_extra=tuple(unsuffixed.resources.items()),
+        required=tuple(unsuffixed.required),
         forbidden=tuple(unsuffixed.forbidden),
-        flavor_groups=tuple(RequestGroup(s, groups[s].resources, tuple(sorted(groups[s].required)),
-                                         forbidden=tuple(groups[s].forbidden)) for s in flavor_suffixes),
-        group_policy=policy, cpu_pinning_requested=pinning_requested, disk_gb=disk, notes=tuple(notes),
-        all_required_traits=required)
+        flavor_groups=tuple(
+            RequestGroup(
+                s, groups[s].resources, tuple(sorted(groups[s].required)), forbidden=tuple(groups[s].forbidden)
+            )
+            for s in flavor_suffixes
+        ),
+        group_policy=policy,
+        cpu_pinning_requested=pinning_requested,
+        disk_gb=disk,
+        notes=tuple(notes),
+        all_required_traits=required,
+    )
 
 
 def all_required_traits(server: Server) -> frozenset[str]:
@@ -241,25 +271,33 @@ def pinning_requested(server: Server) -> bool:
     return _assemble(server, Spec(), pinning=True).cpu_pinning_requested
 
 
-def server_request(server: Server, spec: Spec, options: SchedulerOptions, facts: CloudFacts, *,
-                   pinning: bool = True) -> tuple[ServerRequest, tuple[str, ...]]:
+def server_request(
+    server: Server, spec: Spec, options: SchedulerOptions, facts: CloudFacts, *, pinning: bool = True
+) -> tuple[ServerRequest, tuple[str, ...]]:
     """Nova's ResourceRequest (``resources_from_request_spec(..., enable_pinning_translate=pinning)``) as a
     ServerRequest, and notes on what Nova ignored."""
     if options.pci_in_placement and server.flavor.specs.get("pci_passthrough:alias"):
-        raise RequestError("the flavor has pci_passthrough:alias and [filter_scheduler] pci_in_placement is on: "
-                           "Nova then adds request groups from [pci] alias, which minbw does not read: the query is "
-                           "not reproduced. Fix: ask about a flavor without PCI aliases.")
+        raise RequestError(
+            "the flavor has pci_passthrough:alias and [filter_scheduler] pci_in_placement is on: "
+            "Nova then adds request groups from [pci] alias, which minbw does not read: the query is "
+            "not reproduced. Fix: ask about a flavor without PCI aliases."
+        )
     a = _assemble(server, spec, pinning)
     in_tree, limit = None, options.max_placement_results
     if server.host or server.node:
-        nodes = [n for n in facts.compute_nodes
-                 if (not server.host or n.host == server.host) and (not server.node or n.node == server.node)]
+        nodes = [
+            n
+            for n in facts.compute_nodes
+            if (not server.host or n.host == server.host) and (not server.node or n.node == server.node)
+        ]
         if server.node:
             nodes = nodes[:1]  # ComputeNode.get_by_host_and_nodename / get_by_nodename: one node
         if not nodes:
-            raise NoValidHost(f"No valid host: No such host - host: {server.host} node: {server.node} (Nova's "
-                              f"resources_from_request_spec finds no compute node for the requested destination). "
-                              f"Fix: request a host or hypervisor hostname that exists.")
+            raise NoValidHost(
+                f"No valid host: No such host - host: {server.host} node: {server.node} (Nova's "
+                f"resources_from_request_spec finds no compute node for the requested destination). "
+                f"Fix: request a host or hypervisor hostname that exists."
+            )
         if len(nodes) == 1:
             in_tree = nodes[0].uuid
         else:
@@ -268,9 +306,21 @@ def server_request(server: Server, spec: Spec, options: SchedulerOptions, facts:
         limit = None
     ports = tuple(p.request for p in server.ports if p.request is not None)
     req = ServerRequest(
-        vcpus=server.flavor.vcpus, memory_mb=server.flavor.ram, disk_gb=a.disk_gb, extra_resources=a.unsuffixed_extra,
-        required=a.required, forbidden=a.forbidden, ports=ports, group_policy=a.group_policy,
-        root_required=tuple(spec.root_required), root_forbidden=tuple(spec.root_forbidden),
-        member_of=spec.aggregates, forbidden_member_of=tuple(spec.forbidden_aggregates), in_tree=in_tree,
-        limit=limit, flavor_groups=a.flavor_groups, device_groups=server.device_profile_groups)
+        vcpus=server.flavor.vcpus,
+        memory_mb=server.flavor.ram,
+        disk_gb=a.disk_gb,
+        extra_resources=a.unsuffixed_extra,
+        required=a.required,
+        forbidden=a.forbidden,
+        ports=ports,
+        group_policy=a.group_policy,
+        root_required=tuple(spec.root_required),
+        root_forbidden=tuple(spec.root_forbidden),
+        member_of=spec.aggregates,
+        forbidden_member_of=tuple(spec.forbidden_aggregates),
+        in_tree=in_tree,
+        limit=limit,
+        flavor_groups=a.flavor_groups,
+        device_groups=server.device_profile_groups,
+    )
     return req, a.notes

@@ -15,6 +15,7 @@ A use case builds the server from what the APIs return::
     nq = query(server, SchedulerOptions.parse(["scheduler.image_metadata_prefilter=true"]), facts)
     params, microversion = build_query(nq.request, api.max_version())
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,9 +58,14 @@ class NovaQuery:
     def to_dict(self) -> dict:
         """The query as a JSON-ready dict: every filter's dict, the applied ones as lines, notes, microversion, limit
         and whether there is a fallback query."""
-        return {"filters": [f.to_dict() for f in self.filters], "applied": [str(f) for f in self.applied],
-                "notes": list(self.notes), "microversion": self.microversion,
-                "limit": self.request.limit, "fallback": self.fallback is not None}
+        return {
+            "filters": [f.to_dict() for f in self.filters],
+            "applied": [str(f) for f in self.applied],
+            "notes": list(self.notes),
+            "microversion": self.microversion,
+            "limit": self.request.limit,
+            "fallback": self.fallback is not None,
+        }
 
 
 def _refused_by_placement(req: ServerRequest) -> str:
@@ -68,22 +74,28 @@ def _refused_by_placement(req: ServerRequest) -> str:
     groups = req.request_groups()
     for g in groups:
         if g.id and not g.resources:
-            return (f"request group {g.id} asks for no resources (every amount is 0): Nova sends "
-                    f"resources{g.id}= (empty), which Placement refuses (400: Badly formed resources parameter). "
-                    f"Fix: give the group a non-zero amount (for a port: a non-zero minimum in its QoS rule), or "
-                    f"drop it")
+            return (
+                f"request group {g.id} asks for no resources (every amount is 0): Nova sends "
+                f"resources{g.id}= (empty), which Placement refuses (400: Badly formed resources parameter). "
+                f"Fix: give the group a non-zero amount (for a port: a non-zero minimum in its QoS rule), or "
+                f"drop it"
+            )
     has_unsuffixed = any(not g.id for g in groups)
     if not has_unsuffixed and (req.member_of or req.forbidden_member_of or req.in_tree):
-        return ("the flavor asks for no unsuffixed resources, but Nova puts the aggregates and in_tree of its "
-                "request filters on the unsuffixed group: it sends resources= (empty), which Placement refuses "
-                "(400). Fix: give the flavor resources (vcpus, ram, disk or resources:CLASS)")
+        return (
+            "the flavor asks for no unsuffixed resources, but Nova puts the aggregates and in_tree of its "
+            "request filters on the unsuffixed group: it sends resources= (empty), which Placement refuses "
+            "(400). Fix: give the flavor resources (vcpus, ram, disk or resources:CLASS)"
+        )
     ids = {g.id for g in groups}
     for subtree in req.same_subtree():
         missing = sorted(set(subtree) - ids)
         if missing:
-            return (f"same_subtree names request group(s) {', '.join(missing)}, which ask for nothing once zero "
-                    f"amounts are stripped: Placement refuses the query (400). Fix: pass the port's "
-                    f"resource_request as Neutron returns it")
+            return (
+                f"same_subtree names request group(s) {', '.join(missing)}, which ask for nothing once zero "
+                f"amounts are stripped: Placement refuses the query (400). Fix: pass the port's "
+                f"resource_request as Neutron returns it"
+            )
     return ""
 
 
@@ -95,8 +107,9 @@ def _checked(req: ServerRequest) -> ServerRequest:
     try:
         build_query(req, mv.format(mv.ANY_TRAITS) if any_traits else MICROVERSION)
     except MinbwError as e:
-        raise RequestError(f"Nova 34 cannot schedule this server: the query it sends is refused by Placement: "
-                           f"{e}") from None
+        raise RequestError(
+            f"Nova 34 cannot schedule this server: the query it sends is refused by Placement: {e}"
+        ) from None
     return req
 
 

@@ -17,6 +17,7 @@ def write_failures() -> tuple[type[BaseException], ...]:
     it is called, not when this package is (python/README.md: lazy imports)."""
     from keystoneauth1 import exceptions as ksa_exceptions
     from openstack import exceptions as sdk_exceptions
+
     return (MinbwError, sdk_exceptions.SDKException, ksa_exceptions.ClientException)
 
 
@@ -26,6 +27,7 @@ def outcome_unknown(e: BaseException) -> bool:
     or one of our refusals, means it was not."""
     from keystoneauth1 import exceptions as ksa_exceptions
     from openstack import exceptions as sdk_exceptions
+
     if isinstance(e, MinbwError):
         return bool(getattr(e, "maybe_applied", False))
     if isinstance(e, sdk_exceptions.HttpException):
@@ -33,8 +35,12 @@ def outcome_unknown(e: BaseException) -> bool:
     return isinstance(e, ksa_exceptions.ClientException)
 
 
-def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
-                   then: str = "running the same desired state again applies the rest") -> list[_Op]:
+def apply_in_order(
+    ops: Sequence[_Op],
+    run: Callable[[_Op], object],
+    *,
+    then: str = "running the same desired state again applies the rest",
+) -> list[_Op]:
     """Run ``run(op)`` for each op in order; return the ops run. A failure before any write is raised as
     it is; after some writes it is a PartialApply naming them and the ops not made, the failed one first
     (``then`` says how to resume). ``run`` returning ``False`` stops early (e.g. the object is gone) after
@@ -46,7 +52,8 @@ def apply_in_order(ops: Sequence[_Op], run: Callable[[_Op], object], *,
         except write_failures() as e:
             if not done:
                 raise  # nothing was written: the error as it is
-            raise PartialApply(e, done, len(ops), then=then, pending=list(ops[len(done):])) from e
+            written = len(done)
+            raise PartialApply(e, done, len(ops), then=then, pending=list(ops[written:])) from e
         done.append(op)
         if more is False:
             break

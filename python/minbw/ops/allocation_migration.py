@@ -16,6 +16,7 @@ afterwards undoes it in one POST (the consumer gets its source allocations back 
 at both generations) and the move is tried again after a jittered back-off, bounded; then
 :class:`minbw.errors.OvercommitUndone`.
 """
+
 from __future__ import annotations
 
 import random
@@ -33,8 +34,17 @@ from minbw.plan import base
 from minbw.reports.verify import capacities_from_summaries
 from minbw.readers.diagnose import diagnose
 from minbw.plan.allocation_migration import (
-    ConsumerState, MovePlan, check_uuid, check_uuids, move_op, plan_confirm, plan_move, plan_revert, resolve_host,
-    target_request)
+    ConsumerState,
+    MovePlan,
+    check_uuid,
+    check_uuids,
+    move_op,
+    plan_confirm,
+    plan_move,
+    plan_revert,
+    resolve_host,
+    target_request,
+)
 
 
 @dataclass(frozen=True)
@@ -43,16 +53,16 @@ class MoveResult:
     Placement accepted (None: nothing was written: no change, or check mode); ``plan`` is the plan
     that was applied (check mode: the one the real run applies first)."""
 
-    action: str                      # move | confirm | revert
+    action: str  # move | confirm | revert
     changed: bool
     migration: str
     plan: base.Plan
     consumer: str | None = None
-    claim: Claim | None = None       # move: the consumer on the target; revert: back on the source
+    claim: Claim | None = None  # move: the consumer on the target; revert: back on the source
     written: Mapping[str, Mapping] | None = None
     attempts: tuple[dict, ...] = ()
     check: bool = False
-    reason: str | None = None        # unchanged because the move was already made: why, and the sentence
+    reason: str | None = None  # unchanged because the move was already made: why, and the sentence
     message: str | None = None
 
     @property
@@ -67,13 +77,21 @@ class MoveResult:
     def to_dict(self) -> dict:
         """The result as JSON values: the action, changed, check, the consumer and migration, the claim, the binding
         profiles, the body written, the attempts, the plan with its before and after (reason and msg when unchanged)."""
-        return {"action": self.action, "changed": self.changed, "check": self.check, "consumer": self.consumer,
-                "migration": self.migration, "claim": self.claim.to_dict() if self.claim else None,
-                "binding_profiles": self.binding_profiles,
-                "written": {c: dict(b) for c, b in self.written.items()} if self.written else None,
-                "attempts": list(self.attempts), "plan": self.plan.to_dict(),
-                "before": self.plan.before, "after": self.plan.after,
-                **({"reason": self.reason, "msg": self.message} if self.reason else {})}
+        return {
+            "action": self.action,
+            "changed": self.changed,
+            "check": self.check,
+            "consumer": self.consumer,
+            "migration": self.migration,
+            "claim": self.claim.to_dict() if self.claim else None,
+            "binding_profiles": self.binding_profiles,
+            "written": {c: dict(b) for c, b in self.written.items()} if self.written else None,
+            "attempts": list(self.attempts),
+            "plan": self.plan.to_dict(),
+            "before": self.plan.before,
+            "after": self.plan.after,
+            **({"reason": self.reason, "msg": self.message} if self.reason else {}),
+        }
 
 
 def _read(api: Placement, consumer: str) -> ConsumerState:
@@ -81,7 +99,7 @@ def _read(api: Placement, consumer: str) -> ConsumerState:
 
 
 def _backoff(attempt: int) -> float:
-    return random.uniform(0, 0.02 * (2 ** attempt))
+    return random.uniform(0, 0.02 * (2**attempt))
 
 
 def _providers(api: Placement) -> dict:
@@ -92,15 +110,27 @@ def _providers(api: Placement) -> dict:
 def _conflict(api: Placement, used: list[ConsumerState], what: str, tries: int) -> ConsumerConflict:
     """Name the consumer(s) whose generation moved since our last read."""
     roles = ("consumer", "migration") if len(used) == 2 else ("migration",)
-    moved = [f"{role} {s.uuid}" for role, s in zip(roles, used)
-             if api.get_allocations(s.uuid).get("consumer_generation") != s.generation]
+    moved = [
+        f"{role} {s.uuid}"
+        for role, s in zip(roles, used)
+        if api.get_allocations(s.uuid).get("consumer_generation") != s.generation
+    ]
     who = " and ".join(moved or [f"{role} {s.uuid}" for role, s in zip(roles, used)])
-    return ConsumerConflict(f"{who} kept changing while {what}: {tries} consumer generation conflicts in a "
-                            f"row, nothing was written. Run it again once the other writer is done.")
+    return ConsumerConflict(
+        f"{who} kept changing while {what}: {tries} consumer generation conflicts in a "
+        f"row, nothing was written. Run it again once the other writer is done."
+    )
 
 
-def _claim_on(api: Placement, consumer: str, allocations: Mapping[str, Mapping], req: ServerRequest,
-              host: str, host_name: str | None, attempts: tuple = ()) -> Claim:
+def _claim_on(
+    api: Placement,
+    consumer: str,
+    allocations: Mapping[str, Mapping],
+    req: ServerRequest,
+    host: str,
+    host_name: str | None,
+    attempts: tuple = (),
+) -> Claim:
     """The claim ``allocations`` make for ``req`` on ``host``; raises MappingError when they do not
     satisfy ``req`` in exactly one way."""
     return claims.mapped_claim(api, consumer, allocations, req, host=host, host_name=host_name, attempts=attempts)
@@ -111,22 +141,37 @@ def on_target(diagnosis: list[dict], name: str) -> list[str]:
     problems, a group that fits alone elsewhere only, or every group fitting alone there but not together."""
     groups = [e for e in diagnosis if e.get("group") != "*" and e.get("fits_alone") is not None]
     out = [f"{e['label']}: {'; '.join(e['problems'])}" for e in groups if not e["fits_alone"]]
-    out += [f"{e['label']} fits alone on {', '.join(e['hosts'])}, not on {name}" for e in groups
-            if e["fits_alone"] and name not in e["hosts"]]
+    out += [
+        f"{e['label']} fits alone on {', '.join(e['hosts'])}, not on {name}"
+        for e in groups
+        if e["fits_alone"] and name not in e["hosts"]
+    ]
     if groups and not out:
-        out.append(f"every group fits alone on {name} but not all together: more than its providers have free at "
-                   f"once, or group_policy / same_subtree rule the combination out")
+        out.append(
+            f"every group fits alone on {name} but not all together: more than its providers have free at "
+            f"once, or group_policy / same_subtree rule the combination out"
+        )
     return out
 
 
-def _no_valid_host(api: Placement, req: ServerRequest, plan: MovePlan, name: str, attempts: list[dict],
-                   diagnose_on_failure: bool, why: str = "") -> NoValidHost:
+def _no_valid_host(
+    api: Placement,
+    req: ServerRequest,
+    plan: MovePlan,
+    name: str,
+    attempts: list[dict],
+    diagnose_on_failure: bool,
+    why: str = "",
+) -> NoValidHost:
     """NoValidHost with the per-group diagnosis of claims' no_valid_host, its summary told for the target
     (the whole cloud's view would name hosts the move is not going to)."""
     where = f"target host {name} ({plan.target})"
     if not why:
-        why = (f"{where} has no allocation candidate for this request" if not plan.attempts else
-               f"no candidate on {where} has a single group-to-provider mapping")
+        why = (
+            f"{where} has no allocation candidate for this request"
+            if not plan.attempts
+            else f"no candidate on {where} has a single group-to-provider mapping"
+        )
     diagnosis = diagnose(api, req) if diagnose_on_failure else []
     text = f"No valid host: {why}."
     if diagnosis:
@@ -134,9 +179,19 @@ def _no_valid_host(api: Placement, req: ServerRequest, plan: MovePlan, name: str
     return NoValidHost(text, diagnosis, attempts)
 
 
-def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, migration: str | None = None, *,
-         retries: int = 4, check: bool = False, candidates: CandidateSet | None = None,
-         diagnose_on_failure: bool = True, sleep: Callable[[float], None] = time.sleep) -> MoveResult:
+def move(
+    api: Placement,
+    consumer: str,
+    req: ServerRequest,
+    target_host: str,
+    migration: str | None = None,
+    *,
+    retries: int = 4,
+    check: bool = False,
+    candidates: CandidateSet | None = None,
+    diagnose_on_failure: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MoveResult:
     """Move ``consumer``'s allocations to ``target_host`` (a compute node's name or root provider UUID)
     in one ``POST /allocations``; its source allocations go to ``migration`` (a new UUID when None, given
     back in the result) until :func:`confirm` or :func:`revert`. ``check``: the plan, nothing written."""
@@ -156,15 +211,36 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
         cur, mig = _read(api, consumer), _read(api, migration)
         plan = plan_move(cur, mig, treq, cands, target, providers)
         if plan.done:
-            return MoveResult("move", False, migration, plan, consumer, check=check,
-                              claim=_claim_on(api, consumer, cur.allocations, req, target, name))
+            return MoveResult(
+                "move",
+                False,
+                migration,
+                plan,
+                consumer,
+                check=check,
+                claim=_claim_on(api, consumer, cur.allocations, req, target, name),
+            )
         if plan.no_candidate:
             raise _no_valid_host(api, req, plan, name, [a.skipped() for a in plan.attempts], diagnose_on_failure)
         if check:
             op = plan.ops[0]
-            return MoveResult("move", True, migration, plan, consumer, check=True, claim=Claim(
-                consumer, target, name, op.allocations, op.mapping, op.binding_profiles,
-                mapping_source=op.mapping_source))
+            return MoveResult(
+                "move",
+                True,
+                migration,
+                plan,
+                consumer,
+                check=True,
+                claim=Claim(
+                    consumer,
+                    target,
+                    name,
+                    op.allocations,
+                    op.mapping,
+                    op.binding_profiles,
+                    mapping_source=op.mapping_source,
+                ),
+            )
         for i in range(start, len(plan.attempts)):
             attempt = plan.attempts[i]
             if not attempt.usable:
@@ -191,29 +267,69 @@ def move(api: Placement, consumer: str, req: ServerRequest, target_host: str, mi
                 verify.undo_post(api, op.body, {cur.uuid: cur.allocations, mig.uuid: mig.allocations})
                 log.append({"host": target, "outcome": claims.UNDONE, "excess": [e.to_dict() for e in excess]})
                 if overcommits == retries:
-                    raise claims.overcommit_error(_no_valid_host(
-                        api, req, plan, name, log, diagnose_on_failure,
-                        why=f"every move onto target host {name} ({target}) was accepted by Placement over "
+                    raise claims.overcommit_error(
+                        _no_valid_host(
+                            api,
+                            req,
+                            plan,
+                            name,
+                            log,
+                            diagnose_on_failure,
+                            why=f"every move onto target host {name} ({target}) was accepted by Placement over "
                             f"capacity ({overcommits + 1} times: its server-side retry under concurrent claims, "
                             f"docs/placement-overcommit.md) and undone by minbw; the consumer is back on its "
-                            f"source"))
+                            f"source",
+                        )
+                    )
                 overcommits += 1
                 sleep(api.retry.pause(overcommits, overcommit=True))
                 start = i
                 break  # read both consumers again and plan again
             log.append({"host": target, "outcome": "moved"})
-            return MoveResult("move", True, migration, plan, consumer, written=op.body, attempts=tuple(log),
-                              claim=Claim(consumer, target, name, op.allocations, op.mapping, op.binding_profiles,
-                                          attempts=tuple(log), mapping_source=op.mapping_source))
+            return MoveResult(
+                "move",
+                True,
+                migration,
+                plan,
+                consumer,
+                written=op.body,
+                attempts=tuple(log),
+                claim=Claim(
+                    consumer,
+                    target,
+                    name,
+                    op.allocations,
+                    op.mapping,
+                    op.binding_profiles,
+                    attempts=tuple(log),
+                    mapping_source=op.mapping_source,
+                ),
+            )
         else:
-            raise claims.overcommit_error(_no_valid_host(
-                api, req, plan, name, log, diagnose_on_failure,
-                why=f"every candidate on target host {name} ({target}) was taken by others before we could move "
-                    f"onto it ({len(log)} attempts)" + claims.undone_note(log)))
+            raise claims.overcommit_error(
+                _no_valid_host(
+                    api,
+                    req,
+                    plan,
+                    name,
+                    log,
+                    diagnose_on_failure,
+                    why=f"every candidate on target host {name} ({target}) was taken by others before we could move "
+                    f"onto it ({len(log)} attempts)" + claims.undone_note(log),
+                )
+            )
 
 
-def _settle(api: Placement, consumers: tuple[str, ...], make_plan: Callable[..., base.Plan], what: str, *,
-            retries: int, check: bool, sleep) -> tuple[base.Plan, Mapping | None, list[ConsumerState]]:
+def _settle(
+    api: Placement,
+    consumers: tuple[str, ...],
+    make_plan: Callable[..., base.Plan],
+    what: str,
+    *,
+    retries: int,
+    check: bool,
+    sleep,
+) -> tuple[base.Plan, Mapping | None, list[ConsumerState]]:
     """Read, plan and POST until Placement takes it or there is nothing to do (confirm, revert)."""
     for attempt in range(retries + 1):
         states = [_read(api, c) for c in consumers]
@@ -231,30 +347,59 @@ def _settle(api: Placement, consumers: tuple[str, ...], make_plan: Callable[...,
     raise AssertionError("unreachable")
 
 
-def confirm(api: Placement, migration: str, *, retries: int = 4, check: bool = False,
-            sleep: Callable[[float], None] = time.sleep) -> MoveResult:
+def confirm(
+    api: Placement,
+    migration: str,
+    *,
+    retries: int = 4,
+    check: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MoveResult:
     """Confirm a move: the migration record's allocations (the source) are released. Nothing to do
     when it holds none (confirmed or reverted already)."""
     check_uuid("migration", migration)
     providers = _providers(api)
-    plan, written, _states = _settle(api, (migration,), lambda mig: plan_confirm(mig, providers),
-                                     "confirming the move", retries=retries, check=check, sleep=sleep)
+    plan, written, _states = _settle(
+        api,
+        (migration,),
+        lambda mig: plan_confirm(mig, providers),
+        "confirming the move",
+        retries=retries,
+        check=check,
+        sleep=sleep,
+    )
     return MoveResult("confirm", plan.changed, migration, plan, written=written, check=check)
 
 
-def revert(api: Placement, consumer: str, migration: str, req: ServerRequest | None = None, *,
-           retries: int = 4, check: bool = False, sleep: Callable[[float], None] = time.sleep) -> MoveResult:
+def revert(
+    api: Placement,
+    consumer: str,
+    migration: str,
+    req: ServerRequest | None = None,
+    *,
+    retries: int = 4,
+    check: bool = False,
+    sleep: Callable[[float], None] = time.sleep,
+) -> MoveResult:
     """Revert a move: ``consumer`` gets back what ``migration`` holds (its source allocations) and the
     migration record is emptied, in one POST (the target is released). With ``req``, the result's claim
     maps the source again (the ports' old ``binding:profile.allocation``). Nothing to do when the
     migration holds nothing."""
     check_uuids(consumer, migration)
     providers = _providers(api)
-    plan, written, _states = _settle(api, (consumer, migration), lambda cur, mig: plan_revert(cur, mig, providers),
-                                     "reverting the move", retries=retries, check=check, sleep=sleep)
+    plan, written, _states = _settle(
+        api,
+        (consumer, migration),
+        lambda cur, mig: plan_revert(cur, mig, providers),
+        "reverting the move",
+        retries=retries,
+        check=check,
+        sleep=sleep,
+    )
     claim = None
     if plan.ops and req is not None:
         op = plan.ops[0]
-        claim = _claim_on(api, consumer, op.allocations, req, op.source,
-                          providers[op.source].name if op.source in providers else None)
+        claim = _claim_on(
+            api, consumer, op.allocations, req, op.source, providers[op.source].name if op.source in providers else None
+        )
     return MoveResult("revert", plan.changed, migration, plan, consumer, claim=claim, written=written, check=check)

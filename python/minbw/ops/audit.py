@@ -1,6 +1,7 @@
 """``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the bandwidth providers'
-inventories and allocations, and the compute roots that are full or over), judge with :func:`minbw.plan.audit.audit`, and apply
-the fixes when asked."""
+inventories and allocations, and the compute roots that are full or over), judge with
+:func:`minbw.plan.audit.audit`, and apply the fixes when asked."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -39,8 +40,9 @@ def read_placement(api: Placement | Reader, progress=None) -> PlacementView:
     reader = api if isinstance(api, Reader) else Reader(api, progress=progress)
     seen = read_bandwidth(reader, allocations=True)
     roots = roots_over_capacity(reader, seen.providers.values(), skip=set(seen.details) | set(seen.allocations))
-    over = sorted(u for u, d in roots.items()
-                  if any(s.used > s.capacity for s in stocks_of(u, d.inventories, d.usages).values()))
+    over = sorted(
+        u for u, d in roots.items() if any(s.used > s.capacity for s in stocks_of(u, d.inventories, d.usages).values())
+    )
     allocations = {**seen.allocations, **reader.allocations(over)}
     inventories = {u: d.inventories for u, d in seen.details.items() if d.inventories}
     inventories.update({u: roots[u].inventories for u in over})
@@ -69,9 +71,11 @@ def servers_and_migrations(conn) -> tuple[list[Server], list[Migration]]:
     for s in conn.compute.servers(all_projects=True):
         flavor = guaranteed(flavor_amounts(getattr(s.flavor, "extra_specs", None) if s.flavor else None))
         servers.append(Server(s.id, s.name or "", s.created_at, flavor))
-    migrations = [Migration(m.uuid, m.server_id, m.status or "", m.dest_node, m.created_at,
-                            m.migration_type or "migration")
-                  for m in conn.compute.migrations() if getattr(m, "uuid", None)]
+    migrations = [
+        Migration(m.uuid, m.server_id, m.status or "", m.dest_node, m.created_at, m.migration_type or "migration")
+        for m in conn.compute.migrations()
+        if getattr(m, "uuid", None)
+    ]
     return servers, migrations
 
 
@@ -80,8 +84,9 @@ def run_audit(conn, api: Placement | Reader | None = None, *, ignore: Iterable[s
     (findings and fixes, nothing written). Lets Placement's errors through (PlacementError)."""
     seen = read_placement(api or Placement(conn), progress)
     servers, migrations = servers_and_migrations(conn)
-    return audit(seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories,
-                 seen.hosts)
+    return audit(
+        seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories, seen.hosts
+    )
 
 
 def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding_conn=None) -> list[dict]:
@@ -94,8 +99,11 @@ def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding
                 _trim(api, op.subject, op.classes, retries)
             else:
                 port = conn.network.get_port(op.subject)
-                write_binding_profile(binding_conn or conn, port,
-                                      {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"})
+                write_binding_profile(
+                    binding_conn or conn,
+                    port,
+                    {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"},
+                )
             done.append({**op.to_dict(), "done": True, "error": None})
         except write_failures() as e:  # each fix is independent: report, go on
             done.append({**op.to_dict(), "done": False, "error": f"{type(e).__name__}: {e}"})

@@ -18,6 +18,7 @@ docs/placement-overcommit.md), the claim is undone at the consumer generation it
 after a jittered back-off, bounded, then on the next candidate; attempts that run out raise
 :class:`minbw.errors.OvercommitUndone` (a NoValidHost).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,7 +26,14 @@ import time
 from typing import Callable
 
 from minbw.errors import (
-    ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PartialApply, PlacementError, UndefinedCode)
+    ConcurrentUpdate,
+    ConsumerConflict,
+    NoValidHost,
+    OvercommitUndone,
+    PartialApply,
+    PlacementError,
+    UndefinedCode,
+)
 from minbw.model import microversions as mv
 from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
@@ -59,8 +67,9 @@ def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
 
 
 def _required_traits(req: ServerRequest) -> set[str]:
-    return {t for g in req.request_groups() for t in (*g.required, *(x for a in g.required_any for x in a))
-            } | set(req.root_required)
+    return {t for g in req.request_groups() for t in (*g.required, *(x for a in g.required_any for x in a))} | set(
+        req.root_required
+    )
 
 
 def _unknown_traits(api: Placement, req: ServerRequest) -> set[str]:
@@ -75,29 +84,53 @@ def named(api: Placement, claim: Claim) -> Claim:
     return dataclasses.replace(claim, host_name=api.get_provider(claim.host).name)
 
 
-def plan(api: Placement, consumer: str, req: ServerRequest, *, max_hosts: int = 3,
-         candidates: CandidateSet | None = None, diagnose_on_failure: bool = True) -> ClaimPlan:
+def plan(
+    api: Placement,
+    consumer: str,
+    req: ServerRequest,
+    *,
+    max_hosts: int = 3,
+    candidates: CandidateSet | None = None,
+    diagnose_on_failure: bool = True,
+) -> ClaimPlan:
     """The claim :func:`claim` would make (check mode): raises NoValidHost when there is none."""
     cands = candidates or get_candidates(api, req)
     claim_plan = plan_claim(consumer, cands, req, max_hosts)
     if not cands.allocation_requests:
         raise no_valid_host(api, req, with_diagnosis=diagnose_on_failure)
     if not claim_plan.ops:
-        raise no_valid_host(api, req, [a.skipped() for a in claim_plan.attempts], with_diagnosis=diagnose_on_failure,
-                            why="no candidate has a single group-to-provider mapping")
+        raise no_valid_host(
+            api,
+            req,
+            [a.skipped() for a in claim_plan.attempts],
+            with_diagnosis=diagnose_on_failure,
+            why="no candidate has a single group-to-provider mapping",
+        )
     return claim_plan
 
 
-def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str, user_id: str,
-          consumer_type: str | None = None, max_hosts: int = 3, retries: int = 4,
-          candidates: CandidateSet | None = None, diagnose_on_failure: bool = True,
-          sleep: Callable[[float], None] = time.sleep, verify_writes: bool = True) -> Claim:
+def claim(
+    api: Placement,
+    consumer: str,
+    req: ServerRequest,
+    *,
+    project_id: str,
+    user_id: str,
+    consumer_type: str | None = None,
+    max_hosts: int = 3,
+    retries: int = 4,
+    candidates: CandidateSet | None = None,
+    diagnose_on_failure: bool = True,
+    sleep: Callable[[float], None] = time.sleep,
+    verify_writes: bool = True,
+) -> Claim:
     """Claim everything ``req`` asks for, for a new consumer, in one atomic PUT per attempt, each verified
     (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py)."""
     if consumer_type:
         api.require(mv.CONSUMER_TYPES, "consumer_type")
-    claim_plan = plan(api, consumer, req, max_hosts=max_hosts, candidates=candidates,
-                      diagnose_on_failure=diagnose_on_failure)
+    claim_plan = plan(
+        api, consumer, req, max_hosts=max_hosts, candidates=candidates, diagnose_on_failure=diagnose_on_failure
+    )
     attempts: list[dict] = []
     # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
     capacities = capacities_from_summaries(claim_plan.candidates.provider_summaries) if candidates is None else None
@@ -106,19 +139,41 @@ def claim(api: Placement, consumer: str, req: ServerRequest, *, project_id: str,
             attempts.append(attempt.skipped())
             continue
         op = claim_op(consumer, attempt, req)
-        outcome = put_claim_op(api, op, project_id=project_id, user_id=user_id, consumer_type=consumer_type,
-                               retries=retries, sleep=sleep, log=attempts, verify_writes=verify_writes,
-                               capacities=capacities)
+        outcome = put_claim_op(
+            api,
+            op,
+            project_id=project_id,
+            user_id=user_id,
+            consumer_type=consumer_type,
+            retries=retries,
+            sleep=sleep,
+            log=attempts,
+            verify_writes=verify_writes,
+            capacities=capacities,
+        )
         attempts.append({"host": op.host, "outcome": outcome})
         if outcome == "claimed":
-            return Claim(consumer=consumer, host=op.host, host_name=None, allocations=op.allocations,
-                         mapping=op.mapping, binding_profiles=op.binding_profiles, attempts=tuple(attempts),
-                         mapping_source=op.mapping_source)
+            return Claim(
+                consumer=consumer,
+                host=op.host,
+                host_name=None,
+                allocations=op.allocations,
+                mapping=op.mapping,
+                binding_profiles=op.binding_profiles,
+                attempts=tuple(attempts),
+                mapping_source=op.mapping_source,
+            )
     hosts = len({a.host for a in claim_plan.attempts})
-    raise overcommit_error(no_valid_host(api, req, attempts, with_diagnosis=diagnose_on_failure,
-                                         why=f"every candidate was taken by others before we could claim it "
-                                             f"({len(attempts)} attempts on {hosts} host(s))"
-                                             + undone_note(attempts)))
+    raise overcommit_error(
+        no_valid_host(
+            api,
+            req,
+            attempts,
+            with_diagnosis=diagnose_on_failure,
+            why=f"every candidate was taken by others before we could claim it "
+            f"({len(attempts)} attempts on {hosts} host(s))" + undone_note(attempts),
+        )
+    )
 
 
 UNDONE = "over-capacity-undone"  # an attempt's outcome: Placement accepted it over capacity, minbw undid it
@@ -127,8 +182,12 @@ UNDONE = "over-capacity-undone"  # an attempt's outcome: Placement accepted it o
 def undone_note(attempts: list[dict]) -> str:
     """What a NoValidHost's reason adds when some attempts were accepted over capacity and undone."""
     undone = sum(a.get("outcome") == UNDONE for a in attempts)
-    return (f"; {undone} of them Placement accepted over capacity (its server-side retry under concurrent "
-            f"claims: docs/placement-overcommit.md) and minbw undid" if undone else "")
+    return (
+        f"; {undone} of them Placement accepted over capacity (its server-side retry under concurrent "
+        f"claims: docs/placement-overcommit.md) and minbw undid"
+        if undone
+        else ""
+    )
 
 
 def overcommit_error(err: NoValidHost) -> NoValidHost:
@@ -139,9 +198,19 @@ def overcommit_error(err: NoValidHost) -> NoValidHost:
     return OvercommitUndone(str(err), err.diagnosis, err.attempts, excess=tuple(undone[-1]["excess"]))
 
 
-def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, consumer_type: str | None = None,
-                 retries: int = 4, sleep=time.sleep, log: list[dict] | None = None, verify_writes: bool = True,
-                 capacities=None) -> str:
+def put_claim_op(
+    api: Placement,
+    op: ClaimOp,
+    *,
+    project_id: str,
+    user_id: str,
+    consumer_type: str | None = None,
+    retries: int = 4,
+    sleep=time.sleep,
+    log: list[dict] | None = None,
+    verify_writes: bool = True,
+    capacities=None,
+) -> str:
     """Claim ``op``'s allocations for its (new) consumer, verified: "claimed", "capacity", "provider-conflict",
     or "overcommitted" (Placement accepted it over capacity ``retries + 1`` times; each was undone).
 
@@ -157,17 +226,27 @@ def put_claim_op(api: Placement, op: ClaimOp, *, project_id: str, user_id: str, 
         try:
             excess = verify.check(api, op.allocations, capacities=capacities)
         except PlacementError as e:  # the claim is written; say so rather than look like nothing happened
-            raise PartialApply(e, [op], 1, then=f"the claim of consumer {op.consumer} is written but could not be "
-                                                f"verified; check its providers' usage (minbw usage show) or free it "
-                                                f"(minbw allocation delete --consumer {op.consumer})") from e
+            raise PartialApply(
+                e,
+                [op],
+                1,
+                then=f"the claim of consumer {op.consumer} is written but could not be "
+                f"verified; check its providers' usage (minbw usage show) or free it "
+                f"(minbw allocation delete --consumer {op.consumer})",
+            ) from e
         if not excess:
             return "claimed"
         try:
             verify.undo_put(api, op.consumer, op.allocations, project_id=project_id, user_id=user_id)
         except PlacementError as e:
-            raise PartialApply(e, [op], 1, then=f"Placement accepted the claim of consumer {op.consumer} over "
-                                                f"capacity ({'; '.join(map(str, excess))}) and undoing it failed; "
-                                                f"free it (minbw allocation delete --consumer {op.consumer})") from e
+            raise PartialApply(
+                e,
+                [op],
+                1,
+                then=f"Placement accepted the claim of consumer {op.consumer} over "
+                f"capacity ({'; '.join(map(str, excess))}) and undoing it failed; "
+                f"free it (minbw allocation delete --consumer {op.consumer})",
+            ) from e
         if log is not None:
             log.append({"host": op.host, "outcome": UNDONE, "excess": [e.to_dict() for e in excess]})
         if n <= retries:
@@ -193,7 +272,8 @@ def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sl
                 raise ConsumerConflict(
                     f"consumer {consumer} already has allocations (consumer generation "
                     f"{current.get('consumer_generation')}): another claim for it won; free it first or use "
-                    f"another consumer UUID") from None
+                    f"another consumer UUID"
+                ) from None
             if attempt == retries:
                 return _adopt_empty_consumer(api, consumer, body)
             sleep(api.retry.pause(attempt + 1, conflict=True))
@@ -218,8 +298,14 @@ def _adopt_empty_consumer(api: Placement, consumer: str, body: dict) -> str:
     return "claimed"
 
 
-def no_valid_host(api: Placement, req: ServerRequest, attempts: list[dict] | None = None, *,
-                  with_diagnosis: bool = True, why: str = "Placement returned no allocation candidates") -> NoValidHost:
+def no_valid_host(
+    api: Placement,
+    req: ServerRequest,
+    attempts: list[dict] | None = None,
+    *,
+    with_diagnosis: bool = True,
+    why: str = "Placement returned no allocation candidates",
+) -> NoValidHost:
     """The NoValidHost for ``req``, with the per-group diagnosis (unless ``with_diagnosis`` is off)."""
     diagnosis = diagnose(api, req) if with_diagnosis else []
     text = f"No valid host: {why}."
@@ -237,8 +323,16 @@ def existing_claim(api: Placement, consumer: str, req: ServerRequest) -> Claim |
     return mapped_claim(api, consumer, allocs, req) if allocs else None
 
 
-def mapped_claim(api: Placement, consumer: str, allocs, req: ServerRequest, *, host: str | None = None,
-                 host_name: str | None = None, attempts: tuple = ()) -> Claim:
+def mapped_claim(
+    api: Placement,
+    consumer: str,
+    allocs,
+    req: ServerRequest,
+    *,
+    host: str | None = None,
+    host_name: str | None = None,
+    attempts: tuple = (),
+) -> Claim:
     """The claim ``allocs`` (``{rp: {"resources": ...}}``, made or about to be) are for ``req``, mapped by
     the local solver (existing allocations carry no mappings); ``host`` defaults to their root provider.
 
@@ -250,10 +344,16 @@ def mapped_claim(api: Placement, consumer: str, allocs, req: ServerRequest, *, h
     if host is None:
         host = summaries[next(iter(allocs))]["root_provider_uuid"]
         host_name = summaries[host]["name"]
-    return Claim(consumer=consumer, host=host, host_name=host_name,
-                 allocations={rp: {"resources": dict(a["resources"])} for rp, a in allocs.items()},
-                 mapping=result.solutions[0], binding_profiles=binding_allocations(req.ports, groups),
-                 attempts=attempts, mapping_source=result.source)
+    return Claim(
+        consumer=consumer,
+        host=host,
+        host_name=host_name,
+        allocations={rp: {"resources": dict(a["resources"])} for rp, a in allocs.items()},
+        mapping=result.solutions[0],
+        binding_profiles=binding_allocations(req.ports, groups),
+        attempts=attempts,
+        mapping_source=result.source,
+    )
 
 
 def free(api: Placement, consumer: str, retries: int = 3) -> bool:
@@ -262,8 +362,12 @@ def free(api: Placement, consumer: str, retries: int = 3) -> bool:
         current = api.get_allocations(consumer)
         if not current.get("allocations"):
             return False
-        body = {"allocations": {}, "consumer_generation": current["consumer_generation"],
-                "project_id": current["project_id"], "user_id": current["user_id"]}
+        body = {
+            "allocations": {},
+            "consumer_generation": current["consumer_generation"],
+            "project_id": current["project_id"],
+            "user_id": current["user_id"],
+        }
         try:
             api.put_allocations(consumer, body)
             return True
@@ -283,8 +387,13 @@ def provider_summaries(api: Placement, rps, every_trait: bool = False) -> dict[s
             continue
         tree = api.list_providers(in_tree=api.get_provider(rp).root_uuid)
         for p in tree:
-            out[p.uuid] = {"resources": {}, "traits": [], "parent_provider_uuid": p.parent_uuid,
-                           "root_provider_uuid": p.root_uuid, "name": p.name}
+            out[p.uuid] = {
+                "resources": {},
+                "traits": [],
+                "parent_provider_uuid": p.parent_uuid,
+                "root_provider_uuid": p.root_uuid,
+                "name": p.name,
+            }
         for d in api.provider_details([p for p in tree if every_trait or p.uuid in rps], inventories=False):
             out[d.provider.uuid]["traits"] = sorted(d.traits)
     return out

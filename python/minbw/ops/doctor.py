@@ -1,6 +1,7 @@
 """What ``minbw doctor`` reads of a cloud: Placement's microversion, Neutron's extensions and agents, Nova's
 nova-compute services and API microversion. One call each; a service the cloud lacks, or one the caller may not
 read, is said, not raised (:mod:`minbw.reports.doctor` judges what was read)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -22,15 +23,19 @@ def _read(name: str, read: Callable[[], list[Check]], fix: str) -> list[Check]:
     except sdk_exceptions.ForbiddenException as e:
         return [Check(name, checks.SKIP, f"not readable by these credentials ({e.status_code})", fix)]
     except UNREADABLE as e:
-        return [Check(name, checks.FAIL, f"cannot be read: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-                      fix)]
+        return [
+            Check(name, checks.FAIL, f"cannot be read: {str(e).splitlines()[0] if str(e) else type(e).__name__}", fix)
+        ]
 
 
 def placement(api) -> list[Check]:
     """The check of Placement's highest microversion, a list of one Check; a failed read is a ``fail`` or ``skip``
     Check, not raised."""
-    return _read("placement microversion", lambda: [checks.placement_version(api.server_max_version())],
-                 "check the placement endpoint in clouds.yaml (or the catalog)")
+    return _read(
+        "placement microversion",
+        lambda: [checks.placement_version(api.server_max_version())],
+        "check the placement endpoint in clouds.yaml (or the catalog)",
+    )
 
 
 def neutron(conn) -> list[Check]:
@@ -39,12 +44,20 @@ def neutron(conn) -> list[Check]:
     found = []
 
     def read_agents():
-        agents = [checks.Agent(a.agent_type or "", a.host or "", bool(a.is_alive), dict(a.configuration or {}),
-                               a.resources_synced) for a in conn.network.agents()]
+        agents = [
+            checks.Agent(
+                a.agent_type or "", a.host or "", bool(a.is_alive), dict(a.configuration or {}), a.resources_synced
+            )
+            for a in conn.network.agents()
+        ]
         found.extend(agents)
         return checks.agents(agents)
-    out = _read("neutron extensions", lambda: checks.neutron_extensions(e.alias for e in conn.network.extensions()),
-                "check the network endpoint in clouds.yaml (or the catalog)")
+
+    out = _read(
+        "neutron extensions",
+        lambda: checks.neutron_extensions(e.alias for e in conn.network.extensions()),
+        "check the network endpoint in clouds.yaml (or the catalog)",
+    )
     out += _read("neutron agents", read_agents, "list Neutron's agents as an admin (openstack network agent list)")
     if found:
         out.append(checks.provider_writers(found))
@@ -62,14 +75,20 @@ def nova(conn, api) -> list[Check]:
 
     def version():
         endpoint = conn.compute.get_endpoint_data()
-        return [checks.compute_microversion(str(endpoint.max_microversion[0]) + "." +
-                                            str(endpoint.max_microversion[1])
-                                            if endpoint and endpoint.max_microversion else None)]
+        return [
+            checks.compute_microversion(
+                str(endpoint.max_microversion[0]) + "." + str(endpoint.max_microversion[1])
+                if endpoint and endpoint.max_microversion
+                else None
+            )
+        ]
 
     def versions():
         decided = read_owner_nova(api, conn, read or None)
         return [checks.compute_versions(decided.applies, decided.why)]
-    return (_read("compute microversion", version, "check the compute endpoint in clouds.yaml (or the catalog)")
-            + _read("nova-compute services", services, "list Nova's services as an admin "
-                                                       "(openstack compute service list)")
-            + _read("nova-compute versions", versions, ""))
+
+    return (
+        _read("compute microversion", version, "check the compute endpoint in clouds.yaml (or the catalog)")
+        + _read("nova-compute services", services, "list Nova's services as an admin (openstack compute service list)")
+        + _read("nova-compute versions", versions, "")
+    )

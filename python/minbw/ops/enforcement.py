@@ -30,6 +30,7 @@ for N hosts:
   - SR-IOV agent: per PF of its ``device_mappings`` its VFs and their rates (netlink), the VFs' PCI addresses
     (sysfs) and its speed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -43,15 +44,31 @@ from minbw.neutron.ovn import chassis_config, chassis_from_values, parse_bridge_
 from minbw.neutron.qos import min_rules
 from minbw.placement.client import Placement
 from minbw.reports.enforcement import (
-    OVN, OVS, SRIOV, BoundPort, BridgeProvider, HostReport, OvnPlane, OvsPlane, SriovPlane, egress_nics, nics, ovn_host,
-    ovs_host, sriov_host)
+    OVN,
+    OVS,
+    SRIOV,
+    BoundPort,
+    BridgeProvider,
+    HostReport,
+    OvnPlane,
+    OvsPlane,
+    SriovPlane,
+    egress_nics,
+    nics,
+    ovn_host,
+    ovs_host,
+    sriov_host,
+)
 
 DEFAULT_OVS_DB = "unix:/run/openvswitch/db.sock"
 IDS_PER_CALL = 100  # ids in one filtered listing (the URL stays well under the usual 8 KiB limits)
 SRIOV_VIF_TYPES = ("hw_veb", "hostdev_physical")  # the SR-IOV agent's bindings (neutron-lib portbindings)
 BACKENDS = (OVS, SRIOV, OVN)
-BACKEND_NAMES = {OVS: "the Open vSwitch agent", SRIOV: "the SR-IOV agent (NIC Switch agent)",
-                 OVN: "ML2/OVN (OVN Controller agent)"}
+BACKEND_NAMES = {
+    OVS: "the Open vSwitch agent",
+    SRIOV: "the SR-IOV agent (NIC Switch agent)",
+    OVN: "ML2/OVN (OVN Controller agent)",
+}
 
 
 @dataclass(frozen=True)
@@ -85,16 +102,22 @@ def pick_backend(host: str, agents: Iterable, wanted: str | None = None) -> tupl
         if wanted not in BACKENDS:
             raise InvalidInput(f"backend {wanted!r}: expected one of {', '.join(BACKENDS)}")
         if wanted not in found:
-            raise InvalidInput(f"host {host}: no {naming.AGENT_KINDS[wanted].agent_type} in Neutron's agent list "
-                               f"(agents there: {there}); backend {wanted} checks {BACKEND_NAMES[wanted]}")
+            raise InvalidInput(
+                f"host {host}: no {naming.AGENT_KINDS[wanted].agent_type} in Neutron's agent list "
+                f"(agents there: {there}); backend {wanted} checks {BACKEND_NAMES[wanted]}"
+            )
         return wanted, found[wanted]
     if not found:
-        raise InvalidInput(f"host {host}: no agent minbw enforcement show reads in Neutron's agent list (agents "
-                           f"there: {there}); it checks the Open vSwitch agent, the NIC Switch agent (SR-IOV) and "
-                           f"OVN Controller agents")
+        raise InvalidInput(
+            f"host {host}: no agent minbw enforcement show reads in Neutron's agent list (agents "
+            f"there: {there}); it checks the Open vSwitch agent, the NIC Switch agent (SR-IOV) and "
+            f"OVN Controller agents"
+        )
     if len(found) > 1:
-        raise InvalidInput(f"host {host} has {' and '.join(found[b].agent_type for b in sorted(found))}: choose the "
-                           f"data plane to check with --backend {' or '.join(sorted(found))}")
+        raise InvalidInput(
+            f"host {host} has {' and '.join(found[b].agent_type for b in sorted(found))}: choose the "
+            f"data plane to check with --backend {' or '.join(sorted(found))}"
+        )
     backend, agent = next(iter(found.items()))  # the one found
     return backend, agent
 
@@ -103,7 +126,11 @@ def by_values(listing, key: str, values: Iterable[str]) -> list:
     """``listing(**{key: [...]})`` for every value, ``IDS_PER_CALL`` values a call (Neutron's filters take several
     values of a key: ``?key=A&key=B``)."""
     values = sorted(set(values))
-    return [x for i in range(0, len(values), IDS_PER_CALL) for x in listing(**{key: values[i:i + IDS_PER_CALL]})]
+    found = []
+    for start in range(0, len(values), IDS_PER_CALL):
+        end = start + IDS_PER_CALL
+        found.extend(listing(**{key: values[start:end]}))
+    return found
 
 
 def by_ids(listing, ids: Iterable[str]) -> list:
@@ -177,17 +204,26 @@ class NeutronRead:
         names = [f.name for f in fields(cls)]
         if not isinstance(value, Mapping) or sorted(value) != sorted(names):
             got = sorted(value) if isinstance(value, Mapping) else type(value).__name__
-            raise InvalidInput(f"{where}: expected the Neutron and Placement reads of one host (the keys "
-                               f"{', '.join(names)}, as bandwidth_enforcement_info with hosts returns them for each "
-                               f"host), got {got}")
+            raise InvalidInput(
+                f"{where}: expected the Neutron and Placement reads of one host (the keys "
+                f"{', '.join(names)}, as bandwidth_enforcement_info with hosts returns them for each "
+                f"host), got {got}"
+            )
         try:
-            return cls(value["host"], tuple(Agent(**a) for a in value["agents"]),
-                       tuple(Port(**p) for p in value["ports"]), dict(value["policies"]),
-                       {i: Network(**n) for i, n in value["networks"].items()}, dict(value["allocations"]),
-                       dict(value["inventories"]))
+            return cls(
+                value["host"],
+                tuple(Agent(**a) for a in value["agents"]),
+                tuple(Port(**p) for p in value["ports"]),
+                dict(value["policies"]),
+                {i: Network(**n) for i, n in value["networks"].items()},
+                dict(value["allocations"]),
+                dict(value["inventories"]),
+            )
         except (TypeError, AttributeError) as e:
-            raise InvalidInput(f"{where}: not the Neutron and Placement reads of one host as "
-                               f"bandwidth_enforcement_info with hosts returns them ({e})") from None
+            raise InvalidInput(
+                f"{where}: not the Neutron and Placement reads of one host as "
+                f"bandwidth_enforcement_info with hosts returns them ({e})"
+            ) from None
 
 
 def agent_providers(agent: Agent) -> dict[str, tuple[str, str]]:
@@ -199,8 +235,9 @@ def agent_providers(agent: Agent) -> dict[str, tuple[str, str]]:
         return {}
     if kind.key == OVN:
         bridges = parse_bridge_mappings((agent.configuration or {}).get("bridge-mappings")).values()
-        return {b: (naming.device_rp_uuid(kind, agent.host, b), naming.device_rp_name(kind, agent.host, b))
-                for b in bridges}
+        return {
+            b: (naming.device_rp_uuid(kind, agent.host, b), naming.device_rp_name(kind, agent.host, b)) for b in bridges
+        }
     config = config_from_report(agent.agent_type, agent.host, agent.configuration or {})
     return device_providers(config, {d for ds in config.device_mappings.values() for d in ds})
 
@@ -220,8 +257,9 @@ def read_neutron(conn, api: Placement, hosts: Iterable[str]) -> dict[str, Neutro
     hosts = sorted(set(hosts))
     agents = [_record(Agent, a) for a in by_values(conn.network.agents, "host", hosts)]
     ports = [_record(Port, p) for p in by_values(conn.network.ports, "binding:host_id", hosts)]
-    policies = {p.id: tuple(p.rules or ()) for p in by_ids(conn.network.qos_policies,
-                                                           {p.policy for p in ports} - {None})}
+    policies = {
+        p.id: tuple(p.rules or ()) for p in by_ids(conn.network.qos_policies, {p.policy for p in ports} - {None})
+    }
     networks = {n.id: _record(Network, n) for n in by_ids(conn.network.networks, {p.network_id for p in ports})}
     named: dict[str, set[str]] = {}
     for p in ports:
@@ -233,11 +271,15 @@ def read_neutron(conn, api: Placement, hosts: Iterable[str]) -> dict[str, Neutro
     out = {}
     for h in hosts:
         mine = tuple(p for p in ports if p.binding_host_id == h)
-        out[h] = NeutronRead(h, tuple(a for a in agents if a.host == h), mine,
-                             {p.policy: policies[p.policy] for p in mine if p.policy in policies},
-                             {p.network_id: networks[p.network_id] for p in mine if p.network_id in networks},
-                             {p.device_id: allocations[p.device_id] for p in mine if p.device_id in allocations},
-                             {u: read[u] for u in sorted(providers[h])})
+        out[h] = NeutronRead(
+            h,
+            tuple(a for a in agents if a.host == h),
+            mine,
+            {p.policy: policies[p.policy] for p in mine if p.policy in policies},
+            {p.network_id: networks[p.network_id] for p in mine if p.network_id in networks},
+            {p.device_id: allocations[p.device_id] for p in mine if p.device_id in allocations},
+            {u: read[u] for u in sorted(providers[h])},
+        )
     return out
 
 
@@ -261,8 +303,9 @@ def _owner(port, backend: str, others: Iterable[str]) -> str | None:
     return backend if backend != SRIOV else next((b for b in sorted(others) if b != SRIOV), None)
 
 
-def bound_ports(reads: NeutronRead, backend: str, device_rps: dict[str, set[str]], others: Iterable[str] = ()
-                ) -> tuple[list[BoundPort], dict[str, str | None], list[str]]:
+def bound_ports(
+    reads: NeutronRead, backend: str, device_rps: dict[str, set[str]], others: Iterable[str] = ()
+) -> tuple[list[BoundPort], dict[str, str | None], list[str]]:
     """The ports bound to the host whose QoS policy (the port's, else its network's) has minimum rules and that
     ``backend`` programs; every port bound there -> its ``binding:profile.pci_slot``; and one line for each port
     with minimum rules of another backend (``others``: the host's other backends). ``device_rps``: physnet -> the
@@ -277,16 +320,28 @@ def bound_ports(reads: NeutronRead, backend: str, device_rps: dict[str, set[str]
             continue
         owner = _owner(p, backend, others)
         if owner != backend:
-            whose = f"{BACKEND_NAMES[owner]}'s: --backend {owner} checks it" if owner else \
-                f"no agent of {host} that minbw reads programs it"
+            whose = (
+                f"{BACKEND_NAMES[owner]}'s: --backend {owner} checks it"
+                if owner
+                else f"no agent of {host} that minbw reads programs it"
+            )
             skipped.append(f"port {p.id} (vnic_type {p.binding_vnic_type}, vif_type {p.binding_vif_type}): {whose}")
             continue
         profile = p.binding_profile or {}
         allocation = port_allocation(p)
-        out.append(BoundPort(p.id, p.device_id or None, p.binding_vnic_type or "normal",
-                             physical_network(reads.networks.get(p.network_id), allocation.values(), device_rps),
-                             rules, policy, "port" if p.qos_policy_id else "network", allocation,
-                             profile.get("pci_slot")))
+        out.append(
+            BoundPort(
+                p.id,
+                p.device_id or None,
+                p.binding_vnic_type or "normal",
+                physical_network(reads.networks.get(p.network_id), allocation.values(), device_rps),
+                rules,
+                policy,
+                "port" if p.qos_policy_id else "network",
+                allocation,
+                profile.get("pci_slot"),
+            )
+        )
     return out, {p.id: (p.binding_profile or {}).get("pci_slot") for p in ports}, skipped
 
 
@@ -322,8 +377,7 @@ def server_allocations(api: Placement, named: Mapping[str, set[str]]) -> dict[st
             held[rp] = api.provider_allocations(rp)
         except (ProviderNotFound, NotFound):
             held[rp] = {}
-    return {s: {rp: dict(held[rp][s]["resources"]) for rp in sorted(rps) if s in held[rp]}
-            for s, rps in named.items()}
+    return {s: {rp: dict(held[rp][s]["resources"]) for rp in sorted(rps) if s in held[rp]} for s, rps in named.items()}
 
 
 def _providers(reads: NeutronRead, rps: dict[str, tuple[str, str]], api: Placement | None) -> dict[str, BridgeProvider]:
@@ -331,10 +385,12 @@ def _providers(reads: NeutronRead, rps: dict[str, tuple[str, str]], api: Placeme
     ``resource_provider_hypervisors``, not in Neutron's agent list) read from ``api``, or without one an error."""
     missing = sorted((name, uuid) for uuid, name in rps.values() if uuid not in reads.inventories)
     if missing and api is None:
-        raise InvalidInput(f"host {reads.host}: Placement's inventories of {', '.join(n for n, _uuid in missing)} are not "
-                           f"in its neutron_reads (read for the bridges and PFs Neutron's agent list reports, at the "
-                           f"host's own name; an ML2/OVN chassis's resource_provider_hypervisors are not there): "
-                           f"check this host without neutron_reads")
+        raise InvalidInput(
+            f"host {reads.host}: Placement's inventories of {', '.join(n for n, _uuid in missing)} are not "
+            f"in its neutron_reads (read for the bridges and PFs Neutron's agent list reports, at the "
+            f"host's own name; an ML2/OVN chassis's resource_provider_hypervisors are not there): "
+            f"check this host without neutron_reads"
+        )
     read = {**reads.inventories, **{uuid: inventories(api, uuid) for _name, uuid in missing}}
     return {d: BridgeProvider(uuid, name, read[uuid]) for d, (uuid, name) in rps.items()}
 
@@ -342,8 +398,10 @@ def _providers(reads: NeutronRead, rps: dict[str, tuple[str, str]], api: Placeme
 def _agent_names(config) -> dict[str, str]:
     """The agent providers' uuid -> name (the parents of the device providers)."""
     kind = config.agent_kind
-    return {naming.agent_rp_uuid(kind, h): naming.agent_rp_name(kind, h)
-            for h in {config.host, *config.hypervisors.values()}}
+    return {
+        naming.agent_rp_uuid(kind, h): naming.agent_rp_name(kind, h)
+        for h in {config.host, *config.hypervisors.values()}
+    }
 
 
 def read_plane(where: HostPlane, bridges: dict[str, str], integration: str) -> tuple:
@@ -364,8 +422,11 @@ def read_chassis(where: HostPlane, host: str) -> tuple:
     mappings, the hypervisor names of ``ovn-cms-options``)."""
     switch = ovs.read(where.ovs_db)
     ids = dict(switch.external_ids)
-    config, _warnings = chassis_config(chassis_from_values({"external_ids": ids, "hostname": ids.get("hostname") or host},
-                                                           f"the Open vSwitch database {where.ovs_db}"))
+    config, _warnings = chassis_config(
+        chassis_from_values(
+            {"external_ids": ids, "hostname": ids.get("hostname") or host}, f"the Open vSwitch database {where.ovs_db}"
+        )
+    )
     for _physnet, (bridge, *_rest) in sorted(config.device_mappings.items()):
         switch.bridge(bridge)  # one the chassis maps but the database lacks: one line
     return config, switch
@@ -382,9 +443,11 @@ def read_queues(where: HostPlane, switch, ports: Iterable[str]):
     client key and certificates)."""
     remotes = [r.strip() for r in switch.external_ids.get("ovn-remote", "").split(",") if r.strip()]
     if not remotes:
-        raise InvalidInput(f"the Open vSwitch database {where.ovs_db} has no external_ids:ovn-remote (the southbound "
-                           f"database ovn-controller reads, where the ports' queue numbers are): is ovn-controller "
-                           f"configured there? --no-kernel leaves the kernel's side out")
+        raise InvalidInput(
+            f"the Open vSwitch database {where.ovs_db} has no external_ids:ovn-remote (the southbound "
+            f"database ovn-controller reads, where the ports' queue numbers are): is ovn-controller "
+            f"configured there? --no-kernel leaves the kernel's side out"
+        )
     ssl = ovsdb.Ssl(*where.ovn_nb_ssl) if where.ovn_nb_ssl else None
     for remote in remotes[:-1]:
         try:
@@ -397,8 +460,11 @@ def read_queues(where: HostPlane, switch, ports: Iterable[str]):
 def read_sriov_plane(where: HostPlane, pfs: Iterable[str]) -> tuple:
     """Per PF its VFs with their rates (netlink), their PCI addresses (sysfs) and its speed."""
     pfs = sorted(set(pfs))
-    return ({pf: netlink.vfs(pf, where.netns) for pf in pfs}, {pf: pci.vf_slots(pf) for pf in pfs},
-            {pf: netlink.speed(pf, where.netns) for pf in pfs})
+    return (
+        {pf: netlink.vfs(pf, where.netns) for pf in pfs},
+        {pf: pci.vf_slots(pf) for pf in pfs},
+        {pf: netlink.speed(pf, where.netns) for pf in pfs},
+    )
 
 
 def run_enforcement(reads: NeutronRead, where: HostPlane = HostPlane(), api: Placement | None = None) -> HostReport:
@@ -436,16 +502,25 @@ def _bridged(reads: NeutronRead, backend: str, config, others) -> tuple:
 
 def _joined(join, reads: NeutronRead, ports, plane, config, skipped, bound) -> HostReport:
     """``join`` (ovs_host, ovn_host, sriov_host) of what was read, with the servers' allocations."""
-    return join(reads.host, ports, {p.server: reads.allocations[p.server] for p in ports if p.server}, plane,
-                _agent_names(config), skipped, bound)
+    return join(
+        reads.host,
+        ports,
+        {p.server: reads.allocations[p.server] for p in ports if p.server},
+        plane,
+        _agent_names(config),
+        skipped,
+        bound,
+    )
 
 
 def _ovn(reads: NeutronRead, api: Placement | None, agent, where: HostPlane, others) -> HostReport:
     host = reads.host
     if not where.ovn_nb:
-        raise InvalidInput(f"host {host} runs ML2/OVN ({agent.agent_type} in Neutron's agent list): give its "
-                           f"northbound database with --ovn-nb (tcp:HOST:6641, ssl:HOST:6641 with the client's key "
-                           f"and certificates, or unix:PATH)")
+        raise InvalidInput(
+            f"host {host} runs ML2/OVN ({agent.agent_type} in Neutron's agent list): give its "
+            f"northbound database with --ovn-nb (tcp:HOST:6641, ssl:HOST:6641 with the client's key "
+            f"and certificates, or unix:PATH)"
+        )
     config, switch = read_chassis(where, host)
     bridges, rps, (ports, bound, skipped) = _bridged(reads, OVN, config, others)
     northbound = read_northbound(where, bound)
@@ -461,13 +536,14 @@ def _ovn(reads: NeutronRead, api: Placement | None, agent, where: HostPlane, oth
 def _sriov(reads: NeutronRead, api: Placement | None, agent, where: HostPlane, others) -> HostReport:
     host = reads.host
     if not where.kernel:
-        raise InvalidInput(f"host {host}: the SR-IOV agent's VF rates are read through netlink on the host itself; "
-                           f"without the kernel's side (--no-kernel) there is nothing to check")
+        raise InvalidInput(
+            f"host {host}: the SR-IOV agent's VF rates are read through netlink on the host itself; "
+            f"without the kernel's side (--no-kernel) there is nothing to check"
+        )
     config = config_from_report(agent.agent_type, host, agent.configuration or {})
     devices = dict(config.device_mappings)
     rps = device_providers(config, {pf for pfs in devices.values() for pf in pfs})
-    ports, bound, skipped = bound_ports(reads, SRIOV, {p: {rps[d][0] for d in ds} for p, ds in devices.items()},
-                                        others)
+    ports, bound, skipped = bound_ports(reads, SRIOV, {p: {rps[d][0] for d in ds} for p, ds in devices.items()}, others)
     vfs, slots, speeds = read_sriov_plane(where, rps)
     plane = SriovPlane(devices, vfs, slots, speeds, _providers(reads, rps, api))
     return _joined(sriov_host, reads, ports, plane, config, skipped, bound)

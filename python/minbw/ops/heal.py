@@ -1,5 +1,6 @@
 """Healing servers' QoS port allocations (see :mod:`minbw.plan.heal`): read, plan, write the allocation
 then the bindings, and roll back what was written when a later write fails."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -46,9 +47,15 @@ class Trees:
                 members.update(self._list(h))
         details = self.reader.details([p for ps in members.values() for p in ps], usages=True)
         for h, ps in members.items():
-            self._trees[h] = {p.uuid: {"name": p.name, "traits": sorted(details[p.uuid].traits),
-                                       "inventories": details[p.uuid].inventories,
-                                       "usages": details[p.uuid].usages} for p in ps}
+            self._trees[h] = {
+                p.uuid: {
+                    "name": p.name,
+                    "traits": sorted(details[p.uuid].traits),
+                    "inventories": details[p.uuid].inventories,
+                    "usages": details[p.uuid].usages,
+                }
+                for p in ps
+            }
 
     def _list(self, hypervisor: str) -> dict[str, list[Provider]]:
         roots = self.reader.listing(name=hypervisor)
@@ -96,20 +103,29 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
     try:
         for op in plan.ops:
             if op.action == "put_allocations":
-                owner = {"project_id": current.get("project_id") or server.project_id,
-                         "user_id": current.get("user_id") or server.user_id}
-                api.put_allocations(server.id, {
-                    "allocations": op.allocations, "consumer_generation": plan.generation, **owner})
+                owner = {
+                    "project_id": current.get("project_id") or server.project_id,
+                    "user_id": current.get("user_id") or server.user_id,
+                }
+                api.put_allocations(
+                    server.id, {"allocations": op.allocations, "consumer_generation": plan.generation, **owner}
+                )
                 _verified(api, server, op.allocations, current.get("allocations"), owner)
             else:
-                write_binding_profile(binding_conn, op.port,
-                                      dict(by_id[op.port].binding_profile, allocation=op.binding))
+                write_binding_profile(
+                    binding_conn, op.port, dict(by_id[op.port].binding_profile, allocation=op.binding)
+                )
             done.append(op)
     except write_failures() as e:
         maybe = [plan.ops[len(done)]] if outcome_unknown(e) else []  # the failed write
         undone = _roll_back(binding_conn, api, server, done + maybe, by_id, current)
-        raise PartialApply(e, done, len(plan.ops), {"rolled_back": undone},
-                           then=f"undone: {', '.join(undone) or 'nothing was written'}") from e
+        raise PartialApply(
+            e,
+            done,
+            len(plan.ops),
+            {"rolled_back": undone},
+            then=f"undone: {', '.join(undone) or 'nothing was written'}",
+        ) from e
     return {"healed": True, "writes": len(done)}
 
 
@@ -123,7 +139,8 @@ def _verified(api: Placement, server, written, before, owner: dict) -> None:
             f"server {server.name} ({server.id}): Placement accepted the healed allocation but left "
             f"{'; '.join(map(str, excess))} (its server-side retry under concurrent claims, "
             f"docs/placement-overcommit.md); minbw put back the allocation the server had. Run heal again",
-            excess=tuple(e.to_dict() for e in excess))
+            excess=tuple(e.to_dict() for e in excess),
+        )
 
 
 def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
@@ -132,9 +149,14 @@ def _roll_back(binding_conn, api, server, done, by_id, current) -> list[str]:
         try:
             if op.action == "put_allocations":
                 now = api.get_allocations(server.id)
-                api.put_allocations(server.id, {**{k: current.get(k) for k in ("project_id", "user_id")},
-                                                "allocations": current.get("allocations") or {},
-                                                "consumer_generation": now.get("consumer_generation")})
+                api.put_allocations(
+                    server.id,
+                    {
+                        **{k: current.get(k) for k in ("project_id", "user_id")},
+                        "allocations": current.get("allocations") or {},
+                        "consumer_generation": now.get("consumer_generation"),
+                    },
+                )
             else:
                 write_binding_profile(binding_conn, op.port, dict(by_id[op.port].binding_profile))
             undone.append(f"{op.action} {op.consumer or op.port}")
@@ -147,6 +169,7 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     """The named servers, or every server of every project: one Nova deletes between the listing and its read is
     gone (nothing to heal), not an error that stops the run for the others."""
     from openstack import exceptions as sdk_exceptions
+
     if names:
         return [server_ops.find_server(conn, n) for n in names]
     found = []
@@ -158,8 +181,16 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     return found
 
 
-def heal(conn, api: Placement | None = None, names: Iterable[str] = (), *, check: bool = False,
-         binding_conn=None, progress=None, reader: Reader | None = None) -> list[dict]:
+def heal(
+    conn,
+    api: Placement | None = None,
+    names: Iterable[str] = (),
+    *,
+    check: bool = False,
+    binding_conn=None,
+    progress=None,
+    reader: Reader | None = None,
+) -> list[dict]:
     """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
     the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised.
     ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``.

@@ -1,5 +1,6 @@
 """The one layer that talks to Neutron (openstacksdk's network proxy): what a port's request is
 built from, and applying QoS policy and port plans."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,9 @@ def port_facts(conn, name_or_id: str) -> PortFacts:
     rules: tuple[dict, ...] = ()
     if policy_id:
         rules = tuple(dict(r) for r in (net.get_qos_policy(policy_id).rules or ()))
-    return PortFacts(port=port.to_dict(computed=False), network=network.to_dict(computed=False),
-                     rules=rules, policy_id=policy_id)
+    return PortFacts(
+        port=port.to_dict(computed=False), network=network.to_dict(computed=False), rules=rules, policy_id=policy_id
+    )
 
 
 def write_binding_profile(conn, port, profile: dict):
@@ -44,6 +46,7 @@ def write_binding_profile(conn, port, profile: dict):
     service role write it (``update_port:binding:profile`` is ``rule:service_api``): connect as a service
     user (Nova's or Neutron's) for this write."""
     from openstack import exceptions as sdk_exceptions
+
     try:
         return conn.network.update_port(port, binding_profile=profile)
     except sdk_exceptions.ForbiddenException as e:
@@ -51,14 +54,17 @@ def write_binding_profile(conn, port, profile: dict):
         raise BindingNotAllowed(
             f"Neutron refused to write binding:profile of port {port_id} ({e.details or e}): its policy lets only "
             f"the service role write it; connect as a service user (Nova's or Neutron's) for the binding writes: "
-            f"--service-cloud NAME (CLI) or service_cloud (modules), a clouds.yaml entry of that user") from e
+            f"--service-cloud NAME (CLI) or service_cloud (modules), a clouds.yaml entry of that user"
+        ) from e
 
 
 def network_dict(network: dict) -> dict:
     """openstacksdk names provider attributes differently from the API: give the API's names."""
     out = dict(network)
-    for sdk, api in (("provider_network_type", "provider:network_type"),
-                     ("provider_physical_network", "provider:physical_network")):
+    for sdk, api in (
+        ("provider_network_type", "provider:network_type"),
+        ("provider_physical_network", "provider:physical_network"),
+    ):
         if out.get(sdk) is not None:
             out.setdefault(api, out[sdk])
     return out
@@ -66,10 +72,14 @@ def network_dict(network: dict) -> dict:
 
 def computed_request(facts: PortFacts, agent_kind: str | None = None, any_traits: bool = False) -> PortRequest | None:
     """What Neutron computes for the port, from its QoS rules, network segments and vnic_type."""
-    return build_port_request(facts.port["id"], min_rules(facts.rules),
-                              segments_of_network(network_dict(facts.network)),
-                              facts.port.get("binding_vnic_type") or "normal", agent_kind=agent_kind,
-                              any_traits=any_traits)
+    return build_port_request(
+        facts.port["id"],
+        min_rules(facts.rules),
+        segments_of_network(network_dict(facts.network)),
+        facts.port.get("binding_vnic_type") or "normal",
+        agent_kind=agent_kind,
+        any_traits=any_traits,
+    )
 
 
 def reported_request(facts: PortFacts) -> PortRequest | None:
@@ -77,17 +87,20 @@ def reported_request(facts: PortFacts) -> PortRequest | None:
     return PortRequest.from_neutron(facts.port.get("resource_request"), port_id=facts.port["id"])
 
 
-def request_against_neutron(conn, name_or_id: str, agent_kind: str | None = None,
-                            any_traits: bool = False) -> dict:
+def request_against_neutron(conn, name_or_id: str, agent_kind: str | None = None, any_traits: bool = False) -> dict:
     """The port's request computed as Neutron does (``request``), beside Neutron's own ``resource_request``:
     ``matches_neutron`` None when Neutron shows none to this user (not admin) or the port has none."""
     facts = port_facts(conn, name_or_id)
     ours = computed_request(facts, agent_kind, any_traits)
     theirs = reported_request(facts)
-    return {"request": ours, "port_id": facts.port["id"],
-            "neutron_resource_request": theirs.to_neutron() if theirs else None,
-            "matches_neutron": None if facts.port.get("resource_request") is None else (
-                (ours.to_neutron() if ours else None) == theirs.to_neutron())}
+    return {
+        "request": ours,
+        "port_id": facts.port["id"],
+        "neutron_resource_request": theirs.to_neutron() if theirs else None,
+        "matches_neutron": None
+        if facts.port.get("resource_request") is None
+        else ((ours.to_neutron() if ours else None) == theirs.to_neutron()),
+    }
 
 
 # ---------------------------------------------------------------- applying plans
@@ -130,20 +143,37 @@ def apply_policy(conn, policy, plan: base.Plan) -> dict | None:
             else:
                 method(op.rule_id, p, ignore_missing=True)
             return p
+
         return run
 
-    policy = _apply(plan, policy, _POLICY_ATTRS, {
-        "create_policy": lambda p, op, values: net.create_qos_policy(**values),
-        "update_policy": lambda p, op, values: net.update_qos_policy(p, **values),
-        "delete_policy": lambda p, op, values: net.delete_qos_policy(p, ignore_missing=True),
-        "create_rule": rule("create"), "update_rule": rule("update"), "delete_rule": rule("delete")})
+    policy = _apply(
+        plan,
+        policy,
+        _POLICY_ATTRS,
+        {
+            "create_policy": lambda p, op, values: net.create_qos_policy(**values),
+            "update_policy": lambda p, op, values: net.update_qos_policy(p, **values),
+            "delete_policy": lambda p, op, values: net.delete_qos_policy(p, ignore_missing=True),
+            "create_rule": rule("create"),
+            "update_rule": rule("update"),
+            "delete_rule": rule("delete"),
+        },
+    )
     return policy_view(net.get_qos_policy(policy.id)) if policy is not None else None
 
 
 def apply_port(conn, port, plan: base.Plan) -> dict | None:
     """Run a :func:`minbw.plan.ports.plan_port` plan; the resulting port's view."""
     net = conn.network
-    return port_view(_apply(plan, port, _PORT_ATTRS, {
-        "create": lambda p, op, values: net.create_port(**values),
-        "update": lambda p, op, values: net.update_port(p, **values),
-        "delete": lambda p, op, values: net.delete_port(p, ignore_missing=True)}))
+    return port_view(
+        _apply(
+            plan,
+            port,
+            _PORT_ATTRS,
+            {
+                "create": lambda p, op, values: net.create_port(**values),
+                "update": lambda p, op, values: net.update_port(p, **values),
+                "delete": lambda p, op, values: net.delete_port(p, ignore_missing=True),
+            },
+        )
+    )

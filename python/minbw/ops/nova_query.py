@@ -7,6 +7,7 @@ Whether every nova-compute reports ``OWNER_NOVA`` (Nova: the minimum nova-comput
 their roots' traits where Nova's API can be read, else from Placement alone (every ``COMPUTE_NODE`` root carries
 ``OWNER_NOVA``); that module says what each reading sees and misses.
 """
+
 from __future__ import annotations
 
 import uuid as uuidlib
@@ -22,8 +23,10 @@ from minbw.placement.client import Placement
 
 def read_compute_services(conn) -> list[owner.ComputeService]:
     """Nova's nova-compute services (``GET /os-services?binary=nova-compute``)."""
-    return [owner.ComputeService(s.host, bool(s.is_forced_down), s.state, s.status == "disabled")
-            for s in conn.compute.services(binary="nova-compute")]
+    return [
+        owner.ComputeService(s.host, bool(s.is_forced_down), s.state, s.status == "disabled")
+        for s in conn.compute.services(binary="nova-compute")
+    ]
 
 
 def _unreadable(e: Exception) -> str:
@@ -35,9 +38,10 @@ def read_compute_hosts(conn) -> compute_root.NovaComputes:
     (:mod:`minbw.nova.compute_root`): its compute nodes' UUIDs by hypervisor hostname (``GET /os-hypervisors``, not
     the detailed listing, which from compute API 2.88 asks each nova-compute for its uptime over RPC - an RPC timeout,
     500, while one that stopped still counts as up: nova/api/openstack/compute/hypervisors.py; the e2e test reads
-    this listing with one stopped, tests/e2e/test_create_root_cloud.py) and its nova-compute services' hosts. Where Nova cannot be read
-    (a user without the admin role, an error answer) ``unread`` says why."""
+    this listing with one stopped, tests/e2e/test_create_root_cloud.py) and its nova-compute services' hosts. Where
+    Nova cannot be read (a user without the admin role, an error answer) ``unread`` says why."""
     from openstack import exceptions as sdk_exceptions
+
     try:
         services = frozenset(s.host for s in read_compute_services(conn))
         nodes: dict[str, list[str]] = {}
@@ -46,8 +50,7 @@ def read_compute_hosts(conn) -> compute_root.NovaComputes:
     except (sdk_exceptions.HttpException, sdk_exceptions.EndpointNotFound) as e:
         return compute_root.NovaComputes(unread=_unreadable(e))
     if not all(_is_uuid(u) for uuids in nodes.values() for u in uuids):  # Nova before compute API 2.53
-        return compute_root.NovaComputes(unread="Nova's compute API is older than 2.53 and shows no compute node "
-                                                "UUIDs")
+        return compute_root.NovaComputes(unread="Nova's compute API is older than 2.53 and shows no compute node UUIDs")
     return compute_root.NovaComputes({n: tuple(u) for n, u in nodes.items()}, services)
 
 
@@ -59,13 +62,13 @@ def _is_uuid(text) -> bool:
     return True
 
 
-def read_owner_nova(api: Placement, conn=None, services: list[owner.ComputeService] | None = None
-                    ) -> owner.OwnerNova:
+def read_owner_nova(api: Placement, conn=None, services: list[owner.ComputeService] | None = None) -> owner.OwnerNova:
     """Whether Nova's ``owner_nova_filter`` adds ``root_required=OWNER_NOVA`` (:mod:`minbw.nova.owner`): from
     Nova's nova-compute services (``services``, when the caller read them already) and compute nodes (``conn``: a
     connection whose catalog has Nova; two listings of Nova, one of Placement), else, where Nova's API cannot be
     read, from Placement alone (two listings)."""
     from openstack import exceptions as sdk_exceptions
+
     known = OWNER_NOVA in api.existing_traits([OWNER_NOVA])  # a Placement whose os-traits predate it: none has it
     unread = ""
     if conn is not None:
@@ -105,8 +108,9 @@ def read_flavor(conn, name_or_id: str, option: str = "--flavor") -> Flavor:
     try:
         flavor = conn.compute.find_flavor(name_or_id, ignore_missing=True, get_extra_specs=True)
     except Exception as e:  # noqa: BLE001 - several flavors of that name, or Nova's answer: said in one line
-        raise InvalidInput(f"{option} {name_or_id}: {e}. Fix: give the flavor's id ('openstack flavor list').") \
-            from None
+        raise InvalidInput(
+            f"{option} {name_or_id}: {e}. Fix: give the flavor's id ('openstack flavor list')."
+        ) from None
     if flavor is None:
         raise ObjectNotFound(f"{option} {name_or_id}: no such flavor in Nova. Fix: one of 'openstack flavor list'.")
     return Flavor.from_api(flavor.to_dict())
@@ -117,8 +121,7 @@ def read_image(conn, name_or_id: str, option: str = "--image") -> Image:
     try:
         image = conn.image.find_image(name_or_id, ignore_missing=True)
     except Exception as e:  # noqa: BLE001 - several images of that name, or Glance's answer
-        raise InvalidInput(f"{option} {name_or_id}: {e}. Fix: give the image's id ('openstack image list').") \
-            from None
+        raise InvalidInput(f"{option} {name_or_id}: {e}. Fix: give the image's id ('openstack image list').") from None
     if image is None:
         raise ObjectNotFound(f"{option} {name_or_id}: no such image in Glance. Fix: one of 'openstack image list'.")
     return Image.from_api(image.to_dict())
@@ -132,12 +135,21 @@ def read_aggregates(conn) -> tuple[Aggregate, ...]:
 def needs_aggregates(options: SchedulerOptions, availability_zone: str | None) -> bool:
     """Whether a request filter reads Nova's aggregates for this server (an AZ, tenant isolation, isolated
     aggregates)."""
-    return bool(availability_zone or options.limit_tenants_to_placement_aggregate
-                or options.enable_isolated_aggregate_filtering)
+    return bool(
+        availability_zone or options.limit_tenants_to_placement_aggregate or options.enable_isolated_aggregate_filtering
+    )
 
 
-def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability_zone: str | None = None,
-                owner_nova: bool | None = None, has_compute: bool = True, ports: Sequence[Port] = ()) -> CloudFacts:
+def cloud_facts(
+    api: Placement,
+    conn,
+    options: SchedulerOptions,
+    *,
+    availability_zone: str | None = None,
+    owner_nova: bool | None = None,
+    has_compute: bool = True,
+    ports: Sequence[Port] = (),
+) -> CloudFacts:
     """The facts Nova's request filters read for a server: ``owner_nova`` given, or read
     (:func:`read_owner_nova`); the aggregates from Nova when a filter reads them (``has_compute`` False: a cloud
     without Nova, where asking for an availability zone or an aggregate option is refused); with ``[scheduler]
@@ -150,16 +162,24 @@ def cloud_facts(api: Placement, conn, options: SchedulerOptions, *, availability
     aggregates: Iterable[Aggregate] = ()
     if needs_aggregates(options, availability_zone):
         if not has_compute:
-            raise InvalidInput("an availability zone and Nova's aggregate options need Nova's host aggregates, and "
-                               "this cloud has no compute service. Fix: leave them out.")
+            raise InvalidInput(
+                "an availability zone and Nova's aggregate options need Nova's host aggregates, and "
+                "this cloud has no compute service. Fix: leave them out."
+            )
         aggregates = read_aggregates(conn)
-    decided = read_owner_nova(api, conn if has_compute else None) if owner_nova is None \
-        else owner.given(owner_nova)
-    return CloudFacts(every_compute_reports_owner_nova=decided.applies, aggregates=tuple(aggregates),
-                      subnets=subnets, segment_aggregates=segment_aggregates, owner_nova_why=decided.why)
+    decided = read_owner_nova(api, conn if has_compute else None) if owner_nova is None else owner.given(owner_nova)
+    return CloudFacts(
+        every_compute_reports_owner_nova=decided.applies,
+        aggregates=tuple(aggregates),
+        subnets=subnets,
+        segment_aggregates=segment_aggregates,
+        owner_nova_why=decided.why,
+    )
 
 
-def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[tuple[Subnet, ...], dict[str, tuple[str, ...]]]:
+def routed_network_facts(
+    api: Placement, conn, ports: Sequence[Port]
+) -> tuple[tuple[Subnet, ...], dict[str, tuple[str, ...]]]:
     """What Nova's ``routed_networks_filter`` reads for the ports that name a network (Neutron ports; a port
     given by its rules has none, and the filter adds nothing for it): the subnets of their networks (Neutron) and
     each subnet segment's aggregates (its resource provider in Placement; none when Neutron made no provider,
@@ -167,8 +187,9 @@ def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[t
     networks = sorted({p.network_id for p in ports if p.network_id})
     if not networks:
         return (), {}
-    subnets = tuple(Subnet(s.id, s.network_id, s.segment_id) for n in networks for s in conn.network.subnets(
-        network_id=n))
+    subnets = tuple(
+        Subnet(s.id, s.network_id, s.segment_id) for n in networks for s in conn.network.subnets(network_id=n)
+    )
     segment_aggregates = {}
     for segment in sorted({s.segment_id for s in subnets if s.segment_id}):
         try:
@@ -180,11 +201,15 @@ def routed_network_facts(api: Placement, conn, ports: Sequence[Port]) -> tuple[t
 
 # what a root trait a request filter asks about means to an operator, and how to change it
 _MEANS = {
-    COMPUTE_STATUS_DISABLED: ("its nova-compute service is disabled ('openstack compute service set --enable HOST "
-                              "nova-compute' brings it back)"),
-    OWNER_NOVA: ("its root lacks OWNER_NOVA, which every nova-compute of Nova 34 reports on its compute node (a "
-                 "root made by hand, a deleted compute's provider, or the trait removed; during a rolling upgrade "
-                 "to Nova 34: --owner-nova no)"),
+    COMPUTE_STATUS_DISABLED: (
+        "its nova-compute service is disabled ('openstack compute service set --enable HOST "
+        "nova-compute' brings it back)"
+    ),
+    OWNER_NOVA: (
+        "its root lacks OWNER_NOVA, which every nova-compute of Nova 34 reports on its compute node (a "
+        "root made by hand, a deleted compute's provider, or the trait removed; during a rolling upgrade "
+        "to Nova 34: --owner-nova no)"
+    ),
 }
 
 
@@ -213,14 +238,18 @@ def aggregate_exclusions(api: Placement, filters) -> dict[str, str]:
     return out
 
 
-def _removed(api: Placement, filters, roots: dict[str, str],
-             kinds=("root_forbidden", "root_required", "member_of")) -> list[dict]:
+def _removed(
+    api: Placement, filters, roots: dict[str, str], kinds=("root_forbidden", "root_required", "member_of")
+) -> list[dict]:
     filters = list(filters)
-    traits = {a.partition(" ")[2] for f in filters for a in f.added if a.startswith(("root_forbidden ", "root_required "))}
+    traits = {
+        a.partition(" ")[2] for f in filters for a in f.added if a.startswith(("root_forbidden ", "root_required "))
+    }
     known = api.existing_traits(traits) if traits else set()  # Placement refuses a listing naming an unknown trait
 
     def having(trait: str) -> set[str]:
         return {p.uuid for p in api.list_providers(required=trait)} if trait in known else set()
+
     out = []
     for f in filters:
         for added in f.added:
@@ -243,8 +272,16 @@ def _removed(api: Placement, filters, roots: dict[str, str],
             else:
                 continue
             if removed:
-                out.append({"filter": f.name, "why": f.why, "added": added, "reason": why,
-                            "hosts": sorted(roots[u] for u in removed), "uuids": sorted(removed)})
+                out.append(
+                    {
+                        "filter": f.name,
+                        "why": f.why,
+                        "added": added,
+                        "reason": why,
+                        "hosts": sorted(roots[u] for u in removed),
+                        "uuids": sorted(removed),
+                    }
+                )
     return out
 
 
@@ -260,6 +297,17 @@ def root_trait_reasons(filters) -> dict[str, str]:
     return out
 
 
-__all__ = ["read_owner_nova", "read_compute_services", "read_compute_hosts", "read_scheduler_options", "read_flavor",
-           "read_image", "read_aggregates", "cloud_facts", "routed_network_facts", "prefiltered_hosts",
-           "aggregate_exclusions", "root_trait_reasons"]
+__all__ = [
+    "read_owner_nova",
+    "read_compute_services",
+    "read_compute_hosts",
+    "read_scheduler_options",
+    "read_flavor",
+    "read_image",
+    "read_aggregates",
+    "cloud_facts",
+    "routed_network_facts",
+    "prefiltered_hosts",
+    "aggregate_exclusions",
+    "root_trait_reasons",
+]

@@ -7,6 +7,7 @@ right database and TLS files: ``--db``, ``OVN_SB_DB``, ``-p/-c/-C``, or ``docker
 containerised cloud): no OVSDB client library or schema is needed here, and the command can be any
 wrapper the deployment needs.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,15 +39,23 @@ def run(argv: Sequence[str], what: str, timeout: float = TIMEOUT) -> str:
     try:
         done = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
     except FileNotFoundError:
-        raise ConfigError(f"{argv[0]} not found", source=what,
-                          fix="install the OVN/Open vSwitch client tools, or give the command to run "
-                              "(e.g. 'docker exec ovn_sb_db ovn-sbctl')") from None
+        raise ConfigError(
+            f"{argv[0]} not found",
+            source=what,
+            fix="install the OVN/Open vSwitch client tools, or give the command to run "
+            "(e.g. 'docker exec ovn_sb_db ovn-sbctl')",
+        ) from None
     except subprocess.TimeoutExpired:
-        raise ConfigError(f"{shlex.join(argv)} did not answer within {timeout:.0f} s", source=what,
-                          fix="check the database address (--db) and that its server runs") from None
+        raise ConfigError(
+            f"{shlex.join(argv)} did not answer within {timeout:.0f} s",
+            source=what,
+            fix="check the database address (--db) and that its server runs",
+        ) from None
     if done.returncode:
-        raise ConfigError(f"{shlex.join(argv)} failed (exit {done.returncode}): "
-                          f"{' '.join(done.stderr.split()) or 'no message'}", source=what)
+        raise ConfigError(
+            f"{shlex.join(argv)} failed (exit {done.returncode}): {' '.join(done.stderr.split()) or 'no message'}",
+            source=what,
+        )
     return done.stdout
 
 
@@ -62,14 +71,16 @@ def read_southbound(db: str | None = None, sbctl: str | Sequence[str] | None = N
     return chassis
 
 
-def read_open_vswitch(db: str | None = None, vsctl: str | Sequence[str] | None = None,
-                      hostname: str | None = None) -> ovn.Chassis:
+def read_open_vswitch(
+    db: str | None = None, vsctl: str | Sequence[str] | None = None, hostname: str | None = None
+) -> ovn.Chassis:
     """This compute's chassis options from its Open vSwitch database (``external_ids``, as ovn-controller
     reads them; without ``external_ids:hostname`` the chassis is named after ``hostname`` or this machine)."""
     argv = command(vsctl, OVS_VSCTL) + _db(db) + list(ovn.OVS_LIST)
     where = f"the Open vSwitch database{f' {db}' if db else ''}"
-    chassis, _whole_table = ovn.chassis_of_rows(ovn.ovsdb_rows(_json(run(argv, where), where), where), where,
-                                                hostname=hostname or socket.gethostname())
+    chassis, _whole_table = ovn.chassis_of_rows(
+        ovn.ovsdb_rows(_json(run(argv, where), where), where), where, hostname=hostname or socket.gethostname()
+    )
     return chassis[0]
 
 
@@ -86,6 +97,7 @@ def read_chassis_file(path: str, hostname: str | None = None) -> tuple[list[ovn.
     (``name``, ``hostname``, ``ovn-bridge-mappings``, ``ovn-cms-options``). True when it is the whole
     southbound table."""
     import yaml
+
     try:
         with open(path) as f:
             document = yaml.safe_load(f)
@@ -101,12 +113,15 @@ def read_chassis_file(path: str, hostname: str | None = None) -> tuple[list[ovn.
 
 def chassis_values(values: Iterable, option: str = "ovn_chassis") -> list[ovn.Chassis]:
     """Chassis given as option values (the ``chassis`` an ovn_chassis_config task returns), or already read."""
-    return [v if isinstance(v, ovn.Chassis) else ovn.chassis_from_values(v, f"{option}[{i}]")
-            for i, v in enumerate(values or ())]
+    return [
+        v if isinstance(v, ovn.Chassis) else ovn.chassis_from_values(v, f"{option}[{i}]")
+        for i, v in enumerate(values or ())
+    ]
 
 
-def chassis_configs(chassis: Iterable[ovn.Chassis], tunnelled_rp_name: str = naming.RP_TUNNELLED, *,
-                    isolate: bool = False) -> tuple[list[AgentConfig], list[str], list[Unit]]:
+def chassis_configs(
+    chassis: Iterable[ovn.Chassis], tunnelled_rp_name: str = naming.RP_TUNNELLED, *, isolate: bool = False
+) -> tuple[list[AgentConfig], list[str], list[Unit]]:
     """Each chassis as the AgentConfig Neutron reports from, the warnings of what it skips, and the chassis
     that cannot be read (a chassis of a name given twice, options that do not parse): with ``isolate`` each
     skipped on its own, named with its host, what is wrong and the fix; without, the first raises ConfigError."""
@@ -117,12 +132,26 @@ def chassis_configs(chassis: Iterable[ovn.Chassis], tunnelled_rp_name: str = nam
         where = f"chassis {c.name} ({c.source})"
         if names.count(c.name) > 1:
             if not isolate:
-                raise ConfigError(f"chassis {c.name} given more than once", option="--ovn-chassis",
-                                  fix="give each chassis from one source")
-            skipped.append(Unit(where, naming.OVN, c.hostname, (), skipped_line(
-                f"chassis {c.name}", c.hostname, f"given more than once (this one from {c.source}, also from "
-                f"{', '.join(o.source for j, o in enumerate(chassis) if o.name == c.name and j != k)})",
-                "give each chassis from one source")))
+                raise ConfigError(
+                    f"chassis {c.name} given more than once",
+                    option="--ovn-chassis",
+                    fix="give each chassis from one source",
+                )
+            skipped.append(
+                Unit(
+                    where,
+                    naming.OVN,
+                    c.hostname,
+                    (),
+                    skipped_line(
+                        f"chassis {c.name}",
+                        c.hostname,
+                        f"given more than once (this one from {c.source}, also from "
+                        f"{', '.join(o.source for j, o in enumerate(chassis) if o.name == c.name and j != k)})",
+                        "give each chassis from one source",
+                    ),
+                )
+            )
             continue
         try:
             config, said = ovn.chassis_config(c, tunnelled_rp_name)
@@ -136,23 +165,42 @@ def chassis_configs(chassis: Iterable[ovn.Chassis], tunnelled_rp_name: str = nam
     return configs, warnings, skipped
 
 
-def desired(agent_configs: Iterable[AgentConfig] = (), chassis: Iterable[ovn.Chassis] = (), *,
-            complete: bool = False, tunnelled_rp_name: str = naming.RP_TUNNELLED,
-            skipped: Iterable[Unit] = (), isolate: bool = False) -> DesiredState:
+def desired(
+    agent_configs: Iterable[AgentConfig] = (),
+    chassis: Iterable[ovn.Chassis] = (),
+    *,
+    complete: bool = False,
+    tunnelled_rp_name: str = naming.RP_TUNNELLED,
+    skipped: Iterable[Unit] = (),
+    isolate: bool = False,
+) -> DesiredState:
     """The providers of the agents' configurations and of the OVN chassis together, each a unit of its own
     (:func:`minbw.neutron.provider_tree.desired_state`; ``skipped``: agent configurations that could not be
     read; ``isolate``: a bad unit is skipped, not raised). ``complete``: the chassis are every chassis of the
     cloud (the southbound database), so any OVN device provider in Placement that none of them describes is
     stale."""
     configs, warnings, bad = chassis_configs(chassis, tunnelled_rp_name, isolate=isolate)
-    return desired_state([*agent_configs, *configs], warnings, sweep_kinds=[naming.OVN] if complete else [],
-                         skipped=[*skipped, *bad], isolate=isolate)
+    return desired_state(
+        [*agent_configs, *configs],
+        warnings,
+        sweep_kinds=[naming.OVN] if complete else [],
+        skipped=[*skipped, *bad],
+        isolate=isolate,
+    )
 
 
-def gather(*, files: Iterable[str] = (), southbound: bool = False, sb_db: str | None = None,
-           sbctl: str | Sequence[str] | None = None, open_vswitch: bool = False, ovs_db: str | None = None,
-           vsctl: str | Sequence[str] | None = None, values: Iterable = (),
-           hostname: str | None = None) -> tuple[list[ovn.Chassis], bool]:
+def gather(
+    *,
+    files: Iterable[str] = (),
+    southbound: bool = False,
+    sb_db: str | None = None,
+    sbctl: str | Sequence[str] | None = None,
+    open_vswitch: bool = False,
+    ovs_db: str | None = None,
+    vsctl: str | Sequence[str] | None = None,
+    values: Iterable = (),
+    hostname: str | None = None,
+) -> tuple[list[ovn.Chassis], bool]:
     """The chassis from every source given; True when the southbound database (or a saved copy of its
     Chassis table) was among them."""
     chassis: list[ovn.Chassis] = chassis_values(values)

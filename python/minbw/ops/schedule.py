@@ -10,6 +10,7 @@ moves on. On give-up nothing is left bound or claimed, and every attempt says wh
 
 The candidates and their order are :func:`minbw.ops.claims.plan` (check mode shows its first attempt).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ import uuid as uuidlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
-from minbw.errors import (BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError)
+from minbw.errors import BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError
 from minbw.model.requests import PortRequest, ServerRequest
 from minbw.nova.inputs import Port
 from minbw.ops import claims, neutron, segments, write_failures
@@ -43,15 +44,25 @@ class PortPlan:
 
     def nova_port(self) -> Port:
         """The port as Nova's scheduler sees it (its request filters and ResourceRequest)."""
-        return Port(self.id, vnic_type=self.vnic_type, request=self.request, network_id=self.network_id,
-                    subnet_ids=tuple(ip["subnet_id"] for ip in self.fixed_ips if ip.get("subnet_id")))
+        return Port(
+            self.id,
+            vnic_type=self.vnic_type,
+            request=self.request,
+            network_id=self.network_id,
+            subnet_ids=tuple(ip["subnet_id"] for ip in self.fixed_ips if ip.get("subnet_id")),
+        )
 
     def to_dict(self) -> dict:
         """The port as JSON values: id, name, network_id, Neutron's ``resource_request`` shape and mode of its request
         (None without one), and the notes."""
-        return {"id": self.id, "name": self.name, "network_id": self.network_id,
-                "resource_request": self.request.to_neutron() if self.request else None,
-                "mode": self.request.mode if self.request else None, "notes": list(self.notes)}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "network_id": self.network_id,
+            "resource_request": self.request.to_neutron() if self.request else None,
+            "mode": self.request.mode if self.request else None,
+            "notes": list(self.notes),
+        }
 
 
 def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bound: bool = False) -> list[PortPlan]:
@@ -67,45 +78,72 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bo
             raise InvalidInput(f"port {name_or_id!r} is given twice. Fix: list each port once.")
         seen.add(port["id"])
         if port.get("binding_host_id") and not allow_bound:
-            raise InvalidInput(f"port {port.get('name') or port['id']} is already bound to host "
-                               f"{port['binding_host_id']}. Fix: unbind it (or leave it out); the workflow binds "
-                               f"the ports itself, to the host it picks.")
+            raise InvalidInput(
+                f"port {port.get('name') or port['id']} is already bound to host "
+                f"{port['binding_host_id']}. Fix: unbind it (or leave it out); the workflow binds "
+                f"the ports itself, to the host it picks."
+            )
         reported = neutron.reported_request(facts)
         computed = neutron.computed_request(facts, any_traits=any_traits)
         notes = list(computed.notes) if computed else []
         request = computed if any_traits and computed is not None else (reported or computed)
         if reported is None and computed is not None and not any_traits:
             notes.append("Neutron did not show a resource_request (not an admin?); computed as Neutron does")
-        out.append(PortPlan(port["id"], port.get("name"), port["network_id"], tuple(port.get("fixed_ips") or ()),
-                            request, tuple(notes), port.get("binding_vnic_type") or port.get("binding:vnic_type")
-                            or "normal"))
+        out.append(
+            PortPlan(
+                port["id"],
+                port.get("name"),
+                port["network_id"],
+                tuple(port.get("fixed_ips") or ()),
+                request,
+                tuple(notes),
+                port.get("binding_vnic_type") or port.get("binding:vnic_type") or "normal",
+            )
+        )
     return out
 
 
-def with_ports(conn, api: Placement, req: ServerRequest, ports: list[PortPlan], *,
-               add_groups: bool = True) -> tuple[ServerRequest, list[dict]]:
+def with_ports(
+    conn, api: Placement, req: ServerRequest, ports: list[PortPlan], *, add_groups: bool = True
+) -> tuple[ServerRequest, list[dict]]:
     """``req`` plus the Neutron ports' request groups (``add_groups``; False: ``req`` has them already) and, for
     ports on routed networks, ``member_of`` their segments' aggregates (Nova's routed-network prefilter, minus
     segments without free addresses)."""
     member_of, choices = segments.member_of_for_ports(
-        conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports])
+        conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports]
+    )
     if member_of and not req.flavor_resources():
-        raise RequestError("the ports are on a routed network, whose segments are chosen with member_of on the "
-                           "consumer's own resources, and no resources were given. Fix: pass resources "
-                           "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1).")
+        raise RequestError(
+            "the ports are on a routed network, whose segments are chosen with member_of on the "
+            "consumer's own resources, and no resources were given. Fix: pass resources "
+            "(e.g. VCPU=1,MEMORY_MB=512,DISK_GB=1)."
+        )
     added = tuple(p.request for p in ports if p.request) if add_groups else ()
     member_of = tuple(m for m in member_of if m not in req.member_of)  # Nova's routed-network filter has it
     return dataclasses.replace(req, ports=req.ports + added, member_of=req.member_of + member_of), choices
 
 
-def build_request(conn, api: Placement, ports: list[PortPlan], resources: Mapping[str, int], *,
-                  required=(), forbidden=(), root_forbidden=(), root_required=(), group_policy=None,
-                  limit=None) -> tuple[ServerRequest, list[dict]]:
+def build_request(
+    conn,
+    api: Placement,
+    ports: list[PortPlan],
+    resources: Mapping[str, int],
+    *,
+    required=(),
+    forbidden=(),
+    root_forbidden=(),
+    root_required=(),
+    group_policy=None,
+    limit=None,
+) -> tuple[ServerRequest, list[dict]]:
     """The one query's request: flavor-like ``resources`` and every port (:func:`with_ports`)."""
     req = dataclasses.replace(
-        ServerRequest.from_options(resources, required, group_policy=group_policy, root_required=root_required,
-                                   limit=limit),
-        forbidden=tuple(sorted(set(forbidden))), root_forbidden=tuple(sorted(set(root_forbidden))))
+        ServerRequest.from_options(
+            resources, required, group_policy=group_policy, root_required=root_required, limit=limit
+        ),
+        forbidden=tuple(sorted(set(forbidden))),
+        root_forbidden=tuple(sorted(set(root_forbidden))),
+    )
     return with_ports(conn, api, req, ports)
 
 
@@ -123,6 +161,7 @@ def _binding_host(api_names: Mapping[str, str], attempt_op) -> str:
 def _bind(svc, port: PortPlan, host: str, profile: Mapping | None) -> str:
     """Bind one port to ``host``; "" when Neutron bound it, else why not."""
     from openstack import exceptions as sdk_exceptions
+
     body = {"binding_host_id": host}
     if profile is not None:
         body["binding_profile"] = {"allocation": profile}
@@ -132,13 +171,16 @@ def _bind(svc, port: PortPlan, host: str, profile: Mapping | None) -> str:
         raise BindingNotAllowed(
             f"Neutron refused to bind port {port.id} ({e.details or e}): binding:profile is writable only by the "
             f"service role. Fix: connect as a service user for the bindings (--service-cloud NAME / "
-            f"service_cloud)") from e
+            f"service_cloud)"
+        ) from e
     except sdk_exceptions.ConflictException as e:
         return f"Neutron refused the binding: {e.details or e}"
     vif = bound.binding_vif_type
     if vif in BIND_FAILED:
-        return (f"binding failed (vif_type {vif}): no live agent on {host} could bind it "
-                f"(is the L2 agent there up, with the network's physical network mapped?)")
+        return (
+            f"binding failed (vif_type {vif}): no live agent on {host} could bind it "
+            f"(is the L2 agent there up, with the network's physical network mapped?)"
+        )
     return ""
 
 
@@ -153,13 +195,29 @@ def _unbind(svc, port_ids: Iterable[str]) -> list[str]:
     return stuck
 
 
-def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int] | None = None, *,
-             consumer: str | None = None, project_id: str | None = None, user_id: str | None = None,
-             service_conn=None, max_hosts: int = 3, any_traits: bool = False, check: bool = False,
-             required=(), forbidden=(), root_required=(), root_forbidden=(), group_policy=None,
-             limit: int | None = None, progress: Callable[[str], None] | None = None,
-             sleep: Callable[[float], None] = time.sleep,
-             server: Callable[[list[PortPlan]], ServerRequest] | None = None) -> dict:
+def schedule(
+    conn,
+    api: Placement,
+    ports: list[str],
+    resources: Mapping[str, int] | None = None,
+    *,
+    consumer: str | None = None,
+    project_id: str | None = None,
+    user_id: str | None = None,
+    service_conn=None,
+    max_hosts: int = 3,
+    any_traits: bool = False,
+    check: bool = False,
+    required=(),
+    forbidden=(),
+    root_required=(),
+    root_forbidden=(),
+    group_policy=None,
+    limit: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    server: Callable[[list[PortPlan]], ServerRequest] | None = None,
+) -> dict:
     """Schedule, bind and claim ``ports`` (+ ``resources``) for ``consumer`` (default: a new uuid).
 
     ``server``: the request for the ports read (their groups in it), as Nova's query builds it for a server of a
@@ -182,9 +240,18 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     if server is not None:
         req, choices = with_ports(conn, api, server(port_plans), port_plans, add_groups=False)
     else:
-        req, choices = build_request(conn, api, port_plans, resources or {}, required=required, forbidden=forbidden,
-                                     root_required=root_required, root_forbidden=root_forbidden,
-                                     group_policy=group_policy, limit=limit)
+        req, choices = build_request(
+            conn,
+            api,
+            port_plans,
+            resources or {},
+            required=required,
+            forbidden=forbidden,
+            root_required=root_required,
+            root_forbidden=root_forbidden,
+            group_policy=group_policy,
+            limit=limit,
+        )
     base = {"consumer": consumer, "ports": [p.to_dict() for p in port_plans], "segments": choices}
     try:
         plan = claims.plan(api, consumer, req, max_hosts=max_hosts)
@@ -194,8 +261,15 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
     names = api.provider_names()
     if check:
         host = _binding_host(names, first)
-        return {**base, "changed": True, "check": True, "host": host, "plan": plan.to_dict(),
-                "bindings": _bindings(port_plans, first.binding_profiles, host), "attempts": []}
+        return {
+            **base,
+            "changed": True,
+            "check": True,
+            "host": host,
+            "plan": plan.to_dict(),
+            "bindings": _bindings(port_plans, first.binding_profiles, host),
+            "attempts": [],
+        }
     svc = service_conn or conn
     project_id = project_id or conn.current_project_id
     user_id = user_id or conn.current_user_id
@@ -221,44 +295,75 @@ def schedule(conn, api: Placement, ports: list[str], resources: Mapping[str, int
                     why = f"port {p.name or p.id}: {why}"
                     break
             if not why:
-                outcome = claims.put_claim_op(api, op, project_id=project_id, user_id=user_id, sleep=sleep,
-                                              log=attempts, capacities=capacities)
+                outcome = claims.put_claim_op(
+                    api, op, project_id=project_id, user_id=user_id, sleep=sleep, log=attempts, capacities=capacities
+                )
                 if outcome == "claimed":
                     attempts.append({"host": host, "outcome": "claimed"})
                     say(f"claimed on {host}")
-                    return {**base, "changed": True, "host": host, "root_provider": op.host,
-                            "allocations": op.allocations, "mapping": {k: list(v) for k, v in op.mapping.items()},
-                            "bindings": _bindings(port_plans, op.binding_profiles, host), "attempts": attempts}
-                why = {"capacity": "Placement refused the claim: the capacity was taken meanwhile",
-                       "provider-conflict": "providers kept changing while claiming",
-                       "overcommitted": "Placement accepted the claim over capacity each time (its server-side "
-                                        "retry under concurrent claims); each was undone"}.get(outcome, outcome)
+                    return {
+                        **base,
+                        "changed": True,
+                        "host": host,
+                        "root_provider": op.host,
+                        "allocations": op.allocations,
+                        "mapping": {k: list(v) for k, v in op.mapping.items()},
+                        "bindings": _bindings(port_plans, op.binding_profiles, host),
+                        "attempts": attempts,
+                    }
+                why = {
+                    "capacity": "Placement refused the claim: the capacity was taken meanwhile",
+                    "provider-conflict": "providers kept changing while claiming",
+                    "overcommitted": "Placement accepted the claim over capacity each time (its server-side "
+                    "retry under concurrent claims); each was undone",
+                }.get(outcome, outcome)
                 outcome = "claim-failed"
         except BaseException as e:
             stuck = _unbind(svc, bound)
             if stuck:
-                raise PartialApply(e if isinstance(e, Exception) else MinbwError(str(e)), bound, len(port_plans),
-                                   then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them") from e
+                raise PartialApply(
+                    e if isinstance(e, Exception) else MinbwError(str(e)),
+                    bound,
+                    len(port_plans),
+                    then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them",
+                ) from e
             raise
         if outcome == "binding-failed":
             failed_hosts.add(attempt.host)
         stuck = _unbind(svc, bound)
         if stuck:
-            raise PartialApply(MinbwError(why), bound, len(port_plans),
-                               then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them")
+            raise PartialApply(
+                MinbwError(why),
+                bound,
+                len(port_plans),
+                then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them",
+            )
         say(f"{host}: {why}; trying the next candidate")
         attempts.append({"host": host, "outcome": outcome, "why": why})
     hosts = len({a["host"] for a in attempts if a["outcome"] != claims.UNDONE})
-    raise claims.overcommit_error(NoValidHost(
-        f"No valid host: every candidate failed ({sum(a['outcome'] != claims.UNDONE for a in attempts)} attempts "
-        f"on {hosts} host(s)): "
-        + "; ".join(f"{a['host']}: {a.get('why', a['outcome'])}" for a in attempts if a["outcome"] != claims.UNDONE)
-        + claims.undone_note(attempts) + ". Nothing is left bound or claimed.", [], attempts))
+    raise claims.overcommit_error(
+        NoValidHost(
+            f"No valid host: every candidate failed ({sum(a['outcome'] != claims.UNDONE for a in attempts)} attempts "
+            f"on {hosts} host(s)): "
+            + "; ".join(f"{a['host']}: {a.get('why', a['outcome'])}" for a in attempts if a["outcome"] != claims.UNDONE)
+            + claims.undone_note(attempts)
+            + ". Nothing is left bound or claimed.",
+            [],
+            attempts,
+        )
+    )
 
 
 def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> list[dict]:
-    return [{"port": p.id, "name": p.name, "host": host,
-             "binding_profile": {"allocation": profiles.get(p.id)} if p.request else {}} for p in ports]
+    return [
+        {
+            "port": p.id,
+            "name": p.name,
+            "host": host,
+            "binding_profile": {"allocation": profiles.get(p.id)} if p.request else {},
+        }
+        for p in ports
+    ]
 
 
 def hosts_outside_segments(api: Placement, req: ServerRequest, choices: list[dict]) -> str:
@@ -273,8 +378,10 @@ def hosts_outside_segments(api: Placement, req: ServerRequest, choices: list[dic
         return ""
     names = api.provider_names()
     segs = ", ".join(sorted({s for c in choices for s in c["segments"]}))
-    return "; ".join(f"host {names.get(h, h)} is not in segment(s) {segs} of the ports' network"
-                     for h in sorted({h for h, _requests in cands.by_host()}))
+    return "; ".join(
+        f"host {names.get(h, h)} is not in segment(s) {segs} of the ports' network"
+        for h in sorted({h for h, _requests in cands.by_host()})
+    )
 
 
 def explain_segments(api: Placement, req: ServerRequest, choices: list[dict], err: NoValidHost) -> NoValidHost:
@@ -282,5 +389,4 @@ def explain_segments(api: Placement, req: ServerRequest, choices: list[dict], er
     why = hosts_outside_segments(api, req, choices)
     if not why:
         return err
-    return NoValidHost(f"{err} Without the segment filter these hosts have room: {why}.", err.diagnosis,
-                       err.attempts)
+    return NoValidHost(f"{err} Without the segment filter these hosts have room: {why}.", err.diagnosis, err.attempts)

@@ -4,6 +4,7 @@ Reads: Neutron's networks, segments, subnets, ports, agents and IP availability 
 proxy, admin) and Placement through :class:`minbw.placement.Placement`. The prediction and the plan
 are pure (:mod:`minbw.neutron.segments`, :mod:`minbw.plan.segments`).
 """
+
 from __future__ import annotations
 
 import time
@@ -11,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
 from minbw.errors import (
-    ConcurrentUpdate, MinbwError, NotFound, ObjectNotFound, PartialApply, PlacementUnavailable, ProviderNotFound)
+    ConcurrentUpdate,
+    MinbwError,
+    NotFound,
+    ObjectNotFound,
+    PartialApply,
+    PlacementUnavailable,
+    ProviderNotFound,
+)
 from minbw.neutron.segments import IPV4_ADDRESS, RoutedSegment, port_member_of, routed_segments
 from minbw.ops import apply_in_order, write_failures
 from minbw.placement.client import Placement
@@ -29,7 +37,7 @@ _PORT_FIELDS = ("id", "name", "device_owner", "fixed_ips", "ip_allocation")
 @dataclass(frozen=True)
 class NeutronSegments:
     segments: tuple[RoutedSegment, ...]
-    subnet_segment: dict            # subnet id → segment id
+    subnet_segment: dict  # subnet id → segment id
 
     def of_network(self, network_id: str) -> tuple[RoutedSegment, ...]:
         """The routed segments of the network ``network_id``, a tuple in listing order."""
@@ -42,8 +50,9 @@ def _network_ids(conn, networks: Iterable[str] | None) -> list[str]:
         for n in networks:
             net = conn.network.find_network(n, ignore_missing=True)
             if net is None:
-                raise ObjectNotFound(f"no network {n!r} in Neutron. Fix: pass a network name or id that "
-                                     f"`openstack network list` shows.")
+                raise ObjectNotFound(
+                    f"no network {n!r} in Neutron. Fix: pass a network name or id that `openstack network list` shows."
+                )
             out.append(net.id)
         return out
     # every network with more than one segment, or a segment that has subnets bound to it (routed)
@@ -61,8 +70,9 @@ def read_neutron(conn, networks: Iterable[str] | None = None) -> NeutronSegments
         avail = conn.network.get_network_ip_availability(net_id)
         for sub in avail.subnet_ip_availability or []:
             availability[sub["subnet_id"]] = sub
-    agents = [{"host": a.host, "configurations": a.configuration or {}, "alive": a.is_alive}
-              for a in conn.network.agents()]
+    agents = [
+        {"host": a.host, "configurations": a.configuration or {}, "alive": a.is_alive} for a in conn.network.agents()
+    ]
     segments = routed_segments(segs, subnets, agents, availability, ports)
     return NeutronSegments(segments, {s["id"]: s["segment_id"] for s in subnets if s.get("segment_id")})
 
@@ -87,8 +97,9 @@ def observe(api: Placement, segments: Iterable[RoutedSegment]) -> ObservedSegmen
     return ObservedSegments(providers, inventories, aggregates, roots, generations)
 
 
-def _read_and_plan(conn, api: Placement, networks,
-                   recount: bool = False) -> tuple[NeutronSegments, ObservedSegments, SegmentsPlan]:
+def _read_and_plan(
+    conn, api: Placement, networks, recount: bool = False
+) -> tuple[NeutronSegments, ObservedSegments, SegmentsPlan]:
     facts = read_neutron(conn, networks)
     observed = observe(api, facts.segments)
     return facts, observed, plan_segments(facts.segments, observed, recount=recount)
@@ -97,32 +108,54 @@ def _read_and_plan(conn, api: Placement, networks,
 def _result(planned: SegmentsPlan) -> dict:
     """The plan, and the counts that differ: all of them, and as sentences the ones it does not recount."""
     recounted = {op.uuid for op in planned.plan.ops if op.action == "recount"}
-    return {"plan": planned.plan.to_dict(), "warnings": list(planned.warnings), "diff": planned.plan.diff(),
-            "differences": [d.to_dict() for d in planned.differences],
-            "unresolved": [str(d) for d in planned.differences if d.segment not in recounted]}
+    return {
+        "plan": planned.plan.to_dict(),
+        "warnings": list(planned.warnings),
+        "diff": planned.plan.diff(),
+        "differences": [d.to_dict() for d in planned.differences],
+        "unresolved": [str(d) for d in planned.differences if d.segment not in recounted],
+    }
 
 
 def report(conn, api: Placement, networks: Iterable[str] | None = None) -> dict:
     """Each segment as Neutron would report it, what Placement holds, the writes a sync would make, and the
     counts that differ from Neutron's (with their possible causes)."""
     facts, observed, planned = _read_and_plan(conn, api, networks)
-    return {"segments": [_segment_view(s, observed) for s in facts.segments],
-            "in_sync": not planned.plan.changed and not planned.differences, **_result(planned)}
+    return {
+        "segments": [_segment_view(s, observed) for s in facts.segments],
+        "in_sync": not planned.plan.changed and not planned.differences,
+        **_result(planned),
+    }
 
 
 def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> dict:
     d = seg.to_dict()
-    d["placement"] = None if seg.id not in observed.providers else {
-        "inventories": observed.inventories.get(seg.id, {}),
-        "aggregates": sorted(observed.aggregates.get(seg.id, ())),
-        "hosts_in_aggregate": sorted(h for h, r in observed.roots.items()
-                                     if observed.aggregates.get(seg.id, frozenset())
-                                     & observed.aggregates.get(r.uuid, frozenset()))}
+    d["placement"] = (
+        None
+        if seg.id not in observed.providers
+        else {
+            "inventories": observed.inventories.get(seg.id, {}),
+            "aggregates": sorted(observed.aggregates.get(seg.id, ())),
+            "hosts_in_aggregate": sorted(
+                h
+                for h, r in observed.roots.items()
+                if observed.aggregates.get(seg.id, frozenset()) & observed.aggregates.get(r.uuid, frozenset())
+            ),
+        }
+    )
     return d
 
 
-def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: bool = False, recount: bool = False,
-         quiet: float = QUIET_SECONDS, sleep: Callable[[float], None] = time.sleep) -> dict:
+def sync(
+    conn,
+    api: Placement,
+    networks: Iterable[str] | None = None,
+    *,
+    check: bool = False,
+    recount: bool = False,
+    quiet: float = QUIET_SECONDS,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict:
     """Make Placement hold the routed segments' providers (check: only plan). Idempotent: warm, 0 writes.
 
     Neutron's counts (IPV4_ADDRESS total and reserved) are written only for a new provider or inventory;
@@ -138,9 +171,14 @@ def sync(conn, api: Placement, networks: Iterable[str] | None = None, *, check: 
         planned = steady_recounts(first, planned, facts.segments)
         warnings = list(planned.warnings)
     plan = planned.plan
-    result = {"changed": plan.changed, "steps": [str(op) for op in plan.ops],
-              "segments": [s.to_dict() for s in facts.segments], **_result(planned), "warnings": warnings,
-              "failed_segments": []}
+    result = {
+        "changed": plan.changed,
+        "steps": [str(op) for op in plan.ops],
+        "segments": [s.to_dict() for s in facts.segments],
+        **_result(planned),
+        "warnings": warnings,
+        "failed_segments": [],
+    }
     if check or not plan.changed:
         return result
     applied = apply_segments(api, plan, {s.id: s.label for s in facts.segments})
@@ -162,9 +200,13 @@ class SegmentsApplied:
     def to_dict(self) -> dict:
         """The writes made (each its dict) and the failed segments, each without its ``cause`` and with its pending
         writes as dicts."""
-        return {"applied": [op.to_dict() for op in self.applied],
-                "failed": [{**{k: v for k, v in f.items() if k != "cause"},
-                            "pending": [op.to_dict() for op in f["pending"]]} for f in self.failed]}
+        return {
+            "applied": [op.to_dict() for op in self.applied],
+            "failed": [
+                {**{k: v for k, v in f.items() if k != "cause"}, "pending": [op.to_dict() for op in f["pending"]]}
+                for f in self.failed
+            ],
+        }
 
     def failures(self) -> list[str]:
         """One line per failed segment (:func:`failure_line`), a list of str."""
@@ -174,8 +216,10 @@ class SegmentsApplied:
 def failure_line(failed: dict) -> str:
     """A segment whose writes failed (an entry of a sync's ``failed_segments``): which, why, what is left."""
     pending = failed["pending"]
-    return (f"{failed['label']}: {failed['error']} — {len(pending)} of its writes not made (the first: "
-            f"{pending[0]['action']} on {pending[0]['name']}); {RESUME}")
+    return (
+        f"{failed['label']}: {failed['error']} — {len(pending)} of its writes not made (the first: "
+        f"{pending[0]['action']} on {pending[0]['name']}); {RESUME}"
+    )
 
 
 def segment_units(plan: base.Plan) -> dict[str, list[SegmentOp]]:
@@ -207,13 +251,23 @@ def apply_segments(api: Placement, plan: base.Plan, labels: Mapping[str, str] | 
                 if not done.applied:
                     raise  # nothing was written: the error as it is
                 raise _stopped(cause, plan, done, RESUME) from cause  # not this segment's: the next would meet it
-            done.failed.append({"segment": seg, "label": (labels or {}).get(seg, f"segment {seg}"),
-                                "error": " ".join(str(cause).split()),  # one line (Placement's have breaks)
-                                "code": getattr(cause, "code", None), "pending": list(pending),
-                                "cause": cause})
+            done.failed.append(
+                {
+                    "segment": seg,
+                    "label": (labels or {}).get(seg, f"segment {seg}"),
+                    "error": " ".join(str(cause).split()),  # one line (Placement's have breaks)
+                    "code": getattr(cause, "code", None),
+                    "pending": list(pending),
+                    "cause": cause,
+                }
+            )
     if done.failed and len(done.failed) == len(units):
-        raise _stopped(done.failed[0]["cause"], plan, done, f"the writes of every segment failed ("
-                       f"{', '.join(f['label'] for f in done.failed)}); {RESUME}")
+        raise _stopped(
+            done.failed[0]["cause"],
+            plan,
+            done,
+            f"the writes of every segment failed ({', '.join(f['label'] for f in done.failed)}); {RESUME}",
+        )
     return done
 
 
@@ -228,8 +282,9 @@ def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
 
 def _stopped(cause: Exception, plan: base.Plan, done: SegmentsApplied, then: str) -> PartialApply:
     made = {id(op) for op in done.applied}
-    return PartialApply(cause, done.applied, len(plan.ops), then=then,
-                        pending=[op for op in plan.ops if id(op) not in made])
+    return PartialApply(
+        cause, done.applied, len(plan.ops), then=then, pending=[op for op in plan.ops if id(op) not in made]
+    )
 
 
 def _apply_op(api: Placement, op: SegmentOp) -> None:
@@ -241,8 +296,11 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
         try:
             api.set_inventories(op.uuid, op.inventories, op.generation)
         except ConcurrentUpdate as e:
-            raise ConcurrentUpdate(f"{op.name}: its inventory changed after the quiet window (a delta of "
-                                   f"Neutron's): not recounted; run the recount again", status=409) from e
+            raise ConcurrentUpdate(
+                f"{op.name}: its inventory changed after the quiet window (a delta of "
+                f"Neutron's): not recounted; run the recount again",
+                status=409,
+            ) from e
         return
     for _attempt in range(RETRIES + 1):
         try:
@@ -260,12 +318,14 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
             return
         except ConcurrentUpdate:
             continue
-    raise ConcurrentUpdate(f"provider {op.name} ({op.uuid}) kept changing during `{op}` ({RETRIES + 1} tries)",
-                           status=409)
+    raise ConcurrentUpdate(
+        f"provider {op.name} ({op.uuid}) kept changing during `{op}` ({RETRIES + 1} tries)", status=409
+    )
 
 
-def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
-                        facts: NeutronSegments | None = None) -> tuple[tuple[tuple[str, ...], ...], list[dict]]:
+def member_of_for_ports(
+    conn, api: Placement, ports: Iterable[dict], facts: NeutronSegments | None = None
+) -> tuple[tuple[tuple[str, ...], ...], list[dict]]:
     """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice."""
     ports = list(ports)
     if facts is None:
@@ -290,5 +350,14 @@ def member_of_for_ports(conn, api: Placement, ports: Iterable[dict],
     return tuple(member_of), choices
 
 
-__all__ = ["read_neutron", "observe", "report", "sync", "apply", "apply_segments", "segment_units", "SegmentsApplied",
-           "member_of_for_ports"]
+__all__ = [
+    "read_neutron",
+    "observe",
+    "report",
+    "sync",
+    "apply",
+    "apply_segments",
+    "segment_units",
+    "SegmentsApplied",
+    "member_of_for_ports",
+]

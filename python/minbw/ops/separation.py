@@ -5,6 +5,7 @@ Each write adds or removes only our trait (or aggregate) on what the root has at
 ``placement.concurrent_update`` (nova-compute's resource tracker updating its COMPUTE_* traits, say)
 re-reads the root's traits and generation and writes again, bounded.
 """
+
 from __future__ import annotations
 
 import random
@@ -56,8 +57,11 @@ def observe_flavors(conn, names: Iterable[str]) -> dict[str, sp.Flavor]:
 
 
 def _write_host(api: Placement, sep: sp.Separation, op: sp.HostOp, root: sp.Root) -> None:
-    read, write = ((api.get_provider_aggregates, api.set_provider_aggregates) if sep.aggregate
-                   else (api.get_provider_traits, api.set_provider_traits))
+    read, write = (
+        (api.get_provider_aggregates, api.set_provider_aggregates)
+        if sep.aggregate
+        else (api.get_provider_traits, api.set_provider_traits)
+    )
     current, gen = (root.aggregates if sep.aggregate else root.traits), root.generation
     for attempt in range(1, RETRIES + 2):
         try:
@@ -93,9 +97,18 @@ def apply(api: Placement, conn, plan: sp.SeparationPlan, observed: sp.Observed) 
     return apply_in_order(plan.ops, run)
 
 
-def separation(conn, sep: sp.Separation, hosts: Iterable[str] = (), *, exclusive: bool = False,
-               flavors_qos: Iterable[str] = (), flavors_plain: Iterable[str] = (), absent: bool = False,
-               check: bool = False, api: Placement | None = None) -> sp.SeparationPlan:
+def separation(
+    conn,
+    sep: sp.Separation,
+    hosts: Iterable[str] = (),
+    *,
+    exclusive: bool = False,
+    flavors_qos: Iterable[str] = (),
+    flavors_plain: Iterable[str] = (),
+    absent: bool = False,
+    check: bool = False,
+    api: Placement | None = None,
+) -> sp.SeparationPlan:
     """Reserve ``hosts`` for QoS ports and set the flavors' extra specs (``absent``: unreserve every
     reserved host and unset the flavors' spec). ``check``: the plan only, nothing written."""
     api = api or Placement(conn)

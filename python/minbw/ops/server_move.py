@@ -11,6 +11,7 @@ call each and wait, bounded, until the server and its migration record reach the
 call leads to; a server in ERROR, a migration in ``error``/``failed`` or a timeout raises
 :class:`minbw.errors.NovaMoveFailed` naming the server, the migration and what was seen.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,7 +37,7 @@ def migrations(conn, server_id: str) -> list[Migration]:
     found = [m for m in found if m.get("server_id") in (None, server_id)]
     # openstacksdk shows the record's uuid as its id (alternate id) and hides the integer id
     found = [dict(m, uuid=m.get("uuid") or m.get("id"), id=None) for m in found]
-    found.sort(key=lambda m: (m.get("created_at") or ""), reverse=True)  # stable: ties keep Nova's order
+    found.sort(key=lambda m: m.get("created_at") or "", reverse=True)  # stable: ties keep Nova's order
     return [Migration.from_api(m) for m in found if m.get("uuid")]
 
 
@@ -55,10 +56,17 @@ def last_host_action(conn, server_id: str) -> str | None:
 
 
 def _server_view(server) -> dict:
-    return {"id": server.id, "name": server.name, "status": server.status, "task_state": server.task_state,
-            "vm_state": server.vm_state, "compute_host": server.compute_host,
-            "hypervisor_hostname": server.hypervisor_hostname, "flavor": (server.flavor or {}).get("original_name"),
-            "fault": server.fault or None}
+    return {
+        "id": server.id,
+        "name": server.name,
+        "status": server.status,
+        "task_state": server.task_state,
+        "vm_state": server.vm_state,
+        "compute_host": server.compute_host,
+        "hypervisor_hostname": server.hypervisor_hostname,
+        "flavor": (server.flavor or {}).get("original_name"),
+        "fault": server.fault or None,
+    }
 
 
 def read_trees(api: Placement, roots: Iterable[str]) -> dict[str, ProviderState]:
@@ -72,10 +80,15 @@ def read_trees(api: Placement, roots: Iterable[str]) -> dict[str, ProviderState]
             p = d.provider
             consumers = api.provider_allocations(p.uuid) if d.inventories else {}
             out[p.uuid] = ProviderState(
-                uuid=p.uuid, name=p.name, root_uuid=p.root_uuid, parent_uuid=p.parent_uuid, traits=d.traits,
+                uuid=p.uuid,
+                name=p.name,
+                root_uuid=p.root_uuid,
+                parent_uuid=p.parent_uuid,
+                traits=d.traits,
                 capacity={rc: s.capacity for rc, s in stocks_of(p.uuid, d.inventories, None).items()},
                 usages=dict(d.usages or {}),
-                consumers=resources_by_provider(consumers))
+                consumers=resources_by_provider(consumers),
+            )
     return out
 
 
@@ -109,9 +122,18 @@ def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts
         claim = claims.existing_claim(api, server.id, request)
     except MappingError as e:
         claim_error = str(e)
-    return MoveFacts(server=_server_view(server), request=request, ports=ports, allocations=allocations,
-                     providers=providers, hosts=hosts, migration=mig, claim=claim, claim_error=claim_error,
-                     last_action=last_host_action(conn, server.id) if mig else None)
+    return MoveFacts(
+        server=_server_view(server),
+        request=request,
+        ports=ports,
+        allocations=allocations,
+        providers=providers,
+        hosts=hosts,
+        migration=mig,
+        claim=claim,
+        claim_error=claim_error,
+        last_action=last_host_action(conn, server.id) if mig else None,
+    )
 
 
 def report(facts: MoveFacts, verdict: Verdict) -> dict:
@@ -120,23 +142,30 @@ def report(facts: MoveFacts, verdict: Verdict) -> dict:
     sid = facts.server["id"]
     names = {rp: p.name for rp, p in facts.providers.items()}
     return {
-        "ok": verdict.ok, "problems": list(verdict.problems), "notes": list(verdict.notes), "phase": verdict.phase,
-        "server": dict(facts.server), "migration": mig.to_dict() if mig else None, "last_action": facts.last_action,
+        "ok": verdict.ok,
+        "problems": list(verdict.problems),
+        "notes": list(verdict.notes),
+        "phase": verdict.phase,
+        "server": dict(facts.server),
+        "migration": mig.to_dict() if mig else None,
+        "last_action": facts.last_action,
         "consumers": {"server": sid, "migration": mig.uuid if mig else None},
         "allocations": {c: {rp: dict(r) for rp, r in a.items()} for c, a in facts.allocations.items()},
         "binding_allocations": {p.id: dict(p.binding_profile).get("allocation") for p in facts.ports},
         "binding_hosts": {p.id: p.binding_host for p in facts.ports},
-        "groups": {part.consumer: {gid: {"provider": rp, "provider_name": names.get(rp)}
-                                   for gid, rp in part.groups.items()}
-                   for part in verdict.parts if part.groups},
+        "groups": {
+            part.consumer: {gid: {"provider": rp, "provider_name": names.get(rp)} for gid, rp in part.groups.items()}
+            for part in verdict.parts
+            if part.groups
+        },
         "hosts": dict(facts.hosts),
-        "providers": {rp: p.to_dict() for rp, p in facts.providers.items()
-                      if p.consumers or rp in facts.hosts.values()},
+        "providers": {
+            rp: p.to_dict() for rp, p in facts.providers.items() if p.consumers or rp in facts.hosts.values()
+        },
     }
 
 
-def move_state(conn, name_or_id: str, api: Placement | None = None, *,
-               expect_allocations: dict | None = None) -> dict:
+def move_state(conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None) -> dict:
     """Where the server is in a move and whether its guarantee holds there: ``ok``, ``problems``,
     ``phase``, the migration, the allocations per consumer, the ports' binding allocations."""
     facts = move_facts(conn, name_or_id, api)
@@ -144,9 +173,19 @@ def move_state(conn, name_or_id: str, api: Placement | None = None, *,
 
 
 # ---------------------------------------------------------------- waiting
-def wait_for(conn, server_id: str, action: str, *, statuses: Iterable[str], migration_statuses: Iterable[str] = (),
-             since: str | None = None, timeout: float = 180, poll: float = 1.0,
-             sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> dict:
+def wait_for(
+    conn,
+    server_id: str,
+    action: str,
+    *,
+    statuses: Iterable[str],
+    migration_statuses: Iterable[str] = (),
+    since: str | None = None,
+    timeout: float = 180,
+    poll: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict:
     """Wait until the server is in one of ``statuses`` with no task and, when ``migration_statuses``
     is given, its newest migration (other than ``since``, the one before the call) is in one of them.
     Returns ``{"server": view, "migration": Migration | None}``."""
@@ -160,19 +199,32 @@ def wait_for(conn, server_id: str, action: str, *, statuses: Iterable[str], migr
             mig = None  # the call has not made its migration record yet
         fault = (server.fault or {}).get("message")
         if server.status == "ERROR":
-            raise NovaMoveFailed(f"{action}: server {server.name} ({server.id}) is ERROR"
-                                 + (f": {fault}" if fault else "")
-                                 + (f"; migration {mig.uuid} is {mig.status}" if mig else ""),
-                                 action=action, server=server.id, migration=mig.uuid if mig else None,
-                                 status=server.status, task_state=server.task_state,
-                                 migration_status=mig.status if mig else None, fault=fault,
-                                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)})
+            raise NovaMoveFailed(
+                f"{action}: server {server.name} ({server.id}) is ERROR"
+                + (f": {fault}" if fault else "")
+                + (f"; migration {mig.uuid} is {mig.status}" if mig else ""),
+                action=action,
+                server=server.id,
+                migration=mig.uuid if mig else None,
+                status=server.status,
+                task_state=server.task_state,
+                migration_status=mig.status if mig else None,
+                fault=fault,
+                expected={"status": sorted(statuses), "migration_status": sorted(want_mig)},
+            )
         if mig is not None and mig.status in ("error", "failed") and mig.status not in want_mig:
-            raise NovaMoveFailed(f"{action}: migration {mig.uuid} of server {server.name} ({server.id}) is "
-                                 f"{mig.status}; the server is {server.status} (task {server.task_state})",
-                                 action=action, server=server.id, migration=mig.uuid, status=server.status,
-                                 task_state=server.task_state, migration_status=mig.status, fault=fault,
-                                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)})
+            raise NovaMoveFailed(
+                f"{action}: migration {mig.uuid} of server {server.name} ({server.id}) is "
+                f"{mig.status}; the server is {server.status} (task {server.task_state})",
+                action=action,
+                server=server.id,
+                migration=mig.uuid,
+                status=server.status,
+                task_state=server.task_state,
+                migration_status=mig.status,
+                fault=fault,
+                expected={"status": sorted(statuses), "migration_status": sorted(want_mig)},
+            )
         done = server.status in statuses and not server.task_state
         if done and want_mig:
             done = mig is not None and mig.status in want_mig
@@ -180,26 +232,38 @@ def wait_for(conn, server_id: str, action: str, *, statuses: Iterable[str], migr
             return {"server": _server_view(server), "migration": mig}
         if clock() >= deadline:
             seen = f"migration {mig.uuid} is {mig.status}" if mig else "no new migration record"
-            raise NovaMoveFailed(f"{action}: server {server.name} ({server.id}) did not reach status "
-                                 f"{'/'.join(sorted(statuses))}"
-                                 + (f" with its migration {'/'.join(sorted(want_mig))}" if want_mig else "")
-                                 + f" within {timeout:.0f} s: it is {server.status} (task {server.task_state}), {seen}",
-                                 action=action, server=server.id, migration=mig.uuid if mig else None,
-                                 status=server.status, task_state=server.task_state,
-                                 migration_status=mig.status if mig else None, timed_out=True, fault=fault,
-                                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)})
+            raise NovaMoveFailed(
+                f"{action}: server {server.name} ({server.id}) did not reach status "
+                f"{'/'.join(sorted(statuses))}"
+                + (f" with its migration {'/'.join(sorted(want_mig))}" if want_mig else "")
+                + f" within {timeout:.0f} s: it is {server.status} (task {server.task_state}), {seen}",
+                action=action,
+                server=server.id,
+                migration=mig.uuid if mig else None,
+                status=server.status,
+                task_state=server.task_state,
+                migration_status=mig.status if mig else None,
+                timed_out=True,
+                fault=fault,
+                expected={"status": sorted(statuses), "migration_status": sorted(want_mig)},
+            )
         sleep(poll)
 
 
 def _call(action: str, server, fn, *args, **kwargs) -> None:
     """One Nova call; a refusal (4xx/5xx) becomes NovaMoveFailed with Nova's message."""
     from openstack import exceptions as sdk_exceptions
+
     try:
         fn(*args, **kwargs)
     except sdk_exceptions.HttpException as e:
-        raise NovaMoveFailed(f"{action}: Nova refused it for server {server.name} ({server.id}): "
-                             f"{e.details or e}", action=action, server=server.id, status=server.status,
-                             task_state=server.task_state) from None
+        raise NovaMoveFailed(
+            f"{action}: Nova refused it for server {server.name} ({server.id}): {e.details or e}",
+            action=action,
+            server=server.id,
+            status=server.status,
+            task_state=server.task_state,
+        ) from None
 
 
 def _before(conn, name_or_id: str):
@@ -213,8 +277,15 @@ def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 
     """Cold migration (to ``host``, or where the scheduler puts it): VERIFY_RESIZE, migration ``finished``."""
     server, since = _before(conn, name_or_id)
     _call("migrate", server, conn.compute.migrate_server, server, host=host)
-    return wait_for(conn, server.id, "migrate", statuses={"VERIFY_RESIZE"}, migration_statuses={"finished"},
-                    since=since, timeout=timeout)
+    return wait_for(
+        conn,
+        server.id,
+        "migrate",
+        statuses={"VERIFY_RESIZE"},
+        migration_statuses={"finished"},
+        since=since,
+        timeout=timeout,
+    )
 
 
 def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> dict:
@@ -222,35 +293,52 @@ def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> dict:
     server, since = _before(conn, name_or_id)
     target = conn.compute.find_flavor(flavor, ignore_missing=True)
     if target is None:
-        raise InvalidInput(f"flavor {flavor!r} does not exist in Nova. Fix: name an existing flavor to resize "
-                           f"server {server.name} to.")
+        raise InvalidInput(
+            f"flavor {flavor!r} does not exist in Nova. Fix: name an existing flavor to resize server {server.name} to."
+        )
     _call("resize", server, conn.compute.resize_server, server, target)
-    return wait_for(conn, server.id, "resize", statuses={"VERIFY_RESIZE"}, migration_statuses={"finished"},
-                    since=since, timeout=timeout)
+    return wait_for(
+        conn,
+        server.id,
+        "resize",
+        statuses={"VERIFY_RESIZE"},
+        migration_statuses={"finished"},
+        since=since,
+        timeout=timeout,
+    )
 
 
 def confirm(conn, name_or_id: str, *, timeout: float = 120) -> dict:
     """Confirm a resize or cold migration: ACTIVE (or SHUTOFF), migration ``confirmed``."""
     server = find_server(conn, name_or_id)
     _call("confirm", server, conn.compute.confirm_server_resize, server)
-    return wait_for(conn, server.id, "confirm", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"confirmed"},
-                    timeout=timeout)
+    return wait_for(
+        conn, server.id, "confirm", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"confirmed"}, timeout=timeout
+    )
 
 
 def revert(conn, name_or_id: str, *, timeout: float = 120) -> dict:
     """Revert a resize or cold migration: ACTIVE (or SHUTOFF), migration ``reverted``."""
     server = find_server(conn, name_or_id)
     _call("revert", server, conn.compute.revert_server_resize, server)
-    return wait_for(conn, server.id, "revert", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"reverted"},
-                    timeout=timeout)
+    return wait_for(
+        conn, server.id, "revert", statuses={"ACTIVE", "SHUTOFF"}, migration_statuses={"reverted"}, timeout=timeout
+    )
 
 
 def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
     """Live migration (through the scheduler, to ``host`` when given): ACTIVE, migration ``completed``."""
     server, since = _before(conn, name_or_id)
     _call("live_migrate", server, conn.compute.live_migrate_server, server, host=host, block_migration="auto")
-    return wait_for(conn, server.id, "live_migrate", statuses={"ACTIVE"}, migration_statuses={"completed"},
-                    since=since, timeout=timeout)
+    return wait_for(
+        conn,
+        server.id,
+        "live_migrate",
+        statuses={"ACTIVE"},
+        migration_statuses={"completed"},
+        since=since,
+        timeout=timeout,
+    )
 
 
 def compute_service(conn, host: str):
@@ -265,12 +353,14 @@ def force_down(conn, host: str, down: bool = True) -> dict:
     """Mark the host's nova-compute forced down (or not): what evacuation needs of a failed source.
     Nova refuses to lift it while evacuations from the host wait for its clean-up."""
     from openstack import exceptions as sdk_exceptions
+
     svc = compute_service(conn, host)
     try:
         conn.compute.update_service_forced_down(svc, host, "nova-compute", down)
     except sdk_exceptions.HttpException as e:
-        raise NovaMoveFailed(f"force_down={down}: Nova refused it for nova-compute on {host}: {e.details or e}",
-                             action="force_down") from None
+        raise NovaMoveFailed(
+            f"force_down={down}: Nova refused it for nova-compute on {host}: {e.details or e}", action="force_down"
+        ) from None
     svc = compute_service(conn, host)
     return {"host": host, "forced_down": svc.is_forced_down, "state": svc.state, "status": svc.status}
 
@@ -284,13 +374,15 @@ def evacuate(conn, name_or_id: str, *, host: str | None = None, timeout: float =
     # 2.95+: Nova shows the rebuilt server ACTIVE with no task, its migration already done, before it stops it
     # (nova/compute/manager.py, "bringing vm to original state"): wait for the state it ends in
     final = {"SHUTOFF"} if server.status != "ERROR" and _evacuate_stops(conn) else {"ACTIVE", "SHUTOFF"}
-    return wait_for(conn, server.id, "evacuate", statuses=final, migration_statuses={"done"},
-                    since=since, timeout=timeout)
+    return wait_for(
+        conn, server.id, "evacuate", statuses=final, migration_statuses={"done"}, since=since, timeout=timeout
+    )
 
 
 def _evacuate_stops(conn) -> bool:
     """Whether openstacksdk's evacuate call uses compute API 2.95 or later (Nova then stops the evacuated server)."""
     from openstack.compute.v2.server import Server
+
     used = Server._get_microversion(conn.compute)  # the version openstacksdk's evacuate_server sends
     return used is not None and tuple(int(x) for x in str(used).split(".")) >= (2, 95)
 
@@ -298,8 +390,15 @@ def _evacuate_stops(conn) -> bool:
 def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll: float = 1.0) -> dict:
     """After the source's nova-compute started again: its clean-up moves the evacuation to ``completed``."""
     server = find_server(conn, name_or_id)
-    return wait_for(conn, server.id, "evacuation clean-up", statuses={"ACTIVE", "SHUTOFF"},
-                    migration_statuses={"completed"}, timeout=timeout, poll=poll)
+    return wait_for(
+        conn,
+        server.id,
+        "evacuation clean-up",
+        statuses={"ACTIVE", "SHUTOFF"},
+        migration_statuses={"completed"},
+        timeout=timeout,
+        poll=poll,
+    )
 
 
 def start(conn, name_or_id: str, *, timeout: float = 120) -> dict:
@@ -334,21 +433,50 @@ def unshelve(conn, name_or_id: str, *, host: str | None = None, timeout: float =
 
 
 ACTIONS = {
-    "migrate": migrate, "resize": resize, "confirm": confirm, "revert": revert, "live_migrate": live_migrate,
-    "evacuate": evacuate, "shelve": shelve, "unshelve": unshelve, "start": start,
+    "migrate": migrate,
+    "resize": resize,
+    "confirm": confirm,
+    "revert": revert,
+    "live_migrate": live_migrate,
+    "evacuate": evacuate,
+    "shelve": shelve,
+    "unshelve": unshelve,
+    "start": start,
 }
 
 
-def plan(conn, name_or_id: str, action: str, *, host: str | None = None, flavor: str | None = None,
-         force_down_source: bool = False) -> Plan:
+def plan(
+    conn,
+    name_or_id: str,
+    action: str,
+    *,
+    host: str | None = None,
+    flavor: str | None = None,
+    force_down_source: bool = False,
+) -> Plan:
     """The Nova call :func:`run` makes for ``action`` (none when it is already done): check mode's plan."""
     server = find_server(conn, name_or_id)
-    return plan_action(_server_view(server), latest_migration(conn, server.id), action, host=host, flavor=flavor,
-                       force_down_source=force_down_source)
+    return plan_action(
+        _server_view(server),
+        latest_migration(conn, server.id),
+        action,
+        host=host,
+        flavor=flavor,
+        force_down_source=force_down_source,
+    )
 
 
-def run(conn, name_or_id: str, action: str, *, host: str | None = None, flavor: str | None = None,
-        force_down_source: bool = False, timeout: float = 180, check: bool = False) -> tuple[Plan, dict | None]:
+def run(
+    conn,
+    name_or_id: str,
+    action: str,
+    *,
+    host: str | None = None,
+    flavor: str | None = None,
+    force_down_source: bool = False,
+    timeout: float = 180,
+    check: bool = False,
+) -> tuple[Plan, dict | None]:
     """Plan the action, then (unless ``check``) apply that plan: force the evacuation source down when
     asked, make the call, wait for its end state. Returns the plan and what the wait saw."""
     the_plan = plan(conn, name_or_id, action, host=host, flavor=flavor, force_down_source=force_down_source)

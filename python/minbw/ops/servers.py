@@ -3,12 +3,12 @@
 Reads go through openstacksdk's compute and network proxies and :class:`minbw.placement.Placement`.
 The verdict is pure (:func:`minbw.reports.guarantee.check_guarantee`).
 """
+
 from __future__ import annotations
 
 import time
 
-from minbw.errors import (
-    MappingError, MicroversionUnsupported, MinbwError, NoValidHost, ObjectNotFound, ServerFailed)
+from minbw.errors import MappingError, MicroversionUnsupported, MinbwError, NoValidHost, ObjectNotFound, ServerFailed
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims, neutron
 from minbw.placement.client import Placement
@@ -28,13 +28,21 @@ def port_state(conn, port_id: str) -> PortState:
         computed = None
         notes.append(f"cannot compute the request: {e}")
     if reported is not None and computed is not None and reported.to_neutron() != computed.to_neutron():
-        notes.append(f"Neutron's resource_request {reported.to_neutron()} differs from the computed "
-                     f"{computed.to_neutron()}; Nova used Neutron's")
+        notes.append(
+            f"Neutron's resource_request {reported.to_neutron()} differs from the computed "
+            f"{computed.to_neutron()}; Nova used Neutron's"
+        )
     request, source = (reported, "neutron") if reported is not None else (computed, "computed" if computed else None)
     port = facts.port
-    return PortState(id=port["id"], name=port.get("name"), binding_profile=port.get("binding_profile") or {},
-                     binding_host=port.get("binding_host_id") or None, request=request, source=source,
-                     notes=tuple(notes))
+    return PortState(
+        id=port["id"],
+        name=port.get("name"),
+        binding_profile=port.get("binding_profile") or {},
+        binding_host=port.get("binding_host_id") or None,
+        request=request,
+        source=source,
+        notes=tuple(notes),
+    )
 
 
 def find_server(conn, name_or_id: str):
@@ -50,11 +58,14 @@ def request_of_server(server, ports) -> ServerRequest:
     """What Nova asked Placement for: the server's embedded flavor (microversion 2.47+) and its ports."""
     flavor = dict(server.flavor or {})
     if "vcpus" not in flavor:
-        raise MicroversionUnsupported(f"server {server.id}: the compute API did not embed the flavor (needs microversion "
-                                      f"2.47 or later), so its resources are unknown")
+        raise MicroversionUnsupported(
+            f"server {server.id}: the compute API did not embed the flavor (needs microversion "
+            f"2.47 or later), so its resources are unknown"
+        )
     image = server.image or {}
-    return ServerRequest.from_flavor(flavor, ports=[p.request for p in ports if p.request],
-                                     boot_from_volume=not image.get("id"))
+    return ServerRequest.from_flavor(
+        flavor, ports=[p.request for p in ports if p.request], boot_from_volume=not image.get("id")
+    )
 
 
 def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list[str] | None = None) -> dict:
@@ -66,14 +77,29 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
     """
     api = api or Placement(conn)
     server = find_server(conn, name_or_id)
-    view = {"id": server.id, "name": server.name, "status": server.status,
-            "hypervisor_hostname": server.hypervisor_hostname, "compute_host": server.compute_host}
+    view = {
+        "id": server.id,
+        "name": server.name,
+        "status": server.status,
+        "hypervisor_hostname": server.hypervisor_hostname,
+        "compute_host": server.compute_host,
+    }
     if server.status == "ERROR":
-        failure = explain_failure(conn, server, boot_ports or [p.id for p in conn.network.ports(device_id=server.id)],
-                                  api)
+        failure = explain_failure(
+            conn, server, boot_ports or [p.id for p in conn.network.ports(device_id=server.id)], api
+        )
         diagnosis = failure.diagnosis if isinstance(failure, NoValidHost) else []
-        return {"ok": False, "problems": [str(failure)], "server": view, "host": None, "allocations": {},
-                "groups": {}, "ports": [], "notes": [], "diagnosis": diagnosis}
+        return {
+            "ok": False,
+            "problems": [str(failure)],
+            "server": view,
+            "host": None,
+            "allocations": {},
+            "groups": {},
+            "ports": [],
+            "notes": [],
+            "diagnosis": diagnosis,
+        }
     ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     claim, claim_error = None, None
     try:
@@ -84,30 +110,45 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
     if claim is not None:
         names = api.provider_names(in_tree=claim.host)
         for rp in claim.allocations:
-            providers[rp] = {"name": names.get(rp), "usages": api.provider_usages(rp),
-                             "allocations": api.provider_allocations(rp)}
+            providers[rp] = {
+                "name": names.get(rp),
+                "usages": api.provider_usages(rp),
+                "allocations": api.provider_allocations(rp),
+            }
     problems = check_guarantee(view, ports, claim, claim_error, providers)
     groups = {}
     if claim is not None:
-        groups = {gid: {"provider": rps[0], "provider_name": providers.get(rps[0], {}).get("name")}
-                  for gid, rps in claim.mapping.items() if gid}
-    return {"ok": not problems, "problems": problems, "server": view,
-            "host": claim.host_name if claim else None,
-            "allocations": {rp: dict(a) for rp, a in claim.allocations.items()} if claim else {},
-            "groups": groups, "ports": [p.to_dict() for p in ports],
-            "notes": [n for p in ports for n in p.notes], "diagnosis": []}
+        groups = {
+            gid: {"provider": rps[0], "provider_name": providers.get(rps[0], {}).get("name")}
+            for gid, rps in claim.mapping.items()
+            if gid
+        }
+    return {
+        "ok": not problems,
+        "problems": problems,
+        "server": view,
+        "host": claim.host_name if claim else None,
+        "allocations": {rp: dict(a) for rp, a in claim.allocations.items()} if claim else {},
+        "groups": groups,
+        "ports": [p.to_dict() for p in ports],
+        "notes": [n for p in ports for n in p.notes],
+        "diagnosis": [],
+    }
 
 
 # ---------------------------------------------------------------- boot, explain, delete
-def boot(conn, name: str, flavor: str, image: str, ports: list[str], *, wait: bool = True,
-         timeout: int = 300):
+def boot(conn, name: str, flavor: str, image: str, ports: list[str], *, wait: bool = True, timeout: int = 300):
     """Boot a server on existing ports (by name or id) and wait until it is ACTIVE or ERROR."""
     from openstack import exceptions as sdk_exceptions
+
     compute, net = conn.compute, conn.network
     port_ids = [net.find_port(p, ignore_missing=False).id for p in ports]
-    server = compute.create_server(name=name, flavor_id=compute.find_flavor(flavor, ignore_missing=False).id,
-                                   image_id=conn.image.find_image(image, ignore_missing=False).id,
-                                   networks=[{"port": pid} for pid in port_ids])
+    server = compute.create_server(
+        name=name,
+        flavor_id=compute.find_flavor(flavor, ignore_missing=False).id,
+        image_id=conn.image.find_image(image, ignore_missing=False).id,
+        networks=[{"port": pid} for pid in port_ids],
+    )
     if wait:
         try:
             compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], wait=timeout)
@@ -125,8 +166,11 @@ def explain_failure(conn, server, ports: list[str], api: Placement | None = None
     # Nova never bound the ports, so they are found by what the boot was given, not by device_id.
     states = [port_state(conn, conn.network.find_port(p, ignore_missing=False).id) for p in ports]
     ours = claims.no_valid_host(api or Placement(conn), request_of_server(server, states))
-    return NoValidHost(f"server {server.name} ({server.id}) is {server.status}: Nova says {message.strip()!r}. "
-                       f"{ours}", ours.diagnosis, ours.attempts)
+    return NoValidHost(
+        f"server {server.name} ({server.id}) is {server.status}: Nova says {message.strip()!r}. {ours}",
+        ours.diagnosis,
+        ours.attempts,
+    )
 
 
 def release_state(conn, api: Placement, server_id: str, port_ids: list[str]) -> dict:
@@ -138,13 +182,17 @@ def release_state(conn, api: Placement, server_id: str, port_ids: list[str]) -> 
         if port is not None:
             profiles[pid] = dict(port.binding_profile or {})
     problems = [f"Placement still has allocations for consumer {server_id}: {allocs}"] if allocs else []
-    problems += [f"port {pid}: binding:profile.allocation is still {p['allocation']}"
-                 for pid, p in profiles.items() if p.get("allocation")]
+    problems += [
+        f"port {pid}: binding:profile.allocation is still {p['allocation']}"
+        for pid, p in profiles.items()
+        if p.get("allocation")
+    ]
     return {"allocations": allocs, "binding_profiles": profiles, "problems": problems}
 
 
-def delete(conn, name_or_id: str, api: Placement | None = None, *, timeout: int = 120,
-           settle: float = 20, poll: float = 0.5) -> dict | None:
+def delete(
+    conn, name_or_id: str, api: Placement | None = None, *, timeout: int = 120, settle: float = 20, poll: float = 0.5
+) -> dict | None:
     """Delete the server, wait until it is gone, then until its allocations and binding allocations are
     released (at most ``settle`` seconds). None when there was no such server."""
     api = api or Placement(conn)

@@ -5,6 +5,7 @@ A ``placement.concurrent_update`` is retried (jittered, bounded) only for provid
 whose generation the caller did not pin. Independent host trees are written in parallel on a bounded
 pool of ``workers`` threads, parents before children inside each tree.
 """
+
 from __future__ import annotations
 
 import collections
@@ -18,7 +19,11 @@ from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialAppl
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
 from minbw.cache.providers import (
-    DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, ProviderCache, verified as _verified)
+    DEFAULT_CACHE_CHECK_INTERVAL,
+    DEFAULT_CACHE_MAX_AGE,
+    ProviderCache,
+    verified as _verified,
+)
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
 from minbw.nova.compute_root import NovaComputes
@@ -29,7 +34,7 @@ LIST_ALL_FROM = 3
 # progress(step, done, total) after each provider read and each write; the caller decides what to show
 Progress = Callable[[str, int, int], None]
 
-DEFAULT_WORKERS = 4        # host trees written (and providers read) at once
+DEFAULT_WORKERS = 4  # host trees written (and providers read) at once
 MAX_WORKERS = 32
 
 
@@ -40,15 +45,19 @@ def _quiet(step: str, done: int, total: int) -> None:
 def check_workers(workers, option: str = "workers") -> int:
     """``workers``, when a whole number from 1 to MAX_WORKERS. Raises InvalidInput naming ``option`` otherwise."""
     if not isinstance(workers, int) or isinstance(workers, bool) or not 1 <= workers <= MAX_WORKERS:
-        raise InvalidInput(f"{option}: expected a whole number from 1 to {MAX_WORKERS} (host trees written at "
-                           f"once; default {DEFAULT_WORKERS}), got {workers!r}")
+        raise InvalidInput(
+            f"{option}: expected a whole number from 1 to {MAX_WORKERS} (host trees written at "
+            f"once; default {DEFAULT_WORKERS}), got {workers!r}"
+        )
     return workers
 
 
 def check_max_age(seconds, option: str = "cache_max_age") -> float:
     """``seconds`` as a float (0: every provider re-read). Raises InvalidInput naming ``option`` when negative or not
     a number."""
-    return _seconds(seconds, option, f"0 re-reads every provider, as without the cache; default {DEFAULT_CACHE_MAX_AGE}")
+    return _seconds(
+        seconds, option, f"0 re-reads every provider, as without the cache; default {DEFAULT_CACHE_MAX_AGE}"
+    )
 
 
 def check_check_interval(seconds, option: str = "cache_check_interval") -> float:
@@ -63,9 +72,16 @@ def _seconds(seconds, option: str, meaning: str) -> float:
     return float(seconds)
 
 
-def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, *,
-            allocations_of_all: bool = False, cache: ProviderCache | None = None,
-            workers: int = DEFAULT_WORKERS, roots_too: bool = False) -> Observed:
+def observe(
+    api: Placement,
+    desired: DesiredState,
+    progress: Progress = _quiet,
+    *,
+    allocations_of_all: bool = False,
+    cache: ProviderCache | None = None,
+    workers: int = DEFAULT_WORKERS,
+    roots_too: bool = False,
+) -> Observed:
     """What Placement holds of ``desired``'s providers (``roots_too``: and the compute roots' traits and
     inventories, to correct the roots' inventories)."""
     hyps = desired.looked_up
@@ -85,8 +101,11 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
     wanted = {p.uuid for p in desired.providers}
     agents = owned_agents(desired, providers.values())
     # an absent plan also removes the swept agents themselves
-    stale = [p.uuid for p in providers.values() if (p.parent_uuid in agents or (allocations_of_all and p.uuid in agents))
-             and p.uuid not in wanted]
+    stale = [
+        p.uuid
+        for p in providers.values()
+        if (p.parent_uuid in agents or (allocations_of_all and p.uuid in agents)) and p.uuid not in wanted
+    ]
     present = [u for u in wanted if u in providers] + stale
     if roots_too:
         present += [r.uuid for r in roots.values() if r.uuid not in present]
@@ -101,14 +120,16 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
     to_read = []
     for u in present:
         if cache and u in cache.trusted:
-            traits[u], inventories[u] = frozenset(candidates[u]["traits"]), freeze_inventories(candidates[u]["inventories"])
+            traits[u], inventories[u] = (
+                frozenset(candidates[u]["traits"]),
+                freeze_inventories(candidates[u]["inventories"]),
+            )
         else:
             to_read.append(u)
     if cache:
         cache.stats["reread"] += sum(1 for u in to_read if u in candidates)
 
-    for i, d in enumerate(api.provider_details((providers[u] for u in to_read), readers=workers, missing_ok=True),
-                          1):
+    for i, d in enumerate(api.provider_details((providers[u] for u in to_read), readers=workers, missing_ok=True), 1):
         p = d.provider
         traits[p.uuid], inventories[p.uuid] = d.traits, freeze_inventories(d.inventories)
         if cache and d.unmoved:  # nothing moved between the listing and the reads
@@ -119,9 +140,15 @@ def observe(api: Placement, desired: DesiredState, progress: Progress = _quiet, 
         providers.pop(u, None)
     present, stale = [u for u in present if u not in gone], [u for u in stale if u not in gone]
     allocations = {u: api.provider_allocations(u) for u in (present if allocations_of_all else stale)}
-    return Observed(providers=providers, roots=roots, traits=traits, inventories=inventories,
-                    existing_traits=frozenset(api.existing_traits(desired.traits)),
-                    allocations=allocations, max_version=api.max_version())
+    return Observed(
+        providers=providers,
+        roots=roots,
+        traits=traits,
+        inventories=inventories,
+        existing_traits=frozenset(api.existing_traits(desired.traits)),
+        allocations=allocations,
+        max_version=api.max_version(),
+    )
 
 
 @dataclass
@@ -138,20 +165,32 @@ class ApplyResult:
     def to_dict(self) -> dict:
         """The result as JSON values: the counts, the writes applied and providers kept (as dicts), the generations,
         and the failed host trees with their pending writes as dicts."""
-        return {"writes": self.writes, "retries": self.retries, "found_applied": self.found_applied,
-                "applied": [op.to_dict() for op in self.applied], "kept": [k.to_dict() for k in self.kept],
-                "generations": dict(self.generations),
-                "failed": [{**f, "pending": [op.to_dict() for op in f["pending"]]} for f in self.failed]}
+        return {
+            "writes": self.writes,
+            "retries": self.retries,
+            "found_applied": self.found_applied,
+            "applied": [op.to_dict() for op in self.applied],
+            "kept": [k.to_dict() for k in self.kept],
+            "generations": dict(self.generations),
+            "failed": [{**f, "pending": [op.to_dict() for op in f["pending"]]} for f in self.failed],
+        }
 
     def failures(self) -> list[str]:
         """One line per host tree whose writes failed: which, why, what is left."""
-        return [skipped_line(f"host tree {f['tree']}", f["tree"], f"{f['error']} — {len(f['pending'])} of its writes "
-                             f"not made (the first: {f['pending'][0]})", "run the sync again: it resumes from what "
-                             "is in Placement") for f in self.failed]
+        return [
+            skipped_line(
+                f"host tree {f['tree']}",
+                f["tree"],
+                f"{f['error']} — {len(f['pending'])} of its writes not made (the first: {f['pending'][0]})",
+                "run the sync again: it resumes from what is in Placement",
+            )
+            for f in self.failed
+        ]
 
 
 def tree_of(plan: Plan, observed: Observed) -> Callable[[Op], str]:
     """The root provider whose tree an op writes in (its parents as the plan leaves them)."""
+
     def key(op: Op) -> str:
         u, seen = op.uuid or op.name, set()
         while u in plan.after and u not in seen:
@@ -162,12 +201,12 @@ def tree_of(plan: Plan, observed: Observed) -> Callable[[Op], str]:
             u = parent
         prov = observed.providers.get(u)
         return prov.root_uuid if prov else u
+
     return key
 
 
 class _Applier:
-    def __init__(self, api: Placement, generations: dict[str, int], pinned: set[str], retries: int,
-                 progress: Progress):
+    def __init__(self, api: Placement, generations: dict[str, int], pinned: set[str], retries: int, progress: Progress):
         self.api = api
         self.gens = generations
         self.pinned = pinned
@@ -256,18 +295,30 @@ class _Applier:
             self.gens[op.uuid] = prov.generation
             self._done(op)
         elif op.action == "set_traits":
-            self._with_retry(op, lambda g: api.set_provider_traits(op.uuid, op.traits, g),
-                             lambda: api.get_provider_traits(op.uuid)[1])
+            self._with_retry(
+                op,
+                lambda g: api.set_provider_traits(op.uuid, op.traits, g),
+                lambda: api.get_provider_traits(op.uuid)[1],
+            )
         elif op.action == "set_inventories":
-            self._with_retry(op, lambda g: api.set_inventories(op.uuid, op.inventories, g),
-                             lambda: api.get_inventories(op.uuid)[1])
+            self._with_retry(
+                op, lambda g: api.set_inventories(op.uuid, op.inventories, g), lambda: api.get_inventories(op.uuid)[1]
+            )
         elif op.action == "delete_provider":
             api.delete_provider(op.uuid)
             self._done(op)
 
 
-def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str, int] | None = None,
-          retries: int = 10, progress: Progress = _quiet, workers: int = 1) -> ApplyResult:
+def apply(
+    api: Placement,
+    plan: Plan,
+    observed: Observed,
+    *,
+    pinned: Mapping[str, int] | None = None,
+    retries: int = 10,
+    progress: Progress = _quiet,
+    workers: int = 1,
+) -> ApplyResult:
     """Run the plan's writes: custom traits first, then each host tree's writes in plan order, up to
     ``workers`` trees at once. ``pinned`` generations are used as given and never retried."""
     gens = {u: p.generation for u, p in observed.providers.items()}
@@ -284,11 +335,14 @@ def apply(api: Placement, plan: Plan, observed: Observed, *, pinned: Mapping[str
         # never leave a half-applied state unreported
         done = applier.result.applied
         made = {id(op) for op in done}  # the plan's own op objects: no equality scan of every pair
-        raise PartialApply(e, done, len(plan.ops), applier.result,
-                           pending=[op for op in plan.ops if id(op) not in made]) from e
+        raise PartialApply(
+            e, done, len(plan.ops), applier.result, pending=[op for op in plan.ops if id(op) not in made]
+        ) from e
     names = {u: plan.after.source(u)[0] for u in plan.after} | {u: p.name for u, p in observed.providers.items()}
-    applier.result.failed = [{"tree": names.get(key, key), "error": str(e), "code": getattr(e, "code", None),
-                              "pending": pending} for key, (e, pending) in applier.failed.items()]
+    applier.result.failed = [
+        {"tree": names.get(key, key), "error": str(e), "code": getattr(e, "code", None), "pending": pending}
+        for key, (e, pending) in applier.failed.items()
+    ]
     applier.result.found_applied = api.converged - found_before
     applier.result.kept = plan.kept
     pending = {op.uuid for f in applier.result.failed for op in f["pending"]}
@@ -309,16 +363,33 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         name, parent, traits, inventories = plan.after.source(uuid)
         old = cache.entries.get(uuid) if uuid in cache.trusted else None
         used = {} if uuid in created else (old or {}).get("used")
-        cache.put(uuid, gen, name, parent, traits, inventories or {},
-                  used=used, checked=old["checked"] if old else None,
-                  verified=cache.confirmed_at(old) if old else None)
+        cache.put(
+            uuid,
+            gen,
+            name,
+            parent,
+            traits,
+            inventories or {},
+            used=used,
+            checked=old["checked"] if old else None,
+            verified=cache.confirmed_at(old) if old else None,
+        )
 
 
-def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_root: bool = False,
-         root_inventories: Mapping[str, Mapping] | None = None, absent: bool = False,
-         progress: Progress = _quiet, cache: ProviderCache | None = None,
-         workers: int = DEFAULT_WORKERS, nova: Callable[[], NovaComputes | None] | None = None,
-         ignore_nova_compute: bool = False) -> tuple[Plan, ApplyResult | None]:
+def sync(
+    api: Placement,
+    desired: DesiredState,
+    *,
+    check: bool = False,
+    create_root: bool = False,
+    root_inventories: Mapping[str, Mapping] | None = None,
+    absent: bool = False,
+    progress: Progress = _quiet,
+    cache: ProviderCache | None = None,
+    workers: int = DEFAULT_WORKERS,
+    nova: Callable[[], NovaComputes | None] | None = None,
+    ignore_nova_compute: bool = False,
+) -> tuple[Plan, ApplyResult | None]:
     """Make Placement match ``desired`` (or, ``absent``, remove those providers where nothing is allocated).
 
     With a ``cache``, providers whose generation did not move since the last sync and that pass the
@@ -327,14 +398,27 @@ def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_r
     ``create_root`` or ``root_inventories`` (:func:`make_plan`: a root's UUID, a refusal, a root not Nova's named).
     """
     workers = check_workers(workers)
-    observed = observe(api, desired, progress, allocations_of_all=absent, cache=cache, workers=workers,
-                       roots_too=bool(root_inventories) and not absent)
+    observed = observe(
+        api,
+        desired,
+        progress,
+        allocations_of_all=absent,
+        cache=cache,
+        workers=workers,
+        roots_too=bool(root_inventories) and not absent,
+    )
     if absent:
         plan = make_absent_plan(desired, observed)
     else:
         computes = nova() if nova is not None and (create_root or root_inventories) else None
-        plan = make_plan(desired, observed, create_root=create_root, root_inventories=root_inventories,
-                         nova=computes, ignore_nova_compute=ignore_nova_compute)
+        plan = make_plan(
+            desired,
+            observed,
+            create_root=create_root,
+            root_inventories=root_inventories,
+            nova=computes,
+            ignore_nova_compute=ignore_nova_compute,
+        )
     if check or not plan.ops:
         if cache and not check:
             cache.save()
@@ -356,8 +440,16 @@ def sync(api: Placement, desired: DesiredState, *, check: bool = False, create_r
     return plan, result
 
 
-def summary(desired: DesiredState, plan: Plan, result: ApplyResult | None, *, seconds: float, calls: int,
-            cache: ProviderCache | None = None, check: bool = False) -> str:
+def summary(
+    desired: DesiredState,
+    plan: Plan,
+    result: ApplyResult | None,
+    *,
+    seconds: float,
+    calls: int,
+    cache: ProviderCache | None = None,
+    check: bool = False,
+) -> str:
     """One line: ``1000 hosts, 6000 providers: 0 created, 0 updated, 0 deleted (0 writes) in 12.3 s,
     23 calls (0.02/host); cache: 6000 of 6000 trusted after 18 checks, 0 re-read``."""
     ops = result.applied if result is not None else plan.ops
@@ -371,14 +463,20 @@ def summary(desired: DesiredState, plan: Plan, result: ApplyResult | None, *, se
     updated = len(by_uuid) - roots - created - deleted
     hosts = len(desired.hypervisors)
     verb = " planned" if check else ""
-    line = (f"{hosts} host{'s' * (hosts != 1)}, {len(desired.providers)} providers: {created} created, "
-            f"{updated} updated, {deleted} deleted" + (f", {roots} root{'s' * (roots != 1)} created" if roots else "")
-            + f" ({len(ops)} writes{verb}) in {seconds:.1f} s, "
-            f"{calls} calls ({calls / max(hosts, 1):.2f}/host)")
+    line = (
+        f"{hosts} host{'s' * (hosts != 1)}, {len(desired.providers)} providers: {created} created, "
+        f"{updated} updated, {deleted} deleted"
+        + (f", {roots} root{'s' * (roots != 1)} created" if roots else "")
+        + f" ({len(ops)} writes{verb}) in {seconds:.1f} s, "
+        f"{calls} calls ({calls / max(hosts, 1):.2f}/host)"
+    )
     if cache is None:
         return line + "; no cache"
     st = cache.stats
-    recent = (f" ({st['recent']} confirmed less than {cache.check_interval:g} s ago: no check due)"
-              if st["recent"] else "")
-    return (line + f"; cache: {st['trusted']} of {st['candidates']} cached providers trusted after "
-            f"{st['checks']} checks{recent}, {st['reread']} re-read")
+    recent = (
+        f" ({st['recent']} confirmed less than {cache.check_interval:g} s ago: no check due)" if st["recent"] else ""
+    )
+    return (
+        line + f"; cache: {st['trusted']} of {st['candidates']} cached providers trusted after "
+        f"{st['checks']} checks{recent}, {st['reread']} re-read"
+    )

@@ -5,6 +5,7 @@ lowest that has what the call needs, named in :mod:`minbw.model.microversions`);
 error answer becomes a :class:`minbw.errors.PlacementError` subclass chosen by
 ``errors[0].code``.
 """
+
 from __future__ import annotations
 
 import os
@@ -17,8 +18,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from minbw.errors import (
-    DuplicateName, InvalidInput, MicroversionUnsupported, NotFound, PlacementUnavailable, ProviderNotFound,
-    placement_error)
+    DuplicateName,
+    InvalidInput,
+    MicroversionUnsupported,
+    NotFound,
+    PlacementUnavailable,
+    ProviderNotFound,
+    placement_error,
+)
 from minbw.model import microversions as mv
 from minbw.model.providers import Provider, ProviderDetail
 
@@ -35,6 +42,7 @@ def _failure(e: Exception, timeout: float | None) -> str:
     """One line for a try that got no answer. keystoneauth raises ConnectTimeout for every timeout, the read
     timeout too (Placement took the request and did not answer in time), so its name alone misleads."""
     from keystoneauth1.exceptions import ConnectTimeout
+
     if isinstance(e, ConnectTimeout):
         return f"no answer within {timeout:g} s ({e})" if timeout else f"timed out ({e})"
     return f"{type(e).__name__}: {e}"
@@ -46,8 +54,14 @@ def _error_of(resp, method: str | None = None, url: str | None = None):
         body = resp.json()
     except ValueError:
         body = None
-    return placement_error(resp.status_code, body, request_id=resp.headers.get("x-openstack-request-id"),
-                           method=method, url=url, fallback_message=resp.text[:500])
+    return placement_error(
+        resp.status_code,
+        body,
+        request_id=resp.headers.get("x-openstack-request-id"),
+        method=method,
+        url=url,
+        fallback_message=resp.text[:500],
+    )
 
 
 @dataclass(frozen=True)
@@ -77,8 +91,12 @@ class RetryPolicy:
     conflict_backoff: float = 0.05
     overcommit_backoff: float = 0.2
 
-    ENV = {"attempts": "MINBW_PLACEMENT_ATTEMPTS", "backoff": "MINBW_PLACEMENT_BACKOFF",
-           "max_backoff": "MINBW_PLACEMENT_MAX_BACKOFF", "timeout": "MINBW_PLACEMENT_TIMEOUT"}
+    ENV = {
+        "attempts": "MINBW_PLACEMENT_ATTEMPTS",
+        "backoff": "MINBW_PLACEMENT_BACKOFF",
+        "max_backoff": "MINBW_PLACEMENT_MAX_BACKOFF",
+        "timeout": "MINBW_PLACEMENT_TIMEOUT",
+    }
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "RetryPolicy":
@@ -97,8 +115,10 @@ class RetryPolicy:
                 value = None
             if value is None or value < (1 if name == "attempts" else 0) or (name == "timeout" and value == 0):
                 wanted = {"attempts": "whole number >= 1", "timeout": "number > 0"}.get(name, "number >= 0")
-                raise InvalidInput(f"{var}={text!r}: expected a {wanted}"
-                                   f" (the Placement retry policy, docs/reliability.md); unset it for the default")
+                raise InvalidInput(
+                    f"{var}={text!r}: expected a {wanted}"
+                    f" (the Placement retry policy, docs/reliability.md); unset it for the default"
+                )
             values[name] = value
         return cls(**values)
 
@@ -117,8 +137,13 @@ class Placement:
     """Thin verbs over ``conn.placement``; transport retries by :class:`RetryPolicy`, no other policy
     (callers decide on codes)."""
 
-    def __init__(self, conn, retry: RetryPolicy | None = None, sleep: Callable[[float], None] = time.sleep,
-                 max_microversion: str | mv.Microversion | None = None):
+    def __init__(
+        self,
+        conn,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        max_microversion: str | mv.Microversion | None = None,
+    ):
         """``max_microversion`` (``--os-placement-api-version``): no call above it is sent; a call that needs
         more is refused naming the pin, and the candidates query uses at most it."""
         self.conn = conn
@@ -127,8 +152,8 @@ class Placement:
         self.pinned = None if max_microversion is None else mv.parse(max_microversion)
         self.retry = retry or RetryPolicy.from_env()
         self.sleep = sleep
-        self.retried = 0      # calls tried again after no usable answer
-        self.converged = 0    # writes whose answer was lost, found applied when re-read
+        self.retried = 0  # calls tried again after no usable answer
+        self.converged = 0  # writes whose answer was lost, found applied when re-read
         session_timeout = getattr(getattr(conn, "session", None), "timeout", None)
         self.timeout = self.retry.timeout or session_timeout or DEFAULT_TIMEOUT
         self.calls = 0  # HTTP calls sent (for summaries); safe to read from the calling thread
@@ -136,9 +161,16 @@ class Placement:
         self._count = threading.Lock()
 
     # ------------------------------------------------------------ plumbing
-    def request(self, method: str, url: str, microversion: str | mv.Microversion, json: Any = None,
-                ok=(200, 201, 204), params: Mapping[str, Any] | None = None,
-                converged: Callable[[], Any] | None = None):
+    def request(
+        self,
+        method: str,
+        url: str,
+        microversion: str | mv.Microversion,
+        json: Any = None,
+        ok=(200, 201, 204),
+        params: Mapping[str, Any] | None = None,
+        converged: Callable[[], Any] | None = None,
+    ):
         """One call through the placement proxy at ``microversion``, tried again by :attr:`retry` when no
         usable answer came; an error answer raises the PlacementError subclass of its ``errors[0].code``.
         Returns the JSON body (None when empty).
@@ -148,13 +180,20 @@ class Placement:
         answer was lost, and before raising an error answer to such a retry (a 409: our own lost write).
         """
         from keystoneauth1.exceptions import RetriableConnectionFailure
+
         if self.pinned is not None and mv.parse(microversion) > self.pinned:
             raise MicroversionUnsupported(
                 f"{method.upper()} {url.split('?')[0]} needs Placement microversion {mv.format(microversion)}, above "
                 f"the {mv.format(self.pinned)} that --os-placement-api-version (OS_PLACEMENT_API_VERSION) pins. "
-                f"Fix: pin {mv.format(microversion)} or more, or leave the pin out")
-        kwargs: dict[str, Any] = {"microversion": mv.format(microversion), "raise_exc": False,
-                                  "timeout": self.timeout, "connect_retries": 0, "status_code_retries": 0}
+                f"Fix: pin {mv.format(microversion)} or more, or leave the pin out"
+            )
+        kwargs: dict[str, Any] = {
+            "microversion": mv.format(microversion),
+            "raise_exc": False,
+            "timeout": self.timeout,
+            "connect_retries": 0,
+            "status_code_retries": 0,
+        }
         if json is not None:
             kwargs["json"] = json
         if params:
@@ -196,8 +235,9 @@ class Placement:
             if resp.status_code == 204 or not resp.content:
                 return None
             return resp.json()
-        raise PlacementUnavailable(why, status=status, method=method.upper(), url=url, tries=self.retry.attempts,
-                                   maybe_applied=uncertain) from (last if status is None else None)
+        raise PlacementUnavailable(
+            why, status=status, method=method.upper(), url=url, tries=self.retry.attempts, maybe_applied=uncertain
+        ) from (last if status is None else None)
 
     def _bump(self, counter: str) -> None:
         with self._count:  # the sync's reader/writer threads share this client
@@ -236,8 +276,10 @@ class Placement:
         """None when :meth:`max_version` reaches ``microversion``. Raises MicroversionUnsupported naming ``what`` and
         the server's newest microversion (at most the pin) otherwise."""
         if not self.supports(microversion):
-            raise MicroversionUnsupported(f"{what} needs Placement microversion {mv.format(microversion)}; "
-                                          f"this server offers up to {mv.format(self.max_version())}")
+            raise MicroversionUnsupported(
+                f"{what} needs Placement microversion {mv.format(microversion)}; "
+                f"this server offers up to {mv.format(self.max_version())}"
+            )
 
     # ------------------------------------------------------------ providers
     def list_providers(self, **filters: str) -> list[Provider]:
@@ -275,6 +317,7 @@ class Placement:
 
         def same():
             return self._provider_as(uuid, name, parent_uuid)
+
         try:
             # at ERROR_CODES (>= CREATE_RETURNS_BODY): a duplicate carries its code (placement.duplicate_name)
             created = self.request("post", "/resource_providers", mv.ERROR_CODES, json=body, ok=(200,), converged=same)
@@ -293,19 +336,28 @@ class Placement:
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
         version = mv.REPARENT if reparent else mv.CREATE_RETURNS_BODY
-        return Provider.from_api(self.request("put", f"/resource_providers/{uuid}", version, json=body,
-                                              converged=lambda: self._provider_as(uuid, name, parent_uuid)))
+        return Provider.from_api(
+            self.request(
+                "put",
+                f"/resource_providers/{uuid}",
+                version,
+                json=body,
+                converged=lambda: self._provider_as(uuid, name, parent_uuid),
+            )
+        )
 
     def delete_provider(self, uuid: str) -> None:
         """Delete provider ``uuid``; a lost answer is re-read (the provider gone counts as deleted). Returns None.
         Raises ProviderInUse (it has allocations), CannotDeleteParent (it has children), NotFound; otherwise as
         :meth:`request`."""
+
         def gone() -> dict | None:
             try:
                 self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS)
             except NotFound:
                 return {}
             return None
+
         self.request("delete", f"/resource_providers/{uuid}", mv.PROVIDERS, converged=gone)
 
     # ------------------------------------------------------------ traits
@@ -339,8 +391,14 @@ class Placement:
         def same() -> dict | None:
             now = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
             return now if set(now["traits"]) == wanted else None
-        body = self.request("put", f"/resource_providers/{uuid}/traits", mv.ERROR_CODES,
-                            json={"traits": sorted(wanted), "resource_provider_generation": generation}, converged=same)
+
+        body = self.request(
+            "put",
+            f"/resource_providers/{uuid}/traits",
+            mv.ERROR_CODES,
+            json={"traits": sorted(wanted), "resource_provider_generation": generation},
+            converged=same,
+        )
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ aggregates
@@ -356,9 +414,14 @@ class Placement:
         def same() -> dict | None:
             now = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
             return now if set(now["aggregates"]) == wanted else None
-        body = self.request("put", f"/resource_providers/{uuid}/aggregates", mv.ERROR_CODES,
-                            json={"aggregates": sorted(wanted), "resource_provider_generation": generation},
-                            converged=same)
+
+        body = self.request(
+            "put",
+            f"/resource_providers/{uuid}/aggregates",
+            mv.ERROR_CODES,
+            json={"aggregates": sorted(wanted), "resource_provider_generation": generation},
+            converged=same,
+        )
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ inventories
@@ -377,11 +440,18 @@ class Placement:
         def same() -> dict | None:
             now = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
             have = now["inventories"]
-            fits = set(have) == set(wanted) and all(have[rc].get(k) == v for rc, inv in wanted.items()
-                                                    for k, v in inv.items())
+            fits = set(have) == set(wanted) and all(
+                have[rc].get(k) == v for rc, inv in wanted.items() for k, v in inv.items()
+            )
             return now if fits else None
-        body = self.request("put", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES,
-                            json={"inventories": wanted, "resource_provider_generation": generation}, converged=same)
+
+        body = self.request(
+            "put",
+            f"/resource_providers/{uuid}/inventories",
+            mv.INVENTORIES,
+            json={"inventories": wanted, "resource_provider_generation": generation},
+            converged=same,
+        )
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ usage and allocations
@@ -395,8 +465,9 @@ class Placement:
         """``{class: used}`` of provider ``uuid``. Errors as :meth:`request` (a 404: NotFound or ProviderNotFound)."""
         return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
 
-    def usages_of(self, uuids: Iterable[str], readers: int = READERS, *,
-                  missing_ok: bool = False) -> dict[str, dict[str, int]]:
+    def usages_of(
+        self, uuids: Iterable[str], readers: int = READERS, *, missing_ok: bool = False
+    ) -> dict[str, dict[str, int]]:
         """``{rp: usages}`` of several providers, read concurrently (a write's verification: minbw.ops.verify).
         ``missing_ok``: a provider deleted meanwhile is left out (a report over many), instead of raising."""
         uuids = list(dict.fromkeys(uuids))
@@ -411,17 +482,26 @@ class Placement:
     @staticmethod
     def _tolerant(read: Callable):
         """``read(provider)``, or :data:`_GONE` when Placement says the provider is not there (any more)."""
+
         def tolerant(p):
             try:
                 return read(p)
             except (ProviderNotFound, NotFound):
                 return _GONE
+
         return tolerant
 
     # ------------------------------------------------------------ whole providers
-    def provider_details(self, providers: Iterable[Provider], *, inventories: bool = True,
-                         usages: bool = False, readers: int = READERS, traits: bool = True,
-                         missing_ok: bool = False) -> Iterator[ProviderDetail]:
+    def provider_details(
+        self,
+        providers: Iterable[Provider],
+        *,
+        inventories: bool = True,
+        usages: bool = False,
+        readers: int = READERS,
+        traits: bool = True,
+        missing_ok: bool = False,
+    ) -> Iterator[ProviderDetail]:
         """Traits (and inventories, and usages of providers that have inventories) of each provider,
         read concurrently, yielded in the given order. The one reader of provider trees. ``traits`` False:
         not read (empty). ``missing_ok``: a provider deleted since it was listed is left out, instead of
@@ -453,15 +533,24 @@ class Placement:
         """Replace a consumer's allocations atomically (``consumer_generation`` None: a new consumer).
         A body with ``consumer_type`` is sent at the microversion that knows it."""
         version = mv.CONSUMER_TYPES if body.get("consumer_type") else mv.CONSUMER_GENERATIONS
-        self.request("put", f"/allocations/{consumer}", version, json=dict(body),
-                     converged=lambda: {} if self._holds(consumer, body) else None)
+        self.request(
+            "put",
+            f"/allocations/{consumer}",
+            version,
+            json=dict(body),
+            converged=lambda: {} if self._holds(consumer, body) else None,
+        )
 
     def post_allocations(self, bodies: Mapping[str, Mapping[str, Any]]) -> None:
         """``POST /allocations``: several consumers' allocations in one atomic call (moves, swaps)."""
-        version = (mv.CONSUMER_TYPES if any(b.get("consumer_type") for b in bodies.values())
-                   else mv.CONSUMER_GENERATIONS)
-        self.request("post", "/allocations", version, json={c: dict(b) for c, b in bodies.items()},
-                     converged=lambda: {} if all(self._holds(c, b) for c, b in bodies.items()) else None)
+        version = mv.CONSUMER_TYPES if any(b.get("consumer_type") for b in bodies.values()) else mv.CONSUMER_GENERATIONS
+        self.request(
+            "post",
+            "/allocations",
+            version,
+            json={c: dict(b) for c, b in bodies.items()},
+            converged=lambda: {} if all(self._holds(c, b) for c, b in bodies.items()) else None,
+        )
 
     def _holds(self, consumer: str, body: Mapping[str, Any]) -> bool:
         """Whether the consumer's allocations are already the ones ``body`` writes (a lost answer's write)."""

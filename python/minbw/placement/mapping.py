@@ -7,6 +7,7 @@ reports ambiguity instead of guessing (Nova's pre-1.34 brute force took the firs
 Inputs are Placement's own JSON: one ``allocation_requests`` item and ``provider_summaries``.
 Pure: no I/O.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -56,8 +57,10 @@ class MappingResult:
             return f"unique mapping (from {self.source}): {self.solutions[0]}"
         if self.status == AMBIGUOUS:
             more = " (and more)" if self.truncated else ""
-            return (f"{len(self.solutions)}{more} group-to-provider mappings fit this allocation; "
-                    f"refusing to guess: {list(self.solutions)}")
+            return (
+                f"{len(self.solutions)}{more} group-to-provider mappings fit this allocation; "
+                f"refusing to guess: {list(self.solutions)}"
+            )
         return f"no group-to-provider mapping fits this allocation: {self.reason}"
 
 
@@ -94,8 +97,9 @@ def same_subtree_holds(rps: Iterable[str], summaries: Mapping) -> bool:
 def _candidates(group: RequestGroup, allocs, summaries, roots) -> tuple[list[str], list[str]]:
     """Providers that could serve ``group`` alone, and why each other one cannot."""
     ok, why = [], []
-    pool = allocs if group.resources else [rp for rp, s in summaries.items()
-                                           if s.get("root_provider_uuid", rp) in roots]
+    pool = (
+        allocs if group.resources else [rp for rp, s in summaries.items() if s.get("root_provider_uuid", rp) in roots]
+    )
     for rp in sorted(pool):
         problem = group.trait_problem(set((summaries.get(rp) or {}).get("traits", ())))
         if not problem and group.resources:
@@ -129,17 +133,22 @@ def _flavor_providers(flavor: RequestGroup | None, left: dict, summaries) -> tup
     if flavor:
         traits_of = {rp: set((summaries.get(rp) or {}).get("traits", ())) for rp in providers}
         collective = set().union(*traits_of.values())
-        if (any(t & set(flavor.forbidden) for t in traits_of.values())
-                or RequestGroup("", required=flavor.required,
-                                required_any=flavor.required_any).trait_problem(collective)):
+        if any(t & set(flavor.forbidden) for t in traits_of.values()) or RequestGroup(
+            "", required=flavor.required, required_any=flavor.required_any
+        ).trait_problem(collective):
             return [], "flavor traits"
     return sorted(providers), ""
 
 
-def solve(allocation_request: Mapping, provider_summaries: Mapping,
-          request: ServerRequest | Iterable[RequestGroup] | Mapping[str, RequestGroup],
-          same_subtree: Iterable[Iterable[str]] = (), group_policy: str | None = None, *,
-          max_solutions: int = 64) -> MappingResult:
+def solve(
+    allocation_request: Mapping,
+    provider_summaries: Mapping,
+    request: ServerRequest | Iterable[RequestGroup] | Mapping[str, RequestGroup],
+    same_subtree: Iterable[Iterable[str]] = (),
+    group_policy: str | None = None,
+    *,
+    max_solutions: int = 64,
+) -> MappingResult:
     """Every mapping of ``request``'s groups to providers that yields exactly this allocation.
 
     A numbered group takes all its resources from one provider that has its required traits,
@@ -154,8 +163,9 @@ def solve(allocation_request: Mapping, provider_summaries: Mapping,
     summaries = provider_summaries
     unknown = sorted(rp for rp in allocs if rp not in summaries)
     if unknown:
-        return MappingResult(NO_SOLUTION, reason=f"providers {unknown} are in the allocation but "
-                                                 f"not in provider_summaries")
+        return MappingResult(
+            NO_SOLUTION, reason=f"providers {unknown} are in the allocation but not in provider_summaries"
+        )
     roots = {summaries[rp].get("root_provider_uuid", rp) for rp in allocs}
     flavor = next((g for g in groups if not g.id), None)
     numbered = [g for g in groups if g.id]
@@ -163,8 +173,10 @@ def solve(allocation_request: Mapping, provider_summaries: Mapping,
     for g in numbered:
         cands[g.id], why = _candidates(g, allocs, summaries, roots)
         if not cands[g.id]:
-            return MappingResult(NO_SOLUTION, reason=f"no provider in the allocation can serve group "
-                                                     f"{g.id} alone: {'; '.join(why) or 'none'}")
+            return MappingResult(
+                NO_SOLUTION,
+                reason=f"no provider in the allocation can serve group {g.id} alone: {'; '.join(why) or 'none'}",
+            )
     # fewest choices first prunes the search early
     order = sorted(numbered, key=lambda g: (len(cands[g.id]), g.id))
     left = {rp: dict(res) for rp, res in allocs.items()}
@@ -217,15 +229,19 @@ def solve(allocation_request: Mapping, provider_summaries: Mapping,
         "flavor traits": "the providers left for the flavor's resources lack its traits",
         "isolate": "group_policy=isolate needs a distinct provider per numbered group",
     }
-    reasons = [f"{explain.get(k, k + ' does not hold')} ({n} assignment(s))"
-               for k, n in rejected.most_common()]
+    reasons = [f"{explain.get(k, k + ' does not hold')} ({n} assignment(s))" for k, n in rejected.most_common()]
     return MappingResult(NO_SOLUTION, reason="; ".join(reasons) or "no assignment to try")
 
 
-def mapping_from_candidate(candidate: Mapping, provider_summaries: Mapping | None,
-                           request: ServerRequest | Iterable[RequestGroup] | Mapping[str, RequestGroup],
-                           same_subtree: Iterable[Iterable[str]] = (),
-                           group_policy: str | None = None, *, verify: bool = False) -> MappingResult:
+def mapping_from_candidate(
+    candidate: Mapping,
+    provider_summaries: Mapping | None,
+    request: ServerRequest | Iterable[RequestGroup] | Mapping[str, RequestGroup],
+    same_subtree: Iterable[Iterable[str]] = (),
+    group_policy: str | None = None,
+    *,
+    verify: bool = False,
+) -> MappingResult:
     """Placement's ``mappings`` when the candidate has them (1.34+), else the local solver.
 
     ``provider_summaries`` None takes the candidate's own (openstacksdk's AllocationCandidate
@@ -233,8 +249,7 @@ def mapping_from_candidate(candidate: Mapping, provider_summaries: Mapping | Non
     reproduce.
     """
     groups, subtrees, policy = _request_parts(request, same_subtree, group_policy)
-    summaries = provider_summaries if provider_summaries is not None else (
-        candidate.get("provider_summaries") or {})
+    summaries = provider_summaries if provider_summaries is not None else (candidate.get("provider_summaries") or {})
     given = candidate.get("mappings")
     numbered = [g.id for g in groups if g.id]
     if given and all(len(given.get(gid) or ()) == 1 for gid in numbered):
@@ -242,9 +257,13 @@ def mapping_from_candidate(candidate: Mapping, provider_summaries: Mapping | Non
         if verify:
             solved = solve(candidate, summaries, groups, subtrees, policy)
             if norm not in solved.solutions:
-                return MappingResult(NO_SOLUTION, solved.solutions, source=PLACEMENT,
-                                     reason=f"Placement's mappings {norm} do not satisfy the request "
-                                            f"by the local solver ({solved.describe()})")
+                return MappingResult(
+                    NO_SOLUTION,
+                    solved.solutions,
+                    source=PLACEMENT,
+                    reason=f"Placement's mappings {norm} do not satisfy the request "
+                    f"by the local solver ({solved.describe()})",
+                )
         return MappingResult(UNIQUE, (norm,), source=PLACEMENT)
     return solve(candidate, summaries, groups, subtrees, policy)
 
@@ -253,15 +272,18 @@ def binding_allocation(port: PortRequest, group_providers: Mapping[str, str]) ->
     """The port's ``binding:profile.allocation``: ``{group_id: rp}``, or one rp for the legacy format."""
     missing = [g.id for g in port.groups if g.id not in group_providers]
     if missing:
-        raise RequestError(f"port {port.port_id}: no provider mapped for request group(s) {missing}. "
-                           f"Fix: map the candidate with the same request the query was built from.")
+        raise RequestError(
+            f"port {port.port_id}: no provider mapped for request group(s) {missing}. "
+            f"Fix: map the candidate with the same request the query was built from."
+        )
     if port.legacy:
         return group_providers[port.groups[0].id]
     return {g.id: group_providers[g.id] for g in port.groups}
 
 
-def binding_allocations(ports: Iterable[PortRequest | None],
-                        group_providers: Mapping[str, str]) -> dict[str, dict[str, str] | str]:
+def binding_allocations(
+    ports: Iterable[PortRequest | None], group_providers: Mapping[str, str]
+) -> dict[str, dict[str, str] | str]:
     """``{port_id: binding:profile.allocation}`` for every port that has a request and an id (a port given by its
     extended resource_request alone has no port to write it to: the mapping names its groups' providers)."""
     return {p.port_id: binding_allocation(p, group_providers) for p in ports if p and p.groups and p.port_id}

@@ -16,6 +16,7 @@ Beyond Nova (requests ``minbw.nova`` never builds, for the callers that name gro
 Nova would send ``resources<S>=``, which Placement refuses); ``in_tree`` on every group when there is no
 unsuffixed group.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,28 +38,30 @@ GROUP_POLICIES = ("none", "isolate")
 
 def _validate(req: ServerRequest, groups: tuple[RequestGroup, ...]) -> None:
     if req.group_policy is not None and req.group_policy not in GROUP_POLICIES:
-        raise RequestError(f"group_policy must be one of {', '.join(GROUP_POLICIES)}, "
-                           f"got {req.group_policy!r}.")
+        raise RequestError(f"group_policy must be one of {', '.join(GROUP_POLICIES)}, got {req.group_policy!r}.")
     if req.limit is not None and (not isinstance(req.limit, int) or req.limit < 1):
         raise RequestError(f"limit must be a positive integer, got {req.limit!r}.")
     seen: dict[str, str] = {}
     for port in req.ports:
         for g in port.groups:
             if g.id in seen:
-                raise RequestError(f"request group id {g.id} appears in port {seen[g.id]} and port "
-                                   f"{port.port_id}: suffixes must be unique in one query.")
+                raise RequestError(
+                    f"request group id {g.id} appears in port {seen[g.id]} and port "
+                    f"{port.port_id}: suffixes must be unique in one query."
+                )
             seen[g.id] = str(port.port_id)
             if not _STRING_SUFFIX.match(g.id):
-                raise RequestError(f"port {port.port_id}: group id {g.id!r} is not a valid Placement "
-                                   f"suffix ([a-zA-Z0-9_-], 1 to 64 characters).")
+                raise RequestError(
+                    f"port {port.port_id}: group id {g.id!r} is not a valid Placement "
+                    f"suffix ([a-zA-Z0-9_-], 1 to 64 characters)."
+                )
     for g in groups:
         where = f"group {g.id}" if g.id else "the flavor (unsuffixed group)"
         for rc, amount in g.resources:
             if not _NAME.match(rc):
                 raise RequestError(f"{where}: {rc!r} is not a resource class name (A-Z, 0-9, _).")
             if not isinstance(amount, int) or isinstance(amount, bool) or amount < 0:
-                raise RequestError(f"{where}: amount of {rc} must be a non-negative integer, "
-                                   f"got {amount!r}.")
+                raise RequestError(f"{where}: amount of {rc} must be a non-negative integer, got {amount!r}.")
         for t in (*g.required, *g.forbidden, *(t for a in g.required_any for t in a)):
             if not _NAME.match(t):
                 raise RequestError(f"{where}: {t!r} is not a trait name (A-Z, 0-9, _).")
@@ -73,31 +76,44 @@ def _validate(req: ServerRequest, groups: tuple[RequestGroup, ...]) -> None:
         raise RequestError(f"root traits both required and forbidden: {sorted(both)}.")
     numbered = [g.id for g in groups if g.id]
     if len(numbered) > 1 and req.effective_group_policy() is None:
-        raise RequestError(f"the flavor defines {len(req.flavor_groups)} granular request groups and no "
-                           f"group_policy; with {len(numbered)} suffixed groups ({', '.join(numbered)}) Placement "
-                           f"refuses a query without one (Nova sends none: it defaults it only when the flavor "
-                           f"defines at most one group). Fix: set the flavor's extra spec group_policy=none or "
-                           f"group_policy=isolate.")
+        raise RequestError(
+            f"the flavor defines {len(req.flavor_groups)} granular request groups and no "
+            f"group_policy; with {len(numbered)} suffixed groups ({', '.join(numbered)}) Placement "
+            f"refuses a query without one (Nova sends none: it defaults it only when the flavor "
+            f"defines at most one group). Fix: set the flavor's extra spec group_policy=none or "
+            f"group_policy=isolate."
+        )
     flavor = next((g for g in groups if not g.id), None)
     if flavor is not None and not flavor.resources:
-        raise RequestError("the flavor requests traits but no resources; Placement refuses an "
-                           "unsuffixed group without resources. Fix: give the flavor resources.")
+        raise RequestError(
+            "the flavor requests traits but no resources; Placement refuses an "
+            "unsuffixed group without resources. Fix: give the flavor resources."
+        )
     if (req.member_of or req.forbidden_member_of) and flavor is None:
-        raise RequestError("member_of applies to the flavor's (unsuffixed) group, and this request "
-                           "has no flavor resources. Fix: add flavor resources or drop member_of.")
-    for agg in (*(a for m in req.member_of for a in m), *req.forbidden_member_of,
-                *([req.in_tree] if req.in_tree else [])):
+        raise RequestError(
+            "member_of applies to the flavor's (unsuffixed) group, and this request "
+            "has no flavor resources. Fix: add flavor resources or drop member_of."
+        )
+    for agg in (
+        *(a for m in req.member_of for a in m),
+        *req.forbidden_member_of,
+        *([req.in_tree] if req.in_tree else []),
+    ):
         if not _UUID.match(agg):
             raise RequestError(f"{agg!r} is not a UUID (member_of / in_tree take UUIDs).")
     if not any(g.resources for g in groups):
-        raise RequestError("the request asks for no resources at all (no flavor resources, no "
-                           "non-zero port minimums); Placement needs at least one group with resources.")
+        raise RequestError(
+            "the request asks for no resources at all (no flavor resources, no "
+            "non-zero port minimums); Placement needs at least one group with resources."
+        )
     subtree_ids = {i for s in req.same_subtrees() for i in s}
     for g in groups:
         if g.id and not g.resources and g.id not in subtree_ids:
-            raise RequestError(f"group {g.id} requests no resources (all amounts are 0) and is in "
-                               f"no same_subtree; Placement refuses such a group. Fix: give the "
-                               f"rule a non-zero minimum.")
+            raise RequestError(
+                f"group {g.id} requests no resources (all amounts are 0) and is in "
+                f"no same_subtree; Placement refuses such a group. Fix: give the "
+                f"rule a non-zero minimum."
+            )
 
 
 def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tuple[mv.Microversion, str]]]:
@@ -122,8 +138,9 @@ def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tup
     return max(v for v, _reason in why), why
 
 
-def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
-                 forbidden_member_of=()) -> list[tuple[str, str]]:
+def group_params(
+    g: RequestGroup, in_tree: str | None = None, member_of=(), forbidden_member_of=()
+) -> list[tuple[str, str]]:
     """One group's query parameters, suffixed with its id (none for the unsuffixed group)."""
     s = g.id
     # Nova sorts the "CLASS:AMOUNT" strings, not the classes (CUSTOM_X1:1 before CUSTOM_X:1)
@@ -140,8 +157,9 @@ def group_params(g: RequestGroup, in_tree: str | None = None, member_of=(),
     return out
 
 
-def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
-                mappings: bool = True, pinned: bool = False) -> tuple[dict[str, str | list[str]], str]:
+def build_query(
+    req: ServerRequest, max_microversion: str | mv.Microversion, *, mappings: bool = True, pinned: bool = False
+) -> tuple[dict[str, str | list[str]], str]:
     """``(params, microversion)`` for ``GET /allocation_candidates``.
 
     ``params`` suits ``conn.placement.allocation_candidates(**params, microversion=mv)``
@@ -162,32 +180,42 @@ def build_query(req: ServerRequest, max_microversion: str | mv.Microversion, *,
             raise MicroversionUnsupported(
                 f"--os-placement-api-version pins Placement microversion {mv.format(have)}, but this request "
                 f"needs {mv.format(need)}: {'; '.join(missing)}. Fix: pin {mv.format(need)} or more, or leave "
-                f"the pin out.")
+                f"the pin out."
+            )
         raise MicroversionUnsupported(
             f"Placement offers microversions up to {mv.format(have)}, but this request "
             f"needs {mv.format(need)}: {'; '.join(missing)}. Sending it at a lower "
             f"microversion would ask for less than requested. Fix: upgrade Placement to "
             f"{mv.format(need)} or later, or drop those features (e.g. build the port "
             f"requests with any_traits=False when the server lacks "
-            f"{mv.format(mv.ANY_TRAITS)}).")
+            f"{mv.format(mv.ANY_TRAITS)})."
+        )
     use = need
     if mappings:
-        use = max(need, mv.NOVA_CANDIDATES) if have >= mv.NOVA_CANDIDATES else \
-            max(need, mv.MAPPINGS) if have >= mv.MAPPINGS else need
+        use = (
+            max(need, mv.NOVA_CANDIDATES)
+            if have >= mv.NOVA_CANDIDATES
+            else max(need, mv.MAPPINGS)
+            if have >= mv.MAPPINGS
+            else need
+        )
 
     has_flavor = any(not g.id for g in groups)
     pairs: list[tuple[str, str]] = []
     for g in groups:
         # request-wide filters ride on the flavor's group; without one, in_tree on every group
         on_this = not g.id or not has_flavor
-        pairs += group_params(g, req.in_tree if on_this else None, req.member_of if not g.id else (),
-                              req.forbidden_member_of if not g.id else ())
+        pairs += group_params(
+            g,
+            req.in_tree if on_this else None,
+            req.member_of if not g.id else (),
+            req.forbidden_member_of if not g.id else (),
+        )
     policy = req.effective_group_policy()
     if policy:
         pairs.append(("group_policy", policy))
     if req.root_required or req.root_forbidden:
-        pairs.append(("root_required", ",".join([*req.root_required,
-                                                 *(f"!{t}" for t in req.root_forbidden)])))
+        pairs.append(("root_required", ",".join([*req.root_required, *(f"!{t}" for t in req.root_forbidden)])))
     # Nova's form: every port's same_subtree as Neutron gives it; below 1.36 (an older Placement) the one-group
     # lists of groups with resources, always true, are left out (ServerRequest.same_subtrees)
     subtrees = req.same_subtree() if use >= mv.SAME_SUBTREE else req.same_subtrees()
@@ -214,8 +242,9 @@ def single_group_query(g: RequestGroup, resources: Mapping[str, int] | None = No
     this for each group of a request that has no candidates. A port's group keeps its suffix, as in the whole
     request: one provider must then hold all of its resources (Placement may take an unsuffixed group's resource
     classes from different providers of a tree)."""
-    alone = RequestGroup(g.id, resources if resources is not None else g.resources, g.required,
-                         g.required_any, g.forbidden)
+    alone = RequestGroup(
+        g.id, resources if resources is not None else g.resources, g.required, g.required_any, g.forbidden
+    )
     version = mv.ANY_TRAITS if g.required_any else mv.STRING_SUFFIXES if g.id else mv.NESTED_CANDIDATES
     return _params(group_params(alone)), mv.format(version)
 

@@ -5,6 +5,7 @@ Pure and standard library only, with relative imports: the collection ships this
 imports as plugins/module_utils/core (python/build_collection.py), so the agent_config module runs on a
 compute that has only Python >= 3.9 and Ansible.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,8 +39,9 @@ class FileEdit:
         return {"before": self.before, "after": self.after, "before_header": self.path, "after_header": self.path}
 
 
-def plan_agent_file(path: str, text: str, kind: str, values: Mapping[str, object],
-                    host: str | None = None, machine_host: str = "") -> FileEdit:
+def plan_agent_file(
+    path: str, text: str, kind: str, values: Mapping[str, object], host: str | None = None, machine_host: str = ""
+) -> FileEdit:
     """The edit that gives ``kind``'s section of the file the option ``values`` (structured, as the
     module takes them; None: leave as is), validated as the agent (or Placement) would. Raises
     ConfigError with Neutron's message; the file is not touched. The agent's host is ``host``, else

@@ -16,6 +16,7 @@ to the target host's tree (``in_tree``), tried in :func:`minbw.plan.allocations.
 the same rule claims use to skip a candidate without a single group-to-provider mapping — and the
 ports' ``binding:profile.allocation`` values are recomputed from the target's mapping.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -55,8 +56,14 @@ class ConsumerState:
     def from_api(cls, consumer: str, body: Mapping[str, Any]) -> ConsumerState:
         """The consumer ``consumer`` from its ``GET /allocations`` body (allocations without the per-provider
         generations)."""
-        return cls(consumer, _allocations(body.get("allocations")), body.get("consumer_generation"),
-                   body.get("project_id"), body.get("user_id"), body.get("consumer_type"))
+        return cls(
+            consumer,
+            _allocations(body.get("allocations")),
+            body.get("consumer_generation"),
+            body.get("project_id"),
+            body.get("user_id"),
+            body.get("consumer_type"),
+        )
 
 
 def check_uuid(option: str, value: str) -> str:
@@ -64,36 +71,46 @@ def check_uuid(option: str, value: str) -> str:
     try:
         return str(uuidlib.UUID(str(value)))
     except ValueError:
-        raise InvalidInput(f"{option}: {value!r} is not a UUID; Placement names consumers by UUID. "
-                           f"Fix: pass the consumer's UUID (a new one for a migration, e.g. from uuidgen).") from None
+        raise InvalidInput(
+            f"{option}: {value!r} is not a UUID; Placement names consumers by UUID. "
+            f"Fix: pass the consumer's UUID (a new one for a migration, e.g. from uuidgen)."
+        ) from None
 
 
 def check_uuids(consumer: str, migration: str) -> None:
     """Both UUIDs, and two of them: the migration record is a consumer of its own."""
     if check_uuid("consumer", consumer) == check_uuid("migration", migration):
-        raise InvalidInput(f"migration: {migration} is the consumer itself; the migration record holds the source "
-                           f"allocations as a consumer of its own. Fix: use a new UUID for the migration.")
+        raise InvalidInput(
+            f"migration: {migration} is the consumer itself; the migration record holds the source "
+            f"allocations as a consumer of its own. Fix: use a new UUID for the migration."
+        )
 
 
 def resolve_host(providers: Mapping[str, Provider], name_or_uuid: str, option: str = "target_host") -> str:
     """The root provider (compute node) named ``name_or_uuid``, or with that UUID."""
     found = providers.get(name_or_uuid) or next((p for p in providers.values() if p.name == name_or_uuid), None)
     if found is None:
-        raise ObjectNotFound(f"{option}: no resource provider is named {name_or_uuid!r} or has that UUID in "
-                             f"Placement. Fix: name a compute node as 'openstack resource provider list' shows "
-                             f"it (a root provider), or give its UUID.")
+        raise ObjectNotFound(
+            f"{option}: no resource provider is named {name_or_uuid!r} or has that UUID in "
+            f"Placement. Fix: name a compute node as 'openstack resource provider list' shows "
+            f"it (a root provider), or give its UUID."
+        )
     if found.parent_uuid:
         root = providers.get(found.root_uuid)
-        raise InvalidInput(f"{option}: {found.name} ({found.uuid}) is not a host but a provider inside one. "
-                           f"Fix: name its root provider {root.name if root else found.root_uuid!r}.")
+        raise InvalidInput(
+            f"{option}: {found.name} ({found.uuid}) is not a host but a provider inside one. "
+            f"Fix: name its root provider {root.name if root else found.root_uuid!r}."
+        )
     return found.uuid
 
 
 def target_request(req: ServerRequest, target: str) -> ServerRequest:
     """``req`` restricted to the target host's tree: the query that lists the target's candidates."""
     if req.in_tree and req.in_tree != target:
-        raise InvalidInput(f"in_tree: {req.in_tree} is not the target host {target}; a move takes its "
-                           f"candidates from the target host's tree. Fix: leave in_tree out.")
+        raise InvalidInput(
+            f"in_tree: {req.in_tree} is not the target host {target}; a move takes its "
+            f"candidates from the target host's tree. Fix: leave in_tree out."
+        )
     return dataclasses.replace(req, in_tree=target)
 
 
@@ -107,9 +124,12 @@ def host_of(state: ConsumerState, providers: Mapping[str, Provider]) -> str | No
     roots = sorted({_root(rp, providers) for rp in state.allocations})
     if len(roots) > 1:
         names = ", ".join(providers[r].name if r in providers else r for r in roots)
-        raise MoveRefused(f"consumer {state.uuid} has allocations in {len(roots)} provider trees ({names}); "
-                          f"moving allocations that span hosts or sharing providers is not supported.",
-                          reason="several-hosts", consumer=state.uuid)
+        raise MoveRefused(
+            f"consumer {state.uuid} has allocations in {len(roots)} provider trees ({names}); "
+            f"moving allocations that span hosts or sharing providers is not supported.",
+            reason="several-hosts",
+            consumer=state.uuid,
+        )
     return roots[0] if roots else None
 
 
@@ -122,8 +142,12 @@ def _name(rp: str | None, providers: Mapping[str, Provider]) -> str | None:
 def consumer_view(consumer: str, allocations: Mapping[str, Mapping], providers: Mapping[str, Provider]) -> dict:
     """What diff mode shows of one consumer: its host and, by provider name, what it holds there."""
     host = host_of(ConsumerState(consumer, allocations), providers)
-    return {"uuid": consumer, "host": _name(host, providers), "host_uuid": host,
-            "providers": dict(sorted((_name(rp, providers), dict(a["resources"])) for rp, a in allocations.items()))}
+    return {
+        "uuid": consumer,
+        "host": _name(host, providers),
+        "host_uuid": host,
+        "providers": dict(sorted((_name(rp, providers), dict(a["resources"])) for rp, a in allocations.items())),
+    }
 
 
 def _types_known(*types: str | None) -> bool:
@@ -132,12 +156,17 @@ def _types_known(*types: str | None) -> bool:
     return all(t is not None for t in types)
 
 
-def _part(state: ConsumerState, allocations: Mapping[str, Mapping], owner: ConsumerState,
-          consumer_type: str | None) -> dict:
+def _part(
+    state: ConsumerState, allocations: Mapping[str, Mapping], owner: ConsumerState, consumer_type: str | None
+) -> dict:
     """One consumer's entry in a POST /allocations body, at its current generation. A consumer that
     holds nothing yet (a new migration record) takes the project and user of ``owner``, as Nova does."""
-    body = {"allocations": _allocations(allocations), "consumer_generation": state.generation,
-            "project_id": state.project_id or owner.project_id, "user_id": state.user_id or owner.user_id}
+    body = {
+        "allocations": _allocations(allocations),
+        "consumer_generation": state.generation,
+        "project_id": state.project_id or owner.project_id,
+        "user_id": state.user_id or owner.user_id,
+    }
     if consumer_type is not None:
         body["consumer_type"] = consumer_type
     return body
@@ -153,8 +182,12 @@ class PostOp(base.Op):
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: action, consumer, migration and ``post_allocations`` (the body, by consumer)."""
-        return {"action": self.action, "consumer": self.consumer, "migration": self.migration,
-                "post_allocations": {c: dict(b) for c, b in self.body.items()}}
+        return {
+            "action": self.action,
+            "consumer": self.consumer,
+            "migration": self.migration,
+            "post_allocations": {c: dict(b) for c, b in self.body.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -173,11 +206,16 @@ class MoveOp(PostOp):
     def to_dict(self) -> dict:
         """The post's dict plus source, target, the consumer's new allocations, ``held_by_migration``, mapping and its
         source, binding profiles."""
-        return {**super().to_dict(), "source": self.source, "target": self.target,
-                "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
-                "held_by_migration": {rp: dict(a) for rp, a in self.held.items()},
-                "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,
-                "binding_profiles": dict(self.binding_profiles)}
+        return {
+            **super().to_dict(),
+            "source": self.source,
+            "target": self.target,
+            "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+            "held_by_migration": {rp: dict(a) for rp, a in self.held.items()},
+            "mapping": {k: list(v) for k, v in self.mapping.items()},
+            "mapping_source": self.mapping_source,
+            "binding_profiles": dict(self.binding_profiles),
+        }
 
 
 @dataclass(frozen=True)
@@ -189,22 +227,38 @@ class RevertOp(PostOp):
 
     def to_dict(self) -> dict:
         """The post's dict plus source and the allocations the consumer gets back."""
-        return {**super().to_dict(), "source": self.source,
-                "allocations": {rp: dict(a) for rp, a in self.allocations.items()}}
+        return {
+            **super().to_dict(),
+            "source": self.source,
+            "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+        }
 
 
-def move_op(consumer: ConsumerState, migration: ConsumerState, attempt: Attempt, req: ServerRequest,
-            source: str) -> MoveOp:
+def move_op(
+    consumer: ConsumerState, migration: ConsumerState, attempt: Attempt, req: ServerRequest, source: str
+) -> MoveOp:
     """The POST that moves ``consumer`` onto ``attempt``'s candidate (its mapping must be unique)."""
     claim = claim_op(consumer.uuid, attempt, req)  # the same allocations, mapping and bindings a claim makes
     typed = _types_known(consumer.consumer_type)
-    body = {migration.uuid: _part(migration, consumer.allocations, consumer,
-                                  (migration.consumer_type or MIGRATION_TYPE) if typed else None),
-            consumer.uuid: _part(consumer, claim.allocations, consumer, consumer.consumer_type)}
-    return MoveOp("move", consumer=consumer.uuid, migration=migration.uuid, body=body, source=source,
-                  target=attempt.host, allocations=claim.allocations, held=_allocations(consumer.allocations),
-                  mapping=claim.mapping, mapping_source=claim.mapping_source,
-                  binding_profiles=claim.binding_profiles)
+    body = {
+        migration.uuid: _part(
+            migration, consumer.allocations, consumer, (migration.consumer_type or MIGRATION_TYPE) if typed else None
+        ),
+        consumer.uuid: _part(consumer, claim.allocations, consumer, consumer.consumer_type),
+    }
+    return MoveOp(
+        "move",
+        consumer=consumer.uuid,
+        migration=migration.uuid,
+        body=body,
+        source=source,
+        target=attempt.host,
+        allocations=claim.allocations,
+        held=_allocations(consumer.allocations),
+        mapping=claim.mapping,
+        mapping_source=claim.mapping_source,
+        binding_profiles=claim.binding_profiles,
+    )
 
 
 @dataclass(frozen=True)
@@ -226,22 +280,40 @@ class MovePlan(base.Plan):
     def to_dict(self) -> dict:
         """The plan's dict plus source, target, ``done``, ``attempts`` (how many) and ``skipped`` (the unusable
         attempts)."""
-        return {**super().to_dict(), "source": self.source, "target": self.target, "done": self.done,
-                "attempts": len(self.attempts), "skipped": [a.skipped() for a in self.attempts if not a.usable]}
+        return {
+            **super().to_dict(),
+            "source": self.source,
+            "target": self.target,
+            "done": self.done,
+            "attempts": len(self.attempts),
+            "skipped": [a.skipped() for a in self.attempts if not a.usable],
+        }
 
 
-def _in_progress(consumer: ConsumerState, migration: ConsumerState, held: str | None,
-                 providers: Mapping[str, Provider]) -> MoveRefused:
+def _in_progress(
+    consumer: ConsumerState, migration: ConsumerState, held: str | None, providers: Mapping[str, Provider]
+) -> MoveRefused:
     return MoveRefused(
         f"migration {migration.uuid} already holds allocations on {_name(held, providers)}: a move is in "
-        f"progress. Confirm it (frees them: minbw allocation migrate confirm --migration {migration.uuid}) or revert it "
+        f"progress. Confirm it (frees them: minbw allocation migrate confirm --migration {migration.uuid}) "
+        f"or revert it "
         f"(gives them back to the consumer: minbw allocation migrate revert --consumer {consumer.uuid} --migration "
-        f"{migration.uuid}) first.", reason="in-progress", consumer=consumer.uuid, migration=migration.uuid,
-        host=held)
+        f"{migration.uuid}) first.",
+        reason="in-progress",
+        consumer=consumer.uuid,
+        migration=migration.uuid,
+        host=held,
+    )
 
 
-def plan_move(consumer: ConsumerState, migration: ConsumerState, req: ServerRequest, cands: CandidateSet,
-              target: str, providers: Mapping[str, Provider]) -> MovePlan:
+def plan_move(
+    consumer: ConsumerState,
+    migration: ConsumerState,
+    req: ServerRequest,
+    cands: CandidateSet,
+    target: str,
+    providers: Mapping[str, Provider],
+) -> MovePlan:
     """Move ``consumer`` to the host ``target`` (a root provider UUID), its source kept by ``migration``.
 
     ``cands`` are the target's candidates for ``req`` (``target_request``); ``providers`` every
@@ -250,14 +322,23 @@ def plan_move(consumer: ConsumerState, migration: ConsumerState, req: ServerRequ
     """
     check_uuids(consumer.uuid, migration.uuid)
     if not consumer.allocations:
-        tail = (f"; migration {migration.uuid} holds allocations on "
-                f"{_name(host_of(migration, providers), providers)} (revert gives them back)"
-                if migration.allocations else "")
-        raise MoveRefused(f"consumer {consumer.uuid} has no allocations: nothing to move{tail}.",
-                          reason="no-allocations", consumer=consumer.uuid, migration=migration.uuid)
+        tail = (
+            f"; migration {migration.uuid} holds allocations on "
+            f"{_name(host_of(migration, providers), providers)} (revert gives them back)"
+            if migration.allocations
+            else ""
+        )
+        raise MoveRefused(
+            f"consumer {consumer.uuid} has no allocations: nothing to move{tail}.",
+            reason="no-allocations",
+            consumer=consumer.uuid,
+            migration=migration.uuid,
+        )
     source = host_of(consumer, providers)
-    now = {"consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
-           "migration": consumer_view(migration.uuid, migration.allocations, providers)}
+    now = {
+        "consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
+        "migration": consumer_view(migration.uuid, migration.allocations, providers),
+    }
     if migration.allocations:
         held = host_of(migration, providers)
         if source == target and held != target:
@@ -265,16 +346,23 @@ def plan_move(consumer: ConsumerState, migration: ConsumerState, req: ServerRequ
             return MovePlan((), before=now, after=now, source=held or "", target=target, done=True)
         raise _in_progress(consumer, migration, held, providers)
     if source == target:
-        raise MoveRefused(f"consumer {consumer.uuid} is already on {_name(target, providers)} ({target}): "
-                          f"the target is its current host, there is nothing to move.",
-                          reason="same-host", consumer=consumer.uuid, migration=migration.uuid, host=target)
+        raise MoveRefused(
+            f"consumer {consumer.uuid} is already on {_name(target, providers)} ({target}): "
+            f"the target is its current host, there is nothing to move.",
+            reason="same-host",
+            consumer=consumer.uuid,
+            migration=migration.uuid,
+            host=target,
+        )
     attempts = tuple(a for a in claim_order(cands, req, len(cands.by_host())) if a.host == target)
     first = next((a for a in attempts if a.usable), None)
     if first is None:
         return MovePlan((), before=now, after=now, attempts=attempts, source=source, target=target)
     op = move_op(consumer, migration, first, req, source)
-    after = {"consumer": consumer_view(consumer.uuid, op.allocations, providers),
-             "migration": consumer_view(migration.uuid, op.held, providers)}
+    after = {
+        "consumer": consumer_view(consumer.uuid, op.allocations, providers),
+        "migration": consumer_view(migration.uuid, op.held, providers),
+    }
     return MovePlan((op,), before=now, after=after, attempts=attempts, source=source, target=target)
 
 
@@ -286,8 +374,10 @@ def plan_revert(consumer: ConsumerState, migration: ConsumerState, providers: Ma
     its consumer's): a mistyped consumer UUID would otherwise get, or lose, allocations.
     """
     check_uuids(consumer.uuid, migration.uuid)
-    now = {"consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
-           "migration": consumer_view(migration.uuid, migration.allocations, providers)}
+    now = {
+        "consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
+        "migration": consumer_view(migration.uuid, migration.allocations, providers),
+    }
     if not migration.allocations:
         return base.Plan((), before=now, after=now)
     if not consumer.allocations:
@@ -297,21 +387,37 @@ def plan_revert(consumer: ConsumerState, migration: ConsumerState, providers: Ma
             f"consumer {consumer.uuid} has no allocations, so it is not the consumer migration {migration.uuid} "
             f"was made for (a moved consumer holds its target allocations until the revert). Fix: pass the "
             f"consumer that was moved; if it was deleted, confirm the migration to release what it holds.",
-            reason="no-allocations", consumer=consumer.uuid, migration=migration.uuid)
+            reason="no-allocations",
+            consumer=consumer.uuid,
+            migration=migration.uuid,
+        )
     if (consumer.project_id, consumer.user_id) != (migration.project_id, migration.user_id):
         raise MoveRefused(
             f"migration {migration.uuid} belongs to project {migration.project_id} / user {migration.user_id}, "
             f"consumer {consumer.uuid} to project {consumer.project_id} / user {consumer.user_id}: it is not the "
             f"consumer this migration holds allocations for. Fix: pass the consumer that was moved.",
-            reason="mismatch", consumer=consumer.uuid, migration=migration.uuid)
+            reason="mismatch",
+            consumer=consumer.uuid,
+            migration=migration.uuid,
+        )
     source = host_of(migration, providers)
     typed = _types_known(consumer.consumer_type, migration.consumer_type)
-    body = {consumer.uuid: _part(consumer, migration.allocations, migration, consumer.consumer_type if typed else None),
-            migration.uuid: _part(migration, {}, migration, migration.consumer_type if typed else None)}
-    op = RevertOp("revert", consumer=consumer.uuid, migration=migration.uuid, body=body, source=source or "",
-                  allocations=_allocations(migration.allocations))
-    after = {"consumer": consumer_view(consumer.uuid, migration.allocations, providers),
-             "migration": consumer_view(migration.uuid, {}, providers)}
+    body = {
+        consumer.uuid: _part(consumer, migration.allocations, migration, consumer.consumer_type if typed else None),
+        migration.uuid: _part(migration, {}, migration, migration.consumer_type if typed else None),
+    }
+    op = RevertOp(
+        "revert",
+        consumer=consumer.uuid,
+        migration=migration.uuid,
+        body=body,
+        source=source or "",
+        allocations=_allocations(migration.allocations),
+    )
+    after = {
+        "consumer": consumer_view(consumer.uuid, migration.allocations, providers),
+        "migration": consumer_view(migration.uuid, {}, providers),
+    }
     return base.Plan((op,), before=now, after=after)
 
 
@@ -321,6 +427,9 @@ def plan_confirm(migration: ConsumerState, providers: Mapping[str, Provider]) ->
     now = {"migration": consumer_view(migration.uuid, migration.allocations, providers)}
     if not migration.allocations:
         return base.Plan((), before=now, after=now)
-    op = PostOp("confirm", migration=migration.uuid,
-                body={migration.uuid: _part(migration, {}, migration, migration.consumer_type)})
+    op = PostOp(
+        "confirm",
+        migration=migration.uuid,
+        body={migration.uuid: _part(migration, {}, migration, migration.consumer_type)},
+    )
     return base.Plan((op,), before=now, after={"migration": consumer_view(migration.uuid, {}, providers)})

@@ -5,6 +5,7 @@ Check mode and the real claim use the same :func:`plan_claim`: the prediction is
 attempt the real run makes, and the real run goes on down the same list only when Placement
 refuses an attempt (someone took the capacity meanwhile).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,8 +40,11 @@ class Attempt:
 def claim_order(cands: CandidateSet, req: ServerRequest, max_hosts: int) -> tuple[Attempt, ...]:
     """Every candidate a claim tries, in order: the first ``max_hosts`` hosts in Placement's order
     (Nova's alternates), each host's candidates in Placement's order, each with its mapping."""
-    return tuple(Attempt(host, ar, mapping_from_candidate(ar, cands.provider_summaries, req))
-                 for host, host_cands in cands.by_host()[:max_hosts] for ar in host_cands)
+    return tuple(
+        Attempt(host, ar, mapping_from_candidate(ar, cands.provider_summaries, req))
+        for host, host_cands in cands.by_host()[:max_hosts]
+        for ar in host_cands
+    )
 
 
 @dataclass(frozen=True)
@@ -57,21 +61,33 @@ class ClaimOp(base.Op):
     def to_dict(self) -> dict:
         """A JSON-ready dict of the claim: action, consumer, host, allocations, mapping and its source, binding
         profiles."""
-        return {"action": self.action, "consumer": self.consumer, "host": self.host,
-                "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
-                "mapping": {k: list(v) for k, v in self.mapping.items()}, "mapping_source": self.mapping_source,
-                "binding_profiles": dict(self.binding_profiles)}
+        return {
+            "action": self.action,
+            "consumer": self.consumer,
+            "host": self.host,
+            "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+            "mapping": {k: list(v) for k, v in self.mapping.items()},
+            "mapping_source": self.mapping_source,
+            "binding_profiles": dict(self.binding_profiles),
+        }
 
 
 def claim_op(consumer: str, attempt: Attempt, req: ServerRequest) -> ClaimOp:
     """The claim of ``attempt`` for ``consumer``: the candidate's allocations, its mapping and the ports'
     ``binding:profile.allocation`` values. Raises MappingError when the attempt's mapping is not unique, RequestError
     when it leaves one of a port's groups unmapped."""
-    allocations = {rp: {"resources": dict(a["resources"])}
-                   for rp, a in attempt.allocation_request["allocations"].items()}
-    return ClaimOp("claim", consumer=consumer, host=attempt.host, allocations=allocations,
-                   mapping=attempt.mapping.solutions[0], mapping_source=attempt.mapping.source,
-                   binding_profiles=binding_allocations(req.ports, attempt.mapping.group_providers()))
+    allocations = {
+        rp: {"resources": dict(a["resources"])} for rp, a in attempt.allocation_request["allocations"].items()
+    }
+    return ClaimOp(
+        "claim",
+        consumer=consumer,
+        host=attempt.host,
+        allocations=allocations,
+        mapping=attempt.mapping.solutions[0],
+        mapping_source=attempt.mapping.source,
+        binding_profiles=binding_allocations(req.ports, attempt.mapping.group_providers()),
+    )
 
 
 @dataclass(frozen=True)
@@ -85,8 +101,11 @@ class ClaimPlan(base.Plan):
     def to_dict(self) -> dict:
         """The plan's dict plus ``attempts`` (how many) and ``skipped`` (the unusable attempts, as
         :meth:`Attempt.skipped`)."""
-        return {**super().to_dict(), "attempts": len(self.attempts),
-                "skipped": [a.skipped() for a in self.attempts if not a.usable]}
+        return {
+            **super().to_dict(),
+            "attempts": len(self.attempts),
+            "skipped": [a.skipped() for a in self.attempts if not a.usable],
+        }
 
 
 def plan_claim(consumer: str, cands: CandidateSet, req: ServerRequest, max_hosts: int) -> ClaimPlan:
@@ -96,11 +115,11 @@ def plan_claim(consumer: str, cands: CandidateSet, req: ServerRequest, max_hosts
     attempts = claim_order(cands, req, max_hosts)
     first = next((a for a in attempts if a.usable), None)
     if first is None:
-        return ClaimPlan((), before={"claimed": False}, after={"claimed": False}, attempts=attempts,
-                         candidates=cands)
+        return ClaimPlan((), before={"claimed": False}, after={"claimed": False}, attempts=attempts, candidates=cands)
     op = claim_op(consumer, first, req)
-    return ClaimPlan((op,), before={"claimed": False}, after={"claimed": True, "host": op.host},
-                     attempts=attempts, candidates=cands)
+    return ClaimPlan(
+        (op,), before={"claimed": False}, after={"claimed": True, "host": op.host}, attempts=attempts, candidates=cands
+    )
 
 
 def plan_free(consumer: str, current: Mapping[str, Any]) -> base.Plan:
@@ -132,10 +151,14 @@ def holding_difference(consumer: str, held: Mapping[str, Mapping], req, why: str
     """Why ``consumer``'s allocations ``held`` are not the claim ``req`` asks for (``why``: the mapping's
     own reason), and what to do."""
     have, want = totals(held), asked_totals(req)
-    diff = [f"{rc} {have.get(rc, 0)} held, {want.get(rc, 0)} asked" for rc in sorted(set(have) | set(want))
-            if have.get(rc, 0) != want.get(rc, 0)]
-    what = ("; ".join(diff) if diff else
-            f"the same amounts, on providers that do not serve the request's groups ({why})")
-    return (f"consumer {consumer} already holds allocations that are not this claim: {what}. Fix: free it first "
-            f"(minbw allocation delete --consumer {consumer}; the allocation module's state: absent), or claim for another "
-            f"consumer UUID")
+    diff = [
+        f"{rc} {have.get(rc, 0)} held, {want.get(rc, 0)} asked"
+        for rc in sorted(set(have) | set(want))
+        if have.get(rc, 0) != want.get(rc, 0)
+    ]
+    what = "; ".join(diff) if diff else f"the same amounts, on providers that do not serve the request's groups ({why})"
+    return (
+        f"consumer {consumer} already holds allocations that are not this claim: {what}. Fix: free it first "
+        f"(minbw allocation delete --consumer {consumer}; the allocation module's state: absent), or claim for another "
+        f"consumer UUID"
+    )

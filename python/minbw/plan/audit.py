@@ -32,6 +32,7 @@ host (``dest_node``; failed, cancelled and reverted ones did not); an in-progres
 holds the server's allocation from before the move and counts like the server on that host. Any other
 consumer has no known age: it is listed after the dated ones, never given an invented one.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -120,15 +121,20 @@ class Finding:
     """``facts``: the finding as data (provider, amounts, consumers), beside the sentence in ``detail``."""
 
     kind: str
-    subject: str          # the consumer, port or provider
+    subject: str  # the consumer, port or provider
     detail: str
     fix: FixOp | None = None
     facts: Mapping = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: kind, subject, detail, the fix's dict (None: no fix), and the facts merged in."""
-        return {"kind": self.kind, "subject": self.subject, "detail": self.detail,
-                "fix": self.fix.to_dict() if self.fix else None, **self.facts}
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "detail": self.detail,
+            "fix": self.fix.to_dict() if self.fix else None,
+            **self.facts,
+        }
 
 
 @dataclass(frozen=True)
@@ -150,8 +156,12 @@ class AuditPlan(base.Plan):
     def to_dict(self) -> dict:
         """The plan's dict plus ``ok``, the findings' dicts and ``checked`` (how many consumers, ports and
         providers)."""
-        return {**super().to_dict(), "ok": self.ok, "findings": [f.to_dict() for f in self.findings],
-                "checked": {"consumers": self.consumers, "ports": self.ports, "providers": self.providers}}
+        return {
+            **super().to_dict(),
+            "ok": self.ok,
+            "findings": [f.to_dict() for f in self.findings],
+            "checked": {"consumers": self.consumers, "ports": self.ports, "providers": self.providers},
+        }
 
 
 def guaranteed(resources: Mapping[str, int]) -> dict[str, int]:
@@ -165,10 +175,16 @@ def amounts(resources: Mapping[str, int]) -> str:
     return ", ".join(f"{rc}={n}" for rc, n in sorted(resources.items()))
 
 
-def audit(allocations: Mapping[str, Mapping[str, Mapping[str, int]]], servers: Iterable[Server],
-          migrations: Iterable[Migration], ports: Iterable[PortBinding], names: Mapping[str, str] | None = None,
-          ignore: Iterable[str] = (), inventories: Mapping[str, Mapping[str, Mapping]] | None = None,
-          hosts: Mapping[str, str] | None = None) -> AuditPlan:
+def audit(
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    servers: Iterable[Server],
+    migrations: Iterable[Migration],
+    ports: Iterable[PortBinding],
+    names: Mapping[str, str] | None = None,
+    ignore: Iterable[str] = (),
+    inventories: Mapping[str, Mapping[str, Mapping]] | None = None,
+    hosts: Mapping[str, str] | None = None,
+) -> AuditPlan:
     """``allocations``: provider → consumer → resources (of the providers read); ``servers``: the live
     servers; ``migrations``: Nova's migrations, any status; ``ignore``: consumers that are known to be
     someone else's (e.g. non-Nova claims); ``inventories``: provider → class → inventory (as Placement
@@ -205,16 +221,27 @@ def audit(allocations: Mapping[str, Mapping[str, Mapping[str, int]]], servers: I
         if found:
             findings.append(found)
     ops = tuple(f.fix for f in findings if f.fix)
-    return AuditPlan(ops, before=None, after=None, findings=tuple(findings), consumers=len(held),
-                     ports=len(ports), providers=len(allocations))
+    return AuditPlan(
+        ops,
+        before=None,
+        after=None,
+        findings=tuple(findings),
+        consumers=len(held),
+        ports=len(ports),
+        providers=len(allocations),
+    )
 
 
 def _leaks(held, known, label):
     for consumer in sorted(set(held) - known):
         what = "; ".join(f"{label(rp)}: {amounts(res)}" for rp, res in sorted(held[consumer].items()))
         classes = tuple(sorted({rc for res in held[consumer].values() for rc in res}))
-        yield Finding(LEAK, consumer, f"consumer {consumer} is neither a live server nor an in-progress migration "
-                                      f"but holds {what}", FixOp("trim_consumer", subject=consumer, classes=classes))
+        yield Finding(
+            LEAK,
+            consumer,
+            f"consumer {consumer} is neither a live server nor an in-progress migration but holds {what}",
+            FixOp("trim_consumer", subject=consumer, classes=classes),
+        )
 
 
 def _stale_bindings(held, servers, ports, label, migrating):
@@ -228,11 +255,15 @@ def _stale_bindings(held, servers, ports, label, migrating):
             server_holds.update({rp: res for rp, res in held.get(m, {}).items() if res})
         empty = [rp for rp in named.values() if not server_holds.get(rp)]
         if not port.device_id or port.device_id not in servers:
-            detail = (f"port {port.id} is bound to no live server ({port.device_id or 'no device'}) but its "
-                      f"binding:profile.allocation is {port.binding_allocation}")
+            detail = (
+                f"port {port.id} is bound to no live server ({port.device_id or 'no device'}) but its "
+                f"binding:profile.allocation is {port.binding_allocation}"
+            )
         elif empty:
-            detail = (f"port {port.id}: binding:profile.allocation names {', '.join(map(label, empty))}, which "
-                      f"hold(s) nothing for its server {port.device_id}")
+            detail = (
+                f"port {port.id}: binding:profile.allocation names {', '.join(map(label, empty))}, which "
+                f"hold(s) nothing for its server {port.device_id}"
+            )
         else:
             continue
         out.append(Finding(STALE_BINDING, port.id, detail, FixOp("clear_binding", subject=port.id)))
@@ -243,12 +274,12 @@ def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[P
     """A server's bandwidth beyond what its ports and flavor request, placed on the providers that hold
     it: first those a binding allocation names (where a second copy of a bound group lands), then the
     others, most excess first. Nothing when the totals are within the request."""
-    bound: dict[str, list[dict]] = {}   # provider → the groups bound there
+    bound: dict[str, list[dict]] = {}  # provider → the groups bound there
     requested = dict(server.flavor)
     loose = [f"its flavor requests {amounts(server.flavor)}"] if server.flavor else []
     for port in sorted(ports, key=lambda p: p.id):
         named = port.providers()
-        for g in (port.request.groups if port.request else ()):
+        for g in port.request.groups if port.request else ():
             res = guaranteed(dict(g.resources))
             for rc, n in res.items():
                 requested[rc] = requested.get(rc, 0) + n
@@ -263,8 +294,9 @@ def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[P
     extra: dict[str, dict[str, int]] = {}  # provider → class → excess
     for rc in sorted(total):
         left = total[rc] - requested.get(rc, 0)
-        spare = {rp: res.get(rc, 0) - sum(g["resources"].get(rc, 0) for g in bound.get(rp, ()))
-                 for rp, res in held.items()}
+        spare = {
+            rp: res.get(rc, 0) - sum(g["resources"].get(rc, 0) for g in bound.get(rp, ())) for rp, res in held.items()
+        }
         for rp in sorted((rp for rp, n in spare.items() if n > 0), key=lambda rp: (rp not in bound, -spare[rp], rp)):
             if left <= 0:
                 break
@@ -280,24 +312,47 @@ def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[P
         double = rp in bound and all(here.values())
         if double:
             groups = ", ".join(f"port {g['port']} group {g['group']}" for g in bound[rp])
-            detail = (f"{who} holds {holds} on {label(rp)}, where the binding allocation of {groups} requests "
-                      f"{amounts(here)}: {amounts(more)} extra")
+            detail = (
+                f"{who} holds {holds} on {label(rp)}, where the binding allocation of {groups} requests "
+                f"{amounts(here)}: {amounts(more)} extra"
+            )
             if all(held[rp][rc] == 2 * here[rc] for rc in more):
-                detail += (" (twice the request: what `nova-manage placement heal_allocations` leaves after healing "
-                           "a port whose binding allocation was cleared while its allocation stayed)")
+                detail += (
+                    " (twice the request: what `nova-manage placement heal_allocations` leaves after healing "
+                    "a port whose binding allocation was cleared while its allocation stayed)"
+                )
         else:
-            where = "which no binding allocation of its ports names" if rp not in bound else \
-                "where the port groups bound there request none of it"
-            detail = (f"{who} holds {holds} on {label(rp)}, {where}; its ports and flavor request "
-                      f"{amounts({rc: requested.get(rc, 0) for rc in more})} in all: {amounts(more)} extra")
+            where = (
+                "which no binding allocation of its ports names"
+                if rp not in bound
+                else "where the port groups bound there request none of it"
+            )
+            detail = (
+                f"{who} holds {holds} on {label(rp)}, {where}; its ports and flavor request "
+                f"{amounts({rc: requested.get(rc, 0) for rc in more})} in all: {amounts(more)} extra"
+            )
         if loose:
             detail += f"; which provider holds the extra is a guess while {'; '.join(loose)}"
-        detail += (f". To do: audit again (a port being attached looks like this until Nova binds it); if it stays, "
-                   f"remove {amounts(more)} from the server's allocation on {rp} (keep {amounts(keep)}) — "
-                   f"reported only, never fixed by the audit")
-        out.append(Finding(DOUBLE if double else OVER, server.id, detail, facts={
-            "provider": rp, "holds": dict(held[rp]), "extra": more, "keep": keep, "bound": bound.get(rp, []),
-            "ambiguous": bool(loose)}))
+        detail += (
+            f". To do: audit again (a port being attached looks like this until Nova binds it); if it stays, "
+            f"remove {amounts(more)} from the server's allocation on {rp} (keep {amounts(keep)}) — "
+            f"reported only, never fixed by the audit"
+        )
+        out.append(
+            Finding(
+                DOUBLE if double else OVER,
+                server.id,
+                detail,
+                facts={
+                    "provider": rp,
+                    "holds": dict(held[rp]),
+                    "extra": more,
+                    "keep": keep,
+                    "bound": bound.get(rp, []),
+                    "ambiguous": bool(loose),
+                },
+            )
+        )
     return out
 
 
@@ -318,7 +373,7 @@ class Holder:
     not known), what that time is, and what to do with it."""
 
     consumer: str
-    type: str             # "server", "migration" or "consumer" (anything else)
+    type: str  # "server", "migration" or "consumer" (anything else)
     name: str
     resources: Mapping[str, int]
     since: datetime | None
@@ -336,8 +391,15 @@ class Holder:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict of the holder (``since`` in ISO 8601, None when not known)."""
-        return {"consumer": self.consumer, "type": self.type, "name": self.name, "resources": dict(self.resources),
-                "since": self.since.isoformat() if self.since else None, "basis": self.basis, "todo": self.todo}
+        return {
+            "consumer": self.consumer,
+            "type": self.type,
+            "name": self.name,
+            "resources": dict(self.resources),
+            "since": self.since.isoformat() if self.since else None,
+            "basis": self.basis,
+            "todo": self.todo,
+        }
 
 
 class _Ages:
@@ -368,8 +430,15 @@ class _Ages:
         if consumer in self.servers:
             s = self.servers[consumer]
             since, basis = self.server_since(consumer, host)
-            return Holder(consumer, "server", s.name, resources, since, basis,
-                          f"move (migrate) or delete server {s.name + ' ' if s.name else ''}{consumer}")
+            return Holder(
+                consumer,
+                "server",
+                s.name,
+                resources,
+                since,
+                basis,
+                f"move (migrate) or delete server {s.name + ' ' if s.name else ''}{consumer}",
+            )
         m = self.migrations.get(consumer)
         if m is not None:
             todo = f"finish {m.kind} {consumer} of server {m.server} (confirm or revert it)"
@@ -378,10 +447,19 @@ class _Ages:
                 basis = f"the server's allocation from before {m.kind} {consumer}, server {basis}"
             elif _when(m.created_at):
                 since, basis = _when(m.created_at), f"{m.kind} started {m.created_at}"
-            return Holder(consumer, "migration", f"{m.kind} of server {m.server}", resources, since,
-                          basis or NO_AGE, todo)
-        return Holder(consumer, "consumer", "", resources, None, NO_AGE,
-                      f"move or free consumer {consumer} (`minbw allocation migrate`, or `minbw allocation delete` if it is a claim of minbw's)")
+            return Holder(
+                consumer, "migration", f"{m.kind} of server {m.server}", resources, since, basis or NO_AGE, todo
+            )
+        return Holder(
+            consumer,
+            "consumer",
+            "",
+            resources,
+            None,
+            NO_AGE,
+            f"move or free consumer {consumer} (`minbw allocation migrate`, or `minbw allocation delete` "
+            f"if it is a claim of minbw's)",
+        )
 
 
 def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Finding | None:
@@ -392,8 +470,14 @@ def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Find
     over = {rc: s for rc, s in stocks_of(rp, inventories, used).items() if s.used > s.capacity}
     if not over:
         return None
-    holders = sorted((ages.holder(c, host, {rc: n for rc, n in res.items() if rc in over and n})
-                      for c, res in consumers.items() if any(res.get(rc) for rc in over)), key=Holder.order)
+    holders = sorted(
+        (
+            ages.holder(c, host, {rc: n for rc, n in res.items() if rc in over and n})
+            for c, res in consumers.items()
+            if any(res.get(rc) for rc in over)
+        ),
+        key=Holder.order,
+    )
     need = {rc: s.used - s.capacity for rc, s in over.items()}
     move = []
     for h in holders:  # the youngest first, until every class over fits again
@@ -403,18 +487,43 @@ def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Find
             move.append(h)
             for rc, n in h.resources.items():
                 need[rc] -= n
-    classes = {rc: {"used": s.used, "capacity": s.capacity, "total": s.total, "reserved": s.reserved,
-                    "allocation_ratio": s.allocation_ratio, "over": s.used - s.capacity}
-               for rc, s in sorted(over.items())}
-    detail = (f"provider {label(rp)} is over capacity: " + ", ".join(
-        f"{rc} used {c['used']} of {c['capacity']} ((total {c['total']} - reserved {c['reserved']}) x allocation_ratio "
-        f"{c['allocation_ratio']}), {c['over']} over" for rc, c in classes.items())
-        + ". Consumers, youngest first: " + "; ".join(h.describe() for h in holders)
-        + ". To get back within capacity: " + "; then ".join(h.todo for h in move)
-        + " — or give the provider its capacity back if its inventory was lowered by mistake")
-    return Finding(OVER_CAPACITY, rp, detail, facts={
-        "provider": rp, "host": host, "classes": classes, "consumers": [h.to_dict() for h in holders],
-        "move": [h.consumer for h in move]})
+    classes = {
+        rc: {
+            "used": s.used,
+            "capacity": s.capacity,
+            "total": s.total,
+            "reserved": s.reserved,
+            "allocation_ratio": s.allocation_ratio,
+            "over": s.used - s.capacity,
+        }
+        for rc, s in sorted(over.items())
+    }
+    detail = (
+        f"provider {label(rp)} is over capacity: "
+        + ", ".join(
+            f"{rc} used {c['used']} of {c['capacity']} "
+            f"((total {c['total']} - reserved {c['reserved']}) x allocation_ratio "
+            f"{c['allocation_ratio']}), {c['over']} over"
+            for rc, c in classes.items()
+        )
+        + ". Consumers, youngest first: "
+        + "; ".join(h.describe() for h in holders)
+        + ". To get back within capacity: "
+        + "; then ".join(h.todo for h in move)
+        + " — or give the provider its capacity back if its inventory was lowered by mistake"
+    )
+    return Finding(
+        OVER_CAPACITY,
+        rp,
+        detail,
+        facts={
+            "provider": rp,
+            "host": host,
+            "classes": classes,
+            "consumers": [h.to_dict() for h in holders],
+            "move": [h.consumer for h in move],
+        },
+    )
 
 
 def trimmed(body: Mapping, classes: Iterable[str]) -> dict:
@@ -425,8 +534,12 @@ def trimmed(body: Mapping, classes: Iterable[str]) -> dict:
         left = {rc: n for rc, n in a["resources"].items() if rc not in drop}
         if left:
             allocs[rp] = {"resources": left}
-    out = {"allocations": allocs, "consumer_generation": body.get("consumer_generation"),
-           "project_id": body.get("project_id"), "user_id": body.get("user_id")}
+    out = {
+        "allocations": allocs,
+        "consumer_generation": body.get("consumer_generation"),
+        "project_id": body.get("project_id"),
+        "user_id": body.get("user_id"),
+    }
     if body.get("consumer_type"):
         out["consumer_type"] = body["consumer_type"]
     return out

@@ -1,4 +1,5 @@
 """The one plan shape: ops (the writes, in order), before, after (the prediction), diff, to_dict."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -16,6 +16,7 @@ physnet is the port's ``binding:profile.physical_network`` (SR-IOV), else the on
 port's physnet (OVS: one bridge per physnet), else the one with most room, then by name; the
 ``chosen_by`` of each group says which rule decided.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -35,15 +36,21 @@ OK, BINDING, ALLOCATION, BOTH = "ok", "binding", "allocation", "both"
 class GroupHeal:
     port: str
     group: str
-    status: str                  # ok | binding | allocation | both | unhealable
+    status: str  # ok | binding | allocation | both | unhealable
     provider: str | None = None
     chosen_by: str = ""
     why: str = ""
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: port, group, status, provider, ``chosen_by`` and ``why``."""
-        return {"port": self.port, "group": self.group, "status": self.status, "provider": self.provider,
-                "chosen_by": self.chosen_by, "why": self.why}
+        return {
+            "port": self.port,
+            "group": self.group,
+            "status": self.status,
+            "provider": self.provider,
+            "chosen_by": self.chosen_by,
+            "why": self.why,
+        }
 
 
 @dataclass(frozen=True)
@@ -60,8 +67,11 @@ class HealOp(base.Op):
         """A JSON-ready dict: action, consumer and allocations for ``put_allocations``; action, port and binding
         otherwise."""
         if self.action == "put_allocations":
-            return {"action": self.action, "consumer": self.consumer,
-                    "allocations": {rp: dict(a) for rp, a in self.allocations.items()}}
+            return {
+                "action": self.action,
+                "consumer": self.consumer,
+                "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+            }
         return {"action": self.action, "port": self.port, "binding": self.binding}
 
 
@@ -78,8 +88,12 @@ class HealPlan(base.Plan):
 
     def to_dict(self) -> dict:
         """The plan's dict plus server, ``healable`` and the groups' dicts."""
-        return {**super().to_dict(), "server": self.server, "healable": self.healable,
-                "groups": [g.to_dict() for g in self.groups]}
+        return {
+            **super().to_dict(),
+            "server": self.server,
+            "healable": self.healable,
+            "groups": [g.to_dict() for g in self.groups],
+        }
 
 
 def _bound_to(port: PortState, group: RequestGroup) -> str | None:
@@ -124,7 +138,9 @@ def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: M
     allocs = resources_by_provider(current.get("allocations"))
     stocks = {rp: stocks_of(rp, info.get("inventories"), info.get("usages")) for rp, info in tree.items()}
     tree = {rp: {**info, "traits": set(info.get("traits", ())), "stocks": stocks[rp]} for rp, info in tree.items()}
-    unexplained = {rp: {rc: n for rc, n in res.items() if rc in naming.GUARANTEED_CLASSES} for rp, res in allocs.items()}
+    unexplained = {
+        rp: {rc: n for rc, n in res.items() if rc in naming.GUARANTEED_CLASSES} for rp, res in allocs.items()
+    }
     adding: dict[str, dict[str, int]] = {}
     results: list[GroupHeal] = []
     todo: list[tuple[PortState, RequestGroup]] = []
@@ -137,7 +153,7 @@ def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: M
         return rp in unexplained and all(unexplained[rp].get(rc, 0) >= n for rc, n in group.resources)
 
     for port in ports:
-        for group in (port.request.groups if port.request else ()):
+        for group in port.request.groups if port.request else ():
             bound = _bound_to(port, group)
             if bound and holds(bound, group):
                 take(bound, group)
@@ -146,12 +162,22 @@ def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: M
                 todo.append((port, group))
     for port, group in todo:
         bound = _bound_to(port, group)
-        held = [rp for rp in sorted(unexplained) if holds(rp, group)
-                and not group.trait_problem(tree.get(rp, {}).get("traits", set()))]
+        held = [
+            rp
+            for rp in sorted(unexplained)
+            if holds(rp, group) and not group.trait_problem(tree.get(rp, {}).get("traits", set()))
+        ]
         if held and (len(held) == 1 or bound not in tree):
             take(held[0], group)
-            results.append(GroupHeal(port.id, group.id, BINDING, held[0], "the server's allocation holds it there"
-                                     if len(held) == 1 else "first of several holding it"))
+            results.append(
+                GroupHeal(
+                    port.id,
+                    group.id,
+                    BINDING,
+                    held[0],
+                    "the server's allocation holds it there" if len(held) == 1 else "first of several holding it",
+                )
+            )
             continue
         candidates = [bound] if bound in tree else sorted(tree)
         fits, why = [], []
@@ -160,8 +186,15 @@ def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: M
             (why.append(f"{tree[rp]['name']}: {problem}") if problem else fits.append(rp))
         if not fits:
             where = "the provider its binding names" if bound in tree else "the server's compute tree"
-            results.append(GroupHeal(port.id, group.id, "unhealable", why=f"no provider in {where} can take "
-                                     f"{dict(group.resources)} with {list(group.required)}: " + "; ".join(why)))
+            results.append(
+                GroupHeal(
+                    port.id,
+                    group.id,
+                    "unhealable",
+                    why=f"no provider in {where} can take "
+                    f"{dict(group.resources)} with {list(group.required)}: " + "; ".join(why),
+                )
+            )
             continue
         rp, chosen_by = (bound, "the provider its binding names") if bound in tree else _choose(port, group, fits, tree)
         for rc, n in group.resources:
@@ -180,8 +213,13 @@ def _plan(server, current, ports, results, allocs, adding) -> HealPlan:
             after_allocs.setdefault(rp, {}).setdefault(rc, 0)
             after_allocs[rp][rc] += n
     if healable and adding:
-        ops.append(HealOp("put_allocations", consumer=server["id"],
-                          allocations={rp: {"resources": res} for rp, res in after_allocs.items()}))
+        ops.append(
+            HealOp(
+                "put_allocations",
+                consumer=server["id"],
+                allocations={rp: {"resources": res} for rp, res in after_allocs.items()},
+            )
+        )
     by_port = {p.id: p for p in ports}
     bindings = {}
     for r in results:
@@ -190,12 +228,21 @@ def _plan(server, current, ports, results, allocs, adding) -> HealPlan:
     if healable:
         for pid, groups in sorted(bindings.items()):
             port = by_port[pid]
-            want = next(iter(groups.values())) if isinstance(dict(port.binding_profile).get("allocation"), str) \
-                else groups
+            want = (
+                next(iter(groups.values())) if isinstance(dict(port.binding_profile).get("allocation"), str) else groups
+            )
             if dict(port.binding_profile).get("allocation") != want:
                 ops.append(HealOp("update_binding", port=pid, binding=want))
     before = {"allocations": allocs, "bindings": {p.id: dict(p.binding_profile).get("allocation") for p in ports}}
-    after = {"allocations": after_allocs if healable else allocs,
-             "bindings": {**before["bindings"], **{op.port: op.binding for op in ops if op.port}}}
-    return HealPlan(tuple(ops), before=before, after=after, server=server["id"], groups=tuple(results),
-                    generation=current.get("consumer_generation"))
+    after = {
+        "allocations": after_allocs if healable else allocs,
+        "bindings": {**before["bindings"], **{op.port: op.binding for op in ops if op.port}},
+    }
+    return HealPlan(
+        tuple(ops),
+        before=before,
+        after=after,
+        server=server["id"],
+        groups=tuple(results),
+        generation=current.get("consumer_generation"),
+    )

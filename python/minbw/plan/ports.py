@@ -2,6 +2,7 @@
 
 :mod:`minbw.ops.neutron` applies the plan through openstacksdk's network proxy.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -28,8 +29,9 @@ class PortSpec:
 
     def __post_init__(self):
         if self.vnic_type is not None and self.vnic_type not in VNIC_TYPES:
-            raise RequestError(f"port {self.name}: unknown vnic_type {self.vnic_type!r}; Neutron accepts "
-                               f"{', '.join(VNIC_TYPES)}.")
+            raise RequestError(
+                f"port {self.name}: unknown vnic_type {self.vnic_type!r}; Neutron accepts {', '.join(VNIC_TYPES)}."
+            )
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,17 @@ def port_view(port) -> dict | None:
     if port is None:
         return None
     d = port.to_dict(computed=False) if hasattr(port, "to_dict") else dict(port)
-    return {"id": d.get("id"), "name": d.get("name"), "network_id": d.get("network_id"),
-            "binding:vnic_type": d.get("binding_vnic_type", d.get("binding:vnic_type")) or "normal",
-            "qos_policy_id": d.get("qos_policy_id"),
-            "fixed_ips": sorted(({"subnet_id": f.get("subnet_id"), "ip_address": f.get("ip_address")}
-                                 for f in d.get("fixed_ips") or ()),
-                                key=lambda f: (f["subnet_id"] or "", f["ip_address"] or ""))}
+    return {
+        "id": d.get("id"),
+        "name": d.get("name"),
+        "network_id": d.get("network_id"),
+        "binding:vnic_type": d.get("binding_vnic_type", d.get("binding:vnic_type")) or "normal",
+        "qos_policy_id": d.get("qos_policy_id"),
+        "fixed_ips": sorted(
+            ({"subnet_id": f.get("subnet_id"), "ip_address": f.get("ip_address")} for f in d.get("fixed_ips") or ()),
+            key=lambda f: (f["subnet_id"] or "", f["ip_address"] or ""),
+        ),
+    }
 
 
 def fixed_ips_match(desired: Iterable[Mapping], current: Iterable[Mapping]) -> bool:
@@ -82,8 +89,10 @@ def _op(desired: PortSpec | None, current: Mapping | None) -> Op | None:
             attrs["fixed_ips"] = [dict(f) for f in desired.fixed_ips]
         return Op("create", attrs)
     if desired.network_id and desired.network_id != current["network_id"]:
-        raise InvalidInput(f"port {current['name'] or current['id']} is on network {current['network_id']}, not "
-                           f"{desired.network_id}; Neutron cannot move a port. Fix: remove it (state=absent) first.")
+        raise InvalidInput(
+            f"port {current['name'] or current['id']} is on network {current['network_id']}, not "
+            f"{desired.network_id}; Neutron cannot move a port. Fix: remove it (state=absent) first."
+        )
     attrs = {}
     if current["name"] != desired.name:
         attrs["name"] = desired.name
@@ -103,8 +112,18 @@ def predict_port(current: Mapping | None, op: Op | None) -> dict | None:
         return None if current is None else dict(current)
     if op.action == "delete":
         return None
-    base_view = dict(current) if current else {"id": None, "name": None, "network_id": None,
-                                               "binding:vnic_type": "normal", "qos_policy_id": None, "fixed_ips": []}
+    base_view = (
+        dict(current)
+        if current
+        else {
+            "id": None,
+            "name": None,
+            "network_id": None,
+            "binding:vnic_type": "normal",
+            "qos_policy_id": None,
+            "fixed_ips": [],
+        }
+    )
     base_view.update(op.values)
     return base_view
 

@@ -3,6 +3,7 @@
 The plan is data, like Neutron's ``deferred_sync()``: it can be printed, counted,
 diffed (check and diff mode) and tested before anything is written.
 """
+
 from __future__ import annotations
 
 import uuid as uuidlib
@@ -12,7 +13,14 @@ from typing import Any, Mapping
 from minbw.errors import PlanError, RootProviderNotFound, RootRefused
 from minbw.model import microversions as mv
 from minbw.model.providers import (
-    NOVA_ROOT_TRAITS, DesiredState, Provider, ProviderSpec, Snapshots, freeze_inventories, thaw_inventories)
+    NOVA_ROOT_TRAITS,
+    DesiredState,
+    Provider,
+    ProviderSpec,
+    Snapshots,
+    freeze_inventories,
+    thaw_inventories,
+)
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import swept_agents
 from minbw.nova.compute_root import NovaComputes, check_root_inventory, root_of
@@ -34,11 +42,11 @@ def root_uuid(hypervisor: str) -> str:
 class Observed:
     """What Placement holds that matters to a sync (read by :func:`minbw.sync.observe`)."""
 
-    providers: Mapping[str, Provider]            # every provider seen, by uuid
-    roots: Mapping[str, Provider]                # hypervisor name → provider with that name
-    traits: Mapping[str, frozenset[str]]         # for desired providers that exist
+    providers: Mapping[str, Provider]  # every provider seen, by uuid
+    roots: Mapping[str, Provider]  # hypervisor name → provider with that name
+    traits: Mapping[str, frozenset[str]]  # for desired providers that exist
     inventories: Mapping[str, Mapping[str, Mapping]]
-    existing_traits: frozenset[str]              # which of the desired global traits exist
+    existing_traits: frozenset[str]  # which of the desired global traits exist
     allocations: Mapping[str, Mapping[str, Any]]  # consumers on providers that would be removed
     max_version: mv.Microversion = mv.ANY_TRAITS
 
@@ -70,10 +78,15 @@ class Op(base.Op):
         return d
 
     def __str__(self) -> str:
-        what = {"create_trait": "create trait", "create_root": "create root provider",
-                "create_provider": "create provider", "update_provider": "update provider",
-                "set_traits": "set traits of", "set_inventories": "set inventories of",
-                "delete_provider": "delete provider"}[self.action]
+        what = {
+            "create_trait": "create trait",
+            "create_root": "create root provider",
+            "create_provider": "create provider",
+            "update_provider": "update provider",
+            "set_traits": "set traits of",
+            "set_inventories": "set inventories of",
+            "delete_provider": "delete provider",
+        }[self.action]
         detail = ""
         if self.action == "set_traits":
             detail = ": " + ", ".join(self.traits)
@@ -81,7 +94,9 @@ class Op(base.Op):
             detail = ": " + (", ".join(f"{rc}={inv['total']}" for rc, inv in self.inventories.items()) or "none")
         elif self.action in ("create_provider", "update_provider") and self.parent_uuid:
             detail = f" under {self.parent_uuid}"
-        return f"{what} {self.name}" + (f" ({self.uuid})" if self.uuid and self.action != "create_trait" else "") + detail
+        return (
+            f"{what} {self.name}" + (f" ({self.uuid})" if self.uuid and self.action != "create_trait" else "") + detail
+        )
 
 
 @dataclass(frozen=True)
@@ -93,8 +108,9 @@ class Kept:
     consumers: Mapping[str, Mapping[str, int]]
 
     def __str__(self) -> str:
-        who = ", ".join(f"{c} ({', '.join(f'{rc}={n}' for rc, n in sorted(r.items()))})"
-                        for c, r in sorted(self.consumers.items()))
+        who = ", ".join(
+            f"{c} ({', '.join(f'{rc}={n}' for rc, n in sorted(r.items()))})" for c, r in sorted(self.consumers.items())
+        )
         return f"kept {self.name} ({self.uuid}): no longer configured, but allocated to {who}"
 
     def to_dict(self) -> dict:
@@ -107,8 +123,8 @@ class Plan(base.Plan):
     """``before``/``after``: uuid → provider as observed (generation left out) / as it will be."""
 
     kept: tuple[Kept, ...] = ()
-    providers: tuple[ProviderSpec, ...] = ()   # desired, parents resolved
-    warnings: tuple[str, ...] = ()             # what Neutron would silently skip (OVN chassis options)
+    providers: tuple[ProviderSpec, ...] = ()  # desired, parents resolved
+    warnings: tuple[str, ...] = ()  # what Neutron would silently skip (OVN chassis options)
     skipped: tuple[tuple[str, str], ...] = ()  # (hypervisor, why) planned nothing for: no compute node root
 
     def diff(self) -> dict:
@@ -120,8 +136,12 @@ class Plan(base.Plan):
 
     def to_dict(self) -> dict:
         """The plan's dict plus ``kept``, the desired providers' dicts and the warnings."""
-        return {**super().to_dict(), "kept": [k.to_dict() for k in self.kept],
-                "providers": [p.to_dict() for p in self.providers], "warnings": list(self.warnings)}
+        return {
+            **super().to_dict(),
+            "kept": [k.to_dict() for k in self.kept],
+            "providers": [p.to_dict() for p in self.providers],
+            "warnings": list(self.warnings),
+        }
 
 
 def owned_agents(desired: DesiredState, providers) -> set[str]:
@@ -142,8 +162,9 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
     blocked_parents: set[str] = set()
     # leaves first: devices (children of our agents), then the agents themselves
     for prov in sorted(present, key=lambda p: (p.uuid in agents, p.name)):
-        before.add(prov.uuid, prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
-                   observed.inventories.get(prov.uuid))
+        before.add(
+            prov.uuid, prov.name, prov.parent_uuid, observed.traits.get(prov.uuid), observed.inventories.get(prov.uuid)
+        )
         consumers = observed.allocations.get(prov.uuid, {})
         if consumers or prov.uuid in blocked_parents:
             if consumers:
@@ -151,13 +172,25 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
             blocked_parents.add(prov.parent_uuid)
             continue
         ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
-    return Plan(ops=tuple(ops), kept=tuple(kept), providers=(), before=before, after=Snapshots(),
-                warnings=tuple(desired.warnings) + tuple(nova_compute_caches(ops, observed)))
+    return Plan(
+        ops=tuple(ops),
+        kept=tuple(kept),
+        providers=(),
+        before=before,
+        after=Snapshots(),
+        warnings=tuple(desired.warnings) + tuple(nova_compute_caches(ops, observed)),
+    )
 
 
-def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = False,
-              root_inventories: Mapping[str, Mapping] | None = None, nova: NovaComputes | None = None,
-              ignore_nova_compute: bool = False) -> Plan:
+def make_plan(
+    desired: DesiredState,
+    observed: Observed,
+    *,
+    create_root: bool = False,
+    root_inventories: Mapping[str, Mapping] | None = None,
+    nova: NovaComputes | None = None,
+    ignore_nova_compute: bool = False,
+) -> Plan:
     """Compare and list the writes, in the order they must run. Raises PlanError; writes nothing.
 
     ``nova``: what Nova knows of its computes, where the cloud has Nova and a root is to be created or given
@@ -205,10 +238,13 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
             after.add(roots[hyp], hyp, None, NOVA_ROOT_TRAITS, invs)
         elif all(p.kind == naming.OVN for p in by_hypervisor.get(hyp, ())):
             # Neutron's OVN extension skips a hypervisor entry that names no provider, silently
-            warnings.append(f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
-                            f"silently reports nothing for its resource_provider_hypervisors entries"
-                            + (f" (bridges {', '.join(devices)})" if devices else "") + "; minbw skips them too. "
-                            "Fix: name the compute node's provider ('openstack hypervisor list'), or create_root")
+            warnings.append(
+                f"no resource provider named {hyp!r} in Placement: Neutron's OVN extension "
+                f"silently reports nothing for its resource_provider_hypervisors entries"
+                + (f" (bridges {', '.join(devices)})" if devices else "")
+                + "; minbw skips them too. "
+                "Fix: name the compute node's provider ('openstack hypervisor list'), or create_root"
+            )
         elif desired.isolated:  # this hypervisor's configurations only: named, the others planned
             refused[hyp] = RootProviderNotFound(hyp, devices)
             skipped.append((hyp, str(refused[hyp])))
@@ -217,13 +253,20 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
     if skipped and not roots:  # no hypervisor has its root: nothing can be done
         if len(skipped) == 1:
             raise refused[skipped[0][0]]
-        raise PlanError("nothing to sync: no hypervisor has its compute node's root provider in Placement: "
-                        + " | ".join(why for _hyp, why in skipped))
+        raise PlanError(
+            "nothing to sync: no hypervisor has its compute node's root provider in Placement: "
+            + " | ".join(why for _hyp, why in skipped)
+        )
 
     # the physnet traits only skipped providers had are not ensured either (Neutron never saw those bridges)
     kept_traits = {t for p in desired.providers if p.hypervisor in roots for t in p.traits}
-    dropped = {t for p in desired.providers if p.hypervisor not in roots and p.role == "device"
-               for t in p.traits if t.startswith("CUSTOM_PHYSNET_")} - kept_traits
+    dropped = {
+        t
+        for p in desired.providers
+        if p.hypervisor not in roots and p.role == "device"
+        for t in p.traits
+        if t.startswith("CUSTOM_PHYSNET_")
+    } - kept_traits
     ops += [Op("create_trait", name=t) for t in sorted(desired.traits - dropped - observed.existing_traits)]
 
     resolved: list[ProviderSpec] = []
@@ -251,7 +294,8 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
                 raise PlanError(
                     f"provider {spec.name} ({spec.uuid}) hangs under {have.parent_uuid}, not under {parent}: "
                     f"moving it needs Placement microversion {mv.format(mv.REPARENT)} (this server offers "
-                    f"{mv.format(observed.max_version)}); delete the provider and sync again (neutron bug 1921150)")
+                    f"{mv.format(observed.max_version)}); delete the provider and sync again (neutron bug 1921150)"
+                )
             ops.append(Op("update_provider", name=spec.name, uuid=spec.uuid, parent_uuid=parent))
         if frozenset(traits) != spec.traits:
             ops.append(Op("set_traits", name=spec.name, uuid=spec.uuid, traits=tuple(sorted(spec.traits))))
@@ -264,15 +308,27 @@ def make_plan(desired: DesiredState, observed: Observed, *, create_root: bool = 
     for prov in sorted(observed.providers.values(), key=lambda p: p.name):
         if prov.parent_uuid in agent_uuids and prov.uuid not in wanted:
             consumers = observed.allocations.get(prov.uuid, {})
-            before.add(prov.uuid, prov.name, prov.parent_uuid, observed.traits.get(prov.uuid),
-                       observed.inventories.get(prov.uuid))
+            before.add(
+                prov.uuid,
+                prov.name,
+                prov.parent_uuid,
+                observed.traits.get(prov.uuid),
+                observed.inventories.get(prov.uuid),
+            )
             if consumers:
                 kept.append(Kept(prov.uuid, prov.name, {c: dict(a.get("resources", a)) for c, a in consumers.items()}))
             else:
                 ops.append(Op("delete_provider", name=prov.name, uuid=prov.uuid))
     warnings += nova_compute_caches(ops, observed)
-    return Plan(ops=tuple(_ordered(ops)), kept=tuple(kept), providers=tuple(resolved), before=before, after=after,
-                warnings=tuple(warnings), skipped=tuple(skipped))
+    return Plan(
+        ops=tuple(_ordered(ops)),
+        kept=tuple(kept),
+        providers=tuple(resolved),
+        before=before,
+        after=after,
+        warnings=tuple(warnings),
+        skipped=tuple(skipped),
+    )
 
 
 def nova_compute_caches(ops, observed: Observed) -> list[str]:
@@ -293,12 +349,14 @@ def nova_compute_caches(ops, observed: Observed) -> list[str]:
         root = observed.providers.get(prov.root_uuid) or roots.get(prov.root_uuid)
         if root is not None:
             by_root.setdefault(root.name, []).append(op.name)
-    return [f"{len(names)} provider(s) removed under the root {host} ({', '.join(sorted(names))}): a nova-compute "
-            f"running on {host} keeps them in its cached provider tree, and each build and resource update of {host} "
-            f"fails (ResourceProviderAllocationRetrievalFailed: 404 on a removed provider; builds are rescheduled "
-            f"elsewhere) until it re-reads the tree. Fix: restart nova-compute on {host}, or leave {host} out of "
-            f"scheduling for [compute] resource_provider_association_refresh (300 s by default)"
-            for host, names in sorted(by_root.items())]
+    return [
+        f"{len(names)} provider(s) removed under the root {host} ({', '.join(sorted(names))}): a nova-compute "
+        f"running on {host} keeps them in its cached provider tree, and each build and resource update of {host} "
+        f"fails (ResourceProviderAllocationRetrievalFailed: 404 on a removed provider; builds are rescheduled "
+        f"elsewhere) until it re-reads the tree. Fix: restart nova-compute on {host}, or leave {host} out of "
+        f"scheduling for [compute] resource_provider_association_refresh (300 s by default)"
+        for host, names in sorted(by_root.items())
+    ]
 
 
 def _not_novas(root: Provider, nova: NovaComputes | None) -> list[str]:
@@ -307,15 +365,18 @@ def _not_novas(root: Provider, nova: NovaComputes | None) -> list[str]:
     uuids = nova.nodes.get(root.name, ()) if nova is not None else ()
     if not uuids or root.uuid in uuids:
         return []
-    return [f"root provider {root.name} ({root.uuid}) is not Nova's compute node {root.name} ({', '.join(uuids)}): "
-            f"nova-compute cannot create its own root (Placement refuses the name: 409) and reports nothing for it "
-            f"(a root made by hand, or by create_root before it read Nova). Fix: once nothing is allocated in that "
-            f"tree, remove it (provider sync --absent, then 'openstack resource provider delete {root.uuid}'); "
-            f"nova-compute creates its root at its next update, and a sync puts the agents' providers under it"]
+    return [
+        f"root provider {root.name} ({root.uuid}) is not Nova's compute node {root.name} ({', '.join(uuids)}): "
+        f"nova-compute cannot create its own root (Placement refuses the name: 409) and reports nothing for it "
+        f"(a root made by hand, or by create_root before it read Nova). Fix: once nothing is allocated in that "
+        f"tree, remove it (provider sync --absent, then 'openstack resource provider delete {root.uuid}'); "
+        f"nova-compute creates its root at its next update, and a sync puts the agents' providers under it"
+    ]
 
 
-def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Mapping], before: Snapshots,
-                      after: Snapshots) -> list[Op]:
+def _root_inventories(
+    root: Provider, observed: Observed, given: Mapping[str, Mapping], before: Snapshots, after: Snapshots
+) -> list[Op]:
     """An existing root corrected to the inventories given: each given field of each given class replaced, the
     rest of the root's inventories (nova-compute's allocation ratios, other classes) kept."""
     have = thaw_inventories(observed.inventories.get(root.uuid, {}))
@@ -329,8 +390,15 @@ def _root_inventories(root: Provider, observed: Observed, given: Mapping[str, Ma
     return [Op("set_inventories", name=root.name, uuid=root.uuid, inventories=wanted)]
 
 
-_ORDER = ("create_trait", "create_root", "create_provider", "update_provider", "set_traits",
-          "set_inventories", "delete_provider")
+_ORDER = (
+    "create_trait",
+    "create_root",
+    "create_provider",
+    "update_provider",
+    "set_traits",
+    "set_inventories",
+    "delete_provider",
+)
 
 
 def _ordered(ops: list[Op]) -> list[Op]:

@@ -8,6 +8,7 @@ a type changes the ids of that type's group on every port using the policy; chan
 Only ``minimum_bandwidth`` and ``minimum_packet_rate`` rules are managed; other rule types in the
 policy (bandwidth limits, DSCP marking) are left as they are. Pure: :mod:`minbw.ops.neutron` applies.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -57,25 +58,46 @@ def policy_view(policy) -> dict | None:
     if policy is None:
         return None
     d = policy.to_dict(computed=False) if hasattr(policy, "to_dict") else dict(policy)
-    rules = [{k: v for k, v in dict(r).items() if k in ("id", "type", "direction", "min_kbps", "min_kpps",
-                                                        "max_kbps", "max_burst_kbps", "dscp_mark")
-              and v is not None} for r in d.get("rules") or ()]
-    return {"id": d.get("id"), "name": d.get("name"), "description": d.get("description") or "",
-            "shared": bool(d.get("is_shared", d.get("shared"))), "is_default": bool(d.get("is_default")),
-            "rules": sorted(rules, key=lambda r: (r.get("type", ""), r.get("direction", "")))}
+    rules = [
+        {
+            k: v
+            for k, v in dict(r).items()
+            if k in ("id", "type", "direction", "min_kbps", "min_kpps", "max_kbps", "max_burst_kbps", "dscp_mark")
+            and v is not None
+        }
+        for r in d.get("rules") or ()
+    ]
+    return {
+        "id": d.get("id"),
+        "name": d.get("name"),
+        "description": d.get("description") or "",
+        "shared": bool(d.get("is_shared", d.get("shared"))),
+        "is_default": bool(d.get("is_default")),
+        "rules": sorted(rules, key=lambda r: (r.get("type", ""), r.get("direction", ""))),
+    }
 
 
 def _managed(view: Mapping) -> dict[tuple[str, str], dict]:
-    return {(r["type"], r.get("direction", DEFAULT_DIRECTION.get(r["type"], ""))): r
-            for r in view["rules"] if r.get("type") in RULE_TYPES}
+    return {
+        (r["type"], r.get("direction", DEFAULT_DIRECTION.get(r["type"], ""))): r
+        for r in view["rules"]
+        if r.get("type") in RULE_TYPES
+    }
 
 
 def _ops(desired: PolicySpec | None, current: Mapping | None) -> list[Op]:
     if desired is None:
         return [Op("delete_policy")] if current else []
     ops: list[Op] = []
-    attrs = {k: v for k, v in (("description", desired.description), ("shared", desired.shared),
-                               ("is_default", desired.is_default)) if v is not None}
+    attrs = {
+        k: v
+        for k, v in (
+            ("description", desired.description),
+            ("shared", desired.shared),
+            ("is_default", desired.is_default),
+        )
+        if v is not None
+    }
     if current is None:
         ops.append(Op("create_policy", dict(name=desired.name, **attrs)))
         have: dict = {}
@@ -109,9 +131,14 @@ def predict_policy(current: Mapping | None, ops: Iterable[Op]) -> dict | None:
         if c.action == "delete_policy":
             return None
         if c.action == "create_policy":
-            after = {"id": None, "name": c.values["name"], "description": c.values.get("description", ""),
-                     "shared": bool(c.values.get("shared")), "is_default": bool(c.values.get("is_default")),
-                     "rules": []}
+            after = {
+                "id": None,
+                "name": c.values["name"],
+                "description": c.values.get("description", ""),
+                "shared": bool(c.values.get("shared")),
+                "is_default": bool(c.values.get("is_default")),
+                "rules": [],
+            }
         elif c.action == "update_policy":
             after.update(c.values)
         elif c.action == "delete_rule":

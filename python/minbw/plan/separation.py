@@ -12,6 +12,7 @@ Two ways to mark the reserved hosts' root providers:
   ``[scheduler] enable_isolated_aggregate_filtering`` sends for a host aggregate whose metadata
   requires a trait the flavor lacks; strict mode gives servers with QoS ports ``member_of=AGG``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -54,25 +55,31 @@ class Separation:
         return {"mode": self.mode, "trait": self.trait, "aggregate": self.aggregate}
 
 
-def separation_of(mode: str | None = "off", trait: str | None = None, aggregate: str | None = None, *,
-                  option: str = "separation") -> Separation:
+def separation_of(
+    mode: str | None = "off", trait: str | None = None, aggregate: str | None = None, *, option: str = "separation"
+) -> Separation:
     """A validated Separation from plain options; ``option`` names them in the error."""
     mode = mode or "off"
     if mode not in MODES:
         raise InvalidInput(f"{option}: mode must be one of {', '.join(MODES)}, got {mode!r}.")
     trait = trait or DEFAULT_TRAIT
     if not _TRAIT.match(trait):
-        raise InvalidInput(f"{option}: trait {trait!r} is not a custom trait name. Fix: CUSTOM_ followed by "
-                           f"A-Z, 0-9 and _ (at most 255 characters), e.g. {DEFAULT_TRAIT}.")
+        raise InvalidInput(
+            f"{option}: trait {trait!r} is not a custom trait name. Fix: CUSTOM_ followed by "
+            f"A-Z, 0-9 and _ (at most 255 characters), e.g. {DEFAULT_TRAIT}."
+        )
     if aggregate is not None:
         aggregate = str(aggregate).lower()
         if not _UUID.match(aggregate):
-            raise InvalidInput(f"{option}: aggregate {aggregate!r} is not a UUID. Fix: a Placement aggregate "
-                               f"UUID (a Nova host aggregate's uuid), e.g. from 'openstack aggregate show'.")
+            raise InvalidInput(
+                f"{option}: aggregate {aggregate!r} is not a UUID. Fix: a Placement aggregate "
+                f"UUID (a Nova host aggregate's uuid), e.g. from 'openstack aggregate show'."
+            )
     return Separation(mode, trait, aggregate)
 
 
 # ---------------------------------------------------------------- the request side
+
 
 def separate(req: ServerRequest, sep: Separation) -> ServerRequest:
     """``req`` kept off the reserved hosts when it has no QoS ports; in strict mode, one with QoS ports
@@ -93,6 +100,7 @@ def separate(req: ServerRequest, sep: Separation) -> ServerRequest:
 
 # ---------------------------------------------------------------- the hosts
 
+
 @dataclass(frozen=True)
 class Root:
     """A compute node's root provider as observed: its traits and aggregates at ``generation``."""
@@ -110,7 +118,7 @@ class Observed:
     reserved now (carry the trait / are in the aggregate), and whether the trait exists."""
 
     named: Mapping[str, Root]
-    reserved: Mapping[str, Root]          # by name
+    reserved: Mapping[str, Root]  # by name
     trait_exists: bool = True
 
 
@@ -149,8 +157,10 @@ def plan_hosts(sep: Separation, hosts, observed: Observed, *, exclusive: bool = 
     hosts = list(dict.fromkeys(hosts))
     missing = [h for h in hosts if h not in observed.named]
     if missing:
-        raise InvalidInput(f"hosts: no root provider named {', '.join(map(repr, missing))} in Placement. Fix: use "
-                           f"the hypervisor names nova-compute reports ('openstack hypervisor list').")
+        raise InvalidInput(
+            f"hosts: no root provider named {', '.join(map(repr, missing))} in Placement. Fix: use "
+            f"the hypervisor names nova-compute reports ('openstack hypervisor list')."
+        )
     mark = {"aggregate": sep.aggregate} if sep.aggregate else {"trait": sep.trait}
     ops: list[HostOp] = []
     if not sep.aggregate and not observed.trait_exists and hosts:
@@ -162,16 +172,22 @@ def plan_hosts(sep: Separation, hosts, observed: Observed, *, exclusive: bool = 
             continue
         ops.append(HostOp("reserve", host=name, uuid=root.uuid, **mark))
         before[name] = {"uuid": root.uuid, "reserved": False, sep.by + "s": _marks(sep, root)}
-        after[name] = {"uuid": root.uuid, "reserved": True,
-                       sep.by + "s": sorted({*_marks(sep, root), sep.aggregate or sep.trait})}
+        after[name] = {
+            "uuid": root.uuid,
+            "reserved": True,
+            sep.by + "s": sorted({*_marks(sep, root), sep.aggregate or sep.trait}),
+        }
     if exclusive:
         for name, root in sorted(observed.reserved.items()):
             if name in hosts:
                 continue
             ops.append(HostOp("release", host=name, uuid=root.uuid, **mark))
             before[name] = {"uuid": root.uuid, "reserved": True, sep.by + "s": _marks(sep, root)}
-            after[name] = {"uuid": root.uuid, "reserved": False,
-                           sep.by + "s": sorted(set(_marks(sep, root)) - {sep.aggregate or sep.trait})}
+            after[name] = {
+                "uuid": root.uuid,
+                "reserved": False,
+                sep.by + "s": sorted(set(_marks(sep, root)) - {sep.aggregate or sep.trait}),
+            }
     return base.Plan(tuple(ops), before=before, after=after)
 
 
@@ -182,6 +198,7 @@ def marked(sep: Separation, current, op: HostOp) -> set[str]:
 
 
 # ---------------------------------------------------------------- the flavors (what Nova reads)
+
 
 @dataclass(frozen=True)
 class Flavor:
@@ -226,17 +243,23 @@ def plan_flavors(sep: Separation, qos_flavors, plain_flavors, observed: Mapping[
     specs are left as they are. Raises InvalidInput; writes nothing."""
     both = sorted(set(qos_flavors) & set(plain_flavors))
     if both:
-        raise InvalidInput(f"flavors_qos and flavors_plain both name {', '.join(both)}. Fix: a flavor is for "
-                           f"servers with QoS ports or for servers without, not both.")
+        raise InvalidInput(
+            f"flavors_qos and flavors_plain both name {', '.join(both)}. Fix: a flavor is for "
+            f"servers with QoS ports or for servers without, not both."
+        )
     if sep.aggregate and (qos_flavors or plain_flavors):
-        raise InvalidInput("flavors_qos/flavors_plain: with an aggregate, Nova keeps other servers off through a "
-                           "Nova host aggregate whose metadata has trait:CUSTOM_X=required "
-                           "([scheduler] enable_isolated_aggregate_filtering), not through flavors. Fix: use the "
-                           "trait (leave out aggregate) to have minbw set the flavors' extra specs.")
+        raise InvalidInput(
+            "flavors_qos/flavors_plain: with an aggregate, Nova keeps other servers off through a "
+            "Nova host aggregate whose metadata has trait:CUSTOM_X=required "
+            "([scheduler] enable_isolated_aggregate_filtering), not through flavors. Fix: use the "
+            "trait (leave out aggregate) to have minbw set the flavors' extra specs."
+        )
     missing = [f for f in (*qos_flavors, *plain_flavors) if f not in observed]
     if missing:
-        raise InvalidInput(f"flavors_qos/flavors_plain: no flavor {', '.join(map(repr, missing))} in Nova. "
-                           f"Fix: create it first or correct the name ('openstack flavor list').")
+        raise InvalidInput(
+            f"flavors_qos/flavors_plain: no flavor {', '.join(map(repr, missing))} in Nova. "
+            f"Fix: create it first or correct the name ('openstack flavor list')."
+        )
     ops: list[FlavorOp] = []
     before, after = {}, {}
     key = sep.extra_spec
@@ -265,8 +288,10 @@ class SeparationPlan(base.Plan):
 
     def diff(self) -> dict:
         """Ansible's diff: the hosts' and the flavors' before and after."""
-        return {"before": {"hosts": self.hosts.before, "flavors": self.flavors.before},
-                "after": {"hosts": self.hosts.after, "flavors": self.flavors.after}}
+        return {
+            "before": {"hosts": self.hosts.before, "flavors": self.flavors.before},
+            "after": {"hosts": self.hosts.after, "flavors": self.flavors.after},
+        }
 
     def to_dict(self) -> dict:
         """The plan's dict plus the separation's dict."""

@@ -5,6 +5,7 @@ provider has, or the largest free capacity of the resource class that ran out (a
 the inventory rule that refuses it). If every group fits alone, which hosts each
 fits on, and whether the groups together exceed what a host has free.
 """
+
 from __future__ import annotations
 
 from minbw.model.providers import stocks_of
@@ -19,7 +20,9 @@ def _label(req: ServerRequest, gid: str) -> str:
     for port in req.ports:
         for g in port.groups:
             if g.id == gid:
-                kinds = sorted({"bandwidth" if "BW" in rc else "packet rate" for rc, _amount in g.resources}) or ["traits"]
+                kinds = sorted({"bandwidth" if "BW" in rc else "packet rate" for rc, _amount in g.resources}) or [
+                    "traits"
+                ]
                 return f"port {port.port_id} {'/'.join(kinds)} group {gid}"
     return f"group {gid}"
 
@@ -62,8 +65,11 @@ def _capacity_problems(api: Placement, g: RequestGroup, names: dict) -> list[str
     for rc, amount in g.resources:
         summaries = api.allocation_candidates(*single_group_query(g, {rc: 1}))["provider_summaries"]
         # summaries cover whole trees: keep the providers that have the class and the group's traits
-        holders = {rp: s["resources"][rc] for rp, s in summaries.items()
-                   if rc in s.get("resources", {}) and not g.trait_problem(set(s.get("traits", ())))}
+        holders = {
+            rp: s["resources"][rc]
+            for rp, s in summaries.items()
+            if rc in s.get("resources", {}) and not g.trait_problem(set(s.get("traits", ())))
+        }
         if not holders:
             holders = _full_holders(api, g, rc)  # candidates only show providers with some room left
         if not holders:
@@ -94,8 +100,13 @@ def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
     out = []
     fits: dict[str, dict[str, set[str]]] = {}  # group → host → providers that could serve it there
     for g in req.request_groups():
-        entry = {"group": g.id, "label": _label(req, g.id), "resources": dict(g.resources),
-                 "required": list(g.required), "required_any": [list(a) for a in g.required_any]}
+        entry = {
+            "group": g.id,
+            "label": _label(req, g.id),
+            "resources": dict(g.resources),
+            "required": list(g.required),
+            "required_any": [list(a) for a in g.required_any],
+        }
         if not g.resources:
             entry.update(fits_alone=None, hosts=[], problems=["no resources (only traits): not checked alone"])
             out.append(entry)
@@ -112,7 +123,8 @@ def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
         fits[g.id] = hosts
         if not found and not problems:
             problems = _capacity_problems(api, g, names) or [
-                "no provider can serve it (checked traits and capacity: the constraints combine)"]
+                "no provider can serve it (checked traits and capacity: the constraints combine)"
+            ]
         entry.update(fits_alone=bool(found), hosts=sorted(names.get(h, h) for h in hosts), problems=problems)
         out.append(entry)
     checked = [e for e in out if e["fits_alone"] is not None]
@@ -141,9 +153,13 @@ def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> di
     common = set.intersection(*(set(h) for h in fits.values())) if fits else set()
     entry = {"group": "*", "label": "all groups together", "fits_alone": False, "problems": []}
     if not common:
-        entry["problems"].append("no single host can serve every group: " + "; ".join(
-            f"{_label(req, gid)} fits on {', '.join(sorted(names.get(h, h) for h in hosts))}"
-            for gid, hosts in fits.items()))
+        entry["problems"].append(
+            "no single host can serve every group: "
+            + "; ".join(
+                f"{_label(req, gid)} fits on {', '.join(sorted(names.get(h, h) for h in hosts))}"
+                for gid, hosts in fits.items()
+            )
+        )
         entry["hosts"] = []
         return entry
     entry["hosts"] = sorted(names.get(h, h) for h in common)
@@ -156,16 +172,28 @@ def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> di
                 demand[rc] = demand.get(rc, 0) + amount
         numbered = [fits[gid][host] for gid in fits if gid]
         shared = set.intersection(*numbered) if numbered else set()
-        detail = f"on {names.get(host, host)} the groups need {', '.join(f'{rc}={n}' for rc, n in sorted(demand.items()))} together"
+        need = ", ".join(f"{rc}={n}" for rc, n in sorted(demand.items()))
+        detail = f"on {names.get(host, host)} the groups need {need} together"
         filters = _ruled_out(api, req, host) if i < MAX_PROVIDERS_READ else ""
         if filters:
-            detail += f", and the request-wide filters {filters} rule it out (Nova's request filters, a reserved host: " \
-                      f"see host separation)"
-        elif policy == "isolate" and len([gid for gid in fits if gid]) > 1 and shared and \
-                all(len(fits[gid][host]) == 1 for gid in fits if gid):
-            detail += f", but group_policy=isolate forbids the numbered groups from sharing {names.get(next(iter(shared)), '')}"
+            detail += (
+                f", and the request-wide filters {filters} rule it out (Nova's request filters, a reserved host: "
+                f"see host separation)"
+            )
+        elif (
+            policy == "isolate"
+            and len([gid for gid in fits if gid]) > 1
+            and shared
+            and all(len(fits[gid][host]) == 1 for gid in fits if gid)
+        ):
+            detail += (
+                ", but group_policy=isolate forbids the numbered groups from sharing "
+                f"{names.get(next(iter(shared)), '')}"
+            )
         else:
-            detail += ": more than the providers that could serve them have free at once, or same_subtree rules them out"
+            detail += (
+                ": more than the providers that could serve them have free at once, or same_subtree rules them out"
+            )
         entry["problems"].append(detail)
     return entry
 

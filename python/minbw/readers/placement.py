@@ -9,6 +9,7 @@ packet-rate inventory, and (``listings``) those that ``GET /resource_providers?r
 each of those classes (any other provider with room). A provider that none of these names — not Neutron's, never
 read, and full — is not seen until it has room again or is read once (docs/benchmarks.md, "Reports").
 """
+
 from __future__ import annotations
 
 import functools
@@ -22,11 +23,12 @@ from minbw.neutron import naming
 from minbw.placement.client import Placement
 from minbw.cache.providers import ProviderCache, verified
 
-READERS = 4                    # providers read at once
+READERS = 4  # providers read at once
 Progress = Callable[[str, int, int], None]
 
 
 # ---------------------------------------------------------------- which providers
+
 
 def neutron_providers(providers: Iterable[Provider]) -> set[str]:
     """UUIDs of Neutron's agent and device providers in a listing: a name ``HOST:AGENT TYPE`` or ``HOST:AGENT
@@ -38,7 +40,7 @@ def neutron_providers(providers: Iterable[Provider]) -> set[str]:
 def _is_neutrons(uuid: str, name: str) -> bool:
     for kind in naming.AGENT_KINDS.values():
         suffix = ":" + kind.agent_type
-        if name.endswith(suffix) and uuid == naming.agent_rp_uuid(kind, name[:-len(suffix)]):
+        if name.endswith(suffix) and uuid == naming.agent_rp_uuid(kind, name[: -len(suffix)]):
             return True
         if suffix + ":" in name:
             host, device = name.split(suffix + ":", 1)
@@ -82,8 +84,15 @@ class Reader:
     whose generation did not move, after its safety check unless ``verify`` is off (the exporter runs the check
     on its slow interval); ``workers`` reads at once; ``progress(step, done, total)`` after each read."""
 
-    def __init__(self, api: Placement, cache: ProviderCache | None = None, *, workers: int = READERS,
-                 progress: Progress | None = None, verify: bool = True):
+    def __init__(
+        self,
+        api: Placement,
+        cache: ProviderCache | None = None,
+        *,
+        workers: int = READERS,
+        progress: Progress | None = None,
+        verify: bool = True,
+    ):
         self.api = api
         self.cache = cache
         self.workers = max(1, workers)
@@ -112,13 +121,22 @@ class Reader:
         def same(u: str | None) -> str | None:  # the one string of a provider's UUID
             kept = listed.get(u)
             return kept.uuid if kept is not None else here.get(u, u)
+
         for p in providers:
             kept = listed.get(p.uuid)
-            if (kept is None or kept != p or kept.root_uuid is not same(kept.root_uuid)
-                    or (kept.parent_uuid is not None and kept.parent_uuid is not same(kept.parent_uuid))):
+            if (
+                kept is None
+                or kept != p
+                or kept.root_uuid is not same(kept.root_uuid)
+                or (kept.parent_uuid is not None and kept.parent_uuid is not same(kept.parent_uuid))
+            ):
                 kept = listed[p.uuid] = Provider(
-                    same(p.uuid), kept.name if kept is not None and kept.name == p.name else p.name, p.generation,
-                    same(p.parent_uuid), same(p.root_uuid))
+                    same(p.uuid),
+                    kept.name if kept is not None and kept.name == p.name else p.name,
+                    p.generation,
+                    same(p.parent_uuid),
+                    same(p.root_uuid),
+                )
             out.append(kept)
         if not filters:  # every provider: those gone are forgotten
             self._listed = {p.uuid: p for p in out}
@@ -147,8 +165,9 @@ class Reader:
             scope |= set().union(*self.with_room().values())
         return scope & known
 
-    def cached(self, providers: Iterable[Provider], *, usages: bool = True,
-               traits: bool = True) -> dict[str, ProviderDetail]:
+    def cached(
+        self, providers: Iterable[Provider], *, usages: bool = True, traits: bool = True
+    ) -> dict[str, ProviderDetail]:
         """The details of ``providers`` whose traits (when asked) and inventories the cache holds at their listed
         generation, after its safety check unless ``verify`` is off. Their usage (when asked) is read now, one
         read per provider with an inventory, ``workers`` at once: a generation does not move when allocations
@@ -159,7 +178,7 @@ class Reader:
             return {}
         providers = list(providers)
         candidates = {p.uuid: e for p in providers if (e := cache.candidate(p, traits=traits)) is not None}
-        trusted = (verified(self.api, cache, candidates) if self.verify and candidates else set(candidates))
+        trusted = verified(self.api, cache, candidates) if self.verify and candidates else set(candidates)
         cache.stats["candidates"] += len(candidates)
         cache.stats["trusted"] += len(trusted)
         cache.stats["reread"] += len(candidates) - len(trusted)
@@ -181,8 +200,9 @@ class Reader:
                 built = self._built.get(key)
                 if built is None or built[0] != p or built[1] != e or built[2] != used:
                     inventories = freeze_inventories(e["inventories"])
-                    inventories = self._share(tuple((rc, tuple(inv.items())) for rc, inv in inventories.items()),
-                                              inventories)
+                    inventories = self._share(
+                        tuple((rc, tuple(inv.items())) for rc, inv in inventories.items()), inventories
+                    )
                     has = frozenset(e["traits"] or ())
                     if used:  # its classes' names the interned ones, not this answer's copies
                         used = {sys.intern(rc): n for rc, n in used.items()}
@@ -199,8 +219,9 @@ class Reader:
             self._frozen = {}
         return out
 
-    def details(self, providers: Iterable[Provider], *, usages: bool = True,
-                traits: bool = True) -> dict[str, ProviderDetail]:
+    def details(
+        self, providers: Iterable[Provider], *, usages: bool = True, traits: bool = True
+    ) -> dict[str, ProviderDetail]:
         """Traits, inventories (and usages) of ``providers``: from the cache where it holds them at the listed
         generation (their usage read now, when asked), else read (up to 3 calls each, ``workers`` at once) and cached.
         ``traits`` False: a caller that needs none (the audit) does not read them (nor cache them)."""
@@ -209,13 +230,21 @@ class Reader:
         cache = self.cache
         to_read = [p for p in providers if p.uuid not in out and p.uuid not in self.gone]
         self.read += len(to_read)
-        for i, d in enumerate(self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits,
-                                                        missing_ok=True), 1):
+        for i, d in enumerate(
+            self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits, missing_ok=True), 1
+        ):
             out[d.provider.uuid] = d
             if cache is not None and d.unmoved:
                 p = d.provider
-                cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits if traits else None, d.inventories,
-                          used=dict(d.usages or {}) if usages else None)
+                cache.put(
+                    p.uuid,
+                    p.generation,
+                    p.name,
+                    p.parent_uuid,
+                    d.traits if traits else None,
+                    d.inventories,
+                    used=dict(d.usages or {}) if usages else None,
+                )
             if self.progress:
                 self.progress("providers read", i, len(to_read))
         return out
@@ -227,8 +256,12 @@ class Reader:
 
         def read(u: str) -> tuple[str, dict, int]:
             body = self.api.provider_allocations(u, with_generation=True)
-            return u, {c: dict(a["resources"]) for c, a in body["allocations"].items()}, \
-                body.get("resource_provider_generation")
+            return (
+                u,
+                {c: dict(a["resources"]) for c, a in body["allocations"].items()},
+                body.get("resource_provider_generation"),
+            )
+
         out = {}
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             for i, (u, allocs, generation) in enumerate(pool.map(read, uuids), 1):
@@ -239,9 +272,17 @@ class Reader:
                     for res in allocs.values():
                         for rc, n in res.items():
                             used[rc] = used.get(rc, 0) + n
-                    self.cache.put(u, generation, entry["name"], entry["parent"], entry["traits"],
-                                   entry["inventories"], used=used, checked=entry.get("checked"),
-                                   verified=self.cache.confirmed_at(entry))
+                    self.cache.put(
+                        u,
+                        generation,
+                        entry["name"],
+                        entry["parent"],
+                        entry["traits"],
+                        entry["inventories"],
+                        used=used,
+                        checked=entry.get("checked"),
+                        verified=self.cache.confirmed_at(entry),
+                    )
                 if self.progress:
                     self.progress("allocations read", i, len(uuids))
         return out
@@ -252,8 +293,9 @@ class Reader:
             self.cache.save()
 
 
-def read_bandwidth(reader: Reader, *, allocations: bool = False, listings: bool = True,
-                   providers: list[Provider] | None = None) -> Reading:
+def read_bandwidth(
+    reader: Reader, *, allocations: bool = False, listings: bool = True, providers: list[Provider] | None = None
+) -> Reading:
     """Every provider listed once; the bandwidth providers' traits, inventories and usages (the cache where it
     can). With ``allocations`` (the audit): their allocations instead, the floor, one allocation read per
     bandwidth provider, and no other read of a provider the listings or the cache already tell about
@@ -269,13 +311,23 @@ def read_bandwidth(reader: Reader, *, allocations: bool = False, listings: bool 
         details = reader.details((by_uuid[u] for u in sorted(scope)))
         bandwidth = [u for u, d in details.items() if holds_bandwidth(d.inventories)]
         allocs = {}
-    return Reading(by_uuid, details, allocs, {"listed": len(providers), "selected": len(scope),
-                                              "bandwidth": len(bandwidth), "allocation_reads": len(allocs),
-                                              "calls": reader.api.calls - calls})
+    return Reading(
+        by_uuid,
+        details,
+        allocs,
+        {
+            "listed": len(providers),
+            "selected": len(scope),
+            "bandwidth": len(bandwidth),
+            "allocation_reads": len(allocs),
+            "calls": reader.api.calls - calls,
+        },
+    )
 
 
-def _read_allocations(reader: Reader, by_uuid: Mapping[str, Provider], listings: bool
-                      ) -> tuple[dict[str, ProviderDetail], dict[str, dict[str, dict[str, int]]], set[str]]:
+def _read_allocations(
+    reader: Reader, by_uuid: Mapping[str, Provider], listings: bool
+) -> tuple[dict[str, ProviderDetail], dict[str, dict[str, dict[str, int]]], set[str]]:
     """The audit's read: ``(details, allocations, scope)``. A provider in a ``?resources=CLASS:1`` listing of a
     bandwidth or packet-rate class holds that class and has room in it; one the cache holds at its generation
     is known. The others of the scope (Neutron's providers that are full, over capacity, or hold nothing: its
@@ -287,18 +339,28 @@ def _read_allocations(reader: Reader, by_uuid: Mapping[str, Provider], listings:
     listed = set().union(*with_room.values()) & set(by_uuid)
     scope = reader.bandwidth_scope(by_uuid.values(), listings=False) | listed
     details = reader.cached([by_uuid[u] for u in sorted(scope)], usages=False, traits=False)
-    details.update(reader.details([by_uuid[u] for u in sorted(scope - listed - set(details))],
-                                  usages=False, traits=False))
+    details.update(
+        reader.details([by_uuid[u] for u in sorted(scope - listed - set(details))], usages=False, traits=False)
+    )
     bandwidth = sorted(u for u in scope if u in listed or (u in details and holds_bandwidth(details[u].inventories)))
     allocs = reader.allocations(bandwidth)
-    suspects = [by_uuid[u] for u in bandwidth if u not in details
-                and any(u not in with_room.get(rc, ()) for res in allocs[u].values() for rc in res)]
+    suspects = [
+        by_uuid[u]
+        for u in bandwidth
+        if u not in details and any(u not in with_room.get(rc, ()) for res in allocs[u].values() for rc in res)
+    ]
     details.update(reader.details(suspects, usages=False, traits=False))
     return details, allocs, scope
 
 
-def read_for_capacity(reader: Reader, providers: list[Provider], items: Iterable[tuple[str, int]], *,
-                      everything: bool = False, shared: Iterable[str] = ()) -> list[ProviderDetail]:
+def read_for_capacity(
+    reader: Reader,
+    providers: list[Provider],
+    items: Iterable[tuple[str, int]],
+    *,
+    everything: bool = False,
+    shared: Iterable[str] = (),
+) -> list[ProviderDetail]:
     """What a capacity count needs of ``providers``: those that can take one more of some ``(class, amount)``
     item of the request now (one ``?resources=CLASS:AMOUNT`` listing per item: any other would hold no server),
     the bandwidth providers (for the usage table), the sharing providers and the roots of their trees (their
@@ -316,22 +378,29 @@ def read_for_capacity(reader: Reader, providers: list[Provider], items: Iterable
     return [details.get(u) or ProviderDetail(p, frozenset(), {}, {}, True) for u, p in by_uuid.items()]
 
 
-def roots_over_capacity(reader: Reader, providers: Iterable[Provider], skip: Iterable[str] = ()) -> dict[str, ProviderDetail]:
+def roots_over_capacity(
+    reader: Reader, providers: Iterable[Provider], skip: Iterable[str] = ()
+) -> dict[str, ProviderDetail]:
     """The root providers (compute nodes) that may be over capacity, read with their usages. Their classes come
     from the cache (whatever its generation: an inventory is not over capacity before it holds allocations),
     else from one inventories read per root (cached with its traits); then one ``?resources=CLASS:1`` listing
     per class: a root missing from the listing of a class it holds (full, or over) is read."""
     skip = set(skip)
     roots = [p for p in providers if p.parent_uuid is None and p.uuid not in skip]
-    classes_of = {p.uuid: set(e["inventories"]) for p in roots
-                  if (e := (reader.cache.entries.get(p.uuid) if reader.cache else None)) is not None}
+    classes_of = {
+        p.uuid: set(e["inventories"])
+        for p in roots
+        if (e := (reader.cache.entries.get(p.uuid) if reader.cache else None)) is not None
+    }
     unknown = [p for p in roots if p.uuid not in classes_of]
     saved, reader.verify = reader.verify, False
     try:
         for u, d in reader.details(unknown, usages=False, traits=False).items():
             classes_of[u] = set(d.inventories)
-        with_room = {rc: {p.uuid for p in reader.listing(resources=f"{rc}:1")}
-                     for rc in sorted(set().union(*classes_of.values()) if classes_of else ())}
+        with_room = {
+            rc: {p.uuid for p in reader.listing(resources=f"{rc}:1")}
+            for rc in sorted(set().union(*classes_of.values()) if classes_of else ())
+        }
         suspects = [p for p in roots if any(p.uuid not in with_room[rc] for rc in classes_of.get(p.uuid, ()))]
         if reader.cache is not None:  # their usage moved with every claim: read again whatever the cache holds
             for p in suspects:

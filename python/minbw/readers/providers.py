@@ -1,5 +1,6 @@
 """Read-only reports of the bandwidth providers: what Placement holds (providers with traits, inventories,
 usage) and what Neutron's agents report."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -22,10 +23,20 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]
         provs = api.list_providers(in_tree=roots[0].uuid)
     else:
         provs = api.list_providers()
-    out = [{"uuid": p.uuid, "name": p.name, "generation": p.generation, "root_provider_uuid": p.root_uuid,
-            "parent_provider_uuid": p.parent_uuid, "traits": sorted(d.traits),
-            "inventories": dict(d.inventories), "usages": dict(d.usages)}
-           for d in api.provider_details(provs, usages=True) for p in (d.provider,)]
+    out = [
+        {
+            "uuid": p.uuid,
+            "name": p.name,
+            "generation": p.generation,
+            "root_provider_uuid": p.root_uuid,
+            "parent_provider_uuid": p.parent_uuid,
+            "traits": sorted(d.traits),
+            "inventories": dict(d.inventories),
+            "usages": dict(d.usages),
+        }
+        for d in api.provider_details(provs, usages=True)
+        for p in (d.provider,)
+    ]
     return _tree_order(out)
 
 
@@ -52,6 +63,7 @@ def _tree_order(provs: list[dict]) -> list[dict]:
         ordered.append(p)
         for c in sorted(children.get(p["uuid"], []), key=lambda x: x["name"]):
             walk(c)
+
     for p in sorted(provs, key=lambda x: x["name"]):
         if p["parent_provider_uuid"] not in known:
             walk(p)
@@ -80,8 +92,9 @@ def agent_reports(conn, hosts: Iterable[str] | None = None) -> tuple[list[AgentC
     return configs, sorted(set(ovn_hosts))
 
 
-def placement_snapshots(api: Placement | Reader, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
-                        ) -> tuple[dict[str, dict], frozenset[str]]:
+def placement_snapshots(
+    api: Placement | Reader, uuids: Iterable[str], sides: Iterable[DesiredState | None] = ()
+) -> tuple[dict[str, dict], frozenset[str]]:
     """uuid → snapshot of those providers that exist in Placement (agents' parent shown as root:NAME), with
     the device providers under the agents ``sides`` sweep (OVN) that no side describes: stale ones; and the names
     of Placement's root providers (the compute nodes the agents' providers hang under). One listing, then their

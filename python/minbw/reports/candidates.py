@@ -1,4 +1,5 @@
 """Allocation candidates as a report: per candidate its host and which provider serves which group."""
+
 from __future__ import annotations
 
 from typing import Mapping
@@ -15,9 +16,17 @@ def candidate_view(cands: CandidateSet, req: ServerRequest, names: Mapping[str, 
     for ar in cands.allocation_requests:
         host = cands.host_of(ar)
         result = mapping_from_candidate(ar, cands.provider_summaries, req)
-        out.append({"host": host, "host_name": names.get(host), "allocations": ar["allocations"],
-                    "mapping": result.mapping, "mapping_source": result.source,
-                    "binding_profiles": (binding_allocations(req.ports, result.group_providers())
-                                         if result.unique else None),
-                    "mapping_problem": None if result.unique else result.describe()})
+        out.append(
+            {
+                "host": host,
+                "host_name": names.get(host),
+                "allocations": ar["allocations"],
+                "mapping": result.mapping,
+                "mapping_source": result.source,
+                "binding_profiles": (
+                    binding_allocations(req.ports, result.group_providers()) if result.unique else None
+                ),
+                "mapping_problem": None if result.unique else result.describe(),
+            }
+        )
     return out

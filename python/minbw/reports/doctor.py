@@ -6,6 +6,7 @@ Statuses: ``ok``; ``warn`` (works, with a limit the operator should know); ``fai
 tool would misbehave); ``skip`` (the cloud has no such service, or it cannot be read through the API: said where
 to look instead).
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -23,8 +24,12 @@ EXTENSIONS = (
     ("qos-bw-minimum-ingress", WARN, "ingress minimum bandwidth rules"),
     ("qos-pps-minimum", WARN, "minimum packet rate rules"),
     ("port-resource-request", FAIL, "ports' resource_request, which Nova reads to schedule them"),
-    ("port-resource-request-groups", WARN, "several request groups per port (bandwidth and packet rate); without "
-                                           "it a port speaks the legacy single-group format"),
+    (
+        "port-resource-request-groups",
+        WARN,
+        "several request groups per port (bandwidth and packet rate); without "
+        "it a port speaks the legacy single-group format",
+    ),
 )
 # the agents that report bandwidth in their configuration, by Neutron's agent_type
 BANDWIDTH_AGENTS = ("Open vSwitch agent", "NIC Switch agent")
@@ -64,13 +69,21 @@ def placement_version(server_max: tuple[int, int]) -> Check:
     """Placement's newest microversion against what Nova's query (1.36) and any-traits (1.39) need."""
     shown = mv.format(server_max)
     if server_max < mv.NOVA_CANDIDATES:
-        return Check("placement microversion", FAIL, f"Placement answers up to {shown}; Nova's scheduling query "
-                     f"with QoS ports needs {mv.format(mv.NOVA_CANDIDATES)} (same_subtree)",
-                     "upgrade Placement (Yoga or later)")
+        return Check(
+            "placement microversion",
+            FAIL,
+            f"Placement answers up to {shown}; Nova's scheduling query "
+            f"with QoS ports needs {mv.format(mv.NOVA_CANDIDATES)} (same_subtree)",
+            "upgrade Placement (Yoga or later)",
+        )
     if server_max < mv.ANY_TRAITS:
-        return Check("placement microversion", WARN, f"Placement answers up to {shown}: no any-traits "
-                     f"({mv.format(mv.ANY_TRAITS)}) for ports on networks of several physnets",
-                     "upgrade Placement (Zed or later) to use --any-traits")
+        return Check(
+            "placement microversion",
+            WARN,
+            f"Placement answers up to {shown}: no any-traits "
+            f"({mv.format(mv.ANY_TRAITS)}) for ports on networks of several physnets",
+            "upgrade Placement (Zed or later) to use --any-traits",
+        )
     return Check("placement microversion", OK, f"Placement answers up to {shown}")
 
 
@@ -82,17 +95,25 @@ def neutron_extensions(aliases: Iterable[str]) -> list[Check]:
         if alias in have:
             out.append(Check(f"neutron extension {alias}", OK, what))
         else:
-            out.append(Check(f"neutron extension {alias}", severity, f"missing: {what}",
-                             "enable Neutron's qos service plugin (service_plugins) and the ML2 qos extension "
-                             "driver (extension_drivers), on a Neutron that has the extension"))
+            out.append(
+                Check(
+                    f"neutron extension {alias}",
+                    severity,
+                    f"missing: {what}",
+                    "enable Neutron's qos service plugin (service_plugins) and the ML2 qos extension "
+                    "driver (extension_drivers), on a Neutron that has the extension",
+                )
+            )
     return out
 
 
 def _reports_bandwidth(agent: Agent) -> bool:
     conf = agent.configurations or {}
-    return bool(conf.get("resource_provider_bandwidths") or conf.get("resource_provider_packet_processing_"
-                                                                     "without_direction")
-                or conf.get("resource_provider_packet_processing_with_direction"))
+    return bool(
+        conf.get("resource_provider_bandwidths")
+        or conf.get("resource_provider_packet_processing_without_direction")
+        or conf.get("resource_provider_packet_processing_with_direction")
+    )
 
 
 def agents(found: Iterable[Agent]) -> list[Check]:
@@ -100,29 +121,61 @@ def agents(found: Iterable[Agent]) -> list[Check]:
     enforcement), and their ``resources_synced``."""
     found = [a for a in found if a.agent_type in BANDWIDTH_AGENTS]
     if not found:
-        return [Check("agents reporting bandwidth", WARN, "no Open vSwitch or SR-IOV agent (an ML2/OVN cloud "
-                      "reports bandwidth in each chassis' ovn-cms-options)", "")]
+        return [
+            Check(
+                "agents reporting bandwidth",
+                WARN,
+                "no Open vSwitch or SR-IOV agent (an ML2/OVN cloud reports bandwidth in each chassis' ovn-cms-options)",
+                "",
+            )
+        ]
     reporting = [a for a in found if _reports_bandwidth(a)]
-    out = [Check("agents reporting bandwidth", OK if reporting else FAIL,
-                 f"{len(reporting)} of {len(found)} Open vSwitch / SR-IOV agents report resource_provider_bandwidths"
-                 + (f"; not: {_hosts(a for a in found if a not in reporting)}" if len(reporting) < len(found) else ""),
-                 "" if reporting else "set resource_provider_bandwidths in the agents' ini files (minbw.openstack."
-                                      "bandwidth_agent, or docs/operators.md)")]
+    out = [
+        Check(
+            "agents reporting bandwidth",
+            OK if reporting else FAIL,
+            f"{len(reporting)} of {len(found)} Open vSwitch / SR-IOV agents report resource_provider_bandwidths"
+            + (f"; not: {_hosts(a for a in found if a not in reporting)}" if len(reporting) < len(found) else ""),
+            ""
+            if reporting
+            else "set resource_provider_bandwidths in the agents' ini files (minbw.openstack."
+            "bandwidth_agent, or docs/operators.md)",
+        )
+    ]
     dead = [a for a in found if not a.alive]
-    out.append(Check("agents alive", FAIL if dead else OK,
-                     f"down: {_hosts(dead)}" if dead else f"all {len(found)} alive",
-                     "start the agents (a dead agent's host cannot bind QoS ports)" if dead else ""))
+    out.append(
+        Check(
+            "agents alive",
+            FAIL if dead else OK,
+            f"down: {_hosts(dead)}" if dead else f"all {len(found)} alive",
+            "start the agents (a dead agent's host cannot bind QoS ports)" if dead else "",
+        )
+    )
     noqos = [a for a in reporting if "qos" not in ((a.configurations or {}).get("extensions") or ())]
-    out.append(Check("agents' qos extension", WARN if noqos else OK,
-                     f"without the qos agent extension: {_hosts(noqos)} (Placement reserves, nothing programs the "
-                     f"data plane)" if noqos else "every agent reporting bandwidth loads the qos extension",
-                     "add qos to [agent] extensions in the agent's ini" if noqos else ""))
+    out.append(
+        Check(
+            "agents' qos extension",
+            WARN if noqos else OK,
+            f"without the qos agent extension: {_hosts(noqos)} (Placement reserves, nothing programs the data plane)"
+            if noqos
+            else "every agent reporting bandwidth loads the qos extension",
+            "add qos to [agent] extensions in the agent's ini" if noqos else "",
+        )
+    )
     unsynced = [a for a in reporting if a.resources_synced is False]
-    out.append(Check("agents' resources_synced", WARN if unsynced else OK,
-                     f"Neutron's placement plugin failed to sync: {_hosts(unsynced)}" if unsynced else
-                     "no agent is marked unsynced",
-                     "see neutron-server's log for the placement report errors, or sync with minbw provider sync "
-                     "(with Neutron's placement plugin off)" if unsynced else ""))
+    out.append(
+        Check(
+            "agents' resources_synced",
+            WARN if unsynced else OK,
+            f"Neutron's placement plugin failed to sync: {_hosts(unsynced)}"
+            if unsynced
+            else "no agent is marked unsynced",
+            "see neutron-server's log for the placement report errors, or sync with minbw provider sync "
+            "(with Neutron's placement plugin off)"
+            if unsynced
+            else "",
+        )
+    )
     return out
 
 
@@ -135,10 +188,20 @@ def provider_writers(found: Iterable[Agent]) -> Check:
     if not reporting:
         return skipped("provider writer", "no agent reports bandwidth")
     if synced:
-        return Check("provider writer", OK, f"Neutron's placement plugin writes the providers ({len(synced)} agents "
-                     f"synced by it): do not run minbw provider sync beside it", "")
-    return Check("provider writer", OK, "Neutron's placement plugin is off (no agent's resources_synced is set): "
-                 "minbw provider sync (minbw.openstack.bandwidth_providers) writes the providers", "")
+        return Check(
+            "provider writer",
+            OK,
+            f"Neutron's placement plugin writes the providers ({len(synced)} agents "
+            f"synced by it): do not run minbw provider sync beside it",
+            "",
+        )
+    return Check(
+        "provider writer",
+        OK,
+        "Neutron's placement plugin is off (no agent's resources_synced is set): "
+        "minbw provider sync (minbw.openstack.bandwidth_providers) writes the providers",
+        "",
+    )
 
 
 def nova_services(services: Iterable) -> Check:
@@ -149,10 +212,16 @@ def nova_services(services: Iterable) -> Check:
         return Check("nova-compute services", FAIL, "no nova-compute service", "start nova-compute on the hosts")
     down = [s.host for s in services if s.state != "up" or s.forced_down]
     disabled = [s.host for s in services if s.disabled]
-    detail = f"{len(services)} services; down: {', '.join(sorted(down)) or 'none'}; disabled: " \
-             f"{', '.join(sorted(disabled)) or 'none'}"
-    return Check("nova-compute services", WARN if down else OK, detail,
-                 "a down nova-compute keeps its servers' allocations; bring it up or evacuate it" if down else "")
+    detail = (
+        f"{len(services)} services; down: {', '.join(sorted(down)) or 'none'}; disabled: "
+        f"{', '.join(sorted(disabled)) or 'none'}"
+    )
+    return Check(
+        "nova-compute services",
+        WARN if down else OK,
+        detail,
+        "a down nova-compute keeps its servers' allocations; bring it up or evacuate it" if down else "",
+    )
 
 
 def compute_microversion(max_version: str | None) -> Check:
@@ -163,10 +232,13 @@ def compute_microversion(max_version: str | None) -> Check:
         return skipped("compute microversion", "Nova's API did not say its microversion")
     major, _, minor = max_version.partition(".")
     if (int(major), int(minor or 0)) < (2, 72):
-        return Check("compute microversion", FAIL, f"Nova's API answers up to {max_version}: booting a server with a "
-                     f"QoS port needs 2.72", "upgrade Nova (Stein or later)")
-    return Check("compute microversion", OK, f"Nova's API answers up to {max_version} (2.72: servers with QoS "
-                 f"ports)")
+        return Check(
+            "compute microversion",
+            FAIL,
+            f"Nova's API answers up to {max_version}: booting a server with a QoS port needs 2.72",
+            "upgrade Nova (Stein or later)",
+        )
+    return Check("compute microversion", OK, f"Nova's API answers up to {max_version} (2.72: servers with QoS ports)")
 
 
 def _hosts(agents: Iterable[Agent]) -> str:
@@ -179,11 +251,15 @@ def compute_versions(every_at_73: bool, why: str) -> Check:
     every move of a server with QoS ports is supported (Victoria and later); otherwise the API does not show how
     old the older computes are."""
     if every_at_73:
-        return Check("nova-compute versions", OK, f"every nova-compute is at service version 73 (Nova 34) or "
-                     f"later: {why}")
-    return skipped("nova-compute versions", f"not every nova-compute is at service version 73 (Nova 34): {why}",
-                   "moving servers with QoS ports needs every nova-compute at Victoria or later (live migration, "
-                   "evacuation, unshelve); `nova-manage version` on each host tells")
+        return Check(
+            "nova-compute versions", OK, f"every nova-compute is at service version 73 (Nova 34) or later: {why}"
+        )
+    return skipped(
+        "nova-compute versions",
+        f"not every nova-compute is at service version 73 (Nova 34): {why}",
+        "moving servers with QoS ports needs every nova-compute at Victoria or later (live migration, "
+        "evacuation, unshelve); `nova-manage version` on each host tells",
+    )
 
 
 def worst(checks: Iterable[Check]) -> str:

@@ -4,6 +4,7 @@ agents report to Neutron (their heartbeat ``configurations``), and the providers
 Each side is turned into provider snapshots (name, parent, traits, inventories) keyed by Neutron's
 uuid5 UUIDs, so one table compares them provider by provider.
 """
+
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
@@ -18,15 +19,17 @@ def snapshots(desired: DesiredState | None) -> dict[str, dict]:
     """uuid → snapshot of the providers a desired state describes (agents' parent: the root, by name)."""
     if desired is None:
         return {}
-    return {p.uuid: snapshot(p.name, p.parent_uuid or f"root:{p.hypervisor}", p.traits, p.inventories)
-            for p in desired.providers}
+    return {
+        p.uuid: snapshot(p.name, p.parent_uuid or f"root:{p.hypervisor}", p.traits, p.inventories)
+        for p in desired.providers
+    }
 
 
 @dataclass(frozen=True)
 class DriftRow:
     uuid: str
     name: str
-    sides: Mapping[str, dict | None]   # side → snapshot (None: absent there; side left out: not read)
+    sides: Mapping[str, dict | None]  # side → snapshot (None: absent there; side left out: not read)
     differences: tuple[str, ...]
 
     @property
@@ -37,8 +40,13 @@ class DriftRow:
     def to_dict(self) -> dict:
         """The row as a JSON-ready dict: uuid, name, agree, differences and each side read (side → snapshot, None:
         absent)."""
-        return {"uuid": self.uuid, "name": self.name, "agree": self.agree, "differences": list(self.differences),
-                **self.sides}
+        return {
+            "uuid": self.uuid,
+            "name": self.name,
+            "agree": self.agree,
+            "differences": list(self.differences),
+            **self.sides,
+        }
 
 
 LABELS = {"ini": "ini", "agent": "agent", "placement": "Placement"}
@@ -81,9 +89,11 @@ def _differences(sides: Mapping[str, dict | None]) -> list[str]:
 def drift(ini: DesiredState | None, agent: DesiredState | None, placement: Mapping[str, dict] | None) -> list[DriftRow]:
     """One row per provider any side knows. ``placement``: uuid → snapshot of what Placement holds under
     the agents (None: not read). Parents are not compared: the root's UUID is known only to Placement."""
-    sides = {"ini": snapshots(ini) if ini is not None else None,
-             "agent": snapshots(agent) if agent is not None else None,
-             "placement": dict(placement) if placement is not None else None}
+    sides = {
+        "ini": snapshots(ini) if ini is not None else None,
+        "agent": snapshots(agent) if agent is not None else None,
+        "placement": dict(placement) if placement is not None else None,
+    }
     read = {s: snaps for s, snaps in sides.items() if snaps is not None}
     uuids = sorted({u for snaps in read.values() for u in snaps})
     rows = []
@@ -94,8 +104,9 @@ def drift(ini: DesiredState | None, agent: DesiredState | None, placement: Mappi
     return sorted(rows, key=lambda r: r.name)
 
 
-def without_compute_node(rows: Iterable[DriftRow], sides: Iterable[DesiredState | None],
-                         roots: Collection[str]) -> list[DriftRow]:
+def without_compute_node(
+    rows: Iterable[DriftRow], sides: Iterable[DesiredState | None], roots: Collection[str]
+) -> list[DriftRow]:
     """The rows, those of a hypervisor with no root provider in Placement (``roots``: their names) aside: a host
     where no nova-compute runs, such as Neutron's network nodes, whose Open vSwitch agents report a hypervisor for
     every mapped bridge and ``rp_tunnelled`` whatever their bandwidth. Neutron's placement plugin cannot write their
@@ -109,8 +120,18 @@ def without_compute_node(rows: Iterable[DriftRow], sides: Iterable[DesiredState 
         if hyp is None or hyp in roots or row.sides.get("placement"):
             out.append(row)
         elif hyp in configured:
-            out.append(replace(row, differences=(*row.differences, (
-                f"no compute node provider {hyp!r} in Placement: neither Neutron nor minbw can write it and "
-                f"nothing can be reserved there (a network node: give bandwidth to the computes' agents only; a "
-                f"compute: name its provider as 'openstack hypervisor list' does, resource_provider_hypervisors)"))))
+            out.append(
+                replace(
+                    row,
+                    differences=(
+                        *row.differences,
+                        (
+                            f"no compute node provider {hyp!r} in Placement: neither Neutron nor minbw can write it "
+                            "and nothing can be reserved there (a network node: give bandwidth to the computes' "
+                            "agents only; a compute: name its provider as 'openstack hypervisor list' does, "
+                            "resource_provider_hypervisors)"
+                        ),
+                    ),
+                )
+            )
     return out

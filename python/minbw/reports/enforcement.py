@@ -25,6 +25,7 @@ reservation and what the backend programmed, the orphans, and each NIC against i
 - :func:`sriov_host`: the SR-IOV agent's ``min_tx_rate`` of the port's VF (netlink), the VF found by the port's
   ``binding:profile.pci_slot`` as the agent finds it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,8 +42,10 @@ from minbw.neutron.qos import MIN_PPS, RULE_UNITS, QosRule
 OVS, SRIOV, OVN = "openvswitch", "sriov", "ovn"
 UNIT = {OVS: "bit/s", OVN: "bit/s", SRIOV: "Mbps"}
 ENFORCED, MISSING, WRONG_RATE, ORPHAN, PLACEMENT_ONLY = "enforced", "missing", "wrong rate", "orphan", "placement-only"
-OVN_KBPS_BUG = ("qos_min_rate holds the kbps number, 1,000 times too little: ML2/OVN wrote kbps where OVN reads "
-                "bit/s, Neutron 21.0.0 to 25.x (fixed in 26.0.0)")
+OVN_KBPS_BUG = (
+    "qos_min_rate holds the kbps number, 1,000 times too little: ML2/OVN wrote kbps where OVN reads "
+    "bit/s, Neutron 21.0.0 to 25.x (fixed in 26.0.0)"
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,10 @@ def unenforced(rule: Rule) -> str | None:
     if rule.backend == SRIOV and rule.vnic_type == "direct-physical":
         return "direct-physical ports get nothing: the SR-IOV agent does not handle them"
     if rule.backend == SRIOV and rule.direction == "ingress":
-        return "the SR-IOV agent writes an ingress minimum as the VF's transmit minimum (min_tx_rate): no ingress " \
-               "enforcement exists"
+        return (
+            "the SR-IOV agent writes an ingress minimum as the VF's transmit minimum (min_tx_rate): no ingress "
+            "enforcement exists"
+        )
     if rule.backend in (OVS, OVN) and rule.direction == "ingress":
         return f"{'the OVS agent' if rule.backend == OVS else 'ML2/OVN'} enforces egress minimums only"
     if rule.backend in (OVS, OVN) and rule.physical_network is None:
@@ -111,13 +116,23 @@ def verdict(rule: Rule, programmed: int | None) -> Verdict:
         return Verdict(rule.port, rule.backend, PLACEMENT_ONLY, why=why)
     expected, unit = programmed_rate(rule.backend, rule.min_kbps), UNIT[rule.backend]
     if programmed is None:
-        return Verdict(rule.port, rule.backend, MISSING, expected, None, unit,
-                       why=f"{rule.min_kbps} kbps asked, nothing programmed")
+        return Verdict(
+            rule.port,
+            rule.backend,
+            MISSING,
+            expected,
+            None,
+            unit,
+            why=f"{rule.min_kbps} kbps asked, nothing programmed",
+        )
     if programmed == expected:
         return Verdict(rule.port, rule.backend, ENFORCED, expected, programmed, unit)
     factor = programmed / expected if expected else None
-    why = OVN_KBPS_BUG if rule.backend == OVN and programmed * 1000 == expected else \
-        f"{rule.min_kbps} kbps asked: {expected} {unit} expected, {programmed} {unit} programmed"
+    why = (
+        OVN_KBPS_BUG
+        if rule.backend == OVN and programmed * 1000 == expected
+        else f"{rule.min_kbps} kbps asked: {expected} {unit} expected, {programmed} {unit} programmed"
+    )
     return Verdict(rule.port, rule.backend, WRONG_RATE, expected, programmed, unit, factor, why)
 
 
@@ -138,21 +153,39 @@ class NicCheck:
         return asdict(self)
 
 
-def nic_check(nic: str, speed_mbps: int | None, inventory_kbps: int | None, enforced_kbps: int, *,
-              bridge: str | None = None, provider: str | None = None,
-              ingress_inventory_kbps: int | None = None, physical_network: str | None = None) -> NicCheck:
+def nic_check(
+    nic: str,
+    speed_mbps: int | None,
+    inventory_kbps: int | None,
+    enforced_kbps: int,
+    *,
+    bridge: str | None = None,
+    provider: str | None = None,
+    ingress_inventory_kbps: int | None = None,
+    physical_network: str | None = None,
+) -> NicCheck:
     """A NIC's guarantees against its link: an inventory (either direction) or enforced minimums above the link's
     speed are errors (Placement then admits guarantees the wire cannot give)."""
     speed = speed_mbps * 1000 if speed_mbps else None
     errors = []
     for direction, inventory in (("", inventory_kbps), ("ingress ", ingress_inventory_kbps)):
         if speed is not None and inventory is not None and inventory > speed:
-            errors.append(f"Placement's {direction}inventory ({inventory} kbps) is above the link's speed "
-                          f"({speed} kbps)")
+            errors.append(
+                f"Placement's {direction}inventory ({inventory} kbps) is above the link's speed ({speed} kbps)"
+            )
     if speed is not None and enforced_kbps > speed:
         errors.append(f"the minimums programmed ({enforced_kbps} kbps) are above the link's speed ({speed} kbps)")
-    return NicCheck(nic, speed, inventory_kbps, enforced_kbps, tuple(errors), bridge, provider,
-                    ingress_inventory_kbps, physical_network)
+    return NicCheck(
+        nic,
+        speed,
+        inventory_kbps,
+        enforced_kbps,
+        tuple(errors),
+        bridge,
+        provider,
+        ingress_inventory_kbps,
+        physical_network,
+    )
 
 
 # ------------------------------------------------------------------ one host, side by side: what every backend shares
@@ -209,8 +242,13 @@ class Nic:
 def nics(switch, bridges: Iterable[str]) -> tuple[Nic, ...]:
     """The NICs of the physical bridges as the OVS agent finds them (``get_bridge_ports('')``: interfaces of type
     "", not the patch or internal ports)."""
-    return tuple(Nic(i.name, b, p.qos) for b in sorted(set(bridges)) for p in switch.bridge(b).ports
-                 for i in p.interfaces if i.type == "")
+    return tuple(
+        Nic(i.name, b, p.qos)
+        for b in sorted(set(bridges))
+        for p in switch.bridge(b).ports
+        for i in p.interfaces
+        if i.type == ""
+    )
 
 
 @dataclass(frozen=True)
@@ -262,14 +300,26 @@ class HostReport:
 
     def to_dict(self) -> dict:
         """The host's report as a JSON-ready dict: host, backend, ok, counts, checks, nics, not_checked."""
-        return {"host": self.host, "backend": self.backend, "ok": self.ok, "counts": self.counts(),
-                "checks": [c.to_dict() for c in self.checks], "nics": [n.to_dict() for n in self.nics],
-                "not_checked": list(self.not_checked)}
+        return {
+            "host": self.host,
+            "backend": self.backend,
+            "ok": self.ok,
+            "counts": self.counts(),
+            "checks": [c.to_dict() for c in self.checks],
+            "nics": [n.to_dict() for n in self.nics],
+            "not_checked": list(self.not_checked),
+        }
 
 
-def ovs_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
-             plane: OvsPlane, names: Mapping[str, str] = MappingProxyType({}),
-             not_checked: Iterable[str] = (), bound: Iterable[str] | None = None) -> HostReport:
+def ovs_host(
+    host: str,
+    ports: Sequence[BoundPort],
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    plane: OvsPlane,
+    names: Mapping[str, str] = MappingProxyType({}),
+    not_checked: Iterable[str] = (),
+    bound: Iterable[str] | None = None,
+) -> HostReport:
     """Each minimum rule of the ports bound to ``host`` on the Open vSwitch agent's data plane: what Neutron's rule
     asks, what Placement reserved (``allocations``: consumer -> provider -> class -> amount, the provider among
     those of the port's ``binding:profile.allocation``; ``names``: provider uuid -> name), the Queue whose
@@ -279,77 +329,136 @@ def ovs_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Ma
     ``bound``: every port bound to the host (default: ``ports``, those with minimum rules)."""
     found = nics(plane.switch, plane.bridges.values())
     names = {**names, **{p.uuid: p.name for p in plane.providers.values()}}
-    checks = [_rule_check(host, port, rule, ports, allocations, plane, found, names)
-              for port in ports for rule in port.rules]
+    checks = [
+        _rule_check(host, port, rule, ports, allocations, plane, found, names) for port in ports for rule in port.rules
+    ]
     queued = {c.subject for c in checks if c.verdict != PLACEMENT_ONLY}  # the ports the agent gives a queue
     checks += _orphans(host, set(bound if bound is not None else (p.id for p in ports)), queued, plane, found)
     return HostReport(host, tuple(checks), tuple(_nic_checks(plane, found, checks)), tuple(not_checked))
 
 
 def _rule_dict(port: BoundPort, rule: QosRule, backend: str = OVS) -> tuple[Rule, dict]:
-    r = Rule(port.id, backend, rule.value, rule.direction, rule.type == MIN_PPS, port.vnic_type,
-             port.physical_network)
-    return r, {"type": rule.type, "direction": rule.direction, "value": rule.value, "unit": RULE_UNITS[rule.type],
-               "expected": programmed_rate(backend, rule.value), "expected_unit": UNIT[backend],
-               "policy": port.policy, "policy_of": port.policy_of}
+    r = Rule(port.id, backend, rule.value, rule.direction, rule.type == MIN_PPS, port.vnic_type, port.physical_network)
+    return r, {
+        "type": rule.type,
+        "direction": rule.direction,
+        "value": rule.value,
+        "unit": RULE_UNITS[rule.type],
+        "expected": programmed_rate(backend, rule.value),
+        "expected_unit": UNIT[backend],
+        "policy": port.policy,
+        "policy_of": port.policy_of,
+    }
 
 
-def _sides(port: BoundPort, rule: QosRule, backend: str, ports: Sequence[BoundPort], allocations,
-           names: Mapping[str, str]) -> tuple[Rule, dict, dict, tuple[str, ...]]:
+def _sides(
+    port: BoundPort, rule: QosRule, backend: str, ports: Sequence[BoundPort], allocations, names: Mapping[str, str]
+) -> tuple[Rule, dict, dict, tuple[str, ...]]:
     """A rule's check so far: the Rule, what it asks, the Check's fields every verdict has (the rule, Placement's
     side) and Placement's notes."""
     r, asks = _rule_dict(port, rule, backend)
     reserved, notes = _reserved(port, rule, ports, allocations, names)
-    return r, asks, {"kind": "rule", "subject": port.id, "backend": backend, "server": port.server, "rule": asks,
-                     "reserved": reserved}, notes
+    return (
+        r,
+        asks,
+        {
+            "kind": "rule",
+            "subject": port.id,
+            "backend": backend,
+            "server": port.server,
+            "rule": asks,
+            "reserved": reserved,
+        },
+        notes,
+    )
 
 
 def _placement_only(base: dict, asks: dict, why: str, notes: tuple[str, ...], **more) -> Check:
-    return Check(verdict=PLACEMENT_ONLY, why=why, notes=notes,
-                 **{**base, "rule": {**asks, "expected": None, "expected_unit": None}}, **more)
+    return Check(
+        verdict=PLACEMENT_ONLY,
+        why=why,
+        notes=notes,
+        **{**base, "rule": {**asks, "expected": None, "expected_unit": None}},
+        **more,
+    )
 
 
-def _reserved(port: BoundPort, rule: QosRule, ports: Sequence[BoundPort],
-              allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
-              names: Mapping[str, str]) -> tuple[dict | None, tuple[str, ...]]:
+def _reserved(
+    port: BoundPort,
+    rule: QosRule,
+    ports: Sequence[BoundPort],
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    names: Mapping[str, str],
+) -> tuple[dict | None, tuple[str, ...]]:
     """What the port's server holds, of the rule's class, on the providers of its binding allocation (with the
     other ports of the server bound to the same provider for the same class: the amount is theirs together)."""
     rc = (PPS_CLASSES if rule.type == MIN_PPS else BW_CLASSES)[rule.direction]
     if not port.allocation:
-        return None, ("no binding:profile.allocation: Placement reserved nothing for it (minbw audit, minbw server "
-                      "heal)",)
+        return None, (
+            "no binding:profile.allocation: Placement reserved nothing for it (minbw audit, minbw server heal)",
+        )
     held = allocations.get(port.server or "", {})
     for rp in dict.fromkeys(port.allocation.values()):
         amount = held.get(rp, {}).get(rc)
         if not amount:
             continue
-        shared = tuple(p.id for p in ports if p.id != port.id and p.server == port.server
-                       and rp in p.allocation.values() and any(r.key == rule.key for r in p.rules))
+        shared = tuple(
+            p.id
+            for p in ports
+            if p.id != port.id
+            and p.server == port.server
+            and rp in p.allocation.values()
+            and any(r.key == rule.key for r in p.rules)
+        )
         reserved = {"provider": rp, "name": names.get(rp), "class": rc, "amount": amount, "shared_by": list(shared)}
         asked = rule.value + sum(r.value for p in ports if p.id in shared for r in p.rules if r.key == rule.key)
-        note = () if amount == asked else (f"Placement holds {amount} {RULE_UNITS[rule.type]} of {rc} for it"
-                                           f"{' and the ports sharing the provider' if shared else ''}, "
-                                           f"{asked} asked (minbw audit)",)
+        note = (
+            ()
+            if amount == asked
+            else (
+                f"Placement holds {amount} {RULE_UNITS[rule.type]} of {rc} for it"
+                f"{' and the ports sharing the provider' if shared else ''}, "
+                f"{asked} asked (minbw audit)",
+            )
+        )
         return reserved, note
-    return None, (f"its server {port.server} holds no {rc} on the provider(s) of its binding:profile.allocation "
-                  f"({', '.join(names.get(rp, rp) for rp in dict.fromkeys(port.allocation.values()))}): minbw audit",)
+    return None, (
+        f"its server {port.server} holds no {rc} on the provider(s) of its binding:profile.allocation "
+        f"({', '.join(names.get(rp, rp) for rp in dict.fromkeys(port.allocation.values()))}): minbw audit",
+    )
 
 
-def _rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations, plane: OvsPlane,
-                found: Sequence[Nic], names: Mapping[str, str]) -> Check:
+def _rule_check(
+    host: str,
+    port: BoundPort,
+    rule: QosRule,
+    ports: Sequence[BoundPort],
+    allocations,
+    plane: OvsPlane,
+    found: Sequence[Nic],
+    names: Mapping[str, str],
+) -> Check:
     r, asks, base, notes = _sides(port, rule, OVS, ports, allocations, names)
     why = unenforced(r)
     if why:
         return _placement_only(base, asks, why, notes)
     bridge = plane.bridges.get(port.physical_network)
     if bridge is None:
-        return Check(verdict=MISSING, notes=notes, **base,
-                     why=f"the agent on {host} maps no bridge to physical network {port.physical_network} "
-                         f"(bridge_mappings: {_mappings(plane.bridges)})")
+        return Check(
+            verdict=MISSING,
+            notes=notes,
+            **base,
+            why=f"the agent on {host} maps no bridge to physical network {port.physical_network} "
+            f"(bridge_mappings: {_mappings(plane.bridges)})",
+        )
     mine = [n for n in found if n.bridge == bridge]
     if not mine:
-        return Check(verdict=MISSING, notes=notes, **base,
-                     why=f"bridge {bridge} has no NIC (no port with an interface of type \"\")")
+        return Check(
+            verdict=MISSING,
+            notes=notes,
+            **base,
+            why=f"bridge {bridge} has no NIC (no port with an interface of type \"\")",
+        )
     programmed = tuple(_queue_on(n, port.id) for n in mine)
     kernel = tuple(_class_on(plane, p) for p in programmed if p["queue"] is not None and p["nic"] in plane.kernel)
     notes += _plugged(plane, port.id, programmed)
@@ -358,14 +467,22 @@ def _rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[Bound
     wrong = [(nic, v) for nic, v in verdicts.items() if v.verdict == WRONG_RATE]
     checked = dict(verdict=MISSING, programmed=programmed, kernel=kernel, notes=notes, **base)
     if missing:
-        return Check(why=f"{rule.value} kbps asked: " + "; ".join(_why_no_queue(plane, n, port.id) for n in mine
-                                                                  if n.name in missing), **checked)
+        return Check(
+            why=f"{rule.value} kbps asked: "
+            + "; ".join(_why_no_queue(plane, n, port.id) for n in mine if n.name in missing),
+            **checked,
+        )
     if wrong:
         nic, v = wrong[0]
         return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=f"{v.why} (queue on {nic})")
-    return _kernel_verdict(checked, htb_rate(programmed_rate(OVS, rule.value)), lambda k: (
-        f"queue {_queue_of(programmed, k['nic'])} is in OVSDB, but {k['nic']} has no HTB class {k['class']}: "
-        f"ovs-vswitchd has not applied it"))
+    return _kernel_verdict(
+        checked,
+        htb_rate(programmed_rate(OVS, rule.value)),
+        lambda k: (
+            f"queue {_queue_of(programmed, k['nic'])} is in OVSDB, but {k['nic']} has no HTB class {k['class']}: "
+            f"ovs-vswitchd has not applied it"
+        ),
+    )
 
 
 def _kernel_verdict(checked: dict, rate: int, absent: Callable[[dict], str]) -> Check:
@@ -375,9 +492,11 @@ def _kernel_verdict(checked: dict, rate: int, absent: Callable[[dict], str]) -> 
         if k["rate"] is None:
             return Check(**checked, why=absent(k))
         if k["rate"] != rate:
-            return Check(**{**checked, "verdict": WRONG_RATE}, factor=k["rate"] / rate,
-                         why=f"the kernel's HTB class {k['class']} on {k['nic']} has {k['rate']} bit/s, {rate} "
-                             f"bit/s expected")
+            return Check(
+                **{**checked, "verdict": WRONG_RATE},
+                factor=k["rate"] / rate,
+                why=f"the kernel's HTB class {k['class']} on {k['nic']} has {k['rate']} bit/s, {rate} bit/s expected",
+            )
     return Check(**{**checked, "verdict": ENFORCED})
 
 
@@ -388,12 +507,22 @@ def _mappings(bridges: Mapping[str, str]) -> str:
 def _queue_on(nic: Nic, port: str) -> dict:
     """The queue of ``port`` in the QoS row on ``nic`` (queue, min_rate None: none)."""
     qos = nic.qos
-    for number, queue in (qos.queues.items() if qos is not None else ()):
+    for number, queue in qos.queues.items() if qos is not None else ():
         if queue.external_ids.get("port") == port:
-            return {"nic": nic.name, "qos": qos.uuid, "queue": number, "queue_uuid": queue.uuid,
-                    "min_rate": queue.min_rate}
-    return {"nic": nic.name, "qos": qos.uuid if qos is not None else None, "queue": None, "queue_uuid": None,
-            "min_rate": None}
+            return {
+                "nic": nic.name,
+                "qos": qos.uuid,
+                "queue": number,
+                "queue_uuid": queue.uuid,
+                "min_rate": queue.min_rate,
+            }
+    return {
+        "nic": nic.name,
+        "qos": qos.uuid if qos is not None else None,
+        "queue": None,
+        "queue_uuid": None,
+        "min_rate": None,
+    }
 
 
 def _queue_of(programmed: Sequence[dict], nic: str) -> int | None:
@@ -411,8 +540,11 @@ def _class_on(plane: OvsPlane | OvnPlane, programmed: dict) -> dict:
 def _why_no_queue(plane: OvsPlane, nic: Nic, port: str) -> str:
     """Why ``nic`` holds no queue for ``port``: no QoS row on it, or one without the port's queue; and where the
     port's Queue rows are, if anywhere (a QoS row detached from the NICs, e.g.)."""
-    said = (f"{nic.name} has no QoS row (its port's qos column is empty)" if nic.qos is None
-            else f"the QoS row on {nic.name} ({nic.qos.uuid}) has no queue for it")
+    said = (
+        f"{nic.name} has no QoS row (its port's qos column is empty)"
+        if nic.qos is None
+        else f"the QoS row on {nic.name} ({nic.qos.uuid}) has no queue for it"
+    )
     queues = [q for q in plane.switch.queues if q.external_ids.get("port") == port]
     for q in queues:
         holders = [s for s in plane.switch.qos if any(v.uuid == q.uuid for v in s.queues.values())]
@@ -443,9 +575,12 @@ def _plugged(plane: OvsPlane, port: str, programmed: Sequence[dict]) -> tuple[st
         return ()
     if not ofports:
         return (_not_plugged(plane.integration_bridge),)
-    return tuple(f"queue {p['queue']} on {p['nic']}, but the port's ofport on {plane.integration_bridge} is "
-                 f"{ofports[0]}: the agent's flows pick queue {ofports[0]}" for p in programmed
-                 if p["queue"] is not None and p["queue"] != ofports[0])
+    return tuple(
+        f"queue {p['queue']} on {p['nic']}, but the port's ofport on {plane.integration_bridge} is "
+        f"{ofports[0]}: the agent's flows pick queue {ofports[0]}"
+        for p in programmed
+        if p["queue"] is not None and p["queue"] != ofports[0]
+    )
 
 
 def _orphans(host: str, bound: set[str], queued: set[str], plane: OvsPlane, found: Sequence[Nic]) -> list[Check]:
@@ -456,30 +591,51 @@ def _orphans(host: str, bound: set[str], queued: set[str], plane: OvsPlane, foun
         port = q.external_ids.get("port")
         if q.external_ids.get("type") != AGENT_ROWS or port in queued:
             continue
-        programmed = tuple({"nic": n.name, "qos": n.qos.uuid, "queue": k, "queue_uuid": q.uuid, "min_rate": q.min_rate}
-                           for n in found if n.qos is not None for k, v in n.qos.queues.items() if v.uuid == q.uuid)
+        programmed = tuple(
+            {"nic": n.name, "qos": n.qos.uuid, "queue": k, "queue_uuid": q.uuid, "min_rate": q.min_rate}
+            for n in found
+            if n.qos is not None
+            for k, v in n.qos.queues.items()
+            if v.uuid == q.uuid
+        )
         kernel = tuple(_class_on(plane, p) for p in programmed if p["nic"] in plane.kernel)
-        why = (f"port {port} is bound to {host} but has no egress minimum the agent enforces" if port in bound
-               else f"port {port} is not bound to {host} (deleted, or moved away) and its queue stayed")
-        reach = f"; it reaches {', '.join(p['nic'] for p in programmed)}" if programmed else \
-            "; it is in no QoS row on a NIC"
+        why = (
+            f"port {port} is bound to {host} but has no egress minimum the agent enforces"
+            if port in bound
+            else f"port {port} is not bound to {host} (deleted, or moved away) and its queue stayed"
+        )
+        reach = (
+            f"; it reaches {', '.join(p['nic'] for p in programmed)}"
+            if programmed
+            else "; it is in no QoS row on a NIC"
+        )
         out.append(Check("queue", port or q.uuid, OVS, ORPHAN, why + reach, programmed=programmed, kernel=kernel))
     for s in plane.switch.qos:
         if s.external_ids.get("_type") != AGENT_ROWS or s.ports:
             continue
         held = ", ".join(f"{k}={v.external_ids.get('port')}" for k, v in s.queues.items()) or "none"
-        out.append(Check("qos", s.uuid, OVS, ORPHAN,
-                         f"a minimum bandwidth QoS row on no port (queues: {held}): left by an earlier agent run "
-                         f"(each start of the agent draws a new QoS id: neutron >= 21.0.0), or detached from the "
-                         f"NICs"))
+        out.append(
+            Check(
+                "qos",
+                s.uuid,
+                OVS,
+                ORPHAN,
+                f"a minimum bandwidth QoS row on no port (queues: {held}): left by an earlier agent run "
+                f"(each start of the agent draws a new QoS id: neutron >= 21.0.0), or detached from the "
+                f"NICs",
+            )
+        )
     return out
 
 
 def _nic_checks(plane: OvsPlane, found: Sequence[Nic], checks: Sequence[Check]) -> list[NicCheck]:
     out = []
     for n in found:
-        enforced = sum(c.rule["value"] for c in checks if c.kind == "rule" and c.verdict == ENFORCED
-                       and any(p["nic"] == n.name for p in c.programmed))
+        enforced = sum(
+            c.rule["value"]
+            for c in checks
+            if c.kind == "rule" and c.verdict == ENFORCED and any(p["nic"] == n.name for p in c.programmed)
+        )
         egress, more = _admits(plane.providers.get(n.bridge))
         out.append(nic_check(n.name, plane.speeds.get(n.name), egress, enforced, bridge=n.bridge, **more))
     return out
@@ -492,16 +648,19 @@ def _admits(provider: BridgeProvider | None) -> tuple[int | None, dict]:
     capacity = {rc: s.capacity for rc, s in stocks.items()}
     return capacity.get(BW_EGRESS), {
         "provider": provider.name if provider and provider.inventories is not None else None,
-        "ingress_inventory_kbps": capacity.get(BW_INGRESS)}
+        "ingress_inventory_kbps": capacity.get(BW_INGRESS),
+    }
 
 
 # ------------------------------------------------------------------ one host of ML2/OVN
 
 EGRESS_IFACE = "ovn-egress-iface"  # the Interface external_ids key ovn-controller shapes on (controller/binding.c)
-OVN_INT_MAX = 2 ** 31 - 1  # OVN before 23.06 reads qos_min_rate with smap_get_int: a larger value reads as 0
-OVN_RECOMPUTE_BUG = ("ovn-controller's full recompute (its start, ovn-appctl recompute) removes the ports' classes "
-                     "from a localnet bridge's egress NIC until the port's row changes: OVN 22.06 to 23.03, the tc "
-                     "path (gone in 23.06)")
+OVN_INT_MAX = 2**31 - 1  # OVN before 23.06 reads qos_min_rate with smap_get_int: a larger value reads as 0
+OVN_RECOMPUTE_BUG = (
+    "ovn-controller's full recompute (its start, ovn-appctl recompute) removes the ports' classes "
+    "from a localnet bridge's egress NIC until the port's row changes: OVN 22.06 to 23.03, the tc "
+    "path (gone in 23.06)"
+)
 
 
 @dataclass(frozen=True)
@@ -528,13 +687,24 @@ def egress_nics(switch, bridges: Iterable[str]) -> tuple[Nic, ...]:
     """The NICs ovn-controller shapes: the interfaces of the mapped bridges marked
     ``external_ids:ovn-egress-iface=true`` (``add_localnet_egress_interface_mappings``, ``smap_get_bool``: "true"
     in any case)."""
-    return tuple(Nic(i.name, b, p.qos) for b in sorted(set(bridges)) for p in switch.bridge(b).ports
-                 for i in p.interfaces if i.external_ids.get(EGRESS_IFACE, "").lower() == "true")
+    return tuple(
+        Nic(i.name, b, p.qos)
+        for b in sorted(set(bridges))
+        for p in switch.bridge(b).ports
+        for i in p.interfaces
+        if i.external_ids.get(EGRESS_IFACE, "").lower() == "true"
+    )
 
 
-def ovn_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
-             plane: OvnPlane, names: Mapping[str, str] = MappingProxyType({}),
-             not_checked: Iterable[str] = (), bound: Iterable[str] | None = None) -> HostReport:
+def ovn_host(
+    host: str,
+    ports: Sequence[BoundPort],
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    plane: OvnPlane,
+    names: Mapping[str, str] = MappingProxyType({}),
+    not_checked: Iterable[str] = (),
+    bound: Iterable[str] | None = None,
+) -> HostReport:
     """Each minimum rule of the ports bound to ``host`` on ML2/OVN: what Neutron's rule asks, what Placement
     reserved, the port's ``Logical_Switch_Port`` ``options:qos_min_rate`` (bit/s, min_kbps x 1000 as Neutron
     >= 26.0.0 writes it; the kbps number itself is Neutron < 26.0.0's bug), whether ovn-controller has a NIC to
@@ -545,28 +715,52 @@ def ovn_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Ma
     bandwidth on without such a NIC. ``bound``: every port bound to the host (default: ``ports``)."""
     found = egress_nics(plane.switch, plane.bridges.values())
     names = {**names, **{p.uuid: p.name for p in plane.providers.values()}}
-    checks = [_ovn_rule_check(host, port, rule, ports, allocations, plane, found, names)
-              for port in ports for rule in port.rules]
+    checks = [
+        _ovn_rule_check(host, port, rule, ports, allocations, plane, found, names)
+        for port in ports
+        for rule in port.rules
+    ]
     written = {c.subject for c in checks if c.verdict != PLACEMENT_ONLY}  # the ports Neutron writes a minimum for
     bound = set(bound if bound is not None else (p.id for p in ports))
-    checks += [Check("lsp", lsp.name, OVN, ORPHAN, programmed=(_lsp(lsp),),
-                     why=f"its Logical_Switch_Port holds options:qos_min_rate {lsp.qos_min_rate} bit/s, but the port "
-                         f"has no egress minimum ML2/OVN writes (on a flat or VLAN network): ovn-controller gives it "
-                         f"a queue no rule asks for")
-               for lsp in plane.northbound.ports
-               if lsp.qos_min_rate is not None and lsp.name in bound and lsp.name not in written]
+    checks += [
+        Check(
+            "lsp",
+            lsp.name,
+            OVN,
+            ORPHAN,
+            programmed=(_lsp(lsp),),
+            why=f"its Logical_Switch_Port holds options:qos_min_rate {lsp.qos_min_rate} bit/s, but the port "
+            f"has no egress minimum ML2/OVN writes (on a flat or VLAN network): ovn-controller gives it "
+            f"a queue no rule asks for",
+        )
+        for lsp in plane.northbound.ports
+        if lsp.qos_min_rate is not None and lsp.name in bound and lsp.name not in written
+    ]
     bridge_of = {p.id: plane.bridges.get(p.physical_network) for p in ports}
-    return HostReport(host, tuple(checks), tuple(_ovn_nic_checks(plane, found, checks, bridge_of)),
-                      tuple(not_checked), OVN)
+    return HostReport(
+        host, tuple(checks), tuple(_ovn_nic_checks(plane, found, checks, bridge_of)), tuple(not_checked), OVN
+    )
 
 
 def _lsp(lsp) -> dict:
-    return {"lsp": lsp.name, "qos_min_rate": lsp.qos_min_rate, "qos_max_rate": lsp.qos_max_rate,
-            "qos_burst": lsp.qos_burst}
+    return {
+        "lsp": lsp.name,
+        "qos_min_rate": lsp.qos_min_rate,
+        "qos_max_rate": lsp.qos_max_rate,
+        "qos_burst": lsp.qos_burst,
+    }
 
 
-def _ovn_rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations,
-                    plane: OvnPlane, found: Sequence[Nic], names: Mapping[str, str]) -> Check:
+def _ovn_rule_check(
+    host: str,
+    port: BoundPort,
+    rule: QosRule,
+    ports: Sequence[BoundPort],
+    allocations,
+    plane: OvnPlane,
+    found: Sequence[Nic],
+    names: Mapping[str, str],
+) -> Check:
     r, asks, base, notes = _sides(port, rule, OVN, ports, allocations, names)
     why = unenforced(r)
     if why:
@@ -576,28 +770,38 @@ def _ovn_rule_check(host: str, port: BoundPort, rule: QosRule, ports: Sequence[B
     notes += (_not_plugged(plane.integration_bridge),) if ofports == [] else ()  # ovn-controller binds it once plugged
     expected = programmed_rate(OVN, rule.value)
     if expected > OVN_INT_MAX:
-        notes += (f"OVN before 23.06 reads a qos_min_rate above {OVN_INT_MAX} bit/s as 0 (no queue): an "
-                  f"ovn-controller older than 23.06 does not enforce it",)
+        notes += (
+            f"OVN before 23.06 reads a qos_min_rate above {OVN_INT_MAX} bit/s as 0 (no queue): an "
+            f"ovn-controller older than 23.06 does not enforce it",
+        )
     bridge = plane.bridges.get(port.physical_network)
     mine = [n for n in found if n.bridge == bridge and n.name in plane.kernel]  # the egress NICs whose tc was read
     queue = plane.queues.get(port.id)
     kernel = tuple(_class_on(plane, {"nic": n.name, "queue": queue}) for n in mine) if queue is not None else ()
     checked = dict(verdict=MISSING, programmed=(_lsp(lsp),) if lsp else (), kernel=kernel, notes=notes, **base)
     if lsp is None:
-        return Check(why=f"{rule.value} kbps asked: the northbound database has no Logical_Switch_Port for the port "
-                         f"(Neutron's and OVN's databases differ: neutron-ovn-db-sync-util)", **checked)
+        return Check(
+            why=f"{rule.value} kbps asked: the northbound database has no Logical_Switch_Port for the port "
+            f"(Neutron's and OVN's databases differ: neutron-ovn-db-sync-util)",
+            **checked,
+        )
     v = verdict(r, lsp.qos_min_rate)
     if v.verdict == MISSING:
         return Check(why=f"{rule.value} kbps asked: its Logical_Switch_Port has no options:qos_min_rate", **checked)
     if v.verdict == WRONG_RATE:
         return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=v.why)
     if bridge is None:
-        return Check(why=f"the chassis maps no bridge to physical network {port.physical_network} "
-                         f"(ovn-bridge-mappings: {_mappings(plane.bridges)}): ovn-controller has no NIC to shape it on",
-                     **checked)
+        return Check(
+            why=f"the chassis maps no bridge to physical network {port.physical_network} "
+            f"(ovn-bridge-mappings: {_mappings(plane.bridges)}): ovn-controller has no NIC to shape it on",
+            **checked,
+        )
     if not [n for n in found if n.bridge == bridge]:
-        return Check(why=f"its Logical_Switch_Port asks {expected} bit/s, but no interface of {bridge} is marked "
-                         f"external_ids:{EGRESS_IFACE}=true: ovn-controller shapes no NIC for it", **checked)
+        return Check(
+            why=f"its Logical_Switch_Port asks {expected} bit/s, but no interface of {bridge} is marked "
+            f"external_ids:{EGRESS_IFACE}=true: ovn-controller shapes no NIC for it",
+            **checked,
+        )
     return _ovn_kernel_check(mine, queue, expected, ofports, checked)
 
 
@@ -609,16 +813,25 @@ def _ovn_kernel_check(mine: Sequence[Nic], queue: int | None, expected: int, ofp
         return Check(**{**checked, "verdict": ENFORCED})
     unbound = "ovn-controller has not bound the port (not plugged), so no NIC shapes it"
     if queue is None:
-        return Check(why=f"its Logical_Switch_Port asks {expected} bit/s, but its southbound Port_Binding has no "
-                         f"options:qdisc_queue_id: " + (unbound if ofports == [] else "northd has given it no queue"),
-                     **checked)
-    return _kernel_verdict(checked, htb_rate(expected), lambda k: (
-        f"its Logical_Switch_Port asks {expected} bit/s and its queue is {queue} (qdisc_queue_id), but {k['nic']} has "
-        f"no HTB class {k['class']}: " + (unbound if ofports == [] else OVN_RECOMPUTE_BUG)))
+        return Check(
+            why=f"its Logical_Switch_Port asks {expected} bit/s, but its southbound Port_Binding has no "
+            f"options:qdisc_queue_id: " + (unbound if ofports == [] else "northd has given it no queue"),
+            **checked,
+        )
+    return _kernel_verdict(
+        checked,
+        htb_rate(expected),
+        lambda k: (
+            f"its Logical_Switch_Port asks {expected} bit/s and its queue is {queue} (qdisc_queue_id), "
+            f"but {k['nic']} has "
+            f"no HTB class {k['class']}: " + (unbound if ofports == [] else OVN_RECOMPUTE_BUG)
+        ),
+    )
 
 
-def _ovn_nic_checks(plane: OvnPlane, found: Sequence[Nic], checks: Sequence[Check],
-                    bridge_of: Mapping[str, str | None]) -> list[NicCheck]:
+def _ovn_nic_checks(
+    plane: OvnPlane, found: Sequence[Nic], checks: Sequence[Check], bridge_of: Mapping[str, str | None]
+) -> list[NicCheck]:
     enforced = {}
     for c in checks:
         if c.kind == "rule" and c.verdict == ENFORCED:
@@ -626,19 +839,33 @@ def _ovn_nic_checks(plane: OvnPlane, found: Sequence[Nic], checks: Sequence[Chec
     out = []
     for n in found:
         egress, more = _admits(plane.providers.get(n.bridge))
-        out.append(nic_check(n.name, plane.speeds.get(n.name), egress, enforced.get(n.bridge, 0), bridge=n.bridge,
-                             **more))
+        out.append(
+            nic_check(n.name, plane.speeds.get(n.name), egress, enforced.get(n.bridge, 0), bridge=n.bridge, **more)
+        )
     for bridge in sorted(set(plane.bridges.values()) - {n.bridge for n in found}):
         egress, more = _admits(plane.providers.get(bridge))
         if egress:
-            out.append(NicCheck(None, None, egress, 0, (
-                f"no interface of {bridge} is marked external_ids:{EGRESS_IFACE}=true: Placement admits {egress} kbps "
-                f"egress there, which ovn-controller enforces on no NIC",), bridge, more["provider"],
-                more["ingress_inventory_kbps"]))
+            out.append(
+                NicCheck(
+                    None,
+                    None,
+                    egress,
+                    0,
+                    (
+                        f"no interface of {bridge} is marked external_ids:{EGRESS_IFACE}=true: "
+                        f"Placement admits {egress} kbps "
+                        f"egress there, which ovn-controller enforces on no NIC",
+                    ),
+                    bridge,
+                    more["provider"],
+                    more["ingress_inventory_kbps"],
+                )
+            )
     return out
 
 
 # ------------------------------------------------------------------ one host of the SR-IOV agent
+
 
 @dataclass(frozen=True)
 class SriovPlane:
@@ -653,9 +880,15 @@ class SriovPlane:
     providers: Mapping[str, BridgeProvider] = field(default_factory=dict)  # PF -> its provider
 
 
-def sriov_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
-               plane: SriovPlane, names: Mapping[str, str] = MappingProxyType({}),
-               not_checked: Iterable[str] = (), bound: Mapping[str, str | None] | None = None) -> HostReport:
+def sriov_host(
+    host: str,
+    ports: Sequence[BoundPort],
+    allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
+    plane: SriovPlane,
+    names: Mapping[str, str] = MappingProxyType({}),
+    not_checked: Iterable[str] = (),
+    bound: Mapping[str, str | None] | None = None,
+) -> HostReport:
     """Each minimum rule of the ports bound to ``host`` on the SR-IOV agent: what Neutron's rule asks, what
     Placement reserved, and the ``min_tx_rate`` (whole Mbps, as the agent rounds) of the VF at the port's
     ``binding:profile.pci_slot``; then the orphans (a VF with a ``min_tx_rate`` that no bound port's rule accounts
@@ -664,8 +897,9 @@ def sriov_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, 
     names = {**names, **{p.uuid: p.name for p in plane.providers.values()}}
     checks = [_sriov_rule_check(port, rule, ports, allocations, plane, names) for port in ports for rule in port.rules]
     bound = dict(bound if bound is not None else {p.id: p.pci_slot for p in ports})
-    rated = {p.pci_slot for p in ports if p.vnic_type != "direct-physical"
-             and any(r.type != MIN_PPS for r in p.rules)}  # the VFs the agent writes a min_tx_rate on
+    rated = {
+        p.pci_slot for p in ports if p.vnic_type != "direct-physical" and any(r.type != MIN_PPS for r in p.rules)
+    }  # the VFs the agent writes a min_tx_rate on
     on_slot = {slot: port for port, slot in bound.items() if slot}
     for pf in sorted(plane.vfs):
         slot_of = {index: slot for slot, index in plane.slots.get(pf, {}).items()}
@@ -674,16 +908,33 @@ def sriov_host(host: str, ports: Sequence[BoundPort], allocations: Mapping[str, 
             if not vf.min_tx_rate or (slot is not None and slot in rated):
                 continue
             holder = on_slot.get(slot)
-            why = (f"port {holder}, bound to {host} on this VF, has no minimum rule the agent writes" if holder else
-                   f"no port bound to {host} uses this VF (its port deleted or moved, and the rate stayed)")
-            checks.append(Check("vf", slot or f"{pf} VF {vf.index}", SRIOV, ORPHAN, programmed=(_vf(pf, vf, slot),),
-                                why=f"VF {vf.index} of {pf} holds min_tx_rate {vf.min_tx_rate} Mbps: {why}"))
+            why = (
+                f"port {holder}, bound to {host} on this VF, has no minimum rule the agent writes"
+                if holder
+                else f"no port bound to {host} uses this VF (its port deleted or moved, and the rate stayed)"
+            )
+            checks.append(
+                Check(
+                    "vf",
+                    slot or f"{pf} VF {vf.index}",
+                    SRIOV,
+                    ORPHAN,
+                    programmed=(_vf(pf, vf, slot),),
+                    why=f"VF {vf.index} of {pf} holds min_tx_rate {vf.min_tx_rate} Mbps: {why}",
+                )
+            )
     return HostReport(host, tuple(checks), tuple(_sriov_nic_checks(plane, checks)), tuple(not_checked), SRIOV)
 
 
 def _vf(pf: str, vf, slot: str | None) -> dict:
-    return {"nic": pf, "vf": vf.index, "pci_slot": slot, "mac": vf.mac, "min_tx_rate": vf.min_tx_rate,
-            "max_tx_rate": vf.max_tx_rate}
+    return {
+        "nic": pf,
+        "vf": vf.index,
+        "pci_slot": slot,
+        "mac": vf.mac,
+        "min_tx_rate": vf.min_tx_rate,
+        "max_tx_rate": vf.max_tx_rate,
+    }
 
 
 def _vf_at(plane: SriovPlane, slot: str) -> tuple[str, Any] | None:
@@ -695,8 +946,9 @@ def _vf_at(plane: SriovPlane, slot: str) -> tuple[str, Any] | None:
     return None
 
 
-def _sriov_rule_check(port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations, plane: SriovPlane,
-                      names: Mapping[str, str]) -> Check:
+def _sriov_rule_check(
+    port: BoundPort, rule: QosRule, ports: Sequence[BoundPort], allocations, plane: SriovPlane, names: Mapping[str, str]
+) -> Check:
     r, asks, base, notes = _sides(port, rule, SRIOV, ports, allocations, names)
     at = _vf_at(plane, port.pci_slot) if port.pci_slot else None
     programmed = (_vf(at[0], at[1], port.pci_slot),) if at and at[1] is not None else ()
@@ -706,33 +958,51 @@ def _sriov_rule_check(port: BoundPort, rule: QosRule, ports: Sequence[BoundPort]
     checked = dict(verdict=MISSING, programmed=programmed, notes=notes, **base)
     expected = programmed_rate(SRIOV, rule.value)
     if not port.pci_slot:
-        return Check(why=f"{rule.value} kbps asked: the port has no binding:profile.pci_slot (no VF given to it)",
-                     **checked)
+        return Check(
+            why=f"{rule.value} kbps asked: the port has no binding:profile.pci_slot (no VF given to it)", **checked
+        )
     if at is None:
         pfs = ", ".join(sorted(plane.slots)) or "none"
-        return Check(why=f"{rule.value} kbps asked: its pci_slot {port.pci_slot} is a VF of none of the agent's PFs "
-                         f"({pfs})", **checked)
+        return Check(
+            why=f"{rule.value} kbps asked: its pci_slot {port.pci_slot} is a VF of none of the agent's PFs ({pfs})",
+            **checked,
+        )
     pf, vf = at
     if vf is None:
-        return Check(why=f"{rule.value} kbps asked: {pf} lists no VF {plane.slots[pf][port.pci_slot]} (the VF of "
-                         f"pci_slot {port.pci_slot}) in netlink", **checked)
+        return Check(
+            why=f"{rule.value} kbps asked: {pf} lists no VF {plane.slots[pf][port.pci_slot]} (the VF of "
+            f"pci_slot {port.pci_slot}) in netlink",
+            **checked,
+        )
     where = f"VF {vf.index} ({port.pci_slot}) of {pf}"
     if vf.min_tx_rate is None:
-        return Check(why=f"{rule.value} kbps asked: {pf} reports no IFLA_VF_RATE for {where}: its driver takes no "
-                         f"min_tx_rate (the agent only logs an error)", **checked)
+        return Check(
+            why=f"{rule.value} kbps asked: {pf} reports no IFLA_VF_RATE for {where}: its driver takes no "
+            f"min_tx_rate (the agent only logs an error)",
+            **checked,
+        )
     v = verdict(r, vf.min_tx_rate or None)
     if v.verdict == MISSING:
         return Check(why=f"{rule.value} kbps asked ({expected} Mbps): {where} holds no min_tx_rate (0)", **checked)
     if v.verdict == WRONG_RATE:
-        over = [o for o in port.rules if o.type != MIN_PPS and o.direction != rule.direction
-                and programmed_rate(SRIOV, o.value) == vf.min_tx_rate]
-        why = (f"{rule.value} kbps asked ({expected} Mbps); {where} holds {vf.min_tx_rate} Mbps, the {over[0].direction} "
-               f"minimum of {over[0].value} kbps: the SR-IOV agent writes every minimum rule as the VF's min_tx_rate, "
-               f"and the last in the policy's order stays" if over else f"{v.why} ({where})")
+        over = [
+            o
+            for o in port.rules
+            if o.type != MIN_PPS and o.direction != rule.direction and programmed_rate(SRIOV, o.value) == vf.min_tx_rate
+        ]
+        why = (
+            f"{rule.value} kbps asked ({expected} Mbps); {where} holds {vf.min_tx_rate} Mbps, the {over[0].direction} "
+            f"minimum of {over[0].value} kbps: the SR-IOV agent writes every minimum rule as the VF's min_tx_rate, "
+            f"and the last in the policy's order stays"
+            if over
+            else f"{v.why} ({where})"
+        )
         return Check(**{**checked, "verdict": WRONG_RATE}, factor=v.factor, why=why)
     if expected * 1000 != rule.value:
-        notes += (f"the agent writes whole Mbps: {rule.value} kbps became {expected} Mbps, so the VF guarantees "
-                  f"{expected * 1000} kbps",)
+        notes += (
+            f"the agent writes whole Mbps: {rule.value} kbps became {expected} Mbps, so the VF guarantees "
+            f"{expected * 1000} kbps",
+        )
     return Check(**{**checked, "verdict": ENFORCED, "notes": notes})
 
 
@@ -746,6 +1016,14 @@ def _sriov_nic_checks(plane: SriovPlane, checks: Sequence[Check]) -> list[NicChe
     for physnet, pfs in sorted(plane.devices.items()):
         for pf in pfs:
             egress, more = _admits(plane.providers.get(pf))
-            out.append(nic_check(pf, plane.speeds.get(pf), egress, sum(enforced.get(pf, {}).values()) * 1000,
-                                 physical_network=physnet, **more))
+            out.append(
+                nic_check(
+                    pf,
+                    plane.speeds.get(pf),
+                    egress,
+                    sum(enforced.get(pf, {}).values()) * 1000,
+                    physical_network=physnet,
+                    **more,
+                )
+            )
     return out

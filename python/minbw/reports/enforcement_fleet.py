@@ -2,6 +2,7 @@
 ``bandwidth_enforcement_info`` result says (the role ``bandwidth_enforcement``, through the filter
 ``minbw.openstack.enforcement_fleet``), or why there is none: its reader failed, the host was unreachable, or it left
 the play before the check. Pure: the results are Ansible's, as registered on each host."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -34,18 +35,32 @@ def host_outcome(result: Mapping | None) -> dict:
     if result.get("unreachable"):
         return {"read": False, "error": f"unreachable: {one_line(result)}"}
     if result.get("skipped"):
-        return {"read": False, "error": f"not read: the check was skipped "
-                                        f"({result.get('skip_reason') or one_line(result)})"}
+        return {
+            "read": False,
+            "error": f"not read: the check was skipped ({result.get('skip_reason') or one_line(result)})",
+        }
     if result.get("failed") or "counts" not in result:
         return {"read": False, "error": f"not read: {one_line(result)}"}
-    findings = [f"{c['verdict']}{'' if c.get('factor') is None else ' x%g' % c['factor']}: {c['kind']} "
-                f"{c['subject']}: {c.get('why') or '-'}"
-                for c in result.get("checks") or () if c["verdict"] in FINDINGS]
-    findings += [f"NIC {n.get('nic') or '-'} ({n.get('bridge') or n.get('physical_network') or '-'}): {error}"
-                 for n in result.get("nics") or () for error in n.get("errors") or ()]
-    return {"read": True, "host": result.get("host"), "backend": result.get("backend"), "ok": bool(result.get("ok")),
-            "counts": {v: int((result.get("counts") or {}).get(v, 0)) for v in VERDICTS}, "findings": findings,
-            "not_checked": list(result.get("not_checked") or ())}
+    findings = [
+        f"{c['verdict']}{'' if c.get('factor') is None else ' x%g' % c['factor']}: {c['kind']} "
+        f"{c['subject']}: {c.get('why') or '-'}"
+        for c in result.get("checks") or ()
+        if c["verdict"] in FINDINGS
+    ]
+    findings += [
+        f"NIC {n.get('nic') or '-'} ({n.get('bridge') or n.get('physical_network') or '-'}): {error}"
+        for n in result.get("nics") or ()
+        for error in n.get("errors") or ()
+    ]
+    return {
+        "read": True,
+        "host": result.get("host"),
+        "backend": result.get("backend"),
+        "ok": bool(result.get("ok")),
+        "counts": {v: int((result.get("counts") or {}).get(v, 0)) for v in VERDICTS},
+        "findings": findings,
+        "not_checked": list(result.get("not_checked") or ()),
+    }
 
 
 def fleet(results: Mapping[str, Mapping | None]) -> dict:
@@ -65,8 +80,16 @@ def fleet(results: Mapping[str, Mapping | None]) -> dict:
         lines += [f"  {line}" for line in h["findings"]] + [f"  not checked: {line}" for line in h["not_checked"]]
     acting = sorted(n for n, h in read.items() if not h["ok"])
     unread = sorted(set(hosts) - set(read))
-    lines.append(f"{len(hosts)} host(s): {len(read)} checked ({counted(counts)})"
-                 + (f"; findings on {', '.join(acting)}" if acting else "")
-                 + (f"; not read: {', '.join(unread)}" if unread else ""))
-    return {"ok": not acting and not unread, "hosts": hosts, "counts": counts, "with_findings": acting,
-            "unread": unread, "lines": lines}
+    lines.append(
+        f"{len(hosts)} host(s): {len(read)} checked ({counted(counts)})"
+        + (f"; findings on {', '.join(acting)}" if acting else "")
+        + (f"; not read: {', '.join(unread)}" if unread else "")
+    )
+    return {
+        "ok": not acting and not unread,
+        "hosts": hosts,
+        "counts": counts,
+        "with_findings": acting,
+        "unread": unread,
+        "lines": lines,
+    }

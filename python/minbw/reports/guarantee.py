@@ -3,6 +3,7 @@
 :mod:`minbw.ops.servers` reads the server, its ports, the claim the exact solver maps from the
 server's allocations and the providers' usage; :func:`check_guarantee` lists what is wrong.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -21,20 +22,30 @@ class PortState:
     binding_profile: Mapping
     binding_host: str | None
     request: PortRequest | None
-    source: str | None          # "neutron" (its resource_request) or "computed" (minbw.neutron)
+    source: str | None  # "neutron" (its resource_request) or "computed" (minbw.neutron)
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         """The port as a JSON-ready dict: id, name, request_source, resource_request (Neutron's format),
         binding_allocation, binding_host, notes."""
-        return {"id": self.id, "name": self.name, "request_source": self.source,
-                "resource_request": self.request.to_neutron() if self.request else None,
-                "binding_allocation": dict(self.binding_profile).get("allocation"),
-                "binding_host": self.binding_host, "notes": list(self.notes)}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "request_source": self.source,
+            "resource_request": self.request.to_neutron() if self.request else None,
+            "binding_allocation": dict(self.binding_profile).get("allocation"),
+            "binding_host": self.binding_host,
+            "notes": list(self.notes),
+        }
 
 
-def check_guarantee(server: Mapping, ports: list[PortState], claim: Claim | None,
-                    claim_error: str | None, providers: Mapping[str, Mapping]) -> list[str]:
+def check_guarantee(
+    server: Mapping,
+    ports: list[PortState],
+    claim: Claim | None,
+    claim_error: str | None,
+    providers: Mapping[str, Mapping],
+) -> list[str]:
     """Everything that breaks the guarantee, as sentences; empty when it holds.
 
     ``server``: ``id``, ``status``, ``hypervisor_hostname``, ``compute_host``; ``providers``: uuid ->
@@ -49,8 +60,9 @@ def check_guarantee(server: Mapping, ports: list[PortState], claim: Claim | None
     elif claim is None:
         problems.append(f"Placement has no allocations for the server (consumer {sid})")
     if claim is not None and server.get("hypervisor_hostname") and claim.host_name != server["hypervisor_hostname"]:
-        problems.append(f"the allocations are on host {claim.host_name}, but the server runs on "
-                        f"{server['hypervisor_hostname']}")
+        problems.append(
+            f"the allocations are on host {claim.host_name}, but the server runs on {server['hypervisor_hostname']}"
+        )
     groups = {gid: rps[0] for gid, rps in (claim.mapping if claim else {}).items() if gid}
 
     def name(rp):
@@ -65,22 +77,30 @@ def check_guarantee(server: Mapping, ports: list[PortState], claim: Claim | None
                 problems.append(f"{where} has no QoS minimum rules, but binding:profile.allocation is {actual}")
             continue
         if server.get("compute_host") and port.binding_host != server["compute_host"]:
-            problems.append(f"{where} is bound to host {port.binding_host!r}, the server is on {server['compute_host']!r}")
+            problems.append(
+                f"{where} is bound to host {port.binding_host!r}, the server is on {server['compute_host']!r}"
+            )
         if claim is None:
             continue
         expected = claim.binding_profiles.get(port.id)
         if actual != expected:
-            problems.append(f"{where}: binding:profile.allocation is {actual!r}, but the server's allocation maps "
-                            f"its request group(s) to {expected!r}")
+            problems.append(
+                f"{where}: binding:profile.allocation is {actual!r}, but the server's allocation maps "
+                f"its request group(s) to {expected!r}"
+            )
         for group in port.request.groups:
             rp = groups.get(group.id)
             info = providers.get(rp, {})
             mine = (info.get("allocations", {}).get(sid) or {}).get("resources", {})
             for rc, amount in group.resources:
                 if mine.get(rc, 0) < amount:
-                    problems.append(f"{where} group {group.id}: {name(rp)} has {mine.get(rc, 0)} {rc} allocated "
-                                    f"to the server, the group needs {amount}")
+                    problems.append(
+                        f"{where} group {group.id}: {name(rp)} has {mine.get(rc, 0)} {rc} allocated "
+                        f"to the server, the group needs {amount}"
+                    )
                 elif info.get("usages", {}).get(rc, 0) < amount:
-                    problems.append(f"{where} group {group.id}: the usage of {rc} on {name(rp)} is "
-                                    f"{info.get('usages', {}).get(rc, 0)}, less than the {amount} allocated")
+                    problems.append(
+                        f"{where} group {group.id}: the usage of {rc} on {name(rp)} is "
+                        f"{info.get('usages', {}).get(rc, 0)}, less than the {amount} allocated"
+                    )
     return problems

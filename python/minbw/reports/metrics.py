@@ -6,6 +6,7 @@ times 1000; ``_packets_per_second``: kpps times 1000; ``_seconds``; ``_timestamp
 ``time() - metric``), ``_ratio`` for ratios, ``_total`` only on counters; one metric per quantity (total, reserved,
 used are separate metrics, so a ``sum`` over any label is meaningful), labels for the dimensions.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -37,7 +38,7 @@ class Family:
     """One metric: ``samples`` are ``(labels, value)`` with labels as sorted ``(name, value)`` pairs."""
 
     name: str
-    type: str          # "gauge" | "counter"
+    type: str  # "gauge" | "counter"
     help: str
     samples: tuple[tuple[tuple[tuple[str, str], ...], float], ...] = ()
 
@@ -67,8 +68,9 @@ class _Builder:
 
     def build(self) -> list[Family]:
         """The declared families with their samples sorted by labels, in declaration order: a list of Family."""
-        return [Family(f.name, f.type, f.help, tuple(sorted(self._samples[n].items())))
-                for n, f in self.families.items()]
+        return [
+            Family(f.name, f.type, f.help, tuple(sorted(self._samples[n].items()))) for n, f in self.families.items()
+        ]
 
 
 def provider_labels(traits: Iterable[str]) -> tuple[str, str]:
@@ -76,7 +78,7 @@ def provider_labels(traits: Iterable[str]) -> tuple[str, str]:
     comma-joined in order."""
     traits = sorted(traits)
     physnet = ",".join(network_label(t) for t in traits if is_network_trait(t))
-    vnics = ",".join(t[len(VNIC_PREFIX):].lower().replace("_", "-") for t in traits if t.startswith(VNIC_PREFIX))
+    vnics = ",".join(t.removeprefix(VNIC_PREFIX).lower().replace("_", "-") for t in traits if t.startswith(VNIC_PREFIX))
     return physnet, vnics
 
 
@@ -85,13 +87,16 @@ def _scale(rc: str) -> int:
 
 
 def _declare_providers(b: _Builder) -> None:
-    for stem, unit, what in (("bandwidth", "bits_per_second", "bandwidth"),
-                             ("packet_rate", "packets_per_second", "packet rate")):
+    for stem, unit, what in (
+        ("bandwidth", "bits_per_second", "bandwidth"),
+        ("packet_rate", "packets_per_second", "packet rate"),
+    ):
         b.declare(f"{stem}_inventory_{unit}", f"A provider's {what} inventory (Placement's total)")
         b.declare(f"{stem}_reserved_{unit}", f"A provider's reserved {what} (kept back from allocations)")
         b.declare(f"{stem}_used_{unit}", f"A provider's {what} allocated to consumers")
-        b.declare(f"{stem}_allocation_ratio", f"A provider's {what} allocation ratio (capacity = (total - reserved) "
-                                              "x ratio)")
+        b.declare(
+            f"{stem}_allocation_ratio", f"A provider's {what} allocation ratio (capacity = (total - reserved) x ratio)"
+        )
         b.declare(f"vnic_type_{stem}_inventory_{unit}", f"The {what} inventory of the providers serving a vnic type")
         b.declare(f"vnic_type_{stem}_reserved_{unit}", f"The reserved {what} of the providers serving a vnic type")
         b.declare(f"vnic_type_{stem}_used_{unit}", f"The {what} allocated on the providers serving a vnic type")
@@ -101,14 +106,20 @@ def _labels(**labels: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v)) for k, v in labels.items()))
 
 
-# The per-provider samples are most of the exporter's memory (39 MiB of 94 at 1,000 hosts, docs/benchmarks.md): their metric
-# names are these constants, their label pairs and keys of few values (direction, physnet, vnic types, the sums'
+# The per-provider samples are most of the exporter's memory (39 MiB of 94 at 1,000 hosts, docs/benchmarks.md): their
+# metric names are these constants, their label pairs and keys of few values (direction, physnet, vnic types, the sums'
 # keys) and their totals are shared (:func:`_shared`), a provider's host and provider pairs are made once, and the
 # per vnic type sums are not kept per provider but derived from its own samples (:func:`_sums_of`).
-_OWN_NAMES = {rc: tuple(PREFIX + f"{stem}_{part}_{unit}" for part in ("inventory", "reserved", "used"))
-              + (PREFIX + f"{stem}_allocation_ratio",) for rc, (stem, unit, _) in CLASSES.items()}
-_SUM_OF = {own: PREFIX + f"vnic_type_{stem}_{part}_{unit}" for rc, (stem, unit, _) in CLASSES.items()
-           for own, part in zip(_OWN_NAMES[rc], ("inventory", "reserved", "used"))}
+_OWN_NAMES = {
+    rc: tuple(PREFIX + f"{stem}_{part}_{unit}" for part in ("inventory", "reserved", "used"))
+    + (PREFIX + f"{stem}_allocation_ratio",)
+    for rc, (stem, unit, _) in CLASSES.items()
+}
+_SUM_OF = {
+    own: PREFIX + f"vnic_type_{stem}_{part}_{unit}"
+    for rc, (stem, unit, _) in CLASSES.items()
+    for own, part in zip(_OWN_NAMES[rc], ("inventory", "reserved", "used"))
+}
 _SHARED: dict = {}
 _SHARED_MAX = 1 << 16
 
@@ -141,8 +152,12 @@ def _own_samples(d, host: str | None) -> tuple:
         direction = CLASSES[rc][2]
         labels = (_shared(("direction", direction)), host_pair, physnet_pair, provider_pair, vnics_pair)
         inventory, reserved, used, ratio = _OWN_NAMES[rc]
-        own += [(inventory, labels, _int(s.total * _scale(rc))), (reserved, labels, _int(s.reserved * _scale(rc))),
-                (used, labels, s.used * _scale(rc)), (ratio, labels, s.allocation_ratio)]
+        own += [
+            (inventory, labels, _int(s.total * _scale(rc))),
+            (reserved, labels, _int(s.reserved * _scale(rc))),
+            (used, labels, s.used * _scale(rc)),
+            (ratio, labels, s.allocation_ratio),
+        ]
     return tuple(own)
 
 
@@ -155,8 +170,13 @@ def _sums_of(own: Iterable) -> Iterable[tuple]:
             continue
         direction, _, physnet, _, vnics = (v for _, v in labels)
         for vnic in filter(None, vnics.split(",")):
-            yield to, _shared((_shared(("direction", direction)), _shared(("physnet", physnet)),
-                               _shared(("vnic_type", vnic)))), value
+            yield (
+                to,
+                _shared(
+                    (_shared(("direction", direction)), _shared(("physnet", physnet)), _shared(("vnic_type", vnic)))
+                ),
+                value,
+            )
 
 
 def provider_samples(d, host: str | None) -> tuple[tuple, tuple]:
@@ -191,12 +211,12 @@ class ProviderFamilies:
     keep what it rendered of each provider (:mod:`minbw.exporter.exposition`)."""
 
     def __init__(self):
-        self._of: dict[str, tuple] = {}   # provider → (detail, host, own); its sums derived from own
+        self._of: dict[str, tuple] = {}  # provider → (detail, host, own); its sums derived from own
         self._families: list[Family] | None = None
         self._b = _Builder()
         _declare_providers(self._b)
         self._sums = {n for n in self._b.families if n.startswith(PREFIX + "vnic_type_")}
-        self.built = 0                    # providers whose samples were built, all told (tests, benchmarks)
+        self.built = 0  # providers whose samples were built, all told (tests, benchmarks)
 
     def families(self, details: Iterable, hosts: Mapping[str, str | None]) -> list[Family]:
         """The provider families for ``details`` (``hosts``: provider uuid → host name), a list of Family: only the
@@ -226,8 +246,15 @@ class ProviderFamilies:
             samples[name].clear()
         for _, _, own in seen.values():
             _put(self._b, (), _sums_of(own))
-        self._families = [Family(f.name, f.type, f.help, tuple(sorted(samples[n].items())) if n in self._sums
-                                 else tuple(samples[n].items())) for n, f in self._b.families.items()]
+        self._families = [
+            Family(
+                f.name,
+                f.type,
+                f.help,
+                tuple(sorted(samples[n].items())) if n in self._sums else tuple(samples[n].items()),
+            )
+            for n, f in self._b.families.items()
+        ]
         return self._families
 
     @property
@@ -238,10 +265,15 @@ class ProviderFamilies:
 
 def headroom(b: _Builder, sizes: Iterable[tuple[str, str, object]]) -> None:
     """``sizes``: ``(name, vnic_type, CapacityReport)`` per configured port size."""
-    b.declare("headroom_ports", "How many more ports of a configured size fit on a host's physnet (the arithmetic "
-                                "of minbw capacity show)")
-    b.declare("physnet_headroom_ports", "How many more ports of a configured size fit on a physnet in all (hosts "
-                                        "drawing from the same sharing providers counted once)")
+    b.declare(
+        "headroom_ports",
+        "How many more ports of a configured size fit on a host's physnet (the arithmetic of minbw capacity show)",
+    )
+    b.declare(
+        "physnet_headroom_ports",
+        "How many more ports of a configured size fit on a physnet in all (hosts "
+        "drawing from the same sharing providers counted once)",
+    )
     b.declare("cloud_headroom_ports", "How many more ports of a configured size fit in the whole cloud")
     for name, vnic, report in sizes:
         for h in report.hosts:
@@ -265,8 +297,11 @@ def drift(b: _Builder, rows: Iterable, hosts_by_name: Mapping[str, str]) -> None
 
 def audit(b: _Builder, findings: Iterable, kinds: Iterable[str] = AUDIT_KINDS) -> None:
     """The findings counted by kind, each kind the audit checked present (0 when none)."""
-    b.declare("audit_findings", "The audit's findings by kind (leaked-allocation, stale-binding, over-capacity, "
-                                "double-allocation, over-allocation)")
+    b.declare(
+        "audit_findings",
+        "The audit's findings by kind (leaked-allocation, stale-binding, over-capacity, "
+        "double-allocation, over-allocation)",
+    )
     for kind in kinds:
         b.add("audit_findings", 0, kind=kind)
     for f in findings:
@@ -304,10 +339,15 @@ def collection(b: _Builder, stats: Mapping[str, float], calls_total: int) -> Non
     """The last collection's cost (a scrape serves the last collection; its age is the scrape's own family)."""
     b.declare("collection_duration_seconds", "How long the last collection took (reading Placement included)")
     b.declare("collection_placement_calls", "Placement calls the last collection made")
-    b.declare("collection_providers_read", "Providers whose traits and inventories the last collection read (those "
-                                           "whose generation moved)")
-    b.declare("collection_usages_read", "Usages the last collection read of providers whose traits and inventories "
-                                        "the cache held (every bandwidth provider's usage is read each collection)")
+    b.declare(
+        "collection_providers_read",
+        "Providers whose traits and inventories the last collection read (those whose generation moved)",
+    )
+    b.declare(
+        "collection_usages_read",
+        "Usages the last collection read of providers whose traits and inventories "
+        "the cache held (every bandwidth provider's usage is read each collection)",
+    )
     b.declare("providers", "Resource providers in Placement (the collection's one listing)")
     b.declare("bandwidth_providers", "Providers holding bandwidth or packet rate")
     b.declare("placement_calls", "Placement calls made by the exporter's collections since it started", "counter")
@@ -325,14 +365,21 @@ def enforcement(b: _Builder, report) -> None:
     families carry no sample): the checks counted per verdict (each verdict present, 0 when none), and per NIC its
     link's speed, what Placement admits on its provider in each direction, the sum of the minimums enforced on it
     and its errors (an inventory or a sum above the link)."""
-    b.declare("enforcement_checks", "A host's enforcement checks by verdict (enforced, missing, wrong rate, "
-                                    "placement-only, orphan; minbw enforcement show)")
+    b.declare(
+        "enforcement_checks",
+        "A host's enforcement checks by verdict (enforced, missing, wrong rate, "
+        "placement-only, orphan; minbw enforcement show)",
+    )
     b.declare("enforcement_nic_speed_bits_per_second", "A NIC's link speed (ethtool)")
-    b.declare("enforcement_nic_admitted_bits_per_second", "What Placement admits on a NIC's provider: (total - "
-                                                          "reserved) x allocation_ratio")
+    b.declare(
+        "enforcement_nic_admitted_bits_per_second",
+        "What Placement admits on a NIC's provider: (total - reserved) x allocation_ratio",
+    )
     b.declare("enforcement_nic_enforced_bits_per_second", "The sum of the minimums the data plane enforces on a NIC")
-    b.declare("enforcement_nic_errors", "A NIC's errors: Placement's inventory or the minimums enforced above the "
-                                        "link's speed")
+    b.declare(
+        "enforcement_nic_errors",
+        "A NIC's errors: Placement's inventory or the minimums enforced above the link's speed",
+    )
     if report is None:
         return
     counts = report.counts()
@@ -358,11 +405,20 @@ def enforcement_families(report, status: Mapping[str, Mapping]) -> list[Family]:
     return b.build()
 
 
-def families(*, details: Iterable = (), hosts: Mapping[str, str | None] | None = None,
-             sizes: Iterable[tuple[str, str, object]] = (), drift_rows: Iterable | None = None,
-             findings: Iterable | None = None, audit_kinds: Iterable[str] = AUDIT_KINDS, status: Mapping[str, Mapping] | None = None,
-             sync_record: Mapping | None = None, stats: Mapping[str, float] | None = None,
-             calls_total: int = 0, provider_families: ProviderFamilies | None = None) -> list[Family]:
+def families(
+    *,
+    details: Iterable = (),
+    hosts: Mapping[str, str | None] | None = None,
+    sizes: Iterable[tuple[str, str, object]] = (),
+    drift_rows: Iterable | None = None,
+    findings: Iterable | None = None,
+    audit_kinds: Iterable[str] = AUDIT_KINDS,
+    status: Mapping[str, Mapping] | None = None,
+    sync_record: Mapping | None = None,
+    stats: Mapping[str, float] | None = None,
+    calls_total: int = 0,
+    provider_families: ProviderFamilies | None = None,
+) -> list[Family]:
     """Every family, from what the last collection and the last slow reports found (None: that report has not
     run, or failed: its families carry no sample). ``provider_families``: the exporter's, which keeps the
     provider families of the providers that did not move."""

@@ -30,6 +30,7 @@ Each step is checked against the rules of its phase (:func:`phase_of`) by :func:
 
 :mod:`minbw.ops.server_move` reads the facts; everything here is data in, sentences out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -50,17 +51,33 @@ MOVING = "moving"
 FAILED = "failed"
 
 # Nova's migration statuses (nova.objects.migration) by what they mean for the allocations
-DONE_TO_TARGET = frozenset({"confirmed", "completed"})   # the server lives on the target
-DONE_TO_SOURCE = frozenset({"reverted"})                 # back on the source
-BROKEN = frozenset({"error", "failed", "cancelled"})     # the move stopped; the server is where it is
+DONE_TO_TARGET = frozenset({"confirmed", "completed"})  # the server lives on the target
+DONE_TO_SOURCE = frozenset({"reverted"})  # back on the source
+BROKEN = frozenset({"error", "failed", "cancelled"})  # the move stopped; the server is where it is
 EVACUATION = "evacuation"
 # Nova's instance actions (nova.compute.instance_actions) that put a server on a host or take it off,
 # and the ones that belong to each kind of migration record
-HOST_ACTIONS = frozenset({"create", "migrate", "resize", "confirmResize", "revertResize", "live-migration",
-                          "evacuate", "shelve", "shelveOffload", "unshelve"})
+HOST_ACTIONS = frozenset(
+    {
+        "create",
+        "migrate",
+        "resize",
+        "confirmResize",
+        "revertResize",
+        "live-migration",
+        "evacuate",
+        "shelve",
+        "shelveOffload",
+        "unshelve",
+    }
+)
 _COLD = frozenset({"migrate", "resize", "confirmResize", "revertResize"})
-MIGRATION_ACTIONS = {"migration": _COLD, "resize": _COLD, "live-migration": frozenset({"live-migration"}),
-                     EVACUATION: frozenset({"evacuate"})}
+MIGRATION_ACTIONS = {
+    "migration": _COLD,
+    "resize": _COLD,
+    "live-migration": frozenset({"live-migration"}),
+    EVACUATION: frozenset({"evacuate"}),
+}
 # a server with its resources: ACTIVE, or SHUTOFF (stopped servers keep their allocations; an
 # evacuation with compute API microversion 2.95+ leaves the server stopped on the target)
 HOLDING_STATUSES = frozenset({"ACTIVE", "SHUTOFF"})
@@ -82,15 +99,29 @@ class Migration:
     @classmethod
     def from_api(cls, m: Mapping[str, Any]) -> Migration:
         """From a ``GET /os-migrations`` record (a KeyError without ``uuid``; the other fields None when absent)."""
-        return cls(uuid=m["uuid"], status=m.get("status"), migration_type=m.get("migration_type"),
-                   source_compute=m.get("source_compute"), dest_compute=m.get("dest_compute"),
-                   source_node=m.get("source_node"), dest_node=m.get("dest_node"), id=m.get("id"))
+        return cls(
+            uuid=m["uuid"],
+            status=m.get("status"),
+            migration_type=m.get("migration_type"),
+            source_compute=m.get("source_compute"),
+            dest_compute=m.get("dest_compute"),
+            source_node=m.get("source_node"),
+            dest_node=m.get("dest_node"),
+            id=m.get("id"),
+        )
 
     def to_dict(self) -> dict:
         """The migration as a JSON-ready dict of its fields."""
-        return {"uuid": self.uuid, "id": self.id, "status": self.status, "migration_type": self.migration_type,
-                "source_compute": self.source_compute, "dest_compute": self.dest_compute,
-                "source_node": self.source_node, "dest_node": self.dest_node}
+        return {
+            "uuid": self.uuid,
+            "id": self.id,
+            "status": self.status,
+            "migration_type": self.migration_type,
+            "source_compute": self.source_compute,
+            "dest_compute": self.dest_compute,
+            "source_node": self.source_node,
+            "dest_node": self.dest_node,
+        }
 
 
 @dataclass(frozen=True)
@@ -109,13 +140,24 @@ class ProviderState:
 
     def summary(self) -> dict:
         """Placement's ``provider_summaries`` shape, as the solver reads it."""
-        return {"resources": {}, "traits": sorted(self.traits), "parent_provider_uuid": self.parent_uuid,
-                "root_provider_uuid": self.root_uuid, "name": self.name}
+        return {
+            "resources": {},
+            "traits": sorted(self.traits),
+            "parent_provider_uuid": self.parent_uuid,
+            "root_provider_uuid": self.root_uuid,
+            "name": self.name,
+        }
 
     def to_dict(self) -> dict:
         """The provider as a JSON-ready dict: uuid, name, root, capacity, usages, consumers."""
-        return {"uuid": self.uuid, "name": self.name, "root": self.root_uuid, "capacity": dict(self.capacity),
-                "usages": dict(self.usages), "consumers": {c: dict(r) for c, r in self.consumers.items()}}
+        return {
+            "uuid": self.uuid,
+            "name": self.name,
+            "root": self.root_uuid,
+            "capacity": dict(self.capacity),
+            "usages": dict(self.usages),
+            "consumers": {c: dict(r) for c, r in self.consumers.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -128,7 +170,7 @@ class MoveFacts:
     server consumer mapped to its request by :func:`minbw.ops.claims.existing_claim`.
     """
 
-    server: Mapping[str, Any]        # id, name, status, task_state, compute_host, hypervisor_hostname, fault
+    server: Mapping[str, Any]  # id, name, status, task_state, compute_host, hypervisor_hostname, fault
     request: ServerRequest
     ports: tuple[PortState, ...]
     allocations: Mapping[str, Mapping[str, Mapping[str, int]]]
@@ -137,7 +179,7 @@ class MoveFacts:
     migration: Migration | None = None
     claim: Claim | None = None
     claim_error: str | None = None
-    last_action: str | None = None   # the server's newest instance action of HOST_ACTIONS
+    last_action: str | None = None  # the server's newest instance action of HOST_ACTIONS
 
 
 @dataclass(frozen=True)
@@ -147,8 +189,8 @@ class Part:
     consumer: str
     root: str
     allocations: Mapping[str, Mapping[str, int]]
-    groups: Mapping[str, str]            # group id -> provider ({} when unmapped)
-    bindings: Mapping[str, Any]          # port id -> the binding:profile.allocation it implies
+    groups: Mapping[str, str]  # group id -> provider ({} when unmapped)
+    bindings: Mapping[str, Any]  # port id -> the binding:profile.allocation it implies
     error: str | None = None
 
 
@@ -191,8 +233,9 @@ def phase_of(server: Mapping[str, Any], migration: Migration | None) -> str:
     return MOVING
 
 
-def split_by_root(allocations: Mapping[str, Mapping[str, int]],
-                  providers: Mapping[str, ProviderState]) -> dict[str, dict[str, dict[str, int]]]:
+def split_by_root(
+    allocations: Mapping[str, Mapping[str, int]], providers: Mapping[str, ProviderState]
+) -> dict[str, dict[str, dict[str, int]]]:
     """A consumer's allocations per host tree (root provider uuid; an unknown provider is its own root)."""
     out: dict[str, dict[str, dict[str, int]]] = {}
     for rp, res in allocations.items():
@@ -201,8 +244,13 @@ def split_by_root(allocations: Mapping[str, Mapping[str, int]],
     return out
 
 
-def map_part(consumer: str, root: str, allocations: Mapping[str, Mapping[str, int]], request: ServerRequest,
-             providers: Mapping[str, ProviderState]) -> Part:
+def map_part(
+    consumer: str,
+    root: str,
+    allocations: Mapping[str, Mapping[str, int]],
+    request: ServerRequest,
+    providers: Mapping[str, ProviderState],
+) -> Part:
     """Which provider serves each port group in one tree of a consumer's allocations.
 
     The flavor part is what the consumer holds on the root provider: Nova does not show a
@@ -210,8 +258,9 @@ def map_part(consumer: str, root: str, allocations: Mapping[str, Mapping[str, in
     :func:`minbw.ops.claims.existing_claim`; here the question is where the bandwidth is.
     """
     flavor = dict(allocations.get(root, {}))
-    req = replace(request, vcpus=0, memory_mb=0, disk_gb=0, extra_resources=tuple(flavor.items()),
-                  required=(), forbidden=())
+    req = replace(
+        request, vcpus=0, memory_mb=0, disk_gb=0, extra_resources=tuple(flavor.items()), required=(), forbidden=()
+    )
     summaries = {rp: p.summary() for rp, p in providers.items()}
     result = solve({rp: {"resources": res} for rp, res in allocations.items()}, summaries, req)
     if not result.unique:
@@ -235,14 +284,23 @@ def _guarantee_view(facts: MoveFacts) -> dict:
     server = facts.server
     status = server.get("status")
     ok = status in HOLDING_STATUSES or status == "VERIFY_RESIZE"
-    return {"id": server["id"], "status": "ACTIVE" if ok else status,
-            "hypervisor_hostname": server.get("hypervisor_hostname"), "compute_host": server.get("compute_host")}
+    return {
+        "id": server["id"],
+        "status": "ACTIVE" if ok else status,
+        "hypervisor_hostname": server.get("hypervisor_hostname"),
+        "compute_host": server.get("compute_host"),
+    }
 
 
 def _provider_views(facts: MoveFacts) -> dict[str, dict]:
-    return {rp: {"name": p.name, "usages": dict(p.usages),
-                 "allocations": {c: {"resources": dict(r)} for c, r in p.consumers.items()}}
-            for rp, p in facts.providers.items()}
+    return {
+        rp: {
+            "name": p.name,
+            "usages": dict(p.usages),
+            "allocations": {c: {"resources": dict(r)} for c, r in p.consumers.items()},
+        }
+        for rp, p in facts.providers.items()
+    }
 
 
 def capacity_problems(providers: Mapping[str, ProviderState]) -> list[str]:
@@ -257,8 +315,9 @@ def capacity_problems(providers: Mapping[str, ProviderState]) -> list[str]:
             total = sum(res.get(rc, 0) for res in p.consumers.values())
             if total != used:
                 holders = {c: res.get(rc) for c, res in p.consumers.items() if res.get(rc)}
-                problems.append(f"{_name(providers, rp)}: usage of {rc} is {used}, but its consumers hold {total} "
-                                f"({holders})")
+                problems.append(
+                    f"{_name(providers, rp)}: usage of {rc} is {used}, but its consumers hold {total} ({holders})"
+                )
     return problems
 
 
@@ -270,11 +329,14 @@ def _check_part_on(facts: MoveFacts, part: Part, root: str | None, who: str) -> 
     """The part maps every port group to a provider of ``root`` with the group's traits."""
     problems = []
     if part.error:
-        return [f"{who} on {_host_name(facts, part.root)}: its allocation does not serve the ports' request "
-                f"groups: {part.error}"]
+        return [
+            f"{who} on {_host_name(facts, part.root)}: its allocation does not serve the ports' request "
+            f"groups: {part.error}"
+        ]
     if root is not None and part.root != root:
-        problems.append(f"{who} holds allocations on {_host_name(facts, part.root)}, expected "
-                        f"{_host_name(facts, root)}")
+        problems.append(
+            f"{who} holds allocations on {_host_name(facts, part.root)}, expected {_host_name(facts, root)}"
+        )
     for port in facts.ports:
         for group in port.request.groups if port.request else ():
             rp = part.groups.get(group.id)
@@ -284,8 +346,9 @@ def _check_part_on(facts: MoveFacts, part: Part, root: str | None, who: str) -> 
             traits = facts.providers[rp].traits if rp in facts.providers else frozenset()
             why = group.trait_problem(traits)
             if why:
-                problems.append(f"{who}: {_port_where(port)} group {group.id} is on {_name(facts.providers, rp)}, "
-                                f"which {why}")
+                problems.append(
+                    f"{who}: {_port_where(port)} group {group.id} is on {_name(facts.providers, rp)}, which {why}"
+                )
     return problems
 
 
@@ -301,8 +364,10 @@ def _check_bindings(facts: MoveFacts, part: Part | None, host: str | None) -> li
         if part is not None and not part.error:
             expected = part.bindings.get(port.id)
             if actual != expected:
-                problems.append(f"{_port_where(port)}: binding:profile.allocation is {actual!r}, expected "
-                                f"{expected!r} (the providers on {_host_name(facts, part.root)})")
+                problems.append(
+                    f"{_port_where(port)}: binding:profile.allocation is {actual!r}, expected "
+                    f"{expected!r} (the providers on {_host_name(facts, part.root)})"
+                )
     return problems
 
 
@@ -329,24 +394,35 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
     mine = facts.allocations.get(sid) or {}
     # the newest record's consumer must hold nothing once its move is over, current or not
     theirs = (facts.allocations.get(record.uuid) or {}) if record else {}
-    parts = [map_part(sid, root, part, facts.request, providers) for root, part in split_by_root(mine, providers).items()]
-    parts += [map_part(record.uuid, root, part, facts.request, providers)
-              for root, part in split_by_root(theirs, providers).items()] if record else []
+    parts = [
+        map_part(sid, root, part, facts.request, providers) for root, part in split_by_root(mine, providers).items()
+    ]
+    parts += (
+        [
+            map_part(record.uuid, root, part, facts.request, providers)
+            for root, part in split_by_root(theirs, providers).items()
+        ]
+        if record
+        else []
+    )
     src = facts.hosts.get(mig.source_node) if mig else None
     dst = facts.hosts.get(mig.dest_node) if mig else None
     mig_name = f"migration {record.uuid} ({record.migration_type}, {record.status})" if record else ""
     server_parts = [p for p in parts if p.consumer == sid]
     mig_parts = [p for p in parts if record and p.consumer == record.uuid]
     if record is not None and mig is None:
-        notes.append(f"{mig_name} predates the server's last {facts.last_action}: the server's place is not "
-                     f"judged against it")
+        notes.append(
+            f"{mig_name} predates the server's last {facts.last_action}: the server's place is not judged against it"
+        )
 
     if phase == FAILED:
         fault = (server.get("fault") or {}).get("message")
         problems.append(f"server {sid} is ERROR" + (f": {fault}" if fault else ""))
     elif phase == MOVING:
-        notes.append(f"server {sid} is {server.get('status')} (task {server.get('task_state')}) "
-                     f"{'with ' + mig_name if mig else ''}: a move is in progress; only the capacity rules apply")
+        notes.append(
+            f"server {sid} is {server.get('status')} (task {server.get('task_state')}) "
+            f"{'with ' + mig_name if mig else ''}: a move is in progress; only the capacity rules apply"
+        )
     elif phase == SHELVED_OFFLOADED:
         if mine:
             problems.append(f"server {sid} is SHELVED_OFFLOADED but still holds allocations: {dict(mine)}")
@@ -355,17 +431,23 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
         for port in facts.ports:
             allocation = dict(port.binding_profile).get("allocation")
             if allocation:
-                problems.append(f"{_port_where(port)}: binding:profile.allocation is still {allocation!r} while the "
-                                f"server is offloaded")
+                problems.append(
+                    f"{_port_where(port)}: binding:profile.allocation is still {allocation!r} while the "
+                    f"server is offloaded"
+                )
             if port.binding_host:
-                problems.append(f"{_port_where(port)} is still bound to {port.binding_host!r} while the server is "
-                                f"offloaded")
+                problems.append(
+                    f"{_port_where(port)} is still bound to {port.binding_host!r} while the server is offloaded"
+                )
     elif phase == VERIFY_RESIZE:
-        problems += check_guarantee(_guarantee_view(facts), list(facts.ports), facts.claim, facts.claim_error,
-                                    _provider_views(facts))
+        problems += check_guarantee(
+            _guarantee_view(facts), list(facts.ports), facts.claim, facts.claim_error, _provider_views(facts)
+        )
         if src is None or dst is None:
-            problems.append(f"{mig_name}: source node {mig.source_node!r} or target node {mig.dest_node!r} has no "
-                            f"provider in Placement")
+            problems.append(
+                f"{mig_name}: source node {mig.source_node!r} or target node {mig.dest_node!r} has no "
+                f"provider in Placement"
+            )
         if not server_parts:
             problems.append(f"server {sid} holds no allocations in VERIFY_RESIZE (the target's belong to it)")
         for part in server_parts:
@@ -378,13 +460,16 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
     elif phase == EVACUATED:
         problems += _check_evacuated(facts, server_parts, mig_parts, dst, mig_name, notes)
     else:  # SETTLED
-        problems += check_guarantee(_guarantee_view(facts), list(facts.ports), facts.claim, facts.claim_error,
-                                    _provider_views(facts))
+        problems += check_guarantee(
+            _guarantee_view(facts), list(facts.ports), facts.claim, facts.claim_error, _provider_views(facts)
+        )
         if server.get("status") not in HOLDING_STATUSES:
             problems.append(f"server {sid} is {server.get('status')}")
         if len(server_parts) > 1:
-            problems.append(f"server {sid} holds allocations on {len(server_parts)} hosts "
-                            f"({', '.join(_host_name(facts, p.root) for p in server_parts)}): counted more than once")
+            problems.append(
+                f"server {sid} holds allocations on {len(server_parts)} hosts "
+                f"({', '.join(_host_name(facts, p.root) for p in server_parts)}): counted more than once"
+            )
         if theirs:
             problems.append(f"{mig_name} still holds allocations after the move: {dict(theirs)}")
         where, host = None, None
@@ -397,12 +482,15 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
         # the ports' binding against the server's host and claim: check_guarantee above
         if host is not None:
             if server.get("compute_host") != host:
-                problems.append(f"server {sid} runs on {server.get('compute_host')!r}, but {mig_name} puts it on "
-                                f"{host!r}")
+                problems.append(
+                    f"server {sid} runs on {server.get('compute_host')!r}, but {mig_name} puts it on {host!r}"
+                )
         for gid, held in _holders(parts).items():
             if len(held) != 1:
-                problems.append(f"group {gid}: its bandwidth is counted on {len(held)} providers after the move "
-                                f"({', '.join(f'{_name(providers, rp)} for {c}' for c, rp in held)})")
+                problems.append(
+                    f"group {gid}: its bandwidth is counted on {len(held)} providers after the move "
+                    f"({', '.join(f'{_name(providers, rp)} for {c}' for c, rp in held)})"
+                )
     if expect_allocations is not None and phase in (SETTLED, VERIFY_RESIZE, EVACUATED):
         want = {rp: dict(res) for rp, res in expect_allocations.items()}
         have = {rp: dict(res) for rp, res in mine.items()}
@@ -412,14 +500,17 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
     return Verdict(phase, tuple(problems), tuple(notes), tuple(parts))
 
 
-def _check_evacuated(facts: MoveFacts, server_parts: list[Part], mig_parts: list[Part], dst: str | None,
-                     mig_name: str, notes: list[str]) -> list[str]:
+def _check_evacuated(
+    facts: MoveFacts, server_parts: list[Part], mig_parts: list[Part], dst: str | None, mig_name: str, notes: list[str]
+) -> list[str]:
     sid = facts.server["id"]
     mig = facts.migration
     problems = []
     if facts.server.get("compute_host") != mig.dest_compute:
-        problems.append(f"server {sid} runs on {facts.server.get('compute_host')!r}, but {mig_name} evacuated it "
-                        f"to {mig.dest_compute!r}")
+        problems.append(
+            f"server {sid} runs on {facts.server.get('compute_host')!r}, but {mig_name} evacuated it "
+            f"to {mig.dest_compute!r}"
+        )
     if mig_parts:
         problems.append(f"{mig_name} holds allocations; Nova's evacuation keeps everything on the server consumer")
     target = [p for p in server_parts if p.root == dst]
@@ -430,7 +521,9 @@ def _check_evacuated(facts: MoveFacts, server_parts: list[Part], mig_parts: list
     problems += _check_bindings(facts, target[0] if target else None, mig.dest_compute)
     for part in server_parts:
         if part.root != dst:
-            notes.append(f"server {sid} still holds {dict(part.allocations)} on {_host_name(facts, part.root)}: Nova "
-                         f"releases an evacuated server's source allocation when nova-compute on "
-                         f"{mig.source_compute} starts again ({mig_name})")
+            notes.append(
+                f"server {sid} still holds {dict(part.allocations)} on {_host_name(facts, part.root)}: Nova "
+                f"releases an evacuated server's source allocation when nova-compute on "
+                f"{mig.source_compute} starts again ({mig_name})"
+            )
     return problems

@@ -14,6 +14,7 @@ provider is above capacity once the racing writes are over, the last write that 
 writer afterwards, and only lowering writes came between: that read saw the provider over capacity, so
 the write was undone. (An undo that Placement refuses is reported, never left silent.)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,12 @@ class Excess:
 
     def to_dict(self) -> dict:
         """The excess as a JSON-ready dict: provider, resource_class, used, capacity."""
-        return {"provider": self.provider, "resource_class": self.resource_class, "used": self.used,
-                "capacity": self.capacity}
+        return {
+            "provider": self.provider,
+            "resource_class": self.resource_class,
+            "used": self.used,
+            "capacity": self.capacity,
+        }
 
 
 def capacity(inventory: Mapping[str, Any]) -> float:
@@ -56,19 +61,27 @@ def resources(allocations: Allocations | None) -> dict[str, dict[str, int]]:
 def raised(after: Allocations, before: Allocations | None = None) -> dict[str, set[str]]:
     """The provider classes a write from ``before`` to ``after`` raised (the ones it can have overfilled)."""
     old = resources(before)
-    return {rp: rcs for rp, res in resources(after).items()
-            if (rcs := {rc for rc, n in res.items() if n > old.get(rp, {}).get(rc, 0)})}
+    return {
+        rp: rcs
+        for rp, res in resources(after).items()
+        if (rcs := {rc for rc, n in res.items() if n > old.get(rp, {}).get(rc, 0)})
+    }
 
 
 def capacities_from_summaries(summaries: Mapping[str, Mapping] | None) -> dict[str, dict[str, float]]:
     """``{rp: {rc: capacity}}`` from allocation candidates' ``provider_summaries`` (Placement's own
     ``(total - reserved) * allocation_ratio``, rounded down: the same verdict for integer usages)."""
-    return {rp: {rc: r["capacity"] for rc, r in s.get("resources", {}).items() if "capacity" in r}
-            for rp, s in (summaries or {}).items()}
+    return {
+        rp: {rc: r["capacity"] for rc, r in s.get("resources", {}).items() if "capacity" in r}
+        for rp, s in (summaries or {}).items()
+    }
 
 
-def over_capacity(touched: Mapping[str, set[str]], usages: Mapping[str, Mapping[str, int]],
-                  capacities: Mapping[str, Mapping[str, float]]) -> tuple[Excess, ...]:
+def over_capacity(
+    touched: Mapping[str, set[str]],
+    usages: Mapping[str, Mapping[str, int]],
+    capacities: Mapping[str, Mapping[str, float]],
+) -> tuple[Excess, ...]:
     """Every (provider, class) of ``touched`` whose usage is above its capacity, in a stable order.
     A class without an inventory (gone since the write) counts as capacity 0 when something uses it."""
     out = []
@@ -81,8 +94,15 @@ def over_capacity(touched: Mapping[str, set[str]], usages: Mapping[str, Mapping[
     return tuple(out)
 
 
-def undo_body(consumer: str, now: Mapping[str, Any], written: Allocations, before: Allocations | None = None,
-              *, project_id: str | None = None, user_id: str | None = None) -> dict:
+def undo_body(
+    consumer: str,
+    now: Mapping[str, Any],
+    written: Allocations,
+    before: Allocations | None = None,
+    *,
+    project_id: str | None = None,
+    user_id: str | None = None,
+) -> dict:
     """The ``PUT /allocations/{consumer}`` body that puts back ``before`` (nothing: a new consumer) in place
     of ``written``, at the consumer generation of ``now`` (its GET after the write).
 
@@ -93,7 +113,11 @@ def undo_body(consumer: str, now: Mapping[str, Any], written: Allocations, befor
         raise ConsumerConflict(
             f"consumer {consumer} changed after our write left a provider over capacity: it holds "
             f"{resources(now.get('allocations')) or 'nothing'} instead of what we wrote, so we cannot undo our "
-            f"write without touching someone else's. Check it (minbw audit) and free or fix it by hand.")
-    return {"allocations": {rp: {"resources": dict(res)} for rp, res in resources(before).items()},
-            "consumer_generation": now.get("consumer_generation"),
-            "project_id": now.get("project_id") or project_id, "user_id": now.get("user_id") or user_id}
+            f"write without touching someone else's. Check it (minbw audit) and free or fix it by hand."
+        )
+    return {
+        "allocations": {rp: {"resources": dict(res)} for rp, res in resources(before).items()},
+        "consumer_generation": now.get("consumer_generation"),
+        "project_id": now.get("project_id") or project_id,
+        "user_id": now.get("user_id") or user_id,
+    }

@@ -2,6 +2,7 @@
 module: claim a server's resources atomically (one ``PUT /allocations/{consumer}`` per attempt, alternates on
 capacity), or free them safely. A claim is idempotent: the consumer already holding exactly that claim is left
 unchanged; holding something else is explained."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,7 +40,10 @@ class ClaimResult:
     def diff(self) -> dict:
         """Ansible's diff shape: ``claimed`` (and the host) before and after."""
         if not self.changed:
-            return {"before": {"claimed": True, "host": self.claim.host}, "after": {"claimed": True, "host": self.claim.host}}
+            return {
+                "before": {"claimed": True, "host": self.claim.host},
+                "after": {"claimed": True, "host": self.claim.host},
+            }
         return {"before": {"claimed": False}, "after": {"claimed": True, "host": self.claim.host}}
 
     def to_dict(self) -> dict:
@@ -61,26 +65,52 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
     held = api.get_allocations(request.consumer).get("allocations") or {}
     if held:
         try:
-            return ClaimResult(False, claims.named(api, claims.mapped_claim(api, request.consumer, held, req)),
-                               request.check)
+            return ClaimResult(
+                False, claims.named(api, claims.mapped_claim(api, request.consumer, held, req)), request.check
+            )
         except MappingError as e:
-            raise ClaimDiffers(holding_difference(request.consumer, held, req, str(e)),
-                               {rp: dict(a.get("resources", {})) for rp, a in held.items()},
-                               {"groups": [g.id for g in req.request_groups()]}) from None
+            raise ClaimDiffers(
+                holding_difference(request.consumer, held, req, str(e)),
+                {rp: dict(a.get("resources", {})) for rp, a in held.items()},
+                {"groups": [g.id for g in req.request_groups()]},
+            ) from None
     if not request.check and not (request.project_id and request.user_id):
-        raise InvalidInput("claiming needs project_id and user_id (the consumer's owner in Placement). Fix: give "
-                           "--project-id and --user-id (the module's project_id and user_id)")
+        raise InvalidInput(
+            "claiming needs project_id and user_id (the consumer's owner in Placement). Fix: give "
+            "--project-id and --user-id (the module's project_id and user_id)"
+        )
     try:
         # check mode shows the claim the real run makes first: the same plan, from the same candidates
         plan = claims.plan(api, request.consumer, req, max_hosts=request.max_hosts)
         if request.check:
             op = plan.ops[0]
-            return ClaimResult(True, claims.named(api, Claim(request.consumer, op.host, None, op.allocations,
-                                                             op.mapping, op.binding_profiles,
-                                                             mapping_source=op.mapping_source)), True, plan)
-        made = claims.claim(api, request.consumer, req, project_id=request.project_id, user_id=request.user_id,
-                            consumer_type=request.consumer_type, max_hosts=request.max_hosts,
-                            candidates=plan.candidates)
+            return ClaimResult(
+                True,
+                claims.named(
+                    api,
+                    Claim(
+                        request.consumer,
+                        op.host,
+                        None,
+                        op.allocations,
+                        op.mapping,
+                        op.binding_profiles,
+                        mapping_source=op.mapping_source,
+                    ),
+                ),
+                True,
+                plan,
+            )
+        made = claims.claim(
+            api,
+            request.consumer,
+            req,
+            project_id=request.project_id,
+            user_id=request.user_id,
+            consumer_type=request.consumer_type,
+            max_hosts=request.max_hosts,
+            candidates=plan.candidates,
+        )
     except NoValidHost as e:
         raise no_valid_host(cloud, req, segments, e, nq) from None
     return ClaimResult(True, claims.named(api, made))

@@ -1,6 +1,7 @@
 """``minbw allocation migrate [confirm|revert]`` and the
 ``allocation_migration`` module: move a consumer's allocations to another host as Nova migrates a server (one
 atomic ``POST /allocations``; a migration consumer holds the source), then confirm or revert."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,16 +52,24 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
         for option, value in ((consumer_opt, request.consumer), (migration_opt, request.migration)):
             if not value:
                 raise InvalidInput(f"{option} is required to revert a move.")
-        return allocation_migration.revert(api, request.consumer, request.migration, req, retries=request.retries,
-                                           check=request.check)
+        return allocation_migration.revert(
+            api, request.consumer, request.migration, req, retries=request.retries, check=request.check
+        )
     for option, value in ((consumer_opt, request.consumer), (target_opt, request.target_host)):
         if not value:
             raise InvalidInput(f"{option} is required to move (or confirm / revert one).")
     if req is None:
         req = server_request(cloud, request.server or ServerSpec())[0]
     try:
-        return allocation_migration.move(api, request.consumer, req, request.target_host, request.migration,
-                                         retries=request.retries, check=request.check)
+        return allocation_migration.move(
+            api,
+            request.consumer,
+            req,
+            request.target_host,
+            request.migration,
+            retries=request.retries,
+            check=request.check,
+        )
     except MoveRefused as e:
         if e.reason != "same-host" or request.settled != "unchanged":
             raise
@@ -68,5 +77,16 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
         # holds; the claim must still satisfy the request (MappingError says how it does not).
         claim = claims.existing_claim(api, request.consumer, req)
         held = {"consumer": {"host": request.target_host}}
-        return MoveResult(MOVE, False, request.migration or "", base.Plan((), held, held), request.consumer, claim,
-                          None, (), request.check, reason=e.reason, message=str(e))
+        return MoveResult(
+            MOVE,
+            False,
+            request.migration or "",
+            base.Plan((), held, held),
+            request.consumer,
+            claim,
+            None,
+            (),
+            request.check,
+            reason=e.reason,
+            message=str(e),
+        )

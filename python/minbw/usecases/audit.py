@@ -1,6 +1,7 @@
 """``minbw audit`` and the ``bandwidth_audit_info`` module: leaked bandwidth
 allocations, stale binding allocations, servers holding more than their ports request (double allocations),
 providers over capacity; ``fix`` removes what is safe to remove."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,8 +14,8 @@ from minbw.usecases.cloud import Cloud
 @dataclass(frozen=True)
 class AuditRequest:
     fix: bool = False
-    ignore_consumers: tuple[str, ...] = ()   # consumers that are not Nova's (e.g. claims of minbw allocation create)
-    check: bool = False                      # with fix: say what would be fixed, fix nothing
+    ignore_consumers: tuple[str, ...] = ()  # consumers that are not Nova's (e.g. claims of minbw allocation create)
+    check: bool = False  # with fix: say what would be fixed, fix nothing
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,9 @@ class AuditResult:
     @property
     def failed(self) -> list[str]:
         """The fixes that failed, one line each (the others were made: each fix is independent)."""
-        return [" ".join(f"fix {f['action']} {f['subject']}: {f['error']}".split())
-                for f in self.fixes if not f["done"]]
+        return [
+            " ".join(f"fix {f['action']} {f['subject']}: {f['error']}".split()) for f in self.fixes if not f["done"]
+        ]
 
     @property
     def none_made(self) -> bool:
@@ -60,6 +62,9 @@ def audit(cloud: Cloud, request: AuditRequest) -> AuditResult:
     cloud.require("compute", "audit tells live servers and migrations from leaks by asking Nova")
     cloud.require("network", "audit reads the ports' binding allocations from Neutron")
     plan = run_audit(cloud.conn, cloud.reader(), ignore=request.ignore_consumers)
-    fixes = (apply_fixes(cloud.conn, cloud.placement, plan, binding_conn=cloud.service_conn())
-             if request.fix and not request.check else [])
+    fixes = (
+        apply_fixes(cloud.conn, cloud.placement, plan, binding_conn=cloud.service_conn())
+        if request.fix and not request.check
+        else []
+    )
     return AuditResult(plan, tuple(fixes))

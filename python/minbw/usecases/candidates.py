@@ -2,6 +2,7 @@
 ``GET /allocation_candidates`` for a server and its QoS ports, with which provider serves which request group,
 or, when there is none, why (per request group). What the server asks for is
 :class:`minbw.usecases.server_request.ServerSpec`."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -23,12 +24,12 @@ from minbw.usecases.server_request import ServerSpec, nova_diagnosis, nova_query
 @dataclass(frozen=True)
 class CandidatesResult:
     candidates: CandidateSet
-    view: tuple[dict, ...]          # per candidate: host, allocations, mapping, binding profiles
-    diagnosis: tuple[dict, ...]     # per request group, when there is no candidate
+    view: tuple[dict, ...]  # per candidate: host, allocations, mapping, binding profiles
+    diagnosis: tuple[dict, ...]  # per request group, when there is no candidate
     segments: tuple[dict, ...]
     request: ServerRequest
     names: Mapping[str, str] = field(default_factory=dict)  # provider uuid -> name (when there are candidates)
-    nova: NovaQuery | None = None   # Nova's query the request starts from: its request filters
+    nova: NovaQuery | None = None  # Nova's query the request starts from: its request filters
 
     @property
     def found(self) -> bool:
@@ -47,9 +48,14 @@ class CandidatesResult:
     def to_dict(self) -> dict:
         """The candidate set's dict with the candidates' view and count, the diagnosis, the segments and Nova's
         request filters (as explained)."""
-        return {**self.candidates.to_dict(), "candidates": list(self.view), "count": len(self.view),
-                "diagnosis": list(self.diagnosis), "segments": list(self.segments),
-                "nova_filters": self.nova.explain() if self.nova else []}
+        return {
+            **self.candidates.to_dict(),
+            "candidates": list(self.view),
+            "count": len(self.view),
+            "diagnosis": list(self.diagnosis),
+            "segments": list(self.segments),
+            "nova_filters": self.nova.explain() if self.nova else [],
+        }
 
 
 def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:

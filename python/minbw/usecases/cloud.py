@@ -1,6 +1,7 @@
 """The cloud a use case works on: its openstacksdk connection (made on first use, so that bad input is refused
 before anything is contacted), Placement's client over it, the service user that writes ports' bindings, and
 where progress goes."""
+
 from __future__ import annotations
 
 import re
@@ -12,7 +13,7 @@ from minbw.errors import MissingService
 from minbw.usecases.connection import one_line
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
-Say = Callable[[str], None]                  # a line about a long run's course (e.g. each host schedule tries)
+Say = Callable[[str], None]  # a line about a long run's course (e.g. each host schedule tries)
 
 # What each service is called in errors, and which project serves it.
 SERVICES = {"network": "Neutron", "compute": "Nova", "image": "Glance", "placement": "Placement"}
@@ -50,6 +51,7 @@ class Cache:
         if not self.on:
             return None
         from minbw.cache.providers import default_cache_path
+
         return str(self.path or default_cache_path(api.endpoint()))
 
     def open(self, api, **options):
@@ -58,6 +60,7 @@ class Cache:
         if not self.on:
             return None
         from minbw.cache.providers import ProviderCache
+
         return ProviderCache(self.file(api), api.endpoint(), **options)
 
 
@@ -74,15 +77,23 @@ class Cloud:
     ``progress`` is told how long runs advance, ``say`` what they try.
     """
 
-    def __init__(self, connect: Callable[[], Any], *, service_connect: Callable[[], Any] | None = None,
-                 progress: Progress | None = None, say: Say | None = None, placement_version: str | None = None,
-                 cache: Cache = NO_CACHE, workers: int = 4):
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        *,
+        service_connect: Callable[[], Any] | None = None,
+        progress: Progress | None = None,
+        say: Say | None = None,
+        placement_version: str | None = None,
+        cache: Cache = NO_CACHE,
+        workers: int = 4,
+    ):
         self._connect = connect
         self._service_connect = service_connect
         self.progress = progress
         self.say = say
         self.placement_version = placement_version
-        self.cache = cache      # the provider cache the reports trust (none unless asked: --cache)
+        self.cache = cache  # the provider cache the reports trust (none unless asked: --cache)
         self.workers = workers  # providers the reports read at once
         self._conn = None
         self._placement = None
@@ -101,6 +112,7 @@ class Cloud:
         """The Placement client (:class:`minbw.placement.client.Placement`) over :attr:`conn`."""
         if self._placement is None:
             from minbw.placement.client import Placement
+
             self._placement = Placement(self.conn, max_microversion=self.placement_version)
         return self._placement
 
@@ -108,6 +120,7 @@ class Cloud:
         """The reports' reader of Placement (:class:`minbw.readers.placement.Reader`), with the provider cache when
         :attr:`cache` names one (the sync's file by default), ``workers`` reads at once, and the progress."""
         from minbw.readers.placement import Reader
+
         api = self.placement
         return Reader(api, self.cache.open(api), workers=self.workers, progress=self.progress)
 
@@ -142,15 +155,18 @@ class Cloud:
         project = SERVICES.get(service, service)
         if self.conn.config.has_service(service):  # it is not configured off: say how to give it, or say so
             key = service.replace("-", "_")
-            ways = (f"give {cloud} a {service} endpoint ({key}_endpoint_override in its clouds.yaml entry, or "
-                    f"auth through a Keystone whose catalog lists {project}), or, if it has no {project}, say so "
-                    f"with has_{key}: false in its clouds.yaml entry")
+            ways = (
+                f"give {cloud} a {service} endpoint ({key}_endpoint_override in its clouds.yaml entry, or "
+                f"auth through a Keystone whose catalog lists {project}), or, if it has no {project}, say so "
+                f"with has_{key}: false in its clouds.yaml entry"
+            )
             fix = f"{fix}; or {ways}" if fix else ways
         raise MissingService(service, project, needed_by, cloud, fix, why=why)
 
     def _why_absent(self, service: str) -> str | None:
         from keystoneauth1.identity.base import BaseIdentityPlugin
         from openstack.connection import Connection
+
         conn = self.conn
         config = conn.config
         key = service.replace("-", "_")
@@ -165,8 +181,10 @@ class Cloud:
             # a catalog (the token's, no call of its own): what openstacksdk would find, without making the proxy
             endpoint = override or config.get_endpoint_from_catalog(service)
             if not endpoint:
-                return (f"its catalog lists no {service} endpoint (interface {config.get_interface(service)}, "
-                        f"region {config.get_region_name(service) or 'any'})")
+                return (
+                    f"its catalog lists no {service} endpoint (interface {config.get_interface(service)}, "
+                    f"region {config.get_region_name(service) or 'any'})"
+                )
             return self._placement_s(service, endpoint)
         return self._why_absent_without_catalog(service, override)
 
@@ -175,6 +193,7 @@ class Cloud:
         at its ``<service>_endpoint_override`` or else at the auth's one endpoint, whatever serves there."""
         from keystoneauth1 import exceptions as ksa_exceptions
         from openstack import exceptions as sdk_exceptions
+
         conn = self.conn
         config = conn.config
         key = service.replace("-", "_")
@@ -187,8 +206,12 @@ class Cloud:
         try:
             proxy = getattr(conn, key)
             endpoint = proxy.get_endpoint()  # a disabled-service stand-in raises here
-        except (ksa_exceptions.EndpointNotFound, sdk_exceptions.ServiceDisabledException,
-                sdk_exceptions.NotSupported, sdk_exceptions.ServiceDiscoveryException) as e:
+        except (
+            ksa_exceptions.EndpointNotFound,
+            sdk_exceptions.ServiceDisabledException,
+            sdk_exceptions.NotSupported,
+            sdk_exceptions.ServiceDiscoveryException,
+        ) as e:
             return f"openstacksdk finds none ({type(e).__name__}: {one_line(e)})"
         kinds = tuple((getattr(getattr(type(conn), key, None), "supported_versions", None) or {}).values())
         if kinds and not isinstance(proxy, kinds):  # openstacksdk's passthrough proxy: no API it knows
@@ -198,8 +221,10 @@ class Cloud:
             return said
         answer = proxy.get(PROBES[service], raise_exc=False)
         if answer.status_code == 404:
-            return (f"it has no service catalog (auth_type {auth_type}), and its endpoint {endpoint} answers "
-                    f"{PROBES[service]} with 404 (Not Found)")
+            return (
+                f"it has no service catalog (auth_type {auth_type}), and its endpoint {endpoint} answers "
+                f"{PROBES[service]} with 404 (Not Found)"
+            )
         return None
 
     def _placement_s(self, service: str, endpoint: str) -> str | None:
@@ -214,8 +239,10 @@ class Cloud:
 
 def _same_endpoint(a: str | None, b: str | None) -> bool:
     """Whether two endpoints are one, whatever API version path (``/v2.0``, ``/v2.1``) ends either."""
+
     def base(url: str) -> str:
         return re.sub(r"/v\d+(\.\d+)?$", "", url.strip().rstrip("/")).rstrip("/").lower()
+
     return bool(a and b) and base(a) == base(b)
 
 

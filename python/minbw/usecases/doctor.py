@@ -1,5 +1,6 @@
 """``minbw doctor`` (``openstack bandwidth doctor``): the preflight an operator runs before and after enabling
 guaranteed minimum bandwidth: each check one line with what to fix (:mod:`minbw.reports.doctor`). Read only."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,16 +28,22 @@ class DoctorResult:
 def doctor(cloud: Cloud) -> DoctorResult:
     """Every check, in order: Placement, Neutron, Nova, then what only the services' configuration files tell."""
     out = read.placement(cloud.placement)
-    for service, project, reader in (("network", "Neutron", read.neutron),
-                                     ("compute", "Nova", lambda conn: read.nova(conn, cloud.placement))):
+    for service, project, reader in (
+        ("network", "Neutron", read.neutron),
+        ("compute", "Nova", lambda conn: read.nova(conn, cloud.placement)),
+    ):
         why = cloud.absent(service)
         out += [checks.skipped(project, f"the cloud has no {service} service: {why}")] if why else reader(cloud.conn)
     out += [
-        checks.skipped("placement allocation_conflict_retry_count", "not visible through Placement's API",
-                       "read [placement] allocation_conflict_retry_count in placement.conf (default 10; "
-                       "docs/reliability.md)"),
-        checks.skipped("ovn qos_min_rate units", "Neutron's release is not visible through its API",
-                       "on ML2/OVN, Neutron before 26.0.0 writes qos_min_rate in kbps where OVN reads bit/s "
-                       "(docs/enforcement.md)"),
+        checks.skipped(
+            "placement allocation_conflict_retry_count",
+            "not visible through Placement's API",
+            "read [placement] allocation_conflict_retry_count in placement.conf (default 10; docs/reliability.md)",
+        ),
+        checks.skipped(
+            "ovn qos_min_rate units",
+            "Neutron's release is not visible through its API",
+            "on ML2/OVN, Neutron before 26.0.0 writes qos_min_rate in kbps where OVN reads bit/s (docs/enforcement.md)",
+        ),
     ]
     return DoctorResult(tuple(out))

@@ -6,6 +6,7 @@ its speed, Placement's inventory and the minimums enforced on it. Reads only (do
 
 ``read_enforcement_fleet``: the Neutron and Placement reads of several hosts at once (the module with ``hosts``, on
 the controller), each host's handed to its check (``neutron_reads``), which then reads only its data plane."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -55,8 +56,10 @@ class FleetReads:
 
 
 def _require_network(cloud: Cloud) -> None:
-    cloud.require("network", "enforcement show reads the ports bound to the host, their QoS rules and the host's "
-                             "agent from Neutron")
+    cloud.require(
+        "network",
+        "enforcement show reads the ports bound to the host, their QoS rules and the host's agent from Neutron",
+    )
 
 
 def read_enforcement_fleet(cloud: Cloud, hosts) -> FleetReads:
@@ -64,8 +67,9 @@ def read_enforcement_fleet(cloud: Cloud, hosts) -> FleetReads:
     ``hosts`` is a list of host names, MissingService without Neutron; lets PlacementError through."""
     hosts = list(hosts or ())
     if not hosts or not all(isinstance(h, str) and h for h in hosts):
-        raise InvalidInput(f"hosts: expected a list of host names as Neutron names them (the ports' binding:host_id), "
-                           f"got {hosts!r}")
+        raise InvalidInput(
+            f"hosts: expected a list of host names as Neutron names them (the ports' binding:host_id), got {hosts!r}"
+        )
     _require_network(cloud)
     return FleetReads(read_neutron(cloud.conn, cloud.placement, hosts))
 
@@ -77,15 +81,20 @@ def show_enforcement(cloud: Cloud, request: EnforcementRequest) -> EnforcementRe
     read; MissingService without Neutron."""
     ssl = (request.ovn_nb_private_key, request.ovn_nb_certificate, request.ovn_nb_ca_cert)
     if any(ssl) and not all(ssl):
-        raise InvalidInput("an ssl: northbound remote needs the client's private key, certificate and CA certificate "
-                           "together (--ovn-nb-private-key, --ovn-nb-certificate, --ovn-nb-ca-cert)")
-    where = HostPlane(request.ovs_db, request.netns, request.kernel, request.backend, request.ovn_nb,
-                      ssl if all(ssl) else None)
+        raise InvalidInput(
+            "an ssl: northbound remote needs the client's private key, certificate and CA certificate "
+            "together (--ovn-nb-private-key, --ovn-nb-certificate, --ovn-nb-ca-cert)"
+        )
+    where = HostPlane(
+        request.ovs_db, request.netns, request.kernel, request.backend, request.ovn_nb, ssl if all(ssl) else None
+    )
     if request.neutron_reads is not None:
         reads = NeutronRead.from_dict(request.neutron_reads)
         if reads.host != request.host:
-            raise InvalidInput(f"neutron_reads: read for host {reads.host}, not {request.host}: give the host's own "
-                               f"(neutron_reads[{request.host!r}] of bandwidth_enforcement_info with hosts)")
+            raise InvalidInput(
+                f"neutron_reads: read for host {reads.host}, not {request.host}: give the host's own "
+                f"(neutron_reads[{request.host!r}] of bandwidth_enforcement_info with hosts)"
+            )
         return EnforcementResult(run_enforcement(reads, where))
     _require_network(cloud)
     api = cloud.placement

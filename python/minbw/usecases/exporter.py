@@ -11,6 +11,7 @@ instead: each collection is one ``minbw enforcement show`` of the host (:mod:`mi
 of its data plane, and its Neutron and Placement calls), every ``interval`` seconds (300 by default); no slow
 reports, no provider listing.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -43,13 +44,28 @@ DEFAULT_SLOW_INTERVAL = 300.0
 # seconds between collections: 3x a warm collection at 1,000 hosts with 8 workers on the production-style
 # Placement (27-28 s, docs/benchmarks.md, "The exporter's collection and scrapes at 1,000 hosts")
 DEFAULT_INTERVAL = 90.0
-DEFAULT_WORKERS = 8       # providers read at once: 8 took 27-28 s a cycle at 1,000 hosts, 4 35-53 s, 16 no better
+DEFAULT_WORKERS = 8  # providers read at once: 8 took 27-28 s a cycle at 1,000 hosts, 4 35-53 s, 16 no better
 # seconds between a host's enforcement checks: each is one read of the host's data plane and 4 Neutron listings
 # (docs/enforcement.md, "The fleet"): 1,000 hosts' exporters make about 13 Neutron calls a second at 300 s
 DEFAULT_ENFORCEMENT_INTERVAL = 300.0
 # what a cloud's exporter takes and a host's exporter (enforcement) does not: it serves its host's checks only
-CLOUD_KEYS = ("port_sizes", "slow_interval", "agent_configs", "config_dirs", "host", "neutron", "audit", "cache",
-              "workers", "owner_nova", "ovn_chassis", "ovn_sb_db", "ovs_db", "ovn_sbctl", "ovs_vsctl")
+CLOUD_KEYS = (
+    "port_sizes",
+    "slow_interval",
+    "agent_configs",
+    "config_dirs",
+    "host",
+    "neutron",
+    "audit",
+    "cache",
+    "workers",
+    "owner_nova",
+    "ovn_chassis",
+    "ovn_sb_db",
+    "ovs_db",
+    "ovn_sbctl",
+    "ovs_vsctl",
+)
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -66,8 +82,10 @@ class PortSize:
         name, eq, rules = str(text).partition("=")
         name = name.strip()
         if not eq or not name or not set(name) <= _NAME_CHARS or ":" in name:
-            raise InvalidInput(f"{option}: expected NAME={QOS_PORT_GRAMMAR}, e.g. small=min_bw:egress:1000,"
-                               f"min_bw:ingress:1000 (NAME: letters, digits, _ - .), got {text!r}")
+            raise InvalidInput(
+                f"{option}: expected NAME={QOS_PORT_GRAMMAR}, e.g. small=min_bw:egress:1000,"
+                f"min_bw:ingress:1000 (NAME: letters, digits, _ - .), got {text!r}"
+            )
         try:
             return cls(name, QosPort.parse(rules, f"{option} {name}"))
         except RequestError as e:
@@ -133,46 +151,78 @@ class ExporterRequest:
         """From the exporter's YAML config (docs/exporter.md), options given on the command line winning."""
         if not isinstance(config, Mapping):
             raise InvalidInput(f"the exporter's config: expected a mapping of options, got {type(config).__name__}")
-        keys = ("port_sizes", "listen_address", "listen_port", "interval", "slow_interval", "agent_configs",
-                "config_dirs", "host",
-                "neutron", "audit", "cache", "workers", "owner_nova", "ovn_chassis", "ovn_sb_db", "ovs_db", "ovn_sbctl",
-                "ovs_vsctl", "tls_server_config", "basic_auth_users", "enforcement")
+        keys = (
+            "port_sizes",
+            "listen_address",
+            "listen_port",
+            "interval",
+            "slow_interval",
+            "agent_configs",
+            "config_dirs",
+            "host",
+            "neutron",
+            "audit",
+            "cache",
+            "workers",
+            "owner_nova",
+            "ovn_chassis",
+            "ovn_sb_db",
+            "ovs_db",
+            "ovn_sbctl",
+            "ovs_vsctl",
+            "tls_server_config",
+            "basic_auth_users",
+            "enforcement",
+        )
         unknown = sorted(set(config) - set(keys))
         if unknown:
             raise InvalidInput(f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(keys)}")
         enforcement = _enforcement(config.get("enforcement"), overrides.pop("enforcement_host", None))
         if enforcement is not None:
-            cloud = sorted({k for k in CLOUD_KEYS if k in config}
-                           | {k for k in CLOUD_KEYS if overrides.get(k) is not None})
+            cloud = sorted(
+                {k for k in CLOUD_KEYS if k in config} | {k for k in CLOUD_KEYS if overrides.get(k) is not None}
+            )
             if cloud:
-                raise InvalidInput(f"the exporter's config: {', '.join(cloud)}: not with enforcement (a host's "
-                                   f"exporter serves its host's enforcement checks only); run the cloud's exporter "
-                                   f"apart for them")
+                raise InvalidInput(
+                    f"the exporter's config: {', '.join(cloud)}: not with enforcement (a host's "
+                    f"exporter serves its host's enforcement checks only); run the cloud's exporter "
+                    f"apart for them"
+                )
         sizes = config.get("port_sizes") or {}
         if not isinstance(sizes, Mapping):
-            raise InvalidInput("the exporter's config: port_sizes: expected NAME: RULES items, e.g. small: "
-                               "min_bw:egress:1000,min_bw:ingress:1000")
-        values = {"port_sizes": tuple(PortSize.parse(f"{n}={r}", f"port_sizes.{n}") for n, r in sizes.items()),
-                  "address": config.get("listen_address", "127.0.0.1"),
-                  "port": config.get("listen_port", DEFAULT_PORT),
-                  "slow_interval": float(config.get("slow_interval", DEFAULT_SLOW_INTERVAL)),
-                  "interval": float(config.get("interval", DEFAULT_INTERVAL if enforcement is None
-                                               else DEFAULT_ENFORCEMENT_INTERVAL)),
-                  "agent_configs": tuple(config.get("agent_configs") or ()),
-                  "config_dirs": tuple(_strings(config.get("config_dirs"), "config_dirs")), "host": config.get("host"),
-                  "neutron": config.get("neutron"), "audit": config.get("audit"),
-                  "cache": Cache.of(config.get("cache", True)), "workers": int(config.get("workers", DEFAULT_WORKERS)),
-                  "owner_nova": _owner_nova(config.get("owner_nova", "auto")),
-                  "ovn_chassis": tuple(_strings(config.get("ovn_chassis"), "ovn_chassis")),
-                  "ovn_sb_db": _db(config.get("ovn_sb_db"), "ovn_sb_db"), "ovs_db": _db(config.get("ovs_db"), "ovs_db"),
-                  "ovn_sbctl": _command(config.get("ovn_sbctl"), "ovn_sbctl"),
-                  "ovs_vsctl": _command(config.get("ovs_vsctl"), "ovs_vsctl"),
-                  "web": Web.of(config.get("tls_server_config"), config.get("basic_auth_users")),
-                  "enforcement": enforcement}
+            raise InvalidInput(
+                "the exporter's config: port_sizes: expected NAME: RULES items, e.g. small: "
+                "min_bw:egress:1000,min_bw:ingress:1000"
+            )
+        values = {
+            "port_sizes": tuple(PortSize.parse(f"{n}={r}", f"port_sizes.{n}") for n, r in sizes.items()),
+            "address": config.get("listen_address", "127.0.0.1"),
+            "port": config.get("listen_port", DEFAULT_PORT),
+            "slow_interval": float(config.get("slow_interval", DEFAULT_SLOW_INTERVAL)),
+            "interval": float(
+                config.get("interval", DEFAULT_INTERVAL if enforcement is None else DEFAULT_ENFORCEMENT_INTERVAL)
+            ),
+            "agent_configs": tuple(config.get("agent_configs") or ()),
+            "config_dirs": tuple(_strings(config.get("config_dirs"), "config_dirs")),
+            "host": config.get("host"),
+            "neutron": config.get("neutron"),
+            "audit": config.get("audit"),
+            "cache": Cache.of(config.get("cache", True)),
+            "workers": int(config.get("workers", DEFAULT_WORKERS)),
+            "owner_nova": _owner_nova(config.get("owner_nova", "auto")),
+            "ovn_chassis": tuple(_strings(config.get("ovn_chassis"), "ovn_chassis")),
+            "ovn_sb_db": _db(config.get("ovn_sb_db"), "ovn_sb_db"),
+            "ovs_db": _db(config.get("ovs_db"), "ovs_db"),
+            "ovn_sbctl": _command(config.get("ovn_sbctl"), "ovn_sbctl"),
+            "ovs_vsctl": _command(config.get("ovs_vsctl"), "ovs_vsctl"),
+            "web": Web.of(config.get("tls_server_config"), config.get("basic_auth_users")),
+            "enforcement": enforcement,
+        }
         tls = overrides.pop("tls", None)
         if tls is not None:  # --tls-cert-file / --tls-key-file: over the config's tls_server_config
-            values["web"] = dataclasses.replace(values["web"], cert_file=tls[0] or values["web"].cert_file,
-                                                key_file=tls[1] or values["web"].key_file)
+            values["web"] = dataclasses.replace(
+                values["web"], cert_file=tls[0] or values["web"].cert_file, key_file=tls[1] or values["web"].key_file
+            )
             Web.of({"cert_file": values["web"].cert_file, "key_file": values["web"].key_file}, None)
         overrides = {k: _owner_nova(v) if k == "owner_nova" else v for k, v in overrides.items()}
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -187,13 +237,16 @@ def _enforcement(value, host: str | None) -> EnforcementRequest | None:
     if value is None:
         value = {}
     if not isinstance(value, Mapping):
-        raise InvalidInput(f"the exporter's config: enforcement: expected a mapping of enforcement show's options "
-                           f"(host, ovs_db, netns, ...), got {value!r}")
+        raise InvalidInput(
+            f"the exporter's config: enforcement: expected a mapping of enforcement show's options "
+            f"(host, ovs_db, netns, ...), got {value!r}"
+        )
     known = [f.name for f in dataclasses.fields(EnforcementRequest)]
     unknown = sorted(set(value) - set(known))
     if unknown:
-        raise InvalidInput(f"the exporter's config: enforcement: unknown key(s) {', '.join(unknown)}; known: "
-                           f"{', '.join(known)}")
+        raise InvalidInput(
+            f"the exporter's config: enforcement: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
     values = dict(value, **({"host": host} if host is not None else {}))
     for key, v in values.items():
         if key == "kernel" and not isinstance(v, bool):
@@ -201,11 +254,15 @@ def _enforcement(value, host: str | None) -> EnforcementRequest | None:
         if key != "kernel" and v is not None and (not isinstance(v, str) or not v):
             raise InvalidInput(f"the exporter's config: enforcement: {key}: expected a non-empty string, got {v!r}")
     if not values.get("host"):
-        raise InvalidInput("the exporter's config: enforcement: host: the compute host to check, as Neutron names it "
-                           "(or --enforcement-host)")
+        raise InvalidInput(
+            "the exporter's config: enforcement: host: the compute host to check, as Neutron names it "
+            "(or --enforcement-host)"
+        )
     if values.get("backend") is not None and values["backend"] not in BACKENDS:
-        raise InvalidInput(f"the exporter's config: enforcement: backend: expected one of {', '.join(BACKENDS)}, got "
-                           f"{values['backend']!r}")
+        raise InvalidInput(
+            f"the exporter's config: enforcement: backend: expected one of {', '.join(BACKENDS)}, got "
+            f"{values['backend']!r}"
+        )
     return EnforcementRequest(**values)
 
 
@@ -224,8 +281,10 @@ def _db(value, key: str) -> str | None:
     if value is True:
         return ""
     if not isinstance(value, str):
-        raise InvalidInput(f"the exporter's config: {key}: expected a database such as tcp:192.0.2.10:6642, \"\" or "
-                           f"true for the tool's default, got {value!r}")
+        raise InvalidInput(
+            f"the exporter's config: {key}: expected a database such as tcp:192.0.2.10:6642, \"\" or "
+            f"true for the tool's default, got {value!r}"
+        )
     return value
 
 
@@ -243,8 +302,9 @@ def _owner_nova(value) -> bool | None:
     if isinstance(value, bool) or value is None:
         return value
     if str(value).lower() not in known:
-        raise InvalidInput(f"owner_nova: expected auto, yes or no (whether every nova-compute reports OWNER_NOVA), "
-                           f"got {value!r}")
+        raise InvalidInput(
+            f"owner_nova: expected auto, yes or no (whether every nova-compute reports OWNER_NOVA), got {value!r}"
+        )
     return known[str(value).lower()]
 
 
@@ -273,8 +333,14 @@ class SlowReports:
         """Each report once (a failed one keeps its results out of the metrics); the results and statuses."""
         self._run("audit", self._audit)
         r = self.request
-        if r.agent_configs or r.config_dirs or r.ovn_chassis or r.ovs_db is not None or r.ovn_sb_db is not None \
-                or self._neutron():
+        if (
+            r.agent_configs
+            or r.config_dirs
+            or r.ovn_chassis
+            or r.ovs_db is not None
+            or r.ovn_sb_db is not None
+            or self._neutron()
+        ):
             self._run("drift", self._drift)
         self.reader.save()
         return SlowResults(self.findings, self.audit_kinds, self.drift_rows, dict(self.status))
@@ -286,8 +352,12 @@ class SlowReports:
             fn()
             self.status[name] = {"ok": True, "seconds": time.perf_counter() - started, "last_success": time.time()}
         except Exception as e:  # noqa: BLE001 - a report that fails is served as failed; the exporter goes on
-            self.status[name] = {"ok": False, "seconds": time.perf_counter() - started, "error": str(e),
-                                 "last_success": before.get("last_success")}
+            self.status[name] = {
+                "ok": False,
+                "seconds": time.perf_counter() - started,
+                "error": str(e),
+                "last_success": before.get("last_success"),
+            }
             if self.cloud.say:
                 self.cloud.say(f"the {name} report failed: {type(e).__name__}: {e}")
 
@@ -305,30 +375,53 @@ class SlowReports:
             return
         # Placement alone cannot tell live servers from leaks: what it tells is which providers are over capacity
         seen = read_placement(self.reader)
-        plan = judge(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
-                     inventories=seen.inventories, hosts=seen.hosts)
+        plan = judge(
+            seen.allocations,
+            servers=[],
+            migrations=[],
+            ports=[],
+            names=seen.names,
+            inventories=seen.inventories,
+            hosts=seen.hosts,
+        )
         self.findings = tuple(f for f in plan.findings if f.kind == OVER_CAPACITY)
         self.audit_kinds = (OVER_CAPACITY,)
 
     def _drift(self) -> None:
         from minbw.usecases.drift import DriftRequest, drift
         from minbw.usecases.providers import OvnSources
+
         self.drift_rows = None
         r = self.request
-        chassis = OvnSources(files=r.ovn_chassis, open_vswitch=r.ovs_db is not None, ovs_db=r.ovs_db or None,
-                             vsctl=r.ovs_vsctl)
+        chassis = OvnSources(
+            files=r.ovn_chassis, open_vswitch=r.ovs_db is not None, ovs_db=r.ovs_db or None, vsctl=r.ovs_vsctl
+        )
         southbound = OvnSources(southbound=r.ovn_sb_db is not None, sb_db=r.ovn_sb_db or None, sbctl=r.ovn_sbctl)
-        result = drift(self.cloud, DriftRequest(r.agent_configs, r.host, self._neutron(), chassis=chassis,
-                                                config_dirs=r.config_dirs,
-                                                southbound=southbound, options=DRIFT_OPTIONS), reader=self.reader)
+        result = drift(
+            self.cloud,
+            DriftRequest(
+                r.agent_configs,
+                r.host,
+                self._neutron(),
+                chassis=chassis,
+                config_dirs=r.config_dirs,
+                southbound=southbound,
+                options=DRIFT_OPTIONS,
+            ),
+            reader=self.reader,
+        )
         self.drift_rows = result.rows
 
 
 # how a drift that compared nothing names the exporter's options (its config's keys)
-DRIFT_OPTIONS = {"agent_configs": "agent_configs (--agent-config)", "config_dirs": "config_dirs (--config-dir)",
-                 "neutron": "neutron: false",
-                 "ovn_sb_db": "ovn_sb_db (--ovn-sb-db)", "ovn_chassis": "ovn_chassis (--ovn-chassis)",
-                 "ovs_db": "ovs_db (--ovs-db)"}
+DRIFT_OPTIONS = {
+    "agent_configs": "agent_configs (--agent-config)",
+    "config_dirs": "config_dirs (--config-dir)",
+    "neutron": "neutron: false",
+    "ovn_sb_db": "ovn_sb_db (--ovn-sb-db)",
+    "ovn_chassis": "ovn_chassis (--ovn-chassis)",
+    "ovs_db": "ovs_db (--ovs-db)",
+}
 
 
 def port_sizes(cloud: Cloud, sizes, owner_nova: bool) -> list:
@@ -341,8 +434,7 @@ def port_sizes(cloud: Cloud, sizes, owner_nova: bool) -> list:
     out = []
     for s in sizes:
         req = capacity_request(qos_ports=(s.port,), port_labels=(f"port size {s.name}",))
-        out.append((s, dataclasses.replace(req, server=dataclasses.replace(req.server, **roots),
-                                           root_reasons=reasons)))
+        out.append((s, dataclasses.replace(req, server=dataclasses.replace(req.server, **roots), root_reasons=reasons)))
     return out
 
 
@@ -351,28 +443,52 @@ class Exporter:
     the scrapes are served (:class:`minbw.exporter.loops.Served`). Called directly (``--once``, tests,
     benchmarks), each method runs in the caller's thread."""
 
-    def __init__(self, cloud: Cloud, request: ExporterRequest, clock=time.time,
-                 stop: threading.Event | None = None):
+    def __init__(self, cloud: Cloud, request: ExporterRequest, clock=time.time, stop: threading.Event | None = None):
         self.cloud = cloud
         self.request = request
         self.served = Served(clock)
         if request.enforcement is not None:  # a host's exporter: its enforcement checks only
-            self.collector = EnforcementCollector(lambda: show_enforcement(cloud, request.enforcement).report,
-                                                  clock=clock, say=cloud.say)
+            self.collector = EnforcementCollector(
+                lambda: show_enforcement(cloud, request.enforcement).report, clock=clock, say=cloud.say
+            )
             self.slow_reports = None
-            self.loops = Loops(self.collector, None, self.served, interval=request.interval,
-                               slow_interval=request.slow_interval, stop=stop or threading.Event(), say=cloud.say)
+            self.loops = Loops(
+                self.collector,
+                None,
+                self.served,
+                interval=request.interval,
+                slow_interval=request.slow_interval,
+                stop=stop or threading.Event(),
+                say=cloud.say,
+            )
             return
         api, cache = _own_client(cloud, request)
         given = request.owner_nova
-        owner_nova = (lambda: read_owner_nova(api, cloud.conn if cloud.has("compute") else None).applies) \
-            if given is None else lambda: given
-        self.collector = Collector(api, functools.partial(port_sizes, cloud, request.port_sizes), owner_nova,
-                                   cache=cache, workers=request.workers,
-                                   check_interval=request.slow_interval, clock=clock, say=cloud.say)
+        owner_nova = (
+            (lambda: read_owner_nova(api, cloud.conn if cloud.has("compute") else None).applies)
+            if given is None
+            else lambda: given
+        )
+        self.collector = Collector(
+            api,
+            functools.partial(port_sizes, cloud, request.port_sizes),
+            owner_nova,
+            cache=cache,
+            workers=request.workers,
+            check_interval=request.slow_interval,
+            clock=clock,
+            say=cloud.say,
+        )
         self.slow_reports = SlowReports(cloud, request)
-        self.loops = Loops(self.collector, self.slow_reports.run, self.served, interval=request.interval,
-                           slow_interval=request.slow_interval, stop=stop or threading.Event(), say=cloud.say)
+        self.loops = Loops(
+            self.collector,
+            self.slow_reports.run,
+            self.served,
+            interval=request.interval,
+            slow_interval=request.slow_interval,
+            stop=stop or threading.Event(),
+            say=cloud.say,
+        )
 
     def run_slow(self) -> dict:
         """The slow reports now; every report's status (the cache check's is the collector's). A host's exporter
@@ -397,8 +513,7 @@ def exposition(exporter: Exporter, *, openmetrics: bool = False) -> str:
     return exporter.exposition(openmetrics=openmetrics)
 
 
-def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | None = None,
-          ready=None) -> int:
+def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | None = None, ready=None) -> int:
     """Serve the metrics on ``address:port`` until ``stop`` is set (SIGTERM/SIGINT in the command): one
     collection first (the first scrape has it), then the collection every ``interval`` seconds and the slow
     reports every ``slow_interval`` seconds, each in its own thread; scrapes are answered from memory by a process
@@ -412,8 +527,10 @@ def serve(cloud: Cloud, request: ExporterRequest, *, stop: threading.Event | Non
     if ready:
         scheme = "https" if request.web.tls else "http"
         auth = f", basic authentication for {len(request.web.users)} user(s)" if request.web.users else ""
-        ready(f"minbw exporter serving on {scheme}://{request.address}:{server.server_port}/metrics "
-              f"(scrapes answered by process {server.pid}{auth})")
+        ready(
+            f"minbw exporter serving on {scheme}://{request.address}:{server.server_port}/metrics "
+            f"(scrapes answered by process {server.pid}{auth})"
+        )
     try:
         stop.wait()
     finally:

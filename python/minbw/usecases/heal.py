@@ -1,5 +1,6 @@
 """``minbw server heal`` and the ``server_port_allocations`` module: give servers'
 QoS ports their missing allocations and ``binding:profile.allocation`` (check mode = each server's plan)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -10,13 +11,13 @@ from minbw.usecases.cloud import Cloud
 
 @dataclass(frozen=True)
 class HealRequest:
-    servers: tuple[str, ...] = ()   # names or ids; none: every server
+    servers: tuple[str, ...] = ()  # names or ids; none: every server
     check: bool = False
 
 
 @dataclass(frozen=True)
 class HealResult:
-    servers: tuple[dict, ...]       # per server: plan, diff, healed, error
+    servers: tuple[dict, ...]  # per server: plan, diff, healed, error
     check: bool
 
     @property
@@ -37,9 +38,16 @@ class HealResult:
     @property
     def failed(self) -> list[str]:
         """The servers left unhealed, one line each: why (a write refused and rolled back, no room, ...)."""
-        return [" ".join((f"server {r['name']} ({r['server']}): {r['error']}"
-                          + (f" (rolled back: {', '.join(r['rolled_back'])})" if r.get("rolled_back") else "")).split())
-                for r in self.servers if r.get("error")]
+        return [
+            " ".join(
+                (
+                    f"server {r['name']} ({r['server']}): {r['error']}"
+                    + (f" (rolled back: {', '.join(r['rolled_back'])})" if r.get("rolled_back") else "")
+                ).split()
+            )
+            for r in self.servers
+            if r.get("error")
+        ]
 
     @property
     def none_made(self) -> bool:
@@ -57,7 +65,13 @@ def heal(cloud: Cloud, request: HealRequest) -> HealResult:
     MissingService without Nova or Neutron."""
     cloud.require("compute", "heal reads the servers from Nova")
     cloud.require("network", "heal reads the servers' ports from Neutron")
-    results = ops_heal.heal(cloud.conn, cloud.placement, names=request.servers, check=request.check,
-                            binding_conn=None if request.check else cloud.service_conn(), progress=cloud.progress,
-                            reader=cloud.reader())
+    results = ops_heal.heal(
+        cloud.conn,
+        cloud.placement,
+        names=request.servers,
+        check=request.check,
+        binding_conn=None if request.check else cloud.service_conn(),
+        progress=cloud.progress,
+        reader=cloud.reader(),
+    )
     return HealResult(tuple(results), request.check)

@@ -1,6 +1,7 @@
 """What the front ends parse, and the one grammar of each: the values their options take (a QoS port by its
 rules, a resource ``CLASS=AMOUNT``, a Placement microversion), parsed by the core's own parsers. A front end
 (the CLI, the collection's modules) imports these from here and nothing below the use cases."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
@@ -9,8 +10,18 @@ from minbw.model import microversions
 from minbw.model.resources import EXAMPLE as RESOURCE_EXAMPLE, parse_resource, resources_of
 from minbw.neutron.port_request import QOS_PORT_EXAMPLE, QOS_PORT_GRAMMAR, QosPort
 
-__all__ = ["MINIMUM_RULE_TYPES", "QOS_PORT_EXAMPLE", "QOS_PORT_GRAMMAR", "RESOURCE_EXAMPLE", "QosPort",
-           "microversion", "parse_resource", "qos_port", "qos_port_of_rules", "resources_of"]
+__all__ = [
+    "MINIMUM_RULE_TYPES",
+    "QOS_PORT_EXAMPLE",
+    "QOS_PORT_GRAMMAR",
+    "RESOURCE_EXAMPLE",
+    "QosPort",
+    "microversion",
+    "parse_resource",
+    "qos_port",
+    "qos_port_of_rules",
+    "resources_of",
+]
 
 # the QoS rule types that reserve something in Placement (the others, limits and DSCP marking, request nothing)
 MINIMUM_RULE_TYPES = ("minimum_bandwidth", "minimum_packet_rate")
@@ -22,8 +33,9 @@ def qos_port(text: str, option: str = "--qos-port") -> QosPort:
     return QosPort.parse(text, option)
 
 
-def qos_port_of_rules(qos_rules: Iterable[Mapping], vnic_type: str, segments: Iterable[Mapping],
-                      where: str = "qos_rules") -> QosPort | None:
+def qos_port_of_rules(
+    qos_rules: Iterable[Mapping], vnic_type: str, segments: Iterable[Mapping], where: str = "qos_rules"
+) -> QosPort | None:
     """A port described as Neutron shows it (its QoS policy's rules, its vnic type, its network's segments); the
     rules that reserve nothing are left out; None when no rule reserves anything."""
     minimum = [r for r in qos_rules if r.get("type") in MINIMUM_RULE_TYPES]

@@ -1,5 +1,6 @@
 """``minbw placement serve|stop|status``: the embedded real Placement (openstack-placement from PyPI, SQLite,
 noauth2, 127.0.0.1) in the foreground or as a daemon; the ``placement_local`` role drives the same commands."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,22 +21,31 @@ class PlacementRequest:
 def serve(request: PlacementRequest) -> int:
     """In the foreground until interrupted (the exit code)."""
     from minbw.deploy.serve import serve as run
+
     return run(request.port or daemon.DEFAULT_PORT, request.state_dir, host=request.host)
 
 
 def start(request: PlacementRequest) -> dict:
     """Started detached and answering, or already running (idempotent): ``changed``, ``pid``, ``url``, ..."""
-    return daemon.start(request.state_dir, request.port or daemon.DEFAULT_PORT, pid_file=request.pid_file,
-                        log_file=request.log_file,
-                        timeout=daemon.START_TIMEOUT if request.timeout is None else request.timeout, host=request.host)
+    return daemon.start(
+        request.state_dir,
+        request.port or daemon.DEFAULT_PORT,
+        pid_file=request.pid_file,
+        log_file=request.log_file,
+        timeout=daemon.START_TIMEOUT if request.timeout is None else request.timeout,
+        host=request.host,
+    )
 
 
 def stop(request: PlacementRequest) -> dict:
     """Stop the state directory's Placement (SIGTERM, then SIGKILL after the timeout) and remove its pid file:
     ``changed``, ``pid``, ``pid_file``, ``state_dir`` (changed False when nothing of ours runs). Raises InvalidInput
     for a bad timeout, DaemonError when it may not be stopped or would not exit."""
-    return daemon.stop(request.state_dir, pid_file=request.pid_file,
-                       timeout=daemon.STOP_TIMEOUT if request.timeout is None else request.timeout)
+    return daemon.stop(
+        request.state_dir,
+        pid_file=request.pid_file,
+        timeout=daemon.STOP_TIMEOUT if request.timeout is None else request.timeout,
+    )
 
 
 def status(request: PlacementRequest) -> dict:

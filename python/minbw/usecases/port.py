@@ -1,5 +1,6 @@
 """The ``port`` module: a Neutron port with a QoS policy and vnic type, declaratively, and the ``resource_request``
 Neutron gave it."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -16,7 +17,7 @@ class DesiredPort:
     network: str | None = None
     vnic_type: str | None = None
     qos_policy: str | None = None
-    fixed_ips: tuple[Mapping, ...] | None = None   # {subnet?, ip_address?}
+    fixed_ips: tuple[Mapping, ...] | None = None  # {subnet?, ip_address?}
     present: bool = True
     check: bool = False
 
@@ -51,10 +52,13 @@ def port(cloud: Cloud, request: DesiredPort) -> PortResult:
     if request.present:
         desired = ports.PortSpec(
             name=found.name if found is not None else request.name,  # found by id: keep its name
-            network_id=network_id, vnic_type=request.vnic_type,
-            qos_policy_id=(net.find_qos_policy(request.qos_policy, ignore_missing=False).id
-                           if request.qos_policy else None),
-            fixed_ips=None if request.fixed_ips is None else tuple(fixed_ip(net, f) for f in request.fixed_ips))
+            network_id=network_id,
+            vnic_type=request.vnic_type,
+            qos_policy_id=(
+                net.find_qos_policy(request.qos_policy, ignore_missing=False).id if request.qos_policy else None
+            ),
+            fixed_ips=None if request.fixed_ips is None else tuple(fixed_ip(net, f) for f in request.fixed_ips),
+        )
     plan = ports.plan_port(desired, current)
     if request.check or not plan.changed:
         after = plan.after

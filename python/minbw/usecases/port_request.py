@@ -1,6 +1,7 @@
 """``minbw request show`` and the ``port_resource_request_info`` module: a port's
 ``resource_request`` computed as Neutron's QoS plugin computes it, from QoS rules, segments and vnic type, or for
 a port that exists, beside what Neutron shows."""
+
 from __future__ import annotations
 
 import uuid
@@ -32,7 +33,7 @@ class PortRequestQuery:
 class PortRequestResult:
     port_id: str
     request: PortRequest | None
-    compared: dict | None = None   # for a Neutron port: Neutron's own request and whether it matches
+    compared: dict | None = None  # for a Neutron port: Neutron's own request and whether it matches
 
     def to_dict(self) -> dict:
         """The request's view, the port id and, for a Neutron port, Neutron's request and whether it matches."""
@@ -57,8 +58,15 @@ def port_request(cloud: Cloud | None, query: PortRequestQuery) -> PortRequestRes
         return PortRequestResult(query.port_id, None)
     port_id = query.port_id or query.qos_port.port_id or str(uuid.uuid4())
     if query.port_id and query.qos_port.port_id and query.port_id != query.qos_port.port_id:
-        raise InvalidInput(f"the port id is given twice: {query.port_id} and id={query.qos_port.port_id}. Fix: "
-                           f"give it once")
-    return PortRequestResult(port_id, query.qos_port.request(port_id, query.qos_port.segments or (DEFAULT_SEGMENT,),
-                                                             agent_kind=query.agent_type,
-                                                             any_traits=query.any_traits))
+        raise InvalidInput(
+            f"the port id is given twice: {query.port_id} and id={query.qos_port.port_id}. Fix: give it once"
+        )
+    return PortRequestResult(
+        port_id,
+        query.qos_port.request(
+            port_id,
+            query.qos_port.segments or (DEFAULT_SEGMENT,),
+            agent_kind=query.agent_type,
+            any_traits=query.any_traits,
+        ),
+    )

@@ -1,6 +1,7 @@
 """``minbw provider sync|list`` and the ``bandwidth_providers``
 and ``bandwidth_providers_info`` modules: make Placement's bandwidth providers match the agents' configuration
 (check mode = the plan), and show them with traits, inventories and usage."""
+
 from __future__ import annotations
 
 import time
@@ -15,7 +16,11 @@ from minbw.errors import MinbwError
 from minbw.cache import desired as desired_memo
 from minbw.cache.providers import record_sync
 from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint: disable=unused-import
-    DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS)
+    DEFAULT_CACHE_CHECK_INTERVAL,
+    DEFAULT_CACHE_MAX_AGE,
+    DEFAULT_WORKERS,
+    MAX_WORKERS,
+)
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
 from minbw.plan.base import Plan
@@ -46,9 +51,17 @@ class OvnSources:
 
     def read(self, hostname: str | None = None):
         """The chassis of every source, and whether they are every chassis of the cloud (the southbound)."""
-        return ovn.gather(files=self.files, southbound=self.southbound, sb_db=self.sb_db, sbctl=self.sbctl,
-                          open_vswitch=self.open_vswitch, ovs_db=self.ovs_db, vsctl=self.vsctl, values=self.values,
-                          hostname=hostname)
+        return ovn.gather(
+            files=self.files,
+            southbound=self.southbound,
+            sb_db=self.sb_db,
+            sbctl=self.sbctl,
+            open_vswitch=self.open_vswitch,
+            ovs_db=self.ovs_db,
+            vsctl=self.vsctl,
+            values=self.values,
+            hostname=hostname,
+        )
 
 
 @dataclass(frozen=True)
@@ -112,8 +125,11 @@ class ProvidersResult:
     def skipped(self) -> list[str]:
         """One line per agent configuration or chassis that got no writes (which, its host, what and the fix),
         and per host tree whose writes Placement refused while the others were made."""
-        lines = ([u.skipped for u in self.desired.skipped] + list(self.rootless().values())
-                 + (self.applied.failures() if self.applied else []))
+        lines = (
+            [u.skipped for u in self.desired.skipped]
+            + list(self.rootless().values())
+            + (self.applied.failures() if self.applied else [])
+        )
         return sorted(lines, key=natural_key)  # by the unit each names: its kind, then its name
 
     def rootless(self) -> dict[str, str]:
@@ -122,8 +138,12 @@ class ProvidersResult:
         for hyp, why in self.plan.skipped:
             hosts = sorted({u.host for u in self.desired.units if hyp in u.hypervisors and u.host}, key=natural_key)
             what, _sep, fix = why.partition(" Fix: ")
-            out[hyp] = skipped_line(f"hypervisor {hyp}", ", ".join(hosts) or hyp, what,
-                                    fix or "create the compute node's root provider (--create-root)")
+            out[hyp] = skipped_line(
+                f"hypervisor {hyp}",
+                ", ".join(hosts) or hyp,
+                what,
+                fix or "create the compute node's root provider (--create-root)",
+            )
         return out
 
     def units(self) -> list[dict]:
@@ -134,10 +154,15 @@ class ProvidersResult:
         touched = {by_uuid.get(op.uuid) or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
         failed = {f["tree"]: f["error"] for f in (self.applied.failed if self.applied else [])}
         rootless = self.rootless()
-        return [{**u.to_dict(), "changed": not u.skipped and bool(touched & {u.host, *u.hypervisors}),
-                 "skipped": u.skipped or next((rootless[h] for h in u.hypervisors if h in rootless), None),
-                 "failed": next((failed[h] for h in u.hypervisors if h in failed), None)}
-                for u in self.desired.units]
+        return [
+            {
+                **u.to_dict(),
+                "changed": not u.skipped and bool(touched & {u.host, *u.hypervisors}),
+                "skipped": u.skipped or next((rootless[h] for h in u.hypervisors if h in rootless), None),
+                "failed": next((failed[h] for h in u.hypervisors if h in failed), None),
+            }
+            for u in self.desired.units
+        ]
 
     def to_dict(self) -> dict:
         """The plan's dict with its diff, the apply result (None: nothing written), the summary, the warnings, what
@@ -156,51 +181,82 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     """Plan (``check``) or make the writes that bring Placement to the configuration (``absent``: remove these
     agents' providers where nothing is allocated)."""
     if not (request.agent_configs or request.config_dirs or request.agents or request.ovn.given):
-        raise InvalidInput("give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
-                           "chassis options (--agent-config FILE, --config-dir DIR, --ovn-chassis FILE, --ovn-sb-db "
-                           "[DB], --ovs-db [DB]; the module's agent_configs, config_dirs, agents, ovn_chassis, "
-                           "ovn_sb_db)")
+        raise InvalidInput(
+            "give the configuration: the OVS / SR-IOV agents' ini files or values, and/or ML2/OVN "
+            "chassis options (--agent-config FILE, --config-dir DIR, --ovn-chassis FILE, --ovn-sb-db "
+            "[DB], --ovs-db [DB]; the module's agent_configs, config_dirs, agents, ovn_chassis, "
+            "ovn_sb_db)"
+        )
     kept, digest = _kept_desired(cloud, request)
     desired = desired_memo.load(kept, digest) if digest else None
     parsed = desired is None
     unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
     if parsed:
-        configs, unread = read_agent_units(request.agent_configs, request.agents, request.host,
-                                           config_dirs=request.config_dirs, paths_option=request.option,
-                                           dirs_option=request.name("config_dirs"))
+        configs, unread = read_agent_units(
+            request.agent_configs,
+            request.agents,
+            request.host,
+            config_dirs=request.config_dirs,
+            paths_option=request.option,
+            dirs_option=request.name("config_dirs"),
+        )
         chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
         # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
         desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _error in unread], isolate=True)
     if desired.skipped and len(desired.skipped) == len(desired.units):  # nothing could be done
         if len(desired.units) == 1 and unread:
             raise unread[0][1]
-        raise ConfigError("nothing to sync: " + ("; ".join(u.skipped for u in desired.skipped) if
-                                                 len(desired.units) == 1 else
-                                                 f"every one of the {len(desired.units)} configurations is "
-                                                 f"skipped: " + " | ".join(u.skipped for u in desired.skipped)))
+        raise ConfigError(
+            "nothing to sync: "
+            + (
+                "; ".join(u.skipped for u in desired.skipped)
+                if len(desired.units) == 1
+                else f"every one of the {len(desired.units)} configurations is "
+                f"skipped: " + " | ".join(u.skipped for u in desired.skipped)
+            )
+        )
     if parsed and digest and not request.check:
         desired_memo.save(kept, digest, desired)
     workers = s.check_workers(request.workers, request.name("workers"))
     max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
     check_interval = s.check_check_interval(request.cache_check_interval, request.name("cache_check_interval"))
-    roots = (root_inventories(request.root_inventories, request.name("root_inventories"))
-             if request.root_inventories else None)
+    roots = (
+        root_inventories(request.root_inventories, request.name("root_inventories"))
+        if request.root_inventories
+        else None
+    )
     api = cloud.placement
     cache = request.cache.open(api, max_age=max_age, check_interval=check_interval)
     started, calls = time.perf_counter(), api.calls
     try:
-        plan, applied = s.sync(api, desired, check=request.check, create_root=request.create_root,
-                               root_inventories=roots, absent=request.absent, progress=progress_of(cloud),
-                               cache=cache, workers=workers, nova=lambda: _nova_computes(cloud),
-                               ignore_nova_compute=request.ignore_nova_compute)
+        plan, applied = s.sync(
+            api,
+            desired,
+            check=request.check,
+            create_root=request.create_root,
+            root_inventories=roots,
+            absent=request.absent,
+            progress=progress_of(cloud),
+            cache=cache,
+            workers=workers,
+            nova=lambda: _nova_computes(cloud),
+            ignore_nova_compute=request.ignore_nova_compute,
+        )
     except MinbwError:
         if cache is not None and not request.check:
             record_sync(cache.path, ok=False)
         raise
     if cache is not None and not request.check:  # the exporter's minbw_sync_* metrics
         record_sync(cache.path, ok=True, writes=applied.writes if applied else 0)
-    line = s.summary(desired, plan, applied, seconds=time.perf_counter() - started, calls=api.calls - calls,
-                     cache=cache, check=request.check)
+    line = s.summary(
+        desired,
+        plan,
+        applied,
+        seconds=time.perf_counter() - started,
+        calls=api.calls - calls,
+        cache=cache,
+        check=request.check,
+    )
     if desired.skipped:
         line += f"; {len(desired.skipped)} of {len(desired.units)} configurations skipped (named above)"
     if applied is not None and applied.failed:
@@ -224,6 +280,7 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
     from minbw.model import providers as model_providers
     from minbw.neutron import agentconf, naming, ovn as neutron_ovn, provider_tree
     from minbw.ops import agent_files
+
     # the code that computes the desired state from the files and the options (its messages included)
     code = (agentconf, naming, neutron_ovn, provider_tree, model_providers, errors, ovn, agent_files, desired_memo)
     try:  # the config dirs' files as they are now (one added or removed: another key)
@@ -231,9 +288,15 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
     except ConfigError:
         return None, None
     digest = desired_memo.key(
-        [*request.agent_configs, *dir_files], code=code,
-        options={"host": request.host, "agents": [dict(a) for a in request.agents], "option": request.option,
-                 "config_dirs": list(request.config_dirs)})
+        [*request.agent_configs, *dir_files],
+        code=code,
+        options={
+            "host": request.host,
+            "agents": [dict(a) for a in request.agents],
+            "option": request.option,
+            "config_dirs": list(request.config_dirs),
+        },
+    )
     return (desired_memo.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
 
 

@@ -1,6 +1,7 @@
 """``minbw port schedule`` and the ``placement_schedule`` module: the
 ports-first workflow for consumers that are not Nova's (one candidates query for ports and resources, bind every
 port to the host picked, alternates on binding failure, then one atomic claim)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -36,7 +37,7 @@ class ScheduleRequest(NovaServer):
 
 @dataclass(frozen=True)
 class ScheduleResult:
-    outcome: dict   # host, allocations, bindings, attempts, segments, ports (as ops.schedule reports them)
+    outcome: dict  # host, allocations, bindings, attempts, segments, ports (as ops.schedule reports them)
     changed: bool
 
     def to_dict(self) -> dict:
@@ -51,8 +52,18 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
     if request.consumer:
         held = api.get_allocations(request.consumer).get("allocations")
         if held:
-            return ScheduleResult({"consumer": request.consumer, "host": None, "allocations": held, "bindings": [],
-                                   "attempts": [], "segments": [], "ports": []}, False)
+            return ScheduleResult(
+                {
+                    "consumer": request.consumer,
+                    "host": None,
+                    "allocations": held,
+                    "bindings": [],
+                    "attempts": [],
+                    "segments": [],
+                    "ports": [],
+                },
+                False,
+            )
     options = request.scheduler_options()
     queried = []
 
@@ -60,14 +71,34 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
         # Nova's query for a server of this flavor with these ports: what its request filters ask of every compute
         # node too (a disabled nova-compute's host, a root without OWNER_NOVA on a Nova 34 cloud, an availability
         # zone), so the workflow picks only hosts Nova would; any-traits kept (minbw claims, not Nova), noted
-        queried.append(nova_server_query(
-            cloud, options, flavor=request.flavor, resources=request.resources, image=request.image,
-            ports=tuple(p.nova_port() for p in plans), availability_zone=request.availability_zone,
-            project=request.project, owner_nova=request.owner_nova, flavor_option=request.flavor_option))
+        queried.append(
+            nova_server_query(
+                cloud,
+                options,
+                flavor=request.flavor,
+                resources=request.resources,
+                image=request.image,
+                ports=tuple(p.nova_port() for p in plans),
+                availability_zone=request.availability_zone,
+                project=request.project,
+                owner_nova=request.owner_nova,
+                flavor_option=request.flavor_option,
+            )
+        )
         return queried[-1].request
-    outcome = run(cloud.conn, api, list(request.ports), consumer=request.consumer, max_hosts=request.max_hosts,
-                  any_traits=request.any_traits, check=request.check,
-                  service_conn=None if request.check else cloud.service_conn(), progress=cloud.say, server=nova)
+
+    outcome = run(
+        cloud.conn,
+        api,
+        list(request.ports),
+        consumer=request.consumer,
+        max_hosts=request.max_hosts,
+        any_traits=request.any_traits,
+        check=request.check,
+        service_conn=None if request.check else cloud.service_conn(),
+        progress=cloud.say,
+        server=nova,
+    )
     outcome.pop("changed", None)
     outcome["nova_filters"] = queried[-1].explain() if queried else []
     return ScheduleResult(outcome, True)

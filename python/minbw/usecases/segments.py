@@ -1,6 +1,7 @@
 """``minbw segment list|sync`` and the ``segment_providers`` module:
 routed networks' segment providers in Placement (IPV4_ADDRESS, aggregate, hosts) as Neutron's segments plugin
 reports them, and a sync where it does not."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,12 +13,12 @@ from minbw.usecases.cloud import Cloud
 
 @dataclass(frozen=True)
 class SegmentsRequest:
-    networks: tuple[str, ...] = ()   # names or ids; none: every network with subnets on segments
-    sync: bool = False               # write what is missing
-    check: bool = False              # with sync: the plan, nothing written
-    recount: bool = False            # with sync: also set counts that differ from Neutron's (once they stay still)
+    networks: tuple[str, ...] = ()  # names or ids; none: every network with subnets on segments
+    sync: bool = False  # write what is missing
+    check: bool = False  # with sync: the plan, nothing written
+    recount: bool = False  # with sync: also set counts that differ from Neutron's (once they stay still)
     quiet_window: float = ops_segments.QUIET_SECONDS
-    option: str = "recount"          # how the front end names recount (in errors)
+    option: str = "recount"  # how the front end names recount (in errors)
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,21 @@ def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
     SegmentsResult. Raises InvalidInput for a recount without a sync, MissingService without Neutron, ObjectNotFound
     for a network Neutron does not have; lets PlacementError through."""
     if request.recount and not request.sync:
-        raise InvalidInput(f"{request.option} goes with a sync (minbw segment sync, or --dry-run to see the "
-                           f"recount planned)")
+        raise InvalidInput(
+            f"{request.option} goes with a sync (minbw segment sync, or --dry-run to see the recount planned)"
+        )
     cloud.require("network", "the routed networks' segments are read from Neutron")
     networks = list(request.networks) or None
     if request.sync:
-        return SegmentsResult(ops_segments.sync(cloud.conn, cloud.placement, networks, check=request.check,
-                                                recount=request.recount, quiet=request.quiet_window), True)
+        return SegmentsResult(
+            ops_segments.sync(
+                cloud.conn,
+                cloud.placement,
+                networks,
+                check=request.check,
+                recount=request.recount,
+                quiet=request.quiet_window,
+            ),
+            True,
+        )
     return SegmentsResult(ops_segments.report(cloud.conn, cloud.placement, networks), False)

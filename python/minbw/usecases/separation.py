@@ -1,6 +1,7 @@
 """``minbw separation set|unset`` and the ``host_separation`` module: reserve
 hosts for servers with QoS ports (a trait or an aggregate on their root providers) and set the flavors' extra
 specs that keep other servers off them."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,19 @@ class SeparationRequest:
 def separation(cloud: Cloud, request: SeparationRequest) -> SeparationPlan:
     """The plan (applied unless ``check``): host marks in Placement, flavor extra specs in Nova."""
     if request.flavors_qos or request.flavors_plain:
-        cloud.require("compute", "the flavors' extra specs are set in Nova",
-                      fix="leave the flavors out to reserve the hosts in Placement only")
-    return run(cloud.conn, request.separation, request.hosts, exclusive=request.exclusive,
-               flavors_qos=request.flavors_qos, flavors_plain=request.flavors_plain, absent=request.absent,
-               check=request.check, api=cloud.placement)
+        cloud.require(
+            "compute",
+            "the flavors' extra specs are set in Nova",
+            fix="leave the flavors out to reserve the hosts in Placement only",
+        )
+    return run(
+        cloud.conn,
+        request.separation,
+        request.hosts,
+        exclusive=request.exclusive,
+        flavors_qos=request.flavors_qos,
+        flavors_plain=request.flavors_plain,
+        absent=request.absent,
+        check=request.check,
+        api=cloud.placement,
+    )

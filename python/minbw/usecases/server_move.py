@@ -1,6 +1,7 @@
 """The ``server_move`` and ``server_move_info`` modules (and the ``bandwidth_move`` role): move a server through
 Nova (migrate, resize, confirm, revert, live migrate, evacuate, shelve, unshelve, start) and judge its bandwidth
 guarantee at each step of the move."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -25,14 +26,17 @@ class ServerMoveRequest:
 @dataclass(frozen=True)
 class ServerMoveResult:
     plan: Plan
-    seen: dict | None   # the step's state after the action (server, migration, verdict)
+    seen: dict | None  # the step's state after the action (server, migration, verdict)
 
     def to_dict(self) -> dict:
         """The plan's dict, the server's view and the migration's dict after the action (None when nothing was waited
         for)."""
         mig = (self.seen or {}).get("migration")
-        return {"plan": self.plan.to_dict(), "server": (self.seen or {}).get("server"),
-                "migration": mig.to_dict() if mig else None}
+        return {
+            "plan": self.plan.to_dict(),
+            "server": (self.seen or {}).get("server"),
+            "migration": mig.to_dict() if mig else None,
+        }
 
 
 def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
@@ -41,9 +45,16 @@ def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
     InvalidInput when the action cannot be made from the server's state (or a flavor is missing or unknown),
     NovaMoveFailed when Nova refuses it, the server or its migration fails, or the wait runs out."""
     cloud.require("compute", "servers are moved through Nova")
-    plan, seen = run(cloud.conn, request.server, request.action, host=request.host,
-                     flavor=request.flavor, force_down_source=request.force_down_source,
-                     timeout=request.timeout, check=request.check)
+    plan, seen = run(
+        cloud.conn,
+        request.server,
+        request.action,
+        host=request.host,
+        flavor=request.flavor,
+        force_down_source=request.force_down_source,
+        timeout=request.timeout,
+        check=request.check,
+    )
     return ServerMoveResult(plan, seen)
 
 

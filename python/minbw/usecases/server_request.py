@@ -2,6 +2,7 @@
 fields in :class:`NovaServer`), and the request it becomes: Nova 34's query (:func:`nova_query`, its request filters
 and ResourceRequest, :mod:`minbw.nova`) then minbw's own (routed segments, ``in_tree``, separation). Shared by
 ``candidate list``, the claims, the moves, the capacity report, the schedule and the exporter."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,29 +77,35 @@ class ServerSpec(NovaServer):
     def __post_init__(self):
         super().__post_init__()
         object.__setattr__(self, "resources", MappingProxyType(check_resources(self.resources, self.option)))
-        check_flavor_or_resources(self.flavor, self.resources, self.required, self.group_policy, self.flavor_option,
-                                  self.option)
+        check_flavor_or_resources(
+            self.flavor, self.resources, self.required, self.group_policy, self.flavor_option, self.option
+        )
 
     @property
     def empty(self) -> bool:
         """Whether the spec asks for nothing: no resources, traits, ports or flavor."""
-        return not (self.resources or self.required or self.port_requests or self.qos_ports or self.ports
-                    or self.flavor)
+        return not (
+            self.resources or self.required or self.port_requests or self.qos_ports or self.ports or self.flavor
+        )
 
 
-def check_flavor_or_resources(flavor, resources, required, group_policy, flavor_option: str,
-                              resources_option: str) -> None:
+def check_flavor_or_resources(
+    flavor, resources, required, group_policy, flavor_option: str, resources_option: str
+) -> None:
     """A server is given by a Nova flavor or by its resources and traits, not both."""
     if flavor and (resources or required or group_policy):
-        raise InvalidInput(f"{flavor_option} {flavor}: the flavor gives the server's resources, traits and "
-                           f"group_policy (its extra specs). Fix: give either a flavor or {resources_option} (with "
-                           f"required / group_policy), not both.")
+        raise InvalidInput(
+            f"{flavor_option} {flavor}: the flavor gives the server's resources, traits and "
+            f"group_policy (its extra specs). Fix: give either a flavor or {resources_option} (with "
+            f"required / group_policy), not both."
+        )
 
 
 def qos_port_request(index: int, port: QosPort):
     """The request of a port described by its rules (the ``index``-th of the server's): on its own segments, or,
     with no network given, on any physnet."""
     import uuid
+
     return port.open_request(port.port_id or str(uuid.uuid5(uuid.UUID(_QOS_PORT_NS), f"qos-port-{index}")))[0]
 
 
@@ -117,9 +124,12 @@ def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict
     options = spec.scheduler_options()
     port_plans: list = []
     if spec.ports:
-        cloud.require("network", "Neutron ports are read from Neutron",
-                      fix="describe the ports instead (--port-request FILE or --qos-port RULES; the modules' "
-                          "port_requests or qos_ports)")
+        cloud.require(
+            "network",
+            "Neutron ports are read from Neutron",
+            fix="describe the ports instead (--port-request FILE or --qos-port RULES; the modules' "
+            "port_requests or qos_ports)",
+        )
         port_plans = read_ports(cloud.conn, spec.ports, any_traits=spec.any_traits, allow_bound=True)
     given = (port_request_of(v) for v in spec.port_requests)
     built = (qos_port_request(i, p) for i, p in enumerate(spec.qos_ports))
@@ -129,16 +139,29 @@ def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict
     if spec.empty:
         req = ServerRequest()
     else:
-        nq = nova_server_query(cloud, options, flavor=spec.flavor, resources=spec.resources, required=spec.required,
-                               group_policy=spec.group_policy, image=spec.image, ports=tuple(ports),
-                               availability_zone=spec.availability_zone, project=spec.project,
-                               owner_nova=spec.owner_nova, flavor_option=spec.flavor_option)
+        nq = nova_server_query(
+            cloud,
+            options,
+            flavor=spec.flavor,
+            resources=spec.resources,
+            required=spec.required,
+            group_policy=spec.group_policy,
+            image=spec.image,
+            ports=tuple(ports),
+            availability_zone=spec.availability_zone,
+            project=spec.project,
+            owner_nova=spec.owner_nova,
+            flavor_option=spec.flavor_option,
+        )
         req = nq.request
     extra_root = tuple(t for t in spec.root_required if not t.startswith("!"))
     req = dataclasses.replace(
-        req, in_tree=spec.in_tree or req.in_tree, limit=spec.limit if spec.limit is not None else req.limit,
+        req,
+        in_tree=spec.in_tree or req.in_tree,
+        limit=spec.limit if spec.limit is not None else req.limit,
         root_required=req.root_required + extra_root,
-        root_forbidden=req.root_forbidden + tuple(t[1:] for t in spec.root_required if t.startswith("!")))
+        root_forbidden=req.root_forbidden + tuple(t[1:] for t in spec.root_required if t.startswith("!")),
+    )
     segments: list[dict] = []
     if port_plans:
         req, segments = with_ports(cloud.conn, cloud.placement, req, port_plans, add_groups=False)
@@ -159,25 +182,49 @@ def nova_root_filters(cloud: Cloud, options: SchedulerOptions | None = None, **s
     return nova_server_query(cloud, options or SchedulerOptions(), resources=STAND_IN, **server)
 
 
-def nova_server_query(cloud: Cloud, options: SchedulerOptions, *, flavor: str | None = None,
-                      resources: Mapping[str, int] | None = None, required=(), group_policy: str | None = None,
-                      image: str | None = None, ports: tuple = (), availability_zone: str | None = None,
-                      project: str | None = None, owner_nova: bool | None = None,
-                      flavor_option: str = "flavor") -> NovaQuery:
+def nova_server_query(
+    cloud: Cloud,
+    options: SchedulerOptions,
+    *,
+    flavor: str | None = None,
+    resources: Mapping[str, int] | None = None,
+    required=(),
+    group_policy: str | None = None,
+    image: str | None = None,
+    ports: tuple = (),
+    availability_zone: str | None = None,
+    project: str | None = None,
+    owner_nova: bool | None = None,
+    flavor_option: str = "flavor",
+) -> NovaQuery:
     """Nova 34's query for a server (:func:`minbw.nova.scheduler.query`): its flavor read from Nova (``flavor``:
     name or id) or given by ``resources``, ``required`` and ``group_policy``; its image read from Glance; the
     facts its request filters read (:func:`minbw.ops.nova_query.cloud_facts`)."""
     if flavor or image or availability_zone:
-        cloud.require("compute", "a flavor, an image or an availability zone is Nova's",
-                      fix="give the flavor's resources instead (--resource; the modules' resources)")
-    server = Server(flavor=read_flavor(cloud.conn, flavor, flavor_option) if flavor else
-                    Flavor.given(resources or {}, required, group_policy),
-                    image=read_image(cloud.conn, image) if image else Image(), ports=ports,
-                    availability_zone=availability_zone, project_id=project)
+        cloud.require(
+            "compute",
+            "a flavor, an image or an availability zone is Nova's",
+            fix="give the flavor's resources instead (--resource; the modules' resources)",
+        )
+    server = Server(
+        flavor=read_flavor(cloud.conn, flavor, flavor_option)
+        if flavor
+        else Flavor.given(resources or {}, required, group_policy),
+        image=read_image(cloud.conn, image) if image else Image(),
+        ports=ports,
+        availability_zone=availability_zone,
+        project_id=project,
+    )
     has_compute = cloud.has("compute")
-    facts = cloud_facts(cloud.placement, cloud.conn if has_compute or ports else None, options,
-                        availability_zone=availability_zone, owner_nova=owner_nova, has_compute=has_compute,
-                        ports=server.ports)
+    facts = cloud_facts(
+        cloud.placement,
+        cloud.conn if has_compute or ports else None,
+        options,
+        availability_zone=availability_zone,
+        owner_nova=owner_nova,
+        has_compute=has_compute,
+        ports=server.ports,
+    )
     return query(server, options, facts)
 
 
@@ -188,19 +235,30 @@ def nova_diagnosis(removed: list[dict], diagnosis: list[dict]) -> list[dict]:
     if not removed:
         return diagnosis
     gone = {h for r in removed for h in r["hosts"]}
-    entry = {"group": "nova", "label": "Nova's request filters", "fits_alone": None, "hosts": sorted(gone),
-             "problems": [f"{r['filter']} removes {', '.join(r['hosts'])} ({r['reason']})" for r in removed]}
+    entry = {
+        "group": "nova",
+        "label": "Nova's request filters",
+        "fits_alone": None,
+        "hosts": sorted(gone),
+        "problems": [f"{r['filter']} removes {', '.join(r['hosts'])} ({r['reason']})" for r in removed],
+    }
     out = []
     for e in diagnosis:
         if e.get("group") == "*" and e.get("hosts") and set(e["hosts"]) <= gone:
-            e = {**e, "problems": [f"every group fits on {', '.join(e['hosts'])}, which Nova's request filters "
-                                   f"remove (above): the server fits on no other host"]}
+            e = {
+                **e,
+                "problems": [
+                    f"every group fits on {', '.join(e['hosts'])}, which Nova's request filters "
+                    f"remove (above): the server fits on no other host"
+                ],
+            }
         out.append(e)
     return [entry] + out
 
 
-def no_valid_host(cloud: Cloud, req: ServerRequest, segments: list[dict], error: NoValidHost,
-                  nq: NovaQuery | None = None) -> NoValidHost:
+def no_valid_host(
+    cloud: Cloud, req: ServerRequest, segments: list[dict], error: NoValidHost, nq: NovaQuery | None = None
+) -> NoValidHost:
     """``error`` naming the hosts outside the ports' segments that had room (routed networks), and the hosts
     Nova's request filters remove (``nq``: Nova's query the request started from), first."""
     if nq is not None and error.diagnosis:

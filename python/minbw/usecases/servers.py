@@ -1,6 +1,7 @@
 """The ``server`` and ``server_bandwidth_info`` modules: boot a server on its QoS ports and check that its
 bandwidth guarantee holds (allocations, ``binding:profile.allocation``, usage), delete it and check that it
 released them; a server in ERROR is explained (for "No valid host": per request group)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +13,14 @@ from minbw.usecases.cloud import Cloud
 
 def server_view(server) -> dict:
     """The server's id, name, status, hypervisor hostname, compute host and fault, a dict."""
-    return dict(id=server.id, name=server.name, status=server.status, hypervisor_hostname=server.hypervisor_hostname,
-                compute_host=server.compute_host, fault=server.fault)
+    return dict(
+        id=server.id,
+        name=server.name,
+        status=server.status,
+        hypervisor_hostname=server.hypervisor_hostname,
+        compute_host=server.compute_host,
+        fault=server.fault,
+    )
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ class ServerResult:
     before: dict
     after: dict
     server: dict | None = None
-    release: dict | None = None    # after a deletion with wait: what is left of its allocations and bindings
+    release: dict | None = None  # after a deletion with wait: what is left of its allocations and bindings
 
     def diff(self) -> dict:
         """Ansible's diff shape: the server's view before and after ({} for absent)."""
@@ -65,8 +72,9 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         if not request.wait:
             conn.compute.delete_server(found)
             return ServerResult(True, before, {})
-        return ServerResult(True, before, {}, release=ops_servers.delete(conn, found.id, cloud.placement,
-                                                                         timeout=request.timeout))
+        return ServerResult(
+            True, before, {}, release=ops_servers.delete(conn, found.id, cloud.placement, timeout=request.timeout)
+        )
     if found is not None:
         made, changed = existing, False
     elif request.check:
@@ -75,8 +83,15 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         missing = [o for o in ("flavor", "image", "ports") if not getattr(request, o)]
         if missing:
             raise InvalidInput(f"booting {request.name} needs {', '.join(missing)}")
-        made = ops_servers.boot(conn, request.name, request.flavor, request.image, list(request.ports),
-                                wait=request.wait, timeout=request.timeout)
+        made = ops_servers.boot(
+            conn,
+            request.name,
+            request.flavor,
+            request.image,
+            list(request.ports),
+            wait=request.wait,
+            timeout=request.timeout,
+        )
         changed = True
     if made.status == "ERROR":
         raise ops_servers.explain_failure(conn, made, list(request.ports), cloud.placement)
@@ -86,7 +101,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
 @dataclass(frozen=True)
 class GuaranteeQuery:
     server: str
-    boot_ports: tuple[str, ...] = ()   # the ports a server in ERROR was booted with (Nova never bound them)
+    boot_ports: tuple[str, ...] = ()  # the ports a server in ERROR was booted with (Nova never bound them)
 
 
 def guarantee(cloud: Cloud, query: GuaranteeQuery) -> dict:

@@ -1,4 +1,5 @@
 """``minbw usage show``: usage and allocations of the providers with inventory."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +36,14 @@ def usage(cloud: Cloud, request: UsageRequest) -> UsageResult:
     out = []
     for p in provs:
         provider = api.get_provider(p["uuid"])
-        out.append({"uuid": provider.uuid, "name": provider.name, "generation": provider.generation,
-                    "inventories": api.get_inventories(provider.uuid)[0], "usages": api.provider_usages(provider.uuid),
-                    "allocations": api.provider_allocations(provider.uuid)})
+        out.append(
+            {
+                "uuid": provider.uuid,
+                "name": provider.name,
+                "generation": provider.generation,
+                "inventories": api.get_inventories(provider.uuid)[0],
+                "usages": api.provider_usages(provider.uuid),
+                "allocations": api.provider_allocations(provider.uuid),
+            }
+        )
     return UsageResult(tuple(out))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ansible-lint with the production profile over the checkout (modules' examples, roles, playbooks, the
-# test playbooks), then antsibull-changelog lint (changelogs/). Any finding fails the script.
+# test playbooks), then antsibull-changelog lint (changelogs/), then ruff over the core (python/: `ruff check` and
+# `ruff format --check`, configured in python/pyproject.toml). Any finding fails the script.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -14,4 +15,6 @@ bash "$repo/tests/support/ansible/install_openstack_cloud.sh" >/dev/null
 # schema downloads.
 PATH="$venv/bin:$PATH" "$venv/bin/ansible-lint" --offline --profile production --nocolor
 "$venv/bin/antsibull-changelog" lint
-echo "ansible-lint (production) and antsibull-changelog lint: no findings"
+# --no-cache: nothing written into the checkout
+(cd python && "$venv/bin/ruff" check --no-cache . && "$venv/bin/ruff" format --no-cache --check .)
+echo "ansible-lint (production), antsibull-changelog lint, ruff check and ruff format --check: no findings"

@@ -1,5 +1,6 @@
 """Every host of a listing, counted: per host, per physnet and in total, with each provider's bandwidth and packet
 rate (used, free). Pure: the use case reads the providers."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,12 @@ class HostCapacity:
 
     def to_dict(self) -> dict:
         """The host's count as a JSON-ready dict: host (name), uuid, the fit's keys and ``physnets``."""
-        return {"host": self.name, "uuid": self.uuid, **self.fit.to_dict(),
-                "physnets": [n.to_dict() for n in self.physnets]}
+        return {
+            "host": self.name,
+            "uuid": self.uuid,
+            **self.fit.to_dict(),
+            "physnets": [n.to_dict() for n in self.physnets],
+        }
 
 
 @dataclass(frozen=True)
@@ -44,16 +49,20 @@ class Pool:
     host's own ``fits`` counts the whole shared inventory, so theirs do not add up; ``fit`` is how many fit on
     them together, and each physnet's likewise (``physnets``: label → fit)."""
 
-    hosts: tuple[str, ...]          # root uuids
-    providers: tuple[str, ...]      # the sharing providers' names
+    hosts: tuple[str, ...]  # root uuids
+    providers: tuple[str, ...]  # the sharing providers' names
     fit: Fit
     physnets: Mapping[str, Fit]
 
     def to_dict(self, names: Mapping[str, str]) -> dict:
         """The pool as a JSON-ready dict: its hosts by name (``names``: root uuid → name), sharing_providers, the fit's
         keys and ``physnets`` by label."""
-        return {"hosts": [names.get(h, h) for h in self.hosts], "sharing_providers": list(self.providers),
-                **self.fit.to_dict(), "physnets": {k: f.to_dict() for k, f in sorted(self.physnets.items())}}
+        return {
+            "hosts": [names.get(h, h) for h in self.hosts],
+            "sharing_providers": list(self.providers),
+            **self.fit.to_dict(),
+            "physnets": {k: f.to_dict() for k, f in sorted(self.physnets.items())},
+        }
 
 
 @dataclass(frozen=True)
@@ -77,8 +86,9 @@ class CapacityReport:
     def total_first_fit(self) -> int:
         """How many servers first fit fills all the hosts with, a pool's hosts counted once together."""
         pooled = self._pooled()
-        return (sum(h.fit.first_fit for h in self.hosts if h.uuid not in pooled)
-                + sum(p.fit.first_fit for p in self.pools))
+        return sum(h.fit.first_fit for h in self.hosts if h.uuid not in pooled) + sum(
+            p.fit.first_fit for p in self.pools
+        )
 
     def physnet_totals(self) -> list[dict]:
         """Per physnet, sorted by name: a dict of physnet, traits, fits and first_fit (pools counted once) and hosts
@@ -87,8 +97,9 @@ class CapacityReport:
         totals: dict[str, dict] = {}
         for h in self.hosts:
             for n in h.physnets:
-                t = totals.setdefault(n.physnet, {"physnet": n.physnet, "traits": list(n.traits), "fits": 0,
-                                                  "first_fit": 0, "hosts": 0})
+                t = totals.setdefault(
+                    n.physnet, {"physnet": n.physnet, "traits": list(n.traits), "fits": 0, "first_fit": 0, "hosts": 0}
+                )
                 t["hosts"] += 1 if n.fit.fits else 0
                 if h.uuid not in pooled:
                     t["fits"] += n.fit.fits
@@ -104,17 +115,24 @@ class CapacityReport:
         """The report as a JSON-ready dict: request, hosts, physnets, total, total_first_fit, notes, pools,
         providers."""
         names = {h.uuid: h.name for h in self.hosts}
-        return {"request": self.request.to_dict(), "hosts": [h.to_dict() for h in self.hosts],
-                "physnets": self.physnet_totals(), "total": self.total,
-                "total_first_fit": self.total_first_fit, "notes": list(self.notes),
-                "pools": [p.to_dict(names) for p in self.pools],
-                "providers": [dict(p) for p in self.providers]}
+        return {
+            "request": self.request.to_dict(),
+            "hosts": [h.to_dict() for h in self.hosts],
+            "physnets": self.physnet_totals(),
+            "total": self.total,
+            "total_first_fit": self.total_first_fit,
+            "notes": list(self.notes),
+            "pools": [p.to_dict(names) for p in self.pools],
+            "providers": [dict(p) for p in self.providers],
+        }
 
 
 # ---------------------------------------------------------------- hosts
 
-def trees(details: Iterable, shared: Mapping[str, Iterable[str]] | None = None,
-          memo: dict | None = None) -> tuple[list[Tree], list[str]]:
+
+def trees(
+    details: Iterable, shared: Mapping[str, Iterable[str]] | None = None, memo: dict | None = None
+) -> tuple[list[Tree], list[str]]:
     """The provider trees of ``details``, each with the sharing providers that serve it: ``shared`` maps a
     sharing provider (trait ``MISC_SHARES_VIA_AGGREGATE``) to the roots of the trees that have a provider in
     one of its aggregates (Placement's ``anchors_for_sharing_providers``); its own tree counts it anyway.
@@ -144,13 +162,25 @@ def trees(details: Iterable, shared: Mapping[str, Iterable[str]] | None = None,
             trees.append(built[root][1])
             continue
         names = {d.provider.uuid: d.provider.name for d in members + outside}
-        order = tuple([root] + sorted((d.provider.uuid for d in members if d.provider.uuid != root),
-                                      key=lambda u: names[u]) + [d.provider.uuid for d in outside])
-        stocks = {(d.provider.uuid, rc): s for d in members + outside
-                  for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items()}
-        tree = Tree(root, names, {d.provider.uuid: d.provider.parent_uuid for d in members + outside},
-                    {d.provider.uuid: frozenset(d.traits) for d in members + outside}, stocks, order,
-                    frozenset(d.provider.uuid for d in outside))
+        order = tuple(
+            [root]
+            + sorted((d.provider.uuid for d in members if d.provider.uuid != root), key=lambda u: names[u])
+            + [d.provider.uuid for d in outside]
+        )
+        stocks = {
+            (d.provider.uuid, rc): s
+            for d in members + outside
+            for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items()
+        }
+        tree = Tree(
+            root,
+            names,
+            {d.provider.uuid: d.provider.parent_uuid for d in members + outside},
+            {d.provider.uuid: frozenset(d.traits) for d in members + outside},
+            stocks,
+            order,
+            frozenset(d.provider.uuid for d in outside),
+        )
         kept[root] = (key, tree)
         trees.append(tree)
     if memo is not None:
@@ -178,6 +208,7 @@ def pools_of(host_trees: Iterable[Tree]) -> list[list[Tree]]:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
+
     for i, t in enumerate(host_trees):
         for rp in t.order:
             if rp in owner:
@@ -209,12 +240,26 @@ def _counted(request: CapacityRequest, tree: Tree) -> HostCapacity:
     name = tree.names[tree.root]
     if request.open_groups:
         networks = host_networks(tree)
-        rows = tuple(NetworkFit(request.label(t), (t,), fit_on(request.for_network((t,)), tree, request.port_names,
-                                                               request.root_reasons))
-                     for t in networks)
+        rows = tuple(
+            NetworkFit(
+                request.label(t),
+                (t,),
+                fit_on(request.for_network((t,)), tree, request.port_names, request.root_reasons),
+            )
+            for t in networks
+        )
         if not networks:
-            fit = Fit(0, 0, True, 0, (Limit(reason=f"no provider of {name} has a physnet or tunnel trait "
-                                                   f"(CUSTOM_PHYSNET_*, {TUNNEL_TRAIT})"),))
+            fit = Fit(
+                0,
+                0,
+                True,
+                0,
+                (
+                    Limit(
+                        reason=f"no provider of {name} has a physnet or tunnel trait (CUSTOM_PHYSNET_*, {TUNNEL_TRAIT})"
+                    ),
+                ),
+            )
         elif len(networks) == 1:
             fit = rows[0].fit
         else:
@@ -234,10 +279,21 @@ def network_usage(tree: Tree) -> list[dict]:
             s = tree.stocks.get((rp, rc))
             if s is None:
                 continue
-            out.append({"host": tree.names[tree.root], "provider": tree.names[rp], "uuid": rp, "resource_class": rc,
-                        "total": s.total, "reserved": s.reserved, "allocation_ratio": s.allocation_ratio,
-                        "capacity": s.capacity, "used": s.used, "free": s.free,
-                        "physnets": [network_label(t) for t in sorted(tree.traits[rp]) if is_network_trait(t)]})
+            out.append(
+                {
+                    "host": tree.names[tree.root],
+                    "provider": tree.names[rp],
+                    "uuid": rp,
+                    "resource_class": rc,
+                    "total": s.total,
+                    "reserved": s.reserved,
+                    "allocation_ratio": s.allocation_ratio,
+                    "capacity": s.capacity,
+                    "used": s.used,
+                    "free": s.free,
+                    "physnets": [network_label(t) for t in sorted(tree.traits[rp]) if is_network_trait(t)],
+                }
+            )
     return out
 
 
@@ -257,14 +313,21 @@ def _pool(request: CapacityRequest, group: Sequence[Tree], rows: Mapping[str, Ho
     physnets = {}
     for label in sorted({n.physnet for t in group for n in rows[t.root].physnets}):
         members = [(t, n) for t in group for n in rows[t.root].physnets if n.physnet == label]
-        physnets[label] = fit_together([(request.for_network(n.traits) if request.open_groups else request.server, t)
-                                        for t, n in members], names, request.root_reasons)
+        physnets[label] = fit_together(
+            [(request.for_network(n.traits) if request.open_groups else request.server, t) for t, n in members],
+            names,
+            request.root_reasons,
+        )
     sharing = sorted({t.names[rp] for t in group for rp in t.shared})
     return Pool(tuple(t.root for t in group), tuple(sharing), together, physnets)
 
 
-def capacity(details: Iterable, request: CapacityRequest,
-             shared: Mapping[str, Iterable[str]] | None = None, memo: dict | None = None) -> CapacityReport:
+def capacity(
+    details: Iterable,
+    request: CapacityRequest,
+    shared: Mapping[str, Iterable[str]] | None = None,
+    memo: dict | None = None,
+) -> CapacityReport:
     """How many more servers shaped as ``request`` fit on each host (root provider) of ``details``,
     per physnet and in total (the module docstring gives the rule). ``shared``: the sharing providers and
     the roots they serve (:func:`trees`). ``memo``: a dict kept between counts of the same ``request`` (a
@@ -284,9 +347,15 @@ def capacity(details: Iterable, request: CapacityRequest,
     for t in host_trees:
         if is_sharing_root(t) and not rows[t.root].fit.fits:
             served = sorted(o.names[o.root] for o in host_trees if t.root in o.shared)
-            notes.append(f"{t.names[t.root]} shares its inventory via aggregates" + (
-                f": counted with the hosts it serves ({', '.join(served)})" if served else
-                " with no host (it is in no aggregate with one)") + "; it holds no server of this shape by itself")
+            notes.append(
+                f"{t.names[t.root]} shares its inventory via aggregates"
+                + (
+                    f": counted with the hosts it serves ({', '.join(served)})"
+                    if served
+                    else " with no host (it is in no aggregate with one)"
+                )
+                + "; it holds no server of this shape by itself"
+            )
             continue
         counted.append(t)
     pools = tuple(_pool(request, g, rows) for g in pools_of(counted))
@@ -300,7 +369,9 @@ def capacity(details: Iterable, request: CapacityRequest,
                 providers.append(row)
     for p in pools:
         hosts_named = ", ".join(rows[h].name for h in p.hosts)
-        notes.append(f"{hosts_named} draw from the same sharing provider(s) {', '.join(p.providers)}: each host's "
-                     f"count assumes the shared inventory is all its own; together {p.fit.fits} fit (the total "
-                     f"counts them once)")
+        notes.append(
+            f"{hosts_named} draw from the same sharing provider(s) {', '.join(p.providers)}: each host's "
+            f"count assumes the shared inventory is all its own; together {p.fit.fits} fit (the total "
+            f"counts them once)"
+        )
     return CapacityReport(request, hosts, tuple(providers), tuple(notes), pools)

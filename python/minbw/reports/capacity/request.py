@@ -1,5 +1,6 @@
 """The shape to count: a server's flavor resources and traits, and its ports (as Neutron reports their
 ``resource_request``, or described by their QoS rules). Pure."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -45,8 +46,10 @@ class CapacityRequest:
         object.__setattr__(self, "excluded_roots", MappingProxyType(dict(self.excluded_roots)))
         groups = self.server.request_groups()
         if not any(g.resources for g in groups):
-            raise InvalidInput("nothing to count: the server asks for no resources. Fix: give the flavor's "
-                               "resources (--resources / resources) and/or a QoS port (--port / qos_ports).")
+            raise InvalidInput(
+                "nothing to count: the server asks for no resources. Fix: give the flavor's "
+                "resources (--resources / resources) and/or a QoS port (--port / qos_ports)."
+            )
         unknown = self.open_groups - {g.id for g in groups}
         if unknown:
             raise RequestError(f"open groups {sorted(unknown)} are not request groups of the server")
@@ -65,6 +68,7 @@ class CapacityRequest:
             if len(traits) == 1:
                 return dataclasses.replace(g, required=(traits[0], *g.required))
             return dataclasses.replace(g, required_any=(*g.required_any, traits))
+
         ports = tuple(dataclasses.replace(p, groups=tuple(group(g) for g in p.groups)) for p in self.server.ports)
         return dataclasses.replace(self.server, ports=ports)
 
@@ -80,12 +84,22 @@ class CapacityRequest:
     def to_dict(self) -> dict:
         """The shape as a JSON-ready dict: flavor resources, required, group_policy and each request group (``network``:
         ``each`` for an open group)."""
-        return {"flavor": self.server.flavor_resources(), "required": list(self.server.required),
-                "group_policy": self.server.effective_group_policy(),
-                "groups": [{"id": g.id, "resources": g.resource_dict, "required": list(g.required),
-                            "required_any": [list(a) for a in g.required_any], "forbidden": list(g.forbidden),
-                            "network": "each" if g.id in self.open_groups else None}
-                           for g in self.server.request_groups()]}
+        return {
+            "flavor": self.server.flavor_resources(),
+            "required": list(self.server.required),
+            "group_policy": self.server.effective_group_policy(),
+            "groups": [
+                {
+                    "id": g.id,
+                    "resources": g.resource_dict,
+                    "required": list(g.required),
+                    "required_any": [list(a) for a in g.required_any],
+                    "forbidden": list(g.forbidden),
+                    "network": "each" if g.id in self.open_groups else None,
+                }
+                for g in self.server.request_groups()
+            ],
+        }
 
 
 def is_network_trait(trait: str) -> bool:
@@ -97,7 +111,7 @@ def network_label(trait: str) -> str:
     """A physnet's name as far as its trait tells (upper case and punctuation are lost: lower case)."""
     if trait == TUNNEL_TRAIT:
         return TUNNEL_LABEL
-    return trait[len(PHYSNET_PREFIX):].lower() if trait.startswith(PHYSNET_PREFIX) else trait
+    return trait.removeprefix(PHYSNET_PREFIX).lower() if trait.startswith(PHYSNET_PREFIX) else trait
 
 
 _TRAIT = re.compile(r"^[A-Z0-9_]{1,255}$")
@@ -109,19 +123,29 @@ def qos_port(index: int, port: QosPort, where: str = "") -> tuple[PortRequest, f
     of each host is tried)."""
     where = where or f"port {index}"
     if len(port.segments) > 1:
-        raise InvalidInput(f"{where}: capacity counts a port on one network; give one physnet (or a tunnel "
-                           f"network_type), or leave it out to count each physnet.")
+        raise InvalidInput(
+            f"{where}: capacity counts a port on one network; give one physnet (or a tunnel "
+            f"network_type), or leave it out to count each physnet."
+        )
     pr, open_ids = port.open_request(port.port_id or str(uuid.uuid5(_PORT_NS, f"port-{index}")))
     if pr is None:
         raise InvalidInput(f"{where}: no minimum rule: nothing to reserve.")
     return pr, open_ids
 
 
-def capacity_request(resources: Mapping | None = None, required: Iterable[str] = (), port_requests: Iterable = (),
-                     qos_ports: Sequence[QosPort | Mapping] = (), *, group_policy: str | None = None,
-                     resources_option: str = "resources", port_labels: Sequence[str] | None = None,
-                     flavor: ServerRequest | None = None, root_reasons: Mapping[str, str] | None = None,
-                     excluded_roots: Mapping[str, str] | None = None) -> CapacityRequest:
+def capacity_request(
+    resources: Mapping | None = None,
+    required: Iterable[str] = (),
+    port_requests: Iterable = (),
+    qos_ports: Sequence[QosPort | Mapping] = (),
+    *,
+    group_policy: str | None = None,
+    resources_option: str = "resources",
+    port_labels: Sequence[str] | None = None,
+    flavor: ServerRequest | None = None,
+    root_reasons: Mapping[str, str] | None = None,
+    excluded_roots: Mapping[str, str] | None = None,
+) -> CapacityRequest:
     """The shape to count, from plain data (CLI options, module parameters): the flavor's resources and
     traits, ports as Neutron reports their ``resource_request`` (``port_requests``), and ports given by
     their QoS rules (``qos_ports``: :class:`QosPort` or its dict; a port without physical_network or tunnel
@@ -151,11 +175,19 @@ def capacity_request(resources: Mapping | None = None, required: Iterable[str] =
             raise InvalidInput(f"required: {t!r} is not a trait name (A-Z, 0-9, _; forbidden ones start with !).")
     if group_policy not in (None, "none", "isolate"):
         raise InvalidInput(f"group_policy must be none or isolate, got {group_policy!r}.")
-    server = ServerRequest.from_options(amounts, [t for t in traits if not t.startswith("!")], port_requests,
-                                        group_policy=group_policy)
+    server = ServerRequest.from_options(
+        amounts, [t for t in traits if not t.startswith("!")], port_requests, group_policy=group_policy
+    )
     server = dataclasses.replace(server, forbidden=tuple(t[1:] for t in traits if t.startswith("!")))
     if flavor is not None:
-        server = dataclasses.replace(flavor, ports=server.ports, limit=None,
-                                     group_policy=group_policy or flavor.group_policy)
-    return CapacityRequest(dataclasses.replace(server, ports=server.ports + tuple(built)), frozenset(opened), labels,
-                           names, root_reasons or {}, excluded_roots or {})
+        server = dataclasses.replace(
+            flavor, ports=server.ports, limit=None, group_policy=group_policy or flavor.group_policy
+        )
+    return CapacityRequest(
+        dataclasses.replace(server, ports=server.ports + tuple(built)),
+        frozenset(opened),
+        labels,
+        names,
+        root_reasons or {},
+        excluded_roots or {},
+    )

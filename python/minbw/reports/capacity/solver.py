@@ -1,5 +1,6 @@
 """One host: every way Placement could place one server there, and how many servers fit (an integer optimum by
 bounded branch and bound, and the first-fit count Placement's claims may stop at). Pure."""
+
 from __future__ import annotations
 
 import itertools
@@ -11,14 +12,15 @@ from minbw.model.providers import Stock
 from minbw.model.requests import RequestGroup, ServerRequest
 from minbw.reports.capacity.request import is_network_trait
 
-MAX_COMBINATIONS = 20000   # ways to place one server considered per host
-MAX_ORDERS_ALL = 6         # up to this many ways, first_fit tries every order (6! = 720)
-SEARCH_BUDGET = 20000      # branch-and-bound nodes per host
-LOOK_AHEAD_STEPS = 64      # batches of the look-ahead packing that seeds the search
-MAX_SEARCH_WAYS = 200      # beyond this many ways, no search: the best first-fit packing
+MAX_COMBINATIONS = 20000  # ways to place one server considered per host
+MAX_ORDERS_ALL = 6  # up to this many ways, first_fit tries every order (6! = 720)
+SEARCH_BUDGET = 20000  # branch-and-bound nodes per host
+LOOK_AHEAD_STEPS = 64  # batches of the look-ahead packing that seeds the search
+MAX_SEARCH_WAYS = 200  # beyond this many ways, no search: the best first-fit packing
 
 
 # ---------------------------------------------------------------- results
+
 
 @dataclass(frozen=True)
 class Limit:
@@ -35,8 +37,14 @@ class Limit:
 
     def to_dict(self) -> dict:
         """The limit as a JSON-ready dict of its fields."""
-        return {"resource_class": self.resource_class, "providers": list(self.providers), "needs": self.needs,
-                "free": self.free, "copies": self.copies, "reason": self.reason}
+        return {
+            "resource_class": self.resource_class,
+            "providers": list(self.providers),
+            "needs": self.needs,
+            "free": self.free,
+            "copies": self.copies,
+            "reason": self.reason,
+        }
 
     def describe(self, short=lambda name: name) -> str:
         """The limit in words: the reason, else ``CLASS on PROVIDERS (FREE free, NEEDS per server)`` with ``short``
@@ -58,11 +66,18 @@ class Fit:
 
     def to_dict(self) -> dict:
         """The fit as a JSON-ready dict of its fields (limited_by as dicts)."""
-        return {"fits": self.fits, "first_fit": self.first_fit, "exact": self.exact, "ways": self.ways,
-                "limited_by": [lim.to_dict() for lim in self.limited_by], "notes": list(self.notes)}
+        return {
+            "fits": self.fits,
+            "first_fit": self.first_fit,
+            "exact": self.exact,
+            "ways": self.ways,
+            "limited_by": [lim.to_dict() for lim in self.limited_by],
+            "notes": list(self.notes),
+        }
 
 
 # ---------------------------------------------------------------- one server: the ways to place it
+
 
 @dataclass(frozen=True)
 class Tree:
@@ -104,8 +119,10 @@ def _group_label(req: ServerRequest, gid: str, port_names: Mapping[str, str]) ->
     for port in req.ports:
         for g in port.groups:
             if g.id == gid:
-                kind = "/".join(sorted({"bandwidth" if "_BW_" in rc else "packet rate" for rc, _amount in g.resources})) \
+                kind = (
+                    "/".join(sorted({"bandwidth" if "_BW_" in rc else "packet rate" for rc, _amount in g.resources}))
                     or "traits"
+                )
                 return f"{port_names.get(port.port_id) or f'port {port.port_id}'} {kind}"
     return f"group {gid}"
 
@@ -135,8 +152,11 @@ def _numbered_options(g: RequestGroup, tree: Tree) -> tuple[list[tuple], str]:
             options.append(tuple((g.id, rc, rp, amount) for rc, amount in g.resources) or ((g.id, "", rp, 0),))
     if options:
         return options, ""
-    why = f"no provider of {tree.names[tree.root]} has {_traits_text(g)}" if g.required or g.required_any else \
-        f"no provider of {tree.names[tree.root]} can take {', '.join(f'{rc}={a}' for rc, a in g.resources)}"
+    why = (
+        f"no provider of {tree.names[tree.root]} has {_traits_text(g)}"
+        if g.required or g.required_any
+        else f"no provider of {tree.names[tree.root]} can take {', '.join(f'{rc}={a}' for rc, a in g.resources)}"
+    )
     top = max((rank for rank, _text in near), default=None)
     nearest = [text for rank, text in near if rank == top][:4]
     return [], why + (f" ({'; '.join(nearest)})" if nearest else "")
@@ -156,8 +176,10 @@ def _unsuffixed_options(g: RequestGroup, tree: Tree) -> tuple[list[tuple], str]:
                 continue
             holders.append((g.id, rc, rp, amount))
         if not holders:
-            return [], (f"no provider of {tree.names[tree.root]} can take {rc}={amount}"
-                        + (f" ({'; '.join(problems)})" if problems else ""))
+            return [], (
+                f"no provider of {tree.names[tree.root]} can take {rc}={amount}"
+                + (f" ({'; '.join(problems)})" if problems else "")
+            )
         per_class.append(holders)
     if not per_class:
         # traits only (a flavor with required traits and no resources): some provider must have them
@@ -183,8 +205,12 @@ def _same_subtree_ok(rps: set[str], tree: Tree) -> bool:
     return bool(common & rps)
 
 
-def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
-          root_reasons: Mapping[str, str] = MappingProxyType({})) -> tuple[list[_Way], dict, list[Limit], bool]:
+def _ways(
+    req: ServerRequest,
+    tree: Tree,
+    port_names: Mapping[str, str],
+    root_reasons: Mapping[str, str] = MappingProxyType({}),
+) -> tuple[list[_Way], dict, list[Limit], bool]:
     """The distinct ways to place one server on the tree; every provider each item (a group's class)
     can use in some way; the reasons when there are none (``root_reasons``: root trait → why the request has it,
     e.g. the Nova request filter that added it); whether the enumeration was cut at MAX_COMBINATIONS."""
@@ -194,8 +220,17 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
     if missing or bad:
         said = [f"lacks {t}" for t in missing] + [f"has {t}" for t in bad]
         why = [root_reasons[t] for t in (*missing, *bad) if t in root_reasons]
-        return [], {}, [Limit(reason=f"the root {tree.names[tree.root]} {', '.join(said)}"
-                              + (f" ({'; '.join(why)})" if why else ""))], False
+        return (
+            [],
+            {},
+            [
+                Limit(
+                    reason=f"the root {tree.names[tree.root]} {', '.join(said)}"
+                    + (f" ({'; '.join(why)})" if why else "")
+                )
+            ],
+            False,
+        )
     groups = req.request_groups()
     options, reasons = [], []
     for g in groups:
@@ -222,8 +257,9 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
             numbered = [next(iter(providers[g.id])) for g in groups if g.id]
             if len(set(numbered)) != len(numbered):
                 continue
-        if not all(_same_subtree_ok(set().union(*(providers.get(gid, set()) for gid in ids)), tree)
-                   for ids in subtrees):
+        if not all(
+            _same_subtree_ok(set().union(*(providers.get(gid, set()) for gid in ids)), tree) for ids in subtrees
+        ):
             continue
         use: dict[tuple[str, str], int] = {}
         places = tuple(p for places in combo for p in places if p[1])
@@ -238,14 +274,26 @@ def _ways(req: ServerRequest, tree: Tree, port_names: Mapping[str, str],
             pools.setdefault((gid, rc, amount), set()).add((rp, rc))
     ways = list(seen.values())
     if not ways:
-        return [], {}, [Limit(reason="no way to place all the groups together on one host: "
-                              + ("group_policy=isolate, same_subtree or max_unit of shared providers rule out "
-                                 "every combination" if isolate or subtrees else
-                                 "max_unit of shared providers rules out every combination"))], cut
+        return (
+            [],
+            {},
+            [
+                Limit(
+                    reason="no way to place all the groups together on one host: "
+                    + (
+                        "group_policy=isolate, same_subtree or max_unit of shared providers rule out every combination"
+                        if isolate or subtrees
+                        else "max_unit of shared providers rules out every combination"
+                    )
+                )
+            ],
+            cut,
+        )
     return ways, pools, [], cut
 
 
 # ---------------------------------------------------------------- many servers: the packing
+
 
 def _copies(use, rem) -> int:
     return min(rem[k] // a for k, a in use) if use else 0
@@ -272,7 +320,9 @@ def _orders(k: int) -> Iterable[tuple[int, ...]]:
     return rot + [tuple(reversed(r)) for r in rot]
 
 
-def _bounds(pools: Mapping[tuple[str, str, int], set], rem: Mapping, isolate: bool) -> list[tuple[int, str, frozenset, int]]:
+def _bounds(
+    pools: Mapping[tuple[str, str, int], set], rem: Mapping, isolate: bool
+) -> list[tuple[int, str, frozenset, int]]:
     """Upper bounds on how many more servers fit, as ``(bound, class, inventories, needs)``, from where
     each item (a group's class and amount) can go (``pools``) and what is left (``rem``):
 
@@ -416,12 +466,17 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
             if exhausted or best >= upper:
                 break
         counts[i] = 0
+
     dfs(0, dict(cap), 0)
     return _Packing(best, worst, not exhausted, upper, best_counts)
 
 
-def fit(req: ServerRequest, tree: Tree, port_names: Mapping[str, str] = MappingProxyType({}),
-        root_reasons: Mapping[str, str] = MappingProxyType({})) -> Fit:
+def fit(
+    req: ServerRequest,
+    tree: Tree,
+    port_names: Mapping[str, str] = MappingProxyType({}),
+    root_reasons: Mapping[str, str] = MappingProxyType({}),
+) -> Fit:
     """How many servers of ``req`` fit on the tree alone: fit_together with one pair, a Fit."""
     return fit_together(((req, tree),), port_names, root_reasons)
 
@@ -432,16 +487,22 @@ def merged(trees: Sequence[Tree]) -> Tree:
     if len(trees) == 1:
         return trees[0]
     order = tuple(dict.fromkeys(rp for t in trees for rp in t.order))
-    return Tree(trees[0].root, {k: v for t in trees for k, v in t.names.items()},
-                {k: v for t in trees for k, v in t.parents.items()},
-                {k: v for t in trees for k, v in t.traits.items()},
-                {k: v for t in trees for k, v in t.stocks.items()}, order,
-                frozenset().union(*(t.shared for t in trees)))
+    return Tree(
+        trees[0].root,
+        {k: v for t in trees for k, v in t.names.items()},
+        {k: v for t in trees for k, v in t.parents.items()},
+        {k: v for t in trees for k, v in t.traits.items()},
+        {k: v for t in trees for k, v in t.stocks.items()},
+        order,
+        frozenset().union(*(t.shared for t in trees)),
+    )
 
 
-def fit_together(pairs: Sequence[tuple[ServerRequest, Tree]],
-                 port_names: Mapping[str, str] = MappingProxyType({}),
-                 root_reasons: Mapping[str, str] = MappingProxyType({})) -> Fit:
+def fit_together(
+    pairs: Sequence[tuple[ServerRequest, Tree]],
+    port_names: Mapping[str, str] = MappingProxyType({}),
+    root_reasons: Mapping[str, str] = MappingProxyType({}),
+) -> Fit:
     """How many servers fit on the trees together, each tree with its own shape of the server (a port left
     open takes that host's networks): the ways of every tree packed against the same free amounts, so a
     sharing provider that serves several trees counts once. One pair: the host alone."""
@@ -465,20 +526,25 @@ def fit_together(pairs: Sequence[tuple[ServerRequest, Tree]],
     fits, first_fit, exact, upper = packing.fits, packing.first_fit, packing.exact, packing.upper
     notes = []
     if cut:
-        notes.append(f"only the first {MAX_COMBINATIONS} combinations of providers were considered: the count "
-                     f"is a lower bound")
+        notes.append(
+            f"only the first {MAX_COMBINATIONS} combinations of providers were considered: the count is a lower bound"
+        )
     if not exact:
         notes.append(f"the search for the best packing stopped early: {fits} is the best found, at most {upper} fit")
     if first_fit < fits:
-        notes.append(f"the {len(all_ways)} ways to place a server compete for the same providers: {fits} fit when "
-                     f"each server lands where it leaves room for the next, but Placement picks each claim's "
-                     f"candidate, and claims can stop at {first_fit} (first fit in the worst order)")
-    return Fit(fits, first_fit, exact, len(all_ways), _limits(all_ways, pools, cap, packing, tree, isolate),
-               tuple(notes))
+        notes.append(
+            f"the {len(all_ways)} ways to place a server compete for the same providers: {fits} fit when "
+            f"each server lands where it leaves room for the next, but Placement picks each claim's "
+            f"candidate, and claims can stop at {first_fit} (first fit in the worst order)"
+        )
+    return Fit(
+        fits, first_fit, exact, len(all_ways), _limits(all_ways, pools, cap, packing, tree, isolate), tuple(notes)
+    )
 
 
-def _limits(ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packing, tree: Tree,
-            isolate: bool) -> tuple[Limit, ...]:
+def _limits(
+    ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packing, tree: Tree, isolate: bool
+) -> tuple[Limit, ...]:
     """The resources whose bound (:func:`_bounds`) is the count, each item over every provider it can use
     in any way (the search keeps one way per distinct usage, whose providers alone would name too few)."""
     bounds = _bounds(pools, cap, isolate)
@@ -498,7 +564,6 @@ def _limits(ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packin
     for w, n in zip(ways, packing.counts):
         for k, a in w.use:
             rem[k] -= n * a
-    short = sorted({k for w in ways for k, a in w.use if rem[k] < a},
-                   key=lambda k: (tree.order.index(k[0]), k[1]))
+    short = sorted({k for w in ways for k, a in w.use if rem[k] < a}, key=lambda k: (tree.order.index(k[0]), k[1]))
     left = ", ".join(f"{rc} of {tree.names[rp]} ({rem[(rp, rc)]} left)" for rp, rc in short)
     return (Limit(reason=f"the ways to place a server compete: after {packing.fits}, none has room: {left}"),)
