@@ -386,20 +386,7 @@ class Placement:
         """Replace provider ``uuid``'s traits at ``generation``; returns its new generation. A lost answer is re-read:
         the traits already as asked count as written. Raises ConcurrentUpdate when the generation moved; otherwise as
         :meth:`request`."""
-        wanted = set(traits)
-
-        def same() -> dict | None:
-            now = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
-            return now if set(now["traits"]) == wanted else None
-
-        body = self.request(
-            "put",
-            f"/resource_providers/{uuid}/traits",
-            mv.ERROR_CODES,
-            json={"traits": sorted(wanted), "resource_provider_generation": generation},
-            converged=same,
-        )
-        return body["resource_provider_generation"]
+        return self._replace_set(uuid, "traits", mv.TRAITS, traits, generation)
 
     # ------------------------------------------------------------ aggregates
     def get_provider_aggregates(self, uuid: str) -> tuple[set[str], int]:
@@ -409,17 +396,24 @@ class Placement:
 
     def set_provider_aggregates(self, uuid: str, aggregates: Iterable[str], generation: int) -> int:
         """Replace a provider's aggregates at ``generation`` (callers add to what they read)."""
-        wanted = set(aggregates)
+        return self._replace_set(uuid, "aggregates", mv.AGGREGATES, aggregates, generation)
+
+    def _replace_set(
+        self, uuid: str, key: str, read_version: mv.Microversion, values: Iterable[str], generation: int
+    ) -> int:
+        """PUT provider ``uuid``'s ``key`` (traits, aggregates) as ``values`` at ``generation``; a lost answer is
+        re-read (at ``read_version``) and the set already as asked counts as written. Returns the new generation."""
+        wanted = set(values)
 
         def same() -> dict | None:
-            now = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
-            return now if set(now["aggregates"]) == wanted else None
+            now = self.request("get", f"/resource_providers/{uuid}/{key}", read_version)
+            return now if set(now[key]) == wanted else None
 
         body = self.request(
             "put",
-            f"/resource_providers/{uuid}/aggregates",
+            f"/resource_providers/{uuid}/{key}",
             mv.ERROR_CODES,
-            json={"aggregates": sorted(wanted), "resource_provider_generation": generation},
+            json={key: sorted(wanted), "resource_provider_generation": generation},
             converged=same,
         )
         return body["resource_provider_generation"]
