@@ -170,7 +170,7 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
         parse_s = time.perf_counter() - t
         interval = s.DEFAULT_CACHE_CHECK_INTERVAL if check_interval is None else check_interval
         cache = s.ProviderCache(cache_file, api.endpoint(), check_interval=interval) if cache_file else None
-        plan, result = s.sync(api, desired, progress=every_500, cache=cache)
+        plan, result = s.sync_providers(api, desired, progress=every_500, cache=cache)
     mem = _status_mib()
     counter.detach()
     if recorder:
@@ -362,7 +362,7 @@ def check_minbw_plan_empty(neutron_server, files: dict[str, list[Path]]) -> None
     from minbw.placement.client import Placement
     from minbw.neutron.provider_tree import desired_state
     configs = [load_agent_ini(p.read_text(), source=str(p)) for host in files for p in files[host]]
-    plan, _ = s.sync(Placement(neutron_server.connect()), desired_state(configs), check=True)
+    plan, _ = s.sync_providers(Placement(neutron_server.connect()), desired_state(configs), check=True)
     if plan.ops or plan.kept:
         raise BenchError(f"minbw would change Neutron's result ({len(plan.ops)} writes), e.g. "
                          + "; ".join(str(op) for op in plan.ops[:5]))

@@ -122,7 +122,7 @@ def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKE
     def every(step, done, total):
         if done % 10000 == 0:
             progress(f"exporter_scale: sync {step} {done}/{total}")
-    plan, result = s.sync(api, desired, progress=every, cache=cache, workers=workers)
+    plan, result = s.sync_providers(api, desired, progress=every, cache=cache, workers=workers)
     seconds = time.perf_counter() - t
     summary = s.summary(desired, plan, result, seconds=seconds, calls=api.calls, cache=cache)
     progress(f"exporter_scale: sync: {summary}")

@@ -267,7 +267,7 @@ def minbw(env, *args, exit_code=0):
 
 
 def release(service, api, result):
-    claims.free(api, result["consumer"])
+    claims.free_allocations(api, result["consumer"])
     for b in result["bindings"]:
         service.network.update_port(b["port"], binding_host_id="", binding_profile={})
 

@@ -83,12 +83,12 @@ def write_state(state_dir: Path, url: str) -> Path:
 def load_app(conf_file: Path):
     """Build placement's WSGI app exactly as its own wsgi module does."""
     from oslo_config import cfg
-    from placement import conf as pconf
+    from placement import conf
     from placement import db_api, deploy
     from placement.wsgi import setup_logging
 
     config = cfg.ConfigOpts()
-    pconf.register_opts(config)
+    conf.register_opts(config)
     config([], project="placement", default_config_files=[str(conf_file)])
     setup_logging(config)
     db_api.configure(config)

@@ -181,7 +181,7 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     return found
 
 
-def heal(
+def heal_servers(
     conn,
     api: Placement | None = None,
     names: Iterable[str] = (),
