@@ -47,7 +47,7 @@ def chassis_table(n: int) -> dict:
 
 def run_minbw(server, path: Path, phase: str, cache_file: Path | None = None):
     from minbw.ops import ovn_chassis
-    from minbw.ops import sync as s
+    from minbw.ops.sync import ProviderCache, summary, sync_providers
     from minbw.placement.client import Placement
 
     conn = server.connect()
@@ -57,15 +57,15 @@ def run_minbw(server, path: Path, phase: str, cache_file: Path | None = None):
     with _Meter(server) as m:
         chassis, complete = ovn_chassis.read_chassis_file(str(path))
         desired = ovn_chassis.desired(chassis=chassis, complete=complete)
-        cache = s.ProviderCache(cache_file, api.endpoint()) if cache_file else None
-        plan, result = s.sync_providers(api, desired, cache=cache)
+        cache = ProviderCache(cache_file, api.endpoint()) if cache_file else None
+        plan, result = sync_providers(api, desired, cache=cache)
     counter.detach()
-    summary = s.summary(desired, plan, result, seconds=m.seconds, calls=api.calls, cache=cache)
-    progress(f"minbw {phase}: {summary}")
+    line = summary(desired, plan, result, seconds=m.seconds, calls=api.calls, cache=cache)
+    progress(f"minbw {phase}: {line}")
     if api.calls != counter.total:
         raise BenchError(f"minbw {phase}: the client counted {api.calls} calls, the HTTP hook {counter.total}")
     run_ = Run("minbw", phase, len(chassis), m.seconds, counter.total, counter.gets, counter.writes,
-               counter.http_seconds, m.client_cpu, m.server_cpu, loadavg(), counter.kinds(), {"summary": summary})
+               counter.http_seconds, m.client_cpu, m.server_cpu, loadavg(), counter.kinds(), {"summary": line})
     return run_, plan, result, cache
 
 
@@ -138,10 +138,10 @@ def run(ctx: Context) -> Section:
                 runs[("neutron", "cold")] = run_neutron(srv_n, path, "cold")
                 sampled = check_same_trees(srv_m, srv_n, hosts, ctx.seed, f"OVN N={n} after both cold runs")
                 from minbw.ops import ovn_chassis
-                from minbw.ops import sync as s
+                from minbw.ops.sync import sync_providers
                 from minbw.placement.client import Placement
                 chassis, complete = ovn_chassis.read_chassis_file(str(path))
-                plan, _ = s.sync_providers(Placement(srv_n.connect()), ovn_chassis.desired(chassis=chassis, complete=complete),
+                plan, _ = sync_providers(Placement(srv_n.connect()), ovn_chassis.desired(chassis=chassis, complete=complete),
                                  check=True)
                 if plan.ops or plan.kept:
                     raise BenchError(f"OVN N={n}: minbw would change Neutron's result: "

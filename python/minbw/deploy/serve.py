@@ -95,7 +95,7 @@ def load_app(conf_file: Path):
     return deploy.loadapp(config)
 
 
-def serve(port: int, state_dir: str | os.PathLike, host: str = "127.0.0.1", out=sys.stdout) -> int:
+def serve_placement(port: int, state_dir: str | os.PathLike, host: str = "127.0.0.1", out=sys.stdout) -> int:
     state = Path(state_dir).resolve()
     url = f"http://{host}:{port}"
     conf = write_state(state, url)

@@ -195,7 +195,7 @@ def _unbind(svc, port_ids: Iterable[str]) -> list[str]:
     return stuck
 
 
-def schedule(
+def schedule_ports(
     conn,
     api: Placement,
     ports: list[str],

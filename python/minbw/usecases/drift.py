@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from minbw.ops import ovn_chassis
 from minbw.errors import ConfigError, NothingCompared
 from minbw.ops.agent_files import read_agent_units
-from minbw.reports.drift import DriftRow, drift as compare, without_compute_node
+from minbw.reports.drift import DriftRow, drift_rows, without_compute_node
 from minbw.readers.providers import agent_reports, placement_snapshots
 from minbw.usecases.cloud import Cloud
 from minbw.usecases.providers import OvnSources
@@ -108,7 +108,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
         agent = ovn_chassis.desired(heartbeats, sb, complete=southbound is not None and not chassis, isolate=True)
     uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
     placement, roots = placement_snapshots(reader or cloud.reader(), uuids, (ini, agent))
-    rows = without_compute_node(compare(ini, agent, placement), (ini, agent), roots)
+    rows = without_compute_node(drift_rows(ini, agent, placement), (ini, agent), roots)
     # a skipped unit's hosts are not compared: its providers would only show as missing on its side
     left_out = {h for d in (ini, agent) if d for u in d.skipped for h in (u.host, *u.hypervisors) if h}
     rows = [r for r in rows if r.name.split(":", 1)[0] not in left_out]
