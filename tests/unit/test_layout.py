@@ -1,7 +1,8 @@
 """The core's layout as python/README.md describes it ("Layout: one dependency direction"): imports go one way,
 pure packages do no I/O, only placement.client names a Placement URL, every exception class lives in errors.py,
 the front ends (cli, plugins/modules) reach the core through the use cases only (the compute-side modules apart:
-they run where the use cases cannot), and the cli has no import cycle."""
+they run where the use cases cannot), the cli has no import cycle, and nothing of ours is imported under another
+name."""
 from __future__ import annotations
 
 import ast

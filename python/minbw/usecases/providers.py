@@ -19,13 +19,8 @@ from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint:
     DEFAULT_CACHE_MAX_AGE,
     DEFAULT_WORKERS,
     MAX_WORKERS,
-    ApplyResult,
-    check_check_interval,
-    check_max_age,
-    check_workers,
-    summary,
-    sync_providers,
 )
+from minbw.ops.sync import ApplyResult, check_check_interval, check_max_age, check_workers, summary, sync_providers
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
 from minbw.plan.base import Plan
