@@ -140,7 +140,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
                           text=True)
     assert sync.returncode == 0, sync.stderr
     counted = []
-    real_capacity = exporter_mod.capacity
+    real_capacity = exporter_mod.count_capacity
 
     def counting(*args, **kwargs):
         counted.append(1)
@@ -154,7 +154,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         samples = fams["minbw_headroom_ports"].samples
         return next((v for k, v in samples if ("host", "devstack0") in k and ("physnet", "physnet0") in k), samples)
 
-    exporter_mod.capacity = counting
+    exporter_mod.count_capacity = counting
     try:
         assert headroom() == 5 and len(counted) == 1
         assert headroom() == 5 and headroom() == 5 and len(counted) == 1  # nothing moved: the last count
@@ -176,7 +176,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         placement.request("delete", f"/allocations/{consumer}", "1.28")  # as Nova frees a deleted server
         assert headroom() == 3 and len(counted) == 6
     finally:
-        exporter_mod.capacity = real_capacity
+        exporter_mod.count_capacity = real_capacity
 
 
 def _sync_hosts(placement_server, tmp_path, hosts, kbps=5000):
