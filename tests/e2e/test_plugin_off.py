@@ -8,7 +8,7 @@ from minbw.ops import servers
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.placement.client import Placement
 from minbw.neutron.provider_tree import desired_state
-from minbw.ops.sync import sync
+from minbw.ops.sync import sync_providers
 
 HYPERVISOR = "devstack0"
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
@@ -24,9 +24,9 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
                              for p in (cloud_plugin_off.ovs_ini, cloud_plugin_off.sriov_ini)])
     assert not [p for p in api.list_providers() if p.uuid in desired.by_uuid()], "nobody reported providers yet"
 
-    plan, applied = sync(api, desired)
+    plan, applied = sync_providers(api, desired)
     assert applied.writes == plan.writes() > 0
-    assert sync(api, desired, check=True)[0].writes() == 0
+    assert sync_providers(api, desired, check=True)[0].writes() == 0
 
     # the OVS port: bandwidth on our br-test provider, the binding names it
     policy = demo_plugin_off.policy("e2e-off", bw=[("egress", 1000), ("ingress", 1000)])

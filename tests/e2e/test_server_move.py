@@ -4,7 +4,7 @@ and devstack1, each with br-test on physnet0, 1500 kbps each way).
 A server with one QoS port (minimum_bandwidth 1000 kbps egress and ingress, vnic normal) boots on devstack0 and is
 moved: cold migrate + confirm, resize + revert, live migration, evacuation (source really stopped and forced down,
 then back), shelve offload + unshelve, and a QoS port attached and detached. At every step the core
-(:func:`minbw.ops.server_move.move_state`) must find no problem, and the test asserts the values themselves: who holds
+(:func:`minbw.ops.server_move.read_move_state`) must find no problem, and the test asserts the values themselves: who holds
 what on which provider, the ports' binding host and ``binding:profile.allocation``, the providers' usage. Migrate +
 confirm and resize + revert also run through the role ``minbw.openstack.bandwidth_move``.
 """
@@ -42,7 +42,7 @@ class Mover:
             h: f"{h}:Open vSwitch agent:br-test" for h in BR}
 
     def state(self, phase: str, **kwargs) -> dict:
-        st = server_move.move_state(self.conn, self.server.id, self.api, **kwargs)
+        st = server_move.read_move_state(self.conn, self.server.id, self.api, **kwargs)
         assert st["problems"] == [] and st["ok"] is True, st["problems"]
         assert st["phase"] == phase, (st["phase"], st["notes"])
         return st

@@ -1,6 +1,6 @@
 """``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the bandwidth providers'
 inventories and allocations, and the compute roots that are full or over), judge with
-:func:`minbw.plan.audit.audit`, and apply the fixes when asked."""
+:func:`minbw.plan.audit.judge_audit`, and apply the fixes when asked."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from minbw.ops import write_failures
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.readers.placement import Reader, read_bandwidth, roots_over_capacity
-from minbw.plan.audit import AuditPlan, Migration, PortBinding, Server, audit, guaranteed, trimmed
+from minbw.plan.audit import AuditPlan, Migration, PortBinding, Server, guaranteed, judge_audit, trimmed
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def run_audit(conn, api: Placement | Reader | None = None, *, ignore: Iterable[s
     (findings and fixes, nothing written). Lets Placement's errors through (PlacementError)."""
     seen = read_placement(api or Placement(conn), progress)
     servers, migrations = servers_and_migrations(conn)
-    return audit(
+    return judge_audit(
         seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories, seen.hosts
     )
 

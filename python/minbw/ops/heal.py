@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from minbw.errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
-from minbw.ops import outcome_unknown, servers as server_ops, verify, write_failures
+from minbw.ops import outcome_unknown, verify, write_failures
+from minbw.ops.servers import find_server, port_state
 from minbw.ops.neutron import write_binding_profile
 from minbw.model.providers import Provider
 from minbw.placement.client import Placement
@@ -83,7 +84,7 @@ def compute_tree(api: Placement, hypervisor: str) -> dict[str, dict]:
 def server_plan(conn, api: Placement, server, trees: Trees | None = None) -> tuple[HealPlan, list, dict]:
     """The heal plan of one server (an openstacksdk Server with its full body), its ports and allocations.
     ``trees``: the run's compute trees (each host's tree is read once)."""
-    ports = [server_ops.port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
+    ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     current = api.get_allocations(server.id)
     if not server.hypervisor_hostname:
         raise ObjectNotFound(f"server {server.name} ({server.id}) is on no hypervisor (status {server.status})")
@@ -171,7 +172,7 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     from openstack import exceptions as sdk_exceptions
 
     if names:
-        return [server_ops.find_server(conn, n) for n in names]
+        return [find_server(conn, n) for n in names]
     found = []
     for listed in conn.compute.servers(all_projects=True):
         try:
@@ -181,7 +182,7 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     return found
 
 
-def heal(
+def heal_servers(
     conn,
     api: Placement | None = None,
     names: Iterable[str] = (),

@@ -1,6 +1,6 @@
 """Moves of a server through Nova, and its bandwidth guarantee checked at every step.
 
-:func:`move_state` reads the server (openstacksdk compute), its ports (:func:`minbw.ops.servers.port_state`),
+:func:`read_move_state` reads the server (openstacksdk compute), its ports (:func:`minbw.ops.servers.port_state`),
 its latest migration record, the allocations of the server consumer and of the migration consumer
 and the providers of the host trees involved (:class:`minbw.placement.client.Placement`), and asks
 :func:`minbw.reports.server_move.check_move` what breaks the rules of the step's phase.
@@ -137,7 +137,7 @@ def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts
 
 
 def report(facts: MoveFacts, verdict: Verdict) -> dict:
-    """The result shape of :func:`move_state` (and of the server_move_info module)."""
+    """The result shape of :func:`read_move_state` (and of the server_move_info module)."""
     mig = facts.migration
     sid = facts.server["id"]
     names = {rp: p.name for rp, p in facts.providers.items()}
@@ -165,7 +165,9 @@ def report(facts: MoveFacts, verdict: Verdict) -> dict:
     }
 
 
-def move_state(conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None) -> dict:
+def read_move_state(
+    conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None
+) -> dict:
     """Where the server is in a move and whether its guarantee holds there: ``ok``, ``problems``,
     ``phase``, the migration, the allocations per consumer, the ports' binding allocations."""
     facts = move_facts(conn, name_or_id, api)
@@ -454,7 +456,7 @@ def plan(
     flavor: str | None = None,
     force_down_source: bool = False,
 ) -> Plan:
-    """The Nova call :func:`run` makes for ``action`` (none when it is already done): check mode's plan."""
+    """The Nova call :func:`move_server` makes for ``action`` (none when it is already done): check mode's plan."""
     server = find_server(conn, name_or_id)
     return plan_action(
         _server_view(server),
@@ -466,7 +468,7 @@ def plan(
     )
 
 
-def run(
+def move_server(
     conn,
     name_or_id: str,
     action: str,

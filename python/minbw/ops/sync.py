@@ -22,7 +22,7 @@ from minbw.cache.providers import (
     DEFAULT_CACHE_CHECK_INTERVAL,
     DEFAULT_CACHE_MAX_AGE,
     ProviderCache,
-    verified as _verified,
+    verified,
 )
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
@@ -114,7 +114,7 @@ def observe(
     candidates: dict[str, dict] = {}
     if cache:
         candidates = {u: e for u in present if (e := cache.candidate(providers[u])) is not None}
-        cache.trusted = _verified(api, cache, candidates) if candidates else set()
+        cache.trusted = verified(api, cache, candidates) if candidates else set()
         cache.stats["candidates"] += len(candidates)
         cache.stats["trusted"] += len(cache.trusted)
     to_read = []
@@ -376,7 +376,7 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         )
 
 
-def sync(
+def sync_providers(
     api: Placement,
     desired: DesiredState,
     *,

@@ -175,7 +175,7 @@ def amounts(resources: Mapping[str, int]) -> str:
     return ", ".join(f"{rc}={n}" for rc, n in sorted(resources.items()))
 
 
-def audit(
+def judge_audit(
     allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
     servers: Iterable[Server],
     migrations: Iterable[Migration],

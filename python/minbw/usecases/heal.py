@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minbw.ops import heal as ops_heal
+from minbw.ops.heal import heal_servers
 from minbw.usecases.cloud import Cloud
 
 
@@ -65,7 +65,7 @@ def heal(cloud: Cloud, request: HealRequest) -> HealResult:
     MissingService without Nova or Neutron."""
     cloud.require("compute", "heal reads the servers from Nova")
     cloud.require("network", "heal reads the servers' ports from Neutron")
-    results = ops_heal.heal(
+    results = heal_servers(
         cloud.conn,
         cloud.placement,
         names=request.servers,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from minbw.ops.server_move import move_state as read_move_state, run
+from minbw.ops.server_move import move_server, read_move_state
 from minbw.plan.base import Plan
 from minbw.usecases.cloud import Cloud
 
@@ -45,7 +45,7 @@ def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
     InvalidInput when the action cannot be made from the server's state (or a flavor is missing or unknown),
     NovaMoveFailed when Nova refuses it, the server or its migration fails, or the wait runs out."""
     cloud.require("compute", "servers are moved through Nova")
-    plan, seen = run(
+    plan, seen = move_server(
         cloud.conn,
         request.server,
         request.action,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.errors import InvalidInput
-from minbw.ops import servers as ops_servers
+from minbw.ops.servers import boot, delete, explain_failure, verify
 from minbw.usecases.cloud import Cloud
 
 
@@ -72,9 +72,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         if not request.wait:
             conn.compute.delete_server(found)
             return ServerResult(True, before, {})
-        return ServerResult(
-            True, before, {}, release=ops_servers.delete(conn, found.id, cloud.placement, timeout=request.timeout)
-        )
+        return ServerResult(True, before, {}, release=delete(conn, found.id, cloud.placement, timeout=request.timeout))
     if found is not None:
         made, changed = existing, False
     elif request.check:
@@ -83,7 +81,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         missing = [o for o in ("flavor", "image", "ports") if not getattr(request, o)]
         if missing:
             raise InvalidInput(f"booting {request.name} needs {', '.join(missing)}")
-        made = ops_servers.boot(
+        made = boot(
             conn,
             request.name,
             request.flavor,
@@ -94,7 +92,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         )
         changed = True
     if made.status == "ERROR":
-        raise ops_servers.explain_failure(conn, made, list(request.ports), cloud.placement)
+        raise explain_failure(conn, made, list(request.ports), cloud.placement)
     return ServerResult(changed, before, server_view(made), server=server_view(made))
 
 
@@ -108,4 +106,4 @@ def guarantee(cloud: Cloud, query: GuaranteeQuery) -> dict:
     """Does the server's bandwidth guarantee hold? ``ok``, ``problems`` and what was checked."""
     cloud.require("compute", "the server is read from Nova")
     cloud.require("network", "the server's ports are read from Neutron")
-    return ops_servers.verify(cloud.conn, query.server, cloud.placement, boot_ports=list(query.boot_ports) or None)
+    return verify(cloud.conn, query.server, cloud.placement, boot_ports=list(query.boot_ports) or None)
