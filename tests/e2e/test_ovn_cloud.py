@@ -185,7 +185,7 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
     service = cloud_ovn.connect(username="nova", password="minicloud-secret", project_name="service")
     service.network.update_port(port.id, binding_profile={})
     assert not servers.verify(conn, server.id, api)["ok"]
-    done = heal(conn, api, [server.id], binding_conn=service)[0]
+    done = heal(conn, api, [server.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True, done
     holds_on_the_right_bridge(api, conn, moved, port, group)
 
