@@ -196,7 +196,7 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
                                  "project_id": moved.project_id, "user_id": moved.user_id, "consumer_generation": None})
     plan = run_audit(conn, api)
     assert {(f.kind, f.subject) for f in plan.findings} == {(LEAK, leaked)}
-    assert all(f["done"] for f in apply_fixes(conn, api, plan))
+    assert all(f.done for f in apply_fixes(conn, api, plan))
     assert run_audit(conn, api).ok
 
 
