@@ -94,7 +94,7 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
             break_allocation(api, vm.id)
         if status in ("binding", "both"):
             break_binding(service, port.id)
-        assert not servers.verify(conn, vm.id, api)["ok"]
+        assert not servers.verify(conn, vm.id, api).ok
 
     damage()
     broken = state(api, conn, vm.id, port.id)
@@ -112,7 +112,7 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
             assert refused["rolled_back"] and "NOT undone" not in " ".join(refused["rolled_back"]), refused
     done = heal(conn, api, [vm.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True and done["error"] is None, done
-    assert servers.verify(conn, vm.id, api)["ok"], servers.verify(conn, vm.id, api)["problems"]
+    assert servers.verify(conn, vm.id, api).ok, servers.verify(conn, vm.id, api).to_dict()["problems"]
     assert state(api, conn, vm.id, port.id) == healthy
     assert heal(conn, api, [vm.id])[0].to_dict()["plan"]["ops"] == []  # healed: nothing left to do
 
@@ -120,7 +120,7 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
     damage()
     allocs_before = state(api, conn, vm.id, port.id)[0]
     ran = nova_manage(cloud, vm.id)
-    after = servers.verify(conn, vm.id, api)
+    after = servers.verify(conn, vm.id, api).to_dict()
     allocs_after, binding_after = state(api, conn, vm.id, port.id)
     audit_after = [f.to_dict() for f in run_audit(conn, api).findings if f.subject == vm.id]
     final = heal(conn, api, [vm.id], binding_conn=service)[0].to_dict()
@@ -130,7 +130,7 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
               "binding_after": binding_after, "problems_after": after["problems"], "output": ran["output"],
               "audit_after": [{k: f[k] for k in ("kind", "detail")} for f in audit_after],
               "minbw_after_nova_manage": {"healed": final.get("healed"), "error": final.get("error"),
-                                          "guarantee_holds": servers.verify(conn, vm.id, api)["ok"]}}
+                                          "guarantee_holds": servers.verify(conn, vm.id, api).ok}}
     OUT.mkdir(exist_ok=True)
     path = OUT / "heal_comparison.json"
     table = json.loads(path.read_text()) if path.exists() else {}
@@ -192,4 +192,4 @@ def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud,
     assert state(api, conn, vm.id, port.id) == broken  # nothing half-healed: the allocation and the binding as before
     done = heal(conn, api, [vm.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True, done
-    assert servers.verify(conn, vm.id, api)["ok"]
+    assert servers.verify(conn, vm.id, api).ok
