@@ -78,7 +78,7 @@ def holds_on_the_right_bridge(api, conn, server, port, group):
     bound = conn.network.get_port(port.id)
     assert bound.binding_profile["allocation"] == {group: rp}
     assert bound.binding_host_id == host and bound.binding_vif_type == "ovs"
-    verdict = servers.verify(conn, server.id, api)
+    verdict = servers.verify(conn, server.id, api).to_dict()
     assert verdict["ok"], verdict["problems"]
     return host
 
@@ -184,8 +184,8 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
     # heal: the port lost its binding allocation (cleared with the service role); heal writes it back
     service = cloud_ovn.connect(username="nova", password="minicloud-secret", project_name="service")
     service.network.update_port(port.id, binding_profile={})
-    assert not servers.verify(conn, server.id, api)["ok"]
-    done = heal_servers(conn, api, [server.id], binding_conn=service)[0]
+    assert not servers.verify(conn, server.id, api).ok
+    done = heal_servers(conn, api, [server.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True, done
     holds_on_the_right_bridge(api, conn, moved, port, group)
 
@@ -196,7 +196,7 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
                                  "project_id": moved.project_id, "user_id": moved.user_id, "consumer_generation": None})
     plan = run_audit(conn, api)
     assert {(f.kind, f.subject) for f in plan.findings} == {(LEAK, leaked)}
-    assert all(f["done"] for f in apply_fixes(conn, api, plan))
+    assert all(f.done for f in apply_fixes(conn, api, plan))
     assert run_audit(conn, api).ok
 
 

@@ -39,7 +39,7 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
     bound = conn.network.get_port(port.id)
     assert bound.binding_profile["allocation"] == {group: BR_TEST}
     assert bound.binding_vif_type == "ovs"
-    verdict = servers.verify(conn, server.id)
+    verdict = servers.verify(conn, server.id).to_dict()
     assert verdict["ok"], verdict["problems"]
 
     # the SR-IOV direct port: a VF of PF devstack0-ens1, the bandwidth on our provider of that PF
@@ -55,5 +55,5 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
     assert bound.binding_vif_type == "hw_veb" and bound.binding_profile["physical_network"] == "physnet0"
     assert api.get_allocations(vm.id)["allocations"][pf_rp]["resources"] == {
         "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
-    verdict = servers.verify(conn, vm.id)
+    verdict = servers.verify(conn, vm.id).to_dict()
     assert verdict["ok"], verdict["problems"]

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from minbw.errors import ConfigError, InvalidInput
-from minbw.model.providers import DesiredState, natural_key, root_inventories, skipped_line
+from minbw.model.providers import DesiredState, ProviderReport, natural_key, root_inventories, skipped_line
 from minbw.ops import agent_files, ovn_chassis
 from minbw.errors import MinbwError
 from minbw.cache import desired
@@ -308,11 +308,11 @@ class ShowRequest:
 
 @dataclass(frozen=True)
 class ShowResult:
-    providers: tuple[dict, ...]  # in tree order, each with traits, inventories and usages
+    providers: tuple[ProviderReport, ...]  # in tree order, each with traits, inventories and usages
 
     def to_dict(self) -> list[dict]:
         """The providers, a list of dicts in tree order."""
-        return list(self.providers)
+        return [p.to_dict() for p in self.providers]
 
 
 def show(cloud: Cloud, request: ShowRequest) -> ShowResult:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from minbw.errors import InvalidInput
 from minbw.ops.servers import boot, delete, explain_failure, verify
+from minbw.reports.guarantee import Guarantee, Release
 from minbw.usecases.cloud import Cloud
 
 
@@ -41,7 +42,7 @@ class ServerResult:
     before: dict
     after: dict
     server: dict | None = None
-    release: dict | None = None  # after a deletion with wait: what is left of its allocations and bindings
+    release: Release | None = None  # after a deletion with wait: what is left of its allocations and bindings
 
     def diff(self) -> dict:
         """Ansible's diff shape: the server's view before and after ({} for absent)."""
@@ -52,7 +53,7 @@ class ServerResult:
         waited deletion."""
         out = {} if self.server is None and self.release is None and not self.after else {"server": self.server}
         if self.release is not None:
-            out["release"] = self.release
+            out["release"] = self.release.to_dict()
         return out
 
 
@@ -102,8 +103,9 @@ class GuaranteeQuery:
     boot_ports: tuple[str, ...] = ()  # the ports a server in ERROR was booted with (Nova never bound them)
 
 
-def guarantee(cloud: Cloud, query: GuaranteeQuery) -> dict:
-    """Does the server's bandwidth guarantee hold? ``ok``, ``problems`` and what was checked."""
+def guarantee(cloud: Cloud, query: GuaranteeQuery) -> Guarantee:
+    """Does the server's bandwidth guarantee hold? A Guarantee: ``ok``, ``problems`` and what was checked. Raises
+    MissingService without Nova or Neutron, ObjectNotFound when Nova has no such server."""
     cloud.require("compute", "the server is read from Nova")
     cloud.require("network", "the server's ports are read from Neutron")
     return verify(cloud.conn, query.server, cloud.placement, boot_ports=list(query.boot_ports) or None)

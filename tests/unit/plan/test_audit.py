@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from minbw.model.requests import PortRequest, RequestGroup, flavor_amounts
-from minbw.plan.audit import (DOUBLE, LEAK, NO_AGE, OVER, OVER_CAPACITY, STALE_BINDING, Migration, PortBinding,
-                              Server, judge_audit, trimmed)
+from minbw.plan.audit import (DOUBLE, LEAK, NO_AGE, OVER, OVER_CAPACITY, STALE_BINDING, FixResult, Migration,
+                              PortBinding, Server, judge_audit, trimmed)
 
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
@@ -200,7 +200,15 @@ def test_any_class_is_checked_not_only_bandwidth():
 def test_left_counts_findings_not_fixed():
     plan = judge_audit({BR: {GONE: HELD, VM: {EGR: 2000, IGR: 2000}}}, [Server(VM)], [], [port()], NAMES)
     assert [f.kind for f in plan.findings] == [LEAK, DOUBLE]
-    assert plan.left([{"done": True}]) == 1 and plan.left([]) == 2
+    assert plan.left([FixResult(plan.findings[0].fix, True)]) == 1 and plan.left([]) == 2
+    assert plan.left([FixResult(plan.findings[0].fix, False, "refused")]) == 2
+
+
+def test_fix_result_dict_is_the_op_with_done_and_error():
+    plan = judge_audit({BR: {GONE: HELD}}, [], [], [], NAMES)
+    op = plan.findings[0].fix
+    assert list(FixResult(op, True).to_dict().items()) == [*op.to_dict().items(), ("done", True), ("error", None)]
+    assert FixResult(op, False, "E: x").to_dict() == {**op.to_dict(), "done": False, "error": "E: x"}
 
 
 def test_flavor_amounts_sum_every_group():
