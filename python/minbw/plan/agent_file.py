@@ -9,7 +9,7 @@ compute that has only Python >= 3.9 and Ansible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..neutron import agentconf, naming, server_options
@@ -27,14 +27,14 @@ class FileEdit:
     before: str
     after: str
     updates: Mapping[str, str | None]
-    configurations: Mapping | None
+    configurations: Mapping[str, Any] | None
 
     @property
     def changed(self) -> bool:
         """Whether the edit changes the file's text."""
         return self.after != self.before
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Ansible's diff of the file: its text before and after, both headed by its path."""
         return {"before": self.before, "after": self.after, "before_header": self.path, "after_header": self.path}
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from minbw.model.providers import stocks_of
 from minbw.model.requests import PortRequest
@@ -108,7 +109,7 @@ class FixOp(base.Op):
     subject: str = ""
     classes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``action``, ``subject`` and, when there are any, ``classes``."""
         out = {"action": self.action, "subject": self.subject}
         if self.classes:
@@ -124,9 +125,9 @@ class Finding:
     subject: str  # the consumer, port or provider
     detail: str
     fix: FixOp | None = None
-    facts: Mapping = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: kind, subject, detail, the fix's dict (None: no fix), and the facts merged in."""
         return {
             "kind": self.kind,
@@ -149,11 +150,11 @@ class AuditPlan(base.Plan):
         """Whether the audit found nothing."""
         return not self.findings
 
-    def left(self, fixes: Iterable[Mapping]) -> int:
+    def left(self, fixes: Iterable[Mapping[str, Any]]) -> int:
         """How many findings are left after ``fixes`` (what :func:`minbw.ops.audit.apply_fixes` returned)."""
         return len(self.findings) - sum(1 for f in fixes if f["done"])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus ``ok``, the findings' dicts and ``checked`` (how many consumers, ports and
         providers)."""
         return {
@@ -182,7 +183,7 @@ def audit(
     ports: Iterable[PortBinding],
     names: Mapping[str, str] | None = None,
     ignore: Iterable[str] = (),
-    inventories: Mapping[str, Mapping[str, Mapping]] | None = None,
+    inventories: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     hosts: Mapping[str, str] | None = None,
 ) -> AuditPlan:
     """``allocations``: provider → consumer → resources (of the providers read); ``servers``: the live
@@ -274,7 +275,7 @@ def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[P
     """A server's bandwidth beyond what its ports and flavor request, placed on the providers that hold
     it: first those a binding allocation names (where a second copy of a bound group lands), then the
     others, most excess first. Nothing when the totals are within the request."""
-    bound: dict[str, list[dict]] = {}  # provider → the groups bound there
+    bound: dict[str, list[dict[str, Any]]] = {}  # provider → the groups bound there
     requested = dict(server.flavor)
     loose = [f"its flavor requests {amounts(server.flavor)}"] if server.flavor else []
     for port in sorted(ports, key=lambda p: p.id):
@@ -389,7 +390,7 @@ class Holder:
         name = f"{self.name} " if self.name else ""
         return f"{self.type} {name}{self.consumer} ({self.basis}): {amounts(self.resources)}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the holder (``since`` in ISO 8601, None when not known)."""
         return {
             "consumer": self.consumer,
@@ -526,7 +527,7 @@ def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Find
     )
 
 
-def trimmed(body: Mapping, classes: Iterable[str]) -> dict:
+def trimmed(body: Mapping[str, Any], classes: Iterable[str]) -> dict[str, Any]:
     """A consumer's GET /allocations body without ``classes``, ready to PUT at its generation."""
     drop = set(classes)
     allocs = {}

@@ -12,7 +12,7 @@ class Op:
 
     action: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the write: its ``action``."""
         return {"action": self.action}
 
@@ -34,10 +34,10 @@ class Plan:
         """How many writes the plan makes."""
         return len(self.ops)
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Ansible's diff shape: the object before and after ({} for absent)."""
         return {"before": self.before or {}, "after": self.after or {}}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``changed``, ``writes`` and the ops' dicts, in order."""
         return {"changed": self.changed, "writes": self.writes(), "ops": [op.to_dict() for op in self.ops]}

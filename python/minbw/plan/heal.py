@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from minbw.model.claims import resources_by_provider
 from minbw.model.providers import Stock, stocks_of
@@ -41,7 +42,7 @@ class GroupHeal:
     chosen_by: str = ""
     why: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: port, group, status, provider, ``chosen_by`` and ``why``."""
         return {
             "port": self.port,
@@ -59,11 +60,11 @@ class HealOp(base.Op):
     (``port`` gets ``binding``: its binding:profile.allocation)."""
 
     consumer: str = ""
-    allocations: Mapping[str, Mapping] = field(default_factory=dict)
+    allocations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     port: str = ""
     binding: object = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, consumer and allocations for ``put_allocations``; action, port and binding
         otherwise."""
         if self.action == "put_allocations":
@@ -86,7 +87,7 @@ class HealPlan(base.Plan):
         """Whether every group can be healed (none ``unhealable``)."""
         return all(g.status != "unhealable" for g in self.groups)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus server, ``healable`` and the groups' dicts."""
         return {
             **super().to_dict(),
@@ -117,7 +118,9 @@ def _fits(group: RequestGroup, stocks: Mapping[str, Stock], adding: Mapping[str,
     return ""
 
 
-def _choose(port: PortState, group: RequestGroup, fits: list[str], tree: Mapping[str, Mapping]) -> tuple[str, str]:
+def _choose(
+    port: PortState, group: RequestGroup, fits: list[str], tree: Mapping[str, Mapping[str, Any]]
+) -> tuple[str, str]:
     if len(fits) == 1:
         return fits[0], "the only provider that fits"
     physnet = dict(port.binding_profile).get("physical_network")
@@ -132,7 +135,9 @@ def _choose(port: PortState, group: RequestGroup, fits: list[str], tree: Mapping
     return best[0][1], f"{len(fits)} providers fit; the one with most room, then by name (Nova's choice is unknown)"
 
 
-def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: Mapping[str, Mapping]) -> HealPlan:
+def plan_heal(
+    server: Mapping[str, Any], current: Mapping[str, Any], ports: list[PortState], tree: Mapping[str, Mapping[str, Any]]
+) -> HealPlan:
     """``server``: ``id``; ``current``: its GET /allocations body; ``tree``: rp → ``{name, traits,
     inventories, usages}`` for the server's compute tree (ProviderDetail-like dicts)."""
     allocs = resources_by_provider(current.get("allocations"))

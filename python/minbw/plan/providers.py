@@ -45,7 +45,7 @@ class Observed:
     providers: Mapping[str, Provider]  # every provider seen, by uuid
     roots: Mapping[str, Provider]  # hypervisor name → provider with that name
     traits: Mapping[str, frozenset[str]]  # for desired providers that exist
-    inventories: Mapping[str, Mapping[str, Mapping]]
+    inventories: Mapping[str, Mapping[str, Mapping[str, Any]]]
     existing_traits: frozenset[str]  # which of the desired global traits exist
     allocations: Mapping[str, Mapping[str, Any]]  # consumers on providers that would be removed
     max_version: mv.Microversion = mv.ANY_TRAITS
@@ -61,9 +61,9 @@ class Op(base.Op):
     uuid: str | None = None
     parent_uuid: str | None = None
     traits: tuple[str, ...] = ()
-    inventories: Mapping[str, Mapping] = field(default_factory=dict)
+    inventories: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action and name, uuid when set, and what the action sends (parent, traits,
         inventories)."""
         d: dict[str, Any] = {"action": self.action, "name": self.name}
@@ -113,7 +113,7 @@ class Kept:
         )
         return f"kept {self.name} ({self.uuid}): no longer configured, but allocated to {who}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: uuid, name and the consumers' allocations on it (``{consumer: {class: amount}}``)."""
         return {"uuid": self.uuid, "name": self.name, "consumers": {c: dict(r) for c, r in self.consumers.items()}}
 
@@ -127,14 +127,14 @@ class Plan(base.Plan):
     warnings: tuple[str, ...] = ()  # what Neutron would silently skip (OVN chassis options)
     skipped: tuple[tuple[str, str], ...] = ()  # (hypervisor, why) planned nothing for: no compute node root
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Each provider before/after, only those that change (Ansible's diff shape)."""
         changed = sorted({op.uuid or op.name for op in self.ops})
         before = {u: self.before[u] for u in changed if u in self.before}
         after = {u: self.after[u] for u in changed if u in self.after}
         return {"before": before, "after": after}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus ``kept``, the desired providers' dicts and the warnings."""
         return {
             **super().to_dict(),
@@ -187,7 +187,7 @@ def make_plan(
     observed: Observed,
     *,
     create_root: bool = False,
-    root_inventories: Mapping[str, Mapping] | None = None,
+    root_inventories: Mapping[str, Mapping[str, Any]] | None = None,
     nova: NovaComputes | None = None,
     ignore_nova_compute: bool = False,
 ) -> Plan:
@@ -375,7 +375,7 @@ def _not_novas(root: Provider, nova: NovaComputes | None) -> list[str]:
 
 
 def _root_inventories(
-    root: Provider, observed: Observed, given: Mapping[str, Mapping], before: Snapshots, after: Snapshots
+    root: Provider, observed: Observed, given: Mapping[str, Mapping[str, Any]], before: Snapshots, after: Snapshots
 ) -> list[Op]:
     """An existing root corrected to the inventories given: each given field of each given class replaced, the
     rest of the root's inventories (nova-compute's allocation ratios, other classes) kept."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from minbw.errors import InvalidInput
 from minbw.model.requests import ServerRequest
@@ -50,7 +50,7 @@ class Separation:
         """The flavor extra spec key Nova reads (``trait:CUSTOM_X``)."""
         return f"trait:{self.trait}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: mode, trait and aggregate."""
         return {"mode": self.mode, "trait": self.trait, "aggregate": self.aggregate}
 
@@ -130,7 +130,7 @@ class HostOp(base.Op):
     trait: str | None = None
     aggregate: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action; host and uuid when a host is named; trait and aggregate when set."""
         d = {"action": self.action}
         if self.host:
@@ -215,7 +215,7 @@ class FlavorOp(base.Op):
     key: str = ""
     value: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, flavor, ``flavor_id``, key, and the value when one is set."""
         d = {"action": self.action, "flavor": self.flavor, "flavor_id": self.flavor_id, "key": self.key}
         if self.value is not None:
@@ -286,14 +286,14 @@ class SeparationPlan(base.Plan):
     flavors: base.Plan = base.Plan(())
     separation: Separation = Separation()
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Ansible's diff: the hosts' and the flavors' before and after."""
         return {
             "before": {"hosts": self.hosts.before, "flavors": self.flavors.before},
             "after": {"hosts": self.hosts.after, "flavors": self.flavors.after},
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus the separation's dict."""
         return {**super().to_dict(), "separation": self.separation.to_dict()}
 

@@ -49,7 +49,7 @@ class NovaAction(Op):
     flavor: str | None = None
     force_down: str | None = None  # evacuate: the source host whose nova-compute is marked forced down
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, server, host, flavor and ``force_down``."""
         return {
             "action": self.action,
