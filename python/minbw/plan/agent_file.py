@@ -52,7 +52,7 @@ def plan_agent_file(
             raise ConfigError(f"not an option of agent_type {kind}", option=", ".join(given))
         section = server_options.SERVER_LISTS[kind][0]
         current = agentconf.read_ini(text, source=path).get(section, {})
-        updates = server_options.server_updates(kind, current)
+        updates: Mapping[str, str | None] = server_options.server_updates(kind, current)
     else:
         section = naming.AGENT_KINDS[kind].ini_section
         current = agentconf.read_ini(text, source=path).get(section, {})

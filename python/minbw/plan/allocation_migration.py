@@ -264,7 +264,7 @@ def move_op(
 
 
 @dataclass(frozen=True)
-class MovePlan(base.Plan):
+class MovePlan(base.Plan[MoveOp]):
     """``ops``: the move onto the first usable candidate (the real run's first attempt). No ops and
     ``done``: already moved (the consumer is on the target, the migration holds the source); no ops
     and not ``done``: no usable candidate on the target (``attempts`` say why)."""
@@ -337,6 +337,7 @@ def plan_move(
             migration=migration.uuid,
         )
     source = host_of(consumer, providers)
+    assert source is not None, "the consumer has allocations (checked above), so a host"
     now = {
         "consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
         "migration": consumer_view(migration.uuid, migration.allocations, providers),
@@ -368,7 +369,9 @@ def plan_move(
     return MovePlan((op,), before=now, after=after, attempts=attempts, source=source, target=target)
 
 
-def plan_revert(consumer: ConsumerState, migration: ConsumerState, providers: Mapping[str, Provider]) -> base.Plan:
+def plan_revert(
+    consumer: ConsumerState, migration: ConsumerState, providers: Mapping[str, Provider]
+) -> base.Plan[RevertOp]:
     """Give ``consumer`` back what ``migration`` holds, and empty ``migration``, in one POST.
 
     No ops when the migration holds nothing (reverted or confirmed already, or never used). Refuses a
@@ -423,7 +426,7 @@ def plan_revert(consumer: ConsumerState, migration: ConsumerState, providers: Ma
     return base.Plan((op,), before=now, after=after)
 
 
-def plan_confirm(migration: ConsumerState, providers: Mapping[str, Provider]) -> base.Plan:
+def plan_confirm(migration: ConsumerState, providers: Mapping[str, Provider]) -> base.Plan[PostOp]:
     """Release the source: empty ``migration`` at its generation. No ops when it holds nothing."""
     check_uuid("migration", migration.uuid)
     now = {"migration": consumer_view(migration.uuid, migration.allocations, providers)}

@@ -91,7 +91,7 @@ def claim_op(consumer: str, attempt: Attempt, req: ServerRequest) -> ClaimOp:
 
 
 @dataclass(frozen=True)
-class ClaimPlan(base.Plan):
+class ClaimPlan(base.Plan[ClaimOp]):
     """``ops`` holds the claim of the first usable attempt (none when there is no usable one);
     ``attempts`` the whole order the real run follows."""
 
@@ -122,7 +122,7 @@ def plan_claim(consumer: str, cands: CandidateSet, req: ServerRequest, max_hosts
     )
 
 
-def plan_free(consumer: str, current: Mapping[str, Any]) -> base.Plan:
+def plan_free(consumer: str, current: Mapping[str, Any]) -> base.Plan[base.Op]:
     """Remove every allocation of ``consumer`` (``current``: its GET /allocations body)."""
     had = bool(current.get("allocations"))
     ops = (base.Op("free"),) if had else ()
@@ -138,7 +138,7 @@ def totals(allocations: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     return out
 
 
-def asked_totals(req) -> dict[str, int]:
+def asked_totals(req: ServerRequest) -> dict[str, int]:
     """``{class: amount}`` a server request asks for in all (flavor and every port group)."""
     out: dict[str, int] = {}
     for g in req.request_groups():
@@ -147,7 +147,7 @@ def asked_totals(req) -> dict[str, int]:
     return out
 
 
-def holding_difference(consumer: str, held: Mapping[str, Mapping[str, Any]], req, why: str) -> str:
+def holding_difference(consumer: str, held: Mapping[str, Mapping[str, Any]], req: ServerRequest, why: str) -> str:
     """Why ``consumer``'s allocations ``held`` are not the claim ``req`` asks for (``why``: the mapping's
     own reason), and what to do."""
     have, want = totals(held), asked_totals(req)

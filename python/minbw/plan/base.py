@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 
 @dataclass(frozen=True)
@@ -17,11 +17,15 @@ class Op:
         return {"action": self.action}
 
 
+# the kind of write a plan holds (covariant: a plan of provider writes is a plan of writes)
+OpT = TypeVar("OpT", bound=Op, covariant=True)
+
+
 @dataclass(frozen=True)
-class Plan:
+class Plan(Generic[OpT]):
     """``ops`` turn ``before`` (what is there; None: absent) into ``after`` (None: absent)."""
 
-    ops: tuple[Op, ...]
+    ops: tuple[OpT, ...]
     before: Any = None
     after: Any = None
 

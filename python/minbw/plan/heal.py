@@ -77,7 +77,7 @@ class HealOp(base.Op):
 
 
 @dataclass(frozen=True)
-class HealPlan(base.Plan):
+class HealPlan(base.Plan[HealOp]):
     server: str = ""
     groups: tuple[GroupHeal, ...] = ()
     generation: int | None = None
@@ -150,11 +150,11 @@ def plan_heal(
     results: list[GroupHeal] = []
     todo: list[tuple[PortState, RequestGroup]] = []
 
-    def take(rp, group):  # the group's resources on rp count as explained
+    def take(rp: str, group: RequestGroup) -> None:  # the group's resources on rp count as explained
         for rc, n in group.resources:
             unexplained[rp][rc] -= n
 
-    def holds(rp, group):
+    def holds(rp: str, group: RequestGroup) -> bool:
         return rp in unexplained and all(unexplained[rp].get(rc, 0) >= n for rc, n in group.resources)
 
     for port in ports:
@@ -209,7 +209,14 @@ def plan_heal(
     return _plan(server, current, ports, results, allocs, adding)
 
 
-def _plan(server, current, ports, results, allocs, adding) -> HealPlan:
+def _plan(
+    server: Mapping[str, Any],
+    current: Mapping[str, Any],
+    ports: list[PortState],
+    results: list[GroupHeal],
+    allocs: Mapping[str, Mapping[str, int]],
+    adding: Mapping[str, Mapping[str, int]],
+) -> HealPlan:
     ops: list[HealOp] = []
     healable = all(r.status != "unhealable" for r in results)
     after_allocs = {rp: dict(res) for rp, res in allocs.items()}
@@ -226,7 +233,7 @@ def _plan(server, current, ports, results, allocs, adding) -> HealPlan:
             )
         )
     by_port = {p.id: p for p in ports}
-    bindings = {}
+    bindings: dict[str, dict[str, str]] = {}
     for r in results:
         if r.provider:
             bindings.setdefault(r.port, {})[r.group] = r.provider

@@ -28,7 +28,7 @@ class PortSpec:
     qos_policy_id: str | None = None
     fixed_ips: tuple[Mapping[str, Any], ...] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.vnic_type is not None and self.vnic_type not in VNIC_TYPES:
             raise RequestError(
                 f"port {self.name}: unknown vnic_type {self.vnic_type!r}; Neutron accepts {', '.join(VNIC_TYPES)}."
@@ -46,7 +46,7 @@ class Op(base.Op):
         return {"action": self.action, "values": dict(self.values)}
 
 
-def port_view(port) -> dict[str, Any] | None:
+def port_view(port: Any) -> dict[str, Any] | None:
     """What a plan compares of a port (an SDK port or a dict; None: None): id, name, network, ``binding:vnic_type``
     (``normal`` when unset), QoS policy and ``fixed_ips`` (subnet and address only, sorted)."""
     if port is None:
@@ -83,7 +83,11 @@ def _op(desired: PortSpec | None, current: Mapping[str, Any] | None) -> Op | Non
     if current is None:
         if not desired.network_id:
             raise InvalidInput(f"port {desired.name} does not exist; creating it needs its network.")
-        attrs = {"name": desired.name, "network_id": desired.network_id, "qos_policy_id": desired.qos_policy_id}
+        attrs: dict[str, Any] = {
+            "name": desired.name,
+            "network_id": desired.network_id,
+            "qos_policy_id": desired.qos_policy_id,
+        }
         if desired.vnic_type:
             attrs["binding:vnic_type"] = desired.vnic_type
         if desired.fixed_ips is not None:
@@ -129,7 +133,7 @@ def predict_port(current: Mapping[str, Any] | None, op: Op | None) -> dict[str, 
     return base_view
 
 
-def plan_port(desired: PortSpec | None, current: Mapping[str, Any] | None) -> base.Plan:
+def plan_port(desired: PortSpec | None, current: Mapping[str, Any] | None) -> base.Plan[Op]:
     """At most one op (create, update or delete) that makes ``current`` (a :func:`port_view`) ``desired``."""
     op = _op(desired, current)
     return base.Plan(tuple([op] if op else ()), before=current, after=predict_port(current, op))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound, RootRefused
 from minbw.model import microversions as mv
@@ -119,7 +119,7 @@ class Kept:
 
 
 @dataclass(frozen=True)
-class Plan(base.Plan):
+class Plan(base.Plan[Op]):
     """``before``/``after``: uuid → provider as observed (generation left out) / as it will be."""
 
     kept: tuple[Kept, ...] = ()
@@ -144,7 +144,7 @@ class Plan(base.Plan):
         }
 
 
-def owned_agents(desired: DesiredState, providers) -> set[str]:
+def owned_agents(desired: DesiredState, providers: Iterable[Provider]) -> set[str]:
     """The agent providers whose unlisted children are stale: the desired agents and the swept ones, but for
     those a skipped unit may own (``desired.unswept``)."""
     return (set(desired.agent_uuids) | swept_agents(desired, providers)) - desired.unswept
@@ -159,7 +159,7 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
     agents = owned_agents(desired, observed.providers.values())
     ours = {p.uuid for p in desired.providers} | agents
     present = [p for p in observed.providers.values() if p.uuid in ours or p.parent_uuid in agents]
-    blocked_parents: set[str] = set()
+    blocked_parents: set[str | None] = set()
     # leaves first: devices (children of our agents), then the agents themselves
     for prov in sorted(present, key=lambda p: (p.uuid in agents, p.name)):
         before.add(
@@ -331,7 +331,7 @@ def make_plan(
     )
 
 
-def nova_compute_caches(ops, observed: Observed) -> list[str]:
+def nova_compute_caches(ops: Iterable[Op], observed: Observed) -> list[str]:
     """A warning per root under which providers are deleted: nova-compute caches its provider tree, and at each
     update of its node (every build's claim, every periodic) reads the allocations of every provider it cached
     (``SchedulerReportClient.get_allocations_for_provider_tree``); a provider deleted by another party answers 404,
@@ -343,7 +343,7 @@ def nova_compute_caches(ops, observed: Observed) -> list[str]:
     deleted = [op for op in ops if op.action == "delete_provider"]
     roots = {p.uuid: p for p in observed.roots.values()} if deleted else {}  # a warm sync deletes nothing
     for op in deleted:
-        prov = observed.providers.get(op.uuid)
+        prov = observed.providers.get(op.uuid or "")
         if prov is None or prov.root_uuid == prov.uuid:
             continue
         root = observed.providers.get(prov.root_uuid) or roots.get(prov.root_uuid)

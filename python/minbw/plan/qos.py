@@ -48,13 +48,13 @@ class Op(base.Op):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``action`` and the ``values`` sent; a rule's write adds ``rule_type`` and ``rule_id``."""
-        out = {"action": self.action, "values": dict(self.values)}
+        out: dict[str, Any] = {"action": self.action, "values": dict(self.values)}
         if self.rule_type:
             out.update(rule_type=self.rule_type, rule_id=self.rule_id)
         return out
 
 
-def policy_view(policy) -> dict[str, Any] | None:
+def policy_view(policy: Any) -> dict[str, Any] | None:
     """The API-shaped, comparable view of a policy (an openstacksdk QoSPolicy or its dict)."""
     if policy is None:
         return None
@@ -101,7 +101,7 @@ def _ops(desired: PolicySpec | None, current: Mapping[str, Any] | None) -> list[
     }
     if current is None:
         ops.append(Op("create_policy", dict(name=desired.name, **attrs)))
-        have: dict[str, Any] = {}
+        have: dict[tuple[str, str], dict[str, Any]] = {}
     else:
         diff = {k: v for k, v in attrs.items() if current[k] != v}
         if current["name"] != desired.name:
@@ -112,6 +112,7 @@ def _ops(desired: PolicySpec | None, current: Mapping[str, Any] | None) -> list[
     if desired.rules is None:
         return ops
     want = {r.key: r for r in desired.rules}
+    rule: dict[str, Any] | None
     for key, rule in sorted(have.items()):
         if key not in want:
             ops.append(Op("delete_rule", {"direction": key[1]}, key[0], rule["id"]))
@@ -140,7 +141,9 @@ def predict_policy(current: Mapping[str, Any] | None, ops: Iterable[Op]) -> dict
                 "is_default": bool(c.values.get("is_default")),
                 "rules": [],
             }
-        elif c.action == "update_policy":
+            continue
+        assert after is not None, "a policy is created before its other ops"
+        if c.action == "update_policy":
             after.update(c.values)
         elif c.action == "delete_rule":
             after["rules"] = [r for r in after["rules"] if r.get("id") != c.rule_id]
@@ -155,7 +158,7 @@ def predict_policy(current: Mapping[str, Any] | None, ops: Iterable[Op]) -> dict
     return after
 
 
-def plan_policy(desired: PolicySpec | None, current: Mapping[str, Any] | None) -> base.Plan:
+def plan_policy(desired: PolicySpec | None, current: Mapping[str, Any] | None) -> base.Plan[Op]:
     """The writes that make ``current`` (a :func:`policy_view`, or None) into ``desired`` (None: absent).
 
     Order matters to Neutron: rules are deleted before others are created (an 'any' packet-rate

@@ -200,7 +200,7 @@ def explain_difference(seg: RoutedSegment, field_: str, placement: int, neutron:
 
 
 class SegmentsPlan(NamedTuple):
-    plan: base.Plan
+    plan: base.Plan[SegmentOp]
     warnings: list[str]
     differences: tuple[CountDifference, ...] = ()
 
@@ -275,7 +275,7 @@ def _inventory_ops(
     differences: list[CountDifference],
 ) -> list[SegmentOp]:
     """An existing inventory: its fixed fields set where they differ; its counts only reported, or recounted."""
-    off = {k: (have.get(k), want[k]) for k in COUNTS if have.get(k) != want[k]}
+    off = {k: (have[k], want[k]) for k in COUNTS if have.get(k) != want[k]}
     differences += [explain_difference(seg, k, p, n) for k, (p, n) in off.items()]
     if off and recount:
         return [
@@ -285,7 +285,7 @@ def _inventory_ops(
                 name=seg.provider_name,
                 inventories={IPV4_ADDRESS: dict(want)},
                 generation=generation,
-                counted={k: have.get(k) for k in COUNTS},
+                counted={k: have[k] for k in COUNTS},
             )
         ]
     fields = {k: v for k, v in want.items() if k not in COUNTS}
