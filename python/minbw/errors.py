@@ -86,7 +86,7 @@ class PartialApply(MinbwError):
 
     def __init__(
         self,
-        cause: Exception,
+        cause: BaseException,
         applied: list,
         planned: int,
         result=None,

@@ -61,7 +61,7 @@ class Claim:
     consumer: str
     host: str  # root provider uuid
     host_name: str | None  # None from claim(): naming costs a GET, see named()
-    allocations: Mapping[str, dict[str, Any]]  # {rp: {"resources": {...}}}
+    allocations: Mapping[str, Mapping[str, Any]]  # {rp: {"resources": {...}}}
     mapping: Mapping[str, list[str]]  # {suffix: [rp]}
     binding_profiles: Mapping[str, Any]  # {port id: binding:profile.allocation value}
     attempts: tuple[dict[str, Any], ...] = ()

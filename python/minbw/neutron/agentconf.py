@@ -319,7 +319,7 @@ def _opt(options: Mapping[str, str | None], name: str, parser: Callable[[str], _
 def load_agent_config(
     kind: str,
     options: Mapping[str, str | None],
-    host: str,
+    host: str | None,
     *,
     source: str = "options",
     tunnelled_rp_name: str = naming.RP_TUNNELLED,
@@ -923,7 +923,9 @@ def same_value(option: str, raw: str | None, rendered: str | None) -> bool:
         return False
 
 
-def load_agent_values(kind: str, values: Mapping[str, object], host: str, source: str = "options") -> AgentConfig:
+def load_agent_values(
+    kind: str, values: Mapping[str, object], host: str | None, source: str = "options"
+) -> AgentConfig:
     """An AgentConfig from structured option values instead of an ini file."""
     rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
     return load_agent_config(kind, rendered, host, source=source)

@@ -15,7 +15,7 @@ call leads to; a server in ERROR, a migration in ``error``/``failed`` or a timeo
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from minbw.errors import InvalidInput, MappingError, NovaMoveFailed, ObjectNotFound
 from minbw.model.claims import resources_by_provider
@@ -165,7 +165,9 @@ def report(facts: MoveFacts, verdict: Verdict) -> dict:
     }
 
 
-def move_state(conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None) -> dict:
+def move_state(
+    conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: Mapping | None = None
+) -> dict:
     """Where the server is in a move and whether its guarantee holds there: ``ok``, ``problems``,
     ``phase``, the migration, the allocations per consumer, the ports' binding allocations."""
     facts = move_facts(conn, name_or_id, api)
@@ -432,7 +434,7 @@ def unshelve(conn, name_or_id: str, *, host: str | None = None, timeout: float =
     return wait_for(conn, server.id, "unshelve", statuses={"ACTIVE"}, timeout=timeout)
 
 
-ACTIONS = {
+ACTIONS: dict[str, Callable] = {
     "migrate": migrate,
     "resize": resize,
     "confirm": confirm,

@@ -260,7 +260,7 @@ class _Applier:
             futures = [pool.submit(self._tree, key, tree_ops) for key, tree_ops in trees.items()]
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:  # not Placement's answer (a bug, an interrupt): the others stopped before their next tree
-            raise errors[0]
+            raise errors[0]  # type: ignore[misc]  # f.exception() is not None, filtered above
 
     def _tree(self, key: str, ops: Sequence[Op]) -> None:
         """One host tree's writes in order; Placement refusing one (a provider deleted meanwhile, a conflict

@@ -32,7 +32,7 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]
             "parent_provider_uuid": p.parent_uuid,
             "traits": sorted(d.traits),
             "inventories": dict(d.inventories),
-            "usages": dict(d.usages),
+            "usages": dict(d.usages),  # type: ignore[arg-type]  # read with usages
         }
         for d in api.provider_details(provs, usages=True)
         for p in (d.provider,)
@@ -108,7 +108,7 @@ def placement_snapshots(
     out = {}
     for d in reader.details([p for p in providers if p.uuid in wanted], usages=False).values():
         p = d.provider
-        parent = by_uuid.get(p.parent_uuid)
+        parent = by_uuid.get(p.parent_uuid or "")
         shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
         out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
     reader.save()

@@ -23,7 +23,7 @@ from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint:
 )
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
-from minbw.plan.base import Plan
+from minbw.plan.providers import Plan
 from minbw.readers.providers import provider_report
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud, progress_of
 
@@ -191,7 +191,7 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     desired = desired_memo.load(kept, digest) if digest else None
     parsed = desired is None
     unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
-    if parsed:
+    if desired is None:  # parsed
         configs, unread = read_agent_units(
             request.agent_configs,
             request.agents,
@@ -297,7 +297,8 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
             "config_dirs": list(request.config_dirs),
         },
     )
-    return (desired_memo.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
+    cache_file = request.cache.file(cloud.placement)  # a file: the cache is on (above)
+    return (desired_memo.memo_path(cache_file), digest) if digest else (None, None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
