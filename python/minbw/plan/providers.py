@@ -58,7 +58,7 @@ class Op(base.Op):
     # action: create_trait | create_root | create_provider | update_provider | set_traits | set_inventories
     #         | delete_provider
     name: str = ""
-    uuid: str = ""  # empty for a trait's write
+    uuid: str | None = None
     parent_uuid: str | None = None
     traits: tuple[str, ...] = ()
     inventories: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -343,7 +343,7 @@ def nova_compute_caches(ops: Iterable[Op], observed: Observed) -> list[str]:
     deleted = [op for op in ops if op.action == "delete_provider"]
     roots = {p.uuid: p for p in observed.roots.values()} if deleted else {}  # a warm sync deletes nothing
     for op in deleted:
-        prov = observed.providers.get(op.uuid)
+        prov = observed.providers.get(op.uuid or "")
         if prov is None or prov.root_uuid == prov.uuid:
             continue
         root = observed.providers.get(prov.root_uuid) or roots.get(prov.root_uuid)

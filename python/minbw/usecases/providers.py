@@ -151,7 +151,7 @@ class ProvidersResult:
         why it was skipped (None: planned)."""
         ops = self.applied.applied if self.applied is not None else self.plan.ops
         by_uuid = {p.uuid: p.hypervisor for p in self.plan.providers}
-        touched = {by_uuid.get(op.uuid) or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
+        touched = {by_uuid.get(op.uuid or "") or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
         failed = {f["tree"]: f["error"] for f in (self.applied.failed if self.applied else [])}
         rootless = self.rootless()
         return [
