@@ -86,7 +86,7 @@ class PartialApply(MinbwError):
 
     def __init__(
         self,
-        cause: Exception,
+        cause: BaseException,
         applied: list,
         planned: int,
         result=None,
@@ -383,7 +383,7 @@ def placement_error(
         code = first.get("code")
         message = first.get("detail") or first.get("title") or message
         request_id = request_id or first.get("request_id")
-    cls = _BY_CODE.get(code)
+    cls: type[PlacementError] | None = _BY_CODE.get(code or "")
     if status == 404 and cls in (None, UndefinedCode):
         # Placement's catch-all code says nothing; the status does (GET /resource_providers/{uuid}/inventories
         # of a provider that is not there answers 404 with placement.undefined_code)

@@ -35,7 +35,8 @@ def _code_digest(modules: tuple[ModuleType, ...]) -> bytes:
     in)."""
     h = hashlib.sha256()
     for m in modules:
-        h.update(m.__name__.encode() + b"\0" + m.__loader__.get_data(m.__file__) + b"\0")
+        # the ignore below: modules imported from a file or a zip, whose loaders read data (get_data)
+        h.update(m.__name__.encode() + b"\0" + m.__loader__.get_data(m.__file__) + b"\0")  # type: ignore[union-attr]
     return h.digest()
 
 

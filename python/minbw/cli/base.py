@@ -94,7 +94,7 @@ def cell(value: Any) -> Any:
     if isinstance(value, dict):
         return DictColumn(value)
     if isinstance(value, (list, tuple)):
-        return format_columns.ListColumn(value)
+        return format_columns.ListColumn(value)  # type: ignore[arg-type]  # a tuple too, shown as a list
     return value
 
 
@@ -115,6 +115,8 @@ class Command(lister.Lister):
     columns: tuple[str, ...] = ()
     default_format = "table"
     _progress = None
+    # cliff's chosen formatter (set by its run): a list formatter; json and yaml are single formatters too (emit_one)
+    formatter: Any
     _shown: View | None = None  # take_action's view, for produce_output (None: a failure, already said)
     _exit_code = 0
 
@@ -128,7 +130,7 @@ class Command(lister.Lister):
         command's name."""
         parts = [""]
         if self.cmd_name:
-            hooks = extension.ExtensionManager(
+            hooks: extension.ExtensionManager[Any] = extension.ExtensionManager(
                 namespace=f"{self.app.command_manager.namespace}.{self.cmd_name.replace(' ', '_')}",
                 invoke_on_load=True,
                 invoke_kwds={"command": self},
@@ -143,7 +145,9 @@ class Command(lister.Lister):
         cliff Lister, in its order and words, but ``-c`` checked against :attr:`columns`, ``-f`` defaulting to
         :attr:`default_format` and ``--json``."""
         parser = command.Command.get_parser(self, prog_name)
-        formatters = extension.ExtensionManager(self.formatter_namespace, invoke_on_load=True)
+        formatters: extension.ExtensionManager[Any] = extension.ExtensionManager(
+            self.formatter_namespace, invoke_on_load=True
+        )
         names = sorted(formatters.names())
         group = parser.add_argument_group(title="output formatters", description="output formatter options")
         group.add_argument(
@@ -177,7 +181,7 @@ class Command(lister.Lister):
             help=f"show this column (repeat for several): {', '.join(self.columns)}",
         )
         for formatter in formatters:
-            formatter.obj.add_argument_group(parser)
+            formatter.obj.add_argument_group(parser)  # type: ignore[union-attr]  # invoke_on_load: loaded
         group.add_argument(
             "--sort-column",
             action="append",

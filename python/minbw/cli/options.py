@@ -83,6 +83,7 @@ def resources(parsed_args) -> dict[str, int]:
 
 def load_port_request(spec: str) -> dict:
     """``[PORT_ID=]FILE``: a port's resource_request JSON (either format), or a port as Neutron shows it."""
+    port_id: str | None
     port_id, sep, path = spec.partition("=")
     if not sep:
         port_id, path = None, spec

@@ -117,7 +117,7 @@ def vfs(pf: str, netns: str | None = None) -> tuple[Vf, ...]:
 def vfs_of(link) -> tuple[Vf, ...]:
     """The VFs in an RTM_NEWLINK message (an ``ifinfmsg``) of a PF, in VF order."""
     infos = link.get_attr("IFLA_VFINFO_LIST")
-    out = []
+    out: list[Vf] = []
     for info in infos.get_attrs("IFLA_VF_INFO") if infos else ():
         mac = info.get_attr("IFLA_VF_MAC") or {}
         rate = info.get_attr("IFLA_VF_RATE")

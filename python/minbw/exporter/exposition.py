@@ -31,12 +31,12 @@ def _render(families, openmetrics: bool) -> str:
     """``families`` in Prometheus' text format (0.0.4) or OpenMetrics (without its ``# EOF``), by
     prometheus_client."""
     if openmetrics:
-        from prometheus_client.openmetrics.exposition import generate_latest
+        from prometheus_client.openmetrics import exposition
 
-        return generate_latest(_Families(families)).decode()[: -len("# EOF\n")]
-    from prometheus_client import generate_latest
+        return exposition.generate_latest(_Families(families)).decode()[: -len("# EOF\n")]
+    import prometheus_client
 
-    return generate_latest(_Families(families)).decode()
+    return prometheus_client.generate_latest(_Families(families)).decode()
 
 
 def _sample_lines(text: str, keep_lines: bool = False) -> dict:

@@ -89,7 +89,7 @@ class Web:
 
     def context(self) -> ssl.SSLContext | None:
         """The server's TLS context (TLS 1.2 at least), None without TLS."""
-        if not self.tls:
+        if not self.tls or self.cert_file is None:  # tls: a cert_file
             return None
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2

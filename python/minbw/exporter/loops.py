@@ -118,7 +118,7 @@ class Served:
     def body(self, openmetrics: bool = False) -> str:
         """What a scrape gets: the last collection rendered, and its age (empty before the first collection)."""
         collection, body = self._rendered(openmetrics, False)
-        if collection is None:
+        if collection is None or body is None:  # both None before the first collection
             return _EOF if openmetrics else ""
         tail = age(self.clock() - collection.finished, openmetrics)
         return body.decode() + tail + (_EOF if openmetrics else "")
@@ -126,7 +126,7 @@ class Served:
     def gzipped(self, openmetrics: bool = False) -> bytes:
         """:meth:`body` gzipped: the collection's part compressed once per collection (gzip members concatenate)."""
         collection, head = self._rendered(openmetrics, True)
-        if collection is None:
+        if collection is None or head is None:  # both None before the first collection
             return gzip.compress(self.body(openmetrics).encode(), compresslevel=1)
         tail = age(self.clock() - collection.finished, openmetrics) + (_EOF if openmetrics else "")
         return head + gzip.compress(tail.encode(), compresslevel=1)

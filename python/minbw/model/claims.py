@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from minbw.model.providers import SHARING_TRAIT
 
 
-def resources_by_provider(allocations: Mapping[str, Mapping] | None) -> dict[str, dict[str, int]]:
+def resources_by_provider(allocations: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, int]]:
     """Placement's ``{rp: {"resources": {...}, "generation": n}}`` as ``{rp: {class: amount}}``."""
     return {rp: dict(a.get("resources", {})) for rp, a in (allocations or {}).items()}
 
@@ -20,19 +20,19 @@ def resources_by_provider(allocations: Mapping[str, Mapping] | None) -> dict[str
 class CandidateSet:
     """Placement's answer: allocation requests in Placement's order, provider summaries, the query."""
 
-    allocation_requests: tuple[dict, ...]
-    provider_summaries: Mapping[str, dict]
+    allocation_requests: tuple[dict[str, Any], ...]
+    provider_summaries: Mapping[str, dict[str, Any]]
     params: Mapping[str, Any]
     microversion: str
 
-    def by_host(self) -> list[tuple[str, list[dict]]]:
+    def by_host(self) -> list[tuple[str, list[dict[str, Any]]]]:
         """Candidates grouped by root provider (host), hosts in the order Placement returned them."""
-        hosts: dict[str, list[dict]] = {}
+        hosts: dict[str, list[dict[str, Any]]] = {}
         for ar in self.allocation_requests:
             hosts.setdefault(self.host_of(ar), []).append(ar)
         return list(hosts.items())
 
-    def host_of(self, allocation_request: Mapping) -> str:
+    def host_of(self, allocation_request: Mapping[str, Any]) -> str:
         """The root of the tree a candidate is anchored on: the root of its providers, leaving out the sharing
         providers (trait ``MISC_SHARES_VIA_AGGREGATE``, in the summaries' traits), which serve every tree with a
         provider in one of their aggregates; a candidate drawn from sharing providers alone, their root."""
@@ -45,7 +45,7 @@ class CandidateSet:
         summary = self.provider_summaries.get(rp, {})
         return summary.get("root_provider_uuid") or rp
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the allocation requests, provider summaries, the query (``query``) and the
         microversion."""
         return {
@@ -61,13 +61,13 @@ class Claim:
     consumer: str
     host: str  # root provider uuid
     host_name: str | None  # None from claim(): naming costs a GET, see named()
-    allocations: Mapping[str, dict]  # {rp: {"resources": {...}}}
+    allocations: Mapping[str, Mapping[str, Any]]  # {rp: {"resources": {...}}}
     mapping: Mapping[str, list[str]]  # {suffix: [rp]}
     binding_profiles: Mapping[str, Any]  # {port id: binding:profile.allocation value}
-    attempts: tuple[dict, ...] = ()
+    attempts: tuple[dict[str, Any], ...] = ()
     mapping_source: str = "placement"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: consumer, host and its name, allocations, mapping and ``mapping_source``, binding profiles
         and attempts."""
         return {

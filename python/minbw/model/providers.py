@@ -6,10 +6,10 @@ Pure: no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 from ..errors import RequestError
 
@@ -41,7 +41,7 @@ class ProviderDetail:
 
     provider: Provider
     traits: frozenset[str]
-    inventories: Mapping[str, Mapping]
+    inventories: Mapping[str, Mapping[str, Any]]
     usages: Mapping[str, int] | None
     unmoved: bool
 
@@ -53,10 +53,10 @@ class ProviderReport:
 
     provider: Provider
     traits: tuple[str, ...]
-    inventories: Mapping[str, Mapping]
+    inventories: Mapping[str, Mapping[str, Any]]
     usages: Mapping[str, int]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: uuid, name, generation, root_provider_uuid, parent_provider_uuid, traits, inventories
         and usages."""
         p = self.provider
@@ -92,7 +92,7 @@ _FIELDS = frozenset(INVENTORY_FIELDS)
 _STORED_TYPES = (int, int, int, int, int, float)  # of INVENTORY_FIELDS, as Placement stores them
 
 
-def normalize_inventory(inv: Mapping) -> dict:
+def normalize_inventory(inv: Mapping[str, Any]) -> dict[str, Any]:
     """An inventory as Placement stores it: every field present, ratio a float (a copy)."""
     # as Placement stores it already (its answers, the cache's entries): copied
     if inv.keys() == _FIELDS and tuple(map(type, map(inv.__getitem__, INVENTORY_FIELDS))) == _STORED_TYPES:
@@ -107,7 +107,7 @@ def normalize_inventory(inv: Mapping) -> dict:
 SQL_FLOAT_MAX = 3.40282e38  # placement.db.constants.SQL_SP_FLOAT_MAX
 
 
-def inventory_problems(inv: Mapping) -> list[str]:
+def inventory_problems(inv: Mapping[str, Any]) -> list[str]:
     """Why Placement (microversion >= 1.26) would refuse this inventory; empty when it accepts it."""
     problems = []
     for key, low in (("total", 1), ("reserved", 0), ("min_unit", 1), ("max_unit", 1), ("step_size", 1)):
@@ -120,23 +120,31 @@ def inventory_problems(inv: Mapping) -> list[str]:
     return problems
 
 
-def freeze_inventories(invs: Mapping[str, Mapping]) -> Mapping[str, Mapping]:
+def freeze_inventories(invs: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Mapping[str, Any]]:
     """Read-only copies of ``invs`` by class (classes sorted), each normalized as Placement stores it
     (:func:`normalize_inventory`)."""
     return MappingProxyType({rc: MappingProxyType(normalize_inventory(inv)) for rc, inv in sorted(invs.items())})
 
 
-def thaw_inventories(invs: Mapping[str, Mapping]) -> dict[str, dict]:
+def thaw_inventories(invs: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     # a dict's or a frozen view's copy is a dict, made faster than dict() makes it of a view
     """A copy of ``invs`` as a dict of dicts (from dicts or frozen views), by class; the fields as given, not
     normalized."""
-    return {rc: inv.copy() if type(inv) in _COPYABLE else dict(inv) for rc, inv in invs.items()}
+    return {
+        # type() rather than isinstance(): a subclass's copy() need not be a dict
+        rc: inv.copy() if type(inv) in _COPYABLE else dict(inv)  # type: ignore[attr-defined]  # dict, mappingproxy
+        for rc, inv in invs.items()
+    }
 
 
 _COPYABLE = (dict, MappingProxyType)
+# what a snapshot is made of: name, parent, traits, inventories
+_Source = tuple[str, Optional[str], Optional[Iterable[str]], Optional[Mapping[str, Mapping[str, Any]]]]
 
 
-def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
+def snapshot(
+    name: str, parent: str | None, traits: Iterable[str] | None, inventories: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, Any]:
     """A provider as its plans and reports compare it: name, parent, traits, inventories (no generation)."""
     return {
         "name": name,
@@ -146,26 +154,33 @@ def snapshot(name: str, parent: str | None, traits, inventories) -> dict:
     }
 
 
-class Snapshots(Mapping):
+class Snapshots(Mapping[str, dict[str, Any]]):
     """uuid → :func:`snapshot`, each made when first read: a plan of 60,000 providers of which few change
     copies few (:meth:`add` takes what a snapshot is made of; :meth:`source` gives it back, uncopied)."""
 
     def __init__(self) -> None:
-        self._source: dict[str, tuple] = {}
-        self._made: dict[str, dict] = {}
+        self._source: dict[str, _Source] = {}
+        self._made: dict[str, dict[str, Any]] = {}
 
-    def add(self, uuid: str, name: str, parent: str | None, traits, inventories) -> None:
+    def add(
+        self,
+        uuid: str,
+        name: str,
+        parent: str | None,
+        traits: Iterable[str] | None,
+        inventories: Mapping[str, Mapping[str, Any]] | None,
+    ) -> None:
         """Records what ``uuid``'s snapshot is made of (a snapshot made before is made again when read). Returns
         None."""
         self._source[uuid] = (name, parent, traits, inventories)
         if self._made:  # made before: made again when read
             self._made.pop(uuid, None)
 
-    def source(self, uuid: str) -> tuple:
+    def source(self, uuid: str) -> _Source:
         """(name, parent, traits, inventories) of ``uuid``, as added."""
         return self._source[uuid]
 
-    def __getitem__(self, uuid: str) -> dict:
+    def __getitem__(self, uuid: str) -> dict[str, Any]:
         made = self._made.get(uuid)
         if made is None:
             made = self._made[uuid] = snapshot(*self._source[uuid])
@@ -199,10 +214,10 @@ class ProviderSpec:
     role: str  # "agent" | "device"
     parent_uuid: str | None
     traits: frozenset[str]
-    inventories: Mapping[str, Mapping]
+    inventories: Mapping[str, Mapping[str, Any]]
     device: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: uuid, name, hypervisor, kind, role, device, ``parent_provider_uuid``, traits (sorted) and
         inventories."""
         return {
@@ -236,7 +251,7 @@ def skipped_line(subject: str, host: str | None, what: str, fix: str) -> str:
     return f"{subject} (host {host or 'unknown'}): {what}. Fix: {fix}"
 
 
-def error_line(subject: str, host: str | None, error) -> str:
+def error_line(subject: str, host: str | None, error: Exception) -> str:
     """:func:`skipped_line` of a ConfigError: its option and message, and its fix (or: correct the option)."""
     option = getattr(error, "option", None)
     message, _sep, said = (getattr(error, "neutron_message", None) or str(error)).partition(" Fix: ")
@@ -244,7 +259,7 @@ def error_line(subject: str, host: str | None, error) -> str:
     return skipped_line(subject, host, f"{option + ': ' if option else ''}{message}", fix)
 
 
-def natural_key(text: str) -> tuple:
+def natural_key(text: str) -> tuple[tuple[int, int, str], ...]:
     """Sorts ``agents[2]`` before ``agents[10]`` and ``compute-9`` before ``compute-10``."""
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
 
@@ -261,7 +276,7 @@ class Unit:
     hypervisors: tuple[str, ...] = ()
     skipped: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``unit`` (its name), kind, host, hypervisors and ``skipped`` (None when the unit gets
         writes)."""
         return {
@@ -357,11 +372,11 @@ class Stock:
 
 
 def stocks_of(
-    provider: str, inventories: Mapping[str, Mapping] | None, usages: Mapping[str, int] | None
+    provider: str, inventories: Mapping[str, Mapping[str, Any]] | None, usages: Mapping[str, int] | None
 ) -> dict[str, Stock]:
     """A provider's inventories (as Placement returns them) with their usages, by class."""
     usages = usages or {}
-    out = {}
+    out: dict[str, Stock] = {}
     for rc, inv in (inventories or {}).items():
         full = normalize_inventory(inv)
         out[rc] = Stock(
@@ -378,9 +393,9 @@ def stocks_of(
     return out
 
 
-def root_inventories(values: Mapping[str, Any] | None, option: str = "root_inventories") -> dict[str, dict]:
+def root_inventories(values: Mapping[str, Any] | None, option: str = "root_inventories") -> dict[str, dict[str, Any]]:
     """A compute root's inventories from ``{CLASS: total}`` or ``{CLASS: {inventory fields}}``."""
-    inventories = {}
+    inventories: dict[str, dict[str, Any]] = {}
     for rc, value in (values or {}).items():
         try:
             inventories[rc] = dict(value) if isinstance(value, Mapping) else {"total": int(value)}

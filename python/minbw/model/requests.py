@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from minbw.errors import RequestError
 
@@ -33,7 +34,7 @@ class RequestGroup:
     required_any: tuple[tuple[str, ...], ...] = ()
     forbidden: tuple[str, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         res = self.resources.items() if isinstance(self.resources, Mapping) else self.resources
         object.__setattr__(self, "resources", tuple(sorted((str(k), v) for k, v in res)))
         # required keeps Neutron's order (network trait, then vnic trait) so to_neutron() is exact
@@ -59,17 +60,17 @@ class RequestGroup:
                 return f"has none of {', '.join(any_of)}"
         return ""
 
-    def to_neutron(self) -> dict:
+    def to_neutron(self) -> dict[str, Any]:
         """The group as one of Neutron's ``request_groups``: ``id``, ``required``, ``resources``; plus ``required_any``
         (not Neutron's) when it has any-traits."""
-        out = {"id": self.id, "required": list(self.required), "resources": self.resource_dict}
+        out: dict[str, Any] = {"id": self.id, "required": list(self.required), "resources": self.resource_dict}
         if self.required_any:
             # Not Neutron's: Neutron has no any-traits yet; from_neutron() reads it back.
             out["required_any"] = [list(a) for a in self.required_any]
         return out
 
     @classmethod
-    def from_neutron(cls, group: Mapping, group_id: str | None = None, where: str = "") -> RequestGroup:
+    def from_neutron(cls, group: Mapping[str, Any], group_id: str | None = None, where: str = "") -> RequestGroup:
         """A group from one of Neutron's ``request_groups`` (``group_id`` when it has no ``id``; ``where`` prefixes the
         messages). Raises RequestError when it has no id, its resources are not classes to non-negative integers or its
         required traits not a list of names."""
@@ -92,7 +93,7 @@ class RequestGroup:
             raise RequestError(f"{where}group {gid}: 'required' must be a list of trait names, got {required!r}.")
         return cls(
             id=gid,
-            resources=resources,
+            resources=tuple(resources.items()),
             required=tuple(required),
             required_any=tuple(tuple(a) for a in group.get("required_any", ())),
         )
@@ -113,14 +114,14 @@ class PortRequest:
     mode: str = MODE_NEUTRON
     notes: tuple[str, ...] = field(default=(), compare=False)
 
-    def to_neutron(self) -> dict | None:
+    def to_neutron(self) -> dict[str, Any] | None:
         """The request in Neutron's request_groups format (``request_groups``, ``same_subtree``), None when it has no
         groups."""
         if not self.groups:
             return None
         return {"request_groups": [g.to_neutron() for g in self.groups], "same_subtree": list(self.same_subtree)}
 
-    def to_legacy(self) -> dict | None:
+    def to_legacy(self) -> dict[str, Any] | None:
         """The request in the legacy single-group format (``required``, ``resources``), None when it has no groups.
         Raises RequestError when it has more than one group or any-traits."""
         if not self.groups:
@@ -135,7 +136,7 @@ class PortRequest:
         g = self.groups[0]
         return {"required": list(g.required), "resources": g.resource_dict}
 
-    def view(self) -> dict:
+    def view(self) -> dict[str, Any]:
         """Both formats (legacy None where it cannot hold the request), how it was built and notes."""
         try:
             legacy = self.to_legacy()
@@ -144,7 +145,7 @@ class PortRequest:
         return {"resource_request": self.to_neutron(), "legacy": legacy, "mode": self.mode, "notes": list(self.notes)}
 
     @classmethod
-    def from_neutron(cls, value: Mapping | None, port_id: str | None = None) -> PortRequest | None:
+    def from_neutron(cls, value: Mapping[str, Any] | None, port_id: str | None = None) -> PortRequest | None:
         """Read a port's ``resource_request`` in either format; None means no request."""
         if value is None:
             return None
@@ -179,14 +180,14 @@ class PortRequest:
         raise RequestError(f"{where}resource_request has neither 'request_groups' nor 'resources': {value!r}.")
 
 
-def request_view(request: PortRequest | None) -> dict:
+def request_view(request: PortRequest | None) -> dict[str, Any]:
     """:meth:`PortRequest.view`, or its empty shape for a port without minimum rules."""
     if request is None:
         return {"resource_request": None, "legacy": None, "mode": None, "notes": []}
     return request.view()
 
 
-def port_request_of(value: Mapping | PortRequest) -> PortRequest | None:
+def port_request_of(value: Mapping[str, Any] | PortRequest) -> PortRequest | None:
     """A port's request from ``{"port_id"|"id": ..., "resource_request": {...}}`` (either format)."""
     if isinstance(value, PortRequest):
         return value
@@ -212,7 +213,7 @@ def flavor_amounts(extra_specs: Mapping[str, str] | None) -> dict[str, int]:
     return out
 
 
-def _pairs(value) -> tuple:
+def _pairs(value: Mapping[str, int] | Iterable[tuple[str, int]]) -> tuple[tuple[str, int], ...]:
     items = value.items() if isinstance(value, Mapping) else value
     return tuple(sorted((str(k), v) for k, v in items))
 
@@ -252,7 +253,7 @@ class ServerRequest:
     flavor_groups: tuple[RequestGroup, ...] = ()
     device_groups: tuple[RequestGroup, ...] = ()
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "extra_resources", _pairs(self.extra_resources))
         for name in ("required", "forbidden", "root_required", "root_forbidden", "forbidden_member_of"):
             object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
@@ -265,25 +266,25 @@ class ServerRequest:
     def from_options(
         cls,
         resources: Mapping[str, int] | None = None,
-        required=(),
-        port_requests=(),
+        required: Iterable[str] | None = (),
+        port_requests: Iterable[Mapping[str, Any] | PortRequest] | None = (),
         *,
         group_policy: str | None = None,
         in_tree: str | None = None,
-        root_required=(),
+        root_required: Iterable[str] | None = (),
         limit: int | None = None,
     ) -> ServerRequest:
         """From plain data (CLI options, module parameters): flavor resources by class, and the
         ports as ``{"port_id"|"id": ..., "resource_request": {...}}`` (either Neutron format)."""
         ports = tuple(p for p in (port_request_of(v) for v in port_requests or ()) if p)
-        amounts = {}
+        amounts: dict[str, int] = {}
         for rc, amount in (resources or {}).items():
             try:
                 amounts[rc] = int(amount)
             except (TypeError, ValueError):
                 raise RequestError(f"resources: {rc}: expected a whole number, got {amount!r}.") from None
         return cls(
-            extra_resources=amounts,
+            extra_resources=tuple(amounts.items()),
             required=tuple(required or ()),
             ports=ports,
             group_policy=group_policy,
@@ -293,11 +294,20 @@ class ServerRequest:
         )
 
     @classmethod
-    def from_flavor(cls, flavor: Mapping, ports=(), *, boot_from_volume: bool = False, **kwargs) -> ServerRequest:
+    def from_flavor(
+        cls,
+        flavor: Mapping[str, Any],
+        ports: Iterable[PortRequest] = (),
+        *,
+        boot_from_volume: bool = False,
+        **kwargs: Any,
+    ) -> ServerRequest:
         """From a Nova API flavor (``vcpus``, ``ram``, ``disk``, ``OS-FLV-EXT-DATA:ephemeral``,
         ``swap``, ``extra_specs``) as Nova's ResourceRequest.from_request_spec reads it."""
         specs = flavor.get("extra_specs") or {}
-        extra, required, forbidden = {}, [], []
+        extra: dict[str, int] = {}
+        required: list[str] = []
+        forbidden: list[str] = []
         policy = specs.get("group_policy")
         for key, value in specs.items():
             m = _EXTRA_SPEC.match(key)
@@ -327,14 +337,14 @@ class ServerRequest:
             vcpus=int(flavor.get("vcpus") or 0),
             memory_mb=int(flavor.get("ram") or 0),
             disk_gb=disk,
-            extra_resources=extra,
+            extra_resources=tuple(extra.items()),
             required=tuple(required),
             forbidden=tuple(forbidden),
             ports=tuple(ports),
             **kwargs,
         )
 
-    def without_forbidden(self, traits) -> ServerRequest:
+    def without_forbidden(self, traits: Iterable[str]) -> ServerRequest:
         """This request without forbidding ``traits`` (flavor and root): forbidding a trait that does not
         exist excludes nothing, but Placement refuses a query naming it (400)."""
         drop = set(traits)
@@ -374,13 +384,13 @@ class ServerRequest:
     @cached_property
     def _groups(self) -> tuple[RequestGroup, ...]:
         # cached: the query, the solver and the mapping of every candidate all ask for it
-        groups = []
+        groups: list[RequestGroup] = []
         flavor = self.flavor_resources()
         if flavor or self.required or self.forbidden:
-            groups.append(RequestGroup("", flavor, self.required, forbidden=self.forbidden))
+            groups.append(RequestGroup("", tuple(flavor.items()), self.required, forbidden=self.forbidden))
         for g in (*self.flavor_groups, *self.device_groups, *(g for port in self.ports for g in port.groups)):
             stripped = RequestGroup(
-                g.id, [(rc, a) for rc, a in g.resources if a], g.required, g.required_any, g.forbidden
+                g.id, tuple((rc, a) for rc, a in g.resources if a), g.required, g.required_any, g.forbidden
             )
             if stripped.resources or stripped.required or stripped.required_any or stripped.forbidden:
                 groups.append(stripped)
@@ -399,7 +409,7 @@ class ServerRequest:
     def _same_subtrees(self) -> tuple[tuple[str, ...], ...]:
         # cached for the same reason as _groups: asked once per candidate when mapping
         resourceless = {g.id for g in self.request_groups() if not g.resources}
-        out = []
+        out: list[tuple[str, ...]] = []
         for port in self.ports:
             ids = tuple(sorted(set(port.same_subtree)))
             if len(ids) > 1 or (ids and ids[0] in resourceless):

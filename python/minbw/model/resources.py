@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from minbw.errors import InvalidInput
 
@@ -17,7 +18,7 @@ _CUSTOM_CLASS = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
 RESOURCE_EXAMPLE = "VCPU=1 (repeat for more: --resource VCPU=1 --resource MEMORY_MB=256)"
 
 
-def check_class(rc, option: str) -> str:
+def check_class(rc: object, option: str) -> str:
     """``rc`` when it is a standard resource class (os-resource-classes) or ``CUSTOM_*``. Raises InvalidInput naming
     ``option`` (and the closest standard class) otherwise."""
     import os_resource_classes as orc
@@ -33,7 +34,7 @@ def check_class(rc, option: str) -> str:
     return rc
 
 
-def check_amount(rc: str, amount, option: str) -> int:
+def check_amount(rc: str, amount: Any, option: str) -> int:
     """``amount`` as an int. Raises InvalidInput naming ``option`` and ``rc`` when it is not a whole number >= 0 (bools,
     floats and signed strings are refused)."""
     try:
@@ -45,7 +46,7 @@ def check_amount(rc: str, amount, option: str) -> int:
     return value
 
 
-def check_resources(resources: Mapping | None, option: str = "resources") -> dict[str, int]:
+def check_resources(resources: Mapping[str, Any] | None, option: str = "resources") -> dict[str, int]:
     """``{class: amount}`` checked: known class names (standard, or CUSTOM_*), whole amounts >= 0."""
     if resources is not None and not isinstance(resources, Mapping):
         raise InvalidInput(

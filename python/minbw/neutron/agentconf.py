@@ -14,7 +14,7 @@ import re
 import string
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from ..errors import ConfigError
 from . import naming
@@ -103,9 +103,9 @@ def parse_dict(value: str) -> dict[str, str]:
 # ---------------------------------------------------------------- neutron-lib parsers
 
 
-def parse_mappings(mapping_list: list[str], unique_values: bool = True, unique_keys: bool = True) -> dict:
+def parse_mappings(mapping_list: list[str], unique_values: bool = True, unique_keys: bool = True) -> dict[str, Any]:
     """neutron_lib.utils.helpers.parse_mappings."""
-    mappings: dict = {}
+    mappings: dict[str, Any] = {}
     for mapping in mapping_list:
         mapping = mapping.strip()
         if not mapping:
@@ -171,7 +171,7 @@ def parse_rp_bandwidths(bandwidths: list[str]) -> dict[str, dict[str, int | None
         raise ValueError(f"Cannot parse resource_provider_bandwidths. {e}") from e
 
 
-def _pp_default_hypervisor(cfg: dict, host: str) -> None:
+def _pp_default_hypervisor(cfg: dict[str, Any], host: str) -> None:
     if cfg.get("") and cfg.get(host):
         raise ValueError(
             f'Found configuration for "{host}" hypervisor and one without '
@@ -181,7 +181,7 @@ def _pp_default_hypervisor(cfg: dict, host: str) -> None:
         cfg[host] = cfg.pop("")
 
 
-def parse_rp_pp_with_direction(pkt_rates: list[str], host: str) -> dict:
+def parse_rp_pp_with_direction(pkt_rates: list[str], host: str) -> dict[str, Any]:
     """neutron_lib.placement.utils.parse_rp_pp_with_direction: ``[HYPERVISOR]:EGRESS:INGRESS`` items → a dict keyed by
     hypervisor of {"egress", "ingress"} in kpps, the empty hypervisor name taken as ``host``. Raises ValueError
     (Neutron's message) as parse_rp_bandwidths does, or when both ``host`` and the empty name are given."""
@@ -193,7 +193,7 @@ def parse_rp_pp_with_direction(pkt_rates: list[str], host: str) -> dict:
     return cfg
 
 
-def parse_rp_pp_without_direction(pkt_rates: list[str], host: str) -> dict:
+def parse_rp_pp_without_direction(pkt_rates: list[str], host: str) -> dict[str, Any]:
     """neutron_lib.placement.utils.parse_rp_pp_without_direction: ``[HYPERVISOR]:KPPS`` items → a dict keyed by
     hypervisor of {"any"} in kpps, the empty hypervisor name taken as ``host``. Raises ValueError (Neutron's message) as
     parse_rp_pp_with_direction does."""
@@ -205,7 +205,7 @@ def parse_rp_pp_without_direction(pkt_rates: list[str], host: str) -> dict:
     return cfg
 
 
-def parse_rp_inventory_defaults(inventory_defaults: dict) -> dict:
+def parse_rp_inventory_defaults(inventory_defaults: dict[str, Any]) -> dict[str, Any]:
     """neutron_lib.placement.utils.parse_rp_inventory_defaults: a copy of the dict with allocation_ratio a float and
     min_unit, max_unit, reserved and step_size ints. Raises ValueError (Neutron's message) on another key or a value
     that is negative or does not parse."""
@@ -236,7 +236,9 @@ def parse_rp_inventory_defaults(inventory_defaults: dict) -> dict:
     return inventory_defaults
 
 
-def validate_rp_bandwidth(rp_bandwidths: Mapping, device_names: set, tunnelled_network_rp_name: str | None = None):
+def validate_rp_bandwidth(
+    rp_bandwidths: Mapping[str, Any], device_names: set[str], tunnelled_network_rp_name: str | None = None
+) -> None:
     """neutron.common.utils.validate_rp_bandwidth."""
     if tunnelled_network_rp_name:
         device_names = device_names | {tunnelled_network_rp_name}
@@ -248,8 +250,8 @@ def validate_rp_bandwidth(rp_bandwidths: Mapping, device_names: set, tunnelled_n
 
 
 def default_rp_hypervisors(
-    hypervisors: Mapping,
-    device_mappings: Mapping,
+    hypervisors: Mapping[str, Any],
+    device_mappings: Mapping[str, Any],
     default_hypervisor: str,
     tunnelled_network_rp_name: str | None = None,
 ) -> dict[str, str]:
@@ -283,7 +285,7 @@ class AgentConfig:
         """The :class:`naming.AgentKind` of ``kind`` (agent type, binary, vnic types, ini section, mappings option)."""
         return naming.AGENT_KINDS[self.kind]
 
-    def configurations(self) -> dict:
+    def configurations(self) -> dict[str, Any]:
         """The ``configurations`` the real agent puts in its heartbeat (placement keys)."""
         conf = {
             BANDWIDTHS: {d: dict(v) for d, v in self.bandwidths.items()},
@@ -303,7 +305,10 @@ class AgentConfig:
         return conf
 
 
-def _opt(options: Mapping[str, str], name: str, parser, source: str):
+_T = TypeVar("_T")
+
+
+def _opt(options: Mapping[str, str | None], name: str, parser: Callable[[str], _T], source: str) -> _T:
     raw = options.get(name)
     try:
         return parser(raw if raw is not None else "")
@@ -313,8 +318,8 @@ def _opt(options: Mapping[str, str], name: str, parser, source: str):
 
 def load_agent_config(
     kind: str,
-    options: Mapping[str, str],
-    host: str,
+    options: Mapping[str, str | None],
+    host: str | None,
     *,
     source: str = "options",
     tunnelled_rp_name: str = naming.RP_TUNNELLED,
@@ -342,7 +347,7 @@ def load_agent_config(
 
     if kind == naming.OVS:
 
-        def _bridges(v):
+        def _bridges(v: str) -> dict[str, Any]:
             try:
                 return parse_mappings(parse_list(v))
             except ValueError as e:
@@ -364,7 +369,7 @@ def load_agent_config(
     devices = {d for devs in device_mappings.values() for d in devs}
     tunnelled = tunnelled_rp_name if kind == naming.OVS else None
 
-    def validate():
+    def validate() -> None:
         """validate_rp_bandwidth on the parsed values; returns None. Raises ConfigError naming
         resource_provider_bandwidths's file when a device is not mapped."""
         try:
@@ -378,8 +383,8 @@ def load_agent_config(
                 + (f" (or {tunnelled})" if tunnelled else ""),
             ) from None
 
-    pp: dict = {}
-    pp_defaults: dict = {}
+    pp: dict[str, Any] = {}
+    pp_defaults: dict[str, Any] = {}
     if kind == naming.OVS:
         without = _opt(
             options, PP_WITHOUT, lambda v: parse_rp_pp_without_direction(parse_list(v), host), at(PP_WITHOUT)
@@ -416,7 +421,7 @@ def load_agent_config(
     )
 
 
-def _inventory_defaults(options: Mapping[str, str], name: str, source: str) -> dict:
+def _inventory_defaults(options: Mapping[str, str | None], name: str, source: str) -> dict[str, Any]:
     if options.get(name) is None:
         return dict(INVENTORY_DEFAULTS)
     return _opt(options, name, lambda v: parse_rp_inventory_defaults(parse_dict(v)), source)
@@ -458,12 +463,12 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
             "indented right after it",
         )
 
-    def assign() -> None:
+    def assign(name: str) -> None:
         """Store the option being read (its lines joined) in its group; returns None. Raises ConfigError when no section
         started before it."""
         if group is None:
             raise invalid(key_line, "Section must be started before assignment", lines[key_line - 1].rstrip())
-        groups[group][key] = "\n".join(value)
+        groups[group][name] = "\n".join(value)
 
     lines = _LINES.split(text)
     for lineno, raw in enumerate(lines, 1):
@@ -474,7 +479,7 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
             value.append(line.lstrip())
             continue
         if key is not None:
-            assign()
+            assign(key)
             key = None
         if not line or line.startswith(("#", ";")):
             continue
@@ -498,7 +503,7 @@ def read_ini(text: str, source: str = "<string>") -> dict[str, dict[str, str]]:
             first = first[1:-1]
         value, key_line = [first], lineno
     if key is not None:
-        assign()
+        assign(key)
     return groups
 
 
@@ -514,8 +519,8 @@ def oslo_value(raw: str, option: str, source: str) -> str:
         return raw
     references: list[str] = []
 
-    class Refuse(dict):
-        def __missing__(self, name):
+    class Refuse(dict[str, str]):
+        def __missing__(self, name: str) -> str:
             references.append(name)
             raise KeyError(name)
 
@@ -633,7 +638,9 @@ class AgentFiles:
     layers: Layers
 
 
-def agents_of(files: Sequence[tuple[str, Mapping]], dir_files: Sequence[tuple[str, Mapping]] = ()) -> list[AgentFiles]:
+def agents_of(
+    files: Sequence[tuple[str, Mapping[str, Any]]], dir_files: Sequence[tuple[str, Mapping[str, Any]]] = ()
+) -> list[AgentFiles]:
     """The agents a set configures (docs/operators.md, "The agent files minbw reads"): ``files`` the ``--config-file``
     files, read, in their order, ``dir_files`` the ``--config-dir`` files, read after them. A file that sets an
     agent's mappings option is that agent's own; each such file is one agent, which reads the other files - every
@@ -716,7 +723,7 @@ def read_agent_set(
     """The agents of a set of files (:func:`agents_of`), each read on its own: ``(path, text)`` pairs (or the
     ConfigError of a file that could not be read). A file that cannot be read or parsed is one UnreadAgent, and the
     agents are read without it."""
-    parsed: list[list[tuple[str, Mapping]]] = [[], []]
+    parsed: list[list[tuple[str, Mapping[str, Any]]]] = [[], []]
     out: list[AgentConfig | UnreadAgent] = []
     for into, given in zip(parsed, (files, dir_files)):
         for path, text in given:
@@ -789,7 +796,7 @@ def edit_ini(text: str, section: str, updates: Mapping[str, str | None]) -> str:
         if current == group_of(section):
             k = _KEY.match(line)
             key = k.group(1).strip() if k else None
-            if key in updates:
+            if key is not None and key in updates:
                 skipping = True
                 if key not in done and updates[key] is not None:
                     out.append(f"{key} = {updates[key]}\n")
@@ -825,7 +832,7 @@ def render_mappings(mappings: Mapping[str, str | list[str] | tuple[str, ...]]) -
     return ",".join(items)
 
 
-def _rate(v) -> str:
+def _rate(v: int | None) -> str:
     return "" if v is None else str(int(v))
 
 
@@ -856,7 +863,7 @@ def render_pp_without_direction(rates: Mapping[str, int | None]) -> str:
 
 # How each option's structured value is rendered, and how a raw value is parsed to compare two
 # (parsed lists/dicts, so a value that differs only in spacing is the same).
-RENDER = {
+RENDER: dict[str, tuple[Callable[[Any], str], Callable[[str], object]]] = {
     "bridge_mappings": (render_mappings, parse_list),
     "physical_device_mappings": (render_mappings, parse_list),
     BANDWIDTHS: (render_bandwidths, parse_list),
@@ -892,7 +899,7 @@ def render_options(kind: str, values: Mapping[str, object]) -> dict[str, str | N
                 option=option,
                 fix=f"give {option} as {'a' if expected is str else 'the dict of'} {SYNTAX[option]}",
             )
-        if option in _DIRECTIONAL and value:
+        if option in _DIRECTIONAL and isinstance(value, Mapping) and value:
             for name, rates in value.items():
                 if rates is not None and (not isinstance(rates, Mapping) or set(rates) - {"egress", "ingress"}):
                     raise ConfigError(
@@ -916,18 +923,20 @@ def same_value(option: str, raw: str | None, rendered: str | None) -> bool:
         return False
 
 
-def load_agent_values(kind: str, values: Mapping[str, object], host: str, source: str = "options") -> AgentConfig:
+def load_agent_values(
+    kind: str, values: Mapping[str, object], host: str | None, source: str = "options"
+) -> AgentConfig:
     """An AgentConfig from structured option values instead of an ini file."""
     rendered = {o: v for o, v in render_options(kind, values).items() if v is not None}
     return load_agent_config(kind, rendered, host, source=source)
 
 
-def agent_values(cfg: AgentConfig) -> dict:
+def agent_values(cfg: AgentConfig) -> dict[str, Any]:
     """The agent as structured option values with its ``agent_type`` and ``host``: what
     bandwidth_providers' ``agents`` (and :func:`load_agent_values`) take, so an ini file read on a
     compute can be synced from elsewhere. Defaults are spelled out (hypervisors resolved, inventory
     defaults filled in), so the values mean the same wherever they are read."""
-    values: dict = {"agent_type": cfg.kind, "host": cfg.host}
+    values: dict[str, Any] = {"agent_type": cfg.kind, "host": cfg.host}
     if cfg.kind == naming.OVS:
         values["bridge_mappings"] = {p: devs[0] for p, devs in cfg.device_mappings.items()}
     else:
@@ -945,7 +954,7 @@ def agent_values(cfg: AgentConfig) -> dict:
     return values
 
 
-def config_from_report(agent_type: str, host: str, configurations: Mapping) -> AgentConfig:
+def config_from_report(agent_type: str, host: str, configurations: Mapping[str, Any]) -> AgentConfig:
     """The AgentConfig an agent's heartbeat ``configurations`` (as Neutron stores them: parsed values)
     stands for: what Neutron's placement plugin builds the providers from."""
     kind = naming.AGENT_KIND_BY_TYPE.get(agent_type)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
 from . import naming
@@ -79,7 +79,7 @@ def placement_option(name: str, options: list[str]) -> str | None:
     return None
 
 
-def parse_bandwidths(options: list[str]) -> dict:
+def parse_bandwidths(options: list[str]) -> dict[str, Any]:
     """``_parse_bandwidths``: the ``resource_provider_bandwidths`` cms option's ``;``-separated items parsed as
     parse_rp_bandwidths does (a dict keyed by device; {} when absent or empty). Raises ValueError (Neutron's message) as
     parse_rp_bandwidths does."""
@@ -89,7 +89,7 @@ def parse_bandwidths(options: list[str]) -> dict:
     return parse_rp_bandwidths(value.split(";"))
 
 
-def parse_inventory_defaults(options: list[str]) -> dict:
+def parse_inventory_defaults(options: list[str]) -> dict[str, Any]:
     """``_parse_inventory_defaults``: an entry counts for every known key it contains (by substring);
     entries without one are ignored; a later entry for the same key wins."""
     value = placement_option(INVENTORY, options)
@@ -135,7 +135,7 @@ class Chassis:
     cms_options: str | None = None
     source: str = "chassis"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The values ``bandwidth_providers``' ``ovn_chassis`` (and :func:`chassis_from_values`) take."""
         return {
             "name": self.name,
@@ -145,7 +145,7 @@ class Chassis:
         }
 
 
-def chassis_from_values(values: Mapping, source: str) -> Chassis:
+def chassis_from_values(values: Mapping[str, Any], source: str) -> Chassis:
     """A chassis from a dict: ``name`` (or ``system-id``), ``hostname`` and the two keys, either at the
     top or under ``other_config`` / ``external_ids`` (a southbound row / an Open vSwitch row)."""
     if not isinstance(values, Mapping):
@@ -197,7 +197,7 @@ def parse_chassis(chassis: Chassis) -> Parsed:
         (INVENTORY, lambda: parse_inventory_defaults(options)),
         (HYPERVISORS, lambda: parse_hypervisors(options)),
     )
-    values = {}
+    values: dict[str, Any] = {}
     for option, parse in steps:
         try:
             values[option] = parse()
@@ -218,7 +218,7 @@ def parse_chassis(chassis: Chassis) -> Parsed:
     )
 
 
-def reported_bandwidths(parsed: Parsed, tunnelled_rp_name: str = naming.RP_TUNNELLED) -> dict:
+def reported_bandwidths(parsed: Parsed, tunnelled_rp_name: str = naming.RP_TUNNELLED) -> dict[str, Any]:
     """``build_placement_state``'s filter: a bridge keeps its bandwidth only if it has a hypervisor entry
     and is mapped (or is the tunnelled-networks device with a hypervisor entry)."""
     devices = set(parsed.bridge_mappings.values())
@@ -308,7 +308,7 @@ def chassis_config(chassis: Chassis, tunnelled_rp_name: str = naming.RP_TUNNELLE
 # ---------------------------------------------------------------- configuring a chassis
 
 
-def _name_problem(kind: str, name) -> str:
+def _name_problem(kind: str, name: object) -> str:
     if not isinstance(name, str) or not name:
         return f"{kind} name {name!r}: expected a non-empty string"
     bad = sorted({c for c in name if c in _SEPARATORS})
@@ -321,7 +321,7 @@ def _name_problem(kind: str, name) -> str:
     return ""
 
 
-def _rate(v, where: str) -> str:
+def _rate(v: object, where: str) -> str:
     if v is None:
         return ""
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -329,7 +329,7 @@ def _rate(v, where: str) -> str:
     return str(v)
 
 
-def render_placement_options(values: Mapping[str, object], hostname: str) -> dict[str, str | None]:
+def render_placement_options(values: Mapping[str, Any], hostname: str) -> dict[str, str | None]:
     """Structured values (as ``agent_config`` takes them for OVS) → the three cms option values
     (None: remove the option). ``resource_provider_default_hypervisor`` (else ``hostname``) is written
     out for every bandwidth bridge without a ``resource_provider_hypervisors`` entry: OVN has no default,
@@ -401,7 +401,7 @@ def render_bridge_mappings(mappings: Mapping[str, str] | None) -> str | None:
 
 def configured_chassis(
     current: Mapping[str, str],
-    values: Mapping[str, object],
+    values: Mapping[str, Any],
     hostname: str,
     name: str = "",
     tunnelled_rp_name: str = naming.RP_TUNNELLED,
@@ -475,7 +475,7 @@ def configured_chassis(
 # ---------------------------------------------------------------- the Open vSwitch / OVN databases
 
 
-def ovsdb_value(cell):
+def ovsdb_value(cell: Any) -> Any:
     """One cell of ``ovs-vsctl`` / ``ovn-sbctl --format=json`` output (OVSDB's JSON data: a string or
     number, ``["map", [[k, v], ...]]``, ``["set", [...]]``, ``["uuid", "..."]``) as a Python value."""
     if isinstance(cell, list) and len(cell) == 2 and cell[0] in ("map", "set", "uuid", "named-uuid"):
@@ -487,7 +487,7 @@ def ovsdb_value(cell):
     return cell
 
 
-def ovsdb_rows(document, source: str) -> list[dict]:
+def ovsdb_rows(document: object, source: str) -> list[dict[str, Any]]:
     """``--format=json`` output (``{"headings": [...], "data": [[...], ...]}``) → one dict per row."""
     if not (
         isinstance(document, Mapping)
@@ -500,7 +500,7 @@ def ovsdb_rows(document, source: str) -> list[dict]:
     return [dict(zip(document["headings"], (ovsdb_value(c) for c in row))) for row in document["data"]]
 
 
-def chassis_of_rows(rows: list[dict], source: str, hostname: str = "") -> tuple[list[Chassis], bool]:
+def chassis_of_rows(rows: list[dict[str, Any]], source: str, hostname: str = "") -> tuple[list[Chassis], bool]:
     """Southbound ``Chassis`` rows (name, hostname, other_config) or one ``Open_vSwitch`` row
     (external_ids, as ovn-controller reads it: ``hostname`` there, else ``hostname`` given) → chassis;
     True when the rows are the southbound table (every chassis of the cloud)."""
@@ -542,7 +542,7 @@ def vsctl_update_args(updates: Mapping[str, str | None]) -> list[str]:
     return args
 
 
-def cms_options_override(current, values: Mapping[str, object], hostname: str = "") -> str:
+def cms_options_override(current: str | Sequence[str] | None, values: Mapping[str, Any], hostname: str = "") -> str:
     """What a deployment tool should write as ``ovn-cms-options``: ``current`` (the options it sets itself,
     a string or a list) with the bandwidth ``values`` merged in, validated as :func:`configured_chassis`
     does (``bridge_mappings`` in ``values`` are the chassis's, used to check the bridges, not written).

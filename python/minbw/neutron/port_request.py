@@ -12,6 +12,7 @@ import dataclasses
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from minbw.errors import RequestError
 from minbw.model.requests import MODE_ANY_TRAITS, MODE_NEUTRON, PortRequest, RequestGroup
@@ -29,7 +30,7 @@ class Segment:
     physical_network: str | None = None
 
     @classmethod
-    def from_neutron(cls, seg: Mapping) -> Segment:
+    def from_neutron(cls, seg: Mapping[str, Any]) -> Segment:
         """From a segment dict or a network's ``provider:*`` attributes."""
         return cls(
             network_type=seg.get("network_type", seg.get("provider:network_type")),
@@ -58,7 +59,7 @@ def _segment(network_type: str | None, physnet: str | None, where: str) -> Segme
     return Segment(network_type or "vlan", None if tunnel else physnet)
 
 
-def _segment_keys(seg, where: str) -> tuple[str | None, str | None]:
+def _segment_keys(seg: object, where: str) -> tuple[str | None, str | None]:
     if not isinstance(seg, Mapping):
         raise RequestError(f"{where}: a segment is {{network_type, physical_network}}, got {seg!r}")
     found = Segment.from_neutron(seg)
@@ -99,7 +100,7 @@ class QosPort:
     port_id: str | None = None
 
     @classmethod
-    def from_dict(cls, spec: Mapping, where: str) -> QosPort:
+    def from_dict(cls, spec: Mapping[str, Any], where: str) -> QosPort:
         """``{qos_rules: [{type, direction, min_kbps | min_kpps, id?}], vnic_type?, physical_network? |
         network_type?, segments?: [{network_type, physical_network}], id?}``."""
         if not isinstance(spec, Mapping):
@@ -155,7 +156,7 @@ class QosPort:
         """One ``--qos-port`` value: comma-separated rules (``min_bw:egress:1000``) and items (``vnic=direct``,
         ``physnet=physnet0`` or ``network_type=vxlan``, ``segment=vlan:physnet1`` for more segments,
         ``id=UUID``)."""
-        spec: dict = {"qos_rules": [], "segments": []}
+        spec: dict[str, Any] = {"qos_rules": [], "segments": []}
         for item in filter(None, (x.strip() for x in str(text).split(","))):
             key, eq, value = item.partition("=")
             if not eq:
@@ -212,7 +213,7 @@ class QosPort:
         return dataclasses.replace(pr, groups=groups), opened
 
 
-def segments_of_network(network: Mapping) -> tuple[Segment, ...]:
+def segments_of_network(network: Mapping[str, Any]) -> tuple[Segment, ...]:
     """A network's segments as the API shows them: ``segments`` (multi-provider) or ``provider:*``."""
     if network.get("segments"):
         return tuple(Segment.from_neutron(s) for s in network["segments"])
@@ -299,17 +300,18 @@ def build_port_request(
             )
         )
         resources = {naming.BW_CLASSES[r.direction]: r.value for r in bw_rules}
-        gid = naming.request_group_uuid(str(port_ns), [r.id for r in bw_rules])
+        # the type: ignore below: the rules have their ids by now (QosPort.rules_with_ids for a described port)
+        gid = naming.request_group_uuid(str(port_ns), [r.id for r in bw_rules])  # type: ignore[misc]
         if any_traits and len(net_traits) > 1:
             mode = MODE_ANY_TRAITS
-            groups.append(RequestGroup(gid, resources, (vnic_trait,), (tuple(net_traits),)))
+            groups.append(RequestGroup(gid, tuple(resources.items()), (vnic_trait,), (tuple(net_traits),)))
             notes.append(
                 f"bandwidth may come from any of the network's {len(segments)} segments "
                 f"(required=in:{','.join(sorted(net_traits))}, Placement >= 1.39); "
                 f"Neutron itself would use only the first."
             )
         else:
-            groups.append(RequestGroup(gid, resources, (net_traits[0], vnic_trait)))
+            groups.append(RequestGroup(gid, tuple(resources.items()), (net_traits[0], vnic_trait)))
             if len(net_traits) > 1:
                 notes.append(
                     f"the network has {len(segments)} segments with different providers "
@@ -319,8 +321,8 @@ def build_port_request(
                 )
     if pps_rules:
         resources = {naming.PPS_CLASSES[r.direction]: r.value for r in pps_rules}
-        gid = naming.request_group_uuid(str(port_ns), [r.id for r in pps_rules])
-        groups.append(RequestGroup(gid, resources, (vnic_trait,)))
+        gid = naming.request_group_uuid(str(port_ns), [r.id for r in pps_rules])  # type: ignore[misc]  # as above
+        groups.append(RequestGroup(gid, tuple(resources.items()), (vnic_trait,)))
     if not groups:
         return None
     return PortRequest(

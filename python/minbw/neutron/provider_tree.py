@@ -6,11 +6,12 @@ uuid5 UUIDs, parents, traits, inventories) from :class:`AgentConfig` values.
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 from ..model.providers import (
     DesiredState,
+    Provider,
     ProviderSpec,
     Unit,
     error_line,
@@ -31,11 +32,11 @@ KIND_NAMES = {naming.OVN: "OVN", naming.OVS: "Open vSwitch", naming.SRIOV: "SR-I
 def _inventories(
     values: Mapping[str, int | None],
     classes: Mapping[str, str],
-    defaults: Mapping,
+    defaults: Mapping[str, Any],
     where: str,
     option: str,
     source: str,
-) -> dict:
+) -> dict[str, Any]:
     out = {}
     for direction, rc in classes.items():
         if values.get(direction):  # unset and 0 both mean: no inventory
@@ -259,7 +260,7 @@ def _unit(cfg: AgentConfig, skipped: str = "") -> Unit:
     return Unit(cfg.source, cfg.kind, cfg.host, tuple(sorted(set(cfg.hypervisors.values()))), skipped)
 
 
-def swept_agents(desired: DesiredState, providers) -> set[str]:
+def swept_agents(desired: DesiredState, providers: Iterable[Provider]) -> set[str]:
     """The swept agent providers: those ``desired.sweep`` names, and every agent provider (among
     ``providers``) of a kind the configuration describes completely."""
     kinds = [naming.AGENT_KINDS[k] for k in desired.sweep_kinds]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from minbw.errors import RequestError
 from minbw.neutron import naming
@@ -65,12 +66,12 @@ class QosRule:
         """The API field of the rule's value: ``min_kbps`` or ``min_kpps``."""
         return RULE_VALUE_KEYS[self.type]
 
-    def to_api(self) -> dict:
+    def to_api(self) -> dict[str, Any]:
         """The rule's body for Neutron's API: ``{"direction": ..., "min_kbps" / "min_kpps": value}``."""
         return {"direction": self.direction, self.value_key: self.value}
 
     @classmethod
-    def from_neutron(cls, rule: Mapping) -> QosRule:
+    def from_neutron(cls, rule: Mapping[str, Any]) -> QosRule:
         """From a Neutron API rule dict (``type``, ``direction``, ``min_kbps``/``min_kpps``)."""
         rtype = rule.get("type")
         if rtype not in RULE_TYPES:
@@ -89,7 +90,7 @@ class QosRule:
         )
 
     @classmethod
-    def from_option(cls, item: Mapping) -> QosRule:
+    def from_option(cls, item: Mapping[str, Any]) -> QosRule:
         """A rule from ``{type, direction?, min_kbps | min_kpps, id?}`` (a module option, or a command-line
         rule): the direction defaults as in Neutron's API; the value key must match the type; ``id`` is
         None for a rule not created yet (or one whose id the caller makes up)."""
@@ -100,7 +101,9 @@ class QosRule:
         other = RULE_VALUE_KEYS[MIN_PPS if rtype == MIN_BW else MIN_BW]
         if item.get(other) is not None:
             raise RequestError(f"a {rtype} rule takes {vkey}, not {other}. Fix: give its value as {vkey}.")
-        return cls(item.get("id"), rtype, item.get("direction") or DEFAULT_DIRECTION[rtype], item.get(vkey))
+        # the type: ignore below: a rule without its value is refused by validate_rules, which every caller runs
+        value = item.get(vkey)
+        return cls(item.get("id"), rtype, item.get("direction") or DEFAULT_DIRECTION[rtype], value)  # type: ignore[arg-type]
 
     @classmethod
     def parse(cls, text: str, where: str) -> QosRule:
@@ -115,7 +118,7 @@ class QosRule:
         return cls(parts[3] if len(parts) == 4 and parts[3] else None, rtype, parts[1], int(value))
 
 
-def min_rules(rules: Iterable[Mapping]) -> tuple[QosRule, ...]:
+def min_rules(rules: Iterable[Mapping[str, Any]]) -> tuple[QosRule, ...]:
     """The minimum rules of a policy's ``rules`` list, in the policy's order; others are ignored."""
     return tuple(QosRule.from_neutron(r) for r in rules if r.get("type") in RULE_TYPES)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from minbw.errors import NoValidHost
 from minbw.neutron.agentconf import parse_mappings
@@ -43,7 +44,7 @@ _MAPPING_KEYS = ("bridge_mappings", "interface_mappings", "device_mappings")
 OVN_BRIDGE_MAPPINGS = "bridge-mappings"  # an OVN Controller (Gateway) agent's configurations
 
 
-def subnet_total_reserved(subnet: Mapping) -> tuple[int, int]:
+def subnet_total_reserved(subnet: Mapping[str, Any]) -> tuple[int, int]:
     """One IPv4 subnet's (total, reserved), as Neutron's ``_calculate_inventory_total_and_reserved``:
     every pool address, plus the gateway (total and reserved), plus one reserved for DHCP."""
     total = reserved = 0
@@ -58,7 +59,7 @@ def subnet_total_reserved(subnet: Mapping) -> tuple[int, int]:
     return total, reserved
 
 
-def ipv4_inventory(subnets: Iterable[Mapping], port_addresses: int = 0) -> dict[str, dict] | None:
+def ipv4_inventory(subnets: Iterable[Mapping[str, Any]], port_addresses: int = 0) -> dict[str, dict[str, Any]] | None:
     """The segment provider's inventory for its subnets (IPv4 only) and the ``port_addresses`` Neutron
     counts on it (:func:`port_reservation`), None when it has no addresses.
 
@@ -85,7 +86,7 @@ def ipv4_inventory(subnets: Iterable[Mapping], port_addresses: int = 0) -> dict[
     }
 
 
-def counted_by_neutron(port: Mapping) -> bool:
+def counted_by_neutron(port: Mapping[str, Any]) -> bool:
     """Does Neutron count this port's addresses in its segment's ``reserved``
     (``_does_port_require_nova_inventory_update``)? Every device owner but ``compute:*`` and
     ``network:dhcp``: routers, floating IPs, load balancers, bare metal, and ports with no owner."""
@@ -93,14 +94,14 @@ def counted_by_neutron(port: Mapping) -> bool:
     return not owner.startswith(COMPUTE_OWNER_PREFIX) and owner != DHCP_OWNER
 
 
-def ipv4_subnet_ids(port: Mapping) -> list[str]:
+def ipv4_subnet_ids(port: Mapping[str, Any]) -> list[str]:
     """The subnets of the port's IPv4 addresses, one per address, in the port's order (``_get_ipv4_subnet_ids``)."""
     return [
         ip["subnet_id"] for ip in port.get("fixed_ips") or [] if ipaddress.ip_address(ip["ip_address"]).version == 4
     ]
 
 
-def port_reservation(port: Mapping, subnet_segment: Mapping[str, str]) -> tuple[str | None, int]:
+def port_reservation(port: Mapping[str, Any], subnet_segment: Mapping[str, str]) -> tuple[str | None, int]:
     """``(segment id, addresses)`` that Neutron adds to ``reserved`` for ``port`` (and takes off when it
     goes); ``(None, 0)`` when it counts nothing. Every IPv4 address counts, all of them on the segment of
     the first one's subnet (``_get_ipv4_subnets_number_and_segment_id``), even when a later one is on
@@ -122,7 +123,7 @@ class CountedPort:
     addresses: int
     deferred: bool = False  # created without an address (ip_allocation "deferred"), given one later
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The port as a JSON-ready dict: id, name, device_owner, addresses, deferred."""
         return {
             "id": self.id,
@@ -133,7 +134,7 @@ class CountedPort:
         }
 
 
-def agent_physnets(agent: Mapping) -> set[str]:
+def agent_physnets(agent: Mapping[str, Any]) -> set[str]:
     """Physical networks in an agent's reported mappings (Neutron's ``_get_phys_nets``); an OVN Controller agent
     reports its chassis's ``ovn-bridge-mappings`` as the string ``bridge-mappings``, which the OVN mechanism
     driver parses (``ChassisEvent.run``: ``parse_mappings(mappings.split(','))``) to map the host."""
@@ -149,7 +150,7 @@ def agent_physnets(agent: Mapping) -> set[str]:
     return out
 
 
-def agent_serves(segment: Mapping, agent: Mapping) -> bool:
+def agent_serves(segment: Mapping[str, Any], agent: Mapping[str, Any]) -> bool:
     """Can ``agent`` bind ports on ``segment`` (its driver's ``check_segment_for_agent``)?"""
     conf = agent.get("configurations") or agent.get("configuration") or {}
     network_type = segment.get("network_type")
@@ -161,7 +162,7 @@ def agent_serves(segment: Mapping, agent: Mapping) -> bool:
     return True
 
 
-def hosts_of_segment(segment: Mapping, agents: Iterable[Mapping]) -> tuple[str, ...]:
+def hosts_of_segment(segment: Mapping[str, Any], agents: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
     """The hosts Neutron maps to a segment with a physical network (none for tunnelled segments)."""
     if not segment.get("physical_network"):
         return ()
@@ -178,7 +179,7 @@ class RoutedSegment:
     network_type: str
     physical_network: str | None
     subnets: tuple[str, ...]
-    inventory: Mapping[str, Mapping] | None
+    inventory: Mapping[str, Mapping[str, Any]] | None
     hosts: tuple[str, ...]
     free_ips: int | None = None  # from Neutron's IP availability; None when unknown
     ports: tuple[CountedPort, ...] = ()  # the ports counted in the inventory's reserved
@@ -199,7 +200,7 @@ class RoutedSegment:
         where = self.physical_network or self.network_type
         return f"segment {self.name or self.id} ({where})"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The segment as a JSON-ready dict: its fields, ``provider`` (uuid, name, inventories) and
         ``reserved_ports``."""
         return {
@@ -221,11 +222,11 @@ class RoutedSegment:
 
 
 def routed_segments(
-    segments: Iterable[Mapping],
-    subnets: Iterable[Mapping],
-    agents: Iterable[Mapping],
-    ip_availability: Mapping[str, Mapping] | None = None,
-    ports: Iterable[Mapping] = (),
+    segments: Iterable[Mapping[str, Any]],
+    subnets: Iterable[Mapping[str, Any]],
+    agents: Iterable[Mapping[str, Any]],
+    ip_availability: Mapping[str, Mapping[str, Any]] | None = None,
+    ports: Iterable[Mapping[str, Any]] = (),
 ) -> tuple[RoutedSegment, ...]:
     """Every segment of the given networks with what Neutron reports for it.
 
@@ -234,7 +235,7 @@ def routed_segments(
     subnet id → ``{"total_ips", "used_ips"}`` (Neutron's network-ip-availabilities); a segment's
     ``free_ips`` sums its IPv4 subnets' free addresses."""
     agents, subnets = list(agents), list(subnets)
-    by_segment: dict[str, list[Mapping]] = {}
+    by_segment: dict[str, list[Mapping[str, Any]]] = {}
     for s in subnets:
         if s.get("segment_id"):
             by_segment.setdefault(s["segment_id"], []).append(s)
@@ -285,7 +286,7 @@ class SegmentChoice:
     aggregates: tuple[str, ...]  # member_of=in: these
     excluded: tuple[tuple[str, str], ...] = ()  # (segment id, why)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The choice as a JSON-ready dict: port_id, ``segments``, ``member_of`` and ``excluded`` ({segment, why}
         each)."""
         return {
@@ -297,7 +298,7 @@ class SegmentChoice:
 
 
 def port_segments(
-    port: Mapping, segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str]
+    port: Mapping[str, Any], segments: Iterable[RoutedSegment], subnet_segment: Mapping[str, str]
 ) -> tuple[str, ...]:
     """The segments a port can use (Nova's prefilter): its fixed IPs' subnets' segments, else all of its network's."""
     fixed = [ip.get("subnet_id") for ip in port.get("fixed_ips") or []]
@@ -307,7 +308,7 @@ def port_segments(
 
 
 def port_member_of(
-    port: Mapping,
+    port: Mapping[str, Any],
     segments: Iterable[RoutedSegment],
     subnet_segment: Mapping[str, str],
     aggregates: Mapping[str, Iterable[str]],

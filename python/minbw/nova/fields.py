@@ -290,7 +290,7 @@ def bool_from_string(subject, default: bool = False) -> bool:
     return default
 
 
-def canonical_architecture(name: str) -> str | None:
+def canonical_architecture(name: object) -> str | None:
     """nova.objects.fields.Architecture.canonicalize; None when Nova refuses the name."""
     new = str(name).lower()
     if new in ("i386", "i486", "i586", "x86_32", "x86_32p"):

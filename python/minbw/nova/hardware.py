@@ -9,18 +9,19 @@ the properties read here (typed, validated, legacy names). Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from minbw.errors import RequestError
 from minbw.nova import fields
 from minbw.nova.inputs import Flavor, Image
 
 
-def image_meta(image: Image) -> dict[str, object]:
+def image_meta(image: Image) -> dict[str, Any]:
     """The image's properties as ImageMetaProps types them (nova/objects/image_meta.py ``from_dict``): enums
     checked, architectures canonicalized, booleans parsed, ``trait:NAME=required`` collected in
     ``traits_required``. Properties not read by Nova's query are left as given."""
     raw = image.props
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     for legacy, current in fields.LEGACY_PROPERTIES.items():
         if legacy in raw:
             out[current] = raw[legacy]

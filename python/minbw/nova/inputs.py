@@ -85,7 +85,7 @@ class Flavor:
             specs[f"trait:{t.removeprefix('!')}"] = "forbidden" if t.startswith("!") else "required"
         if group_policy:
             specs["group_policy"] = group_policy
-        return cls(extra_specs=specs, name="given by its resources")
+        return cls(extra_specs=tuple(specs.items()), name="given by its resources")
 
     @classmethod
     def from_api(cls, flavor: Mapping) -> Flavor:
@@ -100,7 +100,7 @@ class Flavor:
             disk=flavor.get("disk") or 0,
             ephemeral=ephemeral or 0,
             swap=flavor.get("swap") or 0,
-            extra_specs=flavor.get("extra_specs") or {},
+            extra_specs=flavor.get("extra_specs") or {},  # type: ignore[arg-type]  # __post_init__ checks it
             name=str(flavor.get("name") or ""),
             id=str(flavor.get("id") or ""),
         )
@@ -193,7 +193,7 @@ class Image:
         )
         return cls(
             disk_format=image.get("disk_format"),
-            properties=props,
+            properties=tuple(props.items()),
             name=str(image.get("name") or ""),
             id=str(image.get("id") or ""),
         )
@@ -231,7 +231,7 @@ class Port:
         """How errors name the port: its id, or its request groups' ids."""
         if self.id:
             return f"port {self.id}"
-        return "the port of request group(s) " + ", ".join(g.id for g in self.request.groups)
+        return "the port of request group(s) " + ", ".join(g.id for g in (self.request.groups if self.request else ()))
 
     @classmethod
     def from_api(cls, port: Mapping) -> Port:
@@ -244,7 +244,7 @@ class Port:
         request = PortRequest.from_neutron(port.get("resource_request"), port_id=pid)
         subnets = tuple(ip.get("subnet_id") for ip in port.get("fixed_ips") or () if isinstance(ip, Mapping))
         return cls(
-            id=pid,
+            id=pid,  # type: ignore[arg-type]  # None: a port given by its extended request (__post_init__)
             vnic_type=vnic,
             request=request,
             network_id=port.get("network_id"),
@@ -310,7 +310,9 @@ class Aggregate:
     def from_api(cls, aggregate: Mapping) -> Aggregate:
         """From Nova's ``GET /os-aggregates`` entry (``uuid``, ``metadata``, ``name``)."""
         return cls(
-            uuid=aggregate.get("uuid"), metadata=aggregate.get("metadata") or {}, name=str(aggregate.get("name") or "")
+            uuid=aggregate.get("uuid"),  # type: ignore[arg-type]  # as Nova gives it
+            metadata=aggregate.get("metadata") or {},  # type: ignore[arg-type]  # __post_init__ checks it
+            name=str(aggregate.get("name") or ""),
         )
 
 

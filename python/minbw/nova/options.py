@@ -106,19 +106,19 @@ class SchedulerOptions:
     ) -> SchedulerOptions:
         """From ``section.option=value`` strings (or a mapping of ``section.option`` to values), over
         ``base`` (Nova's defaults)."""
-        pairs = []
+        pairs: list[tuple[str, object]] = []
         if isinstance(items, Mapping):
             pairs = [(str(k), v) for k, v in items.items()]
         else:
             for item in items:
-                key, sep, value = str(item).partition("=")
+                key, sep, raw = str(item).partition("=")
                 if not sep:
                     raise ConfigError(
                         f"{item!r} is not section.option=value",
                         source=source,
                         fix="write e.g. scheduler.image_metadata_prefilter=true",
                     )
-                pairs.append((key.strip(), value.strip()))
+                pairs.append((key.strip(), raw.strip()))
         changes = {}
         for key, value in pairs:
             section, dot, name = key.rpartition(".")
@@ -154,7 +154,7 @@ class SchedulerOptions:
             comment_prefixes=("#", ";"),
             inline_comment_prefixes=None,
         )
-        parser.optionxform = str
+        parser.optionxform = str  # type: ignore[assignment,method-assign]  # configparser's documented way
         try:
             parser.read_string(text, source=source)
         except configparser.Error as e:
@@ -213,7 +213,7 @@ def _parse(name: str, value, source: str, option: str | None = None):
             source=source,
             fix=f"write a whole number of at least {minimum}",
         ) from None
-    if number < minimum:
+    if minimum is not None and number < minimum:
         raise ConfigError(
             f"{number} is less than its minimum {minimum}",
             option=option,

@@ -75,7 +75,9 @@ def _hosts(hosts: Iterable[str], most: int = 5) -> str:
     return ", ".join(hosts[:most]) + (f" and {len(hosts) - most} more" if len(hosts) > most else "")
 
 
-def from_nova(services: Iterable[ComputeService], nodes: Iterable[tuple[str, str]], owned: Iterable[str]) -> OwnerNova:
+def from_nova(
+    services: Iterable[ComputeService], nodes: Iterable[tuple[str | None, str]], owned: Iterable[str]
+) -> OwnerNova:
     """From Nova's ``nova-compute`` services, their compute nodes (``(service host, compute node uuid)``: the
     hypervisors' ``service.host`` and ``id``) and the root providers that carry ``OWNER_NOVA`` (``owned``: uuids)."""
     counted = sorted({s.host for s in services if not s.forced_down})
@@ -86,7 +88,7 @@ def from_nova(services: Iterable[ComputeService], nodes: Iterable[tuple[str, str
             "no nova-compute service that is not forced down (Nova's minimum service version is then 0)",
         )
     owned = set(owned)
-    by_host: dict[str, list[str]] = {}
+    by_host: dict[str | None, list[str]] = {}
     for host, uuid in nodes:
         by_host.setdefault(host, []).append(uuid)
     nodeless = [h for h in counted if not by_host.get(h)]

@@ -178,7 +178,7 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
             if emulator_policy == "isolate":
                 pcpus += 1
             _add_resource(group(None), orc.PCPU, pcpus, notes, f"hw:cpu_policy={cpu_policy}")
-        kind = {"isolate": "forbidden", "require": "required"}.get(thread_policy)
+        kind = {"isolate": "forbidden", "require": "required"}.get(thread_policy or "")
         if kind:
             _add_trait(group(None), fields.HW_CPU_HYPERTHREADING, kind, notes, "hw:cpu_thread_policy")
 
@@ -249,7 +249,10 @@ def _assemble(server: Server, spec: Spec, pinning: bool) -> Assembled:
         forbidden=tuple(unsuffixed.forbidden),
         flavor_groups=tuple(
             RequestGroup(
-                s, groups[s].resources, tuple(sorted(groups[s].required)), forbidden=tuple(groups[s].forbidden)
+                s,
+                tuple(groups[s].resources.items()),
+                tuple(sorted(groups[s].required)),
+                forbidden=tuple(groups[s].forbidden),
             )
             for s in flavor_suffixes
         ),

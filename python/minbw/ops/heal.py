@@ -199,7 +199,7 @@ def heal_servers(
     read with (its provider cache; default: one without cache over ``api``)."""
     api = api or Placement(conn)
     found = servers_to_heal(conn, names)
-    results = []
+    results: list[ServerHeal] = []
     trees = Trees(reader or Reader(api))  # each host's tree read once per run (again after a heal wrote there)
     trees.prefetch(s.hypervisor_hostname for s in found if s.hypervisor_hostname)
     for server in found:

@@ -99,7 +99,7 @@ def request_against_neutron(conn, name_or_id: str, agent_kind: str | None = None
         "neutron_resource_request": theirs.to_neutron() if theirs else None,
         "matches_neutron": None
         if facts.port.get("resource_request") is None
-        else ((ours.to_neutron() if ours else None) == theirs.to_neutron()),
+        else ((ours.to_neutron() if ours else None) == (theirs.to_neutron() if theirs else None)),
     }
 
 
@@ -121,7 +121,7 @@ def _apply(plan: base.Plan, obj, attrs: dict, verbs: dict):
     state = {"obj": obj}
 
     def run(op: base.Op) -> bool:
-        state["obj"] = verbs[op.action](state["obj"], op, {attrs.get(k, k): v for k, v in op.values.items()})
+        state["obj"] = verbs[op.action](state["obj"], op, {attrs.get(k, k): v for k, v in op.values.items()})  # type: ignore[attr-defined]  # policy and port ops have values
         return state["obj"] is not None
 
     apply_in_order(plan.ops, run)

@@ -172,7 +172,7 @@ def cloud_facts(
         every_compute_reports_owner_nova=decided.applies,
         aggregates=tuple(aggregates),
         subnets=subnets,
-        segment_aggregates=segment_aggregates,
+        segment_aggregates=tuple(segment_aggregates.items()),
         owner_nova_why=decided.why,
     )
 

@@ -102,7 +102,7 @@ def read_chassis_file(path: str, hostname: str | None = None) -> tuple[list[ovn.
         with open(path) as f:
             document = yaml.safe_load(f)
     except OSError as e:
-        raise ConfigError(e.strerror, option="--ovn-chassis", source=path) from None
+        raise ConfigError(e.strerror or str(e), option="--ovn-chassis", source=path) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"neither JSON nor YAML: {' '.join(str(e).split())}", source=path) from None
     if isinstance(document, dict) and "headings" in document:

@@ -162,7 +162,7 @@ def _bind(svc, port: PortPlan, host: str, profile: Mapping | None) -> str:
     """Bind one port to ``host``; "" when Neutron bound it, else why not."""
     from openstack import exceptions as sdk_exceptions
 
-    body = {"binding_host_id": host}
+    body: dict = {"binding_host_id": host}
     if profile is not None:
         body["binding_profile"] = {"allocation": profile}
     try:

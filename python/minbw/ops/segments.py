@@ -280,7 +280,7 @@ def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
     return done.applied
 
 
-def _stopped(cause: Exception, plan: base.Plan, done: SegmentsApplied, then: str) -> PartialApply:
+def _stopped(cause: BaseException, plan: base.Plan, done: SegmentsApplied, then: str) -> PartialApply:
     made = {id(op) for op in done.applied}
     return PartialApply(
         cause, done.applied, len(plan.ops), then=then, pending=[op for op in plan.ops if id(op) not in made]
@@ -294,7 +294,7 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
     if op.action == "recount":
         # only at the generation the quiet window saw: a delta of Neutron's since then must not be overwritten
         try:
-            api.set_inventories(op.uuid, op.inventories, op.generation)
+            api.set_inventories(op.uuid, op.inventories, op.generation)  # type: ignore[arg-type]  # a recount has its generation
         except ConcurrentUpdate as e:
             raise ConcurrentUpdate(
                 f"{op.name}: its inventory changed after the quiet window (a delta of "
@@ -313,8 +313,8 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
                 inv = {**have[IPV4_ADDRESS], **op.inventories[IPV4_ADDRESS]}
                 api.set_inventories(op.uuid, {**have, IPV4_ADDRESS: inv}, gen)
             else:  # set_aggregates / add_root_to_aggregate: add to what is there (Nova owns the rest)
-                have, gen = api.get_provider_aggregates(op.uuid)
-                api.set_provider_aggregates(op.uuid, have | set(op.aggregates[:1]), gen)
+                aggregates, gen = api.get_provider_aggregates(op.uuid)
+                api.set_provider_aggregates(op.uuid, aggregates | set(op.aggregates[:1]), gen)
             return
         except ConcurrentUpdate:
             continue

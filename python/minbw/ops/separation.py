@@ -83,7 +83,8 @@ def _write_host(api: Placement, sep: Separation, op: HostOp, root: Root) -> None
             if attempt > RETRIES:
                 raise
             time.sleep(random.uniform(0, 0.05 * attempt))  # jitter: let the other writer finish
-            current, gen = read(op.uuid)  # add to / remove from what is there now, never replace it
+            # add to / remove from what is there now, never replace it (a set, where the root's was a frozenset)
+            current, gen = read(op.uuid)  # type: ignore[assignment]
 
 
 def _write_flavor(conn, op: FlavorOp) -> None:

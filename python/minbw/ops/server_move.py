@@ -15,7 +15,7 @@ call leads to; a server in ERROR, a migration in ``error``/``failed`` or a timeo
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from minbw.errors import InvalidInput, MappingError, NovaMoveFailed, ObjectNotFound
 from minbw.model.claims import resources_by_provider
@@ -146,7 +146,7 @@ def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts
 
 
 def read_move_state(
-    conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None
+    conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: Mapping | None = None
 ) -> MoveState:
     """Where the server is in a move and whether its guarantee holds there: a MoveState (``ok``, the verdict's
     problems and phase; the facts: the migration, the allocations per consumer, the ports' binding allocations).
@@ -416,7 +416,7 @@ def unshelve(conn, name_or_id: str, *, host: str | None = None, timeout: float =
     return wait_for(conn, server.id, "unshelve", statuses={"ACTIVE"}, timeout=timeout)
 
 
-ACTIONS = {
+ACTIONS: dict[str, Callable] = {
     "migrate": migrate,
     "resize": resize,
     "confirm": confirm,

@@ -220,6 +220,7 @@ class _Applier:
 
     def _with_retry(self, op: Op, write: Callable[[int], int], refresh: Callable[[], int]) -> None:
         attempt = 0
+        assert op.uuid is not None, "a provider's write"
         while True:
             try:
                 self.gens[op.uuid] = write(self.gens[op.uuid])
@@ -260,7 +261,7 @@ class _Applier:
             futures = [pool.submit(self._tree, key, tree_ops) for key, tree_ops in trees.items()]
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:  # not Placement's answer (a bug, an interrupt): the others stopped before their next tree
-            raise errors[0]
+            raise errors[0]  # type: ignore[misc]  # f.exception() is not None, filtered above
 
     def _tree(self, key: str, ops: Sequence[Op]) -> None:
         """One host tree's writes in order; Placement refusing one (a provider deleted meanwhile, a conflict
@@ -284,7 +285,10 @@ class _Applier:
         if op.action == "create_trait":
             api.create_trait(op.name)
             self._done(op)
-        elif op.action in ("create_root", "create_provider"):
+            return
+        assert op.uuid is not None, "every other write names its provider"
+        uuid = op.uuid  # the retries' lambdas' (a str)
+        if op.action in ("create_root", "create_provider"):
             prov = api.create_provider(op.uuid, op.name, op.parent_uuid)
             self.gens[op.uuid] = prov.generation
             self._done(op)
@@ -297,12 +301,12 @@ class _Applier:
         elif op.action == "set_traits":
             self._with_retry(
                 op,
-                lambda g: api.set_provider_traits(op.uuid, op.traits, g),
-                lambda: api.get_provider_traits(op.uuid)[1],
+                lambda g: api.set_provider_traits(uuid, op.traits, g),
+                lambda: api.get_provider_traits(uuid)[1],
             )
         elif op.action == "set_inventories":
             self._with_retry(
-                op, lambda g: api.set_inventories(op.uuid, op.inventories, g), lambda: api.get_inventories(op.uuid)[1]
+                op, lambda g: api.set_inventories(uuid, op.inventories, g), lambda: api.get_inventories(uuid)[1]
             )
         elif op.action == "delete_provider":
             api.delete_provider(op.uuid)
@@ -355,7 +359,7 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
     created has no usage yet (every allocation moves the generation); one it trusted keeps its entry's."""
     created = {op.uuid for op in result.applied if op.action in ("create_root", "create_provider")}
     for op in result.applied:
-        if op.action == "delete_provider":
+        if op.action == "delete_provider" and op.uuid is not None:  # a deletion names its provider
             cache.drop(op.uuid)
     for uuid, gen in result.generations.items():
         if uuid not in plan.after:

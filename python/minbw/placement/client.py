@@ -454,7 +454,7 @@ class Placement:
         return body["resource_provider_generation"]
 
     # ------------------------------------------------------------ usage and allocations
-    def provider_allocations(self, uuid: str, with_generation: bool = False) -> dict[str, dict]:
+    def provider_allocations(self, uuid: str, with_generation: bool = False) -> dict[str, Any]:
         """consumer → ``{"resources": ...}``; ``with_generation``: the whole body (with
         ``resource_provider_generation``)."""
         body = self.request("get", f"/resource_providers/{uuid}/allocations", microversions.PROVIDERS)

@@ -249,7 +249,11 @@ def single_group_query(g: RequestGroup, resources: Mapping[str, int] | None = No
     request: one provider must then hold all of its resources (Placement may take an unsuffixed group's resource
     classes from different providers of a tree)."""
     alone = RequestGroup(
-        g.id, resources if resources is not None else g.resources, g.required, g.required_any, g.forbidden
+        g.id,
+        tuple(resources.items()) if resources is not None else g.resources,
+        g.required,
+        g.required_any,
+        g.forbidden,
     )
     version = (
         microversions.ANY_TRAITS

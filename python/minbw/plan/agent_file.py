@@ -9,7 +9,7 @@ compute that has only Python >= 3.9 and Ansible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..errors import ConfigError
 from ..neutron import agentconf, naming, server_options
@@ -27,14 +27,14 @@ class FileEdit:
     before: str
     after: str
     updates: Mapping[str, str | None]
-    configurations: Mapping | None
+    configurations: Mapping[str, Any] | None
 
     @property
     def changed(self) -> bool:
         """Whether the edit changes the file's text."""
         return self.after != self.before
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Ansible's diff of the file: its text before and after, both headed by its path."""
         return {"before": self.before, "after": self.after, "before_header": self.path, "after_header": self.path}
 
@@ -52,7 +52,7 @@ def plan_agent_file(
             raise ConfigError(f"not an option of agent_type {kind}", option=", ".join(given))
         section = server_options.SERVER_LISTS[kind][0]
         current = agentconf.read_ini(text, source=path).get(section, {})
-        updates = server_options.server_updates(kind, current)
+        updates: Mapping[str, str | None] = server_options.server_updates(kind, current)
     else:
         section = naming.AGENT_KINDS[kind].ini_section
         current = agentconf.read_ini(text, source=path).get(section, {})

@@ -35,7 +35,7 @@ from minbw.plan.allocations import Attempt, claim_op, claim_order
 MIGRATION_TYPE = "MIGRATION"
 
 
-def _allocations(allocs: Mapping[str, Mapping] | None) -> dict[str, dict]:
+def _allocations(allocs: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """``{rp: {"resources": {...}}}`` without Placement's per-provider ``generation``."""
     return {rp: {"resources": dict(a.get("resources", {}))} for rp, a in (allocs or {}).items()}
 
@@ -46,7 +46,7 @@ class ConsumerState:
     generation (Placement deletes consumers that hold nothing), so a write to it is a creation."""
 
     uuid: str
-    allocations: Mapping[str, Mapping] = field(default_factory=dict)
+    allocations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     generation: int | None = None
     project_id: str | None = None
     user_id: str | None = None
@@ -139,7 +139,9 @@ def _name(rp: str | None, providers: Mapping[str, Provider]) -> str | None:
     return providers[rp].name if rp in providers else rp
 
 
-def consumer_view(consumer: str, allocations: Mapping[str, Mapping], providers: Mapping[str, Provider]) -> dict:
+def consumer_view(
+    consumer: str, allocations: Mapping[str, Mapping[str, Any]], providers: Mapping[str, Provider]
+) -> dict[str, Any]:
     """What diff mode shows of one consumer: its host and, by provider name, what it holds there."""
     host = host_of(ConsumerState(consumer, allocations), providers)
     return {
@@ -157,8 +159,8 @@ def _types_known(*types: str | None) -> bool:
 
 
 def _part(
-    state: ConsumerState, allocations: Mapping[str, Mapping], owner: ConsumerState, consumer_type: str | None
-) -> dict:
+    state: ConsumerState, allocations: Mapping[str, Mapping[str, Any]], owner: ConsumerState, consumer_type: str | None
+) -> dict[str, Any]:
     """One consumer's entry in a POST /allocations body, at its current generation. A consumer that
     holds nothing yet (a new migration record) takes the project and user of ``owner``, as Nova does."""
     body = {
@@ -178,9 +180,9 @@ class PostOp(base.Op):
 
     consumer: str | None = None
     migration: str = ""
-    body: Mapping[str, Mapping] = field(default_factory=dict)
+    body: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, consumer, migration and ``post_allocations`` (the body, by consumer)."""
         return {
             "action": self.action,
@@ -197,13 +199,13 @@ class MoveOp(PostOp):
 
     source: str = ""
     target: str = ""
-    allocations: Mapping[str, Mapping] = field(default_factory=dict)
-    held: Mapping[str, Mapping] = field(default_factory=dict)
+    allocations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    held: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     mapping: Mapping[str, list[str]] = field(default_factory=dict)
     mapping_source: str = ""
     binding_profiles: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The post's dict plus source, target, the consumer's new allocations, ``held_by_migration``, mapping and its
         source, binding profiles."""
         return {
@@ -223,9 +225,9 @@ class RevertOp(PostOp):
     """The way back: the consumer gets ``allocations`` (what the migration held, on ``source``) again."""
 
     source: str = ""
-    allocations: Mapping[str, Mapping] = field(default_factory=dict)
+    allocations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The post's dict plus source and the allocations the consumer gets back."""
         return {
             **super().to_dict(),
@@ -262,7 +264,7 @@ def move_op(
 
 
 @dataclass(frozen=True)
-class MovePlan(base.Plan):
+class MovePlan(base.Plan[MoveOp]):
     """``ops``: the move onto the first usable candidate (the real run's first attempt). No ops and
     ``done``: already moved (the consumer is on the target, the migration holds the source); no ops
     and not ``done``: no usable candidate on the target (``attempts`` say why)."""
@@ -277,7 +279,7 @@ class MovePlan(base.Plan):
         """Whether the target had no usable candidate: no ops and not already moved."""
         return not self.ops and not self.done
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus source, target, ``done``, ``attempts`` (how many) and ``skipped`` (the unusable
         attempts)."""
         return {
@@ -335,6 +337,7 @@ def plan_move(
             migration=migration.uuid,
         )
     source = host_of(consumer, providers)
+    assert source is not None, "the consumer has allocations (checked above), so a host"
     now = {
         "consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
         "migration": consumer_view(migration.uuid, migration.allocations, providers),
@@ -366,7 +369,9 @@ def plan_move(
     return MovePlan((op,), before=now, after=after, attempts=attempts, source=source, target=target)
 
 
-def plan_revert(consumer: ConsumerState, migration: ConsumerState, providers: Mapping[str, Provider]) -> base.Plan:
+def plan_revert(
+    consumer: ConsumerState, migration: ConsumerState, providers: Mapping[str, Provider]
+) -> base.Plan[RevertOp]:
     """Give ``consumer`` back what ``migration`` holds, and empty ``migration``, in one POST.
 
     No ops when the migration holds nothing (reverted or confirmed already, or never used). Refuses a
@@ -421,7 +426,7 @@ def plan_revert(consumer: ConsumerState, migration: ConsumerState, providers: Ma
     return base.Plan((op,), before=now, after=after)
 
 
-def plan_confirm(migration: ConsumerState, providers: Mapping[str, Provider]) -> base.Plan:
+def plan_confirm(migration: ConsumerState, providers: Mapping[str, Provider]) -> base.Plan[PostOp]:
     """Release the source: empty ``migration`` at its generation. No ops when it holds nothing."""
     check_uuid("migration", migration.uuid)
     now = {"migration": consumer_view(migration.uuid, migration.allocations, providers)}

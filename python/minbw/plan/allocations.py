@@ -31,7 +31,7 @@ class Attempt:
         binding allocations must name the providers that really serve their groups."""
         return self.mapping.unique
 
-    def skipped(self) -> dict:
+    def skipped(self) -> dict[str, Any]:
         """What a report says of an attempt that is not tried: its host, outcome ``skipped`` and why (the mapping's
         description)."""
         return {"host": self.host, "outcome": "skipped", "why": self.mapping.describe()}
@@ -53,12 +53,12 @@ class ClaimOp(base.Op):
 
     consumer: str = ""
     host: str = ""
-    allocations: Mapping[str, Mapping] = field(default_factory=dict)
+    allocations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     mapping: Mapping[str, list[str]] = field(default_factory=dict)
     mapping_source: str = ""
     binding_profiles: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the claim: action, consumer, host, allocations, mapping and its source, binding
         profiles."""
         return {
@@ -91,14 +91,14 @@ def claim_op(consumer: str, attempt: Attempt, req: ServerRequest) -> ClaimOp:
 
 
 @dataclass(frozen=True)
-class ClaimPlan(base.Plan):
+class ClaimPlan(base.Plan[ClaimOp]):
     """``ops`` holds the claim of the first usable attempt (none when there is no usable one);
     ``attempts`` the whole order the real run follows."""
 
     attempts: tuple[Attempt, ...] = ()
     candidates: CandidateSet | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus ``attempts`` (how many) and ``skipped`` (the unusable attempts, as
         :meth:`Attempt.skipped`)."""
         return {
@@ -122,14 +122,14 @@ def plan_claim(consumer: str, cands: CandidateSet, req: ServerRequest, max_hosts
     )
 
 
-def plan_free(consumer: str, current: Mapping[str, Any]) -> base.Plan:
+def plan_free(consumer: str, current: Mapping[str, Any]) -> base.Plan[base.Op]:
     """Remove every allocation of ``consumer`` (``current``: its GET /allocations body)."""
     had = bool(current.get("allocations"))
     ops = (base.Op("free"),) if had else ()
     return base.Plan(ops, before={"claimed": had}, after={"claimed": False})
 
 
-def totals(allocations: Mapping[str, Mapping]) -> dict[str, int]:
+def totals(allocations: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     """``{class: amount}`` summed over the providers of Placement's ``{rp: {"resources": {...}}}``."""
     out: dict[str, int] = {}
     for alloc in allocations.values():
@@ -138,7 +138,7 @@ def totals(allocations: Mapping[str, Mapping]) -> dict[str, int]:
     return out
 
 
-def asked_totals(req) -> dict[str, int]:
+def asked_totals(req: ServerRequest) -> dict[str, int]:
     """``{class: amount}`` a server request asks for in all (flavor and every port group)."""
     out: dict[str, int] = {}
     for g in req.request_groups():
@@ -147,7 +147,7 @@ def asked_totals(req) -> dict[str, int]:
     return out
 
 
-def holding_difference(consumer: str, held: Mapping[str, Mapping], req, why: str) -> str:
+def holding_difference(consumer: str, held: Mapping[str, Mapping[str, Any]], req: ServerRequest, why: str) -> str:
     """Why ``consumer``'s allocations ``held`` are not the claim ``req`` asks for (``why``: the mapping's
     own reason), and what to do."""
     have, want = totals(held), asked_totals(req)

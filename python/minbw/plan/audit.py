@@ -35,9 +35,10 @@ consumer has no known age: it is listed after the dated ones, never given an inv
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from minbw.model.providers import stocks_of
 from minbw.model.requests import PortRequest
@@ -108,9 +109,9 @@ class FixOp(base.Op):
     subject: str = ""
     classes: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``action``, ``subject`` and, when there are any, ``classes``."""
-        out = {"action": self.action, "subject": self.subject}
+        out: dict[str, Any] = {"action": self.action, "subject": self.subject}
         if self.classes:
             out["classes"] = list(self.classes)
         return out
@@ -124,7 +125,7 @@ class FixResult:
     done: bool
     error: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the fix's dict, ``done`` and ``error``."""
         return {**self.op.to_dict(), "done": self.done, "error": self.error}
 
@@ -137,9 +138,9 @@ class Finding:
     subject: str  # the consumer, port or provider
     detail: str
     fix: FixOp | None = None
-    facts: Mapping = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: kind, subject, detail, the fix's dict (None: no fix), and the facts merged in."""
         return {
             "kind": self.kind,
@@ -151,7 +152,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class AuditPlan(base.Plan):
+class AuditPlan(base.Plan[FixOp]):
     findings: tuple[Finding, ...] = ()
     consumers: int = 0
     ports: int = 0
@@ -166,7 +167,7 @@ class AuditPlan(base.Plan):
         """How many findings are left after ``fixes`` (what :func:`minbw.ops.audit.apply_fixes` returned)."""
         return len(self.findings) - sum(1 for f in fixes if f.done)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus ``ok``, the findings' dicts and ``checked`` (how many consumers, ports and
         providers)."""
         return {
@@ -195,7 +196,7 @@ def judge_audit(
     ports: Iterable[PortBinding],
     names: Mapping[str, str] | None = None,
     ignore: Iterable[str] = (),
-    inventories: Mapping[str, Mapping[str, Mapping]] | None = None,
+    inventories: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     hosts: Mapping[str, str] | None = None,
 ) -> AuditPlan:
     """``allocations``: provider → consumer → resources (of the providers read); ``servers``: the live
@@ -205,7 +206,7 @@ def judge_audit(
     names = {} if names is None else names
     inventories = {} if inventories is None else inventories
     hosts = {} if hosts is None else hosts
-    servers = {s.id: s for s in servers}
+    live = {s.id: s for s in servers}
     migrations = tuple(migrations)
     moving = {m.uuid for m in migrations if m.in_progress}
     ports = list(ports)
@@ -216,19 +217,19 @@ def judge_audit(
             if mine:
                 held.setdefault(consumer, {})[rp] = mine
 
-    def label(rp):
+    def label(rp: str) -> str:
         return f"{names[rp]} ({rp})" if rp in names else rp
 
-    findings = list(_leaks(held, set(servers) | moving | set(ignore), label))
+    findings = list(_leaks(held, set(live) | moving | set(ignore), label))
     # while a server moves, its ports' bindings may still name the source, which its migration holds
-    also = {}
+    also: dict[str, list[str]] = {}
     for m in migrations:
         if m.uuid in moving and m.server:
             also.setdefault(m.server, []).append(m.uuid)
-    findings += _stale_bindings(held, servers, ports, label, also)
-    for sid in sorted(set(servers) & set(held)):
-        findings += _excess(servers[sid], held[sid], [p for p in ports if p.device_id == sid], label)
-    ages = _Ages(servers, migrations)
+    findings += _stale_bindings(held, live, ports, label, also)
+    for sid in sorted(set(live) & set(held)):
+        findings += _excess(live[sid], held[sid], [p for p in ports if p.device_id == sid], label)
+    ages = _Ages(live, migrations)
     for rp in sorted(allocations):
         found = _over_capacity(rp, inventories.get(rp) or {}, allocations[rp], hosts.get(rp), ages, label)
         if found:
@@ -245,7 +246,9 @@ def judge_audit(
     )
 
 
-def _leaks(held, known, label):
+def _leaks(
+    held: Mapping[str, Mapping[str, Mapping[str, int]]], known: set[str], label: Callable[[str], str]
+) -> Iterator[Finding]:
     for consumer in sorted(set(held) - known):
         what = "; ".join(f"{label(rp)}: {amounts(res)}" for rp, res in sorted(held[consumer].items()))
         classes = tuple(sorted({rc for res in held[consumer].values() for rc in res}))
@@ -257,14 +260,20 @@ def _leaks(held, known, label):
         )
 
 
-def _stale_bindings(held, servers, ports, label, migrating):
-    out = []
+def _stale_bindings(
+    held: Mapping[str, Mapping[str, Mapping[str, int]]],
+    servers: Mapping[str, Server],
+    ports: Iterable[PortBinding],
+    label: Callable[[str], str],
+    migrating: Mapping[str, list[str]],
+) -> list[Finding]:
+    out: list[Finding] = []
     for port in sorted(ports, key=lambda p: p.id):
         named = port.providers()
         if not named:
             continue
         server_holds = dict(held.get(port.device_id or "", {}))
-        for m in migrating.get(port.device_id, ()):
+        for m in migrating.get(port.device_id or "", ()):
             server_holds.update({rp: res for rp, res in held.get(m, {}).items() if res})
         empty = [rp for rp in named.values() if not server_holds.get(rp)]
         if not port.device_id or port.device_id not in servers:
@@ -283,11 +292,13 @@ def _stale_bindings(held, servers, ports, label, migrating):
     return out
 
 
-def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[PortBinding], label) -> list[Finding]:
+def _excess(
+    server: Server, held: Mapping[str, Mapping[str, int]], ports: list[PortBinding], label: Callable[[str], str]
+) -> list[Finding]:
     """A server's bandwidth beyond what its ports and flavor request, placed on the providers that hold
     it: first those a binding allocation names (where a second copy of a bound group lands), then the
     others, most excess first. Nothing when the totals are within the request."""
-    bound: dict[str, list[dict]] = {}  # provider → the groups bound there
+    bound: dict[str, list[dict[str, Any]]] = {}  # provider → the groups bound there
     requested = dict(server.flavor)
     loose = [f"its flavor requests {amounts(server.flavor)}"] if server.flavor else []
     for port in sorted(ports, key=lambda p: p.id):
@@ -301,8 +312,8 @@ def _excess(server: Server, held: Mapping[str, Mapping[str, int]], ports: list[P
             elif res:
                 loose.append(f"port {port.id}'s group {g.id} has no binding allocation")
     total: dict[str, int] = {}
-    for res in held.values():
-        for rc, n in res.items():
+    for on_rp in held.values():
+        for rc, n in on_rp.items():
             total[rc] = total.get(rc, 0) + n
     extra: dict[str, dict[str, int]] = {}  # provider → class → excess
     for rc in sorted(total):
@@ -393,7 +404,7 @@ class Holder:
     basis: str
     todo: str
 
-    def order(self):
+    def order(self) -> tuple[bool, float, str]:
         """Youngest first; those without an age after the dated ones, by uuid."""
         return (self.since is None, -self.since.timestamp() if self.since else 0, self.consumer)
 
@@ -402,7 +413,7 @@ class Holder:
         name = f"{self.name} " if self.name else ""
         return f"{self.type} {name}{self.consumer} ({self.basis}): {amounts(self.resources)}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the holder (``since`` in ISO 8601, None when not known)."""
         return {
             "consumer": self.consumer,
@@ -433,7 +444,7 @@ class _Ages:
         best = (_when(s.created_at), f"created {s.created_at}") if _when(s.created_at) else (None, "no creation time")
         for m in self.arrivals.get(sid, ()):
             t = _when(m.created_at)
-            if m.dest_node == host and (best[0] is None or t > best[0]):
+            if m.dest_node == host and t is not None and (best[0] is None or t > best[0]):
                 best = (t, f"{m.kind} {m.uuid} to {host} started {m.created_at}")
         return best
 
@@ -455,7 +466,9 @@ class _Ages:
         m = self.migrations.get(consumer)
         if m is not None:
             todo = f"finish {m.kind} {consumer} of server {m.server} (confirm or revert it)"
-            since, basis = self.server_since(m.server, host) if m.server in self.servers else (None, "")
+            since, basis = (
+                self.server_since(m.server, host) if m.server is not None and m.server in self.servers else (None, "")
+            )
             if since:
                 basis = f"the server's allocation from before {m.kind} {consumer}, server {basis}"
             elif _when(m.created_at):
@@ -475,7 +488,14 @@ class _Ages:
         )
 
 
-def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Finding | None:
+def _over_capacity(
+    rp: str,
+    inventories: Mapping[str, Mapping[str, Any]],
+    consumers: Mapping[str, Mapping[str, int]],
+    host: str | None,
+    ages: _Ages,
+    label: Callable[[str], str],
+) -> Finding | None:
     used: dict[str, int] = {}
     for res in consumers.values():
         for rc, n in res.items():
@@ -539,7 +559,7 @@ def _over_capacity(rp, inventories, consumers, host, ages: _Ages, label) -> Find
     )
 
 
-def trimmed(body: Mapping, classes: Iterable[str]) -> dict:
+def trimmed(body: Mapping[str, Any], classes: Iterable[str]) -> dict[str, Any]:
     """A consumer's GET /allocations body without ``classes``, ready to PUT at its generation."""
     drop = set(classes)
     allocs = {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 
 @dataclass(frozen=True)
@@ -12,16 +12,20 @@ class Op:
 
     action: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the write: its ``action``."""
         return {"action": self.action}
 
 
+# the kind of write a plan holds (covariant: a plan of provider writes is a plan of writes)
+OpT = TypeVar("OpT", bound=Op, covariant=True)
+
+
 @dataclass(frozen=True)
-class Plan:
+class Plan(Generic[OpT]):
     """``ops`` turn ``before`` (what is there; None: absent) into ``after`` (None: absent)."""
 
-    ops: tuple[Op, ...]
+    ops: tuple[OpT, ...]
     before: Any = None
     after: Any = None
 
@@ -34,10 +38,10 @@ class Plan:
         """How many writes the plan makes."""
         return len(self.ops)
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Ansible's diff shape: the object before and after ({} for absent)."""
         return {"before": self.before or {}, "after": self.after or {}}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``changed``, ``writes`` and the ops' dicts, in order."""
         return {"changed": self.changed, "writes": self.writes(), "ops": [op.to_dict() for op in self.ops]}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from minbw.model.claims import resources_by_provider
 from minbw.model.providers import Stock, stocks_of
@@ -41,7 +42,7 @@ class GroupHeal:
     chosen_by: str = ""
     why: str = ""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: port, group, status, provider, ``chosen_by`` and ``why``."""
         return {
             "port": self.port,
@@ -59,11 +60,11 @@ class HealOp(base.Op):
     (``port`` gets ``binding``: its binding:profile.allocation)."""
 
     consumer: str = ""
-    allocations: Mapping[str, Mapping] = field(default_factory=dict)
+    allocations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     port: str = ""
     binding: object = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, consumer and allocations for ``put_allocations``; action, port and binding
         otherwise."""
         if self.action == "put_allocations":
@@ -76,7 +77,7 @@ class HealOp(base.Op):
 
 
 @dataclass(frozen=True)
-class HealPlan(base.Plan):
+class HealPlan(base.Plan[HealOp]):
     server: str = ""
     groups: tuple[GroupHeal, ...] = ()
     generation: int | None = None
@@ -86,7 +87,7 @@ class HealPlan(base.Plan):
         """Whether every group can be healed (none ``unhealable``)."""
         return all(g.status != "unhealable" for g in self.groups)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus server, ``healable`` and the groups' dicts."""
         return {
             **super().to_dict(),
@@ -114,10 +115,10 @@ class ServerHeal:
         """Whether the server's plan has writes to make."""
         return self.plan is not None and bool(self.plan.ops)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: server, name, the plan's dict and diff (when planned), healed, writes (when
         made), error, rolled_back (when a write failed)."""
-        out: dict = {"server": self.server, "name": self.name}
+        out: dict[str, Any] = {"server": self.server, "name": self.name}
         if self.plan is not None:
             out.update(plan=self.plan.to_dict(), diff=self.plan.diff())
         out["healed"] = self.healed
@@ -150,7 +151,9 @@ def _fits(group: RequestGroup, stocks: Mapping[str, Stock], adding: Mapping[str,
     return ""
 
 
-def _choose(port: PortState, group: RequestGroup, fits: list[str], tree: Mapping[str, Mapping]) -> tuple[str, str]:
+def _choose(
+    port: PortState, group: RequestGroup, fits: list[str], tree: Mapping[str, Mapping[str, Any]]
+) -> tuple[str, str]:
     if len(fits) == 1:
         return fits[0], "the only provider that fits"
     physnet = dict(port.binding_profile).get("physical_network")
@@ -165,7 +168,9 @@ def _choose(port: PortState, group: RequestGroup, fits: list[str], tree: Mapping
     return best[0][1], f"{len(fits)} providers fit; the one with most room, then by name (Nova's choice is unknown)"
 
 
-def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: Mapping[str, Mapping]) -> HealPlan:
+def plan_heal(
+    server: Mapping[str, Any], current: Mapping[str, Any], ports: list[PortState], tree: Mapping[str, Mapping[str, Any]]
+) -> HealPlan:
     """``server``: ``id``; ``current``: its GET /allocations body; ``tree``: rp → ``{name, traits,
     inventories, usages}`` for the server's compute tree (ProviderDetail-like dicts)."""
     allocs = resources_by_provider(current.get("allocations"))
@@ -178,11 +183,11 @@ def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: M
     results: list[GroupHeal] = []
     todo: list[tuple[PortState, RequestGroup]] = []
 
-    def take(rp, group):  # the group's resources on rp count as explained
+    def take(rp: str, group: RequestGroup) -> None:  # the group's resources on rp count as explained
         for rc, n in group.resources:
             unexplained[rp][rc] -= n
 
-    def holds(rp, group):
+    def holds(rp: str, group: RequestGroup) -> bool:
         return rp in unexplained and all(unexplained[rp].get(rc, 0) >= n for rc, n in group.resources)
 
     for port in ports:
@@ -237,7 +242,14 @@ def plan_heal(server: Mapping, current: Mapping, ports: list[PortState], tree: M
     return _plan(server, current, ports, results, allocs, adding)
 
 
-def _plan(server, current, ports, results, allocs, adding) -> HealPlan:
+def _plan(
+    server: Mapping[str, Any],
+    current: Mapping[str, Any],
+    ports: list[PortState],
+    results: list[GroupHeal],
+    allocs: Mapping[str, Mapping[str, int]],
+    adding: Mapping[str, Mapping[str, int]],
+) -> HealPlan:
     ops: list[HealOp] = []
     healable = all(r.status != "unhealable" for r in results)
     after_allocs = {rp: dict(res) for rp, res in allocs.items()}
@@ -254,7 +266,7 @@ def _plan(server, current, ports, results, allocs, adding) -> HealPlan:
             )
         )
     by_port = {p.id: p for p in ports}
-    bindings = {}
+    bindings: dict[str, dict[str, str]] = {}
     for r in results:
         if r.provider:
             bindings.setdefault(r.port, {})[r.group] = r.provider

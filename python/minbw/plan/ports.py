@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from minbw.errors import InvalidInput, RequestError
 from minbw.neutron.qos import VNIC_TYPES
@@ -25,9 +26,9 @@ class PortSpec:
     network_id: str | None = None
     vnic_type: str | None = None
     qos_policy_id: str | None = None
-    fixed_ips: tuple[Mapping, ...] | None = None
+    fixed_ips: tuple[Mapping[str, Any], ...] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.vnic_type is not None and self.vnic_type not in VNIC_TYPES:
             raise RequestError(
                 f"port {self.name}: unknown vnic_type {self.vnic_type!r}; Neutron accepts {', '.join(VNIC_TYPES)}."
@@ -38,14 +39,14 @@ class PortSpec:
 class Op(base.Op):
     """``create``, ``update`` or ``delete``; ``values`` are the API attributes sent."""
 
-    values: Mapping = field(default_factory=dict)
+    values: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``action`` and the ``values`` sent."""
         return {"action": self.action, "values": dict(self.values)}
 
 
-def port_view(port) -> dict | None:
+def port_view(port: Any) -> dict[str, Any] | None:
     """What a plan compares of a port (an SDK port or a dict; None: None): id, name, network, ``binding:vnic_type``
     (``normal`` when unset), QoS policy and ``fixed_ips`` (subnet and address only, sorted)."""
     if port is None:
@@ -64,7 +65,7 @@ def port_view(port) -> dict | None:
     }
 
 
-def fixed_ips_match(desired: Iterable[Mapping], current: Iterable[Mapping]) -> bool:
+def fixed_ips_match(desired: Iterable[Mapping[str, Any]], current: Iterable[Mapping[str, Any]]) -> bool:
     """Each desired entry matches a distinct current one on the keys it gives, and none is left over."""
     left = list(current)
     for want in desired:
@@ -76,13 +77,17 @@ def fixed_ips_match(desired: Iterable[Mapping], current: Iterable[Mapping]) -> b
     return not left
 
 
-def _op(desired: PortSpec | None, current: Mapping | None) -> Op | None:
+def _op(desired: PortSpec | None, current: Mapping[str, Any] | None) -> Op | None:
     if desired is None:
         return Op("delete") if current else None
     if current is None:
         if not desired.network_id:
             raise InvalidInput(f"port {desired.name} does not exist; creating it needs its network.")
-        attrs = {"name": desired.name, "network_id": desired.network_id, "qos_policy_id": desired.qos_policy_id}
+        attrs: dict[str, Any] = {
+            "name": desired.name,
+            "network_id": desired.network_id,
+            "qos_policy_id": desired.qos_policy_id,
+        }
         if desired.vnic_type:
             attrs["binding:vnic_type"] = desired.vnic_type
         if desired.fixed_ips is not None:
@@ -105,7 +110,7 @@ def _op(desired: PortSpec | None, current: Mapping | None) -> Op | None:
     return Op("update", attrs) if attrs else None
 
 
-def predict_port(current: Mapping | None, op: Op | None) -> dict | None:
+def predict_port(current: Mapping[str, Any] | None, op: Op | None) -> dict[str, Any] | None:
     """The port as ``op`` leaves it: ``current`` (a copy) with ``op``'s values over it; None when ``op`` deletes it or
     neither exists."""
     if op is None:
@@ -128,7 +133,7 @@ def predict_port(current: Mapping | None, op: Op | None) -> dict | None:
     return base_view
 
 
-def plan_port(desired: PortSpec | None, current: Mapping | None) -> base.Plan:
+def plan_port(desired: PortSpec | None, current: Mapping[str, Any] | None) -> base.Plan[Op]:
     """At most one op (create, update or delete) that makes ``current`` (a :func:`port_view`) ``desired``."""
     op = _op(desired, current)
     return base.Plan(tuple([op] if op else ()), before=current, after=predict_port(current, op))

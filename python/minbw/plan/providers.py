@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound, RootRefused
 from minbw.model import microversions
@@ -45,7 +45,7 @@ class Observed:
     providers: Mapping[str, Provider]  # every provider seen, by uuid
     roots: Mapping[str, Provider]  # hypervisor name → provider with that name
     traits: Mapping[str, frozenset[str]]  # for desired providers that exist
-    inventories: Mapping[str, Mapping[str, Mapping]]
+    inventories: Mapping[str, Mapping[str, Mapping[str, Any]]]
     existing_traits: frozenset[str]  # which of the desired global traits exist
     allocations: Mapping[str, Mapping[str, Any]]  # consumers on providers that would be removed
     max_version: microversions.Microversion = microversions.ANY_TRAITS
@@ -61,9 +61,9 @@ class Op(base.Op):
     uuid: str | None = None
     parent_uuid: str | None = None
     traits: tuple[str, ...] = ()
-    inventories: Mapping[str, Mapping] = field(default_factory=dict)
+    inventories: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action and name, uuid when set, and what the action sends (parent, traits,
         inventories)."""
         d: dict[str, Any] = {"action": self.action, "name": self.name}
@@ -113,13 +113,13 @@ class Kept:
         )
         return f"kept {self.name} ({self.uuid}): no longer configured, but allocated to {who}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: uuid, name and the consumers' allocations on it (``{consumer: {class: amount}}``)."""
         return {"uuid": self.uuid, "name": self.name, "consumers": {c: dict(r) for c, r in self.consumers.items()}}
 
 
 @dataclass(frozen=True)
-class Plan(base.Plan):
+class Plan(base.Plan[Op]):
     """``before``/``after``: uuid → provider as observed (generation left out) / as it will be."""
 
     kept: tuple[Kept, ...] = ()
@@ -127,14 +127,14 @@ class Plan(base.Plan):
     warnings: tuple[str, ...] = ()  # what Neutron would silently skip (OVN chassis options)
     skipped: tuple[tuple[str, str], ...] = ()  # (hypervisor, why) planned nothing for: no compute node root
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Each provider before/after, only those that change (Ansible's diff shape)."""
         changed = sorted({op.uuid or op.name for op in self.ops})
         before = {u: self.before[u] for u in changed if u in self.before}
         after = {u: self.after[u] for u in changed if u in self.after}
         return {"before": before, "after": after}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus ``kept``, the desired providers' dicts and the warnings."""
         return {
             **super().to_dict(),
@@ -144,7 +144,7 @@ class Plan(base.Plan):
         }
 
 
-def owned_agents(desired: DesiredState, providers) -> set[str]:
+def owned_agents(desired: DesiredState, providers: Iterable[Provider]) -> set[str]:
     """The agent providers whose unlisted children are stale: the desired agents and the swept ones, but for
     those a skipped unit may own (``desired.unswept``)."""
     return (set(desired.agent_uuids) | swept_agents(desired, providers)) - desired.unswept
@@ -159,7 +159,7 @@ def make_absent_plan(desired: DesiredState, observed: Observed) -> Plan:
     agents = owned_agents(desired, observed.providers.values())
     ours = {p.uuid for p in desired.providers} | agents
     present = [p for p in observed.providers.values() if p.uuid in ours or p.parent_uuid in agents]
-    blocked_parents: set[str] = set()
+    blocked_parents: set[str | None] = set()
     # leaves first: devices (children of our agents), then the agents themselves
     for prov in sorted(present, key=lambda p: (p.uuid in agents, p.name)):
         before.add(
@@ -187,7 +187,7 @@ def make_plan(
     observed: Observed,
     *,
     create_root: bool = False,
-    root_inventories: Mapping[str, Mapping] | None = None,
+    root_inventories: Mapping[str, Mapping[str, Any]] | None = None,
     nova: NovaComputes | None = None,
     ignore_nova_compute: bool = False,
 ) -> Plan:
@@ -332,7 +332,7 @@ def make_plan(
     )
 
 
-def nova_compute_caches(ops, observed: Observed) -> list[str]:
+def nova_compute_caches(ops: Iterable[Op], observed: Observed) -> list[str]:
     """A warning per root under which providers are deleted: nova-compute caches its provider tree, and at each
     update of its node (every build's claim, every periodic) reads the allocations of every provider it cached
     (``SchedulerReportClient.get_allocations_for_provider_tree``); a provider deleted by another party answers 404,
@@ -344,7 +344,7 @@ def nova_compute_caches(ops, observed: Observed) -> list[str]:
     deleted = [op for op in ops if op.action == "delete_provider"]
     roots = {p.uuid: p for p in observed.roots.values()} if deleted else {}  # a warm sync deletes nothing
     for op in deleted:
-        prov = observed.providers.get(op.uuid)
+        prov = observed.providers.get(op.uuid or "")
         if prov is None or prov.root_uuid == prov.uuid:
             continue
         root = observed.providers.get(prov.root_uuid) or roots.get(prov.root_uuid)
@@ -376,7 +376,7 @@ def _not_novas(root: Provider, nova: NovaComputes | None) -> list[str]:
 
 
 def _root_inventories(
-    root: Provider, observed: Observed, given: Mapping[str, Mapping], before: Snapshots, after: Snapshots
+    root: Provider, observed: Observed, given: Mapping[str, Mapping[str, Any]], before: Snapshots, after: Snapshots
 ) -> list[Op]:
     """An existing root corrected to the inventories given: each given field of each given class replaced, the
     rest of the root's inventories (nova-compute's allocation ratios, other classes) kept."""

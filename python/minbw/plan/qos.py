@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from minbw.neutron.qos import DEFAULT_DIRECTION, RULE_TYPES, QosRule, validate_rules
 from minbw.plan import base
@@ -20,7 +21,7 @@ from minbw.plan import base
 POLICY_WHERE = "the QoS policy"
 
 
-def parse_rules(items: Iterable[Mapping]) -> tuple[QosRule, ...]:
+def parse_rules(items: Iterable[Mapping[str, Any]]) -> tuple[QosRule, ...]:
     """The desired rules from module options, validated as Neutron's policy checks would."""
     return validate_rules((QosRule.from_option(i) for i in items), POLICY_WHERE)
 
@@ -41,19 +42,19 @@ class Op(base.Op):
     """One write: ``create_policy``, ``update_policy``, ``delete_policy``, ``create_rule``,
     ``update_rule`` or ``delete_rule``; ``values`` are the API attributes sent."""
 
-    values: Mapping = field(default_factory=dict)
+    values: Mapping[str, Any] = field(default_factory=dict)
     rule_type: str | None = None
     rule_id: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``action`` and the ``values`` sent; a rule's write adds ``rule_type`` and ``rule_id``."""
-        out = {"action": self.action, "values": dict(self.values)}
+        out: dict[str, Any] = {"action": self.action, "values": dict(self.values)}
         if self.rule_type:
             out.update(rule_type=self.rule_type, rule_id=self.rule_id)
         return out
 
 
-def policy_view(policy) -> dict | None:
+def policy_view(policy: Any) -> dict[str, Any] | None:
     """The API-shaped, comparable view of a policy (an openstacksdk QoSPolicy or its dict)."""
     if policy is None:
         return None
@@ -77,7 +78,7 @@ def policy_view(policy) -> dict | None:
     }
 
 
-def _managed(view: Mapping) -> dict[tuple[str, str], dict]:
+def _managed(view: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {
         (r["type"], r.get("direction", DEFAULT_DIRECTION.get(r["type"], ""))): r
         for r in view["rules"]
@@ -85,7 +86,7 @@ def _managed(view: Mapping) -> dict[tuple[str, str], dict]:
     }
 
 
-def _ops(desired: PolicySpec | None, current: Mapping | None) -> list[Op]:
+def _ops(desired: PolicySpec | None, current: Mapping[str, Any] | None) -> list[Op]:
     if desired is None:
         return [Op("delete_policy")] if current else []
     ops: list[Op] = []
@@ -100,7 +101,7 @@ def _ops(desired: PolicySpec | None, current: Mapping | None) -> list[Op]:
     }
     if current is None:
         ops.append(Op("create_policy", dict(name=desired.name, **attrs)))
-        have: dict = {}
+        have: dict[tuple[str, str], dict[str, Any]] = {}
     else:
         diff = {k: v for k, v in attrs.items() if current[k] != v}
         if current["name"] != desired.name:
@@ -111,6 +112,7 @@ def _ops(desired: PolicySpec | None, current: Mapping | None) -> list[Op]:
     if desired.rules is None:
         return ops
     want = {r.key: r for r in desired.rules}
+    rule: dict[str, Any] | None
     for key, rule in sorted(have.items()):
         if key not in want:
             ops.append(Op("delete_rule", {"direction": key[1]}, key[0], rule["id"]))
@@ -124,7 +126,7 @@ def _ops(desired: PolicySpec | None, current: Mapping | None) -> list[Op]:
     return ops
 
 
-def predict_policy(current: Mapping | None, ops: Iterable[Op]) -> dict | None:
+def predict_policy(current: Mapping[str, Any] | None, ops: Iterable[Op]) -> dict[str, Any] | None:
     """The view the ops lead to (new rules have ``id`` None): the "after" of check mode."""
     after = None if current is None else {**current, "rules": [dict(r) for r in current["rules"]]}
     for c in ops:
@@ -139,7 +141,9 @@ def predict_policy(current: Mapping | None, ops: Iterable[Op]) -> dict | None:
                 "is_default": bool(c.values.get("is_default")),
                 "rules": [],
             }
-        elif c.action == "update_policy":
+            continue
+        assert after is not None, "a policy is created before its other ops"
+        if c.action == "update_policy":
             after.update(c.values)
         elif c.action == "delete_rule":
             after["rules"] = [r for r in after["rules"] if r.get("id") != c.rule_id]
@@ -154,7 +158,7 @@ def predict_policy(current: Mapping | None, ops: Iterable[Op]) -> dict | None:
     return after
 
 
-def plan_policy(desired: PolicySpec | None, current: Mapping | None) -> base.Plan:
+def plan_policy(desired: PolicySpec | None, current: Mapping[str, Any] | None) -> base.Plan[Op]:
     """The writes that make ``current`` (a :func:`policy_view`, or None) into ``desired`` (None: absent).
 
     Order matters to Neutron: rules are deleted before others are created (an 'any' packet-rate

@@ -34,7 +34,7 @@ class ObservedSegments:
     were read at) and aggregates, and the compute roots by host name with their aggregates."""
 
     providers: Mapping[str, Provider]
-    inventories: Mapping[str, Mapping[str, Mapping]]
+    inventories: Mapping[str, Mapping[str, Mapping[str, Any]]]
     aggregates: Mapping[str, frozenset[str]]  # provider uuid (segment or root) → aggregates
     roots: Mapping[str, Provider]  # host name → root provider
     generations: Mapping[str, int] = field(default_factory=dict)  # segment id → generation of its inventories
@@ -50,13 +50,13 @@ class SegmentOp(base.Op):
     #         | add_root_to_aggregate
     uuid: str = ""
     name: str = ""
-    inventories: Mapping[str, Mapping] = field(default_factory=dict)
+    inventories: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     aggregates: tuple[str, ...] = ()
     host: str = ""
     generation: int | None = None
     counted: Mapping[str, int] = field(default_factory=dict)  # recount: the counts it replaces
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, uuid, name and what the action writes (inventories; for ``recount`` also
         ``generation`` and ``from``, the counts replaced; aggregates), host when set."""
         d: dict[str, Any] = {"action": self.action, "uuid": self.uuid, "name": self.name}
@@ -112,7 +112,7 @@ class CountDifference:
     causes: tuple[str, ...]
     outcome: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: segment, field, the Placement and Neutron counts, causes and outcome."""
         return {
             "segment": self.segment,
@@ -200,7 +200,7 @@ def explain_difference(seg: RoutedSegment, field_: str, placement: int, neutron:
 
 
 class SegmentsPlan(NamedTuple):
-    plan: base.Plan
+    plan: base.Plan[SegmentOp]
     warnings: list[str]
     differences: tuple[CountDifference, ...] = ()
 
@@ -268,14 +268,14 @@ def plan_segments(
 
 def _inventory_ops(
     seg: RoutedSegment,
-    want: Mapping,
-    have: Mapping,
+    want: Mapping[str, Any],
+    have: Mapping[str, Any],
     generation: int | None,
     recount: bool,
     differences: list[CountDifference],
 ) -> list[SegmentOp]:
     """An existing inventory: its fixed fields set where they differ; its counts only reported, or recounted."""
-    off = {k: (have.get(k), want[k]) for k in COUNTS if have.get(k) != want[k]}
+    off = {k: (have[k], want[k]) for k in COUNTS if have.get(k) != want[k]}
     differences += [explain_difference(seg, k, p, n) for k, (p, n) in off.items()]
     if off and recount:
         return [
@@ -285,7 +285,7 @@ def _inventory_ops(
                 name=seg.provider_name,
                 inventories={IPV4_ADDRESS: dict(want)},
                 generation=generation,
-                counted={k: have.get(k) for k in COUNTS},
+                counted={k: have[k] for k in COUNTS},
             )
         ]
     fields = {k: v for k, v in want.items() if k not in COUNTS}

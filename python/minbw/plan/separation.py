@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Iterable, Mapping, Union
 
 from minbw.errors import InvalidInput
 from minbw.model.requests import ServerRequest
@@ -50,7 +50,7 @@ class Separation:
         """The flavor extra spec key Nova reads (``trait:CUSTOM_X``)."""
         return f"trait:{self.trait}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: mode, trait and aggregate."""
         return {"mode": self.mode, "trait": self.trait, "aggregate": self.aggregate}
 
@@ -130,7 +130,7 @@ class HostOp(base.Op):
     trait: str | None = None
     aggregate: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action; host and uuid when a host is named; trait and aggregate when set."""
         d = {"action": self.action}
         if self.host:
@@ -150,7 +150,9 @@ def _marks(sep: Separation, root: Root) -> list[str]:
     return sorted(root.aggregates if sep.aggregate else root.traits)
 
 
-def plan_hosts(sep: Separation, hosts, observed: Observed, *, exclusive: bool = False) -> base.Plan:
+def plan_hosts(
+    sep: Separation, hosts: Iterable[str], observed: Observed, *, exclusive: bool = False
+) -> base.Plan[HostOp]:
     """Mark the roots of ``hosts`` (names as Placement has them: the hypervisor names); with
     ``exclusive``, unmark every other root that is marked. Only our trait/aggregate is added or
     removed: the writes keep every other trait and aggregate. Raises InvalidInput; writes nothing."""
@@ -191,7 +193,7 @@ def plan_hosts(sep: Separation, hosts, observed: Observed, *, exclusive: bool = 
     return base.Plan(tuple(ops), before=before, after=after)
 
 
-def marked(sep: Separation, current, op: HostOp) -> set[str]:
+def marked(sep: Separation, current: Iterable[str], op: HostOp) -> set[str]:
     """The root's traits (or aggregates) after ``op``, from what it has now (re-read on a conflict)."""
     mark = sep.aggregate or sep.trait
     return set(current) | {mark} if op.action == "reserve" else set(current) - {mark}
@@ -215,7 +217,7 @@ class FlavorOp(base.Op):
     key: str = ""
     value: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, flavor, ``flavor_id``, key, and the value when one is set."""
         d = {"action": self.action, "flavor": self.flavor, "flavor_id": self.flavor_id, "key": self.key}
         if self.value is not None:
@@ -238,7 +240,9 @@ def flavor_specs(sep: Separation, qos: bool) -> str | None:
     return "required" if sep.mode == "strict" else None
 
 
-def plan_flavors(sep: Separation, qos_flavors, plain_flavors, observed: Mapping[str, Flavor]) -> base.Plan:
+def plan_flavors(
+    sep: Separation, qos_flavors: Iterable[str], plain_flavors: Iterable[str], observed: Mapping[str, Flavor]
+) -> base.Plan[FlavorOp]:
     """Set (or unset) ``trait:TRAIT`` on each named flavor; ``observed`` by the name given. Other extra
     specs are left as they are. Raises InvalidInput; writes nothing."""
     both = sorted(set(qos_flavors) & set(plain_flavors))
@@ -278,26 +282,26 @@ def plan_flavors(sep: Separation, qos_flavors, plain_flavors, observed: Mapping[
 
 
 @dataclass(frozen=True)
-class SeparationPlan(base.Plan):
+class SeparationPlan(base.Plan[Union[HostOp, FlavorOp]]):
     """The hosts' plan and the flavors' plan, run in that order (hosts first: a flavor that forbids
     the trait before any host has it excludes nothing, one that requires it would find no host)."""
 
-    hosts: base.Plan = base.Plan(())
-    flavors: base.Plan = base.Plan(())
+    hosts: base.Plan[HostOp] = base.Plan(())
+    flavors: base.Plan[FlavorOp] = base.Plan(())
     separation: Separation = Separation()
 
-    def diff(self) -> dict:
+    def diff(self) -> dict[str, Any]:
         """Ansible's diff: the hosts' and the flavors' before and after."""
         return {
             "before": {"hosts": self.hosts.before, "flavors": self.flavors.before},
             "after": {"hosts": self.hosts.after, "flavors": self.flavors.after},
         }
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The plan's dict plus the separation's dict."""
         return {**super().to_dict(), "separation": self.separation.to_dict()}
 
 
-def combine(sep: Separation, hosts: base.Plan, flavors: base.Plan) -> SeparationPlan:
+def combine(sep: Separation, hosts: base.Plan[HostOp], flavors: base.Plan[FlavorOp]) -> SeparationPlan:
     """The plan of both: the hosts' ops then the flavors' (the order they run in), each plan kept, with ``sep``."""
     return SeparationPlan(ops=(*hosts.ops, *flavors.ops), hosts=hosts, flavors=flavors, separation=sep)

@@ -49,7 +49,7 @@ class NovaAction(Op):
     flavor: str | None = None
     force_down: str | None = None  # evacuate: the source host whose nova-compute is marked forced down
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: action, server, host, flavor and ``force_down``."""
         return {
             "action": self.action,
@@ -68,7 +68,7 @@ def plan_action(
     host: str | None = None,
     flavor: str | None = None,
     force_down_source: bool = False,
-) -> Plan:
+) -> Plan[NovaAction]:
     """The Nova call ``action`` makes of the server as it is now (no op when it is already done), or
     :class:`InvalidInput` naming what is wrong and how to fix it; the same plan check mode shows."""
     if action not in ACTIONS:

@@ -100,7 +100,7 @@ def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
     out = []
     fits: dict[str, dict[str, set[str]]] = {}  # group → host → providers that could serve it there
     for g in req.request_groups():
-        entry = {
+        entry: dict = {
             "group": g.id,
             "label": _label(req, g.id),
             "resources": dict(g.resources),
@@ -151,7 +151,7 @@ def _ruled_out(api: Placement, req: ServerRequest, root: str) -> str:
 
 def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> dict:
     common = set.intersection(*(set(h) for h in fits.values())) if fits else set()
-    entry = {"group": "*", "label": "all groups together", "fits_alone": False, "problems": []}
+    entry: dict = {"group": "*", "label": "all groups together", "fits_alone": False, "problems": []}
     if not common:
         entry["problems"].append(
             "no single host can serve every group: "

@@ -16,7 +16,7 @@ import functools
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, overload
 
 from minbw.model.providers import Provider, ProviderDetail, freeze_inventories
 from minbw.neutron import naming
@@ -118,7 +118,13 @@ class Reader:
         providers = self.api.list_providers(**filters)
         here = {p.uuid: p.uuid for p in providers}
 
+        @overload
+        def same(u: str) -> str: ...
+        @overload
+        def same(u: None) -> None: ...
         def same(u: str | None) -> str | None:  # the one string of a provider's UUID
+            if u is None:
+                return None
             kept = listed.get(u)
             return kept.uuid if kept is not None else here.get(u, u)
 
@@ -254,7 +260,7 @@ class Reader:
         allocations are read at its cached generation gets its usage from them (for the cache's safety check)."""
         uuids = list(uuids)
 
-        def read(u: str) -> tuple[str, dict, int]:
+        def read(u: str) -> tuple[str, dict, int | None]:
             body = self.api.provider_allocations(u, with_generation=True)
             return (
                 u,
@@ -267,14 +273,19 @@ class Reader:
             for i, (u, allocs, generation) in enumerate(pool.map(read, uuids), 1):
                 out[u] = allocs
                 entry = self.cache.entries.get(u) if self.cache is not None else None
-                if entry is not None and entry.get("generation") == generation and entry.get("used") is None:
+                if (
+                    self.cache is not None  # entry: from the cache
+                    and entry is not None
+                    and entry.get("generation") == generation
+                    and entry.get("used") is None
+                ):
                     used: dict[str, int] = {}
                     for res in allocs.values():
                         for rc, n in res.items():
                             used[rc] = used.get(rc, 0) + n
                     self.cache.put(
                         u,
-                        generation,
+                        generation,  # type: ignore[arg-type]  # the entry's generation: an int
                         entry["name"],
                         entry["parent"],
                         entry["traits"],

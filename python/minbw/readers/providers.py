@@ -25,7 +25,7 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[Provi
     else:
         provs = api.list_providers()
     out = [
-        ProviderReport(d.provider, tuple(sorted(d.traits)), dict(d.inventories), dict(d.usages))
+        ProviderReport(d.provider, tuple(sorted(d.traits)), dict(d.inventories), dict(d.usages or {}))
         for d in api.provider_details(provs, usages=True)
     ]
     return _tree_order(out)
@@ -99,7 +99,7 @@ def placement_snapshots(
     out = {}
     for d in reader.details([p for p in providers if p.uuid in wanted], usages=False).values():
         p = d.provider
-        parent = by_uuid.get(p.parent_uuid)
+        parent = by_uuid.get(p.parent_uuid or "")
         shown = f"root:{parent.name}" if parent is not None and parent.parent_uuid is None else p.parent_uuid
         out[p.uuid] = snapshot(p.name, shown, d.traits, d.inventories)
     reader.save()

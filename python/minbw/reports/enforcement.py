@@ -442,7 +442,7 @@ def _rule_check(
     why = unenforced(r)
     if why:
         return _placement_only(base, asks, why, notes)
-    bridge = plane.bridges.get(port.physical_network)
+    bridge = plane.bridges.get(port.physical_network or "")
     if bridge is None:
         return Check(
             verdict=MISSING,
@@ -634,7 +634,10 @@ def _nic_checks(plane: OvsPlane, found: Sequence[Nic], checks: Sequence[Check]) 
         enforced = sum(
             c.rule["value"]
             for c in checks
-            if c.kind == "rule" and c.verdict == ENFORCED and any(p["nic"] == n.name for p in c.programmed)
+            if c.kind == "rule"
+            and c.rule is not None
+            and c.verdict == ENFORCED
+            and any(p["nic"] == n.name for p in c.programmed)
         )
         egress, more = _admits(plane.providers.get(n.bridge))
         out.append(nic_check(n.name, plane.speeds.get(n.name), egress, enforced, bridge=n.bridge, **more))
@@ -736,7 +739,7 @@ def ovn_host(
         for lsp in plane.northbound.ports
         if lsp.qos_min_rate is not None and lsp.name in bound and lsp.name not in written
     ]
-    bridge_of = {p.id: plane.bridges.get(p.physical_network) for p in ports}
+    bridge_of = {p.id: plane.bridges.get(p.physical_network or "") for p in ports}
     return HostReport(
         host, tuple(checks), tuple(_ovn_nic_checks(plane, found, checks, bridge_of)), tuple(not_checked), OVN
     )
@@ -774,7 +777,7 @@ def _ovn_rule_check(
             f"OVN before 23.06 reads a qos_min_rate above {OVN_INT_MAX} bit/s as 0 (no queue): an "
             f"ovn-controller older than 23.06 does not enforce it",
         )
-    bridge = plane.bridges.get(port.physical_network)
+    bridge = plane.bridges.get(port.physical_network or "")
     mine = [n for n in found if n.bridge == bridge and n.name in plane.kernel]  # the egress NICs whose tc was read
     queue = plane.queues.get(port.id)
     kernel = tuple(_class_on(plane, {"nic": n.name, "queue": queue}) for n in mine) if queue is not None else ()
@@ -832,9 +835,9 @@ def _ovn_kernel_check(mine: Sequence[Nic], queue: int | None, expected: int, ofp
 def _ovn_nic_checks(
     plane: OvnPlane, found: Sequence[Nic], checks: Sequence[Check], bridge_of: Mapping[str, str | None]
 ) -> list[NicCheck]:
-    enforced = {}
+    enforced: dict[str | None, int] = {}
     for c in checks:
-        if c.kind == "rule" and c.verdict == ENFORCED:
+        if c.kind == "rule" and c.rule is not None and c.verdict == ENFORCED:
             enforced[bridge_of[c.subject]] = enforced.get(bridge_of[c.subject], 0) + c.rule["value"]
     out = []
     for n in found:
@@ -907,7 +910,7 @@ def sriov_host(
             slot = slot_of.get(vf.index)
             if not vf.min_tx_rate or (slot is not None and slot in rated):
                 continue
-            holder = on_slot.get(slot)
+            holder = on_slot.get(slot or "")
             why = (
                 f"port {holder}, bound to {host} on this VF, has no minimum rule the agent writes"
                 if holder

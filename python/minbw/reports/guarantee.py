@@ -165,7 +165,7 @@ def check_guarantee(
             )
         for group in port.request.groups:
             rp = groups.get(group.id)
-            info = providers.get(rp, {})
+            info = providers.get(rp or "", {})
             mine = (info.get("allocations", {}).get(sid) or {}).get("resources", {})
             for rc, amount in group.resources:
                 if mine.get(rc, 0) < amount:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from minbw.model.providers import stocks_of
 from minbw.neutron import naming
 from minbw.reports.enforcement import ENFORCED, MISSING, ORPHAN, PLACEMENT_ONLY, WRONG_RATE
 from minbw.reports.capacity.request import is_network_trait, network_label
+
+if TYPE_CHECKING:
+    from minbw.reports.capacity.report import CapacityReport
 
 PREFIX = "minbw_"
 VNIC_PREFIX = "CUSTOM_VNIC_TYPE_"
@@ -263,7 +267,7 @@ class ProviderFamilies:
         return {u: kept[2] for u, kept in self._of.items()}
 
 
-def headroom(b: _Builder, sizes: Iterable[tuple[str, str, object]]) -> None:
+def headroom(b: _Builder, sizes: Iterable[tuple[str, str, CapacityReport]]) -> None:
     """``sizes``: ``(name, vnic_type, CapacityReport)`` per configured port size."""
     b.declare(
         "headroom_ports",
@@ -409,7 +413,7 @@ def families(
     *,
     details: Iterable = (),
     hosts: Mapping[str, str | None] | None = None,
-    sizes: Iterable[tuple[str, str, object]] = (),
+    sizes: Iterable[tuple[str, str, CapacityReport]] = (),
     drift_rows: Iterable | None = None,
     findings: Iterable | None = None,
     audit_kinds: Iterable[str] = AUDIT_KINDS,

@@ -88,7 +88,7 @@ class Migration:
     """A Nova migration record (``GET /os-migrations``; ``uuid`` from microversion 2.59)."""
 
     uuid: str
-    status: str
+    status: str | None
     migration_type: str | None = None
     source_compute: str | None = None
     dest_compute: str | None = None
@@ -284,7 +284,7 @@ def current_migration(migration: Migration | None, last_action: str | None) -> M
     no record): then it no longer says where the server belongs. Unknown actions: it is current."""
     if migration is None or last_action is None:
         return migration
-    return migration if last_action in MIGRATION_ACTIONS.get(migration.migration_type, ()) else None
+    return migration if last_action in MIGRATION_ACTIONS.get(migration.migration_type or "", ()) else None
 
 
 def phase_of(server: Mapping[str, Any], migration: Migration | None) -> str:
@@ -347,7 +347,7 @@ def _name(providers: Mapping[str, ProviderState], rp: str | None) -> str:
 
 
 def _host_name(facts: MoveFacts, root: str | None) -> str:
-    return facts.providers[root].name if root in facts.providers else str(root)
+    return facts.providers[root].name if root is not None and root in facts.providers else str(root)
 
 
 def _guarantee_view(facts: MoveFacts) -> dict:
@@ -477,8 +477,8 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
         if record
         else []
     )
-    src = facts.hosts.get(mig.source_node) if mig else None
-    dst = facts.hosts.get(mig.dest_node) if mig else None
+    src = facts.hosts.get(mig.source_node or "") if mig else None
+    dst = facts.hosts.get(mig.dest_node or "") if mig else None
     mig_name = f"migration {record.uuid} ({record.migration_type}, {record.status})" if record else ""
     server_parts = [p for p in parts if p.consumer == sid]
     mig_parts = [p for p in parts if record and p.consumer == record.uuid]
@@ -516,6 +516,7 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
             _guarantee_view(facts), list(facts.ports), facts.claim, facts.claim_error, _provider_views(facts)
         )
         if src is None or dst is None:
+            assert mig is not None, "a server verifying a resize has its migration"
             problems.append(
                 f"{mig_name}: source node {mig.source_node!r} or target node {mig.dest_node!r} has no "
                 f"provider in Placement"
@@ -577,6 +578,7 @@ def _check_evacuated(
 ) -> list[str]:
     sid = facts.server["id"]
     mig = facts.migration
+    assert mig is not None, "an evacuated server has its migration"
     problems = []
     if facts.server.get("compute_host") != mig.dest_compute:
         problems.append(

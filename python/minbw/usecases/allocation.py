@@ -105,8 +105,8 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
             api,
             request.consumer,
             req,
-            project_id=request.project_id,
-            user_id=request.user_id,
+            project_id=request.project_id,  # type: ignore[arg-type]  # checked above
+            user_id=request.user_id,  # type: ignore[arg-type]  # checked above
             consumer_type=request.consumer_type,
             max_hosts=request.max_hosts,
             candidates=plan.candidates,

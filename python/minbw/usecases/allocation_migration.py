@@ -53,7 +53,12 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
             if not value:
                 raise InvalidInput(f"{option} is required to revert a move.")
         return allocation_migration.revert(
-            api, request.consumer, request.migration, req, retries=request.retries, check=request.check
+            api,
+            request.consumer,  # type: ignore[arg-type]  # checked above
+            request.migration,  # type: ignore[arg-type]  # checked above
+            req,
+            retries=request.retries,
+            check=request.check,
         )
     for option, value in ((consumer_opt, request.consumer), (target_opt, request.target_host)):
         if not value:
@@ -63,9 +68,9 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
     try:
         return allocation_migration.move(
             api,
-            request.consumer,
+            request.consumer,  # type: ignore[arg-type]  # checked above
             req,
-            request.target_host,
+            request.target_host,  # type: ignore[arg-type]  # checked above
             request.migration,
             retries=request.retries,
             check=request.check,
@@ -75,7 +80,7 @@ def move(cloud: Cloud, request: MoveRequest) -> MoveResult:
             raise
         # On the target already, the migration holding nothing: confirmed (or never moved). The desired state
         # holds; the claim must still satisfy the request (MappingError says how it does not).
-        claim = claims.existing_claim(api, request.consumer, req)
+        claim = claims.existing_claim(api, request.consumer, req)  # type: ignore[arg-type]  # checked above
         held = {"consumer": {"host": request.target_host}}
         return MoveResult(
             MOVE,

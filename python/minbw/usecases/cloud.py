@@ -243,7 +243,7 @@ def _same_endpoint(a: str | None, b: str | None) -> bool:
     def base(url: str) -> str:
         return re.sub(r"/v\d+(\.\d+)?$", "", url.strip().rstrip("/")).rstrip("/").lower()
 
-    return bool(a and b) and base(a) == base(b)
+    return bool(a and b and base(a) == base(b))
 
 
 def progress_of(cloud: Cloud) -> Progress:

@@ -76,7 +76,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
         host=request.host,
         config_dirs=request.config_dirs,
         paths_option=request.option,
-        dirs_option=request.name("config_dirs"),
+        dirs_option=request.name("config_dirs"),  # type: ignore[arg-type]  # offered: drift reads config_dirs
     )
     ini = (
         ovn_chassis.desired(configs, chassis, skipped=[u for u, _error in unread], isolate=True)

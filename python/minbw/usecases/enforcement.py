@@ -86,7 +86,12 @@ def show_enforcement(cloud: Cloud, request: EnforcementRequest) -> EnforcementRe
             "together (--ovn-nb-private-key, --ovn-nb-certificate, --ovn-nb-ca-cert)"
         )
     where = HostPlane(
-        request.ovs_db, request.netns, request.kernel, request.backend, request.ovn_nb, ssl if all(ssl) else None
+        request.ovs_db,
+        request.netns,
+        request.kernel,
+        request.backend,
+        request.ovn_nb,
+        ssl if all(ssl) else None,  # type: ignore[arg-type]  # all three given
     )
     if request.neutron_reads is not None:
         reads = NeutronRead.from_dict(request.neutron_reads)

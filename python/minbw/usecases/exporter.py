@@ -429,7 +429,7 @@ def port_sizes(cloud: Cloud, sizes, owner_nova: bool) -> list:
     compute_status_filter, owner_nova_filter as ``owner_nova`` says): a disabled nova-compute's host has no
     headroom."""
     nova = nova_root_filters(cloud, owner_nova=owner_nova)
-    roots = {"root_required": nova.request.root_required, "root_forbidden": nova.request.root_forbidden}
+    roots: dict = {"root_required": nova.request.root_required, "root_forbidden": nova.request.root_forbidden}
     reasons = root_trait_reasons(nova.applied)
     out = []
     for s in sizes:
@@ -448,8 +448,10 @@ class Exporter:
         self.request = request
         self.served = Served(clock)
         if request.enforcement is not None:  # a host's exporter: its enforcement checks only
-            self.collector = EnforcementCollector(
-                lambda: show_enforcement(cloud, request.enforcement).report, clock=clock, say=cloud.say
+            self.collector: Collector | EnforcementCollector = EnforcementCollector(
+                lambda: show_enforcement(cloud, request.enforcement).report,  # type: ignore[arg-type]  # not None
+                clock=clock,
+                say=cloud.say,
             )
             self.slow_reports = None
             self.loops = Loops(

@@ -23,7 +23,7 @@ from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint:
 from minbw.ops.sync import ApplyResult, check_check_interval, check_max_age, check_workers, summary, sync_providers
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
-from minbw.plan.base import Plan
+from minbw.plan.providers import Plan
 from minbw.readers.providers import provider_report
 from minbw.usecases.cloud import DEFAULT_CACHE, Cache, Cloud, progress_of
 
@@ -151,7 +151,7 @@ class ProvidersResult:
         why it was skipped (None: planned)."""
         ops = self.applied.applied if self.applied is not None else self.plan.ops
         by_uuid = {p.uuid: p.hypervisor for p in self.plan.providers}
-        touched = {by_uuid.get(op.uuid) or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
+        touched = {by_uuid.get(op.uuid or "") or (op.name or "").split(":", 1)[0] for op in ops if op.uuid or op.name}
         failed = {f["tree"]: f["error"] for f in (self.applied.failed if self.applied else [])}
         rootless = self.rootless()
         return [
@@ -191,7 +191,7 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     state = desired.load(kept, digest) if digest else None
     parsed = state is None
     unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
-    if parsed:
+    if state is None:  # parsed
         configs, unread = read_agent_units(
             request.agent_configs,
             request.agents,
@@ -298,7 +298,8 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
             "config_dirs": list(request.config_dirs),
         },
     )
-    return (desired.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
+    cache_file = request.cache.file(cloud.placement)  # a file: the cache is on (above)
+    return (desired.memo_path(cache_file), digest) if digest else (None, None)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from minbw.ops import neutron
-from minbw.plan import qos
+from minbw.plan import base, qos
 from minbw.usecases.cloud import Cloud
 
 
@@ -24,7 +24,7 @@ class DesiredPolicy:
 
 @dataclass(frozen=True)
 class PolicyResult:
-    plan: object  # minbw.plan.base.Plan
+    plan: base.Plan[qos.Op]
     before: dict | None
     after: dict | None
 

@@ -85,14 +85,14 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         made = boot(
             conn,
             request.name,
-            request.flavor,
-            request.image,
+            request.flavor,  # type: ignore[arg-type]  # checked above (missing)
+            request.image,  # type: ignore[arg-type]  # checked above (missing)
             list(request.ports),
             wait=request.wait,
             timeout=request.timeout,
         )
         changed = True
-    if made.status == "ERROR":
+    if made.status == "ERROR":  # type: ignore[union-attr]  # found, or booted
         raise explain_failure(conn, made, list(request.ports), cloud.placement)
     return ServerResult(changed, before, server_view(made), server=server_view(made))
 

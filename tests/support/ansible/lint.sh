@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ansible-lint with the production profile over the checkout (modules' examples, roles, playbooks, the
 # test playbooks), then antsibull-changelog lint (changelogs/), then ruff over the core (python/: `ruff check` and
-# `ruff format --check`, configured in python/pyproject.toml). Any finding fails the script.
+# `ruff format --check`), then mypy over it (strict on model/, plan/, neutron/), both configured in
+# python/pyproject.toml. Any finding fails the script.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -17,4 +18,6 @@ PATH="$venv/bin:$PATH" "$venv/bin/ansible-lint" --offline --profile production -
 "$venv/bin/antsibull-changelog" lint
 # --no-cache: nothing written into the checkout
 (cd python && "$venv/bin/ruff" check --no-cache . && "$venv/bin/ruff" format --no-cache --check .)
-echo "ansible-lint (production), antsibull-changelog lint, ruff check and ruff format --check: no findings"
+# its cache outside the checkout, which stays clean
+(cd python && "$venv/bin/mypy" --cache-dir "${TMPDIR:-/tmp}/minbw-mypy-cache")
+echo "ansible-lint (production), antsibull-changelog lint, ruff check, ruff format --check and mypy: no findings"

@@ -155,7 +155,10 @@ def capacity_request(
     ``root_reasons``: why it asks for each root trait; ``excluded_roots``: the hosts (root uuid → why) Nova's
     request filters keep out by their aggregates."""
     amounts = check_resources(resources, resources_option)
-    built, opened, labels, names = [], set(), {}, {}
+    built: list[PortRequest] = []
+    opened: set[str] = set()
+    labels: dict[str, str] = {}
+    names: dict[str, str] = {}
     for i, spec in enumerate(qos_ports or ()):
         where = port_labels[i] if port_labels else f"qos_ports[{i}]"
         try:
@@ -164,7 +167,7 @@ def capacity_request(
             raise InvalidInput(str(e)) from None
         pr, open_ids = qos_port(i, port, where)
         built.append(pr)
-        names[pr.port_id] = where
+        names[pr.port_id or ""] = where  # qos_port gives each port an id
         opened |= open_ids
         for s in port.segments:
             if s.physical_network:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
+from typing import AbstractSet
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -89,9 +90,9 @@ class Tree:
     order: tuple[str, ...]  # providers, root first then by name (then the sharing providers it draws from)
     shared: frozenset[str] = frozenset()  # sharing providers outside the tree that serve it (by aggregate)
 
-    def ancestors(self, rp: str) -> set[str]:
+    def ancestors(self, rp: str | None) -> set[str]:
         """``rp`` and its ancestors in the tree, a set of uuids (a parent cycle stops the walk)."""
-        out = set()
+        out: set[str] = set()
         while rp is not None and rp not in out:
             out.add(rp)
             rp = self.parents.get(rp)
@@ -123,7 +124,7 @@ def _group_label(req: ServerRequest, gid: str, port_names: Mapping[str, str]) ->
                     "/".join(sorted({"bandwidth" if "_BW_" in rc else "packet rate" for rc, _amount in g.resources}))
                     or "traits"
                 )
-                return f"{port_names.get(port.port_id) or f'port {port.port_id}'} {kind}"
+                return f"{port_names.get(port.port_id or '') or f'port {port.port_id}'} {kind}"
     return f"group {gid}"
 
 
@@ -219,14 +220,14 @@ def _ways(
     bad = [t for t in req.root_forbidden if t in root_traits]
     if missing or bad:
         said = [f"lacks {t}" for t in missing] + [f"has {t}" for t in bad]
-        why = [root_reasons[t] for t in (*missing, *bad) if t in root_reasons]
+        why_asked = [root_reasons[t] for t in (*missing, *bad) if t in root_reasons]
         return (
             [],
             {},
             [
                 Limit(
                     reason=f"the root {tree.names[tree.root]} {', '.join(said)}"
-                    + (f" ({'; '.join(why)})" if why else "")
+                    + (f" ({'; '.join(why_asked)})" if why_asked else "")
                 )
             ],
             False,
@@ -321,8 +322,8 @@ def _orders(k: int) -> Iterable[tuple[int, ...]]:
 
 
 def _bounds(
-    pools: Mapping[tuple[str, str, int], set], rem: Mapping, isolate: bool
-) -> list[tuple[int, str, frozenset, int]]:
+    pools: Mapping[tuple[str, str, int], AbstractSet[tuple[str, str]]], rem: Mapping, isolate: bool
+) -> list[tuple[int, str, frozenset[tuple[str, str]], int]]:
     """Upper bounds on how many more servers fit, as ``(bound, class, inventories, needs)``, from where
     each item (a group's class and amount) can go (``pools``) and what is left (``rem``):
 
@@ -333,7 +334,8 @@ def _bounds(
       with ``sum(min(rem // amount, N)) >= m * N``;
     * per class: every server needs the sum of its items of that class: ``sum(rem) // need``.
     """
-    out = []
+    out: list[tuple[int, str, frozenset[tuple[str, str]], int]] = []
+    keys: AbstractSet[tuple[str, str]]
     by_size: dict[tuple[str, int], list] = {}
     by_class: dict[str, list] = {}
     for (gid, rc, amount), keys in pools.items():
@@ -557,7 +559,8 @@ def _limits(
         tight.append(Limit(rc, tuple(tree.names[rp] for rp in rps), needs, sum(cap[k] for k in keys), b))
     if tight:
         # several give out at the same count: the one with the least left over first
-        return tuple(sorted(tight, key=lambda lim: (lim.free - lim.copies * lim.needs, lim.resource_class)))
+        # a tight limit has its free, copies and needs (all three given above)
+        return tuple(sorted(tight, key=lambda lim: (lim.free - lim.copies * lim.needs, lim.resource_class)))  # type: ignore[operator]
     # No single resource explains the count: the ways interfere. Name what is too short for each way
     # once the best packing is made.
     rem = dict(cap)
