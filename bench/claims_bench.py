@@ -202,7 +202,7 @@ def _usage(api, root: str, bridge: str) -> tuple[int, int]:
 
 def run(ctx: Context) -> Section:
     warnings.filterwarnings("ignore")
-    from bench import query_bench as qb
+    from bench.query_bench import HOSTS, KBPS, build_placement, server_request
     from minbw.ops import claims
     from minbw.placement.client import Placement
     from minbw.placement.query import build_query, query_string
@@ -212,14 +212,14 @@ def run(ctx: Context) -> Section:
     counts = [k for k, _ in plan["runs"]]
     section = Section("claims", f"Claim throughput: minbw's claim path vs raw PUT /allocations, "
                                 f"{', '.join(map(str, counts[:-1]))} and {counts[-1]} claimers ({kind} Placement)")
-    server, setup_s = qb.build_placement(ctx, "claims")
+    server, setup_s = build_placement(ctx, "claims")
     claimers = None
     try:
         api = Placement(server.connect())
-        req = qb.server_request()
+        req = server_request()
         cands = claims.get_candidates(api, req)
-        if len(cands.allocation_requests) != qb.HOSTS:
-            raise BenchError(f"expected {qb.HOSTS} candidates, got {len(cands.allocation_requests)}")
+        if len(cands.allocation_requests) != HOSTS:
+            raise BenchError(f"expected {HOSTS} candidates, got {len(cands.allocation_requests)}")
         params, mv = build_query(req, api.max_version())
         query_url = "/allocation_candidates?" + query_string(params)
         bridges = {h: next(rp for rp in hc[0]["allocations"] if rp != h) for h, hc in cands.by_host()}
@@ -233,9 +233,9 @@ def run(ctx: Context) -> Section:
         def check_usage(what: str) -> None:
             for h, n in expected.items():
                 got = _usage(api, h, bridges[h])
-                if got != (n, n * qb.KBPS):
+                if got != (n, n * KBPS):
                     raise BenchError(f"{what}: usage (VCPU, egress kbps) of host {h} is {got}, expected "
-                                     f"{(n, n * qb.KBPS)}: claims lost or overcommitted")
+                                     f"{(n, n * KBPS)}: claims lost or overcommitted")
         check_usage("after warm-up")
 
         def one(mode: str, k: int, per: int, rnd: int) -> dict:
@@ -371,7 +371,7 @@ def run(ctx: Context) -> Section:
                 "retry overcommits racing claims on MariaDB, docs/placement-overcommit.md; here every claim fits, "
                 "so it cannot show: the overcommit section measures it). The claimer processes share this "
                 "machine's 2 CPUs with the uWSGI workers and MariaDB."),
-            "Placement: " + ("built here" if setup_s else "the query section's database") + f" ({qb.HOSTS} "
+            "Placement: " + ("built here" if setup_s else "the query section's database") + f" ({HOSTS} "
             f"hosts); claims go to the first candidate's host unless a conflict moves minbw's to the next.",
         ]
         section.data.update({"runs": [{k: v for k, v in r.items() if k not in ("consumers", "errors")} for r in runs],

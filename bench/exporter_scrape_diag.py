@@ -64,15 +64,15 @@ json.dump(rows, open(out, "w"))
 
 
 def build(args, state: Path) -> tuple:
-    from bench import exporter_scale_bench as b
+    from bench.exporter_scale_bench import check_workload, make_roots, post_consumers, sync_agents
     from bench.workload import host_name, write_agent_files
     servers = Servers(state, args.placement)
     server = servers.start("diag")
     hosts = [host_name(i) for i in range(1, args.hosts + 1)]
-    b.make_roots(server, hosts)
-    b.sync_agents(server, write_agent_files(state / "agents", args.hosts), state / "sync-cache.json")
-    b.post_consumers(server, hosts)
-    b.check_workload(server, args.hosts)
+    make_roots(server, hosts)
+    sync_agents(server, write_agent_files(state / "agents", args.hosts), state / "sync-cache.json")
+    post_consumers(server, hosts)
+    check_workload(server, args.hosts)
     return servers, server
 
 

@@ -145,7 +145,7 @@ def _free_everything(api, bridges) -> None:
     for b in bridges:
         consumers |= set(api.provider_allocations(b))
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda c: claims.free(api, c), consumers))
+        list(pool.map(lambda c: claims.free_allocations(api, c), consumers))
 
 
 def _request():

@@ -111,7 +111,7 @@ def build_placement(ctx: Context, name: str):
             progress(f"{name}: {i}/{HOSTS} roots")
     configs = [load_agent_ini(OVS_INI, source=f"{host_name(i)}/openvswitch_agent.ini", host=host_name(i))
                for i in range(1, HOSTS + 1)]
-    sync.sync(api, desired_state(configs), progress=lambda step, done, total: (
+    sync.sync_providers(api, desired_state(configs), progress=lambda step, done, total: (
         done == total or done % 1000 == 0) and progress(f"{name}: sync: {step} {done}/{total}"))
     setup_s = time.perf_counter() - t
     if ctx.options.get("placement") == "prod":

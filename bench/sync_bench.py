@@ -146,7 +146,7 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
               check_interval: float | None = None) -> tuple[Run, object, object, object]:
     """minbw's sync of ``files``, with the cache in ``cache_file`` (None: without) and its ``check_interval``
     (None: ``minbw provider sync``'s default)."""
-    from minbw.ops import sync as s
+    from minbw.ops.sync import DEFAULT_CACHE_CHECK_INTERVAL, ProviderCache, summary, sync_providers
     from minbw.neutron.agentconf import load_agent_ini
     from minbw.placement.client import Placement
     from minbw.neutron.provider_tree import desired_state
@@ -168,15 +168,15 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
         configs = [load_agent_ini(p.read_text(), source=str(p)) for host in files for p in files[host]]
         desired = desired_state(configs)
         parse_s = time.perf_counter() - t
-        interval = s.DEFAULT_CACHE_CHECK_INTERVAL if check_interval is None else check_interval
-        cache = s.ProviderCache(cache_file, api.endpoint(), check_interval=interval) if cache_file else None
-        plan, result = s.sync(api, desired, progress=every_500, cache=cache)
+        interval = DEFAULT_CACHE_CHECK_INTERVAL if check_interval is None else check_interval
+        cache = ProviderCache(cache_file, api.endpoint(), check_interval=interval) if cache_file else None
+        plan, result = sync_providers(api, desired, progress=every_500, cache=cache)
     mem = _status_mib()
     counter.detach()
     if recorder:
         recorder.detach()
-    summary = s.summary(desired, plan, result, seconds=m.seconds, calls=api.calls, cache=cache)
-    progress(f"minbw {phase}: {summary}")
+    line = summary(desired, plan, result, seconds=m.seconds, calls=api.calls, cache=cache)
+    progress(f"minbw {phase}: {line}")
     if api.calls != counter.total:
         raise BenchError(f"minbw {phase}: the client counted {api.calls} calls, the HTTP hook {counter.total}")
     if result is not None and result.writes != counter.writes:
@@ -184,7 +184,7 @@ def run_minbw(server, files: dict[str, list[Path]], phase: str,
     progress(f"minbw {phase}: this process's RSS {rss_before:.0f} MiB before, peak {mem['VmHWM']:.0f} MiB during")
     run_ = Run("minbw", phase, len(files), m.seconds, counter.total, counter.gets, counter.writes,
                counter.http_seconds, m.client_cpu, m.server_cpu, loadavg(), counter.kinds(),
-               {"parse_desired_s": parse_s, "summary": summary, "rss_before_mib": rss_before,
+               {"parse_desired_s": parse_s, "summary": line, "rss_before_mib": rss_before,
                 "peak_rss_mib": mem["VmHWM"]})
     return run_, plan, result, cache
 
@@ -235,9 +235,9 @@ def run_cli(server, files: dict[str, list[Path]], phase: str, cache_file: Path) 
 
 
 def run_neutron(server, files: dict[str, list[Path]], phase: str) -> Run:
-    from tests.support.oracle import neutron_sync as oracle
+    from tests.support.oracle.neutron_sync import agent_from_ini, neutron_client, neutron_sync
 
-    client = oracle.neutron_client(server.url)
+    client = neutron_client(server.url)
     client.list_resource_providers(name="warm-up")  # load the client's code paths; not counted
     counter = HttpCounter(client._client.session)
     n = len(files)
@@ -245,7 +245,7 @@ def run_neutron(server, files: dict[str, list[Path]], phase: str) -> Run:
     with _Meter(server) as m:
         for i, (host, paths) in enumerate(files.items(), 1):
             for path in paths:
-                oracle.neutron_sync(client, *oracle.agent_from_ini(path.read_text(), host))
+                neutron_sync(client, *agent_from_ini(path.read_text(), host))
             if i % every == 0 and i < n:
                 progress(f"neutron {phase}: {i}/{n} hosts, {counter.total} calls")
     counter.detach()
@@ -357,12 +357,12 @@ def check_same_trees(minbw_server, neutron_server, hosts: list[str], seed: int, 
 
 def check_minbw_plan_empty(neutron_server, files: dict[str, list[Path]]) -> None:
     """minbw's desired state for every host against Neutron's result: nothing to write."""
-    from minbw.ops import sync as s
+    from minbw.ops.sync import sync_providers
     from minbw.neutron.agentconf import load_agent_ini
     from minbw.placement.client import Placement
     from minbw.neutron.provider_tree import desired_state
     configs = [load_agent_ini(p.read_text(), source=str(p)) for host in files for p in files[host]]
-    plan, _ = s.sync(Placement(neutron_server.connect()), desired_state(configs), check=True)
+    plan, _ = sync_providers(Placement(neutron_server.connect()), desired_state(configs), check=True)
     if plan.ops or plan.kept:
         raise BenchError(f"minbw would change Neutron's result ({len(plan.ops)} writes), e.g. "
                          + "; ".join(str(op) for op in plan.ops[:5]))

@@ -56,12 +56,12 @@ def get_cost_stack(server, uuids: list[str]) -> dict:
     from minbw.model import microversions
     from minbw.placement.client import Placement
     from minbw.deploy.serve import load_app
-    from tests.support.oracle import neutron_sync as oracle
+    from tests.support.oracle.neutron_sync import neutron_client
 
     app = load_app(server.state_dir / "placement.conf")   # same database, no HTTP
     conn = server.connect()
     api = Placement(conn)
-    client = oracle.neutron_client(server.url)
+    client = neutron_client(server.url)
     paths = {"traits": ("/resource_providers/{}/traits", microversions.format(microversions.TRAITS)),
              "inventories": ("/resource_providers/{}/inventories", microversions.format(microversions.INVENTORIES))}
 

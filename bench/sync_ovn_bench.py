@@ -6,7 +6,7 @@ Workload: N chassis, each with two bridges on two physnets (10 Gbit/s both ways 
 Both systems read the same southbound ``Chassis`` table, saved as ``ovn-sbctl --format=json list Chassis``
 prints it; timing covers reading and parsing it.
 
-- minbw: the file → ``minbw.ops.ovn.desired`` (every chassis: complete) → one ``sync()`` as ``minbw provider
+- minbw: the file → ``minbw.ops.ovn_chassis.desired`` (every chassis: complete) → one ``sync()`` as ``minbw provider
   sync --ovn-chassis FILE`` runs it by default (the provider cache on, 4 workers). Warm again with the
   cache, and without it.
 - Neutron: what its OVN extension does for each chassis when neutron-server's API worker starts (the
@@ -46,8 +46,8 @@ def chassis_table(n: int) -> dict:
 
 
 def run_minbw(server, path: Path, phase: str, cache_file: Path | None = None):
-    from minbw.ops import ovn
-    from minbw.ops import sync as s
+    from minbw.ops import ovn_chassis
+    from minbw.ops.sync import ProviderCache, summary, sync_providers
     from minbw.placement.client import Placement
 
     conn = server.connect()
@@ -55,17 +55,17 @@ def run_minbw(server, path: Path, phase: str, cache_file: Path | None = None):
     counter = HttpCounter(conn.session.session)
     api = Placement(conn)
     with _Meter(server) as m:
-        chassis, complete = ovn.read_chassis_file(str(path))
-        desired = ovn.desired(chassis=chassis, complete=complete)
-        cache = s.ProviderCache(cache_file, api.endpoint()) if cache_file else None
-        plan, result = s.sync(api, desired, cache=cache)
+        chassis, complete = ovn_chassis.read_chassis_file(str(path))
+        desired = ovn_chassis.desired(chassis=chassis, complete=complete)
+        cache = ProviderCache(cache_file, api.endpoint()) if cache_file else None
+        plan, result = sync_providers(api, desired, cache=cache)
     counter.detach()
-    summary = s.summary(desired, plan, result, seconds=m.seconds, calls=api.calls, cache=cache)
-    progress(f"minbw {phase}: {summary}")
+    line = summary(desired, plan, result, seconds=m.seconds, calls=api.calls, cache=cache)
+    progress(f"minbw {phase}: {line}")
     if api.calls != counter.total:
         raise BenchError(f"minbw {phase}: the client counted {api.calls} calls, the HTTP hook {counter.total}")
     run_ = Run("minbw", phase, len(chassis), m.seconds, counter.total, counter.gets, counter.writes,
-               counter.http_seconds, m.client_cpu, m.server_cpu, loadavg(), counter.kinds(), {"summary": summary})
+               counter.http_seconds, m.client_cpu, m.server_cpu, loadavg(), counter.kinds(), {"summary": line})
     return run_, plan, result, cache
 
 
@@ -137,11 +137,11 @@ def run(ctx: Context) -> Section:
                 make_roots(srv_n, hosts)
                 runs[("neutron", "cold")] = run_neutron(srv_n, path, "cold")
                 sampled = check_same_trees(srv_m, srv_n, hosts, ctx.seed, f"OVN N={n} after both cold runs")
-                from minbw.ops import ovn
-                from minbw.ops import sync as s
+                from minbw.ops import ovn_chassis
+                from minbw.ops.sync import sync_providers
                 from minbw.placement.client import Placement
-                chassis, complete = ovn.read_chassis_file(str(path))
-                plan, _ = s.sync(Placement(srv_n.connect()), ovn.desired(chassis=chassis, complete=complete),
+                chassis, complete = ovn_chassis.read_chassis_file(str(path))
+                plan, _ = sync_providers(Placement(srv_n.connect()), ovn_chassis.desired(chassis=chassis, complete=complete),
                                  check=True)
                 if plan.ops or plan.kept:
                     raise BenchError(f"OVN N={n}: minbw would change Neutron's result: "

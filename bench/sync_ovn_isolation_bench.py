@@ -254,7 +254,7 @@ def named(lines: list[str], expected: set[str], prefix: str = "") -> dict:
 def duplicate_name_check(sbdb: SouthboundDB, state_dir: Path, name: str, host: str) -> dict:
     """A second Chassis row of an existing name: refused by ovsdb-server. The same chassis given again from a file
     beside the database: both skipped, each named once (in memory, no Placement)."""
-    from minbw.ops import ovn
+    from minbw.ops import ovn_chassis
     from minbw.usecases.providers import OvnSources
     refused = sbdb.try_sbctl("--", "--id=@e", "create", "Encap", "type=geneve", 'ip="10.255.255.254"',
                              f'chassis_name="{name}"', "--", "create", "Chassis", f'name="{name}"',
@@ -263,7 +263,7 @@ def duplicate_name_check(sbdb: SouthboundDB, state_dir: Path, name: str, host: s
     path.write_text(json.dumps([{"name": name, "hostname": host, "ovn-bridge-mappings":
                                  "physnet0:br-phys0,physnet1:br-phys1", "ovn-cms-options": _cms(host)}]))
     chassis, complete = OvnSources(files=(str(path),), southbound=True, sb_db=sbdb.db).read()
-    desired = ovn.desired(chassis=chassis, complete=complete, isolate=True)
+    desired = ovn_chassis.desired(chassis=chassis, complete=complete, isolate=True)
     lines = [u.skipped for u in desired.skipped]
     return {"sbctl_exit": refused.returncode, "sbctl_error": refused.stderr.strip().splitlines()[-1:],
             "chassis_read": len(chassis), "skipped_lines": lines,

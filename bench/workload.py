@@ -111,7 +111,7 @@ def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKE
     """minbw's own sync of every host's agent files, ``workers`` host trees at once, filling ``cache_file``."""
     from minbw.neutron.agentconf import load_agent_ini
     from minbw.neutron.provider_tree import desired_state
-    from minbw.ops import sync as s
+    from minbw.ops.sync import summary, sync_providers
     from minbw.placement.client import Placement
     from minbw.cache.providers import ProviderCache
     api = Placement(server.connect())
@@ -122,15 +122,15 @@ def sync_agents(server, files: dict, cache_file: Path, workers: int = SYNC_WORKE
     def every(step, done, total):
         if done % 10000 == 0:
             progress(f"exporter_scale: sync {step} {done}/{total}")
-    plan, result = s.sync(api, desired, progress=every, cache=cache, workers=workers)
+    plan, result = sync_providers(api, desired, progress=every, cache=cache, workers=workers)
     seconds = time.perf_counter() - t
-    summary = s.summary(desired, plan, result, seconds=seconds, calls=api.calls, cache=cache)
-    progress(f"exporter_scale: sync: {summary}")
+    line = summary(desired, plan, result, seconds=seconds, calls=api.calls, cache=cache)
+    progress(f"exporter_scale: sync: {line}")
     if result is None or result.writes != api.writes:
         raise BenchError(f"exporter_scale: the sync wrote {api.writes} times, its result says "
                          f"{result.writes if result else None}")
     return {"step": "agents' providers (minbw's sync)", "how": f"workers {workers}, cache on", "calls": api.calls,
-            "s": seconds, "load": loadavg(), "summary": summary}
+            "s": seconds, "load": loadavg(), "summary": line}
 
 
 CONFLICT_RETRIES = 5  # tries of one bulk POST /allocations answered 409 placement.concurrent_update

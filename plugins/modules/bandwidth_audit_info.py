@@ -91,12 +91,12 @@ checked:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import SERVICE_CLOUD_SPEC, MinbwModule
 
 
-def audit(module):
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.audit import AuditRequest, audit as run
+def audit_info(module):
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.audit import AuditRequest, audit
 
     p = module.params
-    result = run(module.cloud(), AuditRequest(fix=p['fix'], ignore_consumers=tuple(p['ignore_consumers']),
-                                              check=module.check_mode))
+    result = audit(module.cloud(), AuditRequest(fix=p['fix'], ignore_consumers=tuple(p['ignore_consumers']),
+                                                check=module.check_mode))
     report = result.to_dict()
     return module.result(result.changed, ok=result.ok, findings=report['findings'], fixes=report['fixes'],
                          checked=report['checked'])
@@ -104,7 +104,7 @@ def audit(module):
 
 def main():
     MinbwModule(dict(SERVICE_CLOUD_SPEC, fix=dict(type='bool', default=False),
-                     ignore_consumers=dict(type='list', elements='str', default=[]))).run(audit)
+                     ignore_consumers=dict(type='list', elements='str', default=[]))).run(audit_info)
 
 
 if __name__ == '__main__':

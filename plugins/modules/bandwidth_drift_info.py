@@ -105,12 +105,12 @@ providers:
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
 
 
-def drift(module):
-    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.drift import DriftRequest, drift as compare
+def drift_info(module):
+    from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.drift import DriftRequest, drift
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.providers import OvnSources
 
     p = module.params
-    result = compare(module.cloud(), DriftRequest(
+    result = drift(module.cloud(), DriftRequest(
         tuple(p['agent_configs']), p['host'], p['neutron'], chassis=OvnSources(values=tuple(p['ovn_chassis'])),
         config_dirs=tuple(p['config_dirs'] or ()),
         southbound=OvnSources(southbound=p['ovn_sb_db'] is not None, sb_db=p['ovn_sb_db'] or None,
@@ -127,7 +127,7 @@ def main():
                      config_dirs=dict(type='list', elements='path'), host=dict(type='str'),
                      neutron=dict(type='bool', default=True), ovn_chassis=dict(type='list', elements='dict', default=[]),
                      ovn_sb_db=dict(type='str'),
-                     ovn_sbctl=dict(type='list', elements='str', default=['ovn-sbctl']))).run(drift)
+                     ovn_sbctl=dict(type='list', elements='str', default=['ovn-sbctl']))).run(drift_info)
 
 
 if __name__ == '__main__':

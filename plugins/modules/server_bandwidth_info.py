@@ -137,7 +137,7 @@ def info(module):
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.servers import GuaranteeQuery, guarantee
 
     p = module.params
-    return module.result(False, **guarantee(module.cloud(), GuaranteeQuery(p['server'], tuple(p['ports']))))
+    return module.result(False, **guarantee(module.cloud(), GuaranteeQuery(p['server'], tuple(p['ports']))).to_dict())
 
 
 def main():

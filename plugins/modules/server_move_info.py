@@ -139,7 +139,7 @@ def info(module):
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.server_move import MoveStateQuery, move_state
 
     p = module.params
-    return module.result(False, **move_state(module.cloud(), MoveStateQuery(p['server'], p['expect_allocations'])))
+    return module.result(False, **move_state(module.cloud(), MoveStateQuery(p['server'], p['expect_allocations'])).to_dict())
 
 
 def main():

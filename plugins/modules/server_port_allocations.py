@@ -76,9 +76,8 @@ def ensure(module):
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.heal import HealRequest, heal
 
     result = heal(module.cloud(), HealRequest(tuple(module.params['servers']), check=module.check_mode))
-    diffs = [dict(r['diff'], before_header=r['name'], after_header=r['name']) for r in result.needed]
-    return module.result(result.changed, diff=diffs, servers=result.to_dict(),
-                         unhealed=[r['server'] for r in result.servers if r.get('error')])
+    diffs = [dict(r.plan.diff(), before_header=r.name, after_header=r.name) for r in result.needed]
+    return module.result(result.changed, diff=diffs, servers=result.to_dict(), unhealed=result.unhealed)
 
 
 def main():

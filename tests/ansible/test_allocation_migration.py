@@ -34,7 +34,7 @@ def host(api, name):
     """A compute node root and the OVS agent's br-a on physnet0 (2000 kbps), as in test_allocation_migration_placement.py."""
     root = compute_root(api, name, {"VCPU": {"total": 8}, "MEMORY_MB": {"total": 16384}, "DISK_GB": {"total": 100}})
     ini = "[ovs]\nbridge_mappings = physnet0:br-a\nresource_provider_bandwidths = br-a:2000:2000\n"
-    sync.sync(api, desired_state([load_agent_ini(ini, source="ovs.ini", host=name)]))
+    sync.sync_providers(api, desired_state([load_agent_ini(ini, source="ovs.ini", host=name)]))
     return root, next(p.uuid for p in api.list_providers() if p.name == f"{name}:Open vSwitch agent:br-a")
 
 

@@ -44,12 +44,12 @@ def test_audit_finds_and_fixes_leaks_and_stale_bindings(demo, cloud):
 
     # admin alone may not clear a binding (Neutron: service role only): that fix fails, clearly, the other is done
     refused = apply_fixes(conn, api, plan)
-    assert [(f["subject"], f["done"]) for f in refused] == [(leaked, True), (stray.id, False)], refused
-    assert "service role" in refused[1]["error"] and "--service-cloud" in refused[1]["error"], refused
+    assert [(f.op.subject, f.done) for f in refused] == [(leaked, True), (stray.id, False)], refused
+    assert "service role" in refused[1].error and "--service-cloud" in refused[1].error, refused
     plan = run_audit(conn, api)
     assert {(f.kind, f.subject) for f in plan.findings} == {(STALE_BINDING, stray.id)}
     done = apply_fixes(conn, api, plan, binding_conn=service)
-    assert all(f["done"] for f in done), done
+    assert all(f.done for f in done), done
     left = api.get_allocations(leaked)["allocations"]
     assert {rp: a["resources"] for rp, a in left.items()} == {root: {"VCPU": 1}}  # only bandwidth goes
     assert "allocation" not in (conn.network.get_port(stray.id).binding_profile or {})

@@ -29,7 +29,7 @@ from openstack.exceptions import HttpException
 from minbw.dataplane import ovs
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
-from minbw.ops.sync import sync
+from minbw.ops.sync import sync_providers
 from minbw.placement.client import Placement
 from tests.e2e.test_operators_checks import checks, run_checks
 from tests.support.dataplane.reproduce import agent_run
@@ -220,7 +220,7 @@ def test_the_real_ovs_agent_enforces_follows_a_policy_change_and_leaves_its_rows
     # next test expects none)
     desired = desired_state([load_agent_ini(cloud.ovs_ini.read_text(), source=str(cloud.ovs_ini), host=HOST)])
     before = {p.uuid for p in api.list_providers()}
-    sync(api, desired)
+    sync_providers(api, desired)
     # what an earlier run left in the switch (none in a fresh cloud) is not this test's
     db = ovs.read(switch.remote)
     left = {q.uuid for q in db.qos} | {q.external_ids.get("port") for q in db.queues}

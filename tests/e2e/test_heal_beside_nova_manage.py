@@ -19,7 +19,7 @@ import pytest
 from minbw.neutron import naming
 from minbw.ops import servers
 from minbw.ops.audit import run_audit
-from minbw.ops.heal import heal
+from minbw.ops.heal import heal_servers
 from minbw.placement.client import Placement
 from minbw.plan.audit import DOUBLE
 
@@ -94,43 +94,43 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
             break_allocation(api, vm.id)
         if status in ("binding", "both"):
             break_binding(service, port.id)
-        assert not servers.verify(conn, vm.id, api)["ok"]
+        assert not servers.verify(conn, vm.id, api).ok
 
     damage()
     broken = state(api, conn, vm.id, port.id)
     assert broken != healthy
-    planned = heal(conn, api, [vm.id], check=True)[0]
+    planned = heal_servers(conn, api, [vm.id], check=True)[0].to_dict()
     assert planned["plan"]["healable"] and planned["plan"]["ops"], planned
     assert [g["status"] for g in planned["plan"]["groups"]] == [status]
     assert state(api, conn, vm.id, port.id) == broken  # check mode wrote nothing
     if status != "allocation":
         # admin alone may not write binding:profile (Neutron: service role only): nothing is left half-healed
-        refused = heal(conn, api, [vm.id])[0]
+        refused = heal_servers(conn, api, [vm.id])[0].to_dict()
         assert refused["healed"] is False and "service role" in refused["error"], refused
         assert state(api, conn, vm.id, port.id) == broken
         if status == "both":  # the allocation written first was rolled back
             assert refused["rolled_back"] and "NOT undone" not in " ".join(refused["rolled_back"]), refused
-    done = heal(conn, api, [vm.id], binding_conn=service)[0]
+    done = heal_servers(conn, api, [vm.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True and done["error"] is None, done
-    assert servers.verify(conn, vm.id, api)["ok"], servers.verify(conn, vm.id, api)["problems"]
+    assert servers.verify(conn, vm.id, api).ok, servers.verify(conn, vm.id, api).to_dict()["problems"]
     assert state(api, conn, vm.id, port.id) == healthy
-    assert heal(conn, api, [vm.id])[0]["plan"]["ops"] == []  # healed: nothing left to do
+    assert heal_servers(conn, api, [vm.id])[0].to_dict()["plan"]["ops"] == []  # healed: nothing left to do
 
     # the same damage, healed by nova-manage: record what it did
     damage()
     allocs_before = state(api, conn, vm.id, port.id)[0]
     ran = nova_manage(cloud, vm.id)
-    after = servers.verify(conn, vm.id, api)
+    after = servers.verify(conn, vm.id, api).to_dict()
     allocs_after, binding_after = state(api, conn, vm.id, port.id)
     audit_after = [f.to_dict() for f in run_audit(conn, api).findings if f.subject == vm.id]
-    final = heal(conn, api, [vm.id], binding_conn=service)[0]
+    final = heal_servers(conn, api, [vm.id], binding_conn=service)[0].to_dict()
     record = {"case": case, "kbps": kbps, "nova_manage_exit": ran["exit"], "guarantee_holds_after": after["ok"],
               "allocation_as_healthy": allocs_after == healthy[0], "binding_as_healthy": binding_after == healthy[1],
               "bandwidth_before": bandwidth(allocs_before), "bandwidth_after": bandwidth(allocs_after),
               "binding_after": binding_after, "problems_after": after["problems"], "output": ran["output"],
               "audit_after": [{k: f[k] for k in ("kind", "detail")} for f in audit_after],
               "minbw_after_nova_manage": {"healed": final.get("healed"), "error": final.get("error"),
-                                          "guarantee_holds": servers.verify(conn, vm.id, api)["ok"]}}
+                                          "guarantee_holds": servers.verify(conn, vm.id, api).ok}}
     OUT.mkdir(exist_ok=True)
     path = OUT / "heal_comparison.json"
     table = json.loads(path.read_text()) if path.exists() else {}
@@ -182,7 +182,7 @@ def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud,
         proxy.add(Rule("PUT", rf"/ports/{port.id}$", fault, nth=(1,)))
         # the service user, its Neutron calls through the proxy
         proxied = cloud.connect({"network_endpoint_override": proxy.url}, **auth)
-        got = heal(conn, api, [vm.id], binding_conn=proxied)[0]
+        got = heal_servers(conn, api, [vm.id], binding_conn=proxied)[0].to_dict()
         assert [x.status for x in proxy.log if x.fault] == ([200] if fault == "reset_after" else [None])
     finally:
         proxy.stop()
@@ -190,6 +190,6 @@ def test_heal_undoes_everything_when_neutron_gives_no_usable_answer(demo, cloud,
     undone = got["rolled_back"]
     assert len(undone) == 2 and not any("NOT undone" in u for u in undone), got
     assert state(api, conn, vm.id, port.id) == broken  # nothing half-healed: the allocation and the binding as before
-    done = heal(conn, api, [vm.id], binding_conn=service)[0]
+    done = heal_servers(conn, api, [vm.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True, done
-    assert servers.verify(conn, vm.id, api)["ok"]
+    assert servers.verify(conn, vm.id, api).ok

@@ -10,7 +10,7 @@ from minbw.placement.mapping import mapping_from_candidate
 from minbw.placement.client import Placement
 from minbw.neutron.provider_tree import desired_state
 from minbw.model.requests import ServerRequest
-from minbw.ops.sync import sync
+from minbw.ops.sync import sync_providers
 
 HYPERVISOR = "devstack0"
 
@@ -38,7 +38,7 @@ def test_neutron_creates_the_tree_minbw_predicts(cloud):
     children = {p.uuid for p in api.list_providers(in_tree=root.uuid) if p.parent_uuid in agents}
     assert children == {p.uuid for p in desired.providers if p.role == "device"}
     # and our sync would write nothing to that Placement
-    plan, applied = sync(api, desired, check=True)
+    plan, applied = sync_providers(api, desired, check=True)
     assert plan.writes() == 0 and applied is None, [op.to_dict() for op in plan.ops]
     # seed 003's UUIDs
     assert api.get_provider("f9c9ce07-679d-5d72-ac5f-31720811629a").name == "devstack0:Open vSwitch agent:br-test"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
-from minbw.ops.sync import sync
+from minbw.ops.sync import sync_providers
 from minbw.placement.client import Placement
 from tests.e2e.test_enforcement_cloud import HOST, real_switch, show
 
@@ -60,7 +60,7 @@ def test_the_guides_sample_usage_with_the_data_plane_read_at_every_step(demo_plu
     api = Placement(conn)
     desired = desired_state([load_agent_ini(cloud.ovs_ini.read_text(), source=str(cloud.ovs_ini), host=HOST)])
     before = {p.uuid for p in api.list_providers()}
-    sync(api, desired)
+    sync_providers(api, desired)
     made: list[tuple[str, ...]] = []  # the delete commands of what the scenario makes, run in reverse at the end
     try:
         # as admin: the network, its subnet, the policy and its two rules. Nothing is bound: no check of them
@@ -114,13 +114,13 @@ def test_the_guides_sample_usage_with_the_data_plane_read_at_every_step(demo_plu
         # give, and the NIC's line says so (exit 3); the file put right again, the NIC is clean
         wrong = cloud.ovs_ini.read_text().replace("br-test:1500:1500", "br-test:25000000:25000000")
         assert wrong != cloud.ovs_ini.read_text()
-        sync(api, desired_state([load_agent_ini(wrong, source=str(cloud.ovs_ini), host=HOST)]))
+        sync_providers(api, desired_state([load_agent_ini(wrong, source=str(cloud.ovs_ini), host=HOST)]))
         code, document, err = show(cloud, real_switch(cloud))
         (nic,) = [n for n in document["nics"] if n["bridge"] == "br-test"]
         assert (code, nic["speed_kbps"], nic["inventory_kbps"], nic["errors"]) == (3, 10_000_000, 25_000_000, [
             "Placement's inventory (25000000 kbps) is above the link's speed (10000000 kbps)",
             "Placement's ingress inventory (25000000 kbps) is above the link's speed (10000000 kbps)"]), (document, err)
-        sync(api, desired)
+        sync_providers(api, desired)
         code, document, err = show(cloud, real_switch(cloud))
         (nic,) = [n for n in document["nics"] if n["bridge"] == "br-test"]
         assert (nic["inventory_kbps"], nic["errors"]) == (1500, []), (document, err)

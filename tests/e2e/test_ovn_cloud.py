@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 from minbw.neutron import naming
-from minbw.ops import server_move, ovn, servers
+from minbw.ops import ovn_chassis, server_move, servers
 from minbw.ops.audit import apply_fixes, run_audit
 from tests.conftest import run_drift
-from minbw.ops.heal import heal
-from minbw.ops.sync import sync
+from minbw.ops.heal import heal_servers
+from minbw.ops.sync import sync_providers
 from minbw.placement.client import Placement
 from minbw.plan.audit import LEAK
 
@@ -34,7 +34,7 @@ def br_test(host: str) -> str:
 
 
 def southbound(cloud) -> list:
-    return ovn.read_southbound(cloud.env["MINICLOUD_OVN_SB_DB"])
+    return ovn_chassis.read_southbound(cloud.env["MINICLOUD_OVN_SB_DB"])
 
 
 def ovs_db(cloud, host: str) -> str:
@@ -78,7 +78,7 @@ def holds_on_the_right_bridge(api, conn, server, port, group):
     bound = conn.network.get_port(port.id)
     assert bound.binding_profile["allocation"] == {group: rp}
     assert bound.binding_host_id == host and bound.binding_vif_type == "ovs"
-    verdict = servers.verify(conn, server.id, api)
+    verdict = servers.verify(conn, server.id, api).to_dict()
     assert verdict["ok"], verdict["problems"]
     return host
 
@@ -91,7 +91,7 @@ def test_ovn_binding_needs_neutrons_placement_plugin(demo_ovn_plugin_off, cloud_
     must be loaded; minbw's sync complements its reporting, it cannot replace the plugin."""
     cloud, conn = cloud_ovn_plugin_off, demo_ovn_plugin_off.conn
     api = Placement(conn)
-    desired = ovn.desired(chassis=southbound(cloud), complete=True)
+    desired = ovn_chassis.desired(chassis=southbound(cloud), complete=True)
     assert {p.name for p in desired.providers} == {
         name for h in HOSTS for name in (f"{h}:OVN Controller agent", f"{h}:OVN Controller agent:br-test",
                                          f"{h}:OVN Controller agent:br-ex")}
@@ -101,7 +101,7 @@ def test_ovn_binding_needs_neutrons_placement_plugin(demo_ovn_plugin_off, cloud_
     out = minbw(cloud, "provider", "sync", "--ovn-sb-db", cloud.env["MINICLOUD_OVN_SB_DB"], "--no-cache", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["result"]["writes"] > 0
-    assert sync(api, desired, check=True)[0].writes() == 0
+    assert sync_providers(api, desired, check=True)[0].writes() == 0
 
     policy = demo_ovn_plugin_off.policy("e2e-ovn-off-qp", bw=[("egress", 1000), ("ingress", 1000)])
     port = demo_ovn_plugin_off.port("e2e-ovn-off-port", policy)
@@ -119,7 +119,7 @@ def test_ovn_binding_needs_neutrons_placement_plugin(demo_ovn_plugin_off, cloud_
     # leave Placement as Neutron found it
     conn.compute.delete_server(server)
     conn.compute.wait_for_delete(server, wait=120)
-    _, gone = sync(api, desired, absent=True)
+    _, gone = sync_providers(api, desired, absent=True)
     assert gone.writes == len(desired.providers) and not gone.kept
 
 
@@ -128,11 +128,11 @@ def test_neutron_reports_the_tree_minbw_computes(cloud_ovn):
     options: nothing to write, no drift between the chassis options, the southbound and Placement."""
     conn = cloud_ovn.connect()
     api = Placement(conn)
-    desired = ovn.desired(chassis=southbound(cloud_ovn), complete=True)
-    plan, _ = sync(api, desired, check=True)
+    desired = ovn_chassis.desired(chassis=southbound(cloud_ovn), complete=True)
+    plan, _ = sync_providers(api, desired, check=True)
     assert plan.writes() == 0, [str(op) for op in plan.ops]
     assert {p.uuid for p in plan.providers} == set(desired.by_uuid())
-    rows = run_drift(conn, api, chassis=[ovn.read_open_vswitch(ovs_db(cloud_ovn, h)) for h in HOSTS],
+    rows = run_drift(conn, api, chassis=[ovn_chassis.read_open_vswitch(ovs_db(cloud_ovn, h)) for h in HOSTS],
                      southbound=southbound(cloud_ovn))
     assert rows and all(r.agree for r in rows), [r.to_dict() for r in rows if not r.agree]
     assert {s for r in rows for s in r.sides} == {"ini", "agent", "placement"}
@@ -150,8 +150,8 @@ def test_minbw_sync_alone_when_neutron_does_not_report(demo_ovn, cloud_ovn):
     southbound database, brings them back; the server then holds its bandwidth on the right OVN bridge."""
     conn = demo_ovn.conn
     api = Placement(conn)
-    desired = ovn.desired(chassis=southbound(cloud_ovn), complete=True)
-    _, gone = sync(api, desired, absent=True)
+    desired = ovn_chassis.desired(chassis=southbound(cloud_ovn), complete=True)
+    _, gone = sync_providers(api, desired, absent=True)
     assert gone.writes == len(desired.providers)
     time.sleep(5)
     assert not [p for p in api.list_providers() if p.uuid in desired.by_uuid()], "Neutron re-created them"
@@ -184,8 +184,8 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
     # heal: the port lost its binding allocation (cleared with the service role); heal writes it back
     service = cloud_ovn.connect(username="nova", password="minicloud-secret", project_name="service")
     service.network.update_port(port.id, binding_profile={})
-    assert not servers.verify(conn, server.id, api)["ok"]
-    done = heal(conn, api, [server.id], binding_conn=service)[0]
+    assert not servers.verify(conn, server.id, api).ok
+    done = heal_servers(conn, api, [server.id], binding_conn=service)[0].to_dict()
     assert done["healed"] is True, done
     holds_on_the_right_bridge(api, conn, moved, port, group)
 
@@ -196,7 +196,7 @@ def test_boot_migrate_heal_audit_on_ovn(demo_ovn, cloud_ovn):
                                  "project_id": moved.project_id, "user_id": moved.user_id, "consumer_generation": None})
     plan = run_audit(conn, api)
     assert {(f.kind, f.subject) for f in plan.findings} == {(LEAK, leaked)}
-    assert all(f["done"] for f in apply_fixes(conn, api, plan))
+    assert all(f.done for f in apply_fixes(conn, api, plan))
     assert run_audit(conn, api).ok
 
 
@@ -233,7 +233,7 @@ def test_drift_after_the_chassis_options_change_on_one_compute(cloud_ovn, playbo
         chassis = playbook(HERE / "playbooks" / "ovn_chassis.yml", moved).result["chassis"]["chassis"]
         wait("the southbound copy", lambda: "devstack9" in {
             c.name: c.cms_options for c in southbound(cloud_ovn)}["chassis-devstack1"])
-        plan, _ = sync(api, ovn.desired(chassis=southbound(cloud_ovn), complete=True), check=True)
+        plan, _ = sync_providers(api, ovn_chassis.desired(chassis=southbound(cloud_ovn), complete=True), check=True)
         assert any("no resource provider named 'devstack9'" in w for w in plan.warnings), plan.warnings
         api.create_provider("0b5bc8b8-5a1c-4a7e-9d1b-2b2f1c1e0a99", "devstack9", None)
         time.sleep(5)  # Neutron had its chance: it reads a chassis on create and on option changes only
@@ -258,5 +258,5 @@ def test_drift_after_the_chassis_options_change_on_one_compute(cloud_ovn, playbo
             if p.name.startswith("devstack9"):
                 api.delete_provider(p.uuid)
         # the restored options are an update event: Neutron puts devstack1's providers back
-        wait("Neutron's providers of the restored options", lambda: sync(
-            api, ovn.desired(chassis=southbound(cloud_ovn), complete=True), check=True)[0].writes() == 0)
+        wait("Neutron's providers of the restored options", lambda: sync_providers(
+            api, ovn_chassis.desired(chassis=southbound(cloud_ovn), complete=True), check=True)[0].writes() == 0)

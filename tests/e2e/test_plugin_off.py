@@ -8,7 +8,7 @@ from minbw.ops import servers
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.placement.client import Placement
 from minbw.neutron.provider_tree import desired_state
-from minbw.ops.sync import sync
+from minbw.ops.sync import sync_providers
 
 HYPERVISOR = "devstack0"
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
@@ -24,9 +24,9 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
                              for p in (cloud_plugin_off.ovs_ini, cloud_plugin_off.sriov_ini)])
     assert not [p for p in api.list_providers() if p.uuid in desired.by_uuid()], "nobody reported providers yet"
 
-    plan, applied = sync(api, desired)
+    plan, applied = sync_providers(api, desired)
     assert applied.writes == plan.writes() > 0
-    assert sync(api, desired, check=True)[0].writes() == 0
+    assert sync_providers(api, desired, check=True)[0].writes() == 0
 
     # the OVS port: bandwidth on our br-test provider, the binding names it
     policy = demo_plugin_off.policy("e2e-off", bw=[("egress", 1000), ("ingress", 1000)])
@@ -39,7 +39,7 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
     bound = conn.network.get_port(port.id)
     assert bound.binding_profile["allocation"] == {group: BR_TEST}
     assert bound.binding_vif_type == "ovs"
-    verdict = servers.verify(conn, server.id)
+    verdict = servers.verify(conn, server.id).to_dict()
     assert verdict["ok"], verdict["problems"]
 
     # the SR-IOV direct port: a VF of PF devstack0-ens1, the bandwidth on our provider of that PF
@@ -55,5 +55,5 @@ def test_our_sync_alone_lets_nova_schedule_and_neutron_bind(demo_plugin_off, clo
     assert bound.binding_vif_type == "hw_veb" and bound.binding_profile["physical_network"] == "physnet0"
     assert api.get_allocations(vm.id)["allocations"][pf_rp]["resources"] == {
         "NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
-    verdict = servers.verify(conn, vm.id)
+    verdict = servers.verify(conn, vm.id).to_dict()
     assert verdict["ok"], verdict["problems"]

@@ -32,7 +32,7 @@ import pytest
 
 from minbw.errors import NoValidHost, PlacementError
 from minbw.ops import claims, segments
-from minbw.ops.schedule import schedule
+from minbw.ops.schedule import schedule_ports
 from minbw.placement.client import Placement
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 128, "DISK_GB": 1}
@@ -267,7 +267,7 @@ def minbw(env, *args, exit_code=0):
 
 
 def release(service, api, result):
-    claims.free(api, result["consumer"])
+    claims.free_allocations(api, result["consumer"])
     for b in result["bindings"]:
         service.network.update_port(b["port"], binding_host_id="", binding_profile={})
 
@@ -275,7 +275,7 @@ def release(service, api, result):
 def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(routed_single, playbook):
     routed = routed_single
     conn, api = routed.conn, Placement(routed.conn)
-    report = segments.report(conn, api, [routed.net.id])
+    report = segments.report_segments(conn, api, [routed.net.id])
     by_name = {s["name"]: s for s in report["segments"]}
     for i, rack in enumerate(("rack0", "rack1")):
         seg = by_name[f"{routed.net.name}-{rack}"]
@@ -303,7 +303,7 @@ def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(rout
         {s.id: 6 for s in routed.seg.values()}
     warm = playbook(path, {"networks": [routed.net.id]})
     assert not warm.failed and not warm.result["changed"] and warm.result["plan"]["writes"] == 0, warm.output
-    assert segments.report(conn, api, [routed.net.id])["in_sync"]
+    assert segments.report_segments(conn, api, [routed.net.id])["in_sync"]
 
 
 def counts(api, seg_id):
@@ -451,7 +451,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     port = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred")
     routed.demo.ports.append(port)
     assert not port.fixed_ips  # routed network, no host yet: Neutron defers the address
-    result = schedule(conn, api, [port.id], FLAVOR, service_conn=service)
+    result = schedule_ports(conn, api, [port.id], FLAVOR, service_conn=service)
     try:
         assert result["host"] == "devstack1", result
         (choice,) = result["segments"]
@@ -516,7 +516,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     routed.demo.ports.append(late)
     with pytest.raises(NoValidHost, match=r"no segment of its network can take it: segment .*-rack0 \(rack0\): no "
                                           r"host in its aggregate has free IPv4 addresses"):
-        schedule(conn, api, [late.id], FLAVOR, service_conn=service)
+        schedule_ports(conn, api, [late.id], FLAVOR, service_conn=service)
     assert not conn.network.get_port(late.id).binding_host_id
 
 
@@ -525,7 +525,7 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
     conn, api = demo_two_hosts.conn, Placement(demo_two_hosts.conn)
     pol = demo_two_hosts.policy("e2e-sched-300", bw=[("egress", 300)])
     port = demo_two_hosts.port("e2e-sched-port", pol)
-    first = schedule(conn, api, [port.id], FLAVOR, check=True)["host"]
+    first = schedule_ports(conn, api, [port.id], FLAVOR, check=True)["host"]
     other = {"devstack0": "devstack1", "devstack1": "devstack0"}[first]
     cloud_two_hosts.cloud_sh("stop-agents", first)
     try:
@@ -540,14 +540,14 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
         consumer = "6d1f4a2c-5b3e-4c7d-9e8f-0a1b2c3d4e5f"
         with pytest.raises(NoValidHost, match=rf"{first}: port e2e-sched-port: binding failed \(vif_type "
                                               rf"binding_failed\).*Nothing is left bound or claimed") as err:
-            schedule(conn, api, [port.id], FLAVOR, consumer=consumer, max_hosts=1, service_conn=service)
+            schedule_ports(conn, api, [port.id], FLAVOR, consumer=consumer, max_hosts=1, service_conn=service)
         assert [a["outcome"] for a in err.value.attempts] == ["binding-failed"]
         left = conn.network.get_port(port.id)
         assert not left.binding_host_id and not (left.binding_profile or {}).get("allocation")
         assert not api.get_allocations(consumer).get("allocations")
 
         # alternates: the binding fails on the dead host, the port is unbound, the other host takes it all
-        result = schedule(conn, api, [port.id], FLAVOR, consumer=consumer, service_conn=service)
+        result = schedule_ports(conn, api, [port.id], FLAVOR, consumer=consumer, service_conn=service)
         try:
             assert [a["outcome"] for a in result["attempts"]] == ["binding-failed", "claimed"], result["attempts"]
             assert result["host"] == other
@@ -571,13 +571,13 @@ def test_a_qos_port_on_a_multi_physnet_network_uses_any_segment_with_any_traits(
     a = demo.port("e2e-rack-a", pol, network=routed.net)
     b = demo.port("e2e-rack-b", pol, network=routed.net)
     # Neutron's request: only the first segment's physnet, so devstack0 (rack0)
-    ra = schedule(conn, api, [a.id], FLAVOR, service_conn=service)
+    ra = schedule_ports(conn, api, [a.id], FLAVOR, service_conn=service)
     try:
         assert ra["host"] == "devstack0"
         assert ra["ports"][0]["mode"] == "neutron"
         assert "only the first (CUSTOM_PHYSNET_RACK0) is requested" in " ".join(ra["ports"][0]["notes"])
         with pytest.raises(NoValidHost):
-            schedule(conn, api, [b.id], FLAVOR, service_conn=service)  # rack0 has 400 left, rack1 is not asked
+            schedule_ports(conn, api, [b.id], FLAVOR, service_conn=service)  # rack0 has 400 left, rack1 is not asked
         assert not conn.network.get_port(b.id).binding_host_id
         # the command, as an operator runs it: minbw schedules, binds and claims (Nova's query with the port's
         # any-traits group kept, noted: Nova never sees it); issue 41: it was refused

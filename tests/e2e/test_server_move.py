@@ -4,7 +4,7 @@ and devstack1, each with br-test on physnet0, 1500 kbps each way).
 A server with one QoS port (minimum_bandwidth 1000 kbps egress and ingress, vnic normal) boots on devstack0 and is
 moved: cold migrate + confirm, resize + revert, live migration, evacuation (source really stopped and forced down,
 then back), shelve offload + unshelve, and a QoS port attached and detached. At every step the core
-(:func:`minbw.ops.server_move.move_state`) must find no problem, and the test asserts the values themselves: who holds
+(:func:`minbw.ops.server_move.read_move_state`) must find no problem, and the test asserts the values themselves: who holds
 what on which provider, the ports' binding host and ``binding:profile.allocation``, the providers' usage. Migrate +
 confirm and resize + revert also run through the role ``minbw.openstack.bandwidth_move``.
 """
@@ -42,7 +42,7 @@ class Mover:
             h: f"{h}:Open vSwitch agent:br-test" for h in BR}
 
     def state(self, phase: str, **kwargs) -> dict:
-        st = server_move.move_state(self.conn, self.server.id, self.api, **kwargs)
+        st = server_move.read_move_state(self.conn, self.server.id, self.api, **kwargs).to_dict()
         assert st["problems"] == [] and st["ok"] is True, st["problems"]
         assert st["phase"] == phase, (st["phase"], st["notes"])
         return st
@@ -71,7 +71,7 @@ class Mover:
         assert st["groups"] == {self.server.id: {self.group: {"provider": BR[host],
                                                                "provider_name": f"{host}:Open vSwitch agent:br-test"}}}
         if st["server"]["status"] == "ACTIVE":  # server_bandwidth_info's verdict agrees
-            assert servers.verify(self.conn, self.server.id, self.api)["problems"] == []
+            assert servers.verify(self.conn, self.server.id, self.api).to_dict()["problems"] == []
 
     def verify_resize(self, source: str, target: str, flavor=FLAVOR, old_flavor=FLAVOR) -> dict:
         """VERIFY_RESIZE: the migration's uuid holds the source, the server the target, the port names the target."""
@@ -96,7 +96,7 @@ def test_cold_migrate_then_confirm(mover):
     server_move.migrate(mover.conn, mover.server.id)  # the scheduler must pick the other host
     mover.verify_resize("devstack0", "devstack1")
     got = server_move.confirm(mover.conn, mover.server.id)
-    assert got["migration"].status == "confirmed"
+    assert got.migration.status == "confirmed"
     mover.settled_on("devstack1", mover.state("settled"))
 
 
@@ -118,7 +118,7 @@ def test_resize_then_revert(mover, demo_two_hosts):
 
 def test_live_migration(mover):
     got = server_move.live_migrate(mover.conn, mover.server.id, host="devstack1")
-    assert (got["migration"].status, got["migration"].migration_type) == ("completed", "live-migration")
+    assert (got.migration.status, got.migration.migration_type) == ("completed", "live-migration")
     st = mover.state("settled")
     assert st["migration"]["dest_compute"] == "devstack1"
     mover.settled_on("devstack1", st)
@@ -130,10 +130,10 @@ def test_evacuation_from_a_failed_host(mover, cloud_two_hosts):
     cloud_two_hosts.cloud_sh("stop-compute", "devstack0")
     stopped = True
     try:
-        assert server_move.force_down(conn, "devstack0", True)["forced_down"] is True
+        assert server_move.force_down(conn, "devstack0", True).forced_down is True
         got = server_move.evacuate(conn, mover.server.id, host="devstack1")
         # compute API 2.95+: Nova leaves the evacuated server stopped
-        assert (got["server"]["status"], got["migration"].status) == ("SHUTOFF", "done")
+        assert (got.server["status"], got.migration.status) == ("SHUTOFF", "done")
         st = mover.state("evacuated")
         # Nova's evacuation: the server consumer holds the source AND the target; no migration consumer
         assert st["allocations"][mover.server.id] == {**mover.on("devstack0"), **mover.on("devstack1")}
@@ -146,8 +146,8 @@ def test_evacuation_from_a_failed_host(mover, cloud_two_hosts):
         cloud_two_hosts.cloud_sh("start-compute", "devstack0")  # the host is back: init_host cleans up
         stopped = False
         got = server_move.wait_evacuation_cleanup(conn, mover.server.id)
-        assert got["migration"].status == "completed"
-        assert server_move.force_down(conn, "devstack0", False)["forced_down"] is False
+        assert got.migration.status == "completed"
+        assert server_move.force_down(conn, "devstack0", False).forced_down is False
         mover.settled_on("devstack1", mover.state("settled"))
         server_move.start(conn, mover.server.id)
         mover.settled_on("devstack1", mover.state("settled"))
@@ -163,7 +163,7 @@ def test_evacuation_from_a_failed_host(mover, cloud_two_hosts):
 
 def test_shelve_offload_then_unshelve(mover):
     got = server_move.shelve(mover.conn, mover.server.id)
-    assert got["server"]["status"] == "SHELVED_OFFLOADED"
+    assert got.server["status"] == "SHELVED_OFFLOADED"
     st = mover.state("shelved_offloaded")
     assert st["allocations"] == {mover.server.id: {}}
     port = mover.conn.network.get_port(mover.port.id)
@@ -180,7 +180,7 @@ def test_interface_attach_and_detach(mover, demo_two_hosts):
     group = extra.resource_request["request_groups"][0]["id"]
     conn.compute.create_server_interface(mover.server.id, port_id=extra.id)
     # the attached port's group joins the server's allocation, on the same br-test (1000 + 300)
-    result = servers.verify(conn, mover.server.id, mover.api)
+    result = servers.verify(conn, mover.server.id, mover.api).to_dict()
     assert result["ok"] is True, result["problems"]
     assert result["groups"] == {g: {"provider": BR["devstack0"], "provider_name": "devstack0:Open vSwitch agent:br-test"}
                                 for g in (mover.group, group)}
@@ -196,7 +196,7 @@ def test_interface_attach_and_detach(mover, demo_two_hosts):
         time.sleep(0.5)
     port = conn.network.get_port(extra.id)
     assert (port.device_id, port.binding_host_id, port.binding_profile) == ("", "", {})
-    result = servers.verify(conn, mover.server.id, mover.api)
+    result = servers.verify(conn, mover.server.id, mover.api).to_dict()
     assert result["ok"] is True and list(result["groups"]) == [mover.group]
     assert result["allocations"][BR["devstack0"]] == {"resources": BW}
     mover.settled_on("devstack0", mover.state("settled"))

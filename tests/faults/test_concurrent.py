@@ -43,7 +43,7 @@ def test_same_host_synced_by_three_processes_at_once(placement, forker, tmp_path
     for d in done:
         assert d["result"] is None or d["result"]["writes"] == len(d["ops"])
     placement.counter.reset()
-    plan, result = s.sync(placement, desired(*hosts), create_root=create_root)
+    plan, result = s.sync_providers(placement, desired(*hosts), create_root=create_root)
     assert plan.ops == () and placement.counter.writes == 0
 
 

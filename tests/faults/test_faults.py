@@ -54,7 +54,7 @@ def test_503_then_answer_is_retried(placement, proxied, hosts):
     proxied.proxy.add(Rule("PUT", TRAITS, "503", nth=(1, 2)), Rule("GET", PROVIDERS, "503"))
     api = proxied.api(timeout=UNHURRIED)
     want = desired("hostA", "hostB")
-    plan, result = s.sync(api, want)
+    plan, result = s.sync_providers(api, want)
     assert result.writes == len(plan.ops) and api.retried == 3 and api.converged == 0
     converged(placement, want, hosts)
 
@@ -62,7 +62,7 @@ def test_503_then_answer_is_retried(placement, proxied, hosts):
 def test_injected_409_concurrent_update_is_retried_at_the_new_generation(placement, proxied, hosts):
     proxied.proxy.add(Rule("PUT", INVENTORIES, "409", nth=(1, 3)))
     want = desired("hostA", "hostB")
-    plan, result = s.sync(proxied.api(), want)
+    plan, result = s.sync_providers(proxied.api(), want)
     assert result.retries == 2 and result.writes == len(plan.ops)
     converged(placement, want, hosts)
 
@@ -70,7 +70,7 @@ def test_injected_409_concurrent_update_is_retried_at_the_new_generation(placeme
 def test_real_409_from_a_concurrent_writer(placement, proxied, hosts):
     """Another writer changes the provider between our read and our write: the real Placement's 409."""
     want = desired("hostA")
-    s.sync(placement, want)
+    s.sync_providers(placement, want)
     br = next(p for p in want.providers if p.name.endswith("br-test"))
     placement.create_trait("CUSTOM_STALE")
     placement.set_provider_traits(br.uuid, {"CUSTOM_STALE"}, placement.get_provider_traits(br.uuid)[1])
@@ -79,7 +79,7 @@ def test_real_409_from_a_concurrent_writer(placement, proxied, hosts):
         invs, gen = placement.get_inventories(br.uuid)
         placement.set_inventories(br.uuid, invs, gen)
     proxied.proxy.add(Rule("PUT", f"/resource_providers/{br.uuid}/traits", "call", call=other_writer))
-    plan, result = s.sync(proxied.api(), want)
+    plan, result = s.sync_providers(proxied.api(), want)
     assert [op.action for op in plan.ops] == ["set_traits"] and result.retries == 1
     statuses = [x.status for x in proxied.proxy.log if x.method == "PUT"]
     assert statuses == [409, 200]   # Placement's own conflict, then our write at the re-read generation
@@ -90,7 +90,7 @@ def test_slow_answer_within_the_timeout(placement, proxied, hosts):
     proxied.proxy.add(Rule("*", "", "slow", nth=(2, 5, 9), delay=0.5))
     want = desired("hostA")
     api = proxied.api(timeout=UNHURRIED)
-    s.sync(api, want)
+    s.sync_providers(api, want)
     assert api.retried == 0
     converged(placement, want, hosts)
 
@@ -104,7 +104,7 @@ def test_answer_slower_than_the_timeout_after_placement_applied_it(placement, pr
     proxied.proxy.add(Rule(method, path, "slow_after", delay=SLOW))
     want = desired("hostA")
     api = proxied.api()
-    plan, result = s.sync(api, want)
+    plan, result = s.sync_providers(api, want)
     assert api.converged == result.found_applied == 1 and result.writes == len(plan.ops)
     converged(placement, want, hosts)
 
@@ -117,7 +117,7 @@ def test_connection_reset_or_server_error(placement, proxied, hosts, method, pat
     proxied.proxy.add(Rule(method, path, fault, nth=(2,)))
     want = desired("hostA", "hostB")
     api = proxied.api(timeout=UNHURRIED)
-    plan, result = s.sync(api, want)
+    plan, result = s.sync_providers(api, want)
     assert result.writes == len(plan.ops) and api.retried >= 1
     # after the fault the write was re-read: found (the fault came after forwarding) or written again (before)
     assert api.converged == (1 if fault in ("reset_after", "500_after") and method != "GET" else 0)
@@ -134,7 +134,7 @@ def test_create_answered_409_duplicate_is_read_back(placement, proxied, hosts):
         placement.create_provider(agent.uuid, agent.name, hosts[0])
     proxied.proxy.add(Rule("POST", PROVIDERS, "call", call=concurrent_create))
     api = proxied.api()
-    plan, result = s.sync(api, want)
+    plan, result = s.sync_providers(api, want)
     assert proxied.proxy.log[[x.method for x in proxied.proxy.log].index("POST")].status == 409
     assert api.converged == 1 and result.writes == len(plan.ops)
     converged(placement, want, hosts)
@@ -144,7 +144,7 @@ def test_unavailable_placement_is_a_partial_apply_naming_what_was_and_was_not_wr
     proxied.proxy.add(Rule("PUT", INVENTORIES, "503", nth=None))
     want = desired("hostA", "hostB")
     with pytest.raises(PartialApply) as err:
-        s.sync(proxied.api(), want)
+        s.sync_providers(proxied.api(), want)
     e = err.value
     assert isinstance(e.cause, PlacementUnavailable) and e.cause.status == 503 and e.cause.tries == 4
     assert e.cause.maybe_applied  # a write went out without an answer it could use
@@ -157,24 +157,24 @@ def test_unavailable_placement_is_a_partial_apply_naming_what_was_and_was_not_wr
     plan = s.make_plan(want, s.observe(placement, want))
     assert sorted(map(repr, plan.ops)) == sorted(map(repr, e.pending))
     proxied.proxy.clear()
-    s.sync(proxied.api(), want)
+    s.sync_providers(proxied.api(), want)
     converged(placement, want, hosts)
 
 
 def test_reset_before_every_try_reports_maybe_applied_and_nothing_was(placement, proxied, hosts):
     want = desired("hostA")
-    s.sync(placement, want)
+    s.sync_providers(placement, want)
     br = next(p for p in want.providers if p.name.endswith("br-test"))
     placement.set_provider_traits(br.uuid, set(), placement.get_provider_traits(br.uuid)[1])
     proxied.proxy.add(Rule("PUT", TRAITS, "reset_before", nth=None))
     with pytest.raises(PartialApply) as err:
-        s.sync(proxied.api(), want)
+        s.sync_providers(proxied.api(), want)
     assert err.value.applied == [] and err.value.cause.maybe_applied
     assert placement.get_provider_traits(br.uuid)[0] == set()
 
 
 def _claim_setup(placement):
-    s.sync(placement, desired("hostA"))
+    s.sync_providers(placement, desired("hostA"))
     from minbw.neutron.port_request import Segment, build_port_request
     from minbw.neutron.qos import QosRule
     rules = [QosRule(str(uuidlib.uuid4()), "minimum_bandwidth", d, 1000) for d in ("egress", "ingress")]
@@ -191,9 +191,9 @@ def test_claim_and_free_under_faults(placement, proxied, hosts, fault):
     got = claims.claim(api, consumer, req, project_id="p", user_id="u")
     held = placement.get_allocations(consumer)["allocations"]
     assert {rp: a["resources"] for rp, a in held.items()} == {rp: a["resources"] for rp, a in got.allocations.items()}
-    assert claims.free(api, consumer) is True  # the second PUT (3rd matching: the 1st of free's) faults too
+    assert claims.free_allocations(api, consumer) is True  # the second PUT (3rd matching: the 1st of free's) faults too
     assert placement.get_allocations(consumer)["allocations"] == {}
-    assert claims.free(api, consumer) is False
+    assert claims.free_allocations(api, consumer) is False
     # nothing else was allocated: usage equals the one claim's, now freed
     for p in placement.list_providers():
         assert not any(placement.provider_usages(p.uuid).values())

@@ -87,10 +87,10 @@ def test_kill_9_at_random_points_then_rerun_converges(placement, proxied, tmp_pa
             outcomes.append((k, forward, len(applied)))
             proxy.clear()
             # the re-run (in process, straight to Placement) ...
-            s.sync(placement, want)
+            s.sync_providers(placement, want)
             # ... converged: a second re-run plans and makes 0 writes (nothing missing or half-made) ...
             placement.counter.reset()
-            plan2, result2 = s.sync(placement, want)
+            plan2, result2 = s.sync_providers(placement, want)
             assert plan2.ops == () and result2 is None and placement.counter.writes == 0, (trial, k, forward)
             # ... and nothing stray
             assert {p.uuid for p in placement.list_providers()} == {p.uuid for p in want.providers} | roots

@@ -36,7 +36,7 @@ def host(api, name, ovs_kbps=2000, sriov=""):
                      f"resource_provider_bandwidths = br-a:{ovs_kbps}:{ovs_kbps}\n")
     if sriov:
         texts.append("[sriov_nic]\n" + sriov)
-    sync.sync(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
+    sync.sync_providers(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
     return root
 
 

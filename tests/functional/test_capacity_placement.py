@@ -34,7 +34,7 @@ def host(api, name, ovs="", sriov="", vcpu=64):
     """A compute node root (as nova-compute makes it) and its agents' providers (our sync)."""
     root = compute_root(api, name, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 65536}, "DISK_GB": {"total": 1000}})
     texts = [t for t in (ovs and "[ovs]\n" + ovs, sriov and "[sriov_nic]\n" + sriov) if t]
-    sync.sync(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
+    sync.sync_providers(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
     return root
 
 
@@ -69,7 +69,7 @@ def claim_until_full(api, server: ServerRequest, limit=200):
 
 def free_all(api, consumers):
     for c in consumers:
-        claims.free(api, c)
+        claims.free_allocations(api, c)
 
 
 def counts(report, physnet=None):
@@ -99,7 +99,7 @@ def test_one_bridge(placement):
     assert h.uuid == h1 and h.fit.limited_by[0].resource_class == "NET_BW_EGR_KILOBIT_PER_SEC"
     assert h.fit.limited_by[0].free == 3500
     assert [(n.physnet, n.fit.fits) for n in h.physnets] == [("physnet0", 3)]
-    claims.free(placement, first.consumer)
+    claims.free_allocations(placement, first.consumer)
 
 
 def test_two_providers_on_one_physnet_add_up(placement):

@@ -40,7 +40,7 @@ class Racing(Placement):
 
     def _before(self, writes: bool) -> None:
         if writes and self.restore:
-            claims.free(self, self.racer)
+            claims.free_allocations(self, self.racer)
 
     def _after(self, writes: bool, consumer: str | None = None) -> None:
         if writes and self.left > 0:

@@ -30,7 +30,7 @@ def host(api, name, ovs="", sriov="", vcpu=8):
         inv["VCPU"] = {"total": vcpu}
     root = compute_root(api, name, inv)
     texts = [t for t in (ovs and "[ovs]\n" + ovs, sriov and "[sriov_nic]\n" + sriov) if t]
-    sync.sync(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
+    sync.sync_providers(api, desired_state([load_agent_ini(t, source="agent.ini", host=name) for t in texts]))
     return root
 
 
@@ -65,7 +65,7 @@ def test_seed_003_scenario(placement):
     host(placement, "devstack0", SEED_OVS, SEED_SRIOV)
     vm0 = claims.claim(placement, str(uuid.uuid4()), ServerRequest(extra_resources=FLAVOR, ports=(port_request(),)),
                        project_id="p", user_id="u")
-    assert vm0.host_name is None and claims.named(placement, vm0).host_name == "devstack0"
+    assert vm0.host_name is None and claims.with_host_name(placement, vm0).host_name == "devstack0"
     assert vm0.allocations[BR_TEST]["resources"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1000, "NET_BW_IGR_KILOBIT_PER_SEC": 1000}
     (port, profile), = vm0.binding_profiles.items()
     assert list(profile.values()) == [BR_TEST]
@@ -77,8 +77,8 @@ def test_seed_003_scenario(placement):
            "devstack0:Open vSwitch agent:br-test (capacity 1500, used 1000)" in str(err.value)
     flavor_entry, port_entry = err.value.diagnosis
     assert flavor_entry["fits_alone"] is True and port_entry["fits_alone"] is False
-    assert claims.free(placement, vm0.consumer) is True
-    assert claims.free(placement, vm0.consumer) is False
+    assert claims.free_allocations(placement, vm0.consumer) is True
+    assert claims.free_allocations(placement, vm0.consumer) is False
     assert usage(placement, BR_TEST) == {"NET_BW_EGR_KILOBIT_PER_SEC": 0, "NET_BW_IGR_KILOBIT_PER_SEC": 0}
 
 

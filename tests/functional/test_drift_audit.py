@@ -13,7 +13,7 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import sync
 from minbw.ops.audit import read_placement
-from minbw.plan.audit import LEAK, OVER_CAPACITY, audit
+from minbw.plan.audit import LEAK, OVER_CAPACITY, judge_audit
 from tests.conftest import run_drift
 
 
@@ -30,7 +30,7 @@ EGR = "NET_BW_EGR_KILOBIT_PER_SEC"
 def setup(placement, tmp_path):
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS)
-    sync.sync(placement, desired_state([load_agent_ini(OVS, source=str(ini))]), create_root=True,
+    sync.sync_providers(placement, desired_state([load_agent_ini(OVS, source=str(ini))]), create_root=True,
               root_inventories={"VCPU": {"total": 8}})
     return ini
 
@@ -66,7 +66,7 @@ def test_audit_reads_the_bandwidth_providers_and_the_full_roots(placement, tmp_p
     assert seen.allocations[BR_TEST] == {"4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11": {EGR: 700}}
     assert root not in seen.allocations  # it has room: its allocations are not read
     assert seen.hosts[BR_TEST] == seen.hosts[root] == "devstack0"
-    plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
+    plan = judge_audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
                  inventories=seen.inventories, hosts=seen.hosts)
     assert [(f.kind, f.subject) for f in plan.findings] == [(LEAK, "4ee7e0ae-0a80-4a3a-8f5c-9c7e8e0b5a11")]
 
@@ -77,7 +77,7 @@ def test_audit_with_the_cache_reads_one_allocation_per_bandwidth_provider(placem
     setup(placement, tmp_path)
     # four more hosts: with fewer providers re-reading them costs less than the cache's safety check, and it does
     more = [load_agent_ini(OVS.replace("devstack0", f"devstack{i}"), source="x.ini") for i in range(1, 5)]
-    sync.sync(placement, desired_state(more), create_root=True, root_inventories={"VCPU": {"total": 8}})
+    sync.sync_providers(placement, desired_state(more), create_root=True, root_inventories={"VCPU": {"total": 8}})
     cache = ProviderCache(tmp_path / "cache.json", placement.endpoint())
     read_placement(Reader(placement, cache))
     placement.counter.reset()
@@ -96,7 +96,7 @@ def test_audit_with_the_cache_reads_one_allocation_per_bandwidth_provider(placem
     inv, gen = placement.get_inventories(root)
     placement.set_inventories(root, {"VCPU": {**inv["VCPU"], "total": 6}}, gen)
     seen = read_placement(Reader(placement, ProviderCache(tmp_path / "cache.json", placement.endpoint())))
-    plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names, ignore=[A],
+    plan = judge_audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names, ignore=[A],
                  inventories=seen.inventories, hosts=seen.hosts)
     assert [(f.kind, f.subject) for f in plan.findings] == [(OVER_CAPACITY, root)]
 
@@ -126,7 +126,7 @@ def test_audit_finds_a_provider_over_capacity_and_what_to_move(placement, tmp_pa
     placement.set_inventories(BR_TEST, {**inv, EGR: {**inv[EGR], **change}}, gen)  # accepted while in use
     assert placement.provider_usages(BR_TEST)[EGR] == 1500
     seen = read_placement(placement)
-    plan = audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names, ignore=[A, B, C],
+    plan = judge_audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names, ignore=[A, B, C],
                  inventories=seen.inventories, hosts=seen.hosts)
     (found,) = plan.findings
     d = found.to_dict()

@@ -107,7 +107,7 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
         # the enforcement panels' series come from a host's exporter (tests/e2e/test_enforcement_fleet_cloud.py)
         assert all(results[e] for e in exprs if "packet_rate" not in e and "> 0" not in e
                    and "minbw_enforcement_" not in e), results
-        claims.free(placement, consumer)
+        claims.free_allocations(placement, consumer)
 
 
 def test_a_failing_report_is_served_as_failed_and_the_scrape_goes_on(placement, tmp_path):
@@ -140,7 +140,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
                           text=True)
     assert sync.returncode == 0, sync.stderr
     counted = []
-    real_capacity = exporter_mod.capacity
+    real_capacity = exporter_mod.count_capacity
 
     def counting(*args, **kwargs):
         counted.append(1)
@@ -154,7 +154,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         samples = fams["minbw_headroom_ports"].samples
         return next((v for k, v in samples if ("host", "devstack0") in k and ("physnet", "physnet0") in k), samples)
 
-    exporter_mod.capacity = counting
+    exporter_mod.count_capacity = counting
     try:
         assert headroom() == 5 and len(counted) == 1
         assert headroom() == 5 and headroom() == 5 and len(counted) == 1  # nothing moved: the last count
@@ -168,7 +168,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         inv, gen = placement.get_inventories(BR_TEST)
         placement.set_inventories(BR_TEST, {rc: {**i, "total": 3000} for rc, i in inv.items()}, gen)
         assert headroom() == 2 and len(counted) == 3
-        claims.free(placement, consumer)
+        claims.free_allocations(placement, consumer)
         assert headroom() == 3 and headroom() == 3 and len(counted) == 4
         claims.claim(placement, consumer, ServerRequest(extra_resources={"VCPU": 1}, ports=(port_req,)),
                      project_id="p", user_id="u")
@@ -176,7 +176,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
         placement.request("delete", f"/allocations/{consumer}", "1.28")  # as Nova frees a deleted server
         assert headroom() == 3 and len(counted) == 6
     finally:
-        exporter_mod.capacity = real_capacity
+        exporter_mod.count_capacity = real_capacity
 
 
 def _sync_hosts(placement_server, tmp_path, hosts, kbps=5000):
@@ -275,7 +275,7 @@ def test_a_provider_that_moved_is_the_only_one_rebuilt_and_every_value_stays_rig
     assert edited == fresh() and edited[("minbw_headroom_ports", (("host", "hx2"), ("physnet", "physnet0"),
                                                                   ("size", "small"), ("vnic_type", "normal")))] == 3
     # the claim freed
-    claims.free(placement, consumer)
+    claims.free_allocations(placement, consumer)
     assert scrape() == fresh()
     assert cache.stat().st_mtime_ns == saved  # ...and the collections between two checks do not write it
     assert ProviderCache(cache, placement.endpoint()).entries

@@ -51,23 +51,23 @@ def qos():
 
 def test_reserve_check_mode_idempotency_and_nova_traits_kept(placement, two_hosts):
     sep = sp.Separation("avoid")
-    planned = ops.separation(placement.conn, sep, ["devstack1"], check=True)
+    planned = ops.set_separation(placement.conn, sep, ["devstack1"], check=True)
     assert [op.action for op in planned.ops] == ["create_trait", "reserve"]
     assert placement.counter.writes == 0
-    done = ops.separation(placement.conn, sep, ["devstack1"])
+    done = ops.set_separation(placement.conn, sep, ["devstack1"])
     assert done.ops == planned.ops  # check mode predicted the writes...
     assert placement.counter.writes == planned.writes() == 2  # ...and their number
     assert placement.get_provider_traits(two_hosts["devstack1"])[0] == NOVA_TRAITS | {T}
     assert placement.get_provider_traits(two_hosts["devstack0"])[0] == NOVA_TRAITS
     placement.counter.reset()
-    again = ops.separation(placement.conn, sep, ["devstack1"])
+    again = ops.set_separation(placement.conn, sep, ["devstack1"])
     assert again.ops == () and placement.counter.writes == 0
 
     # exclusive moves the reservation; absent releases everything; Nova's traits stay throughout
-    moved = ops.separation(placement.conn, sep, ["devstack0"], exclusive=True)
+    moved = ops.set_separation(placement.conn, sep, ["devstack0"], exclusive=True)
     assert [(op.action, op.host) for op in moved.ops] == [("reserve", "devstack0"), ("release", "devstack1")]
     assert placement.get_provider_traits(two_hosts["devstack1"])[0] == NOVA_TRAITS
-    gone = ops.separation(placement.conn, sep, absent=True)
+    gone = ops.set_separation(placement.conn, sep, absent=True)
     assert [(op.action, op.host) for op in gone.ops] == [("release", "devstack0")]
     assert all(placement.get_provider_traits(r)[0] == NOVA_TRAITS for r in two_hosts.values())
 
@@ -94,7 +94,7 @@ def test_a_concurrent_writer_is_re_read_and_kept(placement, two_hosts):
 
 def test_unknown_host_writes_nothing(placement, two_hosts):
     with pytest.raises(Exception, match="hosts: no root provider named 'devstack9'"):
-        ops.separation(placement.conn, sp.Separation("avoid"), ["devstack1", "devstack9"])
+        ops.set_separation(placement.conn, sp.Separation("avoid"), ["devstack1", "devstack9"])
     assert placement.counter.writes == 0
 
 
@@ -102,7 +102,7 @@ def test_requests_keep_off_or_onto_the_reserved_host(placement, two_hosts):
     avoid, strict = sp.Separation("avoid"), sp.Separation("strict")
     # before anything is reserved the trait does not exist: forbidding it excludes nothing
     assert hosts_of(placement, sp.separate(PLAIN, avoid)) == {"devstack0", "devstack1"}
-    ops.separation(placement.conn, avoid, ["devstack1"])
+    ops.set_separation(placement.conn, avoid, ["devstack1"])
     assert hosts_of(placement, PLAIN) == {"devstack0", "devstack1"}            # off
     assert hosts_of(placement, sp.separate(PLAIN, avoid)) == {"devstack0"}
     assert hosts_of(placement, sp.separate(qos(), avoid)) == {"devstack0", "devstack1"}
@@ -118,15 +118,15 @@ def test_requests_keep_off_or_onto_the_reserved_host(placement, two_hosts):
 
 def test_claims_never_put_a_plain_server_on_the_reserved_host(placement, two_hosts):
     avoid = sp.Separation("avoid")
-    ops.separation(placement.conn, avoid, ["devstack1"])
+    ops.set_separation(placement.conn, avoid, ["devstack1"])
     plain = sp.separate(ServerRequest(extra_resources={**FLAVOR, "VCPU": 1}), avoid)
-    got = [claims.named(placement, claims.claim(placement, str(uuid.uuid4()), plain, project_id="p", user_id="u"))
+    got = [claims.with_host_name(placement, claims.claim(placement, str(uuid.uuid4()), plain, project_id="p", user_id="u"))
            for _ in range(2)]
     assert {c.host_name for c in got} == {"devstack0"}
     # devstack0 is full (2 VCPUs): the next plain server has no valid host, though devstack1 is empty
     with pytest.raises(NoValidHost, match=f"root_required=!{T} rule it out"):
         claims.claim(placement, str(uuid.uuid4()), plain, project_id="p", user_id="u")
-    strict = claims.named(placement, claims.claim(placement, str(uuid.uuid4()), sp.separate(qos(), sp.Separation("strict")),
+    strict = claims.with_host_name(placement, claims.claim(placement, str(uuid.uuid4()), sp.separate(qos(), sp.Separation("strict")),
                                                   project_id="p", user_id="u"))
     assert strict.host_name == "devstack1"
 
@@ -134,14 +134,14 @@ def test_claims_never_put_a_plain_server_on_the_reserved_host(placement, two_hos
 def test_aggregate_variant(placement, two_hosts):
     agg = str(uuid.uuid4())
     sep = sp.Separation("avoid", aggregate=agg)
-    plan = ops.separation(placement.conn, sep, ["devstack1"])
+    plan = ops.set_separation(placement.conn, sep, ["devstack1"])
     assert [op.to_dict()["aggregate"] for op in plan.ops] == [agg]
     assert placement.get_provider_aggregates(two_hosts["devstack1"])[0] == {agg}
     assert placement.get_provider_traits(two_hosts["devstack1"])[0] == NOVA_TRAITS
-    assert ops.separation(placement.conn, sep, ["devstack1"]).ops == ()
+    assert ops.set_separation(placement.conn, sep, ["devstack1"]).ops == ()
     assert hosts_of(placement, sp.separate(PLAIN, sep)) == {"devstack0"}
     assert hosts_of(placement, sp.separate(qos(), sp.Separation("strict", aggregate=agg))) == {"devstack1"}
-    ops.separation(placement.conn, sep, absent=True)
+    ops.set_separation(placement.conn, sep, absent=True)
     assert placement.get_provider_aggregates(two_hosts["devstack1"])[0] == set()
 
 

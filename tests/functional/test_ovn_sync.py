@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from minbw.neutron import naming, ovn
-from minbw.ops import ovn as ovn_ops
+from minbw.ops import ovn_chassis
 from minbw.ops import sync as s
 from tests.conftest import run_drift
 from tests.functional.test_sync import make_root, tree
@@ -41,14 +41,14 @@ def test_minbw_writes_the_tree_neutrons_ovn_extension_writes(placement, placemen
                                                "devstack0:OVN Controller agent:br-ex"}
     # minbw reads the same chassis: nothing to write, and br-x (no hypervisor entry, not mapped) is named
     chassis = ovn.Chassis("c0", "devstack0", CHASSIS[ovn.BRIDGE_MAPPINGS], CHASSIS[ovn.CMS_OPTIONS])
-    desired = ovn_ops.desired(chassis=[chassis])
-    assert s.sync(placement, desired, check=True)[0].writes() == 0
+    desired = ovn_chassis.desired(chassis=[chassis])
+    assert s.sync_providers(placement, desired, check=True)[0].writes() == 0
     assert any("bridge br-x" in w and "resource_provider_hypervisors" in w for w in desired.warnings)
     # and from an empty Placement, minbw writes what Neutron wrote
     for p in sorted(placement.list_providers(), key=lambda p: -len(p.name)):
         if p.parent_uuid:
             placement.delete_provider(p.uuid)
-    s.sync(placement, desired)
+    s.sync_providers(placement, desired)
     assert tree(placement) == theirs
 
 
@@ -72,13 +72,13 @@ def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_se
     # c1's bridge leaves its options: the southbound dump is every chassis, so its provider is stale
     gone = {ovn.BRIDGE_MAPPINGS: "physnet0:br-test", ovn.CMS_OPTIONS: "enable-chassis-as-gw"}
     dump.write_text(json.dumps(sb_json(c0=("devstack0", CHASSIS), c1=("devstack1", gone))))
-    rows = run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0])
+    rows = run_drift(None, placement, southbound=ovn_chassis.read_chassis_file(str(dump))[0])
     assert [(r.name, r.differences) for r in rows if not r.agree] == [
         ("devstack1:OVN Controller agent:br-test", ("missing from agent",))]
     out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert [(op["action"], op["name"]) for op in json.loads(out.stdout)["ops"]] == [
         ("delete_provider", "devstack1:OVN Controller agent:br-test")]
-    assert all(r.agree for r in run_drift(None, placement, southbound=ovn_ops.read_chassis_file(str(dump))[0]))
+    assert all(r.agree for r in run_drift(None, placement, southbound=ovn_chassis.read_chassis_file(str(dump))[0]))
     drift = run("drift", "show", "--ovn-chassis", str(dump), "--no-neutron", "--json")
     assert drift.returncode == 0 and json.loads(drift.stdout)["ok"], drift.stdout + drift.stderr
     assert "minbw: warning: chassis c0 (devstack0): Neutron silently reports no bandwidth for bridge br-x" in drift.stderr
@@ -104,7 +104,7 @@ def test_capacity_and_claims_on_ovn_providers(placement):
     root = make_root(placement)
     placement.set_inventories(root, {"VCPU": {"total": 64}, "MEMORY_MB": {"total": 65536},
                                      "DISK_GB": {"total": 1000}}, placement.get_provider(root).generation)
-    s.sync(placement, ovn_ops.desired(chassis=[ovn.Chassis("c0", "devstack0", CHASSIS[ovn.BRIDGE_MAPPINGS],
+    s.sync_providers(placement, ovn_chassis.desired(chassis=[ovn.Chassis("c0", "devstack0", CHASSIS[ovn.BRIDGE_MAPPINGS],
                                                            CHASSIS[ovn.CMS_OPTIONS])]))
     rules = [{"type": "minimum_bandwidth", "direction": "egress", "min_kbps": 500},
              {"type": "minimum_bandwidth", "direction": "ingress", "min_kbps": 500}]

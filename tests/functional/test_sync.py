@@ -69,7 +69,7 @@ def tree(api, root_name="devstack0"):
 
 def test_seed_003_gives_neutrons_providers(placement):
     root = make_root(placement)
-    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     assert result.writes == len(plan.ops) > 0
     got = tree(placement)
     assert set(got) == set(SEED_003)
@@ -95,7 +95,7 @@ def test_identical_to_neutrons_own_sync_for_seed_003(placement, placement_server
         oracle.neutron_sync(client, *oracle.agent_from_ini(text, "devstack0"))
     theirs = tree(placement)
     placement.counter.reset()
-    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     assert plan.ops == () and result is None, [str(o) for o in plan.ops]
     assert placement.counter.writes == 0
     assert set(theirs) == set(SEED_003)
@@ -147,7 +147,7 @@ def test_differential_against_neutron_on_generated_configs(placement, placement_
                 oracle.neutron_sync(oracle.neutron_client(placement_server.url),
                                     *oracle.agent_from_ini(text, "devstack0"))
             else:
-                s.sync(placement, desired(text))
+                s.sync_providers(placement, desired(text))
         except (ValueError, PlacementClientError) as e:  # Placement refused what Neutron sent / we refused first
             results.append(("refused", type(e).__name__))
             continue
@@ -160,9 +160,9 @@ def test_differential_against_neutron_on_generated_configs(placement, placement_
 
 def test_second_run_makes_no_writes_and_few_calls(placement):
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     placement.counter.reset()
-    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     assert plan.ops == () and result is None
     assert placement.counter.writes == 0
     # 2 tree look-ups + 1 trait check + traits and inventories of 5 providers (the version is known)
@@ -171,9 +171,9 @@ def test_second_run_makes_no_writes_and_few_calls(placement):
 
 def test_changed_bandwidth_is_one_inventory_write(placement):
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     placement.counter.reset()
-    plan, result = s.sync(placement, desired(OVS_INI.replace("br-test:1500:1500", "br-test:2000:1500"), SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(OVS_INI.replace("br-test:1500:1500", "br-test:2000:1500"), SRIOV_INI))
     assert [o.action for o in plan.ops] == ["set_inventories"]
     assert placement.counter.writes == 1
     assert [c for c in placement.counter.calls if c[0] != "GET"] == [
@@ -185,13 +185,13 @@ def test_changed_bandwidth_is_one_inventory_write(placement):
 def test_deleted_ovs_providers_come_back_with_the_same_uuids(placement):
     """Seed 003's re-sync: delete the OVS agent's providers (leaves first), sync again."""
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     before = tree(placement)
     for uuid in ("f9c9ce07-679d-5d72-ac5f-31720811629a", "193134fd-464c-5545-9d20-df7d58c0166f",
                  "89ca1421-5117-5348-acab-6d0e2054239c"):
         placement.delete_provider(uuid)
     assert len(tree(placement)) == 2
-    plan, result = s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     assert {o.uuid for o in plan.ops if o.action == "create_provider"} == {
         "f9c9ce07-679d-5d72-ac5f-31720811629a", "193134fd-464c-5545-9d20-df7d58c0166f",
         "89ca1421-5117-5348-acab-6d0e2054239c"}
@@ -202,7 +202,7 @@ def _plan_then_concurrent_write(placement, change):
     """Plan br-test's bandwidth 3000, then another writer changes br-test before we apply: its generation
     moves on. Returns (desired, observed, plan, the generation the plan saw)."""
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     want = desired(OVS_INI.replace("br-test:1500:1500", "br-test:3000:3000"), SRIOV_INI)
     observed = s.observe(placement, want)
     plan = make_plan(want, observed)
@@ -220,7 +220,7 @@ def test_concurrent_writer_conflict_is_retried_and_converges(placement):
     result = s.apply(placement, plan, observed)
     assert result.retries == 1
     assert placement.get_inventories(uuid)[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 3000
-    assert s.sync(placement, want)[0].ops == ()
+    assert s.sync_providers(placement, want)[0].ops == ()
 
 
 def test_pinned_generation_is_not_retried(placement):
@@ -239,17 +239,17 @@ def _allocate(placement, consumer, rp, resources):
 
 def test_removed_bridge_with_allocation_is_kept_and_the_consumer_named(placement):
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     consumer = "71cb7e04-3d5a-40f9-a99f-07f0d0831741"
     _allocate(placement, consumer, "f9c9ce07-679d-5d72-ac5f-31720811629a", {"NET_BW_EGR_KILOBIT_PER_SEC": 1000})
     no_br_test = "[ovs]\nresource_provider_bandwidths = br-ex::1\nbridge_mappings = public:br-ex\n"
-    plan, result = s.sync(placement, desired(no_br_test, SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(no_br_test, SRIOV_INI))
     assert [k.uuid for k in plan.kept] == ["f9c9ce07-679d-5d72-ac5f-31720811629a"]
     assert consumer in str(plan.kept[0]) and "NET_BW_EGR_KILOBIT_PER_SEC=1000" in str(plan.kept[0])
     assert "f9c9ce07-679d-5d72-ac5f-31720811629a" in tree(placement)
     # once freed, the next sync removes it
     placement.request("delete", f"/allocations/{consumer}", "1.0")
-    plan, result = s.sync(placement, desired(no_br_test, SRIOV_INI))
+    plan, result = s.sync_providers(placement, desired(no_br_test, SRIOV_INI))
     assert [(o.action, o.uuid) for o in plan.ops] == [("delete_provider", "f9c9ce07-679d-5d72-ac5f-31720811629a")]
     assert "f9c9ce07-679d-5d72-ac5f-31720811629a" not in tree(placement)
 
@@ -258,7 +258,7 @@ def test_inventory_placement_would_refuse_is_a_config_error(placement):
     make_root(placement)
     placement.counter.reset()
     with pytest.raises(ConfigError) as err:
-        s.sync(placement, desired(OVS_INI + "resource_provider_inventory_defaults = reserved:2000\n"))
+        s.sync_providers(placement, desired(OVS_INI + "resource_provider_inventory_defaults = reserved:2000\n"))
     assert "Placement would refuse the NET_BW_EGR_KILOBIT_PER_SEC inventory of device br-test: reserved (2000) " \
            "is greater than total (1500)" in str(err.value)
     assert placement.counter.total == 0
@@ -268,7 +268,7 @@ def test_bad_configuration_is_a_clear_error_and_zero_writes(placement):
     make_root(placement)
     placement.counter.reset()
     with pytest.raises(ConfigError) as err:
-        s.sync(placement, desired(OVS_INI.replace("br-ex::1", "br-missing::1"), SRIOV_INI))
+        s.sync_providers(placement, desired(OVS_INI.replace("br-ex::1", "br-missing::1"), SRIOV_INI))
     assert "agent0.ini: resource_provider_bandwidths: Invalid resource_provider_bandwidths: " \
            "Device name br-missing is missing from device mappings. Fix: list only devices mapped in " \
            "bridge_mappings (or rp_tunnelled)." == str(err.value)
@@ -278,11 +278,11 @@ def test_bad_configuration_is_a_clear_error_and_zero_writes(placement):
 def test_missing_root_names_the_hypervisor_and_the_fix(placement):
     placement.counter.reset()
     with pytest.raises(RootProviderNotFound) as err:
-        s.sync(placement, desired(OVS_INI, host="compute-1.example.org"))
+        s.sync_providers(placement, desired(OVS_INI, host="compute-1.example.org"))
     assert "'compute-1.example.org'" in str(err.value) and "resource_provider_default_hypervisor" in str(err.value)
     assert "create_root" in str(err.value)
     assert placement.counter.writes == 0
-    plan, result = s.sync(placement, desired(OVS_INI, host="compute-1.example.org"), create_root=True,
+    plan, result = s.sync_providers(placement, desired(OVS_INI, host="compute-1.example.org"), create_root=True,
                           root_inventories={"VCPU": {"total": 8}})
     assert [o.action for o in plan.ops].count("create_root") == 1
     assert placement.get_inventories(placement.list_providers(name="compute-1.example.org")[0].uuid)[0]["VCPU"]["total"] == 8
@@ -290,9 +290,9 @@ def test_missing_root_names_the_hypervisor_and_the_fix(placement):
 
 def test_check_mode_plan_writes_nothing_and_diff_ignores_generations(placement):
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     placement.counter.reset()
-    plan, result = s.sync(placement, desired(OVS_INI.replace("br-ex::1", "br-ex::7"), SRIOV_INI), check=True)
+    plan, result = s.sync_providers(placement, desired(OVS_INI.replace("br-ex::1", "br-ex::7"), SRIOV_INI), check=True)
     assert result is None and placement.counter.writes == 0
     diff = plan.diff()
     uuid = "193134fd-464c-5545-9d20-df7d58c0166f"
@@ -353,18 +353,18 @@ def test_keystoneauth_formats_no_answer_for_a_log_nobody_shows():
 
 def test_absent_removes_an_agents_providers_and_keeps_allocated_ones(placement):
     make_root(placement)
-    s.sync(placement, desired(OVS_INI, SRIOV_INI))
+    s.sync_providers(placement, desired(OVS_INI, SRIOV_INI))
     consumer = "71cb7e04-3d5a-40f9-a99f-07f0d0831741"
     _allocate(placement, consumer, "193134fd-464c-5545-9d20-df7d58c0166f", {"NET_BW_IGR_KILOBIT_PER_SEC": 1})
-    plan, result = s.sync(placement, desired(OVS_INI), absent=True, check=True)
+    plan, result = s.sync_providers(placement, desired(OVS_INI), absent=True, check=True)
     assert [o.uuid for o in plan.ops] == ["f9c9ce07-679d-5d72-ac5f-31720811629a"]  # br-ex and its agent stay
     assert [k.uuid for k in plan.kept] == ["193134fd-464c-5545-9d20-df7d58c0166f"] and consumer in str(plan.kept[0])
     placement.request("delete", f"/allocations/{consumer}", "1.0")
-    plan, result = s.sync(placement, desired(OVS_INI), absent=True)
+    plan, result = s.sync_providers(placement, desired(OVS_INI), absent=True)
     assert [o.name for o in plan.ops] == ["devstack0:Open vSwitch agent:br-ex", "devstack0:Open vSwitch agent:br-test",
                                           "devstack0:Open vSwitch agent"]
     assert set(tree(placement)) == {"4a8a819d-61f9-5822-8c5c-3e9c7cb942d6", "1c7e83f0-108d-5c35-ada7-7ebebbe43aad"}
-    assert s.sync(placement, desired(OVS_INI), absent=True)[0].ops == ()
+    assert s.sync_providers(placement, desired(OVS_INI), absent=True)[0].ops == ()
 
 
 def three_hosts(placement, inis=(OVS_INI,), hosts=("hv1", "hv2", "hv3")):
@@ -377,10 +377,10 @@ def test_cache_makes_a_warm_sync_one_listing_and_still_sees_changes(placement, t
     want = three_hosts(placement)
     cache_file = tmp_path / "cache.json"
     cache = lambda: s.ProviderCache(cache_file, placement.endpoint())  # noqa: E731
-    s.sync(placement, want, cache=cache())
+    s.sync_providers(placement, want, cache=cache())
     checks = len(cache_check.listings(cache().entries.values()))
     placement.counter.reset()
-    plan, result = s.sync(placement, want, cache=cache())
+    plan, result = s.sync_providers(placement, want, cache=cache())
     # the listing, the safety check's filtered listings and the trait check; no provider read
     assert plan.ops == () and placement.counter.total == 2 + checks
     assert {m for m, _ in placement.counter.calls} == {"GET"}
@@ -389,11 +389,11 @@ def test_cache_makes_a_warm_sync_one_listing_and_still_sees_changes(placement, t
     inv, gen = placement.get_inventories(uuid)
     placement.set_inventories(uuid, {rc: {**i, "total": 7} for rc, i in inv.items()}, gen)
     placement.counter.reset()
-    plan, result = s.sync(placement, want, cache=cache())
+    plan, result = s.sync_providers(placement, want, cache=cache())
     assert [(o.action, o.uuid) for o in plan.ops] == [("set_inventories", uuid)]
     assert placement.counter.total == 2 + checks + 2 + 1  # listings, 2 reads of that provider, 1 write
     placement.counter.reset()
-    assert s.sync(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2 + checks
+    assert s.sync_providers(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2 + checks
     # a cache of another endpoint is not used
     assert s.ProviderCache(cache_file, "http://elsewhere").entries == {}
 
@@ -405,10 +405,10 @@ def test_warm_default_sync_sends_no_write_and_the_same_gets_at_any_size(placemen
         hosts = tuple(f"n{n}-hv{i}" for i in range(n))
         want = three_hosts(placement, (OVS_INI, SRIOV_INI), hosts)
         cache_file = tmp_path / f"cache-{n}.json"
-        s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+        s.sync_providers(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
         placement.counter.reset()
         cache = s.ProviderCache(cache_file, placement.endpoint())
-        plan, result = s.sync(placement, want, cache=cache)
+        plan, result = s.sync_providers(placement, want, cache=cache)
         assert plan.ops == () and result is None and placement.counter.writes == 0
         assert cache.stats == {"candidates": 5 * n, "checks": cache.stats["checks"], "trusted": 5 * n, "reread": 0,
                                "recent": 0}
@@ -432,7 +432,7 @@ def _recreate(placement, uuid, traits, inventories):
 def test_default_sync_repairs_a_provider_recreated_at_the_same_generation(placement, tmp_path, change):
     want = three_hosts(placement)
     cache_file = tmp_path / "cache.json"
-    s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+    s.sync_providers(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
     uuid = naming.device_rp_uuid(naming.AGENT_KINDS["openvswitch"], "hv2", "br-test")
     expected = tree(placement, "hv2")
     inv, _ = placement.get_inventories(uuid)
@@ -446,11 +446,11 @@ def test_default_sync_repairs_a_provider_recreated_at_the_same_generation(placem
     _recreate(placement, uuid, traits, inv)
     assert tree(placement, "hv2") != expected
     cache = s.ProviderCache(cache_file, placement.endpoint())
-    plan, result = s.sync(placement, want, cache=cache)
+    plan, result = s.sync_providers(placement, want, cache=cache)
     assert cache.stats["reread"] == 1 and {o.uuid for o in plan.ops} == {uuid}
     assert tree(placement, "hv2") == expected
     placement.counter.reset()
-    assert s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))[0].ops == ()
+    assert s.sync_providers(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))[0].ops == ()
     assert placement.counter.writes == 0
 
 
@@ -463,12 +463,12 @@ def test_within_the_check_interval_a_warm_sync_is_one_listing_and_writes_no_cach
     now = [time.time()]
     cache = lambda: s.ProviderCache(cache_file, placement.endpoint(), check_interval=3600,  # noqa: E731
                                     clock=lambda: now[0])
-    s.sync(placement, want, cache=cache())
+    s.sync_providers(placement, want, cache=cache())
     written = cache_file.stat().st_mtime_ns, cache_file.stat().st_ino
     now[0] += 3599
     placement.counter.reset()
     warm = cache()
-    plan, result = s.sync(placement, want, cache=warm)
+    plan, result = s.sync_providers(placement, want, cache=warm)
     assert plan.ops == () and result is None
     assert placement.counter.total == 2 and {m for m, _ in placement.counter.calls} == {"GET"}  # listing, traits
     assert warm.stats == {"candidates": 15, "checks": 0, "trusted": 15, "reread": 0, "recent": 15}
@@ -479,13 +479,13 @@ def test_within_the_check_interval_a_warm_sync_is_one_listing_and_writes_no_cach
     now[0] += 1
     placement.counter.reset()
     due = cache()
-    assert s.sync(placement, want, cache=due)[0].ops == ()
+    assert s.sync_providers(placement, want, cache=due)[0].ops == ()
     checks = len(cache_check.listings(due.entries.values()))
     assert due.stats == {"candidates": 15, "checks": checks, "trusted": 15, "reread": 0, "recent": 0}
     assert placement.counter.total == 2 + checks
     now[0] += 3599
     placement.counter.reset()
-    assert s.sync(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2
+    assert s.sync_providers(placement, want, cache=cache())[0].ops == () and placement.counter.total == 2
 
 
 def test_a_provider_recreated_at_the_same_generation_is_repaired_once_the_check_is_due(placement, tmp_path):
@@ -497,17 +497,17 @@ def test_a_provider_recreated_at_the_same_generation_is_repaired_once_the_check_
     now = [time.time()]
     cache = lambda: s.ProviderCache(cache_file, placement.endpoint(), check_interval=600,  # noqa: E731
                                     clock=lambda: now[0])
-    s.sync(placement, want, cache=cache())
+    s.sync_providers(placement, want, cache=cache())
     uuid = naming.device_rp_uuid(naming.AGENT_KINDS["openvswitch"], "hv2", "br-test")
     expected = tree(placement, "hv2")
     inv, _ = placement.get_inventories(uuid)
     _recreate(placement, uuid, {"CUSTOM_PHYSNET_PUBLIC"}, inv)
     now[0] += 599
-    assert s.sync(placement, want, cache=cache())[0].ops == ()  # within the bound: trusted
+    assert s.sync_providers(placement, want, cache=cache())[0].ops == ()  # within the bound: trusted
     assert tree(placement, "hv2") != expected
     now[0] += 1
     due = cache()
-    plan, _ = s.sync(placement, want, cache=due)
+    plan, _ = s.sync_providers(placement, want, cache=due)
     assert due.stats["reread"] == 1 and {o.uuid for o in plan.ops} == {uuid}
     assert tree(placement, "hv2") == expected
 
@@ -517,7 +517,7 @@ def test_a_cache_without_changes_takes_in_what_another_sync_saved(placement, tmp
     taken in (a long-lived reader, the exporter's, sees them)."""
     want = three_hosts(placement)
     cache_file = tmp_path / "cache.json"
-    s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+    s.sync_providers(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
     mine = s.ProviderCache(cache_file, placement.endpoint())
     other = s.ProviderCache(cache_file, placement.endpoint())
     first = next(iter(other.entries))
@@ -549,13 +549,13 @@ def test_a_bad_check_interval_is_a_clear_error_and_zero_calls(placement, tmp_pat
 def test_cache_max_age_rereads_everything(placement, tmp_path):
     want = three_hosts(placement)
     cache_file = tmp_path / "cache.json"
-    s.sync(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
+    s.sync_providers(placement, want, cache=s.ProviderCache(cache_file, placement.endpoint()))
     later = s.ProviderCache(cache_file, placement.endpoint(), max_age=60, clock=lambda: time.time() + 61)
-    plan, _ = s.sync(placement, want, cache=later)
+    plan, _ = s.sync_providers(placement, want, cache=later)
     assert plan.ops == () and later.stats["candidates"] == 0 and later.stats["trusted"] == 0
     # the full re-read refreshed the entries: the next sync trusts them again
     again = s.ProviderCache(cache_file, placement.endpoint())
-    s.sync(placement, want, cache=again)
+    s.sync_providers(placement, want, cache=again)
     assert again.stats["trusted"] == 9 and again.stats["reread"] == 0
 
 
@@ -563,9 +563,9 @@ def test_parallel_sync_writes_every_tree_and_a_failure_is_reported(placement, tm
     hosts = tuple(f"par{i}" for i in range(8))
     want = three_hosts(placement, (OVS_INI, SRIOV_INI), hosts)
     placement.counter.reset()
-    plan, result = s.sync(placement, want, workers=4)
+    plan, result = s.sync_providers(placement, want, workers=4)
     assert result.writes == len(plan.ops) == placement.counter.writes
-    assert s.sync(placement, want, workers=4)[0].ops == ()
+    assert s.sync_providers(placement, want, workers=4)[0].ops == ()
     for h in hosts:
         assert len(tree(placement, h)) == 5
     # a tree whose root vanished fails alone: the other trees are written, the failed one named with what was not
@@ -595,7 +595,7 @@ def test_workers_out_of_range_is_a_clear_error_and_zero_writes(placement):
     placement.counter.reset()
     for bad in (0, 33, "4"):
         with pytest.raises(InvalidInput, match="workers: expected a whole number from 1 to 32"):
-            s.sync(placement, want, workers=bad)
+            s.sync_providers(placement, want, workers=bad)
     assert placement.counter.total == 0
 
 
@@ -653,7 +653,7 @@ def test_a_provider_deleted_under_the_sync_costs_its_host_tree_only(placement, t
     deleted in Placement. hv1's and hv3's trees are written; hv2's write is refused (the provider is gone) and
     named with what was left; the cache forgets it, and the next sync creates it again."""
     hosts = ("hv1", "hv2", "hv3")
-    s.sync(placement, three_hosts(placement, hosts=hosts))
+    s.sync_providers(placement, three_hosts(placement, hosts=hosts))
     grown = desired_state([load_agent_ini(OVS_INI.replace("1500:1500", "2500:2500"), source=f"{h}.ini", host=h)
                            for h in hosts])
     bridge = next(p for p in grown.providers if p.name == "hv2:Open vSwitch agent:br-test")
@@ -664,7 +664,7 @@ def test_a_provider_deleted_under_the_sync_costs_its_host_tree_only(placement, t
             placement.delete_provider(bridge.uuid)
             deleted.append(bridge.uuid)
     cache = s.ProviderCache(tmp_path / "cache.json", placement.endpoint())
-    plan, result = s.sync(placement, grown, progress=meanwhile, workers=1, cache=cache)
+    plan, result = s.sync_providers(placement, grown, progress=meanwhile, workers=1, cache=cache)
     assert deleted and [f["tree"] for f in result.failed] == ["hv2"], result.to_dict()
     (line,) = result.failures()
     assert line.startswith("host tree hv2 (host hv2): ") and "hv2:Open vSwitch agent:br-test" in line
@@ -673,7 +673,7 @@ def test_a_provider_deleted_under_the_sync_costs_its_host_tree_only(placement, t
         inv = placement.get_inventories(next(p.uuid for p in grown.providers if p.name == f"{h}:Open vSwitch agent:br-test"))[0]
         assert inv["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 2500
     assert bridge.uuid not in s.ProviderCache(tmp_path / "cache.json", placement.endpoint()).entries
-    plan, again = s.sync(placement, grown, cache=s.ProviderCache(tmp_path / "cache.json", placement.endpoint()))
+    plan, again = s.sync_providers(placement, grown, cache=s.ProviderCache(tmp_path / "cache.json", placement.endpoint()))
     assert [op.action for op in plan.ops if op.uuid == bridge.uuid] == ["create_provider", "set_traits", "set_inventories"]
     assert not again.failed
     assert placement.get_inventories(bridge.uuid)[0]["NET_BW_EGR_KILOBIT_PER_SEC"]["total"] == 2500
@@ -763,14 +763,14 @@ def test_the_kept_desired_state_is_the_parsed_one_for_every_kind_of_unit(tmp_pat
     inventories included; another digest loads nothing."""
     from types import MappingProxyType
     from minbw.cache import desired as memo
-    from minbw.ops import ovn
+    from minbw.ops import ovn_chassis
     from minbw.ops.agent_files import read_agent_units
     (tmp_path / "ovs.ini").write_text(OVS_INI)
     (tmp_path / "sriov.ini").write_text(SRIOV_INI)
     (tmp_path / "bad.ini").write_text("[ovs]\nbridge_mappings = physnet0:br-x\nresource_provider_bandwidths = br-y:1:1\n")
     configs, unread = read_agent_units([str(tmp_path / n) for n in ("ovs.ini", "sriov.ini", "bad.ini")],
                                        host="devstack0")
-    state = ovn.desired(configs, skipped=[u for u, _ in unread], isolate=True)
+    state = ovn_chassis.desired(configs, skipped=[u for u, _ in unread], isolate=True)
     assert state.skipped and state.providers
     path = tmp_path / "kept"
     assert memo.save(path, "d1", state)

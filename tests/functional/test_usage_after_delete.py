@@ -11,7 +11,7 @@ from minbw.model.requests import ServerRequest
 from minbw.neutron.port_request import QosPort
 from minbw.ops import claims
 from minbw.ops.audit import read_placement
-from minbw.plan.audit import OVER_CAPACITY, audit as judge
+from minbw.plan.audit import OVER_CAPACITY, judge_audit
 from minbw.reports.capacity.request import capacity_request
 from minbw.cache.providers import ProviderCache
 from minbw.readers.placement import Reader
@@ -67,7 +67,7 @@ def test_the_audit_sees_a_provider_back_within_capacity_after_a_delete(placement
         reader = Reader(placement, ProviderCache(cache, placement.endpoint()))
         seen = read_placement(reader)
         reader.save()
-        plan = judge(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
+        plan = judge_audit(seen.allocations, servers=[], migrations=[], ports=[], names=seen.names,
                      inventories=seen.inventories, hosts=seen.hosts)
         return {f.subject for f in plan.findings if f.kind == OVER_CAPACITY}
 

@@ -156,7 +156,7 @@ def test_sync_and_claim_through_haproxy(api, galera, tmp_path, monkeypatch):
     from minbw.ops import sync
     from tests.prodplacement.test_prod_placement import agent_configs
     api.counter.reset()
-    plan, warm = sync.sync(api, desired_state(agent_configs(names, 10_000_000, 25_000_000)))
+    plan, warm = sync.sync_providers(api, desired_state(agent_configs(names, 10_000_000, 25_000_000)))
     assert api.counter.writes == 0 and not plan.ops and warm is None
     assert len(api.list_providers()) == 4 * 5
     # every node holds the providers (each API request went to one of them, through HAProxy)
@@ -178,7 +178,7 @@ def test_sync_and_claim_through_haproxy(api, galera, tmp_path, monkeypatch):
              f"WHERE c.uuid = '{consumer}'")
     rows = sum(len(a["resources"]) for a in allocs.values())   # one row per provider and resource class
     assert rows == 5 and same_on_every_node(galera, query) == str(rows)
-    assert claims.free(api, consumer) and not api.get_allocations(consumer)["allocations"]
+    assert claims.free_allocations(api, consumer) and not api.get_allocations(consumer)["allocations"]
     assert same_on_every_node(galera, query) == "0"
     # both API processes answered (HAProxy's round robin; uWSGI's request logs)
     assert galera.serving_apis() == {1, 2}
@@ -232,7 +232,7 @@ def test_claim_storm_never_overcommits(api, galera, tmp_path, pool):
                               f"{galera.mode} round {rnd + 1}")
         for c, rc, _, _ in results:
             if rc not in (4, "traceback"):   # accepted, or failed and maybe left: freed
-                claims.free(api, c)
+                claims.free_allocations(api, c)
         assert no_overcommit(api) == []
     logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     cert = {k: v - cert0[k] for k, v in galera.certification().items()}
@@ -275,9 +275,9 @@ def free_claims(api, results, after) -> None:
     """Free what a fault test's claims hold: the storm's (refused ones hold nothing) and those made after."""
     for c, rc, _, _ in results:
         if rc != 4:
-            claims.free(api, c)
+            claims.free_allocations(api, c)
     for c in after:
-        assert claims.free(api, c)
+        assert claims.free_allocations(api, c)
 
 
 def restart_and_rejoin(galera, victim) -> tuple[float, str]:

@@ -51,7 +51,7 @@ def make_hosts(api, names, ovs_kbps, sriov_kbps=None, vcpu=1000):
     for name in names:
         compute_root(api, name, {"VCPU": {"total": vcpu}, "MEMORY_MB": {"total": 1_000_000},
                                  "DISK_GB": {"total": 10_000}})
-    _, result = sync.sync(api, desired_state(agent_configs(names, ovs_kbps, sriov_kbps)))
+    _, result = sync.sync_providers(api, desired_state(agent_configs(names, ovs_kbps, sriov_kbps)))
     return result
 
 
@@ -100,7 +100,7 @@ def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, m
     cold = make_hosts(prod, names, 10_000_000, 25_000_000)
     assert cold.writes > 0
     prod.counter.reset()
-    plan, warm = sync.sync(prod, desired_state(agent_configs(names, 10_000_000, 25_000_000)))
+    plan, warm = sync.sync_providers(prod, desired_state(agent_configs(names, 10_000_000, 25_000_000)))
     assert prod.counter.writes == 0 and not plan.ops and warm is None
     assert len(prod.list_providers()) == 12 * 5   # root, OVS agent + bridge, SR-IOV agent + PF per host
 
@@ -116,7 +116,7 @@ def test_sync_and_claim_on_multiworker_mariadb(prod, prod_placement, tmp_path, m
     assert got["claimed"] is True and got["host_name"] in names
     allocs = prod.get_allocations(consumer)["allocations"]
     assert sum(a["resources"].get("NET_BW_EGR_KILOBIT_PER_SEC", 0) for a in allocs.values()) == KBPS
-    assert claims.free(prod, consumer) and not prod.get_allocations(consumer)["allocations"]
+    assert claims.free_allocations(prod, consumer) and not prod.get_allocations(consumer)["allocations"]
     # really several worker processes on MariaDB answered (uWSGI's request log names the worker's pid)
     assert len(prod_placement.worker_pids()) == 4
     assert len(prod_placement.serving_pids() & set(prod_placement.worker_pids())) >= 2
@@ -187,7 +187,7 @@ def test_concurrent_claimers_never_overcommit(prod, prod_placement, tmp_path, cl
         undone += check_round(prod, results, demand, fits, claimers, bridges, f"round {rnd + 1}")
         for c, rc, _, _ in results:      # the next round starts from empty bridges
             if rc == 0:
-                claims.free(prod, c)
+                claims.free_allocations(prod, c)
         assert no_overcommit(prod) == [] and all(
             not prod.provider_usages(b.uuid).get("NET_BW_EGR_KILOBIT_PER_SEC") for b in bridges)
     print(f"\n{claimers} claimers x {per_claimer} claims x {ROUNDS} rounds on {prod_placement.describe()}: "

@@ -1,7 +1,8 @@
 """The core's layout as python/README.md describes it ("Layout: one dependency direction"): imports go one way,
 pure packages do no I/O, only placement.client names a Placement URL, every exception class lives in errors.py,
 the front ends (cli, plugins/modules) reach the core through the use cases only (the compute-side modules apart:
-they run where the use cases cannot), and the cli has no import cycle."""
+they run where the use cases cannot), the cli has no import cycle, and nothing of ours is imported under another
+name."""
 from __future__ import annotations
 
 import ast
@@ -329,3 +330,60 @@ def test_relative_imports_are_judged_too():
     assert {"minbw.errors", "minbw.model.providers", "minbw.neutron.agentconf"} <= \
         imports(MODULES["minbw.neutron.provider_tree"], "minbw.neutron.provider_tree")
     assert "minbw.neutron.provider_tree" in imports(MODULES["minbw.plan.agent_file"], "minbw.plan.agent_file")
+
+
+# The library aliases that are upstream convention (openstacksdk's and keystoneauth1's exceptions beside each other,
+# os-resource-classes' orc, uuid beside the uuid strings it parses), or that name a library's module beside our own
+# name (osc_lib's shell in cli/shell.py; pyroute2's netns beside the ``netns`` parameter): (module, name, alias).
+LIBRARY_ALIASES = {
+    ("openstack", "exceptions", "sdk_exceptions"),
+    ("keystoneauth1", "exceptions", "ksa_exceptions"),
+    ("os_resource_classes", None, "orc"),
+    ("uuid", None, "uuidlib"),
+    ("osc_lib", "shell", "osc_shell"),
+    ("pyroute2", "netns", "namespaces"),
+}
+OURS = ("minbw", "ansible_collections.minbw", "bench", "tests")
+ALIAS_TREES = ("python/minbw", "plugins", "bench")
+
+
+def aliases(tree: ast.AST) -> list[tuple[int, str | None, str, str]]:
+    """Every ``import X as Y`` and ``from M import X as Y`` of ``tree`` that renames: (line, M or None, X, Y);
+    a relative import's M starts with its dots."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            module = None if isinstance(node, ast.Import) else "." * node.level + (node.module or "")
+            out += [(node.lineno, module, a.name, a.asname) for a in node.names if a.asname and a.asname != a.name]
+    return out
+
+
+def _alias_allowed(module: str | None, name: str, asname: str) -> bool:
+    key = (name, None, asname) if module is None else (module, name, asname)
+    return key in LIBRARY_ALIASES
+
+
+@pytest.mark.parametrize("root", ALIAS_TREES)
+def test_no_import_renames_a_name_of_ours(root):
+    """A file name says what it holds in its layer and a function what it does, so nothing of ours is imported
+    under another name to dodge a clash (issue 44): the modules, functions and constants of minbw, the collection,
+    the benchmarks and the tests' support are imported by their own names; library aliases only as listed."""
+    wrong = []
+    for path in sorted((REPO / root).rglob("*.py")):
+        for line, module, name, asname in aliases(ast.parse(path.read_text(), str(path))):
+            if _alias_allowed(module, name, asname):
+                continue
+            whose = "ours" if module is None and within(name, OURS) or module is not None and (
+                module.startswith(".") or within(module, OURS)) else "a library's, not in LIBRARY_ALIASES"
+            wrong.append(f"{path.relative_to(REPO)}:{line}: {name} as {asname} ({whose})")
+    assert wrong == [], "rename the function or module instead of aliasing it:\n" + "\n".join(wrong)
+
+
+def test_the_alias_check_sees_every_form():
+    tree = ast.parse("import minbw.ops.sync as s\nfrom minbw.ops import sync as s, heal\n"
+                     "from .claims import free as release\nfrom openstack import exceptions as sdk_exceptions\n"
+                     "def f():\n    from bench import query_bench as qb\n")
+    found = [(module, name, asname) for _, module, name, asname in aliases(tree)]
+    assert found == [(None, "minbw.ops.sync", "s"), ("minbw.ops", "sync", "s"), (".claims", "free", "release"),
+                     ("openstack", "exceptions", "sdk_exceptions"), ("bench", "query_bench", "qb")]
+    assert [_alias_allowed(*f) for f in found] == [False, False, False, True, False]

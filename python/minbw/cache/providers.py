@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from minbw.cache import check as cache_check
+from minbw.cache import check
 from minbw.model.providers import Provider, ProviderDetail
 from minbw.placement.client import Placement
 
@@ -347,13 +347,13 @@ def verified(api: Placement, cache: ProviderCache, candidates: Mapping[str, dict
     due = {u: e for u, e in candidates.items() if cache.due(e)}
     recent = set(candidates) - set(due)
     cache.stats["recent"] += len(recent)
-    listings = cache_check.listings(due.values())
+    listings = check.listings(due.values())
     if not due or len(listings) >= 2 * len(due):  # two reads per provider are cheaper than the check
         return recent
     disagreeing: set[str] = set()
     for li in listings:  # one answer at a time, and of it only the candidates (up to 50 MB of JSON each)
         listed = {p.uuid for p in api.list_providers(**li.filters()) if p.uuid in due}
-        disagreeing |= cache_check.disagreeing(due, {li: listed})
+        disagreeing |= check.disagreeing(due, {li: listed})
     cache.stats["checks"] += len(listings)
     confirmed = set(due) - disagreeing
     cache.confirm(confirmed)

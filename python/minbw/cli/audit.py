@@ -55,7 +55,7 @@ class Audit(Command):
             else (),
             show_table=not plan.ok,
             tail=tuple(
-                f"fix {fix['action']} {fix['subject']}: " + ("done" if fix["done"] else f"FAILED: {fix['error']}")
+                f"fix {fix.op.action} {fix.op.subject}: " + ("done" if fix.done else f"FAILED: {fix.error}")
                 for fix in result.fixes
             ),
             exit_code=EXIT_ERROR if result.none_made else EXIT_FINDINGS if result.left else 0,

@@ -11,7 +11,7 @@ from openstack import connection
 from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import CloudError, InvalidInput
-from minbw.usecases.connection import OptionNames, explain as explain_connection, one_line
+from minbw.usecases.connection import OptionNames, explain_connection_failure, one_line
 from minbw.usecases.inputs import microversion
 
 NAMES = OptionNames(
@@ -52,7 +52,7 @@ def _config_files(config) -> str:
 
 def explain(app, e: Exception) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
-    return explain_connection(e, _CONNECTED.get(id(app)), NAMES)
+    return explain_connection_failure(e, _CONNECTED.get(id(app)), NAMES)
 
 
 def placement_version(app) -> str | None:

@@ -158,21 +158,21 @@ class Exporter(Command):
 
     def take_action(self, parsed_args):
         """Serve until stopped, or print one collection (``--once``): no table; the exit code is the run's."""
-        from minbw.usecases import exporter as uc
+        from minbw.usecases import exporter
 
         try:
             request = self.request(parsed_args)
             cloud = self.cloud(parsed_args)
             if parsed_args.once:
-                exporter = uc.Exporter(cloud, request)
-                exporter.run_slow()
-                self.app.stdout.write(uc.exposition(exporter))
+                collection = exporter.Exporter(cloud, request)
+                collection.run_slow()
+                self.app.stdout.write(exporter.exposition(collection))
                 self._exit_code = 0
                 return (), ()
             stop = threading.Event()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: stop.set())
-            self._exit_code = uc.serve(
+            self._exit_code = exporter.serve(
                 cloud, request, stop=stop, ready=lambda line: print(line, file=sys.stderr, flush=True)
             )
         except Exception as e:  # noqa: BLE001 - said in one line, as every command

@@ -31,17 +31,13 @@ class HealServer(Command):
         )
         rows = []
         for r in result.servers:
-            for g in (r.get("plan") or {}).get("groups", []) or [{}]:
+            groups = r.plan.groups if r.plan is not None else ()
+            for g in groups:
                 rows.append(
-                    (
-                        r["name"],
-                        g.get("port", "-"),
-                        g.get("group", "-"),
-                        g.get("status", "-"),
-                        g.get("provider") or "-",
-                        g.get("chosen_by") or g.get("why") or r.get("error") or "",
-                    )
+                    (r.name, g.port, g.group, g.status, g.provider or "-", g.chosen_by or g.why or r.error or "")
                 )
+            if not groups:
+                rows.append((r.name, "-", "-", "-", "-", r.error or ""))
         for line in result.failed:  # the other servers were healed: exit 3; every write failed: exit 1
             print(f"minbw: skipped: {line}", file=sys.stderr)
         return View(

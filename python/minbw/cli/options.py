@@ -18,7 +18,7 @@ from minbw.usecases.inputs import (
     RESOURCE_EXAMPLE,
     QosPort,
     parse_resource,
-    qos_port as parse_qos_port,
+    parse_qos_port,
     resources_of,
 )
 

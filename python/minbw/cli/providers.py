@@ -205,18 +205,20 @@ class ListProviders(Command):
     def view(self, parsed_args):
         from minbw.usecases import providers
 
-        report = providers.show(self.cloud(parsed_args), providers.ShowRequest(parsed_args.hypervisor)).providers
+        result = providers.show(self.cloud(parsed_args), providers.ShowRequest(parsed_args.hypervisor))
         sections = []
-        for p in report:
-            title = f"{p['name']} ({p['uuid']})"
-            if p["traits"]:
-                sections.append(Section(title, ("trait",), tuple((t,) for t in p["traits"])))
+        for r in result.providers:
+            title = f"{r.provider.name} ({r.provider.uuid})"
+            if r.traits:
+                sections.append(Section(title, ("trait",), tuple((t,) for t in r.traits)))
                 title = ""
-            if p["inventories"]:
+            if r.inventories:
                 rows = tuple(
-                    (rc, *(inv[h] for h in INVENTORY_COLUMNS[1:-1]), p["usages"].get(rc, 0))
-                    for rc, inv in sorted(p["inventories"].items())
+                    (rc, *(inv[h] for h in INVENTORY_COLUMNS[1:-1]), r.usages.get(rc, 0))
+                    for rc, inv in sorted(r.inventories.items())
                 )
                 sections.append(Section(title, INVENTORY_COLUMNS, rows))
-        rows = tuple(tuple(p.get(h) for h in PROVIDER_COLUMNS) for p in report)
-        return View(list(report), PROVIDER_COLUMNS, rows, sections=tuple(sections))
+        rows = tuple(
+            (p.uuid, p.name, p.generation, p.root_uuid, p.parent_uuid) for p in (r.provider for r in result.providers)
+        )
+        return View(result.to_dict(), PROVIDER_COLUMNS, rows, sections=tuple(sections))

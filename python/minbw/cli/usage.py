@@ -22,16 +22,17 @@ class ShowUsage(Command):
 
         result = usage(self.cloud(parsed_args), UsageRequest(parsed_args.hypervisor, parsed_args.provider))
         rows, sections = [], []
-        for p in result.providers:
+        for u in result.providers:
+            p = u.provider
             rows += [
-                (p["uuid"], p["name"], p["generation"], rc, p["usages"].get(rc, 0), inv["total"])
-                for rc, inv in sorted(p["inventories"].items())
+                (p.uuid, p.name, p.generation, rc, u.usages.get(rc, 0), inv["total"])
+                for rc, inv in sorted(u.inventories.items())
             ]
             sections.append(
                 Section(
-                    f"{p['name']} ({p['uuid']}): allocations",
+                    f"{p.name} ({p.uuid}): allocations",
                     ("consumer", "resources"),
-                    tuple((c, dict(sorted(a["resources"].items()))) for c, a in sorted(p["allocations"].items())),
+                    tuple((c, dict(sorted(a["resources"].items()))) for c, a in sorted(u.allocations.items())),
                 )
             )
         return View(result.to_dict(), COLUMNS, tuple(rows), sections=tuple(sections))

@@ -83,19 +83,19 @@ def write_state(state_dir: Path, url: str) -> Path:
 def load_app(conf_file: Path):
     """Build placement's WSGI app exactly as its own wsgi module does."""
     from oslo_config import cfg
-    from placement import conf as pconf
+    from placement import conf
     from placement import db_api, deploy
     from placement.wsgi import setup_logging
 
     config = cfg.ConfigOpts()
-    pconf.register_opts(config)
+    conf.register_opts(config)
     config([], project="placement", default_config_files=[str(conf_file)])
     setup_logging(config)
     db_api.configure(config)
     return deploy.loadapp(config)
 
 
-def serve(port: int, state_dir: str | os.PathLike, host: str = "127.0.0.1", out=sys.stdout) -> int:
+def serve_placement(port: int, state_dir: str | os.PathLike, host: str = "127.0.0.1", out=sys.stdout) -> int:
     state = Path(state_dir).resolve()
     url = f"http://{host}:{port}"
     conf = write_state(state, url)

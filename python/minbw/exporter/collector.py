@@ -26,7 +26,7 @@ from minbw.exporter.memory import limit_arenas
 from minbw.model.providers import ProviderDetail
 from minbw.placement.client import Placement
 from minbw.reports import metrics
-from minbw.reports.capacity.report import capacity
+from minbw.reports.capacity.report import count_capacity
 from minbw.readers.providers import sharing_providers
 from minbw.cache.providers import ProviderCache, read_sync_record
 from minbw.readers.placement import Reader, read_bandwidth
@@ -179,7 +179,7 @@ class Collector:
                     (
                         s.name,
                         s.vnic_type,
-                        capacity(details, req, self.shared, memo=self._counted.setdefault(s.name, {})),
+                        count_capacity(details, req, self.shared, memo=self._counted.setdefault(s.name, {})),
                     )
                     for s, req in self.sizes
                 ],

@@ -46,6 +46,32 @@ class ProviderDetail:
     unmoved: bool
 
 
+@dataclass(frozen=True)
+class ProviderReport:
+    """A provider as ``providers show`` reports it: its traits (sorted), inventories (as Placement returns them)
+    and usages."""
+
+    provider: Provider
+    traits: tuple[str, ...]
+    inventories: Mapping[str, Mapping]
+    usages: Mapping[str, int]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: uuid, name, generation, root_provider_uuid, parent_provider_uuid, traits, inventories
+        and usages."""
+        p = self.provider
+        return {
+            "uuid": p.uuid,
+            "name": p.name,
+            "generation": p.generation,
+            "root_provider_uuid": p.root_uuid,
+            "parent_provider_uuid": p.parent_uuid,
+            "traits": list(self.traits),
+            "inventories": dict(self.inventories),
+            "usages": dict(self.usages),
+        }
+
+
 # os_traits.MISC_SHARES_VIA_AGGREGATE: a provider whose inventory serves every tree with a provider in one of
 # its aggregates (Placement's sharing providers)
 SHARING_TRAIT = "MISC_SHARES_VIA_AGGREGATE"

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from minbw.errors import InvalidInput
 
 _CUSTOM_CLASS = re.compile(r"^CUSTOM_[A-Z0-9_]+$")
-EXAMPLE = "VCPU=1 (repeat for more: --resource VCPU=1 --resource MEMORY_MB=256)"
+RESOURCE_EXAMPLE = "VCPU=1 (repeat for more: --resource VCPU=1 --resource MEMORY_MB=256)"
 
 
 def check_class(rc, option: str) -> str:
@@ -58,7 +58,7 @@ def parse_resource(text: str, option: str = "--resource") -> tuple[str, int]:
     """``CLASS=AMOUNT`` (one command-line value) → ``(class, amount)``."""
     rc, sep, amount = str(text).partition("=")
     if not sep or not rc.strip() or not amount.strip():
-        raise InvalidInput(f"{option}: expected CLASS=AMOUNT, e.g. {EXAMPLE}; got {text!r}")
+        raise InvalidInput(f"{option}: expected CLASS=AMOUNT, e.g. {RESOURCE_EXAMPLE}; got {text!r}")
     rc = check_class(rc.strip(), option)
     return rc, check_amount(rc, amount.strip(), option)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.errors import MinbwError, RequestError
-from minbw.model import microversions as mv
+from minbw.model import microversions
 from minbw.model.requests import ServerRequest
 from minbw.nova.inputs import CloudFacts, Server
 from minbw.nova.options import SchedulerOptions
@@ -30,7 +30,7 @@ from minbw.nova.resource_request import pinning_requested, server_request
 from minbw.placement.query import build_query
 
 # nova.scheduler.client.report.SAME_SUBTREE_VERSION: get_allocation_candidates' microversion
-MICROVERSION = mv.format(mv.NOVA_CANDIDATES)
+MICROVERSION = microversions.format(microversions.NOVA_CANDIDATES)
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def _checked(req: ServerRequest) -> ServerRequest:
         raise RequestError(f"Nova 34 cannot schedule this server: {why}.")
     any_traits = any(g.required_any for g in req.request_groups())  # minbw's own (any-traits), never Nova's
     try:
-        build_query(req, mv.format(mv.ANY_TRAITS) if any_traits else MICROVERSION)
+        build_query(req, microversions.format(microversions.ANY_TRAITS) if any_traits else MICROVERSION)
     except MinbwError as e:
         raise RequestError(
             f"Nova 34 cannot schedule this server: the query it sends is refused by Placement: {e}"

@@ -1,6 +1,6 @@
 """``minbw audit``: read Nova (servers, migrations), Neutron (ports) and Placement (the bandwidth providers'
 inventories and allocations, and the compute roots that are full or over), judge with
-:func:`minbw.plan.audit.audit`, and apply the fixes when asked."""
+:func:`minbw.plan.audit.judge_audit`, and apply the fixes when asked."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from minbw.ops import write_failures
 from minbw.ops.neutron import write_binding_profile
 from minbw.placement.client import Placement
 from minbw.readers.placement import Reader, read_bandwidth, roots_over_capacity
-from minbw.plan.audit import AuditPlan, Migration, PortBinding, Server, audit, guaranteed, trimmed
+from minbw.plan.audit import AuditPlan, FixResult, Migration, PortBinding, Server, guaranteed, judge_audit, trimmed
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,13 @@ def run_audit(conn, api: Placement | Reader | None = None, *, ignore: Iterable[s
     (findings and fixes, nothing written). Lets Placement's errors through (PlacementError)."""
     seen = read_placement(api or Placement(conn), progress)
     servers, migrations = servers_and_migrations(conn)
-    return audit(
+    return judge_audit(
         seen.allocations, servers, migrations, port_bindings(conn), seen.names, ignore, seen.inventories, seen.hosts
     )
 
 
-def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding_conn=None) -> list[dict]:
-    """Apply the plan's fixes one by one; returns what was done (each op with ``done`` and ``error``).
+def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding_conn=None) -> list[FixResult]:
+    """Apply the plan's fixes one by one; returns what each did (a FixResult: ``done``, or its ``error``).
     ``binding_conn``: the connection that clears ``binding:profile`` (Neutron's service role), default ``conn``."""
     done = []
     for op in plan.ops:
@@ -104,9 +104,9 @@ def apply_fixes(conn, api: Placement, plan: AuditPlan, retries: int = 3, binding
                     port,
                     {k: v for k, v in (port.binding_profile or {}).items() if k != "allocation"},
                 )
-            done.append({**op.to_dict(), "done": True, "error": None})
+            done.append(FixResult(op, True))
         except write_failures() as e:  # each fix is independent: report, go on
-            done.append({**op.to_dict(), "done": False, "error": f"{type(e).__name__}: {e}"})
+            done.append(FixResult(op, False, f"{type(e).__name__}: {e}"))
     return done
 
 

@@ -34,7 +34,7 @@ from minbw.errors import (
     PlacementError,
     UndefinedCode,
 )
-from minbw.model import microversions as mv
+from minbw.model import microversions
 from minbw.model.claims import CandidateSet, Claim
 from minbw.model.requests import ServerRequest
 from minbw.ops import verify
@@ -77,14 +77,14 @@ def _unknown_traits(api: Placement, req: ServerRequest) -> set[str]:
     return wanted - api.existing_traits(wanted)
 
 
-def named(api: Placement, claim: Claim) -> Claim:
+def with_host_name(api: Placement, claim: Claim) -> Claim:
     """The claim with its host's name (one GET, kept off the claim path itself)."""
     if claim.host_name is not None:
         return claim
     return dataclasses.replace(claim, host_name=api.get_provider(claim.host).name)
 
 
-def plan(
+def planned_claim(
     api: Placement,
     consumer: str,
     req: ServerRequest,
@@ -127,8 +127,8 @@ def claim(
     """Claim everything ``req`` asks for, for a new consumer, in one atomic PUT per attempt, each verified
     (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py)."""
     if consumer_type:
-        api.require(mv.CONSUMER_TYPES, "consumer_type")
-    claim_plan = plan(
+        api.require(microversions.CONSUMER_TYPES, "consumer_type")
+    claim_plan = planned_claim(
         api, consumer, req, max_hosts=max_hosts, candidates=candidates, diagnose_on_failure=diagnose_on_failure
     )
     attempts: list[dict] = []
@@ -356,7 +356,7 @@ def mapped_claim(
     )
 
 
-def free(api: Placement, consumer: str, retries: int = 3) -> bool:
+def free_allocations(api: Placement, consumer: str, retries: int = 3) -> bool:
     """Remove all of a consumer's allocations safely (PUT {} at its generation). False when it had none."""
     for _attempt in range(retries + 1):
         current = api.get_allocations(consumer)

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from minbw.errors import MinbwError, ObjectNotFound, OvercommitUndone, PartialApply
-from minbw.ops import outcome_unknown, servers as server_ops, verify, write_failures
+from minbw.ops import outcome_unknown, verify, write_failures
+from minbw.ops.servers import find_server, port_state
 from minbw.ops.neutron import write_binding_profile
 from minbw.model.providers import Provider
 from minbw.placement.client import Placement
-from minbw.plan.heal import HealPlan, plan_heal
+from minbw.plan.heal import HealPlan, ServerHeal, plan_heal
 from minbw.readers.placement import Reader
 
 
@@ -83,7 +84,7 @@ def compute_tree(api: Placement, hypervisor: str) -> dict[str, dict]:
 def server_plan(conn, api: Placement, server, trees: Trees | None = None) -> tuple[HealPlan, list, dict]:
     """The heal plan of one server (an openstacksdk Server with its full body), its ports and allocations.
     ``trees``: the run's compute trees (each host's tree is read once)."""
-    ports = [server_ops.port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
+    ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     current = api.get_allocations(server.id)
     if not server.hypervisor_hostname:
         raise ObjectNotFound(f"server {server.name} ({server.id}) is on no hypervisor (status {server.status})")
@@ -92,11 +93,11 @@ def server_plan(conn, api: Placement, server, trees: Trees | None = None) -> tup
     return plan, ports, current
 
 
-def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_conn=None) -> dict:
+def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_conn=None) -> int:
     """Write the allocation, then each binding (with ``binding_conn``, a service user's connection, when
-    given); on a failure undo what was written, then raise PartialApply saying what was written and undone.
-    A write that failed without a usable answer (reset, timeout, 5xx) may have been applied: it is undone too
-    (putting back what was there is harmless if it was not)."""
+    given), and return how many writes were made; on a failure undo what was written, then raise PartialApply
+    saying what was written and undone. A write that failed without a usable answer (reset, timeout, 5xx) may
+    have been applied: it is undone too (putting back what was there is harmless if it was not)."""
     binding_conn = binding_conn or conn
     done = []
     by_id = {p.id: p for p in ports}
@@ -126,7 +127,7 @@ def apply(conn, api: Placement, server, plan: HealPlan, ports, current, binding_
             {"rolled_back": undone},
             then=f"undone: {', '.join(undone) or 'nothing was written'}",
         ) from e
-    return {"healed": True, "writes": len(done)}
+    return len(done)
 
 
 def _verified(api: Placement, server, written, before, owner: dict) -> None:
@@ -171,7 +172,7 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     from openstack import exceptions as sdk_exceptions
 
     if names:
-        return [server_ops.find_server(conn, n) for n in names]
+        return [find_server(conn, n) for n in names]
     found = []
     for listed in conn.compute.servers(all_projects=True):
         try:
@@ -181,7 +182,7 @@ def servers_to_heal(conn, names: Iterable[str] = ()) -> list:
     return found
 
 
-def heal(
+def heal_servers(
     conn,
     api: Placement | None = None,
     names: Iterable[str] = (),
@@ -190,8 +191,8 @@ def heal(
     binding_conn=None,
     progress=None,
     reader: Reader | None = None,
-) -> list[dict]:
-    """Plan (and unless ``check``, apply) for the named servers, or every server; one result each:
+) -> list[ServerHeal]:
+    """Plan (and unless ``check``, apply) for the named servers, or every server; one ServerHeal each:
     the plan, and ``healed`` / ``error``. A server that cannot be healed is reported, not raised.
     ``binding_conn``: the connection that writes ``binding:profile`` (Neutron's service role), default ``conn``.
     ``progress(step, done, total)`` after each server. ``reader``: the reports' reader the compute trees are
@@ -204,23 +205,24 @@ def heal(
     for server in found:
         if progress and results:
             progress("servers healed" if not check else "servers planned", len(results), len(found))
-        entry = {"server": server.id, "name": server.name}
         try:
             plan, ports, current = server_plan(conn, api, server, trees)
         except MinbwError as e:
-            results.append({**entry, "healed": False, "error": str(e)})
+            results.append(ServerHeal(server.id, server.name, error=str(e)))
             continue
-        entry.update(plan=plan.to_dict(), diff=plan.diff())
         if not plan.healable:
-            entry.update(healed=False, error="; ".join(g.why for g in plan.groups if g.why))
+            entry = ServerHeal(server.id, server.name, plan, error="; ".join(g.why for g in plan.groups if g.why))
         elif not plan.ops or check:
-            entry.update(healed=False, error=None)
+            entry = ServerHeal(server.id, server.name, plan)
         else:
             trees.moved(server.hypervisor_hostname)  # its usage moves with the write
             try:
-                entry.update(apply(conn, api, server, plan, ports, current, binding_conn), error=None)
+                writes = apply(conn, api, server, plan, ports, current, binding_conn)
+                entry = ServerHeal(server.id, server.name, plan, healed=True, writes=writes)
             except PartialApply as e:
-                entry.update(healed=False, error=str(e), rolled_back=e.result["rolled_back"])
+                entry = ServerHeal(
+                    server.id, server.name, plan, error=str(e), rolled_back=tuple(e.result["rolled_back"])
+                )
         results.append(entry)
     if progress:
         progress("servers healed" if not check else "servers planned", len(results), len(found))

@@ -8,7 +8,7 @@ mapping) → a binding that fails (agent dead, no address left in the host's seg
 everything in one atomic ``PUT /allocations/{consumer}`` → a claim refused for capacity unbinds and
 moves on. On give-up nothing is left bound or claimed, and every attempt says why it failed.
 
-The candidates and their order are :func:`minbw.ops.claims.plan` (check mode shows its first attempt).
+The candidates and their order are :func:`minbw.ops.claims.planned_claim` (check mode shows its first attempt).
 """
 
 from __future__ import annotations
@@ -195,7 +195,7 @@ def _unbind(svc, port_ids: Iterable[str]) -> list[str]:
     return stuck
 
 
-def schedule(
+def schedule_ports(
     conn,
     api: Placement,
     ports: list[str],
@@ -254,7 +254,7 @@ def schedule(
         )
     base = {"consumer": consumer, "ports": [p.to_dict() for p in port_plans], "segments": choices}
     try:
-        plan = claims.plan(api, consumer, req, max_hosts=max_hosts)
+        plan = claims.planned_claim(api, consumer, req, max_hosts=max_hosts)
     except NoValidHost as e:
         raise explain_segments(api, req, choices, e) from None
     first = plan.ops[0]

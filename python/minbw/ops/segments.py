@@ -117,7 +117,7 @@ def _result(planned: SegmentsPlan) -> dict:
     }
 
 
-def report(conn, api: Placement, networks: Iterable[str] | None = None) -> dict:
+def report_segments(conn, api: Placement, networks: Iterable[str] | None = None) -> dict:
     """Each segment as Neutron would report it, what Placement holds, the writes a sync would make, and the
     counts that differ from Neutron's (with their possible causes)."""
     facts, observed, planned = _read_and_plan(conn, api, networks)
@@ -146,7 +146,7 @@ def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> dict:
     return d
 
 
-def sync(
+def sync_segments(
     conn,
     api: Placement,
     networks: Iterable[str] | None = None,
@@ -353,8 +353,8 @@ def member_of_for_ports(
 __all__ = [
     "read_neutron",
     "observe",
-    "report",
-    "sync",
+    "report_segments",
+    "sync_segments",
     "apply",
     "apply_segments",
     "segment_units",

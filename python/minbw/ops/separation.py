@@ -16,20 +16,32 @@ from typing import Iterable
 from minbw.errors import ConcurrentUpdate
 from minbw.ops import apply_in_order
 from minbw.placement.client import Placement
-from minbw.plan import separation as sp
+from minbw.plan.separation import (
+    Flavor,
+    FlavorOp,
+    HostOp,
+    Observed,
+    Root,
+    Separation,
+    SeparationPlan,
+    combine,
+    marked,
+    plan_flavors,
+    plan_hosts,
+)
 
 RETRIES = 10
 
 
-def _root(api: Placement, sep: sp.Separation, prov) -> sp.Root:
+def _root(api: Placement, sep: Separation, prov) -> Root:
     if sep.aggregate:
         aggs, gen = api.get_provider_aggregates(prov.uuid)
-        return sp.Root(prov.uuid, prov.name, gen, aggregates=frozenset(aggs))
+        return Root(prov.uuid, prov.name, gen, aggregates=frozenset(aggs))
     traits, gen = api.get_provider_traits(prov.uuid)
-    return sp.Root(prov.uuid, prov.name, gen, traits=frozenset(traits))
+    return Root(prov.uuid, prov.name, gen, traits=frozenset(traits))
 
 
-def observe_hosts(api: Placement, sep: sp.Separation, hosts: Iterable[str]) -> sp.Observed:
+def observe_hosts(api: Placement, sep: Separation, hosts: Iterable[str]) -> Observed:
     """The named hosts' roots and every root marked now (trait or aggregate), with their marks."""
     named = {}
     for name in dict.fromkeys(hosts):
@@ -43,20 +55,20 @@ def observe_hosts(api: Placement, sep: sp.Separation, hosts: Iterable[str]) -> s
         trait_exists = bool(api.existing_traits([sep.trait]))
         marked = api.list_providers(required=sep.trait) if trait_exists else []
     reserved = {p.name: named.get(p.name) or _root(api, sep, p) for p in marked if p.parent_uuid is None}
-    return sp.Observed(named=named, reserved=reserved, trait_exists=trait_exists)
+    return Observed(named=named, reserved=reserved, trait_exists=trait_exists)
 
 
-def observe_flavors(conn, names: Iterable[str]) -> dict[str, sp.Flavor]:
+def observe_flavors(conn, names: Iterable[str]) -> dict[str, Flavor]:
     """Nova's flavors by the name (or id) given, with their extra specs; missing ones left out."""
     out = {}
     for name in dict.fromkeys(names):
         flavor = conn.compute.find_flavor(name, ignore_missing=True, get_extra_specs=True)
         if flavor is not None:
-            out[name] = sp.Flavor(flavor.id, flavor.name, dict(flavor.extra_specs or {}))
+            out[name] = Flavor(flavor.id, flavor.name, dict(flavor.extra_specs or {}))
     return out
 
 
-def _write_host(api: Placement, sep: sp.Separation, op: sp.HostOp, root: sp.Root) -> None:
+def _write_host(api: Placement, sep: Separation, op: HostOp, root: Root) -> None:
     read, write = (
         (api.get_provider_aggregates, api.set_provider_aggregates)
         if sep.aggregate
@@ -65,7 +77,7 @@ def _write_host(api: Placement, sep: sp.Separation, op: sp.HostOp, root: sp.Root
     current, gen = (root.aggregates if sep.aggregate else root.traits), root.generation
     for attempt in range(1, RETRIES + 2):
         try:
-            write(op.uuid, sp.marked(sep, current, op), gen)
+            write(op.uuid, marked(sep, current, op), gen)
             return
         except ConcurrentUpdate:
             if attempt > RETRIES:
@@ -74,14 +86,14 @@ def _write_host(api: Placement, sep: sp.Separation, op: sp.HostOp, root: sp.Root
             current, gen = read(op.uuid)  # add to / remove from what is there now, never replace it
 
 
-def _write_flavor(conn, op: sp.FlavorOp) -> None:
+def _write_flavor(conn, op: FlavorOp) -> None:
     if op.action == "set_extra_spec":
         conn.compute.update_flavor_extra_specs_property(op.flavor_id, op.key, op.value)
     else:
         conn.compute.delete_flavor_extra_specs_property(op.flavor_id, op.key)
 
 
-def apply(api: Placement, conn, plan: sp.SeparationPlan, observed: sp.Observed) -> list:
+def apply(api: Placement, conn, plan: SeparationPlan, observed: Observed) -> list:
     """Run the plan's writes in order; a failure after some writes is a PartialApply naming them."""
     sep = plan.separation
     roots = {**observed.named, **observed.reserved}
@@ -89,7 +101,7 @@ def apply(api: Placement, conn, plan: sp.SeparationPlan, observed: sp.Observed) 
     def run(op) -> None:
         if op.action == "create_trait":
             api.create_trait(op.trait)
-        elif isinstance(op, sp.HostOp):
+        elif isinstance(op, HostOp):
             _write_host(api, sep, op, roots[op.host])
         else:
             _write_flavor(conn, op)
@@ -97,9 +109,9 @@ def apply(api: Placement, conn, plan: sp.SeparationPlan, observed: sp.Observed) 
     return apply_in_order(plan.ops, run)
 
 
-def separation(
+def set_separation(
     conn,
-    sep: sp.Separation,
+    sep: Separation,
     hosts: Iterable[str] = (),
     *,
     exclusive: bool = False,
@@ -108,17 +120,17 @@ def separation(
     absent: bool = False,
     check: bool = False,
     api: Placement | None = None,
-) -> sp.SeparationPlan:
+) -> SeparationPlan:
     """Reserve ``hosts`` for QoS ports and set the flavors' extra specs (``absent``: unreserve every
     reserved host and unset the flavors' spec). ``check``: the plan only, nothing written."""
     api = api or Placement(conn)
     hosts, flavors_qos, flavors_plain = list(hosts), list(flavors_qos), list(flavors_plain)
     if absent:
-        hosts, exclusive, sep = [], True, sp.Separation("off", sep.trait, sep.aggregate)
+        hosts, exclusive, sep = [], True, Separation("off", sep.trait, sep.aggregate)
     observed = observe_hosts(api, sep, hosts)
-    host_plan = sp.plan_hosts(sep, hosts, observed, exclusive=exclusive)
+    host_plan = plan_hosts(sep, hosts, observed, exclusive=exclusive)
     flavors = observe_flavors(conn, [*flavors_qos, *flavors_plain]) if (flavors_qos or flavors_plain) else {}
-    plan = sp.combine(sep, host_plan, sp.plan_flavors(sep, flavors_qos, flavors_plain, flavors))
+    plan = combine(sep, host_plan, plan_flavors(sep, flavors_qos, flavors_plain, flavors))
     if not check and plan.ops:
         apply(api, conn, plan, observed)
     return plan

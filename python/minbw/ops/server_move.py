@@ -1,6 +1,6 @@
 """Moves of a server through Nova, and its bandwidth guarantee checked at every step.
 
-:func:`move_state` reads the server (openstacksdk compute), its ports (:func:`minbw.ops.servers.port_state`),
+:func:`read_move_state` reads the server (openstacksdk compute), its ports (:func:`minbw.ops.servers.port_state`),
 its latest migration record, the allocations of the server consumer and of the migration consumer
 and the providers of the host trees involved (:class:`minbw.placement.client.Placement`), and asks
 :func:`minbw.reports.server_move.check_move` what breaks the rules of the step's phase.
@@ -25,7 +25,16 @@ from minbw.ops.servers import find_server, port_state, request_of_server
 from minbw.placement.client import Placement
 from minbw.plan.base import Plan
 from minbw.plan.server_move import plan_action
-from minbw.reports.server_move import HOST_ACTIONS, Migration, MoveFacts, ProviderState, Verdict, check_move
+from minbw.reports.server_move import (
+    HOST_ACTIONS,
+    ComputeService,
+    Migration,
+    MoveFacts,
+    MoveState,
+    MoveWait,
+    ProviderState,
+    check_move,
+)
 
 KINDS = ("migrate", "resize", "live_migrate", "evacuate", "shelve_unshelve")
 
@@ -136,40 +145,14 @@ def move_facts(conn, name_or_id: str, api: Placement | None = None) -> MoveFacts
     )
 
 
-def report(facts: MoveFacts, verdict: Verdict) -> dict:
-    """The result shape of :func:`move_state` (and of the server_move_info module)."""
-    mig = facts.migration
-    sid = facts.server["id"]
-    names = {rp: p.name for rp, p in facts.providers.items()}
-    return {
-        "ok": verdict.ok,
-        "problems": list(verdict.problems),
-        "notes": list(verdict.notes),
-        "phase": verdict.phase,
-        "server": dict(facts.server),
-        "migration": mig.to_dict() if mig else None,
-        "last_action": facts.last_action,
-        "consumers": {"server": sid, "migration": mig.uuid if mig else None},
-        "allocations": {c: {rp: dict(r) for rp, r in a.items()} for c, a in facts.allocations.items()},
-        "binding_allocations": {p.id: dict(p.binding_profile).get("allocation") for p in facts.ports},
-        "binding_hosts": {p.id: p.binding_host for p in facts.ports},
-        "groups": {
-            part.consumer: {gid: {"provider": rp, "provider_name": names.get(rp)} for gid, rp in part.groups.items()}
-            for part in verdict.parts
-            if part.groups
-        },
-        "hosts": dict(facts.hosts),
-        "providers": {
-            rp: p.to_dict() for rp, p in facts.providers.items() if p.consumers or rp in facts.hosts.values()
-        },
-    }
-
-
-def move_state(conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None) -> dict:
-    """Where the server is in a move and whether its guarantee holds there: ``ok``, ``problems``,
-    ``phase``, the migration, the allocations per consumer, the ports' binding allocations."""
+def read_move_state(
+    conn, name_or_id: str, api: Placement | None = None, *, expect_allocations: dict | None = None
+) -> MoveState:
+    """Where the server is in a move and whether its guarantee holds there: a MoveState (``ok``, the verdict's
+    problems and phase; the facts: the migration, the allocations per consumer, the ports' binding allocations).
+    Raises ObjectNotFound when Nova has no such server."""
     facts = move_facts(conn, name_or_id, api)
-    return report(facts, check_move(facts, expect_allocations=expect_allocations))
+    return MoveState(facts, check_move(facts, expect_allocations=expect_allocations))
 
 
 # ---------------------------------------------------------------- waiting
@@ -185,10 +168,11 @@ def wait_for(
     poll: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> dict:
+) -> MoveWait:
     """Wait until the server is in one of ``statuses`` with no task and, when ``migration_statuses``
     is given, its newest migration (other than ``since``, the one before the call) is in one of them.
-    Returns ``{"server": view, "migration": Migration | None}``."""
+    Returns what it saw then (a MoveWait: the server's view, the migration or None). Raises NovaMoveFailed when the
+    server goes to ERROR, the migration fails or the wait runs out."""
     statuses, want_mig = set(statuses), set(migration_statuses)
     deadline = clock() + timeout
     server, mig = None, None
@@ -229,7 +213,7 @@ def wait_for(
         if done and want_mig:
             done = mig is not None and mig.status in want_mig
         if done:
-            return {"server": _server_view(server), "migration": mig}
+            return MoveWait(_server_view(server), mig)
         if clock() >= deadline:
             seen = f"migration {mig.uuid} is {mig.status}" if mig else "no new migration record"
             raise NovaMoveFailed(
@@ -273,7 +257,7 @@ def _before(conn, name_or_id: str):
 
 
 # ---------------------------------------------------------------- the moves
-def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> MoveWait:
     """Cold migration (to ``host``, or where the scheduler puts it): VERIFY_RESIZE, migration ``finished``."""
     server, since = _before(conn, name_or_id)
     _call("migrate", server, conn.compute.migrate_server, server, host=host)
@@ -288,7 +272,7 @@ def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 
     )
 
 
-def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> dict:
+def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> MoveWait:
     """Resize to ``flavor`` (name or id): VERIFY_RESIZE, migration ``finished``."""
     server, since = _before(conn, name_or_id)
     target = conn.compute.find_flavor(flavor, ignore_missing=True)
@@ -308,7 +292,7 @@ def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> dict:
     )
 
 
-def confirm(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+def confirm(conn, name_or_id: str, *, timeout: float = 120) -> MoveWait:
     """Confirm a resize or cold migration: ACTIVE (or SHUTOFF), migration ``confirmed``."""
     server = find_server(conn, name_or_id)
     _call("confirm", server, conn.compute.confirm_server_resize, server)
@@ -317,7 +301,7 @@ def confirm(conn, name_or_id: str, *, timeout: float = 120) -> dict:
     )
 
 
-def revert(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+def revert(conn, name_or_id: str, *, timeout: float = 120) -> MoveWait:
     """Revert a resize or cold migration: ACTIVE (or SHUTOFF), migration ``reverted``."""
     server = find_server(conn, name_or_id)
     _call("revert", server, conn.compute.revert_server_resize, server)
@@ -326,7 +310,7 @@ def revert(conn, name_or_id: str, *, timeout: float = 120) -> dict:
     )
 
 
-def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> MoveWait:
     """Live migration (through the scheduler, to ``host`` when given): ACTIVE, migration ``completed``."""
     server, since = _before(conn, name_or_id)
     _call("live_migrate", server, conn.compute.live_migrate_server, server, host=host, block_migration="auto")
@@ -349,7 +333,7 @@ def compute_service(conn, host: str):
     return found[0]
 
 
-def force_down(conn, host: str, down: bool = True) -> dict:
+def force_down(conn, host: str, down: bool = True) -> ComputeService:
     """Mark the host's nova-compute forced down (or not): what evacuation needs of a failed source.
     Nova refuses to lift it while evacuations from the host wait for its clean-up."""
     from openstack import exceptions as sdk_exceptions
@@ -362,10 +346,10 @@ def force_down(conn, host: str, down: bool = True) -> dict:
             f"force_down={down}: Nova refused it for nova-compute on {host}: {e.details or e}", action="force_down"
         ) from None
     svc = compute_service(conn, host)
-    return {"host": host, "forced_down": svc.is_forced_down, "state": svc.state, "status": svc.status}
+    return ComputeService(host, svc.is_forced_down, svc.state, svc.status)
 
 
-def evacuate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+def evacuate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> MoveWait:
     """Evacuate from a source whose nova-compute is down (:func:`force_down`): the server rebuilt on
     the target, migration ``done``. With compute API 2.95+ (openstacksdk's default) Nova leaves an
     evacuated server stopped: SHUTOFF; :func:`start` brings it back."""
@@ -387,7 +371,7 @@ def _evacuate_stops(conn) -> bool:
     return used is not None and tuple(int(x) for x in str(used).split(".")) >= (2, 95)
 
 
-def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll: float = 1.0) -> dict:
+def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll: float = 1.0) -> MoveWait:
     """After the source's nova-compute started again: its clean-up moves the evacuation to ``completed``."""
     server = find_server(conn, name_or_id)
     return wait_for(
@@ -401,7 +385,7 @@ def wait_evacuation_cleanup(conn, name_or_id: str, *, timeout: float = 180, poll
     )
 
 
-def start(conn, name_or_id: str, *, timeout: float = 120) -> dict:
+def start(conn, name_or_id: str, *, timeout: float = 120) -> MoveWait:
     """Start the server unless it is ACTIVE and wait until it is ACTIVE with no task: ``{"server": view, "migration":
     None}``. Raises ObjectNotFound for no such server, NovaMoveFailed when Nova refuses, it goes to ERROR or the wait
     runs out."""
@@ -411,20 +395,20 @@ def start(conn, name_or_id: str, *, timeout: float = 120) -> dict:
     return wait_for(conn, server.id, "start", statuses={"ACTIVE"}, timeout=timeout)
 
 
-def shelve(conn, name_or_id: str, *, timeout: float = 180) -> dict:
+def shelve(conn, name_or_id: str, *, timeout: float = 180) -> MoveWait:
     """Shelve; with Nova's default ``shelved_offload_time = 0`` the server is offloaded at once:
     SHELVED_OFFLOADED (allocations released, ports unbound). A cloud that keeps shelved servers
     (SHELVED) is offloaded explicitly."""
     server = find_server(conn, name_or_id)
     _call("shelve", server, conn.compute.shelve_server, server)
     got = wait_for(conn, server.id, "shelve", statuses={"SHELVED", "SHELVED_OFFLOADED"}, timeout=timeout)
-    if got["server"]["status"] == "SHELVED":
+    if got.server["status"] == "SHELVED":
         _call("shelve_offload", server, conn.compute.shelve_offload_server, server)
         got = wait_for(conn, server.id, "shelve_offload", statuses={"SHELVED_OFFLOADED"}, timeout=timeout)
     return got
 
 
-def unshelve(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> dict:
+def unshelve(conn, name_or_id: str, *, host: str | None = None, timeout: float = 180) -> MoveWait:
     """Unshelve (scheduled again; to ``host`` with compute API 2.91+): ACTIVE."""
     server = find_server(conn, name_or_id)
     kwargs = {"host": host} if host else {}
@@ -454,7 +438,7 @@ def plan(
     flavor: str | None = None,
     force_down_source: bool = False,
 ) -> Plan:
-    """The Nova call :func:`run` makes for ``action`` (none when it is already done): check mode's plan."""
+    """The Nova call :func:`move_server` makes for ``action`` (none when it is already done): check mode's plan."""
     server = find_server(conn, name_or_id)
     return plan_action(
         _server_view(server),
@@ -466,7 +450,7 @@ def plan(
     )
 
 
-def run(
+def move_server(
     conn,
     name_or_id: str,
     action: str,
@@ -476,7 +460,7 @@ def run(
     force_down_source: bool = False,
     timeout: float = 180,
     check: bool = False,
-) -> tuple[Plan, dict | None]:
+) -> tuple[Plan, MoveWait | None]:
     """Plan the action, then (unless ``check``) apply that plan: force the evacuation source down when
     asked, make the call, wait for its end state. Returns the plan and what the wait saw."""
     the_plan = plan(conn, name_or_id, action, host=host, flavor=flavor, force_down_source=force_down_source)

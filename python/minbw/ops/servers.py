@@ -12,7 +12,7 @@ from minbw.errors import MappingError, MicroversionUnsupported, MinbwError, NoVa
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims, neutron
 from minbw.placement.client import Placement
-from minbw.reports.guarantee import PortState, check_guarantee
+from minbw.reports.guarantee import Guarantee, PortState, Release, check_guarantee
 
 NO_VALID_HOST = "No valid host"
 
@@ -68,8 +68,9 @@ def request_of_server(server, ports) -> ServerRequest:
     )
 
 
-def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list[str] | None = None) -> dict:
-    """Does the server's bandwidth guarantee hold? ``ok``, ``problems`` and what was checked.
+def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list[str] | None = None) -> Guarantee:
+    """Does the server's bandwidth guarantee hold? A Guarantee: ``ok``, ``problems`` and what was checked. Raises
+    ObjectNotFound when Nova has no such server.
 
     A server in ERROR holds no guarantee: its one problem is Nova's fault, and for "No valid host" the
     ``diagnosis`` of the same request per group (``boot_ports``: the ports it was booted with, by name or id,
@@ -89,17 +90,7 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
             conn, server, boot_ports or [p.id for p in conn.network.ports(device_id=server.id)], api
         )
         diagnosis = failure.diagnosis if isinstance(failure, NoValidHost) else []
-        return {
-            "ok": False,
-            "problems": [str(failure)],
-            "server": view,
-            "host": None,
-            "allocations": {},
-            "groups": {},
-            "ports": [],
-            "notes": [],
-            "diagnosis": diagnosis,
-        }
+        return Guarantee((str(failure),), view, diagnosis=tuple(diagnosis))
     ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     claim, claim_error = None, None
     try:
@@ -123,17 +114,14 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
             for gid, rps in claim.mapping.items()
             if gid
         }
-    return {
-        "ok": not problems,
-        "problems": problems,
-        "server": view,
-        "host": claim.host_name if claim else None,
-        "allocations": {rp: dict(a) for rp, a in claim.allocations.items()} if claim else {},
-        "groups": groups,
-        "ports": [p.to_dict() for p in ports],
-        "notes": [n for p in ports for n in p.notes],
-        "diagnosis": [],
-    }
+    return Guarantee(
+        tuple(problems),
+        view,
+        host=claim.host_name if claim else None,
+        allocations=dict(claim.allocations) if claim else {},
+        groups=groups,
+        ports=tuple(ports),
+    )
 
 
 # ---------------------------------------------------------------- boot, explain, delete
@@ -173,28 +161,22 @@ def explain_failure(conn, server, ports: list[str], api: Placement | None = None
     )
 
 
-def release_state(conn, api: Placement, server_id: str, port_ids: list[str]) -> dict:
-    """What is left of a server after its deletion: its allocations and its ports' binding allocations."""
+def release_state(conn, api: Placement, server_id: str, port_ids: list[str]) -> Release:
+    """What is left of a server after its deletion (a Release): its allocations and its ports' binding allocations."""
     allocs = api.get_allocations(server_id).get("allocations") or {}
     profiles = {}
     for pid in port_ids:
         port = conn.network.find_port(pid, ignore_missing=True)
         if port is not None:
             profiles[pid] = dict(port.binding_profile or {})
-    problems = [f"Placement still has allocations for consumer {server_id}: {allocs}"] if allocs else []
-    problems += [
-        f"port {pid}: binding:profile.allocation is still {p['allocation']}"
-        for pid, p in profiles.items()
-        if p.get("allocation")
-    ]
-    return {"allocations": allocs, "binding_profiles": profiles, "problems": problems}
+    return Release(server_id, tuple(port_ids), allocs, profiles)
 
 
 def delete(
     conn, name_or_id: str, api: Placement | None = None, *, timeout: int = 120, settle: float = 20, poll: float = 0.5
-) -> dict | None:
+) -> Release | None:
     """Delete the server, wait until it is gone, then until its allocations and binding allocations are
-    released (at most ``settle`` seconds). None when there was no such server."""
+    released (at most ``settle`` seconds): what is left then (a Release). None when there was no such server."""
     api = api or Placement(conn)
     server = conn.compute.find_server(name_or_id, ignore_missing=True)
     if server is None:
@@ -205,6 +187,6 @@ def delete(
     deadline = time.monotonic() + settle
     while True:
         state = release_state(conn, api, server.id, port_ids)
-        if not state["problems"] or time.monotonic() > deadline:
-            return dict(state, server_id=server.id, ports=port_ids)
+        if not state.problems or time.monotonic() > deadline:
+            return state
         time.sleep(poll)

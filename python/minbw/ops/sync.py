@@ -344,7 +344,7 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         cache.written(uuid, gen, name, parent, traits, inventories or {}, created=uuid in created)
 
 
-def sync(
+def sync_providers(
     api: Placement,
     desired: DesiredState,
     *,

@@ -26,7 +26,7 @@ from minbw.errors import (
     ProviderNotFound,
     placement_error,
 )
-from minbw.model import microversions as mv
+from minbw.model import microversions
 from minbw.model.providers import Provider, ProviderDetail
 
 READERS = 4  # concurrent provider reads: the client's work and the network overlap the server's
@@ -142,14 +142,14 @@ class Placement:
         conn,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        max_microversion: str | mv.Microversion | None = None,
+        max_microversion: str | microversions.Microversion | None = None,
     ):
         """``max_microversion`` (``--os-placement-api-version``): no call above it is sent; a call that needs
         more is refused naming the pin, and the candidates query uses at most it."""
         self.conn = conn
         self.proxy = conn.placement
         self._max_version: tuple[int, int] | None = None
-        self.pinned = None if max_microversion is None else mv.parse(max_microversion)
+        self.pinned = None if max_microversion is None else microversions.parse(max_microversion)
         self.retry = retry or RetryPolicy.from_env()
         self.sleep = sleep
         self.retried = 0  # calls tried again after no usable answer
@@ -165,7 +165,7 @@ class Placement:
         self,
         method: str,
         url: str,
-        microversion: str | mv.Microversion,
+        microversion: str | microversions.Microversion,
         json: Any = None,
         ok=(200, 201, 204),
         params: Mapping[str, Any] | None = None,
@@ -181,14 +181,15 @@ class Placement:
         """
         from keystoneauth1.exceptions import RetriableConnectionFailure
 
-        if self.pinned is not None and mv.parse(microversion) > self.pinned:
+        if self.pinned is not None and microversions.parse(microversion) > self.pinned:
             raise MicroversionUnsupported(
-                f"{method.upper()} {url.split('?')[0]} needs Placement microversion {mv.format(microversion)}, above "
-                f"the {mv.format(self.pinned)} that --os-placement-api-version (OS_PLACEMENT_API_VERSION) pins. "
-                f"Fix: pin {mv.format(microversion)} or more, or leave the pin out"
+                f"{method.upper()} {url.split('?')[0]} needs Placement microversion "
+                f"{microversions.format(microversion)}, above the {microversions.format(self.pinned)} that "
+                f"--os-placement-api-version (OS_PLACEMENT_API_VERSION) pins. "
+                f"Fix: pin {microversions.format(microversion)} or more, or leave the pin out"
             )
         kwargs: dict[str, Any] = {
-            "microversion": mv.format(microversion),
+            "microversion": microversions.format(microversion),
             "raise_exc": False,
             "timeout": self.timeout,
             "connect_retries": 0,
@@ -251,9 +252,9 @@ class Placement:
         """The newest microversion calls may use: the server's (``GET /``, read once), at most the pin. Errors as
         :meth:`request`."""
         if self._max_version is None:
-            body = self.request("get", "/", mv.ROOT)
+            body = self.request("get", "/", microversions.ROOT)
             versions = body.get("versions") or [body.get("version", {})]
-            self._max_version = self._server_max = mv.parse(versions[0].get("max_version") or "1.0")
+            self._max_version = self._server_max = microversions.parse(versions[0].get("max_version") or "1.0")
             if self.pinned is not None:
                 self._max_version = min(self._max_version, self.pinned)
         return self._max_version
@@ -268,17 +269,17 @@ class Placement:
         self.max_version()
         return self.pinned is not None and self._server_max > self.pinned
 
-    def supports(self, microversion: str | mv.Microversion) -> bool:
+    def supports(self, microversion: str | microversions.Microversion) -> bool:
         """Whether :meth:`max_version` is ``microversion`` or later. Errors as :meth:`request`."""
-        return mv.at_least(self.max_version(), microversion)
+        return microversions.at_least(self.max_version(), microversion)
 
-    def require(self, microversion: str | mv.Microversion, what: str) -> None:
+    def require(self, microversion: str | microversions.Microversion, what: str) -> None:
         """None when :meth:`max_version` reaches ``microversion``. Raises MicroversionUnsupported naming ``what`` and
         the server's newest microversion (at most the pin) otherwise."""
         if not self.supports(microversion):
             raise MicroversionUnsupported(
-                f"{what} needs Placement microversion {mv.format(microversion)}; "
-                f"this server offers up to {mv.format(self.max_version())}"
+                f"{what} needs Placement microversion {microversions.format(microversion)}; "
+                f"this server offers up to {microversions.format(self.max_version())}"
             )
 
     # ------------------------------------------------------------ providers
@@ -286,9 +287,11 @@ class Placement:
         """The providers ``filters`` select (Placement's query parameters: ``name``, ``in_tree``, ``required``, ...), at
         the microversion they need (1.18 for ``required``, 1.22 with a forbidden trait). Errors as :meth:`request`."""
         query = ("?" + urllib.parse.urlencode(filters)) if filters else ""
-        version = mv.PROVIDERS
+        version = microversions.PROVIDERS
         if "required" in filters:
-            version = mv.PROVIDERS_FORBIDDEN if "!" in filters["required"] else mv.PROVIDERS_REQUIRED
+            version = (
+                microversions.PROVIDERS_FORBIDDEN if "!" in filters["required"] else microversions.PROVIDERS_REQUIRED
+            )
         body = self.request("get", "/resource_providers" + query, version)
         return [Provider.from_api(p) for p in body["resource_providers"]]
 
@@ -298,12 +301,12 @@ class Placement:
 
     def get_provider(self, uuid: str) -> Provider:
         """The provider ``uuid``. Raises NotFound when Placement has none; otherwise errors as :meth:`request`."""
-        return Provider.from_api(self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS))
+        return Provider.from_api(self.request("get", f"/resource_providers/{uuid}", microversions.PROVIDERS))
 
     def _provider_as(self, uuid: str, name: str, parent_uuid: str | None) -> dict | None:
         """The provider's body when it exists with this name and parent (a write of ours already there)."""
         try:
-            body = self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS)
+            body = self.request("get", f"/resource_providers/{uuid}", microversions.PROVIDERS)
         except NotFound:
             return None
         return body if (body["name"], body.get("parent_provider_uuid")) == (name, parent_uuid or None) else None
@@ -320,7 +323,9 @@ class Placement:
 
         try:
             # at ERROR_CODES (>= CREATE_RETURNS_BODY): a duplicate carries its code (placement.duplicate_name)
-            created = self.request("post", "/resource_providers", mv.ERROR_CODES, json=body, ok=(200,), converged=same)
+            created = self.request(
+                "post", "/resource_providers", microversions.ERROR_CODES, json=body, ok=(200,), converged=same
+            )
         except DuplicateName:
             created = same()
             if created is None:
@@ -335,7 +340,7 @@ class Placement:
         body = {"name": name}
         if parent_uuid:
             body["parent_provider_uuid"] = parent_uuid
-        version = mv.REPARENT if reparent else mv.CREATE_RETURNS_BODY
+        version = microversions.REPARENT if reparent else microversions.CREATE_RETURNS_BODY
         return Provider.from_api(
             self.request(
                 "put",
@@ -353,12 +358,12 @@ class Placement:
 
         def gone() -> dict | None:
             try:
-                self.request("get", f"/resource_providers/{uuid}", mv.PROVIDERS)
+                self.request("get", f"/resource_providers/{uuid}", microversions.PROVIDERS)
             except NotFound:
                 return {}
             return None
 
-        self.request("delete", f"/resource_providers/{uuid}", mv.PROVIDERS, converged=gone)
+        self.request("delete", f"/resource_providers/{uuid}", microversions.PROVIDERS, converged=gone)
 
     # ------------------------------------------------------------ traits
     def existing_traits(self, names: Iterable[str]) -> set[str]:
@@ -367,18 +372,18 @@ class Placement:
         names = sorted(set(names))
         if not names:
             return set()
-        body = self.request("get", "/traits?name=in:" + ",".join(names), mv.TRAITS)
+        body = self.request("get", "/traits?name=in:" + ",".join(names), microversions.TRAITS)
         return set(body["traits"])
 
     def create_trait(self, name: str) -> None:
         """Create the trait ``name`` (a PUT: one that exists is left as it is). Returns None. Errors as
         :meth:`request`."""
-        self.request("put", f"/traits/{name}", mv.TRAITS)
+        self.request("put", f"/traits/{name}", microversions.TRAITS)
 
     def get_provider_traits(self, uuid: str) -> tuple[set[str], int]:
         """``(traits, provider generation)`` of provider ``uuid``. Errors as :meth:`request` (a 404: NotFound or
         ProviderNotFound)."""
-        body = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
+        body = self.request("get", f"/resource_providers/{uuid}/traits", microversions.TRAITS)
         return set(body["traits"]), body["resource_provider_generation"]
 
     def set_provider_traits(self, uuid: str, traits: Iterable[str], generation: int) -> int:
@@ -386,40 +391,34 @@ class Placement:
         """Replace provider ``uuid``'s traits at ``generation``; returns its new generation. A lost answer is re-read:
         the traits already as asked count as written. Raises ConcurrentUpdate when the generation moved; otherwise as
         :meth:`request`."""
-        wanted = set(traits)
-
-        def same() -> dict | None:
-            now = self.request("get", f"/resource_providers/{uuid}/traits", mv.TRAITS)
-            return now if set(now["traits"]) == wanted else None
-
-        body = self.request(
-            "put",
-            f"/resource_providers/{uuid}/traits",
-            mv.ERROR_CODES,
-            json={"traits": sorted(wanted), "resource_provider_generation": generation},
-            converged=same,
-        )
-        return body["resource_provider_generation"]
+        return self._replace_set(uuid, "traits", microversions.TRAITS, traits, generation)
 
     # ------------------------------------------------------------ aggregates
     def get_provider_aggregates(self, uuid: str) -> tuple[set[str], int]:
         """``(aggregate uuids, provider generation)`` of provider ``uuid``. Errors as :meth:`request`."""
-        body = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
+        body = self.request("get", f"/resource_providers/{uuid}/aggregates", microversions.AGGREGATES)
         return set(body["aggregates"]), body["resource_provider_generation"]
 
     def set_provider_aggregates(self, uuid: str, aggregates: Iterable[str], generation: int) -> int:
         """Replace a provider's aggregates at ``generation`` (callers add to what they read)."""
-        wanted = set(aggregates)
+        return self._replace_set(uuid, "aggregates", microversions.AGGREGATES, aggregates, generation)
+
+    def _replace_set(
+        self, uuid: str, key: str, read_version: microversions.Microversion, values: Iterable[str], generation: int
+    ) -> int:
+        """PUT provider ``uuid``'s ``key`` (traits, aggregates) as ``values`` at ``generation``; a lost answer is
+        re-read (at ``read_version``) and the set already as asked counts as written. Returns the new generation."""
+        wanted = set(values)
 
         def same() -> dict | None:
-            now = self.request("get", f"/resource_providers/{uuid}/aggregates", mv.AGGREGATES)
-            return now if set(now["aggregates"]) == wanted else None
+            now = self.request("get", f"/resource_providers/{uuid}/{key}", read_version)
+            return now if set(now[key]) == wanted else None
 
         body = self.request(
             "put",
-            f"/resource_providers/{uuid}/aggregates",
-            mv.ERROR_CODES,
-            json={"aggregates": sorted(wanted), "resource_provider_generation": generation},
+            f"/resource_providers/{uuid}/{key}",
+            microversions.ERROR_CODES,
+            json={key: sorted(wanted), "resource_provider_generation": generation},
             converged=same,
         )
         return body["resource_provider_generation"]
@@ -428,7 +427,7 @@ class Placement:
     def get_inventories(self, uuid: str) -> tuple[dict[str, dict], int]:
         """``(inventories by class as Placement returns them, provider generation)`` of provider ``uuid``. Errors as
         :meth:`request` (a 404: NotFound or ProviderNotFound)."""
-        body = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
+        body = self.request("get", f"/resource_providers/{uuid}/inventories", microversions.INVENTORIES)
         return body["inventories"], body["resource_provider_generation"]
 
     def set_inventories(self, uuid: str, inventories: Mapping[str, Mapping], generation: int) -> int:
@@ -438,7 +437,7 @@ class Placement:
         wanted = {rc: dict(inv) for rc, inv in inventories.items()}
 
         def same() -> dict | None:
-            now = self.request("get", f"/resource_providers/{uuid}/inventories", mv.INVENTORIES)
+            now = self.request("get", f"/resource_providers/{uuid}/inventories", microversions.INVENTORIES)
             have = now["inventories"]
             fits = set(have) == set(wanted) and all(
                 have[rc].get(k) == v for rc, inv in wanted.items() for k, v in inv.items()
@@ -448,7 +447,7 @@ class Placement:
         body = self.request(
             "put",
             f"/resource_providers/{uuid}/inventories",
-            mv.INVENTORIES,
+            microversions.INVENTORIES,
             json={"inventories": wanted, "resource_provider_generation": generation},
             converged=same,
         )
@@ -458,12 +457,12 @@ class Placement:
     def provider_allocations(self, uuid: str, with_generation: bool = False) -> dict[str, dict]:
         """consumer → ``{"resources": ...}``; ``with_generation``: the whole body (with
         ``resource_provider_generation``)."""
-        body = self.request("get", f"/resource_providers/{uuid}/allocations", mv.PROVIDERS)
+        body = self.request("get", f"/resource_providers/{uuid}/allocations", microversions.PROVIDERS)
         return body if with_generation else body["allocations"]
 
     def provider_usages(self, uuid: str) -> dict[str, int]:
         """``{class: used}`` of provider ``uuid``. Errors as :meth:`request` (a 404: NotFound or ProviderNotFound)."""
-        return self.request("get", f"/resource_providers/{uuid}/usages", mv.PROVIDERS)["usages"]
+        return self.request("get", f"/resource_providers/{uuid}/usages", microversions.PROVIDERS)["usages"]
 
     def usages_of(
         self, uuids: Iterable[str], readers: int = READERS, *, missing_ok: bool = False
@@ -520,19 +519,19 @@ class Placement:
                     yield d
 
     # ------------------------------------------------------------ allocation candidates
-    def allocation_candidates(self, params: Mapping[str, Any], microversion: str | mv.Microversion) -> dict:
+    def allocation_candidates(self, params: Mapping[str, Any], microversion: str | microversions.Microversion) -> dict:
         """``GET /allocation_candidates`` with a query built by :mod:`minbw.placement.query`."""
         return self.request("get", "/allocation_candidates", microversion, params=params)
 
     # ------------------------------------------------------------ consumers' allocations
     def get_allocations(self, consumer: str) -> dict:
         """``{"allocations": {...}, "consumer_generation": n|None, "project_id", "user_id"}``."""
-        return self.request("get", f"/allocations/{consumer}", mv.CONSUMER_GENERATIONS)
+        return self.request("get", f"/allocations/{consumer}", microversions.CONSUMER_GENERATIONS)
 
     def put_allocations(self, consumer: str, body: Mapping[str, Any]) -> None:
         """Replace a consumer's allocations atomically (``consumer_generation`` None: a new consumer).
         A body with ``consumer_type`` is sent at the microversion that knows it."""
-        version = mv.CONSUMER_TYPES if body.get("consumer_type") else mv.CONSUMER_GENERATIONS
+        version = microversions.CONSUMER_TYPES if body.get("consumer_type") else microversions.CONSUMER_GENERATIONS
         self.request(
             "put",
             f"/allocations/{consumer}",
@@ -543,7 +542,11 @@ class Placement:
 
     def post_allocations(self, bodies: Mapping[str, Mapping[str, Any]]) -> None:
         """``POST /allocations``: several consumers' allocations in one atomic call (moves, swaps)."""
-        version = mv.CONSUMER_TYPES if any(b.get("consumer_type") for b in bodies.values()) else mv.CONSUMER_GENERATIONS
+        version = (
+            microversions.CONSUMER_TYPES
+            if any(b.get("consumer_type") for b in bodies.values())
+            else microversions.CONSUMER_GENERATIONS
+        )
         self.request(
             "post",
             "/allocations",

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from minbw.errors import MicroversionUnsupported, RequestError
-from minbw.model import microversions as mv
+from minbw.model import microversions
 from minbw.model.requests import RequestGroup, ServerRequest
 
 # placement/schemas/common.py GROUP_PAT / GROUP_PAT_1_33
@@ -116,25 +116,27 @@ def _validate(req: ServerRequest, groups: tuple[RequestGroup, ...]) -> None:
             )
 
 
-def required_microversion(req: ServerRequest) -> tuple[mv.Microversion, list[tuple[mv.Microversion, str]]]:
+def required_microversion(
+    req: ServerRequest,
+) -> tuple[microversions.Microversion, list[tuple[microversions.Microversion, str]]]:
     """The lowest microversion that expresses ``req``, and why: (version, feature) pairs."""
     groups = req.request_groups()
-    why = [(mv.NESTED_CANDIDATES, "nested providers in allocation candidates")]
+    why = [(microversions.NESTED_CANDIDATES, "nested providers in allocation candidates")]
     numbered = [g.id for g in groups if g.id]
     if any(not _NUMERIC_SUFFIX.match(s) for s in numbered):
-        why.append((mv.STRING_SUFFIXES, "string group suffixes (the ports' request group ids)"))
+        why.append((microversions.STRING_SUFFIXES, "string group suffixes (the ports' request group ids)"))
     if req.in_tree:
-        why.append((mv.IN_TREE, "in_tree"))
+        why.append((microversions.IN_TREE, "in_tree"))
     if req.forbidden_member_of:
-        why.append((mv.FORBIDDEN_AGGREGATES, "forbidden aggregates member_of=!in:"))
+        why.append((microversions.FORBIDDEN_AGGREGATES, "forbidden aggregates member_of=!in:"))
     if req.root_required or req.root_forbidden:
-        why.append((mv.ROOT_REQUIRED, "root_required"))
+        why.append((microversions.ROOT_REQUIRED, "root_required"))
     if req.same_subtrees():
-        why.append((mv.SAME_SUBTREE, "same_subtree (a port with several request groups)"))
+        why.append((microversions.SAME_SUBTREE, "same_subtree (a port with several request groups)"))
     if any(g.id and not g.resources for g in groups):
-        why.append((mv.SAME_SUBTREE, "a request group without resources (a zero minimum)"))
+        why.append((microversions.SAME_SUBTREE, "a request group without resources (a zero minimum)"))
     if any(g.required_any for g in groups):
-        why.append((mv.ANY_TRAITS, "any-traits required=in:A,B (a multi-segment network)"))
+        why.append((microversions.ANY_TRAITS, "any-traits required=in:A,B (a multi-segment network)"))
     return max(v for v, _reason in why), why
 
 
@@ -158,7 +160,11 @@ def group_params(
 
 
 def build_query(
-    req: ServerRequest, max_microversion: str | mv.Microversion, *, mappings: bool = True, pinned: bool = False
+    req: ServerRequest,
+    max_microversion: str | microversions.Microversion,
+    *,
+    mappings: bool = True,
+    pinned: bool = False,
 ) -> tuple[dict[str, str | list[str]], str]:
     """``(params, microversion)`` for ``GET /allocation_candidates``.
 
@@ -173,30 +179,30 @@ def build_query(
     groups = req.request_groups()
     _validate(req, groups)
     need, why = required_microversion(req)
-    have = mv.parse(max_microversion)
+    have = microversions.parse(max_microversion)
     if have < need:
-        missing = [f"{text} needs {mv.format(v)}" for v, text in why if v > have]
+        missing = [f"{text} needs {microversions.format(v)}" for v, text in why if v > have]
         if pinned:  # the user's --os-placement-api-version, not the server, is the limit
             raise MicroversionUnsupported(
-                f"--os-placement-api-version pins Placement microversion {mv.format(have)}, but this request "
-                f"needs {mv.format(need)}: {'; '.join(missing)}. Fix: pin {mv.format(need)} or more, or leave "
-                f"the pin out."
+                f"--os-placement-api-version pins Placement microversion {microversions.format(have)}, but this "
+                f"request needs {microversions.format(need)}: {'; '.join(missing)}. Fix: pin "
+                f"{microversions.format(need)} or more, or leave the pin out."
             )
         raise MicroversionUnsupported(
-            f"Placement offers microversions up to {mv.format(have)}, but this request "
-            f"needs {mv.format(need)}: {'; '.join(missing)}. Sending it at a lower "
+            f"Placement offers microversions up to {microversions.format(have)}, but this request "
+            f"needs {microversions.format(need)}: {'; '.join(missing)}. Sending it at a lower "
             f"microversion would ask for less than requested. Fix: upgrade Placement to "
-            f"{mv.format(need)} or later, or drop those features (e.g. build the port "
+            f"{microversions.format(need)} or later, or drop those features (e.g. build the port "
             f"requests with any_traits=False when the server lacks "
-            f"{mv.format(mv.ANY_TRAITS)})."
+            f"{microversions.format(microversions.ANY_TRAITS)})."
         )
     use = need
     if mappings:
         use = (
-            max(need, mv.NOVA_CANDIDATES)
-            if have >= mv.NOVA_CANDIDATES
-            else max(need, mv.MAPPINGS)
-            if have >= mv.MAPPINGS
+            max(need, microversions.NOVA_CANDIDATES)
+            if have >= microversions.NOVA_CANDIDATES
+            else max(need, microversions.MAPPINGS)
+            if have >= microversions.MAPPINGS
             else need
         )
 
@@ -218,12 +224,12 @@ def build_query(
         pairs.append(("root_required", ",".join([*req.root_required, *(f"!{t}" for t in req.root_forbidden)])))
     # Nova's form: every port's same_subtree as Neutron gives it; below 1.36 (an older Placement) the one-group
     # lists of groups with resources, always true, are left out (ServerRequest.same_subtrees)
-    subtrees = req.same_subtree() if use >= mv.SAME_SUBTREE else req.same_subtrees()
+    subtrees = req.same_subtree() if use >= microversions.SAME_SUBTREE else req.same_subtrees()
     pairs += [("same_subtree", ",".join(s)) for s in subtrees]
     if req.limit is not None:
         pairs.append(("limit", str(req.limit)))
 
-    return _params(pairs), mv.format(use)
+    return _params(pairs), microversions.format(use)
 
 
 def _params(pairs: list[tuple[str, str]]) -> dict[str, str | list[str]]:
@@ -245,8 +251,14 @@ def single_group_query(g: RequestGroup, resources: Mapping[str, int] | None = No
     alone = RequestGroup(
         g.id, resources if resources is not None else g.resources, g.required, g.required_any, g.forbidden
     )
-    version = mv.ANY_TRAITS if g.required_any else mv.STRING_SUFFIXES if g.id else mv.NESTED_CANDIDATES
-    return _params(group_params(alone)), mv.format(version)
+    version = (
+        microversions.ANY_TRAITS
+        if g.required_any
+        else microversions.STRING_SUFFIXES
+        if g.id
+        else microversions.NESTED_CANDIDATES
+    )
+    return _params(group_params(alone)), microversions.format(version)
 
 
 def query_string(params: Mapping[str, str | list[str]]) -> str:

@@ -117,6 +117,19 @@ class FixOp(base.Op):
 
 
 @dataclass(frozen=True)
+class FixResult:
+    """What a fix tried did: ``done``, or the ``error`` that stopped it (each fix is independent)."""
+
+    op: FixOp
+    done: bool
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: the fix's dict, ``done`` and ``error``."""
+        return {**self.op.to_dict(), "done": self.done, "error": self.error}
+
+
+@dataclass(frozen=True)
 class Finding:
     """``facts``: the finding as data (provider, amounts, consumers), beside the sentence in ``detail``."""
 
@@ -149,9 +162,9 @@ class AuditPlan(base.Plan):
         """Whether the audit found nothing."""
         return not self.findings
 
-    def left(self, fixes: Iterable[Mapping]) -> int:
+    def left(self, fixes: Iterable[FixResult]) -> int:
         """How many findings are left after ``fixes`` (what :func:`minbw.ops.audit.apply_fixes` returned)."""
-        return len(self.findings) - sum(1 for f in fixes if f["done"])
+        return len(self.findings) - sum(1 for f in fixes if f.done)
 
     def to_dict(self) -> dict:
         """The plan's dict plus ``ok``, the findings' dicts and ``checked`` (how many consumers, ports and
@@ -175,7 +188,7 @@ def amounts(resources: Mapping[str, int]) -> str:
     return ", ".join(f"{rc}={n}" for rc, n in sorted(resources.items()))
 
 
-def audit(
+def judge_audit(
     allocations: Mapping[str, Mapping[str, Mapping[str, int]]],
     servers: Iterable[Server],
     migrations: Iterable[Migration],

@@ -96,6 +96,39 @@ class HealPlan(base.Plan):
         }
 
 
+@dataclass(frozen=True)
+class ServerHeal:
+    """One server's heal: its ``plan`` (None when it could not be planned), whether it was ``healed`` (with
+    ``writes`` made), the ``error`` that left it unhealed and, when a write failed, what was ``rolled_back``."""
+
+    server: str
+    name: str
+    plan: HealPlan | None = None
+    healed: bool = False
+    error: str | None = None
+    writes: int | None = None  # set when the writes were made
+    rolled_back: tuple[str, ...] | None = None  # set when a write failed and the others were undone
+
+    @property
+    def needs_writes(self) -> bool:
+        """Whether the server's plan has writes to make."""
+        return self.plan is not None and bool(self.plan.ops)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: server, name, the plan's dict and diff (when planned), healed, writes (when
+        made), error, rolled_back (when a write failed)."""
+        out: dict = {"server": self.server, "name": self.name}
+        if self.plan is not None:
+            out.update(plan=self.plan.to_dict(), diff=self.plan.diff())
+        out["healed"] = self.healed
+        if self.writes is not None:
+            out["writes"] = self.writes
+        out["error"] = self.error
+        if self.rolled_back is not None:
+            out["rolled_back"] = list(self.rolled_back)
+        return out
+
+
 def _bound_to(port: PortState, group: RequestGroup) -> str | None:
     alloc = dict(port.binding_profile).get("allocation")
     if isinstance(alloc, str):  # the legacy format: one provider for the port's one group

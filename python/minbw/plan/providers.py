@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound, RootRefused
-from minbw.model import microversions as mv
+from minbw.model import microversions
 from minbw.model.providers import (
     NOVA_ROOT_TRAITS,
     DesiredState,
@@ -48,7 +48,7 @@ class Observed:
     inventories: Mapping[str, Mapping[str, Mapping]]
     existing_traits: frozenset[str]  # which of the desired global traits exist
     allocations: Mapping[str, Mapping[str, Any]]  # consumers on providers that would be removed
-    max_version: mv.Microversion = mv.ANY_TRAITS
+    max_version: microversions.Microversion = microversions.ANY_TRAITS
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ def make_plan(
     ops += [Op("create_trait", name=t) for t in sorted(desired.traits - dropped - observed.existing_traits)]
 
     resolved: list[ProviderSpec] = []
-    reparent_ok = mv.at_least(observed.max_version, mv.REPARENT)
+    reparent_ok = microversions.at_least(observed.max_version, microversions.REPARENT)
     for spec in desired.providers:
         if spec.hypervisor not in roots:
             continue
@@ -293,8 +293,9 @@ def make_plan(
             if have.parent_uuid != parent and not reparent_ok:
                 raise PlanError(
                     f"provider {spec.name} ({spec.uuid}) hangs under {have.parent_uuid}, not under {parent}: "
-                    f"moving it needs Placement microversion {mv.format(mv.REPARENT)} (this server offers "
-                    f"{mv.format(observed.max_version)}); delete the provider and sync again (neutron bug 1921150)"
+                    f"moving it needs Placement microversion {microversions.format(microversions.REPARENT)} "
+                    f"(this server offers {microversions.format(observed.max_version)}); delete the provider and "
+                    f"sync again (neutron bug 1921150)"
                 )
             ops.append(Op("update_provider", name=spec.name, uuid=spec.uuid, parent_uuid=parent))
         if frozenset(traits) != spec.traits:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from minbw.errors import ObjectNotFound
-from minbw.model.providers import SHARING_TRAIT, DesiredState, snapshot
+from minbw.model.providers import SHARING_TRAIT, DesiredState, ProviderReport, snapshot
 from minbw.neutron import naming
 from minbw.neutron.agentconf import AgentConfig, config_from_report
 from minbw.placement.client import Placement
@@ -14,8 +14,9 @@ from minbw.neutron.provider_tree import swept_agents
 from minbw.readers.placement import Reader
 
 
-def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]:
-    """Every provider (or one hypervisor's tree) with traits, inventories and usages, in tree order."""
+def provider_report(api: Placement, hypervisor: str | None = None) -> list[ProviderReport]:
+    """Every provider (or one hypervisor's tree) with traits, inventories and usages, in tree order. Raises
+    ObjectNotFound when no provider has the hypervisor's name; lets PlacementError through."""
     if hypervisor:
         roots = api.list_providers(name=hypervisor)
         if not roots:
@@ -24,18 +25,8 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[dict]
     else:
         provs = api.list_providers()
     out = [
-        {
-            "uuid": p.uuid,
-            "name": p.name,
-            "generation": p.generation,
-            "root_provider_uuid": p.root_uuid,
-            "parent_provider_uuid": p.parent_uuid,
-            "traits": sorted(d.traits),
-            "inventories": dict(d.inventories),
-            "usages": dict(d.usages),
-        }
+        ProviderReport(d.provider, tuple(sorted(d.traits)), dict(d.inventories), dict(d.usages))
         for d in api.provider_details(provs, usages=True)
-        for p in (d.provider,)
     ]
     return _tree_order(out)
 
@@ -52,20 +43,20 @@ def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
     return out
 
 
-def _tree_order(provs: list[dict]) -> list[dict]:
+def _tree_order(provs: list[ProviderReport]) -> list[ProviderReport]:
     children: dict = {}
     for p in provs:
-        children.setdefault(p["parent_provider_uuid"], []).append(p)
-    known = {p["uuid"] for p in provs}
-    ordered: list[dict] = []
+        children.setdefault(p.provider.parent_uuid, []).append(p)
+    known = {p.provider.uuid for p in provs}
+    ordered: list[ProviderReport] = []
 
     def walk(p):
         ordered.append(p)
-        for c in sorted(children.get(p["uuid"], []), key=lambda x: x["name"]):
+        for c in sorted(children.get(p.provider.uuid, []), key=lambda x: x.provider.name):
             walk(c)
 
-    for p in sorted(provs, key=lambda x: x["name"]):
-        if p["parent_provider_uuid"] not in known:
+    for p in sorted(provs, key=lambda x: x.provider.name):
+        if p.provider.parent_uuid not in known:
             walk(p)
     return ordered
 

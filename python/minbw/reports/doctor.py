@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
-from minbw.model import microversions as mv
+from minbw.model import microversions
 
 OK, WARN, FAIL, SKIP = "ok", "warn", "fail", "skip"
 ORDER = (FAIL, WARN, OK)  # the result's status: the worst of its checks (a skipped check does not count)
@@ -67,21 +67,21 @@ def skipped(name: str, why: str, fix: str = "") -> Check:
 
 def placement_version(server_max: tuple[int, int]) -> Check:
     """Placement's newest microversion against what Nova's query (1.36) and any-traits (1.39) need."""
-    shown = mv.format(server_max)
-    if server_max < mv.NOVA_CANDIDATES:
+    shown = microversions.format(server_max)
+    if server_max < microversions.NOVA_CANDIDATES:
         return Check(
             "placement microversion",
             FAIL,
             f"Placement answers up to {shown}; Nova's scheduling query "
-            f"with QoS ports needs {mv.format(mv.NOVA_CANDIDATES)} (same_subtree)",
+            f"with QoS ports needs {microversions.format(microversions.NOVA_CANDIDATES)} (same_subtree)",
             "upgrade Placement (Yoga or later)",
         )
-    if server_max < mv.ANY_TRAITS:
+    if server_max < microversions.ANY_TRAITS:
         return Check(
             "placement microversion",
             WARN,
             f"Placement answers up to {shown}: no any-traits "
-            f"({mv.format(mv.ANY_TRAITS)}) for ports on networks of several physnets",
+            f"({microversions.format(microversions.ANY_TRAITS)}) for ports on networks of several physnets",
             "upgrade Placement (Zed or later) to use --any-traits",
         )
     return Check("placement microversion", OK, f"Placement answers up to {shown}")

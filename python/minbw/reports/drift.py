@@ -86,7 +86,9 @@ def _differences(sides: Mapping[str, dict | None]) -> list[str]:
     return out
 
 
-def drift(ini: DesiredState | None, agent: DesiredState | None, placement: Mapping[str, dict] | None) -> list[DriftRow]:
+def drift_rows(
+    ini: DesiredState | None, agent: DesiredState | None, placement: Mapping[str, dict] | None
+) -> list[DriftRow]:
     """One row per provider any side knows. ``placement``: uuid → snapshot of what Placement holds under
     the agents (None: not read). Parents are not compared: the root's UUID is known only to Placement."""
     sides = {

@@ -7,7 +7,7 @@ server's allocations and the providers' usage; :func:`check_guarantee` lists wha
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from minbw.model.claims import Claim
 from minbw.model.requests import PortRequest
@@ -36,6 +36,81 @@ class PortState:
             "binding_allocation": dict(self.binding_profile).get("allocation"),
             "binding_host": self.binding_host,
             "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """Whether a server's bandwidth guarantee holds (``ok``: no ``problems``) and what was checked: the server as
+    Nova shows it (id, name, status, hypervisor_hostname, compute_host), the host and allocations of its claim,
+    where each request group is (group → provider and provider_name), its ports; for a server in ERROR the
+    ``diagnosis`` of its "No valid host" per group."""
+
+    problems: tuple[str, ...]
+    server: Mapping
+    host: str | None = None
+    allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    groups: Mapping[str, Mapping] = field(default_factory=dict)
+    ports: tuple[PortState, ...] = ()
+    diagnosis: tuple[Mapping, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether the guarantee holds (no problem)."""
+        return not self.problems
+
+    @property
+    def notes(self) -> list[str]:
+        """The ports' remarks that are not problems."""
+        return [n for p in self.ports for n in p.notes]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: ok, problems, server, host, allocations, groups, the ports' dicts, notes, diagnosis."""
+        return {
+            "ok": self.ok,
+            "problems": list(self.problems),
+            "server": dict(self.server),
+            "host": self.host,
+            "allocations": {rp: dict(a) for rp, a in self.allocations.items()},
+            "groups": {gid: dict(g) for gid, g in self.groups.items()},
+            "ports": [p.to_dict() for p in self.ports],
+            "notes": self.notes,
+            "diagnosis": list(self.diagnosis),
+        }
+
+
+@dataclass(frozen=True)
+class Release:
+    """What is left of a deleted server: its allocations (Placement's, by provider) and its ports' binding profiles
+    (port → binding:profile, the ports Neutron still has); ``problems``: what it did not release."""
+
+    server_id: str
+    ports: tuple[str, ...]
+    allocations: Mapping[str, Mapping]
+    binding_profiles: Mapping[str, Mapping]
+
+    @property
+    def problems(self) -> list[str]:
+        """One sentence per allocation or binding allocation left."""
+        problems = (
+            [f"Placement still has allocations for consumer {self.server_id}: {self.allocations}"]
+            if self.allocations
+            else []
+        )
+        return problems + [
+            f"port {pid}: binding:profile.allocation is still {p['allocation']}"
+            for pid, p in self.binding_profiles.items()
+            if p.get("allocation")
+        ]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: allocations, binding_profiles, problems, server_id, ports."""
+        return {
+            "allocations": dict(self.allocations),
+            "binding_profiles": {pid: dict(p) for pid, p in self.binding_profiles.items()},
+            "problems": self.problems,
+            "server_id": self.server_id,
+            "ports": list(self.ports),
         }
 
 

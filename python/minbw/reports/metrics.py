@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from minbw.model.providers import stocks_of
 from minbw.neutron import naming
-from minbw.reports import enforcement as enf
+from minbw.reports.enforcement import ENFORCED, MISSING, ORPHAN, PLACEMENT_ONLY, WRONG_RATE
 from minbw.reports.capacity.request import is_network_trait, network_label
 
 PREFIX = "minbw_"
@@ -30,7 +30,7 @@ CLASSES = {
 AUDIT_KINDS = ("leaked-allocation", "stale-binding", "over-capacity", "double-allocation", "over-allocation")
 REPORTS = ("providers", "headroom", "audit", "drift", "cache_check")
 # a host's exporter (``minbw exporter --enforcement-host``): its enforcement checks' verdicts, every one present
-ENFORCEMENT_VERDICTS = (enf.ENFORCED, enf.MISSING, enf.WRONG_RATE, enf.PLACEMENT_ONLY, enf.ORPHAN)
+ENFORCEMENT_VERDICTS = (ENFORCED, MISSING, WRONG_RATE, PLACEMENT_ONLY, ORPHAN)
 
 
 @dataclass(frozen=True)

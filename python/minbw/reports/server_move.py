@@ -207,6 +207,78 @@ class Verdict:
         return not self.problems
 
 
+@dataclass(frozen=True)
+class MoveState:
+    """One step of a move, judged: the facts read and the verdict on them (what ``server_move_info`` returns)."""
+
+    facts: MoveFacts
+    verdict: Verdict
+
+    @property
+    def ok(self) -> bool:
+        """Whether the step breaks no rule of its phase."""
+        return self.verdict.ok
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: ok, problems, notes, phase, the server, the migration, last_action, the consumers,
+        their allocations, the ports' binding allocations and hosts, where each consumer's groups are, the hosts and
+        the providers that hold something or are a host's root."""
+        facts, verdict = self.facts, self.verdict
+        mig = facts.migration
+        names = {rp: p.name for rp, p in facts.providers.items()}
+        return {
+            "ok": verdict.ok,
+            "problems": list(verdict.problems),
+            "notes": list(verdict.notes),
+            "phase": verdict.phase,
+            "server": dict(facts.server),
+            "migration": mig.to_dict() if mig else None,
+            "last_action": facts.last_action,
+            "consumers": {"server": facts.server["id"], "migration": mig.uuid if mig else None},
+            "allocations": {c: {rp: dict(r) for rp, r in a.items()} for c, a in facts.allocations.items()},
+            "binding_allocations": {p.id: dict(p.binding_profile).get("allocation") for p in facts.ports},
+            "binding_hosts": {p.id: p.binding_host for p in facts.ports},
+            "groups": {
+                part.consumer: {
+                    gid: {"provider": rp, "provider_name": names.get(rp)} for gid, rp in part.groups.items()
+                }
+                for part in verdict.parts
+                if part.groups
+            },
+            "hosts": dict(facts.hosts),
+            "providers": {
+                rp: p.to_dict() for rp, p in facts.providers.items() if p.consumers or rp in facts.hosts.values()
+            },
+        }
+
+
+@dataclass(frozen=True)
+class MoveWait:
+    """What the wait for a move's end state saw: the server as Nova shows it (id, name, status, task_state,
+    vm_state, compute_host, hypervisor_hostname, flavor, fault) and its newest migration (None: not waited for)."""
+
+    server: Mapping[str, Any]
+    migration: Migration | None = None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: the server's view and the migration's dict (None)."""
+        return {"server": dict(self.server), "migration": self.migration.to_dict() if self.migration else None}
+
+
+@dataclass(frozen=True)
+class ComputeService:
+    """A host's nova-compute service: whether it is forced down, its state (up/down) and status (enabled...)."""
+
+    host: str
+    forced_down: bool
+    state: str | None
+    status: str | None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: host, forced_down, state, status."""
+        return {"host": self.host, "forced_down": self.forced_down, "state": self.state, "status": self.status}
+
+
 def current_migration(migration: Migration | None, last_action: str | None) -> Migration | None:
     """The migration record, unless a later action moved the server again (an unshelve, say, makes
     no record): then it no longer says where the server belongs. Unknown actions: it is current."""

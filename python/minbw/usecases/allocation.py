@@ -66,7 +66,7 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
     if held:
         try:
             return ClaimResult(
-                False, claims.named(api, claims.mapped_claim(api, request.consumer, held, req)), request.check
+                False, claims.with_host_name(api, claims.mapped_claim(api, request.consumer, held, req)), request.check
             )
         except MappingError as e:
             raise ClaimDiffers(
@@ -81,12 +81,12 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
         )
     try:
         # check mode shows the claim the real run makes first: the same plan, from the same candidates
-        plan = claims.plan(api, request.consumer, req, max_hosts=request.max_hosts)
+        plan = claims.planned_claim(api, request.consumer, req, max_hosts=request.max_hosts)
         if request.check:
             op = plan.ops[0]
             return ClaimResult(
                 True,
-                claims.named(
+                claims.with_host_name(
                     api,
                     Claim(
                         request.consumer,
@@ -113,7 +113,7 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
         )
     except NoValidHost as e:
         raise no_valid_host(cloud, req, segments, e, nq) from None
-    return ClaimResult(True, claims.named(api, made))
+    return ClaimResult(True, claims.with_host_name(api, made))
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,6 @@ def free(cloud: Cloud, request: FreeRequest) -> FreeResult:
     """Remove every allocation of the consumer (a safe ``PUT {}`` at its generation); nothing when it has none."""
     api = cloud.placement
     plan = plan_free(request.consumer, api.get_allocations(request.consumer))
-    if plan.changed and not request.check and not claims.free(api, request.consumer):
+    if plan.changed and not request.check and not claims.free_allocations(api, request.consumer):
         plan = plan_free(request.consumer, {})  # freed by someone else meanwhile
     return FreeResult(request.consumer, plan)

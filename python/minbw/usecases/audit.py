@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.ops.audit import apply_fixes, run_audit
-from minbw.plan.audit import AuditPlan
+from minbw.plan.audit import AuditPlan, FixResult
 from minbw.usecases.cloud import Cloud
 
 
@@ -21,24 +21,22 @@ class AuditRequest:
 @dataclass(frozen=True)
 class AuditResult:
     plan: AuditPlan
-    fixes: tuple[dict, ...]
+    fixes: tuple[FixResult, ...]
 
     @property
     def left(self) -> bool:
         """Findings are left: report-only ones, or ones --fix did not fix."""
-        return bool(self.plan.left(list(self.fixes)))
+        return bool(self.plan.left(self.fixes))
 
     @property
     def changed(self) -> bool:
         """Whether some fix was made."""
-        return any(f["done"] for f in self.fixes)
+        return any(f.done for f in self.fixes)
 
     @property
     def failed(self) -> list[str]:
         """The fixes that failed, one line each (the others were made: each fix is independent)."""
-        return [
-            " ".join(f"fix {f['action']} {f['subject']}: {f['error']}".split()) for f in self.fixes if not f["done"]
-        ]
+        return [" ".join(f"fix {f.op.action} {f.op.subject}: {f.error}".split()) for f in self.fixes if not f.done]
 
     @property
     def none_made(self) -> bool:
@@ -52,7 +50,7 @@ class AuditResult:
 
     def to_dict(self) -> dict:
         """The plan's dict, with ``fixes``: what each fix tried did."""
-        return {**self.plan.to_dict(), "fixes": list(self.fixes)}
+        return {**self.plan.to_dict(), "fixes": [f.to_dict() for f in self.fixes]}
 
 
 def audit(cloud: Cloud, request: AuditRequest) -> AuditResult:

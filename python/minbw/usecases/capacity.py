@@ -10,7 +10,7 @@ from minbw.errors import InvalidInput
 from minbw.model.requests import ServerRequest
 from minbw.ops.nova_query import aggregate_exclusions, root_trait_reasons
 from minbw.neutron.port_request import QosPort
-from minbw.reports.capacity.report import CapacityReport, capacity as count
+from minbw.reports.capacity.report import CapacityReport, count_capacity
 from minbw.reports.capacity.solver import Limit  # noqa: F401 - the front ends describe limits with it  # pylint: disable=unused-import
 from minbw.placement.client import Placement
 from minbw.reports.capacity.request import CapacityRequest, capacity_request
@@ -136,4 +136,4 @@ def capacity_report(
         reader, providers, items, everything=any(not g.resources for g in groups), shared=shared
     )
     reader.save()
-    return count(details, request, shared)
+    return count_capacity(details, request, shared)

@@ -50,7 +50,7 @@ def _untrusted_certificate(url: str | None, region) -> bool:
     return False
 
 
-def explain(e: Exception, region, names: OptionNames) -> CloudError | None:
+def explain_connection_failure(e: Exception, region, names: OptionNames) -> CloudError | None:
     """A connection or authentication failure as one line naming the cloud and the fix; None for others."""
     from keystoneauth1 import exceptions as ksa_exceptions
     from openstack import exceptions as sdk_exceptions

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from minbw.ops import ovn
+from minbw.ops import ovn_chassis
 from minbw.errors import ConfigError, NothingCompared
 from minbw.ops.agent_files import read_agent_units
-from minbw.reports.drift import DriftRow, drift as compare, without_compute_node
+from minbw.reports.drift import DriftRow, drift_rows, without_compute_node
 from minbw.readers.providers import agent_reports, placement_snapshots
 from minbw.usecases.cloud import Cloud
 from minbw.usecases.providers import OvnSources
@@ -79,7 +79,7 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
         dirs_option=request.name("config_dirs"),
     )
     ini = (
-        ovn.desired(configs, chassis, skipped=[u for u, _error in unread], isolate=True)
+        ovn_chassis.desired(configs, chassis, skipped=[u for u, _error in unread], isolate=True)
         if (configs or chassis or unread)
         else None
     )
@@ -105,15 +105,15 @@ def drift(cloud: Cloud, request: DriftRequest, reader=None) -> DriftResult:
         if chassis:  # the same chassis on both sides
             names = {c.name for c in chassis}
             sb = [c for c in sb if c.name in names]
-        agent = ovn.desired(heartbeats, sb, complete=southbound is not None and not chassis, isolate=True)
+        agent = ovn_chassis.desired(heartbeats, sb, complete=southbound is not None and not chassis, isolate=True)
     uuids = {p.uuid for d in (ini, agent) if d for p in d.providers}
     placement, roots = placement_snapshots(reader or cloud.reader(), uuids, (ini, agent))
-    rows = without_compute_node(compare(ini, agent, placement), (ini, agent), roots)
+    rows = without_compute_node(drift_rows(ini, agent, placement), (ini, agent), roots)
     # a skipped unit's hosts are not compared: its providers would only show as missing on its side
     left_out = {h for d in (ini, agent) if d for u in d.skipped for h in (u.host, *u.hypervisors) if h}
     rows = [r for r in rows if r.name.split(":", 1)[0] not in left_out]
     # each side's chassis apart: the same chassis is on both sides by design
-    warnings = [w for side in (chassis, southbound or ()) for w in ovn.chassis_configs(side, isolate=True)[1]]
+    warnings = [w for side in (chassis, southbound or ()) for w in ovn_chassis.chassis_configs(side, isolate=True)[1]]
     # the configured side's lines as the sync prints them; the agents' side's (what they report) say so first
     skipped = [
         u.skipped if side == "ini" else f"as the agents report it: {u.skipped}"

@@ -30,7 +30,7 @@ from minbw.ops.enforcement import BACKENDS
 from minbw.ops.nova_query import read_owner_nova, root_trait_reasons
 from minbw.ops.audit import read_placement, run_audit
 from minbw.placement.client import Placement
-from minbw.plan.audit import OVER_CAPACITY, audit as judge
+from minbw.plan.audit import OVER_CAPACITY, judge_audit
 from minbw.reports import metrics
 from minbw.reports.capacity.request import capacity_request
 from minbw.cache.providers import ProviderCache
@@ -375,7 +375,7 @@ class SlowReports:
             return
         # Placement alone cannot tell live servers from leaks: what it tells is which providers are over capacity
         seen = read_placement(self.reader)
-        plan = judge(
+        plan = judge_audit(
             seen.allocations,
             servers=[],
             migrations=[],

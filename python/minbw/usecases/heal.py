@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minbw.ops import heal as ops_heal
+from minbw.ops.heal import heal_servers
+from minbw.plan.heal import ServerHeal
 from minbw.usecases.cloud import Cloud
 
 
@@ -17,23 +18,28 @@ class HealRequest:
 
 @dataclass(frozen=True)
 class HealResult:
-    servers: tuple[dict, ...]  # per server: plan, diff, healed, error
+    servers: tuple[ServerHeal, ...]  # per server: plan, healed, error
     check: bool
 
     @property
-    def needed(self) -> list[dict]:
+    def needed(self) -> list[ServerHeal]:
         """The servers whose plan has writes to make."""
-        return [r for r in self.servers if (r.get("plan") or {}).get("ops")]
+        return [r for r in self.servers if r.needs_writes]
 
     @property
     def changed(self) -> bool:
         """Whether a server needed healing (check mode), or one was healed."""
-        return bool(self.needed) if self.check else any(r.get("healed") for r in self.needed)
+        return bool(self.needed) if self.check else any(r.healed for r in self.needed)
 
     @property
-    def pending(self) -> list[dict]:
+    def pending(self) -> list[ServerHeal]:
         """Servers left unhealed (an error), or with --dry-run, those that need healing."""
-        return [r for r in self.servers if r.get("error") or (self.check and (r.get("plan") or {}).get("ops"))]
+        return [r for r in self.servers if r.error or (self.check and r.needs_writes)]
+
+    @property
+    def unhealed(self) -> list[str]:
+        """The ids of the servers left unhealed (an error)."""
+        return [r.server for r in self.servers if r.error]
 
     @property
     def failed(self) -> list[str]:
@@ -41,22 +47,22 @@ class HealResult:
         return [
             " ".join(
                 (
-                    f"server {r['name']} ({r['server']}): {r['error']}"
-                    + (f" (rolled back: {', '.join(r['rolled_back'])})" if r.get("rolled_back") else "")
+                    f"server {r.name} ({r.server}): {r.error}"
+                    + (f" (rolled back: {', '.join(r.rolled_back)})" if r.rolled_back else "")
                 ).split()
             )
             for r in self.servers
-            if r.get("error")
+            if r.error
         ]
 
     @property
     def none_made(self) -> bool:
         """Servers' writes were tried and every one failed (rolled back): nothing could be healed."""
-        return any("rolled_back" in r for r in self.servers) and not any(r.get("healed") for r in self.servers)
+        return any(r.rolled_back is not None for r in self.servers) and not any(r.healed for r in self.servers)
 
     def to_dict(self) -> list[dict]:
         """The per-server results, a list of dicts."""
-        return list(self.servers)
+        return [r.to_dict() for r in self.servers]
 
 
 def heal(cloud: Cloud, request: HealRequest) -> HealResult:
@@ -65,7 +71,7 @@ def heal(cloud: Cloud, request: HealRequest) -> HealResult:
     MissingService without Nova or Neutron."""
     cloud.require("compute", "heal reads the servers from Nova")
     cloud.require("network", "heal reads the servers' ports from Neutron")
-    results = ops_heal.heal(
+    results = heal_servers(
         cloud.conn,
         cloud.placement,
         names=request.servers,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from minbw.model import microversions
-from minbw.model.resources import EXAMPLE as RESOURCE_EXAMPLE, parse_resource, resources_of
+from minbw.model.resources import RESOURCE_EXAMPLE, parse_resource, resources_of
 from minbw.neutron.port_request import QOS_PORT_EXAMPLE, QOS_PORT_GRAMMAR, QosPort
 
 __all__ = [
@@ -17,8 +17,8 @@ __all__ = [
     "RESOURCE_EXAMPLE",
     "QosPort",
     "microversion",
+    "parse_qos_port",
     "parse_resource",
-    "qos_port",
     "qos_port_of_rules",
     "resources_of",
 ]
@@ -27,7 +27,7 @@ __all__ = [
 MINIMUM_RULE_TYPES = ("minimum_bandwidth", "minimum_packet_rate")
 
 
-def qos_port(text: str, option: str = "--qos-port") -> QosPort:
+def parse_qos_port(text: str, option: str = "--qos-port") -> QosPort:
     """A port described by its minimum rules, ``RULES[,vnic=TYPE][,physnet=NAME]``
     (:data:`QOS_PORT_GRAMMAR`); :class:`~minbw.errors.RequestError` naming ``option`` when it does not parse."""
     return QosPort.parse(text, option)

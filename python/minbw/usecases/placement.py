@@ -20,9 +20,9 @@ class PlacementRequest:
 
 def serve(request: PlacementRequest) -> int:
     """In the foreground until interrupted (the exit code)."""
-    from minbw.deploy.serve import serve as run
+    from minbw.deploy.serve import serve_placement
 
-    return run(request.port or daemon.DEFAULT_PORT, request.state_dir, host=request.host)
+    return serve_placement(request.port or daemon.DEFAULT_PORT, request.state_dir, host=request.host)
 
 
 def start(request: PlacementRequest) -> dict:

@@ -9,11 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from minbw.errors import ConfigError, InvalidInput
-from minbw.model.providers import DesiredState, natural_key, root_inventories, skipped_line
-from minbw.ops import ovn
-from minbw.ops import sync as s
+from minbw.model.providers import DesiredState, ProviderReport, natural_key, root_inventories, skipped_line
+from minbw.ops import agent_files, ovn_chassis
 from minbw.errors import MinbwError
-from minbw.cache import desired as desired_memo
+from minbw.cache import desired
 from minbw.cache.providers import record_sync
 from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint: disable=unused-import
     DEFAULT_CACHE_CHECK_INTERVAL,
@@ -21,6 +20,7 @@ from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint:
     DEFAULT_WORKERS,
     MAX_WORKERS,
 )
+from minbw.ops.sync import ApplyResult, check_check_interval, check_max_age, check_workers, summary, sync_providers
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
 from minbw.plan.base import Plan
@@ -51,7 +51,7 @@ class OvnSources:
 
     def read(self, hostname: str | None = None):
         """The chassis of every source, and whether they are every chassis of the cloud (the southbound)."""
-        return ovn.gather(
+        return ovn_chassis.gather(
             files=self.files,
             southbound=self.southbound,
             sb_db=self.sb_db,
@@ -97,7 +97,7 @@ class ProvidersRequest:
 class ProvidersResult:
     desired: DesiredState
     plan: Plan
-    applied: s.ApplyResult | None
+    applied: ApplyResult | None
     summary: str
     check: bool
 
@@ -188,8 +188,8 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
             "ovn_sb_db)"
         )
     kept, digest = _kept_desired(cloud, request)
-    desired = desired_memo.load(kept, digest) if digest else None
-    parsed = desired is None
+    state = desired.load(kept, digest) if digest else None
+    parsed = state is None
     unread: list = []  # kept: none (a state whose every unit is skipped is never kept)
     if parsed:
         configs, unread = read_agent_units(
@@ -202,24 +202,26 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         )
         chassis, complete = request.ovn.read(request.host) if request.ovn.given else ([], False)
         # each agent configuration and chassis on its own: a bad one is skipped, named, and gets no writes
-        desired = ovn.desired(configs, chassis, complete=complete, skipped=[u for u, _error in unread], isolate=True)
-    if desired.skipped and len(desired.skipped) == len(desired.units):  # nothing could be done
-        if len(desired.units) == 1 and unread:
+        state = ovn_chassis.desired(
+            configs, chassis, complete=complete, skipped=[u for u, _error in unread], isolate=True
+        )
+    if state.skipped and len(state.skipped) == len(state.units):  # nothing could be done
+        if len(state.units) == 1 and unread:
             raise unread[0][1]
         raise ConfigError(
             "nothing to sync: "
             + (
-                "; ".join(u.skipped for u in desired.skipped)
-                if len(desired.units) == 1
-                else f"every one of the {len(desired.units)} configurations is "
-                f"skipped: " + " | ".join(u.skipped for u in desired.skipped)
+                "; ".join(u.skipped for u in state.skipped)
+                if len(state.units) == 1
+                else f"every one of the {len(state.units)} configurations is "
+                f"skipped: " + " | ".join(u.skipped for u in state.skipped)
             )
         )
     if parsed and digest and not request.check:
-        desired_memo.save(kept, digest, desired)
-    workers = s.check_workers(request.workers, request.name("workers"))
-    max_age = s.check_max_age(request.cache_max_age, request.name("cache_max_age"))
-    check_interval = s.check_check_interval(request.cache_check_interval, request.name("cache_check_interval"))
+        desired.save(kept, digest, state)
+    workers = check_workers(request.workers, request.name("workers"))
+    max_age = check_max_age(request.cache_max_age, request.name("cache_max_age"))
+    check_interval = check_check_interval(request.cache_check_interval, request.name("cache_check_interval"))
     roots = (
         root_inventories(request.root_inventories, request.name("root_inventories"))
         if request.root_inventories
@@ -229,9 +231,9 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
     cache = request.cache.open(api, max_age=max_age, check_interval=check_interval)
     started, calls = time.perf_counter(), api.calls
     try:
-        plan, applied = s.sync(
+        plan, applied = sync_providers(
             api,
-            desired,
+            state,
             check=request.check,
             create_root=request.create_root,
             root_inventories=roots,
@@ -248,8 +250,8 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         raise
     if cache is not None and not request.check:  # the exporter's minbw_sync_* metrics
         record_sync(cache.path, ok=True, writes=applied.writes if applied else 0)
-    line = s.summary(
-        desired,
+    line = summary(
+        state,
         plan,
         applied,
         seconds=time.perf_counter() - started,
@@ -257,11 +259,11 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         cache=cache,
         check=request.check,
     )
-    if desired.skipped:
-        line += f"; {len(desired.skipped)} of {len(desired.units)} configurations skipped (named above)"
+    if state.skipped:
+        line += f"; {len(state.skipped)} of {len(state.units)} configurations skipped (named above)"
     if applied is not None and applied.failed:
         line += f"; the writes of {len(applied.failed)} host tree(s) failed (named above)"
-    return ProvidersResult(desired, plan, applied, line, request.check)
+    return ProvidersResult(state, plan, applied, line, request.check)
 
 
 def _nova_computes(cloud: Cloud):
@@ -277,17 +279,16 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
     if request.ovn.given or not request.cache.on:
         return None, None
     from minbw import errors
-    from minbw.model import providers as model_providers
-    from minbw.neutron import agentconf, naming, ovn as neutron_ovn, provider_tree
-    from minbw.ops import agent_files
+    from minbw.model import providers
+    from minbw.neutron import agentconf, naming, ovn, provider_tree
 
     # the code that computes the desired state from the files and the options (its messages included)
-    code = (agentconf, naming, neutron_ovn, provider_tree, model_providers, errors, ovn, agent_files, desired_memo)
+    code = (agentconf, naming, ovn, provider_tree, providers, errors, ovn_chassis, agent_files, desired)
     try:  # the config dirs' files as they are now (one added or removed: another key)
         dir_files = [f for d in request.config_dirs for f in agent_files.dir_conf_files(d, "config_dirs")]
     except ConfigError:
         return None, None
-    digest = desired_memo.key(
+    digest = desired.key(
         [*request.agent_configs, *dir_files],
         code=code,
         options={
@@ -297,7 +298,7 @@ def _kept_desired(cloud: Cloud, request: ProvidersRequest):
             "config_dirs": list(request.config_dirs),
         },
     )
-    return (desired_memo.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
+    return (desired.memo_path(request.cache.file(cloud.placement)), digest) if digest else (None, None)
 
 
 @dataclass(frozen=True)
@@ -307,11 +308,11 @@ class ShowRequest:
 
 @dataclass(frozen=True)
 class ShowResult:
-    providers: tuple[dict, ...]  # in tree order, each with traits, inventories and usages
+    providers: tuple[ProviderReport, ...]  # in tree order, each with traits, inventories and usages
 
     def to_dict(self) -> list[dict]:
         """The providers, a list of dicts in tree order."""
-        return list(self.providers)
+        return [p.to_dict() for p in self.providers]
 
 
 def show(cloud: Cloud, request: ShowRequest) -> ShowResult:

@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 from minbw.model.requests import ServerRequest
 from minbw.model.resources import check_resources
-from minbw.ops.schedule import schedule as run
+from minbw.ops.schedule import schedule_ports
 from minbw.usecases.server_request import NovaServer, check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
@@ -87,7 +87,7 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
         )
         return queried[-1].request
 
-    outcome = run(
+    outcome = schedule_ports(
         cloud.conn,
         api,
         list(request.ports),

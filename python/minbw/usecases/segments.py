@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.errors import InvalidInput
-from minbw.ops import segments as ops_segments
+from minbw.ops.segments import QUIET_SECONDS, failure_line, report_segments, sync_segments
 from minbw.usecases.cloud import Cloud
 
 
@@ -17,7 +17,7 @@ class SegmentsRequest:
     sync: bool = False  # write what is missing
     check: bool = False  # with sync: the plan, nothing written
     recount: bool = False  # with sync: also set counts that differ from Neutron's (once they stay still)
-    quiet_window: float = ops_segments.QUIET_SECONDS
+    quiet_window: float = QUIET_SECONDS
     option: str = "recount"  # how the front end names recount (in errors)
 
 
@@ -42,7 +42,7 @@ class SegmentsResult:
     @property
     def failed(self) -> list[str]:
         """The segments whose writes failed, one line each (their writes stopped, the others' made: exit 3)."""
-        return [ops_segments.failure_line(f) for f in self.report.get("failed_segments") or ()]
+        return [failure_line(f) for f in self.report.get("failed_segments") or ()]
 
     @property
     def unresolved(self) -> list[str]:
@@ -66,7 +66,7 @@ def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
     networks = list(request.networks) or None
     if request.sync:
         return SegmentsResult(
-            ops_segments.sync(
+            sync_segments(
                 cloud.conn,
                 cloud.placement,
                 networks,
@@ -76,4 +76,4 @@ def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
             ),
             True,
         )
-    return SegmentsResult(ops_segments.report(cloud.conn, cloud.placement, networks), False)
+    return SegmentsResult(report_segments(cloud.conn, cloud.placement, networks), False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minbw.ops.separation import separation as run
+from minbw.ops.separation import set_separation
 from minbw.plan.separation import Separation, SeparationPlan, separation_of  # noqa: F401 - the front ends' parser  # pylint: disable=unused-import
 from minbw.usecases.cloud import Cloud
 
@@ -30,7 +30,7 @@ def separation(cloud: Cloud, request: SeparationRequest) -> SeparationPlan:
             "the flavors' extra specs are set in Nova",
             fix="leave the flavors out to reserve the hosts in Placement only",
         )
-    return run(
+    return set_separation(
         cloud.conn,
         request.separation,
         request.hosts,

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from minbw.ops.server_move import move_state as read_move_state, run
+from minbw.ops.server_move import move_server, read_move_state
 from minbw.plan.base import Plan
+from minbw.reports.server_move import MoveState, MoveWait
 from minbw.usecases.cloud import Cloud
 
 
@@ -26,16 +27,14 @@ class ServerMoveRequest:
 @dataclass(frozen=True)
 class ServerMoveResult:
     plan: Plan
-    seen: dict | None  # the step's state after the action (server, migration, verdict)
+    seen: MoveWait | None  # what the wait saw after the action (the server, its migration); None: no wait
 
     def to_dict(self) -> dict:
         """The plan's dict, the server's view and the migration's dict after the action (None when nothing was waited
         for)."""
-        mig = (self.seen or {}).get("migration")
         return {
             "plan": self.plan.to_dict(),
-            "server": (self.seen or {}).get("server"),
-            "migration": mig.to_dict() if mig else None,
+            **(self.seen.to_dict() if self.seen else {"server": None, "migration": None}),
         }
 
 
@@ -45,7 +44,7 @@ def server_move(cloud: Cloud, request: ServerMoveRequest) -> ServerMoveResult:
     InvalidInput when the action cannot be made from the server's state (or a flavor is missing or unknown),
     NovaMoveFailed when Nova refuses it, the server or its migration fails, or the wait runs out."""
     cloud.require("compute", "servers are moved through Nova")
-    plan, seen = run(
+    plan, seen = move_server(
         cloud.conn,
         request.server,
         request.action,
@@ -64,7 +63,8 @@ class MoveStateQuery:
     expect_allocations: Mapping[str, Mapping[str, int]] | None = None
 
 
-def move_state(cloud: Cloud, query: MoveStateQuery) -> dict:
-    """The server's move step, judged: phase, allocations of the server and its migration, problems."""
+def move_state(cloud: Cloud, query: MoveStateQuery) -> MoveState:
+    """The server's move step, judged (a MoveState): phase, allocations of the server and its migration, problems.
+    Raises MissingService without Nova, ObjectNotFound when Nova has no such server."""
     cloud.require("compute", "the server and its migrations are read from Nova")
     return read_move_state(cloud.conn, query.server, cloud.placement, expect_allocations=query.expect_allocations)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.errors import InvalidInput
-from minbw.ops import servers as ops_servers
+from minbw.ops.servers import boot, delete, explain_failure, verify
+from minbw.reports.guarantee import Guarantee, Release
 from minbw.usecases.cloud import Cloud
 
 
@@ -41,7 +42,7 @@ class ServerResult:
     before: dict
     after: dict
     server: dict | None = None
-    release: dict | None = None  # after a deletion with wait: what is left of its allocations and bindings
+    release: Release | None = None  # after a deletion with wait: what is left of its allocations and bindings
 
     def diff(self) -> dict:
         """Ansible's diff shape: the server's view before and after ({} for absent)."""
@@ -52,7 +53,7 @@ class ServerResult:
         waited deletion."""
         out = {} if self.server is None and self.release is None and not self.after else {"server": self.server}
         if self.release is not None:
-            out["release"] = self.release
+            out["release"] = self.release.to_dict()
         return out
 
 
@@ -72,9 +73,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         if not request.wait:
             conn.compute.delete_server(found)
             return ServerResult(True, before, {})
-        return ServerResult(
-            True, before, {}, release=ops_servers.delete(conn, found.id, cloud.placement, timeout=request.timeout)
-        )
+        return ServerResult(True, before, {}, release=delete(conn, found.id, cloud.placement, timeout=request.timeout))
     if found is not None:
         made, changed = existing, False
     elif request.check:
@@ -83,7 +82,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         missing = [o for o in ("flavor", "image", "ports") if not getattr(request, o)]
         if missing:
             raise InvalidInput(f"booting {request.name} needs {', '.join(missing)}")
-        made = ops_servers.boot(
+        made = boot(
             conn,
             request.name,
             request.flavor,
@@ -94,7 +93,7 @@ def server(cloud: Cloud, request: DesiredServer) -> ServerResult:
         )
         changed = True
     if made.status == "ERROR":
-        raise ops_servers.explain_failure(conn, made, list(request.ports), cloud.placement)
+        raise explain_failure(conn, made, list(request.ports), cloud.placement)
     return ServerResult(changed, before, server_view(made), server=server_view(made))
 
 
@@ -104,8 +103,9 @@ class GuaranteeQuery:
     boot_ports: tuple[str, ...] = ()  # the ports a server in ERROR was booted with (Nova never bound them)
 
 
-def guarantee(cloud: Cloud, query: GuaranteeQuery) -> dict:
-    """Does the server's bandwidth guarantee hold? ``ok``, ``problems`` and what was checked."""
+def guarantee(cloud: Cloud, query: GuaranteeQuery) -> Guarantee:
+    """Does the server's bandwidth guarantee hold? A Guarantee: ``ok``, ``problems`` and what was checked. Raises
+    MissingService without Nova or Neutron, ObjectNotFound when Nova has no such server."""
     cloud.require("compute", "the server is read from Nova")
     cloud.require("network", "the server's ports are read from Neutron")
-    return ops_servers.verify(cloud.conn, query.server, cloud.placement, boot_ports=list(query.boot_ports) or None)
+    return verify(cloud.conn, query.server, cloud.placement, boot_ports=list(query.boot_ports) or None)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+
+from minbw.model.providers import Provider
 
 from minbw.readers.providers import provider_report
 from minbw.usecases.cloud import Cloud
@@ -15,12 +18,34 @@ class UsageRequest:
 
 
 @dataclass(frozen=True)
+class ProviderUsage:
+    """A provider with inventory, read again: its inventories, usages and allocations (consumer →
+    ``{"resources": ...}``, as Placement returns them)."""
+
+    provider: Provider
+    inventories: Mapping[str, Mapping]
+    usages: Mapping[str, int]
+    allocations: Mapping[str, Mapping]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: uuid, name, generation, usages and allocations."""
+        p = self.provider
+        return {
+            "uuid": p.uuid,
+            "name": p.name,
+            "generation": p.generation,
+            "usages": self.usages,
+            "allocations": self.allocations,
+        }
+
+
+@dataclass(frozen=True)
 class UsageResult:
-    providers: tuple[dict, ...]  # uuid, name, generation, inventories, usages, allocations
+    providers: tuple[ProviderUsage, ...]
 
     def to_dict(self) -> list[dict]:
         """Each provider's uuid, name, generation, usages and allocations, a list of dicts."""
-        return [{k: p[k] for k in ("uuid", "name", "generation", "usages", "allocations")} for p in self.providers]
+        return [p.to_dict() for p in self.providers]
 
 
 def usage(cloud: Cloud, request: UsageRequest) -> UsageResult:
@@ -29,21 +54,18 @@ def usage(cloud: Cloud, request: UsageRequest) -> UsageResult:
     the hypervisor's name; lets PlacementError (ProviderNotFound, NotFound) through."""
     api = cloud.placement
     if request.provider:
-        p = api.get_provider(request.provider)
-        provs = [{"uuid": p.uuid, "name": p.name, "generation": p.generation}]
+        uuids = [api.get_provider(request.provider).uuid]
     else:
-        provs = [p for p in provider_report(api, request.hypervisor) if p["inventories"]]
+        uuids = [p.provider.uuid for p in provider_report(api, request.hypervisor) if p.inventories]
     out = []
-    for p in provs:
-        provider = api.get_provider(p["uuid"])
+    for uuid in uuids:
+        provider = api.get_provider(uuid)
         out.append(
-            {
-                "uuid": provider.uuid,
-                "name": provider.name,
-                "generation": provider.generation,
-                "inventories": api.get_inventories(provider.uuid)[0],
-                "usages": api.provider_usages(provider.uuid),
-                "allocations": api.provider_allocations(provider.uuid),
-            }
+            ProviderUsage(
+                provider,
+                api.get_inventories(provider.uuid)[0],
+                api.provider_usages(provider.uuid),
+                api.provider_allocations(provider.uuid),
+            )
         )
     return UsageResult(tuple(out))

@@ -102,7 +102,7 @@ def sweep(server, claimer_counts, rounds, pool, tmp: Path, name: str, out: Path 
                     pass
             for c, rc, _, _ in results:
                 if rc == 0:
-                    claims.free(api, c)
+                    claims.free_allocations(api, c)
         logs1, cert1 = counts(server)
         lg = "/".join(str(logs1[k] - logs0[k]) if cert1 or k in ("deadlocks", "http_500") else "n/a"  # debug off
                       for k in ("retries", "retry_limit", "db_retries", "deadlocks", "http_500"))
@@ -151,7 +151,7 @@ def kill_sweep(server, api, claimer_counts, rounds, pool, args, name: str, out: 
                 messages[m] = messages.get(m, 0) + c
             for c, rc, _, _ in results:
                 if rc != 4:
-                    claims.free(api, c)
+                    claims.free_allocations(api, c)
             since = len(server.node_log(victim))
             t = time.time()
             server.start_node(victim)

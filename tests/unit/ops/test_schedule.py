@@ -2,7 +2,7 @@
 import pytest
 
 from minbw.errors import InvalidInput
-from minbw.ops.schedule import _binding_host, schedule
+from minbw.ops.schedule import _binding_host, schedule_ports
 from minbw.plan.allocations import ClaimOp
 
 
@@ -13,7 +13,7 @@ from minbw.plan.allocations import ClaimOp
 def test_bad_input_is_refused_before_anything_is_read_or_written(kwargs, message):
     # conn and api are None: any call to Neutron or Placement would raise AttributeError instead
     with pytest.raises(InvalidInput, match=message):
-        schedule(None, None, ["p"], {"VCPU": 1}, **kwargs)
+        schedule_ports(None, None, ["p"], {"VCPU": 1}, **kwargs)
 
 
 def test_a_candidate_binds_to_the_agent_host_its_bandwidth_provider_names():

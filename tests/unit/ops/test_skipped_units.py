@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from minbw.neutron import naming, ovn
-from minbw.ops import ovn as ovn_ops
+from minbw.ops import ovn_chassis
 from minbw.ops.agent_files import read_agent_units
 
 LINE = re.compile(r"^(ini file|agent|chassis) (\S+) \(host ([^)]+)\): (.+?)\. Fix: (.+)$")
@@ -30,7 +30,7 @@ def sync_units(tmp_path, ini: dict[str, str], agents: list[dict], chassis_list: 
         (tmp_path / name).write_text(text)
         paths.append(str(tmp_path / name))
     configs, unread = read_agent_units(paths, agents)
-    return ovn_ops.desired(configs, chassis_list, complete=True, skipped=[u for u, _ in unread], isolate=True)
+    return ovn_chassis.desired(configs, chassis_list, complete=True, skipped=[u for u, _ in unread], isolate=True)
 
 
 def test_every_skipped_unit_has_one_line_of_one_format_sorted_by_name(tmp_path):
@@ -77,12 +77,12 @@ def test_a_skipped_pair_gets_no_warning_about_the_agent_provider_it_shares():
     """c0 and c1 describe compute0's br-test (both skipped); they also report into compute0's agent provider, as
     does c2 with another bridge: the warning names the chassis really sharing it (c2 and c3), never c0 or c1."""
     pair = [good("c1", "compute1", hypervisor="compute0"), good("c0", "compute0")]
-    desired = ovn_ops.desired([], pair, isolate=True)
+    desired = ovn_chassis.desired([], pair, isolate=True)
     assert [u.name for u in desired.skipped] == ["chassis c0 (southbound)", "chassis c1 (southbound)"]
     assert not [w for w in desired.warnings if "share the agent provider" in w], desired.warnings
     shared = [good("c2", "compute2", hypervisor="compute9", bridge="br-a"),
               good("c3", "compute3", hypervisor="compute9", bridge="br-b")]
-    desired = ovn_ops.desired([], pair + shared, isolate=True)
+    desired = ovn_chassis.desired([], pair + shared, isolate=True)
     (warning,) = [w for w in desired.warnings if "share the agent provider" in w]
     assert warning.startswith("chassis c2 (southbound) and chassis c3 (southbound) all report to hypervisor "
                               "compute9") and "c0" not in warning and "c1" not in warning
@@ -90,7 +90,7 @@ def test_a_skipped_pair_gets_no_warning_about_the_agent_provider_it_shares():
 
 def test_the_sweep_warning_names_the_kind_as_users_know_it():
     broken = chassis("c1", "compute1", "resource_provider_bandwidths=br-test:1:2:3")
-    desired = ovn_ops.desired([], [good("c0", "compute0"), broken], complete=True, isolate=True)
+    desired = ovn_chassis.desired([], [good("c0", "compute0"), broken], complete=True, isolate=True)
     (warning,) = desired.warnings
     assert warning.startswith("the OVN agent providers that no configuration describes are kept this run: "
                               "chassis c1 (southbound) could not be read"), warning

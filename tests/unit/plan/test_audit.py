@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 
 from minbw.model.requests import PortRequest, RequestGroup, flavor_amounts
-from minbw.plan.audit import (DOUBLE, LEAK, NO_AGE, OVER, OVER_CAPACITY, STALE_BINDING, Migration, PortBinding,
-                              Server, audit, trimmed)
+from minbw.plan.audit import (DOUBLE, LEAK, NO_AGE, OVER, OVER_CAPACITY, STALE_BINDING, FixResult, Migration,
+                              PortBinding, Server, judge_audit, trimmed)
 
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
@@ -60,7 +60,7 @@ def migrations(*uuids, status="migrating"):
 ])
 def test_audit(case, allocations, live, moving, ports, ignore, kinds):
     live = [s if isinstance(s, Server) else Server(s) for s in live]
-    plan = audit(allocations, live, migrations(*moving), ports, NAMES, ignore)
+    plan = judge_audit(allocations, live, migrations(*moving), ports, NAMES, ignore)
     assert [(f.kind, f.subject) for f in plan.findings] == kinds, case
     assert plan.ok is (not kinds)
     # every leak and stale binding comes with its fix; the excess of a server is reported only
@@ -69,14 +69,14 @@ def test_audit(case, allocations, live, moving, ports, ignore, kinds):
 
 
 def test_leak_detail_names_provider_and_amounts():
-    plan = audit({BR: {GONE: {EGR: 5, "VCPU": 1}}}, [], [], [], NAMES)
+    plan = judge_audit({BR: {GONE: {EGR: 5, "VCPU": 1}}}, [], [], [], NAMES)
     assert plan.findings[0].detail == (f"consumer {GONE} is neither a live server nor an in-progress migration but "
                                        f"holds devstack0:Open vSwitch agent:br-test ({BR}): {EGR}=5")
     assert plan.ops[0].classes == (EGR,)
 
 
 def test_double_allocation_names_server_port_group_provider_and_extra():
-    plan = audit({BR: {VM: {EGR: 2000, IGR: 2000}}}, [Server(VM, name="vm0")], [], [port()], NAMES)
+    plan = judge_audit({BR: {VM: {EGR: 2000, IGR: 2000}}}, [Server(VM, name="vm0")], [], [port()], NAMES)
     (f,) = plan.findings
     assert (f.kind, f.subject, f.fix) == (DOUBLE, VM, None)
     d = f.to_dict()
@@ -108,7 +108,7 @@ REQ2 = PortRequest("p2", (RequestGroup("g2", {EGR: 1000, IGR: 1000}, ("CUSTOM_PH
 ])
 def test_excess_is_placed_where_the_copy_is(case, held, ports, flavor, extra, twice, ambiguous):
     allocations = {rp: {VM: res} for rp, res in held.items()}
-    plan = audit(allocations, [Server(VM, flavor=flavor)], [], ports, NAMES)
+    plan = judge_audit(allocations, [Server(VM, flavor=flavor)], [], ports, NAMES)
     found = [f.to_dict() for f in plan.findings]
     assert {f["provider"]: f["extra"] for f in found} == extra, case
     assert {(f["kind"], f["provider"]) for f in found} == {
@@ -124,7 +124,7 @@ OLD, NEW = "2026-01-01T10:00:00Z", "2026-03-01T10:00:00Z"
 
 
 def over_capacity(allocations, live=(), moves=(), inventories=None):
-    plan = audit({BR: allocations}, live, moves, [], NAMES, inventories={BR: inventories or INV},
+    plan = judge_audit({BR: allocations}, live, moves, [], NAMES, inventories={BR: inventories or INV},
                  hosts={BR: "devstack0"})
     return [f for f in plan.findings if f.kind == OVER_CAPACITY]
 
@@ -191,16 +191,24 @@ def test_consumers_without_age_are_moved_only_when_the_dated_ones_do_not_suffice
 
 
 def test_any_class_is_checked_not_only_bandwidth():
-    plan = audit({"root": {"vm": {"VCPU": 4}, "vm2": {"VCPU": 8}}}, [Server("vm"), Server("vm2")], [], [], {},
+    plan = judge_audit({"root": {"vm": {"VCPU": 4}, "vm2": {"VCPU": 8}}}, [Server("vm"), Server("vm2")], [], [], {},
                  inventories={"root": {"VCPU": {"total": 8, "allocation_ratio": 1.0}}})
     assert [(f.kind, f.subject) for f in plan.findings] == [(OVER_CAPACITY, "root")]
     assert plan.findings[0].to_dict()["classes"]["VCPU"]["over"] == 4
 
 
 def test_left_counts_findings_not_fixed():
-    plan = audit({BR: {GONE: HELD, VM: {EGR: 2000, IGR: 2000}}}, [Server(VM)], [], [port()], NAMES)
+    plan = judge_audit({BR: {GONE: HELD, VM: {EGR: 2000, IGR: 2000}}}, [Server(VM)], [], [port()], NAMES)
     assert [f.kind for f in plan.findings] == [LEAK, DOUBLE]
-    assert plan.left([{"done": True}]) == 1 and plan.left([]) == 2
+    assert plan.left([FixResult(plan.findings[0].fix, True)]) == 1 and plan.left([]) == 2
+    assert plan.left([FixResult(plan.findings[0].fix, False, "refused")]) == 2
+
+
+def test_fix_result_dict_is_the_op_with_done_and_error():
+    plan = judge_audit({BR: {GONE: HELD}}, [], [], [], NAMES)
+    op = plan.findings[0].fix
+    assert list(FixResult(op, True).to_dict().items()) == [*op.to_dict().items(), ("done", True), ("error", None)]
+    assert FixResult(op, False, "E: x").to_dict() == {**op.to_dict(), "done": False, "error": "E: x"}
 
 
 def test_flavor_amounts_sum_every_group():

@@ -5,7 +5,7 @@ import pytest
 
 from minbw.model.requests import PortRequest, RequestGroup
 from minbw.reports.guarantee import PortState
-from minbw.plan.heal import ALLOCATION, BINDING, BOTH, OK, plan_heal
+from minbw.plan.heal import ALLOCATION, BINDING, BOTH, OK, ServerHeal, plan_heal
 
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 ROOT, BR, PF1, PF2 = "root", "br-test", "pf-ens1", "pf-ens2"
@@ -97,3 +97,23 @@ def test_capacity_rules_are_honoured():
                                                                        IGR: inv(1500)})}
     plan = plan_heal({"id": "vm"}, current(), [port("p1")], tree)
     assert plan.groups[0].status == "unhealable" and "step_size 300" in plan.groups[0].why
+
+
+def test_server_heal_dicts_are_the_shapes_heal_returned():
+    """Each outcome's dict, keys in the order heal's JSON and the module's ``servers`` have always had."""
+    plan = plan_heal({"id": "vm"}, current(), [port("p1")], TREE)
+    planned = {"plan": plan.to_dict(), "diff": plan.diff()}
+    shapes = [
+        (ServerHeal("vm", "n", error="no hypervisor"), {"server": "vm", "name": "n", "healed": False,
+                                                       "error": "no hypervisor"}),
+        (ServerHeal("vm", "n", plan), {"server": "vm", "name": "n", **planned, "healed": False, "error": None}),
+        (ServerHeal("vm", "n", plan, healed=True, writes=2),
+         {"server": "vm", "name": "n", **planned, "healed": True, "writes": 2, "error": None}),
+        (ServerHeal("vm", "n", plan, error="refused", rolled_back=("put_allocations vm",)),
+         {"server": "vm", "name": "n", **planned, "healed": False, "error": "refused",
+          "rolled_back": ["put_allocations vm"]}),
+    ]
+    for heal, expected in shapes:
+        assert heal.to_dict() == expected
+        assert list(heal.to_dict()) == list(expected)
+    assert ServerHeal("vm", "n", plan).needs_writes and not ServerHeal("vm", "n").needs_writes

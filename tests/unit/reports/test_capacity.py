@@ -19,7 +19,7 @@ from minbw.model.providers import Provider, ProviderDetail
 from minbw.model.requests import ServerRequest
 from minbw.model.resources import check_resources as flavor_resources
 from minbw.neutron.port_request import QosPort
-from minbw.reports.capacity.report import capacity
+from minbw.reports.capacity.report import count_capacity
 from minbw.reports.capacity.request import CapacityRequest
 from minbw.reports.capacity.request import qos_port as port_of
 
@@ -76,7 +76,7 @@ def only(report):
 
 def test_one_bridge_limited_by_its_bandwidth():
     tree = host(bridges=[("br-a", (PN0, NORMAL), {E: 4500, I: 4500}, {E: 500})])
-    h = only(capacity(tree, request((bw_rules(), {"physnet": "physnet0"}))))
+    h = only(count_capacity(tree, request((bw_rules(), {"physnet": "physnet0"}))))
     assert (h.fit.fits, h.fit.first_fit, h.fit.exact, h.fit.ways) == (4, 4, True, 1)
     # egress (500 used) and ingress both stop at 4; egress has nothing left over, so it comes first
     assert [(lim.resource_class, lim.providers, lim.needs, lim.free, lim.copies) for lim in h.fit.limited_by] == [
@@ -88,11 +88,11 @@ def test_one_bridge_limited_by_its_bandwidth():
 def test_two_bridges_on_one_physnet_add_up_and_the_root_caps():
     bridges = [("br-a", (PN0, NORMAL), {E: 3000, I: 3000}, None),
                ("br-b", (PN0, NORMAL), {E: 2500, I: 2500}, {I: 1000})]
-    h = only(capacity(host(bridges=bridges), request((bw_rules(), {}))))
+    h = only(count_capacity(host(bridges=bridges), request((bw_rules(), {}))))
     assert h.fit.fits == 4 and h.fit.first_fit == 4
     assert [(lim.resource_class, lim.providers, lim.free) for lim in h.fit.limited_by] == [
         (I, ("h1:agent:br-a", "h1:agent:br-b"), 4500)]
-    h = only(capacity(host(root_inv={**ROOT_INV, "VCPU": 3}, bridges=bridges), request((bw_rules(), {}))))
+    h = only(count_capacity(host(root_inv={**ROOT_INV, "VCPU": 3}, bridges=bridges), request((bw_rules(), {}))))
     assert h.fit.fits == 3 and [lim.resource_class for lim in h.fit.limited_by] == ["VCPU"]
     assert h.fit.limited_by[0].providers == ("h1",)
 
@@ -102,16 +102,16 @@ def test_reserved_ratio_step_and_max_unit():
     tree = host(root_inv={**ROOT_INV, "VCPU": 64}, agent_traits=(),
                 bridges=[("ens5", (PN0, DIRECT), {E: pf, I: pf}, None)])
     # capacity int(9000 * 1.5) = 13500
-    assert only(capacity(tree, request((bw_rules(1500, 1500), {"vnic_type": "direct"})))).fit.fits == 9
-    h = only(capacity(tree, request((bw_rules(1200, 1500), {"vnic_type": "direct"}))))
+    assert only(count_capacity(tree, request((bw_rules(1500, 1500), {"vnic_type": "direct"})))).fit.fits == 9
+    h = only(count_capacity(tree, request((bw_rules(1200, 1500), {"vnic_type": "direct"}))))
     assert h.fit.fits == 0 and "1200 is not a multiple of step_size 500" in h.fit.limited_by[0].reason
-    h = only(capacity(tree, request((bw_rules(4500, None), {"vnic_type": "direct"}))))
+    h = only(count_capacity(tree, request((bw_rules(4500, None), {"vnic_type": "direct"}))))
     assert h.fit.fits == 0 and "4500 is above max_unit 4000" in h.fit.limited_by[0].reason
 
 
 def test_trait_mismatch_gives_zero_and_says_which_trait():
     tree = host(agent_traits=(DIRECT,), bridges=[("ens5", (PN0, DIRECT), {E: 10000, I: 10000}, None)])
-    h = only(capacity(tree, request((bw_rules(), {"physnet": "physnet0"}))))
+    h = only(count_capacity(tree, request((bw_rules(), {"physnet": "physnet0"}))))
     assert h.fit.fits == 0 and h.fit.ways == 0
     reason = h.fit.limited_by[0].reason
     assert "no provider of h1 has CUSTOM_PHYSNET_PHYSNET0, CUSTOM_VNIC_TYPE_NORMAL" in reason
@@ -121,7 +121,7 @@ def test_trait_mismatch_gives_zero_and_says_which_trait():
 def test_each_physnet_and_any_physnet_for_the_host():
     bridges = [("br-a", (PN0, NORMAL), {E: 2000, I: 2000}, None),
                ("br-b", (PN1, NORMAL), {E: 5000, I: 5000}, None)]
-    report = capacity(host(bridges=bridges), request((bw_rules(), {})))
+    report = count_capacity(host(bridges=bridges), request((bw_rules(), {})))
     h = only(report)
     assert [(r.physnet, r.fit.fits) for r in h.physnets] == [("physnet0", 2), ("physnet1", 5)]
     assert h.fit.fits == 7  # each server's port on either physnet
@@ -132,7 +132,7 @@ def test_each_physnet_and_any_physnet_for_the_host():
 def test_packet_rate_on_the_agent_with_same_subtree():
     bridges = [("br-a", (PN0, NORMAL), {E: 10000, I: 10000}, None)]
     tree = host(bridges=bridges, agent_inv={PPS: 1000})
-    h = only(capacity(tree, request((bw_rules(pps=300), {"physnet": "physnet0"}))))
+    h = only(count_capacity(tree, request((bw_rules(pps=300), {"physnet": "physnet0"}))))
     assert h.fit.fits == 3 and [(lim.resource_class, lim.providers) for lim in h.fit.limited_by] == [
         (PPS, ("h1:agent",))]
 
@@ -140,8 +140,8 @@ def test_packet_rate_on_the_agent_with_same_subtree():
 def test_isolate_needs_two_providers():
     bridges = [("br-a", (PN0, NORMAL), {E: 10000, I: 10000}, None)]
     two_ports = [(bw_rules(), {"physnet": "physnet0"}), (bw_rules(), {"physnet": "physnet0"})]
-    assert only(capacity(host(bridges=bridges), request(*two_ports))).fit.fits == 5
-    h = only(capacity(host(bridges=bridges), request(*two_ports, policy="isolate")))
+    assert only(count_capacity(host(bridges=bridges), request(*two_ports))).fit.fits == 5
+    h = only(count_capacity(host(bridges=bridges), request(*two_ports, policy="isolate")))
     assert h.fit.fits == 0 and "isolate" in h.fit.limited_by[0].reason
 
 
@@ -150,7 +150,7 @@ def test_ports_of_different_sizes_pack_across_bridges():
     bridges = [("a", (PN0, NORMAL), {E: 3}, None), ("b", (PN0, NORMAL), {E: 3}, None)]
     req = request((bw_rules(2, None), {"physnet": "physnet0"}), (bw_rules(1, None), {"physnet": "physnet0"}),
                   flavor={"VCPU": 1})
-    h = only(capacity(host(bridges=bridges), req))
+    h = only(count_capacity(host(bridges=bridges), req))
     assert (h.fit.fits, h.fit.first_fit, h.fit.exact, h.fit.notes) == (2, 2, True, ())
     assert simulate(host(bridges=bridges), req) == (2, 2)
 
@@ -162,7 +162,7 @@ def test_competing_ways_can_strand_room_and_say_so():
                ("e", (PN0, NORMAL), {E: 2}, None)]
     req = request((bw_rules(1, None), {"physnet": "physnet0"}), (bw_rules(1, None), {"physnet": "physnet0"}),
                   flavor={"VCPU": 1}, policy="isolate")
-    h = only(capacity(host(bridges=bridges), req))
+    h = only(count_capacity(host(bridges=bridges), req))
     assert simulate(host(bridges=bridges), req) == (2, 1)
     assert (h.fit.fits, h.fit.first_fit, h.fit.ways) == (2, 1, 3)
     assert "claims can stop at 1" in h.fit.notes[0]
@@ -174,10 +174,10 @@ def test_competing_ways_can_strand_room_and_say_so():
 def test_flavor_classes_on_different_providers():
     tree = [rp("r", "h1", inv={"VCPU": 4}), rp("n", "h1:numa0", "r", "r", ("CUSTOM_FAST",), {"MEMORY_MB": 1024})]
     req = CapacityRequest(ServerRequest(extra_resources={"VCPU": 1, "MEMORY_MB": 512}, required=("CUSTOM_FAST",)))
-    h = only(capacity(tree, req))
+    h = only(count_capacity(tree, req))
     assert h.fit.fits == 2 and h.physnets == ()
     req = CapacityRequest(ServerRequest(extra_resources={"VCPU": 1, "MEMORY_MB": 512}, forbidden=("CUSTOM_FAST",)))
-    h = only(capacity(tree, req))
+    h = only(count_capacity(tree, req))
     assert h.fit.fits == 0 and "MEMORY_MB=512" in h.fit.limited_by[0].reason
 
 
@@ -186,9 +186,9 @@ SHARES = "MISC_SHARES_VIA_AGGREGATE"
 
 def test_a_sharing_provider_in_no_aggregate_with_a_host_serves_none():
     tree = host(bridges=[]) + [rp("s", "shared-disk", traits=(SHARES,), inv={"DISK_GB": 1000})]
-    report = capacity(tree, request(flavor={"VCPU": 1}))
+    report = count_capacity(tree, request(flavor={"VCPU": 1}))
     assert [h.name for h in report.hosts] == ["h1"] and "shared-disk shares" in report.notes[0]
-    report = capacity(tree, request(flavor={"VCPU": 1, "DISK_GB": 10}), {"s": {"s"}})
+    report = count_capacity(tree, request(flavor={"VCPU": 1, "DISK_GB": 10}), {"s": {"s"}})
     assert [(h.name, h.fit.fits) for h in report.hosts] == [("h1", 8)]  # its root's own DISK_GB: 100 // 10
 
 
@@ -198,18 +198,18 @@ def test_sharing_disk_counts_for_the_hosts_of_its_aggregate_once():
     h2 = host("h2", {"VCPU": 8, "MEMORY_MB": 4096}, [("br-test", (PN0, NORMAL), {E: 1000, I: 1000}, None)])
     ceph = rp("ceph", "ceph", traits=(SHARES,), inv={"DISK_GB": 30})
     req = request(flavor={"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 10})
-    alone = capacity(h1 + [ceph], req, {"ceph": {"h1", "ceph"}})
+    alone = count_capacity(h1 + [ceph], req, {"ceph": {"h1", "ceph"}})
     assert [(h.name, h.fit.fits) for h in alone.hosts] == [("h1", 3)] and alone.total == 3
     assert alone.hosts[0].fit.limited_by[0].resource_class == "DISK_GB"
     assert alone.hosts[0].fit.limited_by[0].providers == ("ceph",)
-    both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
+    both = count_capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
     assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 3), ("h2", 3)]
     assert both.total == 3 and both.to_dict()["pools"][0]["hosts"] == ["h1", "h2"]
     assert any("together 3 fit" in n for n in both.notes)
     assert [p["provider"] for p in both.to_dict()["providers"]] == ["h1:agent:br-test"] * 2 + ["h2:agent:br-test"] * 2
     # a port too: the bridges (1 each) run out before the pool
     req = request((bw_rules(), {"physnet": "physnet0"}), flavor={"VCPU": 1, "DISK_GB": 10})
-    both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
+    both = count_capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
     assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 1), ("h2", 1)] and both.total == 2
     assert both.physnet_totals()[0]["fits"] == 2
 
@@ -223,9 +223,9 @@ def test_a_host_nova_keeps_out_by_its_aggregates_counts_0_and_leaves_the_pool():
     req = request((bw_rules(), {"physnet": "physnet0"}), flavor={"VCPU": 1, "DISK_GB": 10})
     why = "is in none of the aggregates A (Nova's map_az_to_placement_aggregate: availability zone 'az1')"
     kept_out = dataclasses.replace(req, excluded_roots={"h2": why})
-    both = capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
+    both = count_capacity(h1 + h2 + [ceph], req, {"ceph": {"h1", "h2", "ceph"}})
     assert [(h.name, h.fit.fits) for h in both.hosts] == [("h1", 1), ("h2", 1)] and both.total == 2
-    report = capacity(h1 + h2 + [ceph], kept_out, {"ceph": {"h1", "h2", "ceph"}})
+    report = count_capacity(h1 + h2 + [ceph], kept_out, {"ceph": {"h1", "h2", "ceph"}})
     assert [(h.name, h.fit.fits) for h in report.hosts] == [("h1", 1), ("h2", 0)] and report.total == 1
     h2_row = report.hosts[1]
     assert [lim.reason for lim in h2_row.fit.limited_by] == [f"the root h2 {why}"]
@@ -235,7 +235,7 @@ def test_a_host_nova_keeps_out_by_its_aggregates_counts_0_and_leaves_the_pool():
 
 def test_a_sharing_provider_that_fits_by_itself_is_a_host():
     ceph = rp("ceph", "ceph", traits=(SHARES,), inv={"DISK_GB": 30})
-    report = capacity(host("h1", {"VCPU": 8}) + [ceph], request(flavor={"DISK_GB": 10}), {"ceph": {"h1", "ceph"}})
+    report = count_capacity(host("h1", {"VCPU": 8}) + [ceph], request(flavor={"DISK_GB": 10}), {"ceph": {"h1", "ceph"}})
     assert [(h.name, h.fit.fits) for h in report.hosts] == [("ceph", 3), ("h1", 3)] and report.total == 3
 
 
@@ -273,7 +273,7 @@ def test_sharing_counts_match_the_simulation(layout, disk, vcpu, port):
     details, shared = layout
     flavor = {"DISK_GB": disk, **({"VCPU": 1} if vcpu else {})}
     req = request(*([(bw_rules(1, None), {"physnet": "physnet0"})] if port else []), flavor=flavor)
-    report = capacity(details, req, shared)
+    report = count_capacity(details, req, shared)
     roots = sorted({d.provider.root_uuid for d in details})
     ways = {r: placements(anchored(details, shared, r), req.server) for r in roots}
     by_host = {h.uuid: h for h in report.hosts}
@@ -289,7 +289,7 @@ def test_sharing_counts_match_the_simulation(layout, disk, vcpu, port):
 
 def test_report_dict_and_provider_usage():
     bridges = [("br-a", (PN0, NORMAL), {E: 3000, I: {"total": 3000, "reserved": 1000}}, {E: 1000})]
-    out = capacity(host(bridges=bridges), request((bw_rules(), {}))).to_dict()
+    out = count_capacity(host(bridges=bridges), request((bw_rules(), {}))).to_dict()
     assert out["total"] == 2 and out["physnets"] == [
         {"physnet": "physnet0", "traits": [PN0], "fits": 2, "first_fit": 2, "hosts": 1}]
     assert [(p["resource_class"], p["capacity"], p["used"], p["free"]) for p in out["providers"]] == [
@@ -332,9 +332,9 @@ def test_nothing_to_count():
 
 def test_tunnel_port():
     tree = host(bridges=[("rp_tunnelled", ("CUSTOM_NETWORK_TUNNEL_PROVIDER", NORMAL), {E: 3000, I: 3000}, None)])
-    h = only(capacity(tree, request((bw_rules(), {"network_type": "vxlan"}))))
+    h = only(count_capacity(tree, request((bw_rules(), {"network_type": "vxlan"}))))
     assert h.fit.fits == 3 and [r.physnet for r in h.physnets] == ["tunnel"]
-    h = only(capacity(tree, request((bw_rules(), {}))))
+    h = only(count_capacity(tree, request((bw_rules(), {}))))
     assert h.fit.fits == 3 and [r.physnet for r in h.physnets] == ["tunnel"]
 
 
@@ -469,7 +469,7 @@ def requests(draw):
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(layouts(), requests())
 def test_counts_match_the_simulation(details, req):
-    report = capacity(details, req)
+    report = count_capacity(details, req)
     h = only(report)
     networks = sorted({t for d in details for t in d.traits if t.startswith("CUSTOM_PHYSNET_")})
     cases = [(h.fit, req.for_network(networks) if req.open_groups and len(networks) > 1 else
@@ -499,14 +499,14 @@ def test_a_count_kept_between_calls_is_the_count_from_scratch(layout, data, port
     details, shared = layout
     req = request(*([(bw_rules(1, None), {"physnet": "physnet0"})] if port else []), flavor={"VCPU": 1, "DISK_GB": 1})
     memo: dict = {}
-    assert capacity(details, req, shared, memo=memo).to_dict() == capacity(details, req, shared).to_dict()
-    before = {h.uuid: h for h in capacity(details, req, shared, memo=memo).hosts}
+    assert count_capacity(details, req, shared, memo=memo).to_dict() == count_capacity(details, req, shared).to_dict()
+    before = {h.uuid: h for h in count_capacity(details, req, shared, memo=memo).hosts}
     moved = set(data.draw(st.lists(st.sampled_from([d.provider.uuid for d in details]), unique=True)))
     changed = [rp(d.provider.uuid, d.provider.name, d.provider.parent_uuid, d.provider.root_uuid, d.traits,
                   d.inventories, {rc: data.draw(st.integers(0, 2)) for rc in d.inventories})
                if d.provider.uuid in moved else d for d in details]
-    after = capacity(changed, req, shared, memo=memo)
-    assert after.to_dict() == capacity(changed, req, shared).to_dict()
+    after = count_capacity(changed, req, shared, memo=memo)
+    assert after.to_dict() == count_capacity(changed, req, shared).to_dict()
     served = {r for s, roots in shared.items() if s in moved for r in roots}
     for h in after.hosts:
         if not any(d.provider.uuid in moved for d in details if d.provider.root_uuid == h.uuid) and h.uuid not in served:

@@ -6,7 +6,7 @@ import pytest
 from minbw.errors import ConfigError
 from minbw.neutron.agentconf import config_from_report, load_agent_ini
 from minbw.neutron.provider_tree import desired_state
-from minbw.reports.drift import drift, snapshots
+from minbw.reports.drift import drift_rows, snapshots
 
 OVS = """[DEFAULT]
 host = devstack0
@@ -38,7 +38,7 @@ def test_a_report_stands_for_the_same_providers_as_its_ini(text):
 
 def test_agreeing_sides_show_no_drift():
     ini = state(OVS, SRIOV)
-    rows = drift(ini, ini, snapshots(ini))
+    rows = drift_rows(ini, ini, snapshots(ini))
     assert rows and all(r.agree for r in rows)
     assert {s for r in rows for s in r.sides} == {"ini", "agent", "placement"}
 
@@ -48,14 +48,14 @@ def test_each_kind_of_drift_is_named():
     agent = state(OVS.replace("br-test:1500:1500", "br-test:3000:1500"), SRIOV)
     placement = snapshots(ini)
     placement.pop(BR_TEST)
-    rows = {r.uuid: r for r in drift(ini, agent, placement)}
+    rows = {r.uuid: r for r in drift_rows(ini, agent, placement)}
     row = rows[BR_TEST]
     assert not row.agree and row.differences[0] == "missing from placement"
     # each difference is a sentence naming the class, the field and every side's value
     assert row.differences[1] == "NET_BW_EGR_KILOBIT_PER_SEC total: ini 1500, agent 3000"
     assert sum(not r.agree for r in rows.values()) == 1
     # a side not read is not a side: only ini vs placement here
-    only = drift(ini, None, placement)
+    only = drift_rows(ini, None, placement)
     assert {s for r in only for s in r.sides} == {"ini", "placement"}
 
 
@@ -72,7 +72,7 @@ def test_a_host_without_a_compute_node_is_left_out_unless_it_has_bandwidth():
     network = "[DEFAULT]\nhost = network-1\n[ovs]\nbridge_mappings = physnet0:br-net\n"
     ini = state(OVS, network, network.replace("network-1", "network-2") + "resource_provider_bandwidths = br-net:9:9\n")
     placement = {u: s for u, s in snapshots(ini).items() if not s["name"].startswith("network-")}
-    rows = drift(ini, ini, placement)
+    rows = drift_rows(ini, ini, placement)
     assert sorted(r.name for r in rows if not r.agree) == [
         "network-1:Open vSwitch agent", "network-2:Open vSwitch agent", "network-2:Open vSwitch agent:br-net"]
     kept = without_compute_node(rows, (ini, ini), roots={"devstack0"})

@@ -9,7 +9,7 @@ from minbw.errors import InvalidInput
 from minbw.model.providers import Provider, ProviderDetail
 from minbw.plan.audit import LEAK, OVER_CAPACITY, Finding
 from minbw.reports import metrics
-from minbw.reports.capacity.report import capacity
+from minbw.reports.capacity.report import count_capacity
 from minbw.reports.capacity.request import capacity_request
 from minbw.reports.drift import DriftRow
 from minbw.usecases.exporter import ExporterRequest, PortSize
@@ -62,7 +62,7 @@ def test_per_provider_and_per_vnic_type_values():
 
 def test_headroom_audit_drift_sync_and_scrape():
     req = capacity_request(qos_ports=(PortSize.parse("small=min_bw:egress:1000").port,))
-    report = capacity(TREE, req)
+    report = count_capacity(TREE, req)
     leak = Finding(LEAK, "c1", "leaked")
     rows = [DriftRow("b", "h1:agent:br", {"ini": {}, "placement": {}}, ("total differs",)),
             DriftRow("p", "h1:sriov:ens5", {"ini": {}, "placement": {}}, ())]

@@ -17,7 +17,8 @@ from minbw.placement.mapping import binding_allocations, solve
 from minbw.reports.guarantee import PortState
 from minbw.plan.server_move import plan_action
 from minbw.reports.server_move import (EVACUATED, FAILED, MOVING, SETTLED, SHELVED_OFFLOADED, VERIFY_RESIZE,
-                                       Migration, MoveFacts, ProviderState, check_move, current_migration, phase_of)
+                                       ComputeService, Migration, MoveFacts, MoveState, MoveWait, ProviderState,
+                                       check_move, current_migration, phase_of)
 
 SID = "5d0f3bd2-0000-4000-8000-000000000001"
 MIG = "7b1e6d3a-0000-4000-8000-000000000002"
@@ -310,3 +311,25 @@ def test_plan_action_refuses_with_the_fix(server, action, kwargs, message):
     with pytest.raises(InvalidInput) as e:
         plan_action(server, None, action, **kwargs)
     assert str(e.value) == message
+
+
+def test_move_state_dict_is_the_one_server_move_info_returns():
+    f = facts(status="VERIFY_RESIZE", host=1, migration=mig("finished"), mig_allocs=on(0), binding_host="devstack1")
+    state = MoveState(f, check_move(f))
+    got = state.to_dict()
+    assert list(got) == ["ok", "problems", "notes", "phase", "server", "migration", "last_action", "consumers",
+                         "allocations", "binding_allocations", "binding_hosts", "groups", "hosts", "providers"]
+    assert state.ok and got["ok"] and got["phase"] == VERIFY_RESIZE and got["problems"] == []
+    assert got["consumers"] == {"server": SID, "migration": MIG} and got["migration"] == f.migration.to_dict()
+    assert got["groups"] == {SID: {GROUP: {"provider": BR1, "provider_name": "devstack1:Open vSwitch agent:br-test"}},
+                             MIG: {GROUP: {"provider": BR0, "provider_name": "devstack0:Open vSwitch agent:br-test"}}}
+    assert got["binding_allocations"] == {PORT: {GROUP: BR1}} and got["binding_hosts"] == {PORT: "devstack1"}
+
+
+def test_what_a_wait_saw_and_a_compute_service_as_dicts():
+    record = mig("confirmed")
+    assert MoveWait({"id": SID, "status": "ACTIVE"}, record).to_dict() == {
+        "server": {"id": SID, "status": "ACTIVE"}, "migration": record.to_dict()}
+    assert MoveWait({"id": SID}).to_dict() == {"server": {"id": SID}, "migration": None}
+    assert list(ComputeService("devstack0", True, "down", "enabled").to_dict().items()) == [
+        ("host", "devstack0"), ("forced_down", True), ("state", "down"), ("status", "enabled")]

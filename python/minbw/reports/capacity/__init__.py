@@ -1,7 +1,7 @@
 """How many more servers of one shape fit: per host, per physnet, in total. Pure: no I/O.
 
 ``request`` says what one server is (:func:`request.capacity_request`), ``solver`` counts how many fit on one
-host (:func:`solver.fit`) and ``report`` does it for every host of a listing (:func:`report.capacity`).
+host (:func:`solver.fit_on_tree`) and ``report`` does it for every host of a listing (:func:`report.count_capacity`).
 
 Input: what :meth:`minbw.placement.client.Placement.provider_details` reads (each provider with its
 parent and root, traits, inventories and usages) and a :class:`CapacityRequest` (a

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from minbw.model.providers import SHARING_TRAIT, stocks_of
 from minbw.neutron import naming
 from minbw.reports.capacity.request import TUNNEL_TRAIT, CapacityRequest, is_network_trait, network_label
-from minbw.reports.capacity.solver import Fit, Limit, Tree, fit as fit_on, fit_together
+from minbw.reports.capacity.solver import Fit, Limit, Tree, fit_on_tree, fit_together
 
 NETWORK_CLASSES = (naming.BW_EGRESS, naming.BW_INGRESS, naming.PPS_ANY, naming.PPS_EGRESS, naming.PPS_INGRESS)
 
@@ -244,7 +244,7 @@ def _counted(request: CapacityRequest, tree: Tree) -> HostCapacity:
             NetworkFit(
                 request.label(t),
                 (t,),
-                fit_on(request.for_network((t,)), tree, request.port_names, request.root_reasons),
+                fit_on_tree(request.for_network((t,)), tree, request.port_names, request.root_reasons),
             )
             for t in networks
         )
@@ -263,9 +263,9 @@ def _counted(request: CapacityRequest, tree: Tree) -> HostCapacity:
         elif len(networks) == 1:
             fit = rows[0].fit
         else:
-            fit = fit_on(request.for_network(networks), tree, request.port_names, request.root_reasons)
+            fit = fit_on_tree(request.for_network(networks), tree, request.port_names, request.root_reasons)
         return HostCapacity(tree.root, name, fit, rows)
-    fit = fit_on(request.server, tree, request.port_names, request.root_reasons)
+    fit = fit_on_tree(request.server, tree, request.port_names, request.root_reasons)
     fixed = request.fixed_networks()
     rows = (NetworkFit("+".join(request.label(t) for t in fixed), fixed, fit),) if fixed else ()
     return HostCapacity(tree.root, name, fit, rows)
@@ -322,7 +322,7 @@ def _pool(request: CapacityRequest, group: Sequence[Tree], rows: Mapping[str, Ho
     return Pool(tuple(t.root for t in group), tuple(sharing), together, physnets)
 
 
-def capacity(
+def count_capacity(
     details: Iterable,
     request: CapacityRequest,
     shared: Mapping[str, Iterable[str]] | None = None,

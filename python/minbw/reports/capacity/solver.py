@@ -471,7 +471,7 @@ def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing
     return _Packing(best, worst, not exhausted, upper, best_counts)
 
 
-def fit(
+def fit_on_tree(
     req: ServerRequest,
     tree: Tree,
     port_names: Mapping[str, str] = MappingProxyType({}),
