@@ -236,6 +236,45 @@ def test_only_the_client_builds_placement_urls():
                     f"{name} builds a Placement URL: {head!r}"
 
 
+def _cache_state() -> set[str]:
+    """What only the provider cache's room touches of a ProviderCache: the attributes its ``__init__`` sets but
+    where the file is and for which Placement (``path``, ``endpoint``), and the protocol's steps the room's own
+    methods (``trust``, ``provider_read``, ``written``, ...) take."""
+    cls = next(n for n in ast.walk(MODULES["minbw.cache.providers"])
+               if isinstance(n, ast.ClassDef) and n.name == "ProviderCache")
+    init = next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    state = {t.attr for n in ast.walk(init) if isinstance(n, (ast.Assign, ast.AnnAssign))
+             for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    return (state - {"path", "endpoint"}) | {"candidate", "put", "confirm", "due", "confirmed_at"}
+
+
+def _cache_internals_touched(tree: ast.AST, state: set[str]) -> list[str]:
+    """``x.ATTR`` where ``x`` is named ``...cache`` (a variable or an attribute) and ATTR is of ``state``."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in state:
+            owner = node.value.id if isinstance(node.value, ast.Name) else getattr(node.value, "attr", "")
+            if owner.endswith("cache"):
+                out.append(f"line {node.lineno}: {owner}.{node.attr}")
+    return out
+
+
+def test_the_provider_cache_internals_are_touched_in_its_room_only():
+    """One way to read providers (issue 44): the cache-trust protocol (candidate, verify, stats, re-read, put) is
+    the cache's methods and the reports' reader, which the sync uses too; nothing else reads or writes the cache's
+    entries, trusted set, counts or settings, or calls the protocol's steps itself."""
+    state = _cache_state()
+    assert {"entries", "trusted", "stats", "candidate", "put"} <= state
+    # the rule sees what it forbids (sync's and the reader's code before issue 44)
+    assert len(_cache_internals_touched(ast.parse(
+        "cache.trusted = verified(api, cache, c)\ncache.stats['trusted'] += 1\n"
+        "e = self.cache.entries.get(u)\nreader.cache.entries.pop(u)\ncache.put(u, 1, 'n', None, (), {})"), state)) == 5
+    for name, tree in MODULES.items():
+        if not within(name, ["minbw.cache"]):
+            assert not _cache_internals_touched(tree, state), f"{name} touches the provider cache's internals"
+
+
 def test_every_exception_lives_in_errors():
     for name, tree in MODULES.items():
         if name == "minbw.errors":

@@ -12,11 +12,11 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from minbw.cache import check
-from minbw.model.providers import Provider
+from minbw.model.providers import Provider, ProviderDetail
 from minbw.placement.client import Placement
 
 DEFAULT_CACHE_MAX_AGE = 86400  # seconds an entry is trusted without a full re-read (the periodic full check)
@@ -97,6 +97,122 @@ class ProviderCache:
         ):
             return e
         return None
+
+    def entry(self, uuid: str) -> dict | None:
+        """The entry of ``uuid`` whatever its generation and age, or None when the cache has none (not to be
+        changed: :meth:`put` and the methods below change entries)."""
+        return self.entries.get(uuid)
+
+    def __contains__(self, uuid: object) -> bool:
+        """Whether the cache has an entry of ``uuid``."""
+        return uuid in self.entries
+
+    def size(self) -> int:
+        """How many entries the cache has, an int."""
+        return len(self.entries)
+
+    def holding(self, classes: Iterable[str]) -> set[str]:
+        """UUIDs of the entries with an inventory of one of ``classes`` (whatever their generation), a set."""
+        classes = frozenset(classes)
+        return {u for u, e in self.entries.items() if not classes.isdisjoint(e["inventories"])}
+
+    def trust(
+        self, api: Placement, providers: Iterable[Provider], *, traits: bool = True, verify: bool = True
+    ) -> dict[str, dict]:
+        """The cache-trust protocol's first half for ``providers`` (as just listed): their candidates
+        (:meth:`candidate`; ``traits``: only entries that hold traits), of those the ones :func:`verified` trusts
+        (``verify`` False: every candidate, no safety check), counted in :attr:`stats` (the others are to be
+        re-read) and remembered for :meth:`trusted_entry`. Returns uuid → entry of the trusted ones, in the
+        order of ``providers``; their names and parents become the listing's strings (equal values). Lets
+        Placement's errors of the safety check through (PlacementError)."""
+        providers = list(providers)
+        candidates = {p.uuid: e for p in providers if (e := self.candidate(p, traits=traits)) is not None}
+        self.trusted = verified(api, self, candidates) if verify and candidates else set(candidates)
+        self.stats["candidates"] += len(candidates)
+        self.stats["trusted"] += len(self.trusted)
+        self.stats["reread"] += len(candidates) - len(self.trusted)
+        out = {}
+        for p in providers:
+            if p.uuid in self.trusted:
+                e = out[p.uuid] = candidates[p.uuid]
+                for k, v in (("name", p.name), ("parent", p.parent_uuid)):  # one copy of each string, the listing's
+                    if k in e and e[k] is not v and e[k] == v:
+                        e[k] = v
+        return out
+
+    def trusted_entry(self, uuid: str) -> dict | None:
+        """The entry of ``uuid`` if the last :meth:`trust` trusted it, else None."""
+        return self.entries.get(uuid) if uuid in self.trusted else None
+
+    def provider_read(self, detail: ProviderDetail, *, traits: bool = True, usages: bool = True) -> None:
+        """Record a provider read in full (the protocol's second half, after the re-read), when nothing moved
+        between its listing and its reads (else nothing: what was read may mix two generations). ``traits`` /
+        ``usages`` False: they were not read (an entry without them). Returns None."""
+        if detail.unmoved:
+            p = detail.provider
+            self.put(
+                p.uuid,
+                p.generation,
+                p.name,
+                p.parent_uuid,
+                detail.traits if traits else None,
+                detail.inventories,
+                used=dict(detail.usages or {}) if usages else None,
+            )
+
+    def allocations_read(self, uuid: str, generation: int | None, allocations: Mapping[str, Mapping[str, int]]) -> None:
+        """``allocations`` (consumer → resources) of ``uuid`` read at ``generation``: its entry at that generation
+        that knows no usage gets their sum as its usage (for the safety check), its read and confirmation times
+        kept. Returns None."""
+        entry = self.entries.get(uuid)
+        if entry is None or entry.get("generation") != generation or entry.get("used") is not None:
+            return
+        used: dict[str, int] = {}
+        for res in allocations.values():
+            for rc, n in res.items():
+                used[rc] = used.get(rc, 0) + n
+        self.put(
+            uuid,
+            entry["generation"],  # the generation read (== generation, above): an int
+            entry["name"],
+            entry["parent"],
+            entry["traits"],
+            entry["inventories"],
+            used=used,
+            checked=entry.get("checked"),
+            verified=self.confirmed_at(entry),
+        )
+
+    def written(
+        self, uuid: str, generation: int, name: str, parent: str | None, traits, inventories, *, created: bool
+    ) -> None:
+        """Record what a sync wrote of a provider, at the generation its write returned: ``created`` by it, no
+        usage yet (every allocation moves the generation); trusted by the last :meth:`trust`, its entry's usage and
+        its read and confirmation times kept; else read now. Returns None."""
+        old = self.trusted_entry(uuid)
+        self.put(
+            uuid,
+            generation,
+            name,
+            parent,
+            traits,
+            inventories,
+            used={} if created else (old or {}).get("used"),
+            checked=old["checked"] if old else None,
+            verified=self.confirmed_at(old) if old else None,
+        )
+
+    def summary(self) -> str:
+        """This cache's counts since it was made, as one clause of the sync's summary line: ``cache: 6000 of 6000
+        cached providers trusted after 18 checks, 0 re-read``."""
+        st = self.stats
+        recent = (
+            f" ({st['recent']} confirmed less than {self.check_interval:g} s ago: no check due)" if st["recent"] else ""
+        )
+        return (
+            f"cache: {st['trusted']} of {st['candidates']} cached providers trusted after "
+            f"{st['checks']} checks{recent}, {st['reread']} re-read"
+        )
 
     @staticmethod
     def confirmed_at(entry: Mapping) -> float | None:

@@ -18,12 +18,8 @@ from typing import Callable, Mapping, Sequence
 from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
-from minbw.cache.providers import (
-    DEFAULT_CACHE_CHECK_INTERVAL,
-    DEFAULT_CACHE_MAX_AGE,
-    ProviderCache,
-    verified,
-)
+from minbw.cache.providers import DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, ProviderCache
+from minbw.readers.placement import Reader
 from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
 from minbw.nova.compute_root import NovaComputes
@@ -109,33 +105,17 @@ def observe(
     present = [u for u in wanted if u in providers] + stale
     if roots_too:
         present += [r.uuid for r in roots.values() if r.uuid not in present]
-    traits: dict[str, frozenset[str]] = {}
-    inventories: dict[str, Mapping] = {}
-    candidates: dict[str, dict] = {}
-    if cache:
-        candidates = {u: e for u in present if (e := cache.candidate(providers[u])) is not None}
-        cache.trusted = verified(api, cache, candidates) if candidates else set()
-        cache.stats["candidates"] += len(candidates)
-        cache.stats["trusted"] += len(cache.trusted)
-    to_read = []
-    for u in present:
-        if cache and u in cache.trusted:
-            traits[u], inventories[u] = (
-                frozenset(candidates[u]["traits"]),
-                freeze_inventories(candidates[u]["inventories"]),
-            )
-        else:
-            to_read.append(u)
-    if cache:
-        cache.stats["reread"] += sum(1 for u in to_read if u in candidates)
-
-    for i, d in enumerate(api.provider_details((providers[u] for u in to_read), readers=workers, missing_ok=True), 1):
-        p = d.provider
-        traits[p.uuid], inventories[p.uuid] = d.traits, freeze_inventories(d.inventories)
-        if cache and d.unmoved:  # nothing moved between the listing and the reads
-            cache.put(p.uuid, p.generation, p.name, p.parent_uuid, d.traits, inventories[p.uuid])
-        progress("providers read", i, len(to_read))
-    gone = set(to_read) - set(traits)  # deleted since the listing: absent (the plan makes it again if desired)
+    # the reports' reader: the cache where it holds a provider at its listed generation, else a read (cached)
+    reader = Reader(api, cache, workers=workers, progress=progress)
+    listed = [providers[u] for u in present]
+    trusted = reader.cached(listed, usages=False)
+    to_read = [p for p in listed if p.uuid not in trusted]
+    traits = {u: d.traits for u, d in trusted.items()}
+    inventories = {u: d.inventories for u, d in trusted.items()}  # frozen already
+    for u, d in reader.read_afresh(to_read, usages=False).items():
+        traits[u], inventories[u] = d.traits, freeze_inventories(d.inventories)
+    # deleted since the listing: absent (the plan makes it again if desired)
+    gone = {p.uuid for p in to_read} - set(traits)
     for u in gone:
         providers.pop(u, None)
     present, stale = [u for u in present if u not in gone], [u for u in stale if u not in gone]
@@ -365,19 +345,7 @@ def remember(cache: ProviderCache, plan: Plan, result: ApplyResult) -> None:
         if uuid not in plan.after:
             continue
         name, parent, traits, inventories = plan.after.source(uuid)
-        old = cache.entries.get(uuid) if uuid in cache.trusted else None
-        used = {} if uuid in created else (old or {}).get("used")
-        cache.put(
-            uuid,
-            gen,
-            name,
-            parent,
-            traits,
-            inventories or {},
-            used=used,
-            checked=old["checked"] if old else None,
-            verified=cache.confirmed_at(old) if old else None,
-        )
+        cache.written(uuid, gen, name, parent, traits, inventories or {}, created=uuid in created)
 
 
 def sync_providers(
@@ -476,11 +444,4 @@ def summary(
     )
     if cache is None:
         return line + "; no cache"
-    st = cache.stats
-    recent = (
-        f" ({st['recent']} confirmed less than {cache.check_interval:g} s ago: no check due)" if st["recent"] else ""
-    )
-    return (
-        line + f"; cache: {st['trusted']} of {st['candidates']} cached providers trusted after "
-        f"{st['checks']} checks{recent}, {st['reread']} re-read"
-    )
+    return line + "; " + cache.summary()

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Mapping, overload
 from minbw.model.providers import Provider, ProviderDetail, freeze_inventories
 from minbw.neutron import naming
 from minbw.placement.client import Placement
-from minbw.cache.providers import ProviderCache, verified
+from minbw.cache.providers import ProviderCache
 
 READERS = 4  # providers read at once
 Progress = Callable[[str, int, int], None]
@@ -166,7 +166,7 @@ class Reader:
         known = {p.uuid for p in providers}
         scope = neutron_providers(providers)
         if self.cache is not None:
-            scope |= {u for u, e in self.cache.entries.items() if u in known and holds_bandwidth(e["inventories"])}
+            scope |= self.cache.holding(naming.GUARANTEED_CLASSES)
         if listings:
             scope |= set().union(*self.with_room().values())
         return scope & known
@@ -183,25 +183,18 @@ class Reader:
         if cache is None:
             return {}
         providers = list(providers)
-        candidates = {p.uuid: e for p in providers if (e := cache.candidate(p, traits=traits)) is not None}
-        trusted = verified(self.api, cache, candidates) if self.verify and candidates else set(candidates)
-        cache.stats["candidates"] += len(candidates)
-        cache.stats["trusted"] += len(trusted)
-        cache.stats["reread"] += len(candidates) - len(trusted)
+        trusted = cache.trust(self.api, providers, traits=traits, verify=self.verify)
         fresh: dict[str, dict[str, int]] = {}
         if usages:
-            need = [p.uuid for p in providers if p.uuid in trusted and cache.entries[p.uuid]["inventories"]]
+            need = [u for u, e in trusted.items() if e["inventories"]]
             fresh = self.api.usages_of(need, readers=self.workers, missing_ok=True) if need else {}
             self.usages_read += len(need)
             self.gone |= set(need) - set(fresh)  # deleted since the listing: not there any more
         out = {}
         for p in providers:
             if p.uuid in trusted and p.uuid not in self.gone:
-                e = cache.entries[p.uuid]
+                e = trusted[p.uuid]
                 used = fresh.get(p.uuid, {}) if usages else None
-                for k, v in (("name", p.name), ("parent", p.parent_uuid)):  # one copy of each string, the listing's
-                    if k in e and e[k] is not v and e[k] == v:
-                        e[k] = v
                 key = (p.uuid, usages, traits)
                 built = self._built.get(key)
                 if built is None or built[0] != p or built[1] != e or built[2] != used:
@@ -219,9 +212,9 @@ class Reader:
                 elif built[1] is not e:  # the same entry saved and loaded again: the old one let go
                     built = self._built[key] = (p, e, built[2], built[3])
                 out[p.uuid] = built[3]
-        if len(self._built) > 2 * len(cache.entries) + 1000:  # providers deleted since: forget them
-            self._built = {k: v for k, v in self._built.items() if k[0] in cache.entries}
-        if len(self._frozen) > len(cache.entries) + 1000:
+        if len(self._built) > 2 * cache.size() + 1000:  # providers deleted since: forget them
+            self._built = {k: v for k, v in self._built.items() if k[0] in cache}
+        if len(self._frozen) > cache.size() + 1000:
             self._frozen = {}
         return out
 
@@ -233,24 +226,28 @@ class Reader:
         ``traits`` False: a caller that needs none (the audit) does not read them (nor cache them)."""
         providers = list(providers)
         out = self.cached(providers, usages=usages, traits=traits)
-        cache = self.cache
-        to_read = [p for p in providers if p.uuid not in out and p.uuid not in self.gone]
+        out.update(
+            self.read_afresh(
+                [p for p in providers if p.uuid not in out and p.uuid not in self.gone], usages=usages, traits=traits
+            )
+        )
+        return out
+
+    def read_afresh(
+        self, providers: Iterable[Provider], *, usages: bool = True, traits: bool = True
+    ) -> dict[str, ProviderDetail]:
+        """Traits (when asked), inventories (and usages) of ``providers`` read, whatever the cache holds (up to 3
+        calls each, ``workers`` at once), and cached (:meth:`ProviderCache.provider_read`). Returns uuid → detail;
+        a provider deleted since its listing is left out. Lets Placement's other errors through (PlacementError)."""
+        to_read = list(providers)
         self.read += len(to_read)
+        out = {}
         for i, d in enumerate(
             self.api.provider_details(to_read, usages=usages, readers=self.workers, traits=traits, missing_ok=True), 1
         ):
             out[d.provider.uuid] = d
-            if cache is not None and d.unmoved:
-                p = d.provider
-                cache.put(
-                    p.uuid,
-                    p.generation,
-                    p.name,
-                    p.parent_uuid,
-                    d.traits if traits else None,
-                    d.inventories,
-                    used=dict(d.usages or {}) if usages else None,
-                )
+            if self.cache is not None:
+                self.cache.provider_read(d, traits=traits, usages=usages)
             if self.progress:
                 self.progress("providers read", i, len(to_read))
         return out
@@ -272,28 +269,8 @@ class Reader:
         with ThreadPoolExecutor(max_workers=self.workers) as pool:
             for i, (u, allocs, generation) in enumerate(pool.map(read, uuids), 1):
                 out[u] = allocs
-                entry = self.cache.entries.get(u) if self.cache is not None else None
-                if (
-                    self.cache is not None  # entry: from the cache
-                    and entry is not None
-                    and entry.get("generation") == generation
-                    and entry.get("used") is None
-                ):
-                    used: dict[str, int] = {}
-                    for res in allocs.values():
-                        for rc, n in res.items():
-                            used[rc] = used.get(rc, 0) + n
-                    self.cache.put(
-                        u,
-                        generation,  # type: ignore[arg-type]  # the entry's generation: an int
-                        entry["name"],
-                        entry["parent"],
-                        entry["traits"],
-                        entry["inventories"],
-                        used=used,
-                        checked=entry.get("checked"),
-                        verified=self.cache.confirmed_at(entry),
-                    )
+                if self.cache is not None:
+                    self.cache.allocations_read(u, generation, allocs)
                 if self.progress:
                     self.progress("allocations read", i, len(uuids))
         return out
@@ -401,7 +378,7 @@ def roots_over_capacity(
     classes_of = {
         p.uuid: set(e["inventories"])
         for p in roots
-        if (e := (reader.cache.entries.get(p.uuid) if reader.cache else None)) is not None
+        if (e := (reader.cache.entry(p.uuid) if reader.cache else None)) is not None
     }
     unknown = [p for p in roots if p.uuid not in classes_of]
     saved, reader.verify = reader.verify, False
@@ -413,9 +390,6 @@ def roots_over_capacity(
             for rc in sorted(set().union(*classes_of.values()) if classes_of else ())
         }
         suspects = [p for p in roots if any(p.uuid not in with_room[rc] for rc in classes_of.get(p.uuid, ()))]
-        if reader.cache is not None:  # their usage moved with every claim: read again whatever the cache holds
-            for p in suspects:
-                reader.cache.entries.pop(p.uuid, None)
-        return reader.details(suspects)
+        return reader.read_afresh(suspects)  # their usage moved with every claim: read whatever the cache holds
     finally:
         reader.verify = saved

@@ -1,0 +1,63 @@
+"""minbw.cache.providers: the cache-trust protocol as the cache's own methods (issue 44): trust (candidates,
+safety check, counts), the entries a read, an allocation read or a sync's write leave, and the sync's summary."""
+from __future__ import annotations
+
+from minbw.cache.providers import ProviderCache
+from minbw.model.providers import Provider, ProviderDetail
+
+INV = {"NET_BW_EGR_KILOBIT_PER_SEC": {"total": 1000, "reserved": 0, "min_unit": 1, "max_unit": 1000,
+                                      "step_size": 1, "allocation_ratio": 1.0}}
+
+
+class NoPlacement:
+    """A Placement that must not be asked anything."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"Placement asked: {name}")
+
+
+def prov(uuid, generation=3, name=None):
+    return Provider(uuid, name or f"h:{uuid}", generation, None, uuid)
+
+
+def test_trust_counts_and_remembers_the_trusted_candidates(tmp_path):
+    cache = ProviderCache(tmp_path / "c.json", "http://placement", check_interval=3600, clock=lambda: 1000.0)
+    cache.put("a", 3, "h:a", None, {"CUSTOM_X"}, INV)
+    cache.put("b", 3, "h:b", None, None, {})  # no traits: a candidate only for readers that need none
+    cache.put("c", 2, "h:c", None, set(), {})  # another generation: no candidate
+    listed = [prov("a"), prov("b"), prov("c"), prov("d")]
+    trusted = cache.trust(NoPlacement(), listed)  # confirmed just now: no check due, nothing asked
+    assert list(trusted) == ["a"] and trusted["a"]["traits"] == ["CUSTOM_X"]
+    assert cache.trusted_entry("a") is trusted["a"] and cache.trusted_entry("b") is None
+    assert cache.stats == {"candidates": 1, "checks": 0, "trusted": 1, "reread": 0, "recent": 1}
+    assert list(cache.trust(NoPlacement(), listed, traits=False, verify=False)) == ["a", "b"]
+    assert cache.trusted_entry("b") is not None
+    assert cache.stats == {"candidates": 3, "checks": 0, "trusted": 3, "reread": 0, "recent": 1}
+    assert cache.summary() == ("cache: 3 of 3 cached providers trusted after 0 checks (1 confirmed less than "
+                               "3600 s ago: no check due), 0 re-read")
+    assert cache.holding(INV) == {"a"} and "c" in cache and "d" not in cache and cache.size() == 3
+    assert cache.entry("c")["generation"] == 2 and cache.entry("d") is None
+
+
+def test_what_reads_and_writes_leave_in_the_cache(tmp_path):
+    now = [1000.0]
+    cache = ProviderCache(tmp_path / "c.json", "http://placement", clock=lambda: now[0])
+    moved = ProviderDetail(prov("a"), frozenset({"CUSTOM_X"}), INV, None, False)
+    cache.provider_read(moved)
+    assert cache.entry("a") is None  # the reads saw another generation than the listing's: nothing kept
+    cache.provider_read(ProviderDetail(prov("a"), frozenset({"CUSTOM_X"}), INV, None, True), usages=False)
+    assert cache.entry("a")["used"] is None and cache.entry("a")["traits"] == ["CUSTOM_X"]
+    now[0] = 2000.0
+    cache.allocations_read("a", 2, {"c1": {"NET_BW_EGR_KILOBIT_PER_SEC": 10}})  # another generation: nothing
+    assert cache.entry("a")["used"] is None
+    cache.allocations_read("a", 3, {"c1": {"NET_BW_EGR_KILOBIT_PER_SEC": 10}, "c2": {"NET_BW_EGR_KILOBIT_PER_SEC": 5}})
+    assert cache.entry("a")["used"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 15}
+    assert cache.entry("a")["checked"] == cache.entry("a")["verified"] == 1000.0  # its times kept
+    cache.trust(NoPlacement(), [prov("a")], verify=False)
+    now[0] = 3000.0
+    cache.written("a", 4, "h:a", None, {"CUSTOM_Y"}, INV, created=False)  # trusted: its usage and times kept
+    assert cache.entry("a")["used"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 15} and cache.entry("a")["checked"] == 1000.0
+    cache.written("b", 1, "h:b", None, set(), INV, created=True)  # created: no usage yet, read now
+    assert cache.entry("b")["used"] == {} and cache.entry("b")["checked"] == 3000.0
+    cache.written("c", 5, "h:c", None, set(), INV, created=False)  # neither: usage unknown
+    assert cache.entry("c")["used"] is None
