@@ -103,7 +103,8 @@ class QosRule:
             raise RequestError(f"a {rtype} rule takes {vkey}, not {other}. Fix: give its value as {vkey}.")
         # the type: ignore below: a rule without its value is refused by validate_rules, which every caller runs
         value = item.get(vkey)
-        return cls(item.get("id"), rtype, item.get("direction") or DEFAULT_DIRECTION[rtype], value)  # type: ignore[arg-type]
+        direction = item.get("direction") or DEFAULT_DIRECTION[rtype]
+        return cls(item.get("id"), rtype, direction, value)  # type: ignore[arg-type]
 
     @classmethod
     def parse(cls, text: str, where: str) -> QosRule:

@@ -133,7 +133,9 @@ def claim(
     )
     attempts: list[dict] = []
     # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
-    capacities = capacities_from_summaries(claim_plan.candidates.provider_summaries) if candidates is None else None  # type: ignore[union-attr]  # fetched: set
+    # fetched: set
+    fetched = claim_plan.candidates.provider_summaries if candidates is None else None  # type: ignore[union-attr]
+    capacities = capacities_from_summaries(fetched) if candidates is None else None
     for attempt in claim_plan.attempts:
         if not attempt.usable:
             attempts.append(attempt.skipped())

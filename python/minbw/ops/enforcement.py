@@ -391,7 +391,8 @@ def _providers(reads: NeutronRead, rps: dict[str, tuple[str, str]], api: Placeme
             f"host's own name; an ML2/OVN chassis's resource_provider_hypervisors are not there): "
             f"check this host without neutron_reads"
         )
-    read = {**reads.inventories, **{uuid: inventories(api, uuid) for _name, uuid in missing}}  # type: ignore[arg-type]  # missing: api given (above)
+    # missing: api given (above)
+    read = {**reads.inventories, **{uuid: inventories(api, uuid) for _name, uuid in missing}}  # type: ignore[arg-type]
     return {d: BridgeProvider(uuid, name, read[uuid]) for d, (uuid, name) in rps.items()}
 
 
@@ -434,7 +435,9 @@ def read_chassis(where: HostPlane, host: str) -> tuple:
 
 def read_northbound(where: HostPlane, ports: Iterable[str]):
     """The northbound rows of ``ports`` (only those are sent)."""
-    return ovn.read(where.ovn_nb, ports=ports, ssl=ovsdb.Ssl(*where.ovn_nb_ssl) if where.ovn_nb_ssl else None)  # type: ignore[arg-type]  # read for a host with ovn_nb
+    # read for a host with ovn_nb
+    ssl = ovsdb.Ssl(*where.ovn_nb_ssl) if where.ovn_nb_ssl else None
+    return ovn.read(where.ovn_nb, ports=ports, ssl=ssl)  # type: ignore[arg-type]
 
 
 def read_queues(where: HostPlane, switch, ports: Iterable[str]):

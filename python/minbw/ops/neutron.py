@@ -121,7 +121,9 @@ def _apply(plan: base.Plan, obj, attrs: dict, verbs: dict):
     state = {"obj": obj}
 
     def run(op: base.Op) -> bool:
-        state["obj"] = verbs[op.action](state["obj"], op, {attrs.get(k, k): v for k, v in op.values.items()})  # type: ignore[attr-defined]  # policy and port ops have values
+        # policy and port ops have values
+        values = {attrs.get(k, k): v for k, v in op.values.items()}  # type: ignore[attr-defined]
+        state["obj"] = verbs[op.action](state["obj"], op, values)
         return state["obj"] is not None
 
     apply_in_order(plan.ops, run)

@@ -294,7 +294,8 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
     if op.action == "recount":
         # only at the generation the quiet window saw: a delta of Neutron's since then must not be overwritten
         try:
-            api.set_inventories(op.uuid, op.inventories, op.generation)  # type: ignore[arg-type]  # a recount has its generation
+            # a recount has its generation
+            api.set_inventories(op.uuid, op.inventories, op.generation)  # type: ignore[arg-type]
         except ConcurrentUpdate as e:
             raise ConcurrentUpdate(
                 f"{op.name}: its inventory changed after the quiet window (a delta of "

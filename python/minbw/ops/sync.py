@@ -200,7 +200,8 @@ class _Applier:
 
     def _with_retry(self, op: Op, write: Callable[[int], int], refresh: Callable[[], int]) -> None:
         attempt = 0
-        assert op.uuid is not None, "a provider's write"
+        if op.uuid is None:
+            raise AssertionError("a provider's write")
         while True:
             try:
                 self.gens[op.uuid] = write(self.gens[op.uuid])
@@ -266,7 +267,8 @@ class _Applier:
             api.create_trait(op.name)
             self._done(op)
             return
-        assert op.uuid is not None, "every other write names its provider"
+        if op.uuid is None:
+            raise AssertionError("every other write names its provider")
         uuid = op.uuid  # the retries' lambdas' (a str)
         if op.action in ("create_root", "create_provider"):
             prov = api.create_provider(op.uuid, op.name, op.parent_uuid)

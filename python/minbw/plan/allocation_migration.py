@@ -337,7 +337,8 @@ def plan_move(
             migration=migration.uuid,
         )
     source = host_of(consumer, providers)
-    assert source is not None, "the consumer has allocations (checked above), so a host"
+    if source is None:
+        raise AssertionError("the consumer has allocations (checked above), so a host")
     now = {
         "consumer": consumer_view(consumer.uuid, consumer.allocations, providers),
         "migration": consumer_view(migration.uuid, migration.allocations, providers),

@@ -18,14 +18,14 @@ class Op:
 
 
 # the kind of write a plan holds (covariant: a plan of provider writes is a plan of writes)
-OpT = TypeVar("OpT", bound=Op, covariant=True)
+OpT_co = TypeVar("OpT_co", bound=Op, covariant=True)
 
 
 @dataclass(frozen=True)
-class Plan(Generic[OpT]):
+class Plan(Generic[OpT_co]):
     """``ops`` turn ``before`` (what is there; None: absent) into ``after`` (None: absent)."""
 
-    ops: tuple[OpT, ...]
+    ops: tuple[OpT_co, ...]
     before: Any = None
     after: Any = None
 

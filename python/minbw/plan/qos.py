@@ -142,7 +142,8 @@ def predict_policy(current: Mapping[str, Any] | None, ops: Iterable[Op]) -> dict
                 "rules": [],
             }
             continue
-        assert after is not None, "a policy is created before its other ops"
+        if after is None:
+            raise AssertionError("a policy is created before its other ops")
         if c.action == "update_policy":
             after.update(c.values)
         elif c.action == "delete_rule":

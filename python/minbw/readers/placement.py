@@ -120,8 +120,10 @@ class Reader:
 
         @overload
         def same(u: str) -> str: ...
+
         @overload
         def same(u: None) -> None: ...
+
         def same(u: str | None) -> str | None:  # the one string of a provider's UUID
             if u is None:
                 return None

@@ -516,7 +516,8 @@ def check_move(facts: MoveFacts, *, expect_allocations: Mapping[str, Mapping[str
             _guarantee_view(facts), list(facts.ports), facts.claim, facts.claim_error, _provider_views(facts)
         )
         if src is None or dst is None:
-            assert mig is not None, "a server verifying a resize has its migration"
+            if mig is None:
+                raise AssertionError("a server verifying a resize has its migration")
             problems.append(
                 f"{mig_name}: source node {mig.source_node!r} or target node {mig.dest_node!r} has no "
                 f"provider in Placement"
@@ -578,7 +579,8 @@ def _check_evacuated(
 ) -> list[str]:
     sid = facts.server["id"]
     mig = facts.migration
-    assert mig is not None, "an evacuated server has its migration"
+    if mig is None:
+        raise AssertionError("an evacuated server has its migration")
     problems = []
     if facts.server.get("compute_host") != mig.dest_compute:
         problems.append(

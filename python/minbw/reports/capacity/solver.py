@@ -560,7 +560,10 @@ def _limits(
     if tight:
         # several give out at the same count: the one with the least left over first
         # a tight limit has its free, copies and needs (all three given above)
-        return tuple(sorted(tight, key=lambda lim: (lim.free - lim.copies * lim.needs, lim.resource_class)))  # type: ignore[operator]
+        def left_over(lim: Limit) -> tuple[int, str | None]:
+            return (lim.free - lim.copies * lim.needs, lim.resource_class)  # type: ignore[operator]
+
+        return tuple(sorted(tight, key=left_over))
     # No single resource explains the count: the ways interfere. Name what is too short for each way
     # once the best packing is made.
     rem = dict(cap)
