@@ -33,6 +33,10 @@ class Provider:
             root_uuid=body.get("root_provider_uuid") or body["uuid"],
         )
 
+    def identity(self) -> dict[str, Any]:
+        """uuid, name and generation, as the reports' dicts begin."""
+        return {"uuid": self.uuid, "name": self.name, "generation": self.generation}
+
 
 @dataclass(frozen=True)
 class ProviderDetail:
@@ -61,9 +65,7 @@ class ProviderReport:
         and usages."""
         p = self.provider
         return {
-            "uuid": p.uuid,
-            "name": p.name,
-            "generation": p.generation,
+            **p.identity(),
             "root_provider_uuid": p.root_uuid,
             "parent_provider_uuid": p.parent_uuid,
             "traits": list(self.traits),

@@ -29,11 +29,8 @@ class ProviderUsage:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: uuid, name, generation, usages and allocations."""
-        p = self.provider
         return {
-            "uuid": p.uuid,
-            "name": p.name,
-            "generation": p.generation,
+            **self.provider.identity(),
             "usages": self.usages,
             "allocations": self.allocations,
         }
