@@ -97,12 +97,12 @@ class ServePlacement(_Placement):
 
         result = start(self.request(parsed_args))
         said = (
-            f"minbw: placement started on {result['url']} (pid {result['pid']}, log {result['log_file']}, "
-            f"cloud {result['cloud']!r} in {result['clouds_yaml']})"
-            if result["changed"]
-            else f"minbw: placement already running on {result['url']} (pid {result['pid']})"
+            f"minbw: placement started on {result.url} (pid {result.pid}, log {result.log_file}, "
+            f"cloud {result.cloud!r} in {result.clouds_yaml})"
+            if result.changed
+            else f"minbw: placement already running on {result.url} (pid {result.pid})"
         )
-        return fields(result, COLUMNS, said)
+        return fields(result.to_dict(), COLUMNS, said)
 
 
 class StopPlacement(_Placement):
@@ -123,11 +123,11 @@ class StopPlacement(_Placement):
 
         result = stop(self.request(parsed_args))
         return fields(
-            result,
+            result.to_dict(),
             COLUMNS,
-            f"minbw: placement stopped (pid {result['pid']})"
-            if result["changed"]
-            else f"minbw: placement of {result['state_dir']} is not running",
+            f"minbw: placement stopped (pid {result.pid})"
+            if result.changed
+            else f"minbw: placement of {result.state_dir} is not running",
         )
 
 
@@ -143,15 +143,15 @@ class ShowPlacement(_Placement):
         from minbw.usecases.placement import status
 
         result = status(self.request(parsed_args))
-        if result["running"]:
-            said = f"minbw: placement running on {result['url']} (pid {result['pid']}, state {result['state_dir']})"
+        if result.running:
+            said = f"minbw: placement running on {result.url} (pid {result.pid}, state {result.state_dir})"
         else:
             why = (
-                f"its process (pid {result['pid']}) does not answer on {result['url']}"
-                if result["ours"]
-                else f"{result['url']} is held by another process"
-                if result["port_in_use"]
+                f"its process (pid {result.pid}) does not answer on {result.url}"
+                if result.ours
+                else f"{result.url} is held by another process"
+                if result.port_in_use
                 else ""
             )
-            said = f"minbw: placement of {result['state_dir']} is not running" + (f": {why}" if why else "")
-        return fields(result, COLUMNS, said)
+            said = f"minbw: placement of {result.state_dir} is not running" + (f": {why}" if why else "")
+        return fields(result.to_dict(), COLUMNS, said)

@@ -24,7 +24,8 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from minbw.deploy.serve import CLOUD_NAME, ready_marker
 from minbw.errors import DaemonError, InvalidInput
@@ -61,6 +62,40 @@ class Paths:
     @property
     def clouds_yaml(self) -> str:
         return os.path.join(self.state_dir, "clouds.yaml")
+
+
+_STATE_KEYS = {
+    "start": ("url", "clouds_yaml", "pid_file", "log_file", "state_dir", "cloud", "changed", "pid"),
+    "stop": ("changed", "pid", "pid_file", "state_dir"),
+    "status": ("running", "pid", "ours", "url", "port", "port_in_use", "state_dir", "pid_file", "clouds_yaml", "cloud"),
+}
+
+
+@dataclass(frozen=True)
+class PlacementState:
+    """What ``start``, ``stop`` or ``status`` (``action``) found or did to a state directory's Placement: whether it
+    changed anything, whether it runs (ours and answering), its pid (None when nothing of ours runs), url, port,
+    whether the port is in use, its paths and the cloud's name in its clouds.yaml."""
+
+    action: Literal["start", "stop", "status"]
+    state_dir: str
+    pid_file: str
+    pid: int | None
+    changed: bool = False
+    running: bool = False
+    ours: bool = False
+    url: str | None = None
+    port: int | None = None
+    port_in_use: bool = False
+    clouds_yaml: str | None = None
+    log_file: str | None = None
+    cloud: str = CLOUD_NAME
+
+    def to_dict(self) -> dict:
+        """The JSON-ready dict of its action: start gives url, clouds_yaml, pid_file, log_file, state_dir, cloud,
+        changed, pid; stop gives changed, pid, pid_file, state_dir; status gives running, pid, ours, url, port,
+        port_in_use, state_dir, pid_file, clouds_yaml, cloud."""
+        return {key: getattr(self, key) for key in _STATE_KEYS[self.action]}
 
 
 @dataclass(frozen=True)
@@ -280,7 +315,7 @@ def _make_dir(path: str, what: str) -> None:
 # ------------------------------------------------------------------ the three commands
 
 
-def status(state_dir, port: int | None = None, pid_file=None, host: str = DEFAULT_HOST) -> dict:
+def status(state_dir, port: int | None = None, pid_file=None, host: str = DEFAULT_HOST) -> PlacementState:
     """Read-only: is this state directory's Placement running? (A missing state directory: not running.)"""
     paths = Paths.of(state_dir, pid_file)
     proc = our_process(paths)
@@ -288,18 +323,18 @@ def status(state_dir, port: int | None = None, pid_file=None, host: str = DEFAUL
         port = proc.port if proc else DEFAULT_PORT
     _check_port(port)
     running = proc is not None and proc.port == port and answers(host, port)
-    return {
-        "running": running,
-        "pid": proc.pid if proc else None,
-        "ours": proc is not None,
-        "url": url_of(host, port),
-        "port": port,
-        "port_in_use": running or not port_free(host, port),
-        "state_dir": paths.state_dir,
-        "pid_file": paths.pid_file,
-        "clouds_yaml": paths.clouds_yaml,
-        "cloud": CLOUD_NAME,
-    }
+    return PlacementState(
+        "status",
+        paths.state_dir,
+        paths.pid_file,
+        proc.pid if proc else None,
+        running=running,
+        ours=proc is not None,
+        url=url_of(host, port),
+        port=port,
+        port_in_use=running or not port_free(host, port),
+        clouds_yaml=paths.clouds_yaml,
+    )
 
 
 def start(
@@ -309,7 +344,7 @@ def start(
     log_file=None,
     timeout: float = START_TIMEOUT,
     host: str = DEFAULT_HOST,
-) -> dict:
+) -> PlacementState:
     """Start the server detached unless ours already runs; return when it answers.
 
     Fails (:class:`DaemonError`) when the port is held by another process, or when the server exits or
@@ -324,14 +359,9 @@ def start(
     _make_dir(paths.state_dir, "--state-dir")
     _make_dir(os.path.dirname(paths.pid_file), "the pid file's directory")
     _make_dir(os.path.dirname(paths.log_file), "the log file's directory")
-    result = {
-        "url": url,
-        "clouds_yaml": paths.clouds_yaml,
-        "pid_file": paths.pid_file,
-        "log_file": paths.log_file,
-        "state_dir": paths.state_dir,
-        "cloud": CLOUD_NAME,
-    }
+    result = PlacementState(
+        "start", paths.state_dir, paths.pid_file, None, url=url, clouds_yaml=paths.clouds_yaml, log_file=paths.log_file
+    )
 
     with _locked(paths.state_dir):
         proc = our_process(paths)
@@ -347,7 +377,7 @@ def start(
             deadline = time.monotonic() + timeout
             while _alive(proc.pid):
                 if answers(host, port):
-                    return {**result, "changed": False, "pid": proc.pid}
+                    return replace(result, pid=proc.pid)
                 if time.monotonic() >= deadline:
                     raise DaemonError(
                         f"The Placement of {paths.state_dir} (pid {proc.pid}) runs but does not answer on {url} "
@@ -360,7 +390,7 @@ def start(
             # it exited while we looked: start a new one
         _require_free_port(paths, host, port)
         _remove(paths.pid_file)  # stale: names no live server of ours
-        return {**result, "changed": True, "pid": _spawn(paths, port, host, url, timeout)}
+        return replace(result, changed=True, pid=_spawn(paths, port, host, url, timeout))
 
 
 def _require_free_port(paths: Paths, host: str, port: int) -> None:
@@ -428,7 +458,7 @@ def _wait_ready(
         time.sleep(_POLL)
 
 
-def stop(state_dir, pid_file=None, timeout: float = STOP_TIMEOUT) -> dict:
+def stop(state_dir, pid_file=None, timeout: float = STOP_TIMEOUT) -> PlacementState:
     """SIGTERM our server and wait until it exits (SIGKILL after ``timeout``); remove the pid file.
 
     Nothing running (no pid file, a stale one, a missing state directory): changed False.
@@ -440,7 +470,7 @@ def stop(state_dir, pid_file=None, timeout: float = STOP_TIMEOUT) -> dict:
         proc = our_process(paths)
         if proc is None:
             _remove(paths.pid_file)  # a stale pid file names nothing of ours
-            return {"changed": False, "pid": None, "pid_file": paths.pid_file, "state_dir": paths.state_dir}
+            return PlacementState("stop", paths.state_dir, paths.pid_file, None)
         try:
             os.kill(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -461,4 +491,4 @@ def stop(state_dir, pid_file=None, timeout: float = STOP_TIMEOUT) -> dict:
                     pid=proc.pid,
                 )
         _remove(paths.pid_file)
-        return {"changed": True, "pid": proc.pid, "pid_file": paths.pid_file, "state_dir": paths.state_dir}
+        return PlacementState("stop", paths.state_dir, paths.pid_file, proc.pid, changed=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.deploy import daemon
+from minbw.deploy.daemon import PlacementState
 
 
 @dataclass(frozen=True)
@@ -25,8 +26,9 @@ def serve(request: PlacementRequest) -> int:
     return serve_placement(request.port or daemon.DEFAULT_PORT, request.state_dir, host=request.host)
 
 
-def start(request: PlacementRequest) -> dict:
-    """Started detached and answering, or already running (idempotent): ``changed``, ``pid``, ``url``, ..."""
+def start(request: PlacementRequest) -> PlacementState:
+    """Started detached and answering, or already running (idempotent): its state (changed, pid, url, paths).
+    Raises InvalidInput for a bad port, timeout or path, DaemonError when the port is taken or it does not start."""
     return daemon.start(
         request.state_dir,
         request.port or daemon.DEFAULT_PORT,
@@ -37,9 +39,9 @@ def start(request: PlacementRequest) -> dict:
     )
 
 
-def stop(request: PlacementRequest) -> dict:
+def stop(request: PlacementRequest) -> PlacementState:
     """Stop the state directory's Placement (SIGTERM, then SIGKILL after the timeout) and remove its pid file:
-    ``changed``, ``pid``, ``pid_file``, ``state_dir`` (changed False when nothing of ours runs). Raises InvalidInput
+    its state: changed, pid, pid_file, state_dir (changed False when nothing of ours runs). Raises InvalidInput
     for a bad timeout, DaemonError when it may not be stopped or would not exit."""
     return daemon.stop(
         request.state_dir,
@@ -48,7 +50,7 @@ def stop(request: PlacementRequest) -> dict:
     )
 
 
-def status(request: PlacementRequest) -> dict:
-    """Read-only: whether the state directory's Placement runs and answers (``running``, ``pid``, ``ours``, ``url``,
-    ``port``, ``port_in_use``, the paths, the cloud's name). Raises InvalidInput for a port outside 1-65535."""
+def status(request: PlacementRequest) -> PlacementState:
+    """Read-only: whether the state directory's Placement runs and answers : its state (running, pid, ours, url,
+    port, port_in_use, the paths, the cloud's name). Raises InvalidInput for a port outside 1-65535."""
     return daemon.status(request.state_dir, port=request.port, pid_file=request.pid_file, host=request.host)
