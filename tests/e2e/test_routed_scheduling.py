@@ -275,7 +275,7 @@ def release(service, api, result):
 def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(routed_single, playbook):
     routed = routed_single
     conn, api = routed.conn, Placement(routed.conn)
-    report = segments.report_segments(conn, api, [routed.net.id])
+    report = segments.report_segments(conn, api, [routed.net.id]).to_dict()
     by_name = {s["name"]: s for s in report["segments"]}
     for i, rack in enumerate(("rack0", "rack1")):
         seg = by_name[f"{routed.net.name}-{rack}"]
@@ -303,7 +303,7 @@ def test_segment_providers_are_what_neutron_reports_and_synced_when_missing(rout
         {s.id: 6 for s in routed.seg.values()}
     warm = playbook(path, {"networks": [routed.net.id]})
     assert not warm.failed and not warm.result["changed"] and warm.result["plan"]["writes"] == 0, warm.output
-    assert segments.report_segments(conn, api, [routed.net.id])["in_sync"]
+    assert segments.report_segments(conn, api, [routed.net.id]).in_sync
 
 
 def counts(api, seg_id):

@@ -54,7 +54,7 @@ class _Segments(Command):
                 option="--recount",
             ),
         )
-        report = result.report
+        report = result.to_dict()
         if self.sync:
             writes = report["plan"]["writes"]
             said = (

@@ -105,45 +105,103 @@ def _read_and_plan(
     return facts, observed, plan_segments(facts.segments, observed, recount=recount)
 
 
-def _result(planned: SegmentsPlan) -> dict:
-    """The plan, and the counts that differ: all of them, and as sentences the ones it does not recount."""
-    recounted = {op.uuid for op in planned.plan.ops if op.action == "recount"}
-    return {
-        "plan": planned.plan.to_dict(),
-        "warnings": list(planned.warnings),
-        "diff": planned.plan.diff(),
-        "differences": [d.to_dict() for d in planned.differences],
-        "unresolved": [str(d) for d in planned.differences if d.segment not in recounted],
-    }
+@dataclass(frozen=True)
+class PlannedSegments:
+    """The segments' plan (writes, warnings) and the counts that differ from Neutron's: all of them, and as sentences
+    (``unresolved``) the ones the plan does not recount."""
 
+    planned: SegmentsPlan
 
-def report_segments(conn, api: Placement, networks: Iterable[str] | None = None) -> dict:
-    """Each segment as Neutron would report it, what Placement holds, the writes a sync would make, and the
-    counts that differ from Neutron's (with their possible causes)."""
-    facts, observed, planned = _read_and_plan(conn, api, networks)
-    return {
-        "segments": [_segment_view(s, observed) for s in facts.segments],
-        "in_sync": not planned.plan.changed and not planned.differences,
-        **_result(planned),
-    }
+    @property
+    def unresolved(self) -> list[str]:
+        """The differing counts the plan leaves as they are (not recounted), one sentence each."""
+        recounted = {op.uuid for op in self.planned.plan.ops if op.action == "recount"}
+        return [str(d) for d in self.planned.differences if d.segment not in recounted]
 
-
-def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> dict:
-    d = seg.to_dict()
-    d["placement"] = (
-        None
-        if seg.id not in observed.providers
-        else {
-            "inventories": observed.inventories.get(seg.id, {}),
-            "aggregates": sorted(observed.aggregates.get(seg.id, ())),
-            "hosts_in_aggregate": sorted(
-                h
-                for h, r in observed.roots.items()
-                if observed.aggregates.get(seg.id, frozenset()) & observed.aggregates.get(r.uuid, frozenset())
-            ),
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: plan, warnings, diff, differences, unresolved."""
+        return {
+            "plan": self.planned.plan.to_dict(),
+            "warnings": list(self.planned.warnings),
+            "diff": self.planned.plan.diff(),
+            "differences": [d.to_dict() for d in self.planned.differences],
+            "unresolved": self.unresolved,
         }
+
+
+@dataclass(frozen=True)
+class SegmentPlacement:
+    """What Placement holds for a segment's provider: its inventories, its aggregates (sorted) and the hosts whose
+    compute node provider shares one of them (sorted)."""
+
+    inventories: Mapping[str, Mapping]
+    aggregates: tuple[str, ...]
+    hosts_in_aggregate: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: inventories, aggregates, hosts_in_aggregate."""
+        return {
+            "inventories": {rc: dict(inv) for rc, inv in self.inventories.items()},
+            "aggregates": list(self.aggregates),
+            "hosts_in_aggregate": list(self.hosts_in_aggregate),
+        }
+
+
+@dataclass(frozen=True)
+class SegmentView:
+    """A routed segment as Neutron would report it, and what Placement holds for it (None: no provider)."""
+
+    segment: RoutedSegment
+    placement: SegmentPlacement | None
+
+    def to_dict(self) -> dict:
+        """The segment's dict (:meth:`RoutedSegment.to_dict`) followed by ``placement`` (its dict, or None)."""
+        return {**self.segment.to_dict(), "placement": None if self.placement is None else self.placement.to_dict()}
+
+
+@dataclass(frozen=True)
+class SegmentsReport:
+    """Each segment as Neutron would report it with what Placement holds, the writes a sync would make and the
+    counts that differ from Neutron's."""
+
+    segments: tuple[SegmentView, ...]
+    planned: PlannedSegments
+
+    @property
+    def in_sync(self) -> bool:
+        """Whether Placement matches Neutron: no write to make and no count that differs."""
+        return not self.planned.planned.plan.changed and not self.planned.planned.differences
+
+    @property
+    def unresolved(self) -> list[str]:
+        """The differing counts a sync would leave as they are, one sentence each."""
+        return self.planned.unresolved
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: segments (each its dict), in_sync, plan, warnings, diff, differences, unresolved."""
+        return {"segments": [s.to_dict() for s in self.segments], "in_sync": self.in_sync, **self.planned.to_dict()}
+
+
+def report_segments(conn, api: Placement, networks: Iterable[str] | None = None) -> SegmentsReport:
+    """Each segment as Neutron would report it, what Placement holds, the writes a sync would make, and the
+    counts that differ from Neutron's (with their possible causes): a SegmentsReport. Raises ObjectNotFound for a
+    network Neutron does not have; lets PlacementError through."""
+    facts, observed, planned = _read_and_plan(conn, api, networks)
+    return SegmentsReport(tuple(_segment_view(s, observed) for s in facts.segments), PlannedSegments(planned))
+
+
+def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> SegmentView:
+    if seg.id not in observed.providers:
+        return SegmentView(seg, None)
+    mine = observed.aggregates.get(seg.id, frozenset())
+    return SegmentView(
+        seg,
+        SegmentPlacement(
+            observed.inventories.get(seg.id, {}),
+            tuple(sorted(mine)),
+            tuple(sorted(h for h, r in observed.roots.items() if mine & observed.aggregates.get(r.uuid, frozenset()))),
+        ),
     )
-    return d
 
 
 def sync_segments(
@@ -175,7 +233,7 @@ def sync_segments(
         "changed": plan.changed,
         "steps": [str(op) for op in plan.ops],
         "segments": [s.to_dict() for s in facts.segments],
-        **_result(planned),
+        **PlannedSegments(planned).to_dict(),
         "warnings": warnings,
         "failed_segments": [],
     }
@@ -355,6 +413,10 @@ __all__ = [
     "read_neutron",
     "observe",
     "report_segments",
+    "SegmentsReport",
+    "SegmentView",
+    "SegmentPlacement",
+    "PlannedSegments",
     "sync_segments",
     "apply",
     "apply_segments",
