@@ -68,7 +68,7 @@ def candidates_info(module):
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.candidates import candidates
 
     result = candidates(module.cloud(), server_spec(module.params))
-    return module.result(False, candidates=list(result.view), count=len(result.view),
+    return module.result(False, candidates=[c.to_dict() for c in result.view], count=len(result.view),
                          query=dict(result.candidates.params), microversion=result.candidates.microversion,
                          diagnosis=list(result.diagnosis))
 

@@ -26,11 +26,11 @@ class ListCandidates(Command):
             head += ("No allocation candidates. " + result.summary(),)
         rows = []
         for i, cand in enumerate(result.view, 1):
-            host = cand["host_name"] or "?"
-            if cand["mapping"] is None:
-                rows.append((i, host, "-", cand["mapping_problem"]))
+            host = cand.host_name or "?"
+            if cand.mapping is None:
+                rows.append((i, host, "-", cand.mapping_problem))
                 continue
-            for gid, rps in cand["mapping"].items():
+            for gid, rps in cand.mapping.items():
                 rows.append((i, host, gid or "flavor", ", ".join(_provider_names(result, rp) for rp in rps)))
         tail = (
             (

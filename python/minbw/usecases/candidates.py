@@ -16,7 +16,7 @@ from minbw.ops.nova_query import prefiltered_hosts
 from minbw.ops.schedule import hosts_outside_segments
 from minbw.placement.query import query_string
 from minbw.readers.diagnose import diagnose, summary
-from minbw.reports.candidates import candidate_view
+from minbw.reports.candidates import CandidateView, candidate_view
 from minbw.usecases.cloud import Cloud
 from minbw.usecases.server_request import ServerSpec, nova_diagnosis, nova_query
 
@@ -24,8 +24,10 @@ from minbw.usecases.server_request import ServerSpec, nova_diagnosis, nova_query
 @dataclass(frozen=True)
 class CandidatesResult:
     candidates: CandidateSet
-    view: tuple[dict, ...]  # per candidate: host, allocations, mapping, binding profiles
-    diagnosis: tuple[dict, ...]  # per request group, when there is no candidate
+    view: tuple[CandidateView, ...]  # per candidate: host, allocations, mapping, binding profiles
+    # per request group, when there is no candidate: readers.diagnose's dicts (group, label, problems, ...), as
+    # errors.NoValidHost carries them
+    diagnosis: tuple[dict, ...]
     segments: tuple[dict, ...]
     request: ServerRequest
     names: Mapping[str, str] = field(default_factory=dict)  # provider uuid -> name (when there are candidates)
@@ -50,7 +52,7 @@ class CandidatesResult:
         request filters (as explained)."""
         return {
             **self.candidates.to_dict(),
-            "candidates": list(self.view),
+            "candidates": [c.to_dict() for c in self.view],
             "count": len(self.view),
             "diagnosis": list(self.diagnosis),
             "segments": list(self.segments),
@@ -64,7 +66,7 @@ def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
     req, segments, nq = nova_query(cloud, spec)
     cands = claims.get_candidates(api, req)
     diagnosis: list[dict] = []
-    view: list[dict] = []
+    view: list[CandidateView] = []
     names: dict[str, str] = {}
     if cands.allocation_requests:
         names = api.provider_names()
