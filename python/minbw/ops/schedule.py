@@ -17,10 +17,11 @@ import dataclasses
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Sequence
 
 from minbw.errors import BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError
 from minbw.model.requests import PortRequest, ServerRequest
+from minbw.neutron.segments import SegmentChoice
 from minbw.nova.inputs import Port
 from minbw.ops import claims, neutron, segments, write_failures
 from minbw.placement.client import Placement
@@ -105,7 +106,7 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bo
 
 def with_ports(
     conn, api: Placement, req: ServerRequest, ports: list[PortPlan], *, add_groups: bool = True
-) -> tuple[ServerRequest, list[dict]]:
+) -> tuple[ServerRequest, tuple[SegmentChoice, ...]]:
     """``req`` plus the Neutron ports' request groups (``add_groups``; False: ``req`` has them already) and, for
     ports on routed networks, ``member_of`` their segments' aggregates (Nova's routed-network prefilter, minus
     segments without free addresses)."""
@@ -135,7 +136,7 @@ def build_request(
     root_required=(),
     group_policy=None,
     limit=None,
-) -> tuple[ServerRequest, list[dict]]:
+) -> tuple[ServerRequest, tuple[SegmentChoice, ...]]:
     """The one query's request: flavor-like ``resources`` and every port (:func:`with_ports`)."""
     req = dataclasses.replace(
         ServerRequest.from_options(
@@ -252,7 +253,11 @@ def schedule_ports(
             group_policy=group_policy,
             limit=limit,
         )
-    base = {"consumer": consumer, "ports": [p.to_dict() for p in port_plans], "segments": choices}
+    base = {
+        "consumer": consumer,
+        "ports": [p.to_dict() for p in port_plans],
+        "segments": [c.to_dict() for c in choices],
+    }
     try:
         plan = claims.planned_claim(api, consumer, req, max_hosts=max_hosts)
     except NoValidHost as e:
@@ -366,10 +371,10 @@ def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> list[dict]
     ]
 
 
-def hosts_outside_segments(api: Placement, req: ServerRequest, choices: list[dict]) -> str:
+def hosts_outside_segments(api: Placement, req: ServerRequest, choices: Sequence[SegmentChoice]) -> str:
     """Which hosts would have room without the ports' segment filter ("host H is not in segment(s) S"); ""
     when there are none (the segments are not what stands in the way)."""
-    ours = {tuple(c["member_of"]) for c in choices}
+    ours = {c.aggregates for c in choices}
     if not ours:
         return ""
     loose = dataclasses.replace(req, member_of=tuple(m for m in req.member_of if m not in ours))
@@ -377,14 +382,16 @@ def hosts_outside_segments(api: Placement, req: ServerRequest, choices: list[dic
     if not cands.allocation_requests:
         return ""
     names = api.provider_names()
-    segs = ", ".join(sorted({s for c in choices for s in c["segments"]}))
+    segs = ", ".join(sorted({s for c in choices for s in c.candidates}))
     return "; ".join(
         f"host {names.get(h, h)} is not in segment(s) {segs} of the ports' network"
         for h in sorted({h for h, _requests in cands.by_host()})
     )
 
 
-def explain_segments(api: Placement, req: ServerRequest, choices: list[dict], err: NoValidHost) -> NoValidHost:
+def explain_segments(
+    api: Placement, req: ServerRequest, choices: Sequence[SegmentChoice], err: NoValidHost
+) -> NoValidHost:
     """NoValidHost for a routed request, naming the hosts that had room but are outside the ports' segments."""
     why = hosts_outside_segments(api, req, choices)
     if not why:

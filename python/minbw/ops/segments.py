@@ -20,7 +20,7 @@ from minbw.errors import (
     PlacementUnavailable,
     ProviderNotFound,
 )
-from minbw.neutron.segments import IPV4_ADDRESS, RoutedSegment, port_member_of, routed_segments
+from minbw.neutron.segments import IPV4_ADDRESS, RoutedSegment, SegmentChoice, port_member_of, routed_segments
 from minbw.ops import apply_in_order, write_failures
 from minbw.placement.client import Placement
 from minbw.plan import base
@@ -384,8 +384,9 @@ def _apply_op(api: Placement, op: SegmentOp) -> None:
 
 def member_of_for_ports(
     conn, api: Placement, ports: Iterable[dict], facts: NeutronSegments | None = None
-) -> tuple[tuple[tuple[str, ...], ...], list[dict]]:
-    """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice."""
+) -> tuple[tuple[tuple[str, ...], ...], tuple[SegmentChoice, ...]]:
+    """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice (a
+    SegmentChoice)."""
     ports = list(ports)
     if facts is None:
         facts = read_neutron(conn, sorted({p["network_id"] for p in ports}))
@@ -405,8 +406,8 @@ def member_of_for_ports(
         choice = port_member_of(port, facts.segments, facts.subnet_segment, aggregates)
         if choice is not None:
             member_of.append(choice.aggregates)
-            choices.append(choice.to_dict())
-    return tuple(member_of), choices
+            choices.append(choice)
+    return tuple(member_of), tuple(choices)
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from minbw.model.claims import CandidateSet
 from minbw.model.requests import ServerRequest
+from minbw.neutron.segments import SegmentChoice
 from minbw.nova.scheduler import NovaQuery
 from minbw.ops import claims
 from minbw.ops.nova_query import prefiltered_hosts
@@ -28,7 +29,7 @@ class CandidatesResult:
     # per request group, when there is no candidate: readers.diagnose's dicts (group, label, problems, ...), as
     # errors.NoValidHost carries them
     diagnosis: tuple[dict, ...]
-    segments: tuple[dict, ...]
+    segments: tuple[SegmentChoice, ...]  # each routed port's segments and their aggregates
     request: ServerRequest
     names: Mapping[str, str] = field(default_factory=dict)  # provider uuid -> name (when there are candidates)
     nova: NovaQuery | None = None  # Nova's query the request starts from: its request filters
@@ -55,7 +56,7 @@ class CandidatesResult:
             "candidates": [c.to_dict() for c in self.view],
             "count": len(self.view),
             "diagnosis": list(self.diagnosis),
-            "segments": list(self.segments),
+            "segments": [s.to_dict() for s in self.segments],
             "nova_filters": self.nova.explain() if self.nova else [],
         }
 

@@ -6,7 +6,7 @@ and ResourceRequest, :mod:`minbw.nova`) then minbw's own (routed segments, ``in_
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -14,6 +14,7 @@ from minbw.errors import InvalidInput, NoValidHost
 from minbw.model.requests import ServerRequest, port_request_of
 from minbw.model.resources import check_resources
 from minbw.neutron.port_request import QosPort
+from minbw.neutron.segments import SegmentChoice
 from minbw.nova.inputs import Flavor, Image, Port, Server
 from minbw.nova.options import SchedulerOptions
 from minbw.nova.scheduler import NovaQuery, query
@@ -109,7 +110,7 @@ def qos_port_request(index: int, port: QosPort):
     return port.open_request(port.port_id or str(uuid.uuid5(uuid.UUID(_QOS_PORT_NS), f"qos-port-{index}")))[0]
 
 
-def server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict]]:
+def server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, tuple[SegmentChoice, ...]]:
     """The core's request for ``spec``, and each Neutron port's routed segments (empty when none).
 
     The request is the one Nova 34's scheduler builds (:func:`nova_query`: its request filters and its
@@ -119,7 +120,7 @@ def server_request(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[
     return nova_query(cloud, spec)[:2]
 
 
-def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict], NovaQuery | None]:
+def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, tuple[SegmentChoice, ...], NovaQuery | None]:
     """:func:`server_request`, with Nova's query it starts from (None for a spec that asks for nothing)."""
     options = spec.scheduler_options()
     port_plans: list = []
@@ -162,7 +163,7 @@ def nova_query(cloud: Cloud, spec: ServerSpec) -> tuple[ServerRequest, list[dict
         root_required=req.root_required + extra_root,
         root_forbidden=req.root_forbidden + tuple(t[1:] for t in spec.root_required if t.startswith("!")),
     )
-    segments: list[dict] = []
+    segments: tuple[SegmentChoice, ...] = ()
     if port_plans:
         req, segments = with_ports(cloud.conn, cloud.placement, req, port_plans, add_groups=False)
     if spec.separation is not None:
@@ -257,7 +258,7 @@ def nova_diagnosis(removed: list[dict], diagnosis: list[dict]) -> list[dict]:
 
 
 def no_valid_host(
-    cloud: Cloud, req: ServerRequest, segments: list[dict], error: NoValidHost, nq: NovaQuery | None = None
+    cloud: Cloud, req: ServerRequest, segments: Sequence[SegmentChoice], error: NoValidHost, nq: NovaQuery | None = None
 ) -> NoValidHost:
     """``error`` naming the hosts outside the ports' segments that had room (routed networks), and the hosts
     Nova's request filters remove (``nq``: Nova's query the request started from), first."""
