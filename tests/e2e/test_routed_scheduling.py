@@ -451,7 +451,7 @@ def test_a_port_lands_on_the_segment_with_addresses_left_and_none_left_is_explai
     port = conn.network.create_port(network_id=routed.net.id, name="e2e-deferred")
     routed.demo.ports.append(port)
     assert not port.fixed_ips  # routed network, no host yet: Neutron defers the address
-    result = schedule_ports(conn, api, [port.id], FLAVOR, service_conn=service)
+    result = schedule_ports(conn, api, [port.id], FLAVOR, service_conn=service).to_dict()
     try:
         assert result["host"] == "devstack1", result
         (choice,) = result["segments"]
@@ -525,7 +525,7 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
     conn, api = demo_two_hosts.conn, Placement(demo_two_hosts.conn)
     pol = demo_two_hosts.policy("e2e-sched-300", bw=[("egress", 300)])
     port = demo_two_hosts.port("e2e-sched-port", pol)
-    first = schedule_ports(conn, api, [port.id], FLAVOR, check=True)["host"]
+    first = schedule_ports(conn, api, [port.id], FLAVOR, check=True).host
     other = {"devstack0": "devstack1", "devstack1": "devstack0"}[first]
     cloud_two_hosts.cloud_sh("stop-agents", first)
     try:
@@ -547,7 +547,7 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
         assert not api.get_allocations(consumer).get("allocations")
 
         # alternates: the binding fails on the dead host, the port is unbound, the other host takes it all
-        result = schedule_ports(conn, api, [port.id], FLAVOR, consumer=consumer, service_conn=service)
+        result = schedule_ports(conn, api, [port.id], FLAVOR, consumer=consumer, service_conn=service).to_dict()
         try:
             assert [a["outcome"] for a in result["attempts"]] == ["binding-failed", "claimed"], result["attempts"]
             assert result["host"] == other
@@ -571,7 +571,7 @@ def test_a_qos_port_on_a_multi_physnet_network_uses_any_segment_with_any_traits(
     a = demo.port("e2e-rack-a", pol, network=routed.net)
     b = demo.port("e2e-rack-b", pol, network=routed.net)
     # Neutron's request: only the first segment's physnet, so devstack0 (rack0)
-    ra = schedule_ports(conn, api, [a.id], FLAVOR, service_conn=service)
+    ra = schedule_ports(conn, api, [a.id], FLAVOR, service_conn=service).to_dict()
     try:
         assert ra["host"] == "devstack0"
         assert ra["ports"][0]["mode"] == "neutron"

@@ -85,24 +85,25 @@ class SchedulePort(Command):
                 **nova_spec_fields(parsed_args),
             ),
         )
-        out = result.outcome
-        if not result.changed:
-            head = (f"unchanged: consumer {out['consumer']} already holds allocations",)
-        else:
-            head = (f"consumer {out['consumer']}: {'plan: ' if parsed_args.dry_run else ''}host {out['host']}",)
+        if not result.changed or result.scheduled is None:
+            return View(
+                result.to_dict(),
+                COLUMNS,
+                (),
+                head=(f"unchanged: consumer {result.consumer} already holds allocations",),
+            )
+        done = result.scheduled
+        head = (f"consumer {result.consumer}: {'plan: ' if parsed_args.dry_run else ''}host {done.host}",)
         tail = tuple(
-            f"port {seg['port_id']}: segments {', '.join(seg['segments'])} (member_of "
-            f"{','.join(seg['member_of'])})" + "".join(f"; left out: {x['why']}" for x in seg["excluded"])
-            for seg in out["segments"]
+            f"port {seg.port_id}: segments {', '.join(seg.candidates)} (member_of "
+            f"{','.join(seg.aggregates)})" + "".join(f"; left out: {why}" for _segment, why in seg.excluded)
+            for seg in done.segments
         )
-        tail += tuple(f"port {p['name'] or p['id']}: {note}" for p in out["ports"] for note in p["notes"])
+        tail += tuple(f"port {p.name or p.id}: {note}" for p in done.ports for note in p.notes)
         tail += tuple(
             f"attempt on {a['host']}: {a['outcome']}: {a.get('why', '')}"
-            for a in out["attempts"]
+            for a in done.attempts
             if a["outcome"] != "claimed"
         )
-        rows = tuple(
-            (b["port"], b["name"] or "", b["host"], (b["binding_profile"] or {}).get("allocation") or "")
-            for b in out["bindings"]
-        )
-        return View(out, COLUMNS, rows, head=head, tail=tail)
+        rows = tuple((b.port, b.name or "", b.host, b.allocation or "") for b in done.bindings)
+        return View(result.to_dict(), COLUMNS, rows, head=head, tail=tail)

@@ -17,7 +17,7 @@ import dataclasses
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from minbw.errors import BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError
 from minbw.model.requests import PortRequest, ServerRequest
@@ -26,6 +26,7 @@ from minbw.nova.inputs import Port
 from minbw.ops import claims, neutron, segments, write_failures
 from minbw.placement.client import Placement
 from minbw.plan.allocations import claim_op
+from minbw.plan.base import Plan
 from minbw.reports.verify import capacities_from_summaries
 
 BIND_FAILED = ("binding_failed", "unbound")
@@ -63,6 +64,80 @@ class PortPlan:
             "resource_request": self.request.to_neutron() if self.request else None,
             "mode": self.request.mode if self.request else None,
             "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One port's binding to the host picked: the port's id and name, the host, and the ``binding:profile`` written
+    (``{"allocation": ...}`` for a port with a request, else empty)."""
+
+    port: str
+    name: str | None
+    host: str
+    binding_profile: Mapping[str, Any]
+
+    @property
+    def allocation(self) -> Any:
+        """The ``binding:profile.allocation`` value (None for a port without a request)."""
+        return self.binding_profile.get("allocation")
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: port, name, host, binding_profile."""
+        return {"port": self.port, "name": self.name, "host": self.host, "binding_profile": dict(self.binding_profile)}
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """What the ports-first workflow did (or, with ``plan``, would do: check mode): the consumer, the ports read
+    and their segment choices, the host, each port's binding and every attempt. A claim made has ``root_provider``,
+    ``allocations`` and ``mapping``; check mode has the ``plan`` (its first attempt) and no attempts."""
+
+    consumer: str
+    ports: tuple[PortPlan, ...]
+    segments: tuple[SegmentChoice, ...]
+    host: str
+    bindings: tuple[Binding, ...]
+    attempts: tuple[dict, ...] = ()
+    plan: Plan | None = None
+    root_provider: str | None = None
+    allocations: Mapping[str, Mapping[str, Any]] | None = None
+    mapping: Mapping[str, tuple[str, ...]] | None = None
+
+    @property
+    def check(self) -> bool:
+        """Whether this is check mode's plan (nothing written)."""
+        return self.plan is not None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: consumer, ports, segments, changed (True), then check mode's check, host, plan,
+        bindings and (empty) attempts, or the claim's host, root_provider, allocations, mapping, bindings and
+        attempts."""
+        base = {
+            "consumer": self.consumer,
+            "ports": [p.to_dict() for p in self.ports],
+            "segments": [c.to_dict() for c in self.segments],
+        }
+        bindings = [b.to_dict() for b in self.bindings]
+        if self.plan is not None:
+            return {
+                **base,
+                "changed": True,
+                "check": True,
+                "host": self.host,
+                "plan": self.plan.to_dict(),
+                "bindings": bindings,
+                "attempts": [],
+            }
+        return {
+            **base,
+            "changed": True,
+            "host": self.host,
+            "root_provider": self.root_provider,
+            "allocations": {rp: dict(a) for rp, a in (self.allocations or {}).items()},
+            "mapping": {k: list(v) for k, v in (self.mapping or {}).items()},
+            "bindings": bindings,
+            "attempts": [dict(a) for a in self.attempts],
         }
 
 
@@ -218,15 +293,17 @@ def schedule_ports(
     progress: Callable[[str], None] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     server: Callable[[list[PortPlan]], ServerRequest] | None = None,
-) -> dict:
+) -> Scheduled:
     """Schedule, bind and claim ``ports`` (+ ``resources``) for ``consumer`` (default: a new uuid).
 
     ``server``: the request for the ports read (their groups in it), as Nova's query builds it for a server of a
     flavor (instead of ``resources`` and the traits given); the ports' segments are added here.
 
-    Returns the outcome: host, allocations, each port's binding, every attempt. ``check`` returns the plan
-    (first attempt) and writes nothing. Raises NoValidHost (its ``attempts`` say why each host failed)
-    with nothing left bound or claimed; PartialApply if a rollback itself failed (what is left is named)."""
+    Returns a Scheduled: host, allocations, each port's binding, every attempt. ``check`` returns the plan
+    (first attempt) in it and writes nothing. Raises InvalidInput for bad input (before any call), RequestError
+    for routed ports without resources, BindingNotAllowed when Neutron refuses to write binding:profile,
+    NoValidHost (its ``attempts`` say why each host failed) with nothing left bound or claimed; PartialApply if a
+    rollback itself failed (what is left is named)."""
     say = progress or (lambda msg: None)
     if max_hosts < 1:
         raise InvalidInput(f"max_hosts must be at least 1, got {max_hosts}.")
@@ -253,11 +330,6 @@ def schedule_ports(
             group_policy=group_policy,
             limit=limit,
         )
-    base = {
-        "consumer": consumer,
-        "ports": [p.to_dict() for p in port_plans],
-        "segments": [c.to_dict() for c in choices],
-    }
     try:
         plan = claims.planned_claim(api, consumer, req, max_hosts=max_hosts)
     except NoValidHost as e:
@@ -266,15 +338,14 @@ def schedule_ports(
     names = api.provider_names()
     if check:
         host = _binding_host(names, first)
-        return {
-            **base,
-            "changed": True,
-            "check": True,
-            "host": host,
-            "plan": plan.to_dict(),
-            "bindings": _bindings(port_plans, first.binding_profiles, host),
-            "attempts": [],
-        }
+        return Scheduled(
+            consumer,
+            tuple(port_plans),
+            choices,
+            host,
+            _bindings(port_plans, first.binding_profiles, host),
+            plan=plan,
+        )
     svc = service_conn or conn
     project_id = project_id or conn.current_project_id
     user_id = user_id or conn.current_user_id
@@ -306,16 +377,17 @@ def schedule_ports(
                 if outcome == "claimed":
                     attempts.append({"host": host, "outcome": "claimed"})
                     say(f"claimed on {host}")
-                    return {
-                        **base,
-                        "changed": True,
-                        "host": host,
-                        "root_provider": op.host,
-                        "allocations": op.allocations,
-                        "mapping": {k: list(v) for k, v in op.mapping.items()},
-                        "bindings": _bindings(port_plans, op.binding_profiles, host),
-                        "attempts": attempts,
-                    }
+                    return Scheduled(
+                        consumer,
+                        tuple(port_plans),
+                        choices,
+                        host,
+                        _bindings(port_plans, op.binding_profiles, host),
+                        tuple(attempts),
+                        root_provider=op.host,
+                        allocations=op.allocations,
+                        mapping={k: tuple(v) for k, v in op.mapping.items()},
+                    )
                 why = {
                     "capacity": "Placement refused the claim: the capacity was taken meanwhile",
                     "provider-conflict": "providers kept changing while claiming",
@@ -359,16 +431,8 @@ def schedule_ports(
     )
 
 
-def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> list[dict]:
-    return [
-        {
-            "port": p.id,
-            "name": p.name,
-            "host": host,
-            "binding_profile": {"allocation": profiles.get(p.id)} if p.request else {},
-        }
-        for p in ports
-    ]
+def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> tuple[Binding, ...]:
+    return tuple(Binding(p.id, p.name, host, {"allocation": profiles.get(p.id)} if p.request else {}) for p in ports)
 
 
 def hosts_outside_segments(api: Placement, req: ServerRequest, choices: Sequence[SegmentChoice]) -> str:

@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 from minbw.model.requests import ServerRequest
 from minbw.model.resources import check_resources
-from minbw.ops.schedule import schedule_ports
+from minbw.ops.schedule import Binding, Scheduled, schedule_ports
 from minbw.usecases.server_request import NovaServer, check_flavor_or_resources, nova_server_query
 from minbw.usecases.cloud import Cloud
 
@@ -37,33 +37,55 @@ class ScheduleRequest(NovaServer):
 
 @dataclass(frozen=True)
 class ScheduleResult:
-    outcome: dict  # host, allocations, bindings, attempts, segments, ports (as ops.schedule reports them)
+    """What ``port schedule`` did: ``scheduled`` (ops.schedule's Scheduled: the host, bindings, attempts, segments,
+    ports) with the lines of Nova's request filters that shaped the query; or, unchanged (``scheduled`` None), the
+    allocations ``consumer`` already held."""
+
+    consumer: str
     changed: bool
+    scheduled: Scheduled | None = None
+    nova_filters: tuple[str, ...] = ()
+    held: Mapping[str, Mapping] | None = None
+
+    @property
+    def host(self) -> str | None:
+        """The host the ports were bound to (None: unchanged)."""
+        return self.scheduled.host if self.scheduled else None
+
+    @property
+    def bindings(self) -> tuple[Binding, ...]:
+        """Each port's binding (none when unchanged)."""
+        return self.scheduled.bindings if self.scheduled else ()
 
     def to_dict(self) -> dict:
-        """The outcome as ops.schedule reports it (a copy)."""
-        return dict(self.outcome)
+        """A JSON-ready dict: unchanged, consumer, host (None), the allocations held, and empty bindings, attempts,
+        segments and ports; else Scheduled's dict without ``changed``, then ``nova_filters``."""
+        if self.scheduled is None:
+            return {
+                "consumer": self.consumer,
+                "host": None,
+                "allocations": {rp: dict(a) for rp, a in (self.held or {}).items()},
+                "bindings": [],
+                "attempts": [],
+                "segments": [],
+                "ports": [],
+            }
+        out = self.scheduled.to_dict()
+        out.pop("changed", None)
+        return {**out, "nova_filters": list(self.nova_filters)}
 
 
 def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
-    """A consumer that already holds allocations is left as it is (the workflow's desired state holds)."""
+    """Schedule, bind and claim the request's ports as Nova's scheduler would pick a host for them: a
+    ScheduleResult. A consumer that already holds allocations is left as it is (the workflow's desired state
+    holds). Raises MissingService without Neutron, and what ops.schedule.schedule_ports raises (InvalidInput,
+    NoValidHost with its attempts, BindingNotAllowed, PartialApply)."""
     cloud.require("network", "the ports are read from and bound in Neutron")
     api = cloud.placement
     if request.consumer:
         held = api.get_allocations(request.consumer).get("allocations")
         if held:
-            return ScheduleResult(
-                {
-                    "consumer": request.consumer,
-                    "host": None,
-                    "allocations": held,
-                    "bindings": [],
-                    "attempts": [],
-                    "segments": [],
-                    "ports": [],
-                },
-                False,
-            )
+            return ScheduleResult(request.consumer, False, held=held)
     options = request.scheduler_options()
     queried = []
 
@@ -87,7 +109,7 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
         )
         return queried[-1].request
 
-    outcome = schedule_ports(
+    scheduled = schedule_ports(
         cloud.conn,
         api,
         list(request.ports),
@@ -99,6 +121,4 @@ def schedule(cloud: Cloud, request: ScheduleRequest) -> ScheduleResult:
         progress=cloud.say,
         server=nova,
     )
-    outcome.pop("changed", None)
-    outcome["nova_filters"] = queried[-1].explain() if queried else []
-    return ScheduleResult(outcome, True)
+    return ScheduleResult(scheduled.consumer, True, scheduled, tuple(queried[-1].explain()) if queried else ())

@@ -22,3 +22,45 @@ def test_a_candidate_binds_to_the_agent_host_its_bandwidth_provider_names():
     # the hypervisor (root provider) name may differ from the agent host (neutron bug 1853840)
     assert _binding_host(names, op) == "compute-0.example.org"
     assert _binding_host(names, ClaimOp("claim", host="root-uuid", mapping={"": ["root-uuid"]})) == "compute-0"
+
+
+def _scheduled(**kwargs):
+    from minbw.neutron.segments import SegmentChoice
+    from minbw.ops.schedule import Binding, PortPlan, Scheduled
+
+    port = PortPlan("p1", "port-one", "net", (), None, ("a note",))
+    return Scheduled(
+        "c-uuid", (port,), (SegmentChoice("p1", ("seg1",), ("agg1",), (("seg0", "full"),)),), "compute-0",
+        (Binding("p1", "port-one", "compute-0", {}),), **kwargs)
+
+
+def test_a_claimed_schedule_renders_todays_dict():
+    done = _scheduled(attempts=({"host": "h0", "outcome": "binding-failed", "why": "dead"},
+                                {"host": "compute-0", "outcome": "claimed"}),
+                      root_provider="root", allocations={"rp": {"resources": {"VCPU": 1}}}, mapping={"": ("rp",)})
+    out = done.to_dict()
+    assert list(out) == ["consumer", "ports", "segments", "changed", "host", "root_provider", "allocations",
+                         "mapping", "bindings", "attempts"]
+    assert out["ports"] == [{"id": "p1", "name": "port-one", "network_id": "net", "resource_request": None,
+                             "mode": None, "notes": ["a note"]}]
+    assert out["segments"] == [{"port_id": "p1", "segments": ["seg1"], "member_of": ["agg1"],
+                                "excluded": [{"segment": "seg0", "why": "full"}]}]
+    assert out["mapping"] == {"": ["rp"]} and out["changed"] is True and not done.check
+    assert out["bindings"] == [{"port": "p1", "name": "port-one", "host": "compute-0", "binding_profile": {}}]
+    assert [a["outcome"] for a in out["attempts"]] == ["binding-failed", "claimed"]
+
+
+def test_a_planned_schedule_renders_todays_dict():
+    from minbw.plan.base import Plan
+
+    out = _scheduled(plan=Plan(())).to_dict()
+    assert list(out) == ["consumer", "ports", "segments", "changed", "check", "host", "plan", "bindings", "attempts"]
+    assert out["check"] is True and out["attempts"] == [] and out["plan"] == {"changed": False, "writes": 0, "ops": []}
+
+
+def test_a_binding_with_a_request_names_its_allocation():
+    from minbw.ops.schedule import Binding
+
+    bound = Binding("p1", None, "h", {"allocation": {"g": "rp"}})
+    assert bound.allocation == {"g": "rp"} and Binding("p2", None, "h", {}).allocation is None
+    assert list(bound.to_dict()) == ["port", "name", "host", "binding_profile"]
