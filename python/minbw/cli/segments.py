@@ -56,7 +56,7 @@ class _Segments(Command):
         )
         report = result.to_dict()
         if self.sync:
-            writes = report["plan"]["writes"]
+            writes = result.report.writes
             said = (
                 f"{writes} writes" + (" planned (nothing written)" if dry_run else "")
                 if writes
@@ -67,9 +67,9 @@ class _Segments(Command):
             return View(
                 report,
                 STEP_COLUMNS,
-                tuple((s,) for s in report["steps"]),
+                tuple((s,) for s in result.report.steps),
                 head=(said,),
-                tail=tuple(f"warning: {w}" for w in report["warnings"] + result.unresolved),
+                tail=tuple(f"warning: {w}" for w in [*result.report.warnings, *result.unresolved]),
                 exit_code=EXIT_FINDINGS if result.unresolved or result.failed else 0,
             )
         rows = []
@@ -90,7 +90,7 @@ class _Segments(Command):
         said = (
             "in sync"
             if result.in_sync
-            else (f"out of sync: {report['plan']['writes']} writes to make (segment sync)")
+            else (f"out of sync: {result.report.writes} writes to make (segment sync)")
             + (
                 f", {len(report['differences'])} counts differ from Neutron's (segment sync --recount)"
                 if report["differences"]

@@ -7,9 +7,10 @@ are pure (:mod:`minbw.neutron.segments`, :mod:`minbw.plan.segments`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, Protocol
 
 from minbw.errors import (
     ConcurrentUpdate,
@@ -177,6 +178,31 @@ class SegmentsReport:
         """The differing counts a sync would leave as they are, one sentence each."""
         return self.planned.unresolved
 
+    @property
+    def changed(self) -> bool:
+        """False: a report writes nothing."""
+        return False
+
+    @property
+    def failed(self) -> tuple[FailedSegment, ...]:
+        """None: a report writes nothing, so no segment's writes failed."""
+        return ()
+
+    @property
+    def writes(self) -> int:
+        """How many writes a sync would make."""
+        return self.planned.planned.plan.writes()
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The writes a sync would make, one line each."""
+        return tuple(str(op) for op in self.planned.planned.plan.ops)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The plan's warnings (hosts without a compute node provider, ...)."""
+        return tuple(self.planned.planned.warnings)
+
     def to_dict(self) -> dict:
         """A JSON-ready dict: segments (each its dict), in_sync, plan, warnings, diff, differences, unresolved."""
         return {"segments": [s.to_dict() for s in self.segments], "in_sync": self.in_sync, **self.planned.to_dict()}
@@ -204,6 +230,118 @@ def _segment_view(seg: RoutedSegment, observed: ObservedSegments) -> SegmentView
     )
 
 
+@dataclass(frozen=True)
+class FailedSegment:
+    """A segment whose writes stopped while the others' were made: its id and label (its name in messages), the
+    error (one line) and Placement's error code, its writes not made (the failed one first) and the exception."""
+
+    segment: str
+    label: str
+    error: str
+    code: str | None
+    pending: tuple[SegmentOp, ...]
+    cause: BaseException = field(compare=False)
+
+    @property
+    def line(self) -> str:
+        """The segment's one line: which, why, what is left (its first write not made), and that a sync resumes."""
+        first = self.pending[0]
+        return (
+            f"{self.label}: {self.error} — {len(self.pending)} of its writes not made (the first: "
+            f"{first.action} on {first.name}); {RESUME}"
+        )
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: segment, label, error, code, pending (each write's dict); not the exception."""
+        return {
+            "segment": self.segment,
+            "label": self.label,
+            "error": self.error,
+            "code": self.code,
+            "pending": [op.to_dict() for op in self.pending],
+        }
+
+
+@dataclass(frozen=True)
+class SegmentsSync:
+    """What a segment sync did (check mode: would do): the steps of its plan, the segments as Neutron would report
+    them, the plan with the counts that differ from Neutron's, the warnings (a recount's after its quiet window), and
+    the segments whose writes failed while the others' were made."""
+
+    steps: tuple[str, ...]
+    segments: tuple[RoutedSegment, ...]
+    planned: PlannedSegments
+    warnings: tuple[str, ...]
+    failed: tuple[FailedSegment, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        """Whether the plan has writes (in check mode too: what a real run would change)."""
+        return self.planned.planned.plan.changed
+
+    @property
+    def writes(self) -> int:
+        """How many writes the plan makes."""
+        return self.planned.planned.plan.writes()
+
+    @property
+    def in_sync(self) -> bool:
+        """Whether Placement already held the segments: the plan has no writes."""
+        return not self.writes
+
+    @property
+    def unresolved(self) -> list[str]:
+        """The differing counts the sync leaves as they are (not recounted), one sentence each."""
+        return self.planned.unresolved
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: changed, steps, segments (each its dict), plan, warnings, diff, differences,
+        unresolved, failed_segments (each its dict)."""
+        return {
+            "changed": self.changed,
+            "steps": list(self.steps),
+            "segments": [s.to_dict() for s in self.segments],
+            **self.planned.to_dict(),
+            "warnings": list(self.warnings),
+            "failed_segments": [f.to_dict() for f in self.failed],
+        }
+
+
+class SegmentsOutcome(Protocol):
+    """What a segment list (SegmentsReport) or sync (SegmentsSync) gives the front ends."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether the sync wrote (or would write)."""
+
+    @property
+    def in_sync(self) -> bool:
+        """Whether Placement matches Neutron."""
+
+    @property
+    def writes(self) -> int:
+        """How many writes the plan makes."""
+
+    @property
+    def failed(self) -> tuple[FailedSegment, ...]:
+        """The segments whose writes failed."""
+
+    @property
+    def steps(self) -> tuple[str, ...]:
+        """The plan's writes, one line each."""
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The warnings, one line each."""
+
+    @property
+    def unresolved(self) -> list[str]:
+        """The differing counts left as they are, one sentence each."""
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict."""
+
+
 def sync_segments(
     conn,
     api: Placement,
@@ -213,35 +351,30 @@ def sync_segments(
     recount: bool = False,
     quiet: float = QUIET_SECONDS,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict:
+) -> SegmentsSync:
     """Make Placement hold the routed segments' providers (check: only plan). Idempotent: warm, 0 writes.
 
     Neutron's counts (IPV4_ADDRESS total and reserved) are written only for a new provider or inventory;
     one that differs is reported in ``differences`` and, with ``recount``, set to Neutron's count when
     neither it nor the segment's subnets and ports moved during ``quiet`` seconds (a count still moving
-    is left alone and said so in ``warnings``)."""
+    is left alone and said so in ``warnings``). Returns a SegmentsSync (its ``failed``: the segments whose writes
+    Placement refused while the others' were made). Raises ObjectNotFound for a network Neutron does not have,
+    PartialApply when Placement became unavailable or every segment's writes failed (:func:`apply_segments`);
+    lets other PlacementErrors through."""
     facts, observed, planned = _read_and_plan(conn, api, networks, recount)
-    warnings = list(planned.warnings)
     if recount and not check and any(op.action == "recount" for op in planned.plan.ops):
         sleep(quiet)
         first = planned
         facts, observed, planned = _read_and_plan(conn, api, networks, recount)
         planned = steady_recounts(first, planned, facts.segments)
-        warnings = list(planned.warnings)
     plan = planned.plan
-    result = {
-        "changed": plan.changed,
-        "steps": [str(op) for op in plan.ops],
-        "segments": [s.to_dict() for s in facts.segments],
-        **PlannedSegments(planned).to_dict(),
-        "warnings": warnings,
-        "failed_segments": [],
-    }
+    result = SegmentsSync(
+        tuple(str(op) for op in plan.ops), facts.segments, PlannedSegments(planned), tuple(planned.warnings)
+    )
     if check or not plan.changed:
         return result
     applied = apply_segments(api, plan, {s.id: s.label for s in facts.segments})
-    result["failed_segments"] = applied.to_dict()["failed"]
-    return result
+    return dataclasses.replace(result, failed=tuple(applied.failed))
 
 
 RESUME = "running the segment sync again resumes from what is in Placement"
@@ -249,35 +382,19 @@ RESUME = "running the segment sync again resumes from what is in Placement"
 
 @dataclass
 class SegmentsApplied:
-    """The writes made (plan order) and the segments whose writes stopped: {segment, label, error, code, pending,
-    cause} (pending: its writes not made, the failed one first; cause: the exception)."""
+    """The writes made (plan order) and the segments whose writes stopped (FailedSegment each), gathered while
+    :func:`apply_segments` runs."""
 
     applied: list[SegmentOp] = field(default_factory=list)
-    failed: list[dict] = field(default_factory=list)
+    failed: list[FailedSegment] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        """The writes made (each its dict) and the failed segments, each without its ``cause`` and with its pending
-        writes as dicts."""
-        return {
-            "applied": [op.to_dict() for op in self.applied],
-            "failed": [
-                {**{k: v for k, v in f.items() if k != "cause"}, "pending": [op.to_dict() for op in f["pending"]]}
-                for f in self.failed
-            ],
-        }
+        """The writes made and the failed segments, each its dict."""
+        return {"applied": [op.to_dict() for op in self.applied], "failed": [f.to_dict() for f in self.failed]}
 
     def failures(self) -> list[str]:
-        """One line per failed segment (:func:`failure_line`), a list of str."""
-        return [failure_line(f) for f in self.to_dict()["failed"]]
-
-
-def failure_line(failed: dict) -> str:
-    """A segment whose writes failed (an entry of a sync's ``failed_segments``): which, why, what is left."""
-    pending = failed["pending"]
-    return (
-        f"{failed['label']}: {failed['error']} — {len(pending)} of its writes not made (the first: "
-        f"{pending[0]['action']} on {pending[0]['name']}); {RESUME}"
-    )
+        """One line per failed segment (:attr:`FailedSegment.line`), a list of str."""
+        return [f.line for f in self.failed]
 
 
 def segment_units(plan: base.Plan) -> dict[str, list[SegmentOp]]:
@@ -310,21 +427,21 @@ def apply_segments(api: Placement, plan: base.Plan, labels: Mapping[str, str] | 
                     raise  # nothing was written: the error as it is
                 raise _stopped(cause, plan, done, RESUME) from cause  # not this segment's: the next would meet it
             done.failed.append(
-                {
-                    "segment": seg,
-                    "label": (labels or {}).get(seg, f"segment {seg}"),
-                    "error": " ".join(str(cause).split()),  # one line (Placement's have breaks)
-                    "code": getattr(cause, "code", None),
-                    "pending": list(pending),
-                    "cause": cause,
-                }
+                FailedSegment(
+                    seg,
+                    (labels or {}).get(seg, f"segment {seg}"),
+                    " ".join(str(cause).split()),  # one line (Placement's have breaks)
+                    getattr(cause, "code", None),
+                    tuple(pending),
+                    cause,
+                )
             )
     if done.failed and len(done.failed) == len(units):
         raise _stopped(
-            done.failed[0]["cause"],
+            done.failed[0].cause,
             plan,
             done,
-            f"the writes of every segment failed ({', '.join(f['label'] for f in done.failed)}); {RESUME}",
+            f"the writes of every segment failed ({', '.join(f.label for f in done.failed)}); {RESUME}",
         )
     return done
 
@@ -334,7 +451,7 @@ def apply(api: Placement, plan: base.Plan) -> list[SegmentOp]:
     written. Returns the writes made."""
     done = apply_segments(api, plan)
     if done.failed:
-        raise _stopped(done.failed[0]["cause"], plan, done, "; ".join(done.failures()))
+        raise _stopped(done.failed[0].cause, plan, done, "; ".join(done.failures()))
     return done.applied
 
 
@@ -419,6 +536,9 @@ __all__ = [
     "SegmentPlacement",
     "PlannedSegments",
     "sync_segments",
+    "SegmentsSync",
+    "SegmentsOutcome",
+    "FailedSegment",
     "apply",
     "apply_segments",
     "segment_units",

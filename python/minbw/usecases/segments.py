@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minbw.errors import InvalidInput
-from minbw.ops.segments import QUIET_SECONDS, SegmentsReport, failure_line, report_segments, sync_segments
+from minbw.ops.segments import QUIET_SECONDS, SegmentsOutcome, report_segments, sync_segments
 from minbw.usecases.cloud import Cloud
 
 
@@ -23,42 +23,36 @@ class SegmentsRequest:
 
 @dataclass(frozen=True)
 class SegmentsResult:
-    """``report``: a SegmentsReport (segments with what Placement holds, plan, warnings, diff, differences), or for a
-    sync what ops.segments.sync_segments returns (a dict: changed, steps, segments, plan, warnings, diff,
-    differences, unresolved, failed_segments)."""
+    """``report``: for a list a SegmentsReport (segments with what Placement holds, plan, warnings, diff,
+    differences), for a sync a SegmentsSync (steps, segments, plan, warnings, diff, differences, unresolved, the
+    segments whose writes failed); both a SegmentsOutcome."""
 
-    report: SegmentsReport | dict
+    report: SegmentsOutcome
     sync: bool
 
     @property
     def changed(self) -> bool:
         """Whether the sync wrote (False for a report)."""
-        return isinstance(self.report, dict) and bool(self.report.get("changed", False))
+        return self.report.changed
 
     @property
     def in_sync(self) -> bool:
-        """Whether Placement matches Neutron: the report's ``in_sync``, else whether the plan has no writes."""
-        if isinstance(self.report, SegmentsReport):
-            return self.report.in_sync
-        return not self.report["plan"]["writes"]
+        """Whether Placement matches Neutron: the report's ``in_sync``, for a sync whether the plan has no writes."""
+        return self.report.in_sync
 
     @property
     def failed(self) -> list[str]:
         """The segments whose writes failed, one line each (their writes stopped, the others' made: exit 3)."""
-        if isinstance(self.report, SegmentsReport):
-            return []
-        return [failure_line(f) for f in self.report.get("failed_segments") or ()]
+        return [f.line for f in self.report.failed]
 
     @property
     def unresolved(self) -> list[str]:
         """Counts that differ from Neutron's and are left as they are (exit 3 for a sync)."""
-        if isinstance(self.report, SegmentsReport):
-            return self.report.unresolved
-        return list(self.report.get("unresolved") or ())
+        return self.report.unresolved
 
     def to_dict(self) -> dict:
-        """The report as a JSON-ready dict (a copy)."""
-        return self.report.to_dict() if isinstance(self.report, SegmentsReport) else dict(self.report)
+        """The report as a JSON-ready dict."""
+        return self.report.to_dict()
 
 
 def segments(cloud: Cloud, request: SegmentsRequest) -> SegmentsResult:
