@@ -80,14 +80,14 @@ class ShowRequest(Command):
             "resource_request": value,
             "mode": pr.mode if pr else None,
             "notes": list(pr.notes) if pr else [],
-            **(result.compared or {}),
+            **(result.compared.to_dict() if result.compared else {}),
         }
         groups = ((value or {}).get("request_groups") or [dict(value, id="")]) if value else []
         rows = tuple(
             (g.get("id", ""), {rc: n for rc, n in sorted(g.get("resources", {}).items())}, list(g.get("required", [])))
             for g in groups
         )
-        matches = (result.compared or {}).get("matches_neutron")
+        matches = result.compared.matches_neutron if result.compared else None
         tail = (
             ()
             if result.compared is None

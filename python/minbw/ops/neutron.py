@@ -44,7 +44,8 @@ def port_facts(conn, name_or_id: str) -> PortFacts:
 def write_binding_profile(conn, port, profile: dict):
     """Set a port's ``binding:profile`` (``port``: an id or an openstacksdk Port). Neutron lets only the
     service role write it (``update_port:binding:profile`` is ``rule:service_api``): connect as a service
-    user (Nova's or Neutron's) for this write."""
+    user (Nova's or Neutron's) for this write. Returns the updated openstacksdk Port; raises BindingNotAllowed when
+    Neutron refuses the write (not the service role)."""
     from openstack import exceptions as sdk_exceptions
 
     try:
@@ -59,7 +60,8 @@ def write_binding_profile(conn, port, profile: dict):
 
 
 def network_dict(network: dict) -> dict:
-    """openstacksdk names provider attributes differently from the API: give the API's names."""
+    """The network as Neutron's API names it (a dict: what :func:`minbw.neutron.port_request.segments_of_network`
+    parses, as Neutron's own code does): openstacksdk names the provider attributes differently. Raises nothing."""
     out = dict(network)
     for sdk, api in (
         ("provider_network_type", "provider:network_type"),
@@ -71,7 +73,8 @@ def network_dict(network: dict) -> dict:
 
 
 def computed_request(facts: PortFacts, agent_kind: str | None = None, any_traits: bool = False) -> PortRequest | None:
-    """What Neutron computes for the port, from its QoS rules, network segments and vnic_type."""
+    """What Neutron computes for the port, from its QoS rules, network segments and vnic_type: a PortRequest, None
+    without minimum rules. Raises RequestError for rules Neutron would refuse."""
     return build_port_request(
         facts.port["id"],
         min_rules(facts.rules),
@@ -83,24 +86,51 @@ def computed_request(facts: PortFacts, agent_kind: str | None = None, any_traits
 
 
 def reported_request(facts: PortFacts) -> PortRequest | None:
-    """Neutron's own ``resource_request`` (admin only; None for others or without minimum rules)."""
+    """Neutron's own ``resource_request`` as a PortRequest (admin only; None for others or without minimum rules).
+    Raises RequestError when it cannot be parsed."""
     return PortRequest.from_neutron(facts.port.get("resource_request"), port_id=facts.port["id"])
 
 
-def request_against_neutron(conn, name_or_id: str, agent_kind: str | None = None, any_traits: bool = False) -> dict:
-    """The port's request computed as Neutron does (``request``), beside Neutron's own ``resource_request``:
-    ``matches_neutron`` None when Neutron shows none to this user (not admin) or the port has none."""
+@dataclass(frozen=True)
+class ComparedRequest:
+    """A Neutron port's request computed as Neutron does (``request``) beside Neutron's own ``resource_request``
+    (``neutron``; ``shown``: whether Neutron showed one to this user at all: only admins see it)."""
+
+    port_id: str
+    request: PortRequest | None
+    neutron: PortRequest | None
+    shown: bool
+
+    @property
+    def matches_neutron(self) -> bool | None:
+        """Whether the computed request is Neutron's (in Neutron's shape); None when Neutron shows none to this user
+        (not admin) or the port has none."""
+        if not self.shown:
+            return None
+        return (self.request.to_neutron() if self.request else None) == (
+            self.neutron.to_neutron() if self.neutron else None
+        )
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: ``neutron_resource_request`` (Neutron's shape, or None) and ``matches_neutron``."""
+        return {
+            "neutron_resource_request": self.neutron.to_neutron() if self.neutron else None,
+            "matches_neutron": self.matches_neutron,
+        }
+
+
+def request_against_neutron(
+    conn, name_or_id: str, agent_kind: str | None = None, any_traits: bool = False
+) -> ComparedRequest:
+    """The port's request computed as Neutron does, beside Neutron's own ``resource_request``: a ComparedRequest.
+    Raises ObjectNotFound when there is no such port; lets RequestError through (rules Neutron would refuse)."""
     facts = port_facts(conn, name_or_id)
-    ours = computed_request(facts, agent_kind, any_traits)
-    theirs = reported_request(facts)
-    return {
-        "request": ours,
-        "port_id": facts.port["id"],
-        "neutron_resource_request": theirs.to_neutron() if theirs else None,
-        "matches_neutron": None
-        if facts.port.get("resource_request") is None
-        else ((ours.to_neutron() if ours else None) == (theirs.to_neutron() if theirs else None)),
-    }
+    return ComparedRequest(
+        facts.port["id"],
+        computed_request(facts, agent_kind, any_traits),
+        reported_request(facts),
+        facts.port.get("resource_request") is not None,
+    )
 
 
 # ---------------------------------------------------------------- applying plans
@@ -132,7 +162,9 @@ def _apply(plan: base.Plan, obj, attrs: dict, verbs: dict):
 
 def apply_policy(conn, policy, plan: base.Plan) -> dict | None:
     """Run a :func:`minbw.plan.qos.plan_policy` plan against ``policy`` (an openstacksdk QoSPolicy, or
-    None to create); the resulting policy's view."""
+    None to create). Returns the resulting policy's view (:func:`minbw.plan.qos.policy_view`: the dict the plan
+    compares and Ansible's diff shows as ``after``), None once deleted. Raises PartialApply when a write fails
+    after others (naming those made); a first write failing: openstacksdk's error as it is."""
     net = conn.network
 
     def rule(verb):
@@ -165,7 +197,9 @@ def apply_policy(conn, policy, plan: base.Plan) -> dict | None:
 
 
 def apply_port(conn, port, plan: base.Plan) -> dict | None:
-    """Run a :func:`minbw.plan.ports.plan_port` plan; the resulting port's view."""
+    """Run a :func:`minbw.plan.ports.plan_port` plan against ``port`` (an openstacksdk Port, or None to create).
+    Returns the resulting port's view (:func:`minbw.plan.ports.port_view`: the dict the plan compares and Ansible's
+    diff shows as ``after``), None once deleted. Raises PartialApply when a write fails after others."""
     net = conn.network
     return port_view(
         _apply(

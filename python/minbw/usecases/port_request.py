@@ -11,6 +11,7 @@ from minbw.errors import InvalidInput
 from minbw.model.requests import PortRequest, request_view
 from minbw.neutron.port_request import QosPort, Segment
 from minbw.ops import neutron
+from minbw.ops.neutron import ComparedRequest
 from minbw.usecases.cloud import Cloud
 
 DEFAULT_SEGMENT = Segment("vlan", "physnet0")  # a port described without its network
@@ -31,13 +32,21 @@ class PortRequestQuery:
 
 @dataclass(frozen=True)
 class PortRequestResult:
+    """The port's id and its request (None: it requests nothing) and, for a Neutron port, the comparison with
+    Neutron's own request."""
+
     port_id: str
     request: PortRequest | None
-    compared: dict | None = None  # for a Neutron port: Neutron's own request and whether it matches
+    compared: ComparedRequest | None = None
 
     def to_dict(self) -> dict:
-        """The request's view, the port id and, for a Neutron port, Neutron's request and whether it matches."""
-        return {**request_view(self.request), "port_id": self.port_id, **(self.compared or {})}
+        """The request's view, the port id and, for a Neutron port, Neutron's request (``neutron_resource_request``)
+        and whether it matches (``matches_neutron``)."""
+        return {
+            **request_view(self.request),
+            "port_id": self.port_id,
+            **(self.compared.to_dict() if self.compared else {}),
+        }
 
 
 def port_request(cloud: Cloud | None, query: PortRequestQuery) -> PortRequestResult:
@@ -50,8 +59,7 @@ def port_request(cloud: Cloud | None, query: PortRequestQuery) -> PortRequestRes
             raise InvalidInput("reading a port from Neutron needs a cloud")
         cloud.require("network", "the port is read from Neutron")
         compared = neutron.request_against_neutron(cloud.conn, query.port, query.agent_type, query.any_traits)
-        ours = compared.pop("request")
-        return PortRequestResult(compared.pop("port_id"), ours, compared)
+        return PortRequestResult(compared.port_id, compared.request, compared)
     if query.qos_port is None:  # a policy without minimum rules: nothing to request
         if not query.port_id:
             raise InvalidInput("give a port (its name or id), or its id and its QoS rules")
