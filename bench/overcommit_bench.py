@@ -98,10 +98,10 @@ def _claimer(pipe) -> None:
                         got = claims.claim(api, c, req, project_id=PROJECT, user_id=USER, candidates=cands,
                                            verify_writes=(mode == "verified"), diagnose_on_failure=False)
                         made.append(c)
-                        undone += sum(a["outcome"] == claims.UNDONE for a in got.attempts)
+                        undone += sum(a.outcome == claims.UNDONE for a in got.attempts)
                     except NoValidHost as e:
                         failed += 1
-                        undone += sum(a.get("outcome") == claims.UNDONE for a in e.attempts)
+                        undone += sum(a.outcome == claims.UNDONE for a in e.attempts)
             except Exception as e:  # reported: the parent fails the run
                 errors.append(f"{type(e).__name__}: {e}")
         pipe.send({"made": made, "failed": failed, "undone": undone, "errors": errors, "conflicts": conflicts,

@@ -166,7 +166,7 @@ def ensure(module):
     elif module.check_mode:
         values['planned'] = result.plan.to_dict()
     if step == 'move' and not result.reason:
-        values['attempts'] = list(result.attempts)
+        values['attempts'] = [a.to_dict() for a in result.attempts]
     return module.result(result.changed, diff=None if result.reason else result.diff(), **values)
 
 

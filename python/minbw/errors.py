@@ -6,6 +6,17 @@ contract), never by message text.
 
 from __future__ import annotations
 
+from typing import Any, Protocol, Sequence
+
+
+class Reported(Protocol):
+    """What an error carries for a module's failed result or the CLI's --json error to show: a typed result of the
+    core (a claim's attempt, a group's diagnosis) with its JSON-ready dict. errors.py imports nothing of ours, so
+    the errors name them by what they offer."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict."""
+
 
 class MinbwError(Exception):
     """Base of every error minbw raises on purpose."""
@@ -143,14 +154,14 @@ class MappingError(MinbwError):
 class NoValidHost(MinbwError):
     """No allocation candidate, or every candidate was taken: with a per-group diagnosis."""
 
-    def __init__(self, message: str, diagnosis: list[dict] | None = None, attempts: list[dict] | None = None):
+    def __init__(self, message: str, diagnosis: list[dict] | None = None, attempts: Sequence[Reported] | None = None):
         self.diagnosis = diagnosis or []
-        self.attempts = attempts or []
+        self.attempts: list[Reported] = list(attempts or ())
         super().__init__(message)
 
     def to_dict(self) -> dict:
-        """The message, the per-group diagnosis and the attempts (lists of dicts)."""
-        return {"msg": str(self), "diagnosis": self.diagnosis, "attempts": self.attempts}
+        """The message, the per-group diagnosis and the attempts (model.claims.Tried each), lists of dicts."""
+        return {"msg": str(self), "diagnosis": self.diagnosis, "attempts": [a.to_dict() for a in self.attempts]}
 
 
 class ConsumerConflict(MinbwError):
@@ -177,7 +188,11 @@ class OvercommitUndone(NoValidHost):
     capacity: dicts)."""
 
     def __init__(
-        self, message: str, diagnosis: list[dict] | None = None, attempts: list[dict] | None = None, excess: tuple = ()
+        self,
+        message: str,
+        diagnosis: list[dict] | None = None,
+        attempts: Sequence[Reported] | None = None,
+        excess: tuple = (),
     ):
         self.excess = tuple(excess)
         super().__init__(message, diagnosis, attempts)

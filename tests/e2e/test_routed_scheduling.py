@@ -541,7 +541,7 @@ def test_a_dead_agent_fails_the_binding_and_the_workflow_lands_on_the_other_host
         with pytest.raises(NoValidHost, match=rf"{first}: port e2e-sched-port: binding failed \(vif_type "
                                               rf"binding_failed\).*Nothing is left bound or claimed") as err:
             schedule_ports(conn, api, [port.id], FLAVOR, consumer=consumer, max_hosts=1, service_conn=service)
-        assert [a["outcome"] for a in err.value.attempts] == ["binding-failed"]
+        assert [a.outcome for a in err.value.attempts] == ["binding-failed"]
         left = conn.network.get_port(port.id)
         assert not left.binding_host_id and not (left.binding_profile or {}).get("allocation")
         assert not api.get_allocations(consumer).get("allocations")

@@ -228,7 +228,7 @@ def test_a_concurrent_writer_is_retried_and_the_move_converges(two_hosts):
     sleeps = []
     moved = allocation_migration.move(racing, server.consumer, req, h2, sleep=sleeps.append)
     assert racing.posts == 2 and len(sleeps) == 1
-    assert [a["outcome"] for a in moved.attempts] == ["generation-conflict", "moved"]
+    assert [a.outcome for a in moved.attempts] == ["generation-conflict", "moved"]
     # the re-read saw the writer's change: the migration holds the grown source (VCPU 2), the server is on h2
     assert allocations(api, moved.migration)[h1]["VCPU"] == 2
     assert allocations(api, server.consumer)[h2]["VCPU"] == 1
@@ -295,7 +295,7 @@ def test_capacity_taken_on_the_target_moves_to_its_next_candidate(placement):
     taken = claims.claim(placement, str(uuid.uuid4()), server_request(vnic="direct", port_id=str(uuid.uuid4())),
                          project_id="p", user_id="u", candidates=first)  # someone takes the first PF meanwhile
     moved = allocation_migration.move(placement, server.consumer, req, h2, candidates=stale)
-    assert [a["outcome"] for a in moved.attempts] == ["capacity", "moved"]
+    assert [a.outcome for a in moved.attempts] == ["capacity", "moved"]
     (taken_pf,) = taken.binding_profiles.values()
     (moved_pf,) = moved.binding_profiles.values()
     assert set(taken_pf.values()) | set(moved_pf.values()) == {bridge(placement, "h2", "ens5"),

@@ -116,12 +116,12 @@ def test_a_claim_found_over_capacity_is_undone_and_lands_on_the_next_host(hosts)
     got = claim(racing, server_request(), candidates=cands)
     assert racing.fired == 1
     assert got.host != first_host
-    undone = [a for a in got.attempts if a["outcome"] == claims.UNDONE]
-    assert len(undone) == 1 and undone[0]["host"] == first_host
-    assert undone[0]["excess"] == [{"provider": racing.provider, "resource_class": EGR, "used": 2001,
+    undone = [a for a in got.attempts if a.outcome == claims.UNDONE]
+    assert len(undone) == 1 and undone[0].host == first_host
+    assert undone[0].to_dict()["excess"] == [{"provider": racing.provider, "resource_class": EGR, "used": 2001,
                                     "capacity": 2000.0}]
     # what came after the undo: Placement refused the same candidate (the capacity is gone), then the next host
-    assert [a["outcome"] for a in got.attempts][-2:] == ["capacity", "claimed"]
+    assert [a.outcome for a in got.attempts][-2:] == ["capacity", "claimed"]
     assert racing.provider_usages(racing.provider).get(EGR, 0) == 1001    # the racer's, not ours
     assert sum(r.get(EGR, 0) for r in allocations(api, got.consumer).values()) == 1000
     assert allocations(api, racing.racer) == {racing.provider: {EGR: 1001}}
@@ -178,7 +178,7 @@ def test_a_move_found_over_capacity_gives_the_source_back(hosts):
     assert racing.fired == 1
     assert "taken by others" in str(err.value) and "1 of them Placement accepted over capacity" in str(err.value)
     assert allocations(api, booted.consumer) == source          # back on its source, as it was
-    migration = [a for a in err.value.attempts if a["outcome"] == claims.UNDONE]
+    migration = [a for a in err.value.attempts if a.outcome == claims.UNDONE]
     assert migration and api.provider_usages(bridge(api, "h2")).get(EGR, 0) == 1001   # the racer's only
     assert api.provider_usages(bridge(api, "h1"))[EGR] == 1000
 
@@ -190,7 +190,7 @@ def test_a_move_undone_once_is_tried_again(hosts):
     # the other writer strikes once; the inventory is back before each of our writes, so the second try lands
     racing = Racing(server.connect(), bridge(api, "h2"), times=1, restore=True)
     moved = allocation_migration.move(racing, booted.consumer, req, "h2", sleep=lambda s: None)
-    outcomes = [a["outcome"] for a in moved.attempts]
+    outcomes = [a.outcome for a in moved.attempts]
     assert outcomes == [claims.UNDONE, "moved"], outcomes
     assert api.provider_usages(bridge(api, "h2"))[EGR] == 1000               # ours (the racer freed its own)
     assert allocations(api, moved.migration) and api.provider_usages(bridge(api, "h1"))[EGR] == 1000

@@ -228,7 +228,7 @@ def test_capacity_conflict_moves_to_the_next_host(placement):
     assert other.host == first_host
     mine = claims.claim(placement, str(uuid.uuid4()), req, project_id="p", user_id="u", candidates=stale)
     assert mine.host != first_host
-    assert [a["outcome"] for a in mine.attempts] == ["capacity", "claimed"]
+    assert [a.outcome for a in mine.attempts] == ["capacity", "claimed"]
 
 
 def test_consumer_conflict_fails_clearly(placement):

@@ -101,9 +101,7 @@ class SchedulePort(Command):
         )
         tail += tuple(f"port {p.name or p.id}: {note}" for p in done.ports for note in p.notes)
         tail += tuple(
-            f"attempt on {a['host']}: {a['outcome']}: {a.get('why', '')}"
-            for a in done.attempts
-            if a["outcome"] != "claimed"
+            f"attempt on {a.host}: {a.outcome}: {a.why or ''}" for a in done.attempts if a.outcome != "claimed"
         )
         rows = tuple((b.port, b.name or "", b.host, b.allocation or "") for b in done.bindings)
         return View(result.to_dict(), COLUMNS, rows, head=head, tail=tail)

@@ -57,14 +57,40 @@ class CandidateSet:
 
 
 @dataclass(frozen=True)
+class Tried:
+    """One attempt of a claim, a schedule or an allocation move: the host (root provider, or the Neutron host a
+    schedule binds to), its ``outcome`` (``claimed``, ``capacity``, ``skipped``, ``over-capacity-undone``, ...), why
+    (when said) and, for a write Placement accepted over capacity and minbw undid, what was over capacity
+    (``excess``: each reports.verify.Excess's dict: provider, resource_class, used, capacity)."""
+
+    host: str
+    outcome: str
+    why: str | None = None
+    excess: tuple[Mapping[str, Any], ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: host, outcome, then ``why`` and ``excess`` when there are."""
+        out: dict[str, Any] = {"host": self.host, "outcome": self.outcome}
+        if self.why is not None:
+            out["why"] = self.why
+        if self.excess is not None:
+            out["excess"] = [dict(e) for e in self.excess]
+        return out
+
+
+@dataclass(frozen=True)
 class Claim:
+    """A claim as it was made (or is held): the consumer, its host (root provider) and name, the allocations, which
+    providers serve which group (``mapping``) and how that was found, the ports' binding profiles, and the
+    attempts it took."""
+
     consumer: str
     host: str  # root provider uuid
     host_name: str | None  # None from claim(): naming costs a GET, see named()
     allocations: Mapping[str, Mapping[str, Any]]  # {rp: {"resources": {...}}}
     mapping: Mapping[str, list[str]]  # {suffix: [rp]}
     binding_profiles: Mapping[str, Any]  # {port id: binding:profile.allocation value}
-    attempts: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[Tried, ...] = ()
     mapping_source: str = "placement"
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,5 +104,5 @@ class Claim:
             "mapping": {k: list(v) for k, v in self.mapping.items()},
             "mapping_source": self.mapping_source,
             "binding_profiles": dict(self.binding_profiles),
-            "attempts": list(self.attempts),
+            "attempts": [a.to_dict() for a in self.attempts],
         }

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, UndefinedCode
-from minbw.model.claims import CandidateSet, Claim
+from minbw.model.claims import CandidateSet, Claim, Tried
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims, verify
 from minbw.placement.client import Placement
@@ -60,7 +60,7 @@ class MoveResult:
     consumer: str | None = None
     claim: Claim | None = None  # move: the consumer on the target; revert: back on the source
     written: Mapping[str, Mapping] | None = None
-    attempts: tuple[dict, ...] = ()
+    attempts: tuple[Tried, ...] = ()
     check: bool = False
     reason: str | None = None  # unchanged because the move was already made: why, and the sentence
     message: str | None = None
@@ -86,7 +86,7 @@ class MoveResult:
             "claim": self.claim.to_dict() if self.claim else None,
             "binding_profiles": self.binding_profiles,
             "written": {c: dict(b) for c, b in self.written.items()} if self.written else None,
-            "attempts": list(self.attempts),
+            "attempts": [a.to_dict() for a in self.attempts],
             "plan": self.plan.to_dict(),
             "before": self.plan.before,
             "after": self.plan.after,
@@ -129,7 +129,7 @@ def _claim_on(
     req: ServerRequest,
     host: str,
     host_name: str | None,
-    attempts: tuple = (),
+    attempts: tuple[Tried, ...] = (),
 ) -> Claim:
     """The claim ``allocations`` make for ``req`` on ``host``; raises MappingError when they do not
     satisfy ``req`` in exactly one way."""
@@ -159,7 +159,7 @@ def _no_valid_host(
     req: ServerRequest,
     plan: MovePlan,
     name: str,
-    attempts: list[dict],
+    attempts: list[Tried],
     diagnose_on_failure: bool,
     why: str = "",
 ) -> NoValidHost:
@@ -202,7 +202,7 @@ def move(
     name = providers[target].name
     treq = target_request(req, target)
     cands = candidates if candidates is not None else claims.get_candidates(api, treq)
-    log: list[dict] = []
+    log: list[Tried] = []
     conflicts = overcommits = 0
     # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
     capacities = capacities_from_summaries(cands.provider_summaries) if candidates is None else None
@@ -252,10 +252,10 @@ def move(
             except UndefinedCode as e:
                 if e.status != 409:
                     raise
-                log.append({"host": target, "outcome": "capacity"})  # taken since the candidates were listed
+                log.append(Tried(target, "capacity"))  # taken since the candidates were listed
                 continue
             except ConcurrentUpdate:
-                log.append({"host": target, "outcome": "generation-conflict"})
+                log.append(Tried(target, "generation-conflict"))
                 if conflicts == retries:
                     raise _conflict(api, [cur, mig], f"moving it to {name}", conflicts + 1) from None
                 sleep(_backoff(conflicts))
@@ -265,7 +265,7 @@ def move(
             excess = verify.check(api, op.allocations, cur.allocations, capacities)
             if excess:  # Placement accepted it over capacity: give the consumer its source back, then again
                 verify.undo_post(api, op.body, {cur.uuid: cur.allocations, mig.uuid: mig.allocations})
-                log.append({"host": target, "outcome": claims.UNDONE, "excess": [e.to_dict() for e in excess]})
+                log.append(Tried(target, claims.UNDONE, excess=tuple(e.to_dict() for e in excess)))
                 if overcommits == retries:
                     raise claims.overcommit_error(
                         _no_valid_host(
@@ -285,7 +285,7 @@ def move(
                 sleep(api.retry.pause(overcommits, overcommit=True))
                 start = i
                 break  # read both consumers again and plan again
-            log.append({"host": target, "outcome": "moved"})
+            log.append(Tried(target, "moved"))
             return MoveResult(
                 "move",
                 True,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 from minbw.errors import (
     ConcurrentUpdate,
@@ -35,7 +35,7 @@ from minbw.errors import (
     UndefinedCode,
 )
 from minbw.model import microversions
-from minbw.model.claims import CandidateSet, Claim
+from minbw.model.claims import CandidateSet, Claim, Tried
 from minbw.model.requests import ServerRequest
 from minbw.ops import verify
 from minbw.placement.client import Placement
@@ -131,7 +131,7 @@ def claim(
     claim_plan = planned_claim(
         api, consumer, req, max_hosts=max_hosts, candidates=candidates, diagnose_on_failure=diagnose_on_failure
     )
-    attempts: list[dict] = []
+    attempts: list[Tried] = []
     # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
     # fetched: set
     fetched = claim_plan.candidates.provider_summaries if candidates is None else None  # type: ignore[union-attr]
@@ -153,7 +153,7 @@ def claim(
             verify_writes=verify_writes,
             capacities=capacities,
         )
-        attempts.append({"host": op.host, "outcome": outcome})
+        attempts.append(Tried(op.host, outcome))
         if outcome == "claimed":
             return Claim(
                 consumer=consumer,
@@ -181,9 +181,10 @@ def claim(
 UNDONE = "over-capacity-undone"  # an attempt's outcome: Placement accepted it over capacity, minbw undid it
 
 
-def undone_note(attempts: list[dict]) -> str:
-    """What a NoValidHost's reason adds when some attempts were accepted over capacity and undone."""
-    undone = sum(a.get("outcome") == UNDONE for a in attempts)
+def undone_note(attempts: Sequence[Tried]) -> str:
+    """What a NoValidHost's reason adds when some attempts were accepted over capacity and undone: a sentence's
+    tail, "" when none was."""
+    undone = sum(a.outcome == UNDONE for a in attempts)
     return (
         f"; {undone} of them Placement accepted over capacity (its server-side retry under concurrent "
         f"claims: docs/placement-overcommit.md) and minbw undid"
@@ -193,11 +194,12 @@ def undone_note(attempts: list[dict]) -> str:
 
 
 def overcommit_error(err: NoValidHost) -> NoValidHost:
-    """``err`` as OvercommitUndone when some of its attempts were accepted over capacity and undone."""
-    undone = [a for a in err.attempts if a.get("outcome") == UNDONE]
+    """``err`` as OvercommitUndone when some of its attempts (Tried each) were accepted over capacity and undone
+    (``excess``: what the last of them found over capacity), else ``err`` itself."""
+    undone = [a for a in err.attempts if isinstance(a, Tried) and a.outcome == UNDONE]
     if not undone:
         return err
-    return OvercommitUndone(str(err), err.diagnosis, err.attempts, excess=tuple(undone[-1]["excess"]))
+    return OvercommitUndone(str(err), err.diagnosis, err.attempts, excess=tuple(undone[-1].excess or ()))
 
 
 def put_claim_op(
@@ -209,7 +211,7 @@ def put_claim_op(
     consumer_type: str | None = None,
     retries: int = 4,
     sleep=time.sleep,
-    log: list[dict] | None = None,
+    log: list[Tried] | None = None,
     verify_writes: bool = True,
     capacities=None,
 ) -> str:
@@ -250,7 +252,7 @@ def put_claim_op(
                 f"free it (minbw allocation delete --consumer {op.consumer})",
             ) from e
         if log is not None:
-            log.append({"host": op.host, "outcome": UNDONE, "excess": [e.to_dict() for e in excess]})
+            log.append(Tried(op.host, UNDONE, excess=tuple(e.to_dict() for e in excess)))
         if n <= retries:
             sleep(api.retry.pause(n, overcommit=True))
     return "overcommitted"
@@ -303,7 +305,7 @@ def _adopt_empty_consumer(api: Placement, consumer: str, body: dict) -> str:
 def no_valid_host(
     api: Placement,
     req: ServerRequest,
-    attempts: list[dict] | None = None,
+    attempts: Sequence[Tried] | None = None,
     *,
     with_diagnosis: bool = True,
     why: str = "Placement returned no allocation candidates",
@@ -313,7 +315,7 @@ def no_valid_host(
     text = f"No valid host: {why}."
     if diagnosis:
         text += " " + summary(diagnosis)
-    return NoValidHost(text, diagnosis, attempts or [])
+    return NoValidHost(text, diagnosis, list(attempts or ()))
 
 
 def existing_claim(api: Placement, consumer: str, req: ServerRequest) -> Claim | None:
@@ -333,7 +335,7 @@ def mapped_claim(
     *,
     host: str | None = None,
     host_name: str | None = None,
-    attempts: tuple = (),
+    attempts: tuple[Tried, ...] = (),
 ) -> Claim:
     """The claim ``allocs`` (``{rp: {"resources": ...}}``, made or about to be) are for ``req``, mapped by
     the local solver (existing allocations carry no mappings); ``host`` defaults to their root provider.

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from minbw.errors import BindingNotAllowed, InvalidInput, MinbwError, NoValidHost, PartialApply, RequestError
+from minbw.model.claims import Tried
 from minbw.model.requests import PortRequest, ServerRequest
 from minbw.neutron.segments import SegmentChoice
 from minbw.nova.inputs import Port
@@ -98,7 +99,7 @@ class Scheduled:
     segments: tuple[SegmentChoice, ...]
     host: str
     bindings: tuple[Binding, ...]
-    attempts: tuple[dict, ...] = ()
+    attempts: tuple[Tried, ...] = ()
     plan: Plan | None = None
     root_provider: str | None = None
     allocations: Mapping[str, Mapping[str, Any]] | None = None
@@ -137,7 +138,7 @@ class Scheduled:
             "allocations": {rp: dict(a) for rp, a in (self.allocations or {}).items()},
             "mapping": {k: list(v) for k, v in (self.mapping or {}).items()},
             "bindings": bindings,
-            "attempts": [dict(a) for a in self.attempts],
+            "attempts": [a.to_dict() for a in self.attempts],
         }
 
 
@@ -349,7 +350,7 @@ def schedule_ports(
     svc = service_conn or conn
     project_id = project_id or conn.current_project_id
     user_id = user_id or conn.current_user_id
-    attempts: list[dict] = []
+    attempts: list[Tried] = []
     capacities = capacities_from_summaries(plan.candidates.provider_summaries if plan.candidates else None)
     failed_hosts: set[str] = set()
     for attempt in plan.attempts:
@@ -375,7 +376,7 @@ def schedule_ports(
                     api, op, project_id=project_id, user_id=user_id, sleep=sleep, log=attempts, capacities=capacities
                 )
                 if outcome == "claimed":
-                    attempts.append({"host": host, "outcome": "claimed"})
+                    attempts.append(Tried(host, "claimed"))
                     say(f"claimed on {host}")
                     return Scheduled(
                         consumer,
@@ -416,13 +417,15 @@ def schedule_ports(
                 then=f"ports left bound to {host}: {', '.join(stuck)}; unbind them",
             )
         say(f"{host}: {why}; trying the next candidate")
-        attempts.append({"host": host, "outcome": outcome, "why": why})
-    hosts = len({a["host"] for a in attempts if a["outcome"] != claims.UNDONE})
+        attempts.append(Tried(host, outcome, why))
+    hosts = len({a.host for a in attempts if a.outcome != claims.UNDONE})
     raise claims.overcommit_error(
         NoValidHost(
-            f"No valid host: every candidate failed ({sum(a['outcome'] != claims.UNDONE for a in attempts)} attempts "
+            f"No valid host: every candidate failed ({sum(a.outcome != claims.UNDONE for a in attempts)} attempts "
             f"on {hosts} host(s)): "
-            + "; ".join(f"{a['host']}: {a.get('why', a['outcome'])}" for a in attempts if a["outcome"] != claims.UNDONE)
+            + "; ".join(
+                f"{a.host}: {a.outcome if a.why is None else a.why}" for a in attempts if a.outcome != claims.UNDONE
+            )
             + claims.undone_note(attempts)
             + ". Nothing is left bound or claimed.",
             [],

@@ -288,7 +288,7 @@ class MovePlan(base.Plan[MoveOp]):
             "target": self.target,
             "done": self.done,
             "attempts": len(self.attempts),
-            "skipped": [a.skipped() for a in self.attempts if not a.usable],
+            "skipped": [a.skipped().to_dict() for a in self.attempts if not a.usable],
         }
 
 

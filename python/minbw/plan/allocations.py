@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from minbw.model.claims import CandidateSet
+from minbw.model.claims import CandidateSet, Tried
 from minbw.model.requests import ServerRequest
 from minbw.placement.mapping import MappingResult, binding_allocations, mapping_from_candidate
 from minbw.plan import base
@@ -31,10 +31,10 @@ class Attempt:
         binding allocations must name the providers that really serve their groups."""
         return self.mapping.unique
 
-    def skipped(self) -> dict[str, Any]:
-        """What a report says of an attempt that is not tried: its host, outcome ``skipped`` and why (the mapping's
-        description)."""
-        return {"host": self.host, "outcome": "skipped", "why": self.mapping.describe()}
+    def skipped(self) -> Tried:
+        """What a report says of an attempt that is not tried (a Tried): its host, outcome ``skipped`` and why (the
+        mapping's description)."""
+        return Tried(self.host, "skipped", self.mapping.describe())
 
 
 def claim_order(cands: CandidateSet, req: ServerRequest, max_hosts: int) -> tuple[Attempt, ...]:
@@ -104,7 +104,7 @@ class ClaimPlan(base.Plan[ClaimOp]):
         return {
             **super().to_dict(),
             "attempts": len(self.attempts),
-            "skipped": [a.skipped() for a in self.attempts if not a.usable],
+            "skipped": [a.skipped().to_dict() for a in self.attempts if not a.usable],
         }
 
 

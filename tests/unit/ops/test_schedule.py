@@ -35,8 +35,9 @@ def _scheduled(**kwargs):
 
 
 def test_a_claimed_schedule_renders_todays_dict():
-    done = _scheduled(attempts=({"host": "h0", "outcome": "binding-failed", "why": "dead"},
-                                {"host": "compute-0", "outcome": "claimed"}),
+    from minbw.model.claims import Tried
+
+    done = _scheduled(attempts=(Tried("h0", "binding-failed", "dead"), Tried("compute-0", "claimed")),
                       root_provider="root", allocations={"rp": {"resources": {"VCPU": 1}}}, mapping={"": ("rp",)})
     out = done.to_dict()
     assert list(out) == ["consumer", "ports", "segments", "changed", "host", "root_provider", "allocations",
@@ -47,7 +48,8 @@ def test_a_claimed_schedule_renders_todays_dict():
                                 "excluded": [{"segment": "seg0", "why": "full"}]}]
     assert out["mapping"] == {"": ["rp"]} and out["changed"] is True and not done.check
     assert out["bindings"] == [{"port": "p1", "name": "port-one", "host": "compute-0", "binding_profile": {}}]
-    assert [a["outcome"] for a in out["attempts"]] == ["binding-failed", "claimed"]
+    assert out["attempts"] == [{"host": "h0", "outcome": "binding-failed", "why": "dead"},
+                               {"host": "compute-0", "outcome": "claimed"}]
 
 
 def test_a_planned_schedule_renders_todays_dict():

@@ -1,4 +1,5 @@
 """port schedule's result: to_dict gives the dicts the command and the placement_schedule module showed."""
+from minbw.model.claims import Tried
 from minbw.neutron.segments import SegmentChoice
 from minbw.ops.schedule import Binding, PortPlan, Scheduled
 from minbw.usecases.schedule import ScheduleResult
@@ -14,7 +15,7 @@ def test_an_unchanged_consumer_shows_what_it_holds():
 
 def test_a_schedule_shows_the_workflows_dict_without_changed_and_with_nova_filters():
     done = Scheduled("c-uuid", (PortPlan("p1", None, "net", (), None),), (SegmentChoice("p1", ("s",), ("a",)),), "h",
-                     (Binding("p1", None, "h", {}),), ({"host": "h", "outcome": "claimed"},), root_provider="root",
+                     (Binding("p1", None, "h", {}),), (Tried("h", "claimed"),), root_provider="root",
                      allocations={}, mapping={})
     result = ScheduleResult("c-uuid", True, done, ("compute_status_filter: root_forbidden X (always)",))
     out = result.to_dict()
