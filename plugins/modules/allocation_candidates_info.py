@@ -70,7 +70,7 @@ def candidates_info(module):
     result = candidates(module.cloud(), server_spec(module.params))
     return module.result(False, candidates=[c.to_dict() for c in result.view], count=len(result.view),
                          query=dict(result.candidates.params), microversion=result.candidates.microversion,
-                         diagnosis=list(result.diagnosis))
+                         diagnosis=[d.to_dict() for d in result.diagnosis])
 
 
 def main():

@@ -154,14 +154,21 @@ class MappingError(MinbwError):
 class NoValidHost(MinbwError):
     """No allocation candidate, or every candidate was taken: with a per-group diagnosis."""
 
-    def __init__(self, message: str, diagnosis: list[dict] | None = None, attempts: Sequence[Reported] | None = None):
-        self.diagnosis = diagnosis or []
+    def __init__(
+        self, message: str, diagnosis: Sequence[Reported] | None = None, attempts: Sequence[Reported] | None = None
+    ):
+        self.diagnosis: list[Reported] = list(diagnosis or ())
         self.attempts: list[Reported] = list(attempts or ())
         super().__init__(message)
 
     def to_dict(self) -> dict:
-        """The message, the per-group diagnosis and the attempts (model.claims.Tried each), lists of dicts."""
-        return {"msg": str(self), "diagnosis": self.diagnosis, "attempts": [a.to_dict() for a in self.attempts]}
+        """The message, the per-group diagnosis (reports.diagnosis.Diagnosis each) and the attempts (model.claims.Tried
+        each), lists of dicts."""
+        return {
+            "msg": str(self),
+            "diagnosis": [d.to_dict() for d in self.diagnosis],
+            "attempts": [a.to_dict() for a in self.attempts],
+        }
 
 
 class ConsumerConflict(MinbwError):
@@ -190,7 +197,7 @@ class OvercommitUndone(NoValidHost):
     def __init__(
         self,
         message: str,
-        diagnosis: list[dict] | None = None,
+        diagnosis: Sequence[Reported] | None = None,
         attempts: Sequence[Reported] | None = None,
         excess: tuple = (),
     ):

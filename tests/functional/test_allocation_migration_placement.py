@@ -183,7 +183,7 @@ def test_target_without_bandwidth_is_no_valid_host_and_nothing_is_written(placem
     assert f"target host h2 ({h2}) has no allocation candidate" in text, text
     assert "NET_BW_EGR_KILOBIT_PER_SEC: needs 1000, the largest free amount is 500 on " \
            "h2:Open vSwitch agent:br-a (capacity 500, used 0)" in text, text
-    assert [e["fits_alone"] for e in err.value.diagnosis] == [True, False]
+    assert [e.fits_alone for e in err.value.diagnosis] == [True, False]
     assert placement.get_allocations(server.consumer) == before
     assert placement.get_allocations(migration)["allocations"] == {}
 
@@ -199,8 +199,8 @@ def test_the_diagnosis_says_when_a_group_fits_elsewhere_but_not_on_the_target(pl
            f"99a97b12-6364-4d10-8d8e-c3dab4161691 bandwidth group {req.ports[0].groups[0].id} fits alone on h1, " \
            f"not on h2." == text, text
     # the diagnosis itself is the whole cloud's, as claims report it
-    assert [(e["group"], e["fits_alone"], e["hosts"]) for e in err.value.diagnosis] == [
-        ("", True, ["h1", "h2"]), (req.ports[0].groups[0].id, True, ["h1"]), ("*", False, ["h1"])]
+    assert [(e.group, e.fits_alone, e.hosts) for e in err.value.diagnosis] == [
+        ("", True, ("h1", "h2")), (req.ports[0].groups[0].id, True, ("h1",)), ("*", False, ("h1",))]
 
 
 class Racing(Placement):

@@ -76,7 +76,7 @@ def test_seed_003_scenario(placement):
     assert "NET_BW_EGR_KILOBIT_PER_SEC: needs 1000, the largest free amount is 500 on " \
            "devstack0:Open vSwitch agent:br-test (capacity 1500, used 1000)" in str(err.value)
     flavor_entry, port_entry = err.value.diagnosis
-    assert flavor_entry["fits_alone"] is True and port_entry["fits_alone"] is False
+    assert flavor_entry.fits_alone is True and port_entry.fits_alone is False
     assert claims.free_allocations(placement, vm0.consumer) is True
     assert claims.free_allocations(placement, vm0.consumer) is False
     assert usage(placement, BR_TEST) == {"NET_BW_EGR_KILOBIT_PER_SEC": 0, "NET_BW_IGR_KILOBIT_PER_SEC": 0}
@@ -92,7 +92,7 @@ def test_the_diagnosis_asks_a_ports_group_alone_as_one_provider(placement):
         claims.claim(placement, str(uuid.uuid4()), ServerRequest(extra_resources=FLAVOR, ports=(port_request(kbps=2000),)),
                      project_id="p", user_id="u")
     flavor_entry, port_entry = err.value.diagnosis
-    assert flavor_entry["fits_alone"] is True and port_entry["fits_alone"] is False, err.value.diagnosis
+    assert flavor_entry.fits_alone is True and port_entry.fits_alone is False, err.value.diagnosis
     assert "NET_BW_EGR_KILOBIT_PER_SEC: needs 2000, the largest free amount is 1500 on " \
            "devstack0:Open vSwitch agent:br-test (capacity 1500, used 0)" in str(err.value)
 

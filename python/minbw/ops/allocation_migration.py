@@ -23,7 +23,7 @@ import random
 import time
 import uuid as uuidlib
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, UndefinedCode
 from minbw.model.claims import CandidateSet, Claim, Tried
@@ -33,6 +33,7 @@ from minbw.placement.client import Placement
 from minbw.plan import base
 from minbw.reports.verify import capacities_from_summaries
 from minbw.readers.diagnose import diagnose
+from minbw.reports.diagnosis import GROUP, Diagnosis
 from minbw.plan.allocation_migration import (
     ConsumerState,
     MovePlan,
@@ -136,15 +137,15 @@ def _claim_on(
     return claims.mapped_claim(api, consumer, allocations, req, host=host, host_name=host_name, attempts=attempts)
 
 
-def on_target(diagnosis: list[dict], name: str) -> list[str]:
-    """The diagnosis (made over the whole cloud) told for one host: a group that fits nowhere with its
+def on_target(diagnosis: Sequence[Diagnosis], name: str) -> list[str]:
+    """The diagnosis (made over the whole cloud) told for one host, a line each: a group that fits nowhere with its
     problems, a group that fits alone elsewhere only, or every group fitting alone there but not together."""
-    groups = [e for e in diagnosis if e.get("group") != "*" and e.get("fits_alone") is not None]
-    out = [f"{e['label']}: {'; '.join(e['problems'])}" for e in groups if not e["fits_alone"]]
+    groups = [e for e in diagnosis if e.kind == GROUP and e.fits_alone is not None]
+    out = [e.line for e in groups if not e.fits_alone]
     out += [
-        f"{e['label']} fits alone on {', '.join(e['hosts'])}, not on {name}"
+        f"{e.label} fits alone on {', '.join(e.hosts)}, not on {name}"
         for e in groups
-        if e["fits_alone"] and name not in e["hosts"]
+        if e.fits_alone and name not in e.hosts
     ]
     if groups and not out:
         out.append(

@@ -43,7 +43,8 @@ from minbw.placement.mapping import binding_allocations, solve
 from minbw.placement.query import build_query
 from minbw.plan.allocations import ClaimOp, ClaimPlan, claim_op, plan_claim
 from minbw.reports.verify import capacities_from_summaries
-from minbw.readers.diagnose import diagnose, summary
+from minbw.readers.diagnose import diagnose
+from minbw.reports.diagnosis import summary
 
 
 def get_candidates(api: Placement, req: ServerRequest) -> CandidateSet:
@@ -310,7 +311,8 @@ def no_valid_host(
     with_diagnosis: bool = True,
     why: str = "Placement returned no allocation candidates",
 ) -> NoValidHost:
-    """The NoValidHost for ``req``, with the per-group diagnosis (unless ``with_diagnosis`` is off)."""
+    """The NoValidHost for ``req`` (returned, not raised), with the per-group diagnosis (unless ``with_diagnosis``
+    is off: reports.diagnosis.Diagnosis each) and ``attempts``. Lets PlacementError through (the diagnosis reads)."""
     diagnosis = diagnose(api, req) if with_diagnosis else []
     text = f"No valid host: {why}."
     if diagnosis:

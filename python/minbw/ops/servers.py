@@ -7,11 +7,13 @@ The verdict is pure (:func:`minbw.reports.guarantee.check_guarantee`).
 from __future__ import annotations
 
 import time
+from typing import cast
 
 from minbw.errors import MappingError, MicroversionUnsupported, MinbwError, NoValidHost, ObjectNotFound, ServerFailed
 from minbw.model.requests import ServerRequest
 from minbw.ops import claims, neutron
 from minbw.placement.client import Placement
+from minbw.reports.diagnosis import Diagnosis
 from minbw.reports.guarantee import Guarantee, PortState, Release, check_guarantee
 
 NO_VALID_HOST = "No valid host"
@@ -89,7 +91,8 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
         failure = explain_failure(
             conn, server, boot_ports or [p.id for p in conn.network.ports(device_id=server.id)], api
         )
-        diagnosis = failure.diagnosis if isinstance(failure, NoValidHost) else []
+        # explain_failure's NoValidHost carries readers.diagnose's entries (errors.py names them by their to_dict)
+        diagnosis = cast("list[Diagnosis]", failure.diagnosis) if isinstance(failure, NoValidHost) else []
         return Guarantee((str(failure),), view, diagnosis=tuple(diagnosis))
     ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     claim, claim_error = None, None

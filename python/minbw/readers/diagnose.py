@@ -12,6 +12,7 @@ from minbw.model.providers import stocks_of
 from minbw.model.requests import RequestGroup, ServerRequest
 from minbw.placement.client import Placement
 from minbw.placement.query import single_group_query
+from minbw.reports.diagnosis import TOGETHER, Diagnosis
 
 
 def _label(req: ServerRequest, gid: str) -> str:
@@ -92,24 +93,32 @@ def _capacity_problems(api: Placement, g: RequestGroup, names: dict) -> list[str
     return problems
 
 
-def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
-    """One entry per request group (and one for the combination when each group fits alone)."""
+def _entry(
+    req: ServerRequest, g: RequestGroup, problems: list[str], fits_alone: bool | None, hosts: list[str]
+) -> Diagnosis:
+    return Diagnosis(
+        g.id,
+        _label(req, g.id),
+        tuple(problems),
+        fits_alone,
+        tuple(hosts),
+        resources=dict(g.resources),
+        required=tuple(g.required),
+        required_any=tuple(tuple(a) for a in g.required_any),
+    )
+
+
+def diagnose(api: Placement, req: ServerRequest) -> list[Diagnosis]:
+    """One Diagnosis per request group (and one for the combination when each group fits alone), in the request's
+    group order. Lets PlacementError through."""
     providers = api.list_providers()  # one listing gives both the names and the roots
     names = {p.uuid: p.name for p in providers}
     roots = {p.uuid: p.root_uuid for p in providers}
-    out = []
+    out: list[Diagnosis] = []
     fits: dict[str, dict[str, set[str]]] = {}  # group → host → providers that could serve it there
     for g in req.request_groups():
-        entry: dict = {
-            "group": g.id,
-            "label": _label(req, g.id),
-            "resources": dict(g.resources),
-            "required": list(g.required),
-            "required_any": [list(a) for a in g.required_any],
-        }
         if not g.resources:
-            entry.update(fits_alone=None, hosts=[], problems=["no resources (only traits): not checked alone"])
-            out.append(entry)
+            out.append(_entry(req, g, ["no resources (only traits): not checked alone"], None, []))
             continue
         # traits first: Placement refuses (400) a query naming a trait it does not know
         problems = _trait_problems(api, g)
@@ -125,10 +134,9 @@ def diagnose(api: Placement, req: ServerRequest) -> list[dict]:
             problems = _capacity_problems(api, g, names) or [
                 "no provider can serve it (checked traits and capacity: the constraints combine)"
             ]
-        entry.update(fits_alone=bool(found), hosts=sorted(names.get(h, h) for h in hosts), problems=problems)
-        out.append(entry)
-    checked = [e for e in out if e["fits_alone"] is not None]
-    if checked and all(e["fits_alone"] for e in checked):
+        out.append(_entry(req, g, problems, bool(found), sorted(names.get(h, h) for h in hosts)))
+    checked = [e for e in out if e.fits_alone is not None]
+    if checked and all(e.fits_alone for e in checked):
         out.append(_combined(api, req, fits, names))
     return out
 
@@ -149,20 +157,24 @@ def _ruled_out(api: Placement, req: ServerRequest, root: str) -> str:
     return " ".join(why)
 
 
-def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> dict:
+def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> Diagnosis:
     common = set.intersection(*(set(h) for h in fits.values())) if fits else set()
-    entry: dict = {"group": "*", "label": "all groups together", "fits_alone": False, "problems": []}
     if not common:
-        entry["problems"].append(
-            "no single host can serve every group: "
-            + "; ".join(
-                f"{_label(req, gid)} fits on {', '.join(sorted(names.get(h, h) for h in hosts))}"
-                for gid, hosts in fits.items()
-            )
+        return Diagnosis(
+            "*",
+            "all groups together",
+            (
+                "no single host can serve every group: "
+                + "; ".join(
+                    f"{_label(req, gid)} fits on {', '.join(sorted(names.get(h, h) for h in hosts))}"
+                    for gid, hosts in fits.items()
+                ),
+            ),
+            False,
+            (),
+            kind=TOGETHER,
         )
-        entry["hosts"] = []
-        return entry
-    entry["hosts"] = sorted(names.get(h, h) for h in common)
+    problems = []
     groups = {g.id: g for g in req.request_groups()}
     policy = req.effective_group_policy()
     for i, host in enumerate(sorted(common)):
@@ -194,12 +206,12 @@ def _combined(api: Placement, req: ServerRequest, fits: dict, names: dict) -> di
             detail += (
                 ": more than the providers that could serve them have free at once, or same_subtree rules them out"
             )
-        entry["problems"].append(detail)
-    return entry
-
-
-def summary(diagnosis: list[dict]) -> str:
-    """One line of the diagnosis: each entry with problems as ``label: problem; problem``, joined by `` | ``
-    (empty when none has any)."""
-    parts = [f"{e['label']}: {'; '.join(e['problems'])}" for e in diagnosis if e["problems"]]
-    return " | ".join(parts)
+        problems.append(detail)
+    return Diagnosis(
+        "*",
+        "all groups together",
+        tuple(problems),
+        False,
+        tuple(sorted(names.get(h, h) for h in common)),
+        kind=TOGETHER,
+    )

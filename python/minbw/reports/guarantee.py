@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from minbw.model.claims import Claim
 from minbw.model.requests import PortRequest
+from minbw.reports.diagnosis import Diagnosis
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class Guarantee:
     allocations: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     groups: Mapping[str, Mapping] = field(default_factory=dict)
     ports: tuple[PortState, ...] = ()
-    diagnosis: tuple[Mapping, ...] = ()
+    diagnosis: tuple[Diagnosis, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -75,7 +76,7 @@ class Guarantee:
             "groups": {gid: dict(g) for gid, g in self.groups.items()},
             "ports": [p.to_dict() for p in self.ports],
             "notes": self.notes,
-            "diagnosis": list(self.diagnosis),
+            "diagnosis": [d.to_dict() for d in self.diagnosis],
         }
 
 

@@ -16,7 +16,8 @@ from minbw.ops import claims
 from minbw.ops.nova_query import prefiltered_hosts
 from minbw.ops.schedule import hosts_outside_segments
 from minbw.placement.query import query_string
-from minbw.readers.diagnose import diagnose, summary
+from minbw.readers.diagnose import diagnose
+from minbw.reports.diagnosis import SEGMENTS, Diagnosis, summary
 from minbw.reports.candidates import CandidateView, candidate_view
 from minbw.usecases.cloud import Cloud
 from minbw.usecases.server_request import ServerSpec, nova_diagnosis, nova_query
@@ -26,9 +27,8 @@ from minbw.usecases.server_request import ServerSpec, nova_diagnosis, nova_query
 class CandidatesResult:
     candidates: CandidateSet
     view: tuple[CandidateView, ...]  # per candidate: host, allocations, mapping, binding profiles
-    # per request group, when there is no candidate: readers.diagnose's dicts (group, label, problems, ...), as
-    # errors.NoValidHost carries them
-    diagnosis: tuple[dict, ...]
+    # per request group, when there is no candidate (readers.diagnose's), as errors.NoValidHost carries them
+    diagnosis: tuple[Diagnosis, ...]
     segments: tuple[SegmentChoice, ...]  # each routed port's segments and their aggregates
     request: ServerRequest
     names: Mapping[str, str] = field(default_factory=dict)  # provider uuid -> name (when there are candidates)
@@ -46,7 +46,7 @@ class CandidatesResult:
 
     def summary(self) -> str:
         """The diagnosis in one line (empty when there is none)."""
-        return summary(list(self.diagnosis))
+        return summary(self.diagnosis)
 
     def to_dict(self) -> dict:
         """The candidate set's dict with the candidates' view and count, the diagnosis, the segments and Nova's
@@ -55,7 +55,7 @@ class CandidatesResult:
             **self.candidates.to_dict(),
             "candidates": [c.to_dict() for c in self.view],
             "count": len(self.view),
-            "diagnosis": list(self.diagnosis),
+            "diagnosis": [d.to_dict() for d in self.diagnosis],
             "segments": [s.to_dict() for s in self.segments],
             "nova_filters": self.nova.explain() if self.nova else [],
         }
@@ -66,7 +66,7 @@ def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
     api = cloud.placement
     req, segments, nq = nova_query(cloud, spec)
     cands = claims.get_candidates(api, req)
-    diagnosis: list[dict] = []
+    diagnosis: list[Diagnosis] = []
     view: list[CandidateView] = []
     names: dict[str, str] = {}
     if cands.allocation_requests:
@@ -76,7 +76,7 @@ def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
         diagnosis = diagnose(api, req)
         outside = hosts_outside_segments(api, req, segments) if segments else ""
         if outside:
-            diagnosis.append({"group": "member_of", "label": "the ports' segments", "problems": [outside]})
+            diagnosis.append(Diagnosis("member_of", "the ports' segments", (outside,), kind=SEGMENTS))
         if nq is not None:
             diagnosis = nova_diagnosis(prefiltered_hosts(api, nq.applied), diagnosis)
     return CandidatesResult(cands, tuple(view), tuple(diagnosis), tuple(segments), req, names, nq)

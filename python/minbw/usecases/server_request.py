@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import cast
 
 from minbw.errors import InvalidInput, NoValidHost
 from minbw.model.requests import ServerRequest, port_request_of
@@ -21,7 +22,7 @@ from minbw.nova.scheduler import NovaQuery, query
 from minbw.ops.nova_query import cloud_facts, prefiltered_hosts, read_flavor, read_image, read_scheduler_options
 from minbw.ops.schedule import explain_segments, read_ports, with_ports
 from minbw.plan.separation import Separation, separate
-from minbw.readers.diagnose import summary
+from minbw.reports.diagnosis import NOVA, TOGETHER, Diagnosis, summary
 from minbw.usecases.cloud import Cloud
 
 # a port described by its rules gets a group id derived from its port id: made up, stable per position
@@ -229,30 +230,31 @@ def nova_server_query(
     return query(server, options, facts)
 
 
-def nova_diagnosis(removed: list[dict], diagnosis: list[dict]) -> list[dict]:
-    """``diagnosis`` with, first, the hosts Nova's request filters remove (``removed``:
+def nova_diagnosis(removed: list[dict], diagnosis: Sequence[Diagnosis]) -> list[Diagnosis]:
+    """``diagnosis`` (a list of Diagnosis) with, first, the hosts Nova's request filters remove (``removed``:
     :func:`minbw.ops.nova_query.prefiltered_hosts`); where every group fits only on such hosts, the groups
-    together are said to fit there, and not to lack room."""
+    together are said to fit there, and not to lack room. Raises nothing."""
     if not removed:
-        return diagnosis
+        return list(diagnosis)
     gone = {h for r in removed for h in r["hosts"]}
-    entry = {
-        "group": "nova",
-        "label": "Nova's request filters",
-        "fits_alone": None,
-        "hosts": sorted(gone),
-        "problems": [f"{r['filter']} removes {', '.join(r['hosts'])} ({r['reason']})" for r in removed],
-    }
+    entry = Diagnosis(
+        "nova",
+        "Nova's request filters",
+        tuple(f"{r['filter']} removes {', '.join(r['hosts'])} ({r['reason']})" for r in removed),
+        None,
+        tuple(sorted(gone)),
+        kind=NOVA,
+    )
     out = []
     for e in diagnosis:
-        if e.get("group") == "*" and e.get("hosts") and set(e["hosts"]) <= gone:
-            e = {
-                **e,
-                "problems": [
-                    f"every group fits on {', '.join(e['hosts'])}, which Nova's request filters "
-                    f"remove (above): the server fits on no other host"
-                ],
-            }
+        if e.kind == TOGETHER and e.hosts and set(e.hosts) <= gone:
+            e = dataclasses.replace(
+                e,
+                problems=(
+                    f"every group fits on {', '.join(e.hosts)}, which Nova's request filters "
+                    f"remove (above): the server fits on no other host",
+                ),
+            )
         out.append(e)
     return [entry] + out
 
@@ -263,7 +265,9 @@ def no_valid_host(
     """``error`` naming the hosts outside the ports' segments that had room (routed networks), and the hosts
     Nova's request filters remove (``nq``: Nova's query the request started from), first."""
     if nq is not None and error.diagnosis:
-        diagnosis = nova_diagnosis(prefiltered_hosts(cloud.placement, nq.applied), list(error.diagnosis))
+        # ops.claims' NoValidHost carries readers.diagnose's entries (errors.py names them by their to_dict)
+        ours = cast("list[Diagnosis]", error.diagnosis)
+        diagnosis = nova_diagnosis(prefiltered_hosts(cloud.placement, nq.applied), ours)
         if diagnosis != error.diagnosis:
             head = str(error).split(". ", 1)[0]
             error = NoValidHost(f"{head}. {summary(diagnosis)}", diagnosis, error.attempts)

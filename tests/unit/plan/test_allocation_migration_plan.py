@@ -3,6 +3,8 @@ candidate it takes, the bindings on the target, the refusals, revert and confirm
 reading of the no-valid-host diagnosis."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from minbw.errors import InvalidInput, MoveRefused, ObjectNotFound
@@ -10,6 +12,7 @@ from minbw.model.claims import CandidateSet
 from minbw.model.providers import Provider
 from minbw.model.requests import PortRequest, RequestGroup, ServerRequest
 from minbw.ops.allocation_migration import on_target
+from minbw.reports.diagnosis import TOGETHER, Diagnosis
 from minbw.plan.allocation_migration import (MIGRATION_TYPE, ConsumerState, check_uuids, consumer_view, plan_confirm, plan_move,
                               plan_revert, resolve_host, target_request)
 
@@ -217,18 +220,17 @@ def test_consumer_view_names_host_and_providers():
 
 
 DIAG = [
-    {"group": "", "label": "flavor", "fits_alone": True, "hosts": ["h1", "h2"], "problems": []},
-    {"group": "g0", "label": "port port-a bandwidth group g0", "fits_alone": True, "hosts": ["h1"], "problems": []},
-    {"group": "*", "label": "all groups together", "fits_alone": False, "hosts": ["h1"],
-     "problems": ["on h1 the groups need ..."]},
+    Diagnosis("", "flavor", (), True, ("h1", "h2")),
+    Diagnosis("g0", "port port-a bandwidth group g0", (), True, ("h1",)),
+    Diagnosis("*", "all groups together", ("on h1 the groups need ...",), False, ("h1",), kind=TOGETHER),
 ]
 
 
 @pytest.mark.parametrize("diagnosis, name, expected", [
     (DIAG, "h2", ["port port-a bandwidth group g0 fits alone on h1, not on h2"]),
-    ([DIAG[0], {**DIAG[1], "fits_alone": False, "hosts": [], "problems": ["NET_BW_EGR_KILOBIT_PER_SEC: needs 1000"]}],
+    ([DIAG[0], replace(DIAG[1], fits_alone=False, hosts=(), problems=("NET_BW_EGR_KILOBIT_PER_SEC: needs 1000",))],
      "h2", ["port port-a bandwidth group g0: NET_BW_EGR_KILOBIT_PER_SEC: needs 1000"]),
-    ([DIAG[0], {**DIAG[1], "hosts": ["h1", "h2"]}, DIAG[2]], "h2",
+    ([DIAG[0], replace(DIAG[1], hosts=("h1", "h2")), DIAG[2]], "h2",
      ["every group fits alone on h2 but not all together: more than its providers have free at once, or "
       "group_policy / same_subtree rule the combination out"]),
 ])

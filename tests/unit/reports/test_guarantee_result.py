@@ -3,6 +3,7 @@ dicts, keys in the order the modules have always returned them, for a server tha
 and a deletion."""
 from __future__ import annotations
 
+from minbw.reports.diagnosis import Diagnosis
 from minbw.reports.guarantee import Guarantee, PortState, Release
 
 SERVER = {"id": "s", "name": "vm", "status": "ACTIVE", "hypervisor_hostname": "h0", "compute_host": "h0"}
@@ -20,11 +21,12 @@ def test_held_guarantee():
 
 
 def test_server_in_error():
-    got = Guarantee(("No valid host",), SERVER, diagnosis=({"group": "g", "why": "no room"},))
+    entry = Diagnosis("g", "port p0 bandwidth group g", ("no room",), False)
+    got = Guarantee(("No valid host",), SERVER, diagnosis=(entry,))
     assert not got.ok
     assert got.to_dict() == {"ok": False, "problems": ["No valid host"], "server": SERVER, "host": None,
                              "allocations": {}, "groups": {}, "ports": [], "notes": [],
-                             "diagnosis": [{"group": "g", "why": "no room"}]}
+                             "diagnosis": [entry.to_dict()]}
 
 
 def test_release_left_and_released():
