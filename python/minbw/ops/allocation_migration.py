@@ -195,7 +195,10 @@ def move(
 ) -> MoveResult:
     """Move ``consumer``'s allocations to ``target_host`` (a compute node's name or root provider UUID)
     in one ``POST /allocations``; its source allocations go to ``migration`` (a new UUID when None, given
-    back in the result) until :func:`confirm` or :func:`revert`. ``check``: the plan, nothing written."""
+    back in the result) until :func:`confirm` or :func:`revert`. ``check``: the plan, nothing written. Returns a
+    MoveResult (its ``attempts``: every Tried). Raises InvalidInput for bad UUIDs, ObjectNotFound or InvalidInput
+    for a target that is not a host, NoValidHost (OvercommitUndone when every move was accepted over capacity and
+    undone) with the per-group diagnosis, ConsumerConflict when the consumers' generations keep moving."""
     migration = migration or str(uuidlib.uuid4())
     check_uuids(consumer, migration)
     providers = _providers(api)

@@ -126,7 +126,11 @@ def claim(
     verify_writes: bool = True,
 ) -> Claim:
     """Claim everything ``req`` asks for, for a new consumer, in one atomic PUT per attempt, each verified
-    (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py)."""
+    (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py). Returns the
+    Claim made (its ``attempts``: every Tried). Raises MicroversionUnsupported for a consumer_type Placement cannot
+    take, NoValidHost (OvercommitUndone when some attempts were accepted over capacity and undone) with the per-group
+    diagnosis and the attempts when nothing could be claimed, ConsumerConflict when the consumer holds allocations,
+    PartialApply when a claim was written but could not be verified or undone."""
     if consumer_type:
         api.require(microversions.CONSUMER_TYPES, "consumer_type")
     claim_plan = planned_claim(

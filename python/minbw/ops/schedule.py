@@ -146,7 +146,8 @@ def read_ports(conn, ports: Iterable[str], *, any_traits: bool = False, allow_bo
     """Each port with the request Neutron gave it (or, with ``any_traits``, the one accepting every segment).
 
     A bound port is refused unless ``allow_bound`` (read-only uses): the workflow binds ports itself, and
-    rebinding a port in use would move it."""
+    rebinding a port in use would move it. Returns a list of PortPlan, in the order given. Raises ObjectNotFound for
+    no such port, InvalidInput for a port given twice or already bound; lets RequestError through."""
     out, seen = [], set()
     for name_or_id in ports:
         facts = neutron.port_facts(conn, name_or_id)
@@ -185,7 +186,8 @@ def with_ports(
 ) -> tuple[ServerRequest, tuple[SegmentChoice, ...]]:
     """``req`` plus the Neutron ports' request groups (``add_groups``; False: ``req`` has them already) and, for
     ports on routed networks, ``member_of`` their segments' aggregates (Nova's routed-network prefilter, minus
-    segments without free addresses)."""
+    segments without free addresses), and each routed port's SegmentChoice. Raises RequestError for routed ports
+    without the consumer's own resources, NoValidHost when a port has no segment left."""
     member_of, choices = segments.member_of_for_ports(
         conn, api, [{"id": p.id, "network_id": p.network_id, "fixed_ips": list(p.fixed_ips)} for p in ports]
     )
@@ -213,7 +215,8 @@ def build_request(
     group_policy=None,
     limit=None,
 ) -> tuple[ServerRequest, tuple[SegmentChoice, ...]]:
-    """The one query's request: flavor-like ``resources`` and every port (:func:`with_ports`)."""
+    """The one query's request: flavor-like ``resources`` and every port, with the routed ports' segment choices
+    (:func:`with_ports`, whose errors it raises)."""
     req = dataclasses.replace(
         ServerRequest.from_options(
             resources, required, group_policy=group_policy, root_required=root_required, limit=limit
@@ -439,8 +442,8 @@ def _bindings(ports: list[PortPlan], profiles: Mapping, host: str) -> tuple[Bind
 
 
 def hosts_outside_segments(api: Placement, req: ServerRequest, choices: Sequence[SegmentChoice]) -> str:
-    """Which hosts would have room without the ports' segment filter ("host H is not in segment(s) S"); ""
-    when there are none (the segments are not what stands in the way)."""
+    """Which hosts would have room without the ports' segment filter ("host H is not in segment(s) S"; a str), ""
+    when there are none (the segments are not what stands in the way). Lets PlacementError through."""
     ours = {c.aggregates for c in choices}
     if not ours:
         return ""
@@ -459,7 +462,8 @@ def hosts_outside_segments(api: Placement, req: ServerRequest, choices: Sequence
 def explain_segments(
     api: Placement, req: ServerRequest, choices: Sequence[SegmentChoice], err: NoValidHost
 ) -> NoValidHost:
-    """NoValidHost for a routed request, naming the hosts that had room but are outside the ports' segments."""
+    """NoValidHost for a routed request (returned, not raised), naming the hosts that had room but are outside the
+    ports' segments; ``err`` itself when there are none. Lets PlacementError through."""
     why = hosts_outside_segments(api, req, choices)
     if not why:
         return err

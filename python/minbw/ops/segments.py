@@ -62,7 +62,8 @@ def _network_ids(conn, networks: Iterable[str] | None) -> list[str]:
 
 
 def read_neutron(conn, networks: Iterable[str] | None = None) -> NeutronSegments:
-    """The routed segments of ``networks`` (default: every network with subnets on segments)."""
+    """The routed segments of ``networks`` (default: every network with subnets on segments) and which segment each
+    subnet is on: a NeutronSegments. Raises ObjectNotFound for a network Neutron does not have."""
     segs, subnets, ports, availability = [], [], [], {}
     for net_id in _network_ids(conn, networks):
         segs += [s.to_dict(computed=False) for s in conn.network.segments(network_id=net_id)]
@@ -503,7 +504,8 @@ def member_of_for_ports(
     conn, api: Placement, ports: Iterable[dict], facts: NeutronSegments | None = None
 ) -> tuple[tuple[tuple[str, ...], ...], tuple[SegmentChoice, ...]]:
     """The ``member_of`` entries for ports on routed networks (one per port), with each port's choice (a
-    SegmentChoice)."""
+    SegmentChoice). Raises NoValidHost when a port has no segment left (every reason named); lets PlacementError
+    through."""
     ports = list(ports)
     if facts is None:
         facts = read_neutron(conn, sorted({p["network_id"] for p in ports}))

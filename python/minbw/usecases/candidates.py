@@ -62,7 +62,9 @@ class CandidatesResult:
 
 
 def candidates(cloud: Cloud, spec: ServerSpec) -> CandidatesResult:
-    """One candidates query; each candidate's group→provider mapping; the per-group diagnosis when none."""
+    """One candidates query; each candidate's group→provider mapping; the per-group diagnosis when none (Nova's
+    request filters' and the ports' segments' first): a CandidatesResult. Raises what the server request's reads
+    raise (InvalidInput, ObjectNotFound, MissingService, RequestError); lets PlacementError through."""
     api = cloud.placement
     req, segments, nq = nova_query(cloud, spec)
     cands = claims.get_candidates(api, req)

@@ -263,7 +263,8 @@ def no_valid_host(
     cloud: Cloud, req: ServerRequest, segments: Sequence[SegmentChoice], error: NoValidHost, nq: NovaQuery | None = None
 ) -> NoValidHost:
     """``error`` naming the hosts outside the ports' segments that had room (routed networks), and the hosts
-    Nova's request filters remove (``nq``: Nova's query the request started from), first."""
+    Nova's request filters remove (``nq``: Nova's query the request started from), first: a NoValidHost, returned
+    (not raised). Lets PlacementError through."""
     if nq is not None and error.diagnosis:
         # ops.claims' NoValidHost carries readers.diagnose's entries (errors.py names them by their to_dict)
         ours = cast("list[Diagnosis]", error.diagnosis)
