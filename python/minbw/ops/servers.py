@@ -92,7 +92,7 @@ def verify(conn, name_or_id: str, api: Placement | None = None, boot_ports: list
             conn, server, boot_ports or [p.id for p in conn.network.ports(device_id=server.id)], api
         )
         # explain_failure's NoValidHost carries readers.diagnose's entries (errors.py names them by their to_dict)
-        diagnosis = cast("list[Diagnosis]", failure.diagnosis) if isinstance(failure, NoValidHost) else []
+        diagnosis = cast(list[Diagnosis], failure.diagnosis) if isinstance(failure, NoValidHost) else []
         return Guarantee((str(failure),), view, diagnosis=tuple(diagnosis))
     ports = [port_state(conn, p.id) for p in conn.network.ports(device_id=server.id)]
     claim, claim_error = None, None
