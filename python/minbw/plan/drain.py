@@ -39,6 +39,7 @@ LIVE, COLD = "live", "cold"
 GREEDY, EXACT = "greedy", "exact"
 METHODS = ("auto", GREEDY, EXACT)
 CANDIDATE_TREES = 16  # trees offered per server to the exact solve when it may use more
+NO_WAY = "no way to place it on"  # a stuck server's reason when traits, units or root traits rule out every host
 TIE_WEIGHT = 0.4  # the spread tie-break's share of one server in the objective, over all servers together
 
 
@@ -180,7 +181,12 @@ class _Instance:
             for s in servers
         ]
         self.shapes = [_shape(s.request) for s in servers]
-        self._ways: dict[tuple[ServerRequest, int], tuple[list[Way], list[Limit]]] = {}
+        # each distinct shape and each distinct set of roots by a number (the caches' keys hash fast)
+        numbers: dict[object, int] = {}
+        self.shape_no = [numbers.setdefault(("shape", shape), len(numbers)) for shape, _ids in self.shapes]
+        self.roots_no = [numbers.setdefault(("roots", s.roots), len(numbers)) for s in servers]
+        self.demand_items = [tuple(d.items()) for d in self.demand]
+        self._ways: dict[tuple[int, int], tuple[list[Way], list[Limit]]] = {}
 
     def ways(self, s: int, t: int) -> list[Way]:
         """Server ``s``'s ways on tree ``t`` (its shape's: group ids ``#port.group``, :meth:`real_mappings`)."""
@@ -201,11 +207,11 @@ class _Instance:
         return {ids.get(gid, gid): rps for gid, rps in way.mappings().items()}
 
     def _found(self, s: int, t: int) -> tuple[list[Way], list[Limit]]:
-        shape = self.shapes[s][0]
-        got = self._ways.get((shape, t))
+        key = (self.shape_no[s], t)
+        got = self._ways.get(key)
         if got is None:
-            ways, _pools, why, _cut = ways_on_tree(shape, self.trees[t], {})
-            got = self._ways[(shape, t)] = (ways, why)
+            ways, _pools, why, _cut = ways_on_tree(self.shapes[s][0], self.trees[t], {})
+            got = self._ways[key] = (ways, why)
         return got
 
 
@@ -222,7 +228,12 @@ class _Room:
     def copies(self, s: int, t: int) -> float:
         """An upper bound on how many servers like ``s`` fit on tree ``t`` (0: none), class by class."""
         here = self.by_tree[t]
-        return min((here.get(rc, 0) / a for rc, a in self.inst.demand[s].items()), default=float("inf"))
+        copies = float("inf")
+        for rc, a in self.inst.demand_items[s]:
+            n = here.get(rc, 0) / a
+            if n < copies:
+                copies = n
+        return copies
 
     def fits(self, way: Way) -> bool:
         """Whether ``way`` fits in what is left."""
@@ -276,8 +287,11 @@ def _greedy(inst: _Instance) -> dict[int, tuple[int, Way]]:
     room = _Room(inst)
     taken: set[tuple[str, int]] = set()  # (server group, tree)
     placed: dict[int, tuple[int, Way]] = {}
+    nowhere: set[tuple[int, int]] = set()  # (shape, roots) that found no room: room only shrinks, nor will they
     for s in _order(inst):
         group = inst.servers[s].anti_affinity
+        if (inst.shape_no[s], inst.roots_no[s]) in nowhere:
+            continue
         for t in inst.allowed[s]:
             if group is not None and (group, t) in taken:
                 continue
@@ -291,6 +305,9 @@ def _greedy(inst: _Instance) -> dict[int, tuple[int, Way]]:
             if group is not None:
                 taken.add((group, t))
             break
+        else:
+            if group is None:
+                nowhere.add((inst.shape_no[s], inst.roots_no[s]))
     return placed
 
 
@@ -427,7 +444,7 @@ def _stuck(inst: _Instance, s: int, rem: Mapping[Key, int], taken: set[tuple[str
         return Stuck(server.id, server.name, why, tuple(x[2] for x in short[:3]))
     # the reasons of the first host in words (its ports named); the other hosts' may differ
     reasons = inst.why_not(s, no_way[0])
-    why = f"no way to place it on any of the {len(allowed)} host(s) allowed: {reasons[0].describe()}" + (
+    why = f"{NO_WAY} any of the {len(allowed)} host(s) allowed: {reasons[0].describe()}" + (
         f" (the same or another reason on the {len(no_way) - 1} other(s))" if len(no_way) > 1 else ""
     )
     return Stuck(server.id, server.name, why, tuple(reasons[:5]))
@@ -507,5 +524,17 @@ def plan_drain(
                 MappingProxyType(inst.real_mappings(s, way)),
             )
         )
-    stuck = tuple(_stuck(inst, s, room.rem, taken) for s in _order(inst) if s not in placed)
+    said: dict[tuple[int, int], Stuck] = {}  # (shape, roots) -> why, for the servers alike (no group: no names)
+
+    def why_stuck(s: int) -> Stuck:
+        """Why ``s`` stays, said once per shape and roots (a reason naming ports: per server)."""
+        key = (inst.shape_no[s], inst.roots_no[s])
+        if servers[s].anti_affinity is None and key in said:
+            return dataclasses.replace(said[key], server_id=servers[s].id, server_name=servers[s].name)
+        found = _stuck(inst, s, room.rem, taken)
+        if servers[s].anti_affinity is None and not found.reason.startswith(NO_WAY):
+            said[key] = found
+        return found
+
+    stuck = tuple(why_stuck(s) for s in _order(inst) if s not in placed)
     return DrainPlan(source, tuple(moves), stuck, used, len(greedy), optimal, tuple(notes))
