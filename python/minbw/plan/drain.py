@@ -354,8 +354,8 @@ def _exact(
     rows = [Row(tuple(js), (1.0,) * len(js), 1.0) for js in per_server.values() if len(js) > 1]
     for k, js in per_key.items():
         amounts = [dict(options[j][2].use)[k] for j in js]
-        if sum(amounts) > inst.free[k]:  # a row that can bind
-            rows.append(Row(tuple(js), tuple(float(a) for a in amounts), float(inst.free[k])))
+        if sum(amounts) > inst.free[k]:  # a row that can bind (an overcommitted inventory: none of them)
+            rows.append(Row(tuple(js), tuple(float(a) for a in amounts), float(max(inst.free[k], 0))))
     for js in per_group.values():
         if len({options[j][0] for j in js}) > 1:
             rows.append(Row(tuple(js), (1.0,) * len(js), 1.0))

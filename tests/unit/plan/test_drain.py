@@ -124,6 +124,15 @@ def test_greedy_by_size_fails_and_exact_places_all():
     assert greedy.stuck[0].server_name == "vm4"
 
 
+def test_an_overcommitted_destination_takes_nothing_and_the_solve_still_runs():
+    # host1's bridge is over capacity (used 1200 of 1000): Placement refuses any more there
+    dest = destinations(host(1, (PN0, 1000, 1200), (PN0, 1000, 0)), host(2, (PN0, 1000, 0)))
+    plan = plan_drain("src", [server(i, port(f"p{i}", 400)) for i in range(5)], dest, method="exact")
+    assert plan.optimal and len(plan.moves) == 4
+    assert all("b10" not in m.allocations for m in plan.moves)
+    assert "host1:br0" not in plan.stuck[0].reason
+
+
 def test_the_fast_path_calls_no_solver_and_exact_can_be_forced(monkeypatch):
     import minbw.plan.drain as drain
 
