@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -371,7 +372,13 @@ def _exact(
     if result.time_limit_hit:
         notes.append(
             f"the solver stopped at its time limit ({time_limit:g} s): {len(placed)} servers placed"
-            + ("" if count_proven else f", no plan places more than {int(result.bound + TIE_WEIGHT)}")
+            + (
+                ""
+                if count_proven
+                else f", no plan places more than {int(result.bound + TIE_WEIGHT)}"
+                if math.isfinite(result.bound)
+                else ", with no bound proven on how many more could be"
+            )
         )
     elif not count_proven:
         notes.append(f"the solver stopped with {result.status}: {len(placed)} placed, at most {result.bound:.1f}")
@@ -453,7 +460,9 @@ def _stuck(inst: _Instance, s: int, rem: Mapping[Key, int], taken: set[tuple[str
 # ---------------------------------------------------------------- the plan
 
 
-def _check(source: str, servers: Sequence[DrainServer], trees: Sequence[Tree], method: str) -> None:
+def _check(source: str, servers: Sequence[DrainServer], trees: Sequence[Tree], method: str, time_limit: float) -> None:
+    if not time_limit > 0:
+        raise InvalidInput(f"drain plan: time_limit must be a positive number of seconds, got {time_limit!r}.")
     if method not in METHODS:
         raise InvalidInput(f"drain plan: method must be one of {', '.join(METHODS)}, got {method!r}.")
     ids = [s.id for s in servers]
@@ -483,9 +492,9 @@ def plan_drain(
     their ``free`` what is free now) together. ``method``: ``auto`` (greedy when it places all, else exact),
     ``greedy`` or ``exact`` (the solver even when greedy places all). Returns a :class:`DrainPlan`: the moves,
     largest server first, and the stuck servers with why. Raises InvalidInput when a server is given twice, a tree
-    twice, the source is among the trees or the method is unknown; MissingDependency when the exact solve is
+    twice, the source is among the trees, the method is unknown or the time limit not positive; MissingDependency when the exact solve is
     needed and highspy is not installed."""
-    _check(source, servers, trees, method)
+    _check(source, servers, trees, method, time_limit)
     inst = _Instance(servers, trees)
     greedy = _greedy(inst)
     placed, optimal = greedy, True
