@@ -490,10 +490,11 @@ def plan_drain(
 ) -> DrainPlan:
     """The plan to drain ``source``: every server in ``servers`` placed on the ``trees`` (the destination hosts,
     their ``free`` what is free now) together. ``method``: ``auto`` (greedy when it places all, else exact),
-    ``greedy`` or ``exact`` (the solver even when greedy places all). Returns a :class:`DrainPlan`: the moves,
-    largest server first, and the stuck servers with why. Raises InvalidInput when a server is given twice, a tree
-    twice, the source is among the trees, the method is unknown or the time limit not positive; MissingDependency when the exact solve is
-    needed and highspy is not installed."""
+    ``greedy`` or ``exact`` (the solver even when greedy places all); ``time_limit``: seconds the solver may take.
+    Returns a :class:`DrainPlan`: the moves, largest server first, and the stuck servers with why. Raises
+    InvalidInput when a server is given twice, a tree twice, the source is among the trees, the method is unknown
+    or the time limit not positive; MissingDependency when the exact solve is needed and highspy is not
+    installed."""
     _check(source, servers, trees, method, time_limit)
     inst = _Instance(servers, trees)
     greedy = _greedy(inst)
