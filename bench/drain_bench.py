@@ -94,7 +94,10 @@ def measure(servers: int, hosts: int) -> list[dict]:
 
         def counting(costs, upper, rows_, **kw):
             sizes.update(columns=len(costs), rows=len(rows_), nonzeros=sum(len(r.cols) for r in rows_))
-            return original(costs, upper, rows_, **kw)
+            t = time.perf_counter()
+            out = original(costs, upper, rows_, **kw)
+            sizes.update(solver_s=time.perf_counter() - t, solver_status=out.status)
+            return out
 
         drain.maximise = counting
         try:
@@ -118,6 +121,7 @@ def run(ctx) -> Section:
     table = Table(f"drain plan, {n} servers x {n} hosts (pure, no Placement)", [
         Column("case", "case"), Column("placed", "placed"), Column("greedy", "greedy placed"),
         Column("method", "answer"), Column("optimal", "optimal"), Column("s", "seconds", "{:.2f}"),
+        Column("solver_s", "in HiGHS", "{:.2f}"),
         Column("columns", "MIP columns"), Column("rows", "MIP rows"), Column("nonzeros", "nonzeros")], rows)
     notes = sorted({n for r in rows for n in r["notes"]})
     return Section("drain", "Drain plan (issue 45)", [table], notes=notes, data={"rows": rows})
