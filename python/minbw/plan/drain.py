@@ -369,19 +369,19 @@ def _exact(
     placed = {options[j][0]: (options[j][1], options[j][2]) for j, v in enumerate(result.values) if v}
     count_proven = result.bound < len(placed) + 1 - TIE_WEIGHT
     notes = []
+    # a plan's objective is its count less its tie-break (< TIE_WEIGHT): no plan places more than bound + TIE_WEIGHT
+    most = (
+        f", no plan places more than {int(result.bound + TIE_WEIGHT)}"
+        if math.isfinite(result.bound)
+        else ", with no bound proven on how many more could be"
+    )
     if result.time_limit_hit:
         notes.append(
             f"the solver stopped at its time limit ({time_limit:g} s): {len(placed)} servers placed"
-            + (
-                ""
-                if count_proven
-                else f", no plan places more than {int(result.bound + TIE_WEIGHT)}"
-                if math.isfinite(result.bound)
-                else ", with no bound proven on how many more could be"
-            )
+            + ("" if count_proven else most)
         )
     elif not count_proven:
-        notes.append(f"the solver stopped with {result.status}: {len(placed)} placed, at most {result.bound:.1f}")
+        notes.append(f"the solver stopped with {result.status}: {len(placed)} servers placed{most}")
     complete = len(placed) == len(inst.servers)
     if restricted and not complete:
         notes.append(
