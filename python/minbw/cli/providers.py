@@ -6,7 +6,6 @@ import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, Section, View
 from minbw.cli.options import add_agent_config_argument, add_ovn_arguments, ovn_sources, warn
-from minbw.usecases.providers import DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, DEFAULT_WORKERS, MAX_WORKERS
 
 PLAN_COLUMNS = ("step", "write")
 # osc-placement's column orders: `resource provider list`, `resource provider inventory list` (with `used`)
@@ -33,6 +32,8 @@ OPTION_NAMES = {
 def _workers(text: str) -> int:
     import argparse
 
+    from minbw.usecases.providers import MAX_WORKERS
+
     if not (text.isascii() and text.isdigit() and 1 <= int(text) <= MAX_WORKERS):
         raise argparse.ArgumentTypeError(f"expected a whole number from 1 to {MAX_WORKERS}, got {text!r}")
     return int(text)
@@ -56,6 +57,14 @@ class SyncProviders(Command):
     columns = PLAN_COLUMNS
 
     def add_arguments(self, parser):
+        # the use case's defaults, imported here: the command list (minbw --help) loads this module, not the sync
+        from minbw.usecases.providers import (
+            DEFAULT_CACHE_CHECK_INTERVAL,
+            DEFAULT_CACHE_MAX_AGE,
+            DEFAULT_WORKERS,
+            MAX_WORKERS,
+        )
+
         from minbw.cli.options import resource
 
         add_agent_config_argument(parser, "an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file")

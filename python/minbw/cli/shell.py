@@ -5,10 +5,12 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import sys
 
-from cliff import commandmanager
+import autopage.argparse
+from cliff import commandmanager, help
 
 
 class _LazyFinder:
@@ -71,6 +73,59 @@ class CommandManager(commandmanager.CommandManager):
         self.commands = {name.removeprefix(PREFIX): ep for name, ep in self.commands.items()}
 
 
+def _holds(distribution: str, top_package: str) -> bool:
+    """Whether the installed distribution's files hold the top-level package (False: no such distribution)."""
+    try:
+        return any(f.parts[0] == top_package for f in importlib.metadata.distribution(distribution).files or ())
+    except importlib.metadata.PackageNotFoundError:
+        return False
+
+
+def _distribution(top_package: str) -> str | None:
+    """The distribution that holds a top-level package: the distribution of its name when it holds it (one file list
+    read: cliff's commands ``help`` and ``complete``), else the one importlib's search of every installed
+    distribution's files finds (cliff's way)."""
+    if _holds(top_package, top_package):
+        return top_package
+    return next(iter(importlib.metadata.packages_distributions().get(top_package, ())), None)
+
+
+class _HelpAction(help.HelpAction):
+    """cliff's ``--help`` (the global options, then each command with its one line and, for a command of another
+    distribution than the shell's, that distribution), less cliff's search of every installed distribution's files
+    (``importlib.metadata.packages_distributions()``, most of ``minbw --help``'s time in a virtualenv of OpenStack's
+    size) for the commands of the shell's own package, which are all but cliff's ``help`` and ``complete``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        app = self.default
+        app_package = type(app).__module__.partition(".")[0]
+        pager = autopage.argparse.help_pager(app.stdout)
+        color = pager.to_terminal()
+        autopage.argparse.use_color_for_parser(parser, color)
+        with pager as out:
+            parser.print_help(out)
+            title_hl = ("\033[4m", "\033[0m") if color else ("", "")
+            out.write("\n{}Commands{}:\n".format(*title_hl))
+            for name, ep in sorted(app.command_manager):
+                try:
+                    factory = ep.load()
+                    cmd = factory(app, None, cmd_name=name)
+                except Exception as err:  # as cliff's: one line for a command that cannot load, the others listed
+                    out.write(f"Could not load {ep!r}: {err}\n")
+                    continue
+                if cmd.deprecated:
+                    continue
+                one_liner = cmd.get_description().split("\n")[0].rstrip(".")
+                package = factory.__module__.partition(".")[0]
+                dist = _distribution(package) if package != app_package else None  # None: the shell's
+                dist_info = ""
+                if dist and not _holds(dist, app_package):
+                    dist_info = f"\033[90m ({dist})\033[39m" if color else f" ({dist})"
+                padded_name = f"\033[36m{name:<13}\033[39m" if color else f"{name:<13}"
+                out.write(f"  {padded_name}  {one_liner}{dist_info}\n")
+        raise help.HelpExit()
+
+
 class MinbwShell(osc_shell.OpenStackShell):
     NAME = "minbw"  # in usage lines and completion, however it was started (minbw, python -m minbw.cli)
 
@@ -106,9 +161,16 @@ class MinbwShell(osc_shell.OpenStackShell):
             )
         return parser
 
+    def print_help_if_requested(self):
+        """cliff's, with :class:`_HelpAction`."""
+        if self.deferred_help and self.options.deferred_help:
+            _HelpAction([], argparse.SUPPRESS, default=self)(self.parser, self.options, None, None)
+
     def initialize_app(self, argv):
-        """osc-lib's, but the cloud is looked up when a command first needs it (minbw's commands connect on first
-        use): an unknown cloud must not hide a usage error, nor stop the commands that need no cloud."""
+        """osc-lib's, but ``--help`` is printed before the cloud is looked up, and the cloud is looked up when a command
+        first needs it (minbw's commands connect on first use): an unknown cloud must not hide a usage error, nor stop
+        the commands that need no cloud."""
+        self.print_help_if_requested()  # `minbw --help`: the commands and the global options, no cloud read
         try:
             super().initialize_app(argv)
         except sdk_exceptions.ConfigException:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -227,6 +228,58 @@ def test_interactive_mode_is_imported_only_when_used():
     proc = subprocess.run([sys.executable, "-m", "minbw.cli"], capture_output=True, text=True, timeout=120,
                           input="placement show --state-dir /nonexistent --port 1 -f value -c running\nquit\n")
     assert proc.stdout.split() == ["False"], proc.stdout + proc.stderr  # (cliff's interactive mode exits 1)
+
+
+# What `minbw --help` must not load: the commands' work (their use cases, beyond the grammar of their options), the
+# solver, the data-plane libraries, the exporter's (prometheus_client is not here: openstacksdk's
+# openstack.config.cloud_region imports it when installed), cliff's interactive mode.
+NOT_FOR_HELP = ("minbw.ops", "minbw.readers", "minbw.reports", "minbw.plan", "minbw.placement", "minbw.cache",
+                "minbw.exporter", "minbw.dataplane", "minbw.deploy", "minbw.usecases.providers", "minbw.usecases.cloud",
+                "numpy", "highspy", "ovsdbapp", "pyroute2", "bcrypt", "matplotlib", "cmd2")
+
+
+def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribution(tmp_path):
+    """`minbw --help` lists every command from its class alone: it imports none of what the commands do (NOT_FOR_HELP),
+    does not read clouds.yaml (a broken one says nothing), and does not search every installed distribution's files
+    (importlib.metadata.packages_distributions: cliff's, to name a command's distribution, and every one is minbw's).
+    osc-lib's shell itself imports openstacksdk (osc_lib.utils imports openstack.resource, and openstack/__init__
+    imports openstack.connection), so openstack is not in NOT_FOR_HELP."""
+    broken = tmp_path / "clouds.yaml"
+    broken.write_text("clouds: [broken\n")
+    probe = ("import sys, importlib.metadata\n"
+             "searched = []\n"
+             "search = importlib.metadata.packages_distributions\n"
+             "importlib.metadata.packages_distributions = lambda: searched.append(1) or search()\n"
+             "from minbw.cli import shell\n"
+             "try:\n"
+             "    code = shell.main(['--help'])\n"
+             "except SystemExit as e:  # cliff's HelpExit\n"
+             "    code = e.code\n"
+             "loaded = sorted(m for m in sys.modules if m.startswith(%r))\n"
+             "print('RESULT', code or 0, len(searched), loaded, file=sys.stderr)\n" % (NOT_FOR_HELP,))
+    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(broken), "OS_CLOUD": "minbw-local"}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    assert "usage show" in proc.stdout and "provider sync" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == ["RESULT 0 0 []"], proc.stderr
+
+
+def test_help_lists_the_commands_as_cliff_s_help_does():
+    """The shell's ``--help`` (without cliff's distribution search) prints what cliff's own help action prints."""
+    import argparse
+
+    from cliff import help as cliff_help
+
+    from minbw.cli.shell import _HelpAction
+
+    outputs = []
+    for action in (cliff_help.HelpAction, _HelpAction):
+        app = MinbwShell(stdout=io.StringIO(), stderr=io.StringIO())
+        app.options, _rest = app.parser.parse_known_args([])
+        with pytest.raises(cliff_help.HelpExit):
+            action([], argparse.SUPPRESS, default=app)(app.parser, app.options, None, None)
+        outputs.append(app.stdout.getvalue())
+    assert "\nCommands:\n" in outputs[0] and "  usage show     Usage and allocations" in outputs[0], outputs[0]
+    assert outputs[1] == outputs[0]
 
 
 def test_the_exporter_says_a_bad_config_as_every_command_does_in_every_format(tmp_path):
