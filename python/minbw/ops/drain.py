@@ -30,7 +30,7 @@ from minbw.ops.nova_query import (
 from minbw.placement.client import Placement
 from minbw.readers.placement import Reader, read_for_capacity
 from minbw.readers.providers import sharing_providers
-from minbw.reports.capacity.report import trees as provider_trees
+from minbw.reports.capacity import report
 from minbw.reports.capacity.solver import Tree
 
 
@@ -95,7 +95,7 @@ def compute_nodes(conn) -> dict[str, str]:
 def servers_on(conn, host: str) -> list:
     """The servers whose ``host`` is ``host``, of every project (admin: ``GET /servers/detail?host=...&
     all_tenants=1``), as openstacksdk Servers (embedded flavor, pinned availability zone, scheduler hints)."""
-    return list(conn.compute.servers(details=True, all_projects=True, host=host))
+    return list(conn.compute.servers(details=True, all_projects=True, compute_host=host))
 
 
 def server_groups(conn) -> list[moves.ServerGroup]:
@@ -228,7 +228,7 @@ def destination_trees(
     items = {(rc, amount) for g in groups for rc, amount in g.resources}
     details = read_for_capacity(reader, listed, items, everything=any(not g.resources for g in groups), shared=shared)
     reader.save()
-    built, _notes = provider_trees(details, shared)
+    built, _notes = report.trees(details, shared)
     source = set(source_roots)
     return tuple(t for t in built if t.root not in source)
 
