@@ -105,7 +105,9 @@ def test_plan_a_drain_then_prove_a_move_with_nova(demo_two_hosts, cloud_two_host
         code, disabled = plan(env)
         assert code == 4 and disabled["moves"] == [], disabled
         assert {s["server_name"]: s["reason"] for s in disabled["stuck"]} == {
-            name: "Nova's prefilters and filters allow none of the 1 destination hosts"
+            name: "Nova's prefilters and filters allow none of the 1 destination hosts: devstack1: Nova's "
+                  "compute_status_filter removes it (COMPUTE_STATUS_DISABLED: its nova-compute service is disabled "
+                  "('openstack compute service set --enable HOST nova-compute' brings it back))"
             for name in ("e2e-drain-a", "e2e-drain-c")}
     finally:
         conn.compute.enable_service(server_move.compute_service(conn, "devstack1"), "devstack1", "nova-compute")
@@ -125,3 +127,29 @@ def test_what_the_command_refuses(cloud_two_hosts):
     # a host without servers: an empty plan, complete
     code, empty = plan(env, "devstack1")
     assert (code, empty["complete"], empty["moves"], empty["stuck"]) == (0, True, [], [])
+
+
+def test_anti_affinity_keeps_a_server_off_the_hosts_of_its_group(demo_two_hosts, cloud_two_hosts):
+    """A member of an anti-affinity group on devstack0 cannot go where another member is (devstack1): Nova's
+    ServerGroupAntiAffinityFilter, read from the group's members."""
+    demo, conn = demo_two_hosts, demo_two_hosts.conn
+    group = conn.compute.create_server_group(name="e2e-drain-sg", policy="anti-affinity")
+    try:
+        members = []
+        for name, host in (("e2e-drain-m1", "devstack1"), ("e2e-drain-m0", "devstack0")):
+            port = demo.port(f"{name}-p0")
+            server = conn.compute.create_server(name=name, flavor_id=demo.flavor.id, image_id=demo.image.id,
+                                                networks=[{"port": port.id}], host=host,
+                                                scheduler_hints={"group": group.id})
+            demo.servers.append(server)
+            members.append(demo.wait_active(server))
+        assert [conn.compute.get_server(m.id).compute_host for m in members] == ["devstack1", "devstack0"]
+        code, got = plan(dict(cloud_two_hosts.env))
+        assert code == 4 and got["moves"] == [], got
+        assert [(s["server_name"], s["reason"]) for s in got["stuck"]] == [
+            ("e2e-drain-m0", "Nova's prefilters and filters allow none of the 1 destination hosts: devstack1: server "
+                             "group e2e-drain-sg (anti-affinity, 1 per host): never devstack1")]
+    finally:
+        demo.cleanup()
+        demo.servers.clear()
+        conn.compute.delete_server_group(group, ignore_missing=True)

@@ -53,6 +53,7 @@ class ServerToMove:
     nova: NovaQuery | None = None
     group: str = ""  # what its server group allows, in words ("" when it has none that bounds)
     unmovable: str = ""  # why it cannot be planned ("" when it can)
+    excluded: Mapping[str, str] = field(default_factory=dict)  # host (root name) → why it may not go there
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def read_drain(
     if found and (needs_aggregates(options, None) or any(getattr(s, "pinned_availability_zone", None) for s in found)):
         aggregates = read_aggregates(conn)
     images: dict[str, dict | None] = {}
-    removed_by: dict[tuple, frozenset[str]] = {}
+    removed_by: dict[tuple, tuple[dict, ...]] = {}
     servers = []
     for s in found:
         view = s.to_dict()
@@ -190,16 +191,19 @@ def read_drain(
             continue
         key = tuple(nq.applied)
         if key not in removed_by:
-            removed_by[key] = frozenset(u for r in prefiltered_hosts(api, nq.applied) for u in r["uuids"])
+            removed_by[key] = tuple(prefiltered_hosts(api, nq.applied))
         group = group_of.get(s.id)
         only, never, why = moves.group_hosts(s.id, group, host_of, host)
         servers.append(
             ServerToMove(
                 request=nq.request,
-                roots=moves.allowed_roots(roots, removed_by[key], source_roots, only, never),
+                roots=moves.allowed_roots(
+                    roots, (u for r in removed_by[key] for u in r["uuids"]), source_roots, only, never
+                ),
                 anti_affinity=group.id if group is not None and group.policy == moves.ANTI_AFFINITY else None,
                 nova=nq,
                 group=why,
+                excluded=excluded_hosts(removed_by[key], roots, source_names, only, never, why),
                 **common,
             )
         )
@@ -211,6 +215,30 @@ def read_drain(
         destination_trees(reader, listed, [s.request for s in servers if s.request is not None], source_roots),
         services,
     )
+
+
+def excluded_hosts(
+    removed: Iterable[Mapping],
+    roots: Mapping[str, str],
+    source: Iterable[str],
+    only: frozenset[str] | None,
+    never: Iterable[str],
+    group_why: str,
+) -> dict[str, str]:
+    """Each host (root name) the server may not go to, but the source's, with why: the request filter that removes
+    it (``removed``: :func:`minbw.ops.nova_query.prefiltered_hosts`' entries), else its server group (``only``,
+    ``never``, ``group_why``: :func:`minbw.nova.moves.group_hosts`)."""
+    source = set(source)
+    out: dict[str, str] = {}
+    for r in removed:
+        for name in r["hosts"]:
+            if name not in source:
+                out.setdefault(name, f"Nova's {r['filter']} removes it ({r['reason']})")
+    never = set(never)
+    for name in sorted(roots.values()):
+        if name not in source and (name in never or (only is not None and name not in only)):
+            out.setdefault(name, group_why)
+    return out
 
 
 def destination_trees(
@@ -242,5 +270,6 @@ __all__ = [
     "servers_on",
     "server_groups",
     "read_drain",
+    "excluded_hosts",
     "destination_trees",
 ]

@@ -85,6 +85,15 @@ def drain_servers(facts: DrainFacts) -> tuple[list[DrainServer], list[Stuck]]:
     return movable, stuck
 
 
+def explained(stuck: Stuck, server: ServerToMove | None) -> Stuck:
+    """``stuck`` with why each host was no destination for it (Nova's request filters, its server group) when none
+    was allowed (the planner says only that none was)."""
+    if server is None or server.request is None or server.roots or not server.excluded:
+        return stuck
+    hosts = "; ".join(f"{h}: {why}" for h, why in sorted(server.excluded.items()))
+    return dataclasses.replace(stuck, reason=f"{stuck.reason}: {hosts}")
+
+
 def plan_host_drain(cloud: Cloud, query: HostDrainQuery) -> HostDrain:
     """The drain of ``query.host`` planned now, nothing written: a HostDrain (its ``plan``: each server → its
     destination host and providers, or stuck with the reason; an empty, complete plan for a host without servers).
@@ -95,8 +104,10 @@ def plan_host_drain(cloud: Cloud, query: HostDrainQuery) -> HostDrain:
     facts = read_drain(cloud.conn, cloud.placement, cloud.reader(), query.host, options, owner_nova=query.owner_nova)
     movable, stuck = drain_servers(facts)
     plan = plan_drain(query.host, movable, facts.trees)
-    if stuck:
-        plan = dataclasses.replace(plan, stuck=tuple(plan.stuck) + tuple(stuck))
+    by_id = {s.id: s for s in facts.servers}
+    plan = dataclasses.replace(
+        plan, stuck=tuple(explained(s, by_id.get(s.server_id)) for s in plan.stuck) + tuple(stuck)
+    )
     names = {u: n for t in facts.trees for u, n in t.names.items()}
     names.update(facts.roots)
-    return HostDrain(plan, {s.id: s for s in facts.servers}, names)
+    return HostDrain(plan, by_id, names)

@@ -9,9 +9,9 @@ import pytest
 from minbw.cli.host import move_rows, providers_cell, stuck_rows, summary
 from minbw.errors import InvalidInput
 from minbw.model.requests import PortRequest, RequestGroup, ServerRequest
-from minbw.ops.drain import DrainFacts, ServerToMove
+from minbw.ops.drain import DrainFacts, ServerToMove, excluded_hosts
 from minbw.plan.drain import DrainPlan, Move, Stuck
-from minbw.usecases.drain import HostDrain, HostDrainQuery, drain_servers
+from minbw.usecases.drain import HostDrain, HostDrainQuery, drain_servers, explained
 
 BW = (("NET_BW_EGR_KILOBIT_PER_SEC", 300),)
 TWO_PORTS = ServerRequest.from_flavor(
@@ -69,3 +69,21 @@ def test_the_plan_in_one_line():
 def test_a_host_must_be_named(host):
     with pytest.raises(InvalidInput, match="HOST: give the compute host to drain"):
         HostDrainQuery(host, host_option="HOST")  # type: ignore[arg-type]
+
+
+def test_each_host_not_allowed_says_why():
+    removed = [{"filter": "compute_status_filter", "reason": "COMPUTE_STATUS_DISABLED: disabled", "hosts": ["h1", "h0"]}]
+    roots = {"r0": "h0", "r1": "h1", "r2": "h2", "r3": "h3"}
+    assert excluded_hosts(removed, roots, ["h0"], None, {"h2"}, "group sg: never h2") == {
+        "h1": "Nova's compute_status_filter removes it (COMPUTE_STATUS_DISABLED: disabled)", "h2": "group sg: never h2"}
+    assert excluded_hosts((), roots, ["h0"], frozenset({"h3"}), (), "group db: only h3") == {
+        "h1": "group db: only h3", "h2": "group db: only h3"}
+
+
+def test_a_server_with_no_allowed_host_is_stuck_with_each_hosts_reason():
+    stuck = Stuck("a", "vm-a", "none allowed")
+    blocked = server("a", excluded={"h2": "why 2", "h1": "why 1"})
+    assert explained(stuck, blocked).reason == "none allowed: h1: why 1; h2: why 2"
+    # a server with some allowed host is stuck for another reason: left as the planner says it
+    assert explained(stuck, server("a", roots=frozenset({"r1"}), excluded={"h2": "why"})) is stuck
+    assert explained(stuck, None) is stuck
