@@ -104,6 +104,7 @@ requirements:
   - os-resource-classes >= 1.1
   - requests >= 2.25
   - PyYAML >= 5.4
+  - highspy >= 1.7
 notes:
   - The standard OpenStack environment variables, such as E(OS_CLOUD) or E(OS_CLIENT_CONFIG_FILE),
     may be used instead of providing explicit values.

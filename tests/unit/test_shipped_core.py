@@ -210,7 +210,7 @@ def distributions(requirements: Path) -> set[str]:
 # import name -> the distribution that provides it
 DISTRIBUTIONS = {"openstack": "openstacksdk", "keystoneauth1": "keystoneauth1", "requests": "requests",
                  "os_resource_classes": "os-resource-classes", "os_traits": "os-traits",
-                 "yaml": "pyyaml"}
+                 "yaml": "pyyaml", "highspy": "highspy"}
 
 
 # The `dataplane` extra's libraries (python/pyproject.toml; ovs comes with ovsdbapp): imported only when a host's data

@@ -23,10 +23,10 @@ The rule, per host (one provider tree):
    amount within ``max_unit``. Ways that use the same amounts of the same inventories are one way.
 3. **Many servers.** Each server takes one of the ways, independently of the others (each is its own
    consumer, with its own candidate). ``fits`` is the largest number of whole servers whose amounts,
-   summed per inventory, stay within ``free``: an integer optimum, found by a bounded branch and
-   bound seeded with first-fit packings. With one way it is simply ``min(free // a)`` over the
-   inventories it uses; with several ways that do not compete (say one port and two bridges on the
-   physnet), the bridges add up.
+   summed per inventory, stay within ``free``: an integer optimum, the best first-fit packing when it
+   reaches the bounds, else a MIP solved by HiGHS (:mod:`mip`) started from it. With one way it is simply
+   ``min(free // a)`` over the inventories it uses; with several ways that do not compete (say one port and two
+   bridges on the physnet), the bridges add up.
 4. **Placement's choices.** Claims are made one by one, each taking a candidate Placement offers. When
    ways compete for providers (two ports of different sizes on two bridges, a port that fits a bridge
    or an SR-IOV PF, ``isolate``), where the earlier servers landed can leave room that no later server

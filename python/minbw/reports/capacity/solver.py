@@ -1,9 +1,10 @@
-"""One host: every way Placement could place one server there, and how many servers fit (an integer optimum by
-bounded branch and bound, and the first-fit count Placement's claims may stop at). Pure."""
+"""One host: every way Placement could place one server there, and how many servers fit (an integer optimum, by the
+bounds or a MIP solved by HiGHS: mip.py, and the first-fit count Placement's claims may stop at). Pure."""
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import AbstractSet
 from dataclasses import dataclass
@@ -11,13 +12,12 @@ from types import MappingProxyType
 
 from minbw.model.providers import Stock
 from minbw.model.requests import RequestGroup, ServerRequest
+from minbw.reports.capacity.mip import Row, maximise
 from minbw.reports.capacity.request import is_network_trait
 
 MAX_COMBINATIONS = 20000  # ways to place one server considered per host
 MAX_ORDERS_ALL = 6  # up to this many ways, first_fit tries every order (6! = 720)
-SEARCH_BUDGET = 20000  # branch-and-bound nodes per host
-LOOK_AHEAD_STEPS = 64  # batches of the look-ahead packing that seeds the search
-MAX_SEARCH_WAYS = 200  # beyond this many ways, no search: the best first-fit packing
+SOLVE_TIME_LIMIT = 10.0  # seconds the MIP may take per host (or pool of hosts)
 
 
 # ---------------------------------------------------------------- results
@@ -100,11 +100,22 @@ class Tree:
 
 
 @dataclass(frozen=True)
-class _Way:
-    """One way to place one server: ``places`` (group, class, provider, amount) and the summed ``use``."""
+class Way:
+    """One way to place one server: ``places`` (group, class, provider, amount), the summed ``use`` ((provider,
+    class) → amount, sorted) and ``groups``: each request group's providers ((group id, provider) pairs, a group of
+    traits only included: Placement's ``mappings``)."""
 
     places: tuple[tuple[str, str, str, int], ...]
     use: tuple[tuple[tuple[str, str], int], ...]
+    groups: tuple[tuple[str, str], ...] = ()
+
+    def mappings(self) -> dict[str, tuple[str, ...]]:
+        """Placement's ``mappings`` of this way: request group suffix ("" the flavor's) → provider uuids."""
+        out: dict[str, list[str]] = {}
+        for gid, rp in self.groups or tuple((gid, rp) for gid, _rc, rp, _amount in self.places):
+            if rp not in out.setdefault(gid, []):
+                out[gid].append(rp)
+        return {gid: tuple(rps) for gid, rps in out.items()}
 
 
 def _traits_text(g: RequestGroup) -> str:
@@ -206,12 +217,12 @@ def _same_subtree_ok(rps: set[str], tree: Tree) -> bool:
     return bool(common & rps)
 
 
-def _ways(
+def ways_on_tree(
     req: ServerRequest,
     tree: Tree,
     port_names: Mapping[str, str],
     root_reasons: Mapping[str, str] = MappingProxyType({}),
-) -> tuple[list[_Way], dict, list[Limit], bool]:
+) -> tuple[list[Way], dict, list[Limit], bool]:
     """The distinct ways to place one server on the tree; every provider each item (a group's class)
     can use in some way; the reasons when there are none (``root_reasons``: root trait → why the request has it,
     e.g. the Nova request filter that added it); whether the enumeration was cut at MAX_COMBINATIONS."""
@@ -243,7 +254,7 @@ def _ways(
         return [], {}, reasons, False
     isolate = req.effective_group_policy() == "isolate"
     subtrees = req.same_subtrees()
-    seen: dict[tuple, _Way] = {}
+    seen: dict[tuple, Way] = {}
     pools: dict[tuple[str, str, int], set] = {}  # (group, class, amount) -> inventories, over every way
     cut = False
     for n, combo in enumerate(itertools.product(*options)):
@@ -270,7 +281,7 @@ def _ways(
         if any(amount > tree.stocks[key].max_unit for key, amount in use.items()):
             continue
         key = tuple(sorted(use.items()))
-        seen.setdefault(key, _Way(places, key))
+        seen.setdefault(key, Way(places, key, tuple((gid, rp) for c in combo for gid, _rc, rp, _amount in c)))
         for gid, rc, rp, amount in places:
             pools.setdefault((gid, rc, amount), set()).add((rp, rc))
     ways = list(seen.values())
@@ -300,7 +311,7 @@ def _copies(use, rem) -> int:
     return min(rem[k] // a for k, a in use) if use else 0
 
 
-def _first_fit(ways: Sequence[_Way], order: Sequence[int], cap: Mapping) -> tuple[int, ...]:
+def _first_fit(ways: Sequence[Way], order: Sequence[int], cap: Mapping) -> tuple[int, ...]:
     """Copies of each way when each server takes the first way (in ``order``) that still fits: the same
     as taking as many copies of each way in turn (a way that stops fitting never fits again: usage
     only grows)."""
@@ -363,57 +374,6 @@ def _bounds(
     return out
 
 
-class _Bound:
-    """:func:`_bounds` for the ways ``i..`` (the items' providers in those ways), for the search."""
-
-    def __init__(self, ways: Sequence[_Way], isolate: bool):
-        self.isolate = isolate
-        self.suffix = []
-        pools: dict[tuple[str, str, int], set] = {}
-        for w in reversed(ways):
-            for gid, rc, rp, amount in w.places:
-                pools.setdefault((gid, rc, amount), set()).add((rp, rc))
-            self.suffix.append({item: frozenset(keys) for item, keys in pools.items()})
-        self.suffix.reverse()
-
-    def __call__(self, i: int, rem: Mapping) -> int:
-        return min(b for b, *_rest in _bounds(self.suffix[i], rem, self.isolate))
-
-
-def _look_ahead(ways: Sequence[_Way], cap: Mapping, bound: _Bound, steps: int = LOOK_AHEAD_STEPS) -> tuple[int, ...]:
-    """A packing that keeps room for later servers: in about ``steps`` batches, each batch of servers takes
-    the way after which the most servers could still fit (by the bounds). First fit takes one way until
-    it is full; with large inventories and ways that compete (ports of two sizes under isolate) this
-    one gets much closer to the best."""
-    rem = dict(cap)
-    counts = [0] * len(ways)
-    everyone = _Bound(ways, bound.isolate)  # the bounds over all the ways (index 0)
-    batch = max(1, max(_copies(w.use, rem) for w in ways) // steps)
-    while True:
-        best_j, best_score = None, (-1, 0.0)
-        for j, w in enumerate(ways):
-            n = min(batch, _copies(w.use, rem))
-            if n <= 0:
-                continue
-            after = dict(rem)
-            for k, a in w.use:
-                after[k] -= n * a
-            # ties (often: the bounds see totals, not how they are spread) go to the way that leaves
-            # its fullest inventory the most room: spreading keeps every way open longer
-            score = (n + everyone(0, after), min(after[k] / cap[k] if cap[k] else 0 for k, _amount in w.use))
-            if score > best_score:
-                best_j, best_score = j, score
-        if best_j is None:
-            if batch == 1:
-                return tuple(counts)
-            batch = max(1, batch // 4)  # the last servers one by one
-            continue
-        n = min(batch, _copies(ways[best_j].use, rem))
-        counts[best_j] += n
-        for k, a in ways[best_j].use:
-            rem[k] -= n * a
-
-
 @dataclass(frozen=True)
 class _Packing:
     fits: int
@@ -423,54 +383,47 @@ class _Packing:
     counts: tuple[int, ...]  # copies of each way in the best packing found
 
 
-def _pack(ways: Sequence[_Way], cap: Mapping, isolate: bool = False) -> _Packing:
-    """The most servers the ways can place (branch and bound, seeded with every first-fit order), the
-    fewest any first-fit order places, whether the search finished, its upper bound."""
+def _pools(ways: Sequence[Way]) -> dict[tuple[str, str, int], set[tuple[str, str]]]:
+    """Where each item (a group's class and amount) can go over ``ways``: item → inventories."""
+    pools: dict[tuple[str, str, int], set[tuple[str, str]]] = {}
+    for w in ways:
+        for gid, rc, rp, amount in w.places:
+            pools.setdefault((gid, rc, amount), set()).add((rp, rc))
+    return pools
+
+
+def _pack(ways: Sequence[Way], cap: Mapping, isolate: bool = False) -> _Packing:
+    """The most servers the ways can place, the fewest any first-fit order places, whether the count is proven
+    optimal, its upper bound. When the best first-fit order reaches the bounds (:func:`_bounds`) that is the
+    answer; else a MIP (:func:`minbw.reports.capacity.mip.maximise`: integer copies of each way, every inventory's
+    summed use within what is free) started from that packing. Raises MissingDependency when the MIP is needed and
+    highspy is not installed."""
     fills = [_first_fit(ways, order, cap) for order in _orders(len(ways))]
     best_counts = max(fills, key=sum)
     best, worst = sum(best_counts), min(sum(f) for f in fills)
-    bound = _Bound(ways, isolate)
-    upper = bound(0, cap)
+    upper = min(b for b, *_rest in _bounds(_pools(ways), cap, isolate))
     if best >= upper or len(ways) == 1:
         return _Packing(best, worst, True, upper, best_counts)
-    looked = _look_ahead(ways, cap, bound)
-    if sum(looked) > best:
-        best, best_counts = sum(looked), looked
-    if best >= upper:
-        return _Packing(best, worst, True, upper, best_counts)
-    if len(ways) > MAX_SEARCH_WAYS:
-        return _Packing(best, worst, False, upper, best_counts)
-    nodes = 0
-    exhausted = False
-    counts = [0] * len(ways)
-
-    def dfs(i: int, rem: dict, placed: int) -> None:
-        """Branch and bound over the ways from ``i`` with ``rem`` left and ``placed`` servers so far: updates best and
-        best_counts; returns None, setting exhausted past SEARCH_BUDGET nodes."""
-        nonlocal best, best_counts, nodes, exhausted
-        nodes += 1
-        if nodes > SEARCH_BUDGET:
-            exhausted = True
-            return
-        if i == len(ways):
-            if placed > best:
-                best, best_counts = placed, tuple(counts)
-            return
-        if placed + bound(i, rem) <= best:
-            return
-        use = ways[i].use
-        for n in range(_copies(use, rem), -1, -1):
-            counts[i] = n
-            nxt = dict(rem)
-            for k, a in use:
-                nxt[k] -= n * a
-            dfs(i + 1, nxt, placed + n)
-            if exhausted or best >= upper:
-                break
-        counts[i] = 0
-
-    dfs(0, dict(cap), 0)
-    return _Packing(best, worst, not exhausted, upper, best_counts)
+    per_key: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for j, w in enumerate(ways):
+        for k, a in w.use:
+            per_key.setdefault(k, []).append((j, a))
+    rows = [
+        Row(tuple(j for j, _a in used), tuple(float(a) for _j, a in used), float(cap[k]))
+        for k, used in sorted(per_key.items())
+    ]
+    result = maximise(
+        [1.0] * len(ways),
+        [float(max(_copies(w.use, cap), 0)) for w in ways],
+        rows,
+        start=best_counts,
+        time_limit=SOLVE_TIME_LIMIT,
+        abs_gap=0.5,  # a count: a gap below 1 proves it
+    )
+    if sum(result.values) > best:
+        best, best_counts = sum(result.values), result.values
+    upper = min(upper, max(best, math.floor(result.bound + 1e-6)))
+    return _Packing(best, worst, result.optimal or best >= upper, upper, best_counts)
 
 
 def fit_on_tree(
@@ -508,12 +461,12 @@ def fit_together(
     """How many servers fit on the trees together, each tree with its own shape of the server (a port left
     open takes that host's networks): the ways of every tree packed against the same free amounts, so a
     sharing provider that serves several trees counts once. One pair: the host alone."""
-    all_ways: list[_Way] = []
+    all_ways: list[Way] = []
     pools: dict[tuple[str, str, int], set] = {}
     reasons: list[Limit] = []
     cut = False
     for req, tree in pairs:
-        ways, found, why, c = _ways(req, tree, port_names, root_reasons)
+        ways, found, why, c = ways_on_tree(req, tree, port_names, root_reasons)
         all_ways += ways
         for item, keys in found.items():
             pools.setdefault(item, set()).update(keys)
@@ -532,7 +485,10 @@ def fit_together(
             f"only the first {MAX_COMBINATIONS} combinations of providers were considered: the count is a lower bound"
         )
     if not exact:
-        notes.append(f"the search for the best packing stopped early: {fits} is the best found, at most {upper} fit")
+        notes.append(
+            f"the solver stopped at its time limit ({SOLVE_TIME_LIMIT:g} s): {fits} is the best found, "
+            f"at most {upper} fit"
+        )
     if first_fit < fits:
         notes.append(
             f"the {len(all_ways)} ways to place a server compete for the same providers: {fits} fit when "
@@ -545,7 +501,7 @@ def fit_together(
 
 
 def _limits(
-    ways: Sequence[_Way], pools: Mapping, cap: Mapping, packing: _Packing, tree: Tree, isolate: bool
+    ways: Sequence[Way], pools: Mapping, cap: Mapping, packing: _Packing, tree: Tree, isolate: bool
 ) -> tuple[Limit, ...]:
     """The resources whose bound (:func:`_bounds`) is the count, each item over every provider it can use
     in any way (the search keeps one way per distinct usage, whose providers alone would name too few)."""
