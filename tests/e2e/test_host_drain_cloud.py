@@ -7,7 +7,8 @@ together, ``b`` and ``c`` fill devstack1 exactly, and ``a`` cannot move: greedy 
 server), the exact plan two. The plan is read with the command as a user types it, then one planned move is made
 with real Nova (live migration to the planned host, the target given, never forced) and Placement's allocation of the
 server must sit on the planned providers. With devstack1's nova-compute disabled, no server has a destination.
-docs/maintenance.md's commands ("Plan a window") run here as written and print what the guide shows.
+docs/maintenance.md's commands ("Plan a window") run here as written and print what the guide shows; the module
+host_drain_info (in check mode) plans the same.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from minbw.placement.client import Placement
 from tests.e2e.test_operators_checks import checks, run_checks
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
 GUIDE = REPO / "docs" / "maintenance.md"
 BR = {"devstack0": "f9c9ce07-679d-5d72-ac5f-31720811629a", "devstack1": "2c881222-ff6e-5230-8402-1c79507d78b3"}
 EGRESS, INGRESS = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
@@ -54,7 +56,7 @@ def wait_for_trait(api: Placement, root: str, trait: str, present: bool, timeout
         time.sleep(0.5)
 
 
-def test_plan_a_drain_then_prove_a_move_with_nova(demo_two_hosts, cloud_two_hosts):
+def test_plan_a_drain_then_prove_a_move_with_nova(demo_two_hosts, cloud_two_hosts, playbook):
     demo, conn = demo_two_hosts, demo_two_hosts.conn
     api = Placement(conn)
     env = dict(cloud_two_hosts.env)
@@ -80,6 +82,16 @@ def test_plan_a_drain_then_prove_a_move_with_nova(demo_two_hosts, cloud_two_host
         in stuck["reason"], stuck["reason"]
     assert {(lim["resource_class"], tuple(lim["providers"]), lim["needs"], lim["free"]) for lim in stuck["limits"]} \
         <= {(rc, ("devstack1:Open vSwitch agent:br-test",), 600, 0) for rc in (EGRESS, INGRESS)}
+
+    # the module plans the same, in check mode too (it changes nothing)
+    run = playbook(HERE / "playbooks" / "host_drain.yml", {"host": "devstack0"}, check=True)
+    assert not run.failed, run.output
+    module = run.result
+    assert (module["changed"], module["complete"], module["source"], module["method"]) == (
+        False, False, "devstack0", "exact")
+    assert {m["server_name"]: (m["host"], m["allocations"]) for m in module["moves"]} == {
+        name: (m["host"], m["allocations"]) for name, m in moves.items()}
+    assert [s["server_name"] for s in module["stuck"]] == ["e2e-drain-a"]
 
     # the guide's commands, as written, on this very cloud
     run_checks(checks(GUIDE.read_text(), "plan a window", kind="walk"), env)
