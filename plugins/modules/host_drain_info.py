@@ -70,9 +70,9 @@ source:
   type: str
 moves:
   description:
-    - One per server that can move - C(server_id), C(server_name), C(kind) (C(live) or C(cold)), C(host) (the
+    - "One per server that can move - C(server_id), C(server_name), C(kind) (C(live) or C(cold)), C(host) (the
       destination), C(root) (its compute node's provider), C(allocations) (provider UUID to C({class: amount})) and
-      C(mappings) (request group suffix to its providers).
+      C(mappings) (request group suffix to its providers)."
   returned: always
   type: list
   elements: dict
@@ -82,9 +82,22 @@ stuck:
   type: list
   elements: dict
 method:
-  description: How the plan was found - C(greedy) or C(exact).
+  description: How the plan was found - C(greedy) (largest server first placed every one) or C(exact) (the solver).
   returned: always
   type: str
+greedy_moves:
+  description: How many servers greedy-by-size alone placed.
+  returned: always
+  type: int
+optimal:
+  description: Whether no plan places more servers (false when the solver stopped early; RV(notes) say why).
+  returned: always
+  type: bool
+notes:
+  description: Remarks on the plan (the solver's time limit, hosts left out of the exact solve).
+  returned: always
+  type: list
+  elements: str
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
