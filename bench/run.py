@@ -17,6 +17,8 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
              cost of the verification; raw throughput stock vs patched.
 - ``delete_generation`` (not by default) the delete-generation reproducer (docs/placement-generations.md)
              against a fresh Placement: stock, or patched with ``PRODPLACEMENT_PATCHED=1 ... --placement prod``.
+- ``drain``  the drain planner (minbw.plan.drain, pure: no Placement) at N servers x N hosts (the largest of
+             ``--sizes``): the greedy path, the forced exact path (HiGHS), a tight case where greedy strands servers.
 - ``exporter_scale`` (not by default) the exporter in its own process at each of ``--sizes`` hosts (the
              workload built through the API, minbw's sync, bulk POST /allocations): its collections, peak RSS,
              scrapes from another process.
@@ -115,6 +117,11 @@ def _exporter_heal(ctx):
     return reports_bench.run(ctx, parts=("heal", "exporter"))
 
 
+def _drain(ctx):
+    from bench import drain_bench
+    return drain_bench.run(ctx)
+
+
 SECTIONS = {
     "sync": _sync,
     "sync_ovn": _sync_ovn,  # ML2/OVN chassis: minbw vs Neutron's OVN placement extension
@@ -128,6 +135,7 @@ SECTIONS = {
     "exporter_scale": _exporter_scale,  # the exporter in its own process at each of --sizes, scraped from another
     "heal": _heal,  # server heal --dry-run's Placement side alone (the reports section's workload)
     "exporter_heal": _exporter_heal,  # both, on one workload built once
+    "drain": _drain,  # the drain planner (pure): greedy and exact at N servers x N hosts
 }
 # parts of reports, to measure alone
 DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("exporter", "heal", "exporter_heal", "delete_generation",

@@ -23,7 +23,9 @@ order; largest first moves the hardest servers while their room is certain, shou
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -38,6 +40,7 @@ LIVE, COLD = "live", "cold"
 GREEDY, EXACT = "greedy", "exact"
 METHODS = ("auto", GREEDY, EXACT)
 CANDIDATE_TREES = 16  # trees offered per server to the exact solve when it may use more
+NO_WAY = "no way to place it on"  # a stuck server's reason when traits, units or root traits rule out every host
 TIE_WEIGHT = 0.4  # the spread tie-break's share of one server in the objective, over all servers together
 
 
@@ -151,20 +154,22 @@ Key = tuple[str, str]  # (provider uuid, resource class)
 
 
 class _Instance:
-    """The servers, the trees each may use, their ways (computed once, when first asked) and what is free."""
+    """The servers, the trees each may use, their ways and what is free. Servers of one shape (the same request
+    but for their ports' and groups' ids) share their ways on a tree: computed once, when first asked."""
 
     def __init__(self, servers: Sequence[DrainServer], trees: Sequence[Tree]):
         self.servers = servers
         self.trees = trees
         self.free: dict[Key, int] = {}
         self.tree_keys: list[dict[str, list[Key]]] = []  # per tree: class -> its inventories
-        for t in trees:
+        self.trees_of: dict[str, list[int]] = {}  # provider -> the trees that draw from it
+        for i, t in enumerate(trees):
             by_class: dict[str, list[Key]] = {}
+            for (rp, rc), stock in sorted(t.stocks.items(), key=lambda item: (t.order.index(item[0][0]), item[0])):
+                self.free.setdefault((rp, rc), stock.free)
+                by_class.setdefault(rc, []).append((rp, rc))
             for rp in t.order:
-                for (p, rc), stock in t.stocks.items():
-                    if p == rp:
-                        self.free.setdefault((p, rc), stock.free)
-                        by_class.setdefault(rc, []).append((p, rc))
+                self.trees_of.setdefault(rp, []).append(i)
             self.tree_keys.append(by_class)
         self.demand = [_demand(s.request) for s in servers]
         total: dict[str, int] = {}
@@ -176,30 +181,90 @@ class _Instance:
             list(range(len(trees))) if s.roots is None else sorted(by_root[r] for r in s.roots if r in by_root)
             for s in servers
         ]
+        self.shapes = [_shape(s.request) for s in servers]
+        # each distinct shape and each distinct set of roots by a number (the caches' keys hash fast)
+        numbers: dict[object, int] = {}
+        self.shape_no = [numbers.setdefault(("shape", shape), len(numbers)) for shape, _ids in self.shapes]
+        self.roots_no = [numbers.setdefault(("roots", s.roots), len(numbers)) for s in servers]
+        self.demand_items = [tuple(d.items()) for d in self.demand]
         self._ways: dict[tuple[int, int], tuple[list[Way], list[Limit]]] = {}
 
     def ways(self, s: int, t: int) -> list[Way]:
-        """Server ``s``'s ways on tree ``t`` (cached)."""
+        """Server ``s``'s ways on tree ``t`` (its shape's: group ids ``#port.group``, :meth:`real_mappings`)."""
         return self._found(s, t)[0]
 
+    def has_no_way(self, s: int, t: int) -> bool:
+        """Whether server ``s`` has no way at all on tree ``t``."""
+        return not self._found(s, t)[0]
+
     def why_not(self, s: int, t: int) -> list[Limit]:
-        """Why server ``s`` has no way on tree ``t`` (traits, units, root traits)."""
-        return self._found(s, t)[1]
+        """Why server ``s`` has no way on tree ``t`` (traits, units, root traits), its ports named."""
+        server = self.servers[s]
+        return ways_on_tree(server.request, self.trees[t], server.port_names)[2]
+
+    def real_mappings(self, s: int, way: Way) -> dict[str, tuple[str, ...]]:
+        """``way``'s mappings with server ``s``'s own group ids."""
+        ids = self.shapes[s][1]
+        return {ids.get(gid, gid): rps for gid, rps in way.mappings().items()}
 
     def _found(self, s: int, t: int) -> tuple[list[Way], list[Limit]]:
-        got = self._ways.get((s, t))
+        key = (self.shape_no[s], t)
+        got = self._ways.get(key)
         if got is None:
-            ways, _pools, why, _cut = ways_on_tree(self.servers[s].request, self.trees[t], self.servers[s].port_names)
-            got = self._ways[(s, t)] = (ways, why)
+            ways, _pools, why, _cut = ways_on_tree(self.shapes[s][0], self.trees[t], {})
+            got = self._ways[key] = (ways, why)
         return got
 
-    def room(self, s: int, t: int, rem: Mapping[Key, int]) -> float:
-        """An upper bound on how many copies of server ``s`` tree ``t`` has room for, class by class (0: none)."""
+
+class _Room:
+    """What is left: per inventory, and per tree and class (summed, for a quick upper bound on what fits)."""
+
+    def __init__(self, inst: _Instance, rem: Mapping[Key, int] | None = None):
+        self.inst = inst
+        self.rem = dict(inst.free if rem is None else rem)
+        self.by_tree = [
+            {rc: sum(max(self.rem[k], 0) for k in keys) for rc, keys in tk.items()} for tk in inst.tree_keys
+        ]
+
+    def copies(self, s: int, t: int) -> float:
+        """An upper bound on how many servers like ``s`` fit on tree ``t`` (0: none), class by class."""
+        here = self.by_tree[t]
         copies = float("inf")
-        for rc, amount in self.demand[s].items():
-            free = sum(max(rem[k], 0) for k in self.tree_keys[t].get(rc, ()))
-            copies = min(copies, free / amount)
+        for rc, a in self.inst.demand_items[s]:
+            n = here.get(rc, 0) / a
+            if n < copies:
+                copies = n
         return copies
+
+    def fits(self, way: Way) -> bool:
+        """Whether ``way`` fits in what is left."""
+        return all(self.rem[k] >= a for k, a in way.use)
+
+    def take(self, way: Way) -> None:
+        """Take ``way``'s amounts (it fits)."""
+        for (rp, rc), a in way.use:
+            self.rem[(rp, rc)] -= a
+            for t in self.inst.trees_of.get(rp, ()):
+                self.by_tree[t][rc] -= a
+
+
+def _shape(req: ServerRequest) -> tuple[ServerRequest, dict[str, str]]:
+    """``req`` with its ports' ids ``#i`` and their groups' ``#i.j`` (servers of one flavor and ports' QoS are one
+    shape), and those group ids → the real ones."""
+    ids: dict[str, str] = {}
+    ports = []
+    for i, port in enumerate(req.ports):
+        renamed = {g.id: f"#{i}.{j}" for j, g in enumerate(port.groups)}
+        ids.update({new: old for old, new in renamed.items()})
+        ports.append(
+            dataclasses.replace(
+                port,
+                port_id=f"#{i}",
+                groups=tuple(dataclasses.replace(g, id=renamed[g.id]) for g in port.groups),
+                same_subtree=tuple(renamed.get(gid, gid) for gid in port.same_subtree),
+            )
+        )
+    return dataclasses.replace(req, ports=tuple(ports)), ids
 
 
 def _demand(req: ServerRequest) -> dict[str, int]:
@@ -208,15 +273,6 @@ def _demand(req: ServerRequest) -> dict[str, int]:
         for rc, amount in g.resources:
             out[rc] = out.get(rc, 0) + amount
     return out
-
-
-def _fits(way: Way, rem: Mapping[Key, int]) -> bool:
-    return all(rem[k] >= a for k, a in way.use)
-
-
-def _take(way: Way, rem: dict[Key, int], sign: int = 1) -> None:
-    for k, a in way.use:
-        rem[k] -= sign * a
 
 
 # ---------------------------------------------------------------- greedy and exact
@@ -229,34 +285,42 @@ def _order(inst: _Instance) -> list[int]:
 
 def _greedy(inst: _Instance) -> dict[int, tuple[int, Way]]:
     """Greedy by size: server → (tree, way)."""
-    rem = dict(inst.free)
+    room = _Room(inst)
     taken: set[tuple[str, int]] = set()  # (server group, tree)
     placed: dict[int, tuple[int, Way]] = {}
+    nowhere: set[tuple[int, int]] = set()  # (shape, roots) that found no room: room only shrinks, nor will they
     for s in _order(inst):
         group = inst.servers[s].anti_affinity
+        if (inst.shape_no[s], inst.roots_no[s]) in nowhere:
+            continue
         for t in inst.allowed[s]:
             if group is not None and (group, t) in taken:
                 continue
-            if inst.room(s, t, rem) < 1:
+            if room.copies(s, t) < 1:
                 continue
-            way = next((w for w in inst.ways(s, t) if _fits(w, rem)), None)
+            way = next((w for w in inst.ways(s, t) if room.fits(w)), None)
             if way is None:
                 continue
             placed[s] = (t, way)
-            _take(way, rem)
+            room.take(way)
             if group is not None:
                 taken.add((group, t))
             break
+        else:
+            if group is None:
+                nowhere.add((inst.shape_no[s], inst.roots_no[s]))
     return placed
 
 
-def _candidates(inst: _Instance, s: int, greedy: Mapping[int, tuple[int, Way]]) -> tuple[list[int], bool]:
-    """The trees offered to server ``s`` in the exact solve, and whether some it may use were left out."""
+def _candidates(inst: _Instance, room: _Room, s: int, greedy: Mapping[int, tuple[int, Way]]) -> tuple[list[int], bool]:
+    """The trees offered to server ``s`` in the exact solve (``room``: what is free before any move), and whether
+    some it may use were left out."""
     allowed = inst.allowed[s]
     if len(allowed) <= CANDIDATE_TREES:
         return allowed, False
-    roomy = [t for t in allowed if inst.room(s, t, inst.free) >= 1]
-    best = heapq.nsmallest(CANDIDATE_TREES, roomy, key=lambda t: (-inst.room(s, t, inst.free), t))
+    copies = {t: room.copies(s, t) for t in allowed}
+    roomy = [t for t in allowed if copies[t] >= 1]
+    best = heapq.nsmallest(CANDIDATE_TREES, roomy, key=lambda t: (-copies[t], t))
     if s in greedy and greedy[s][0] not in best:
         best.append(greedy[s][0])
     return sorted(best), len(roomy) > len(best)
@@ -268,8 +332,9 @@ def _exact(
     """The MIP: server → (tree, way), whether no plan places more, notes."""
     options: list[tuple[int, int, Way]] = []
     restricted = 0
+    room = _Room(inst)
     for s in range(len(inst.servers)):
-        trees, cut = _candidates(inst, s, greedy)
+        trees, cut = _candidates(inst, room, s, greedy)
         restricted += cut
         for t in trees:
             options += [(s, t, w) for w in inst.ways(s, t)]
@@ -290,8 +355,8 @@ def _exact(
     rows = [Row(tuple(js), (1.0,) * len(js), 1.0) for js in per_server.values() if len(js) > 1]
     for k, js in per_key.items():
         amounts = [dict(options[j][2].use)[k] for j in js]
-        if sum(amounts) > inst.free[k]:  # a row that can bind
-            rows.append(Row(tuple(js), tuple(float(a) for a in amounts), float(inst.free[k])))
+        if sum(amounts) > inst.free[k]:  # a row that can bind (an overcommitted inventory: none of them)
+            rows.append(Row(tuple(js), tuple(float(a) for a in amounts), float(max(inst.free[k], 0))))
     for js in per_group.values():
         if len({options[j][0] for j in js}) > 1:
             rows.append(Row(tuple(js), (1.0,) * len(js), 1.0))
@@ -304,13 +369,19 @@ def _exact(
     placed = {options[j][0]: (options[j][1], options[j][2]) for j, v in enumerate(result.values) if v}
     count_proven = result.bound < len(placed) + 1 - TIE_WEIGHT
     notes = []
+    # a plan's objective is its count less its tie-break (< TIE_WEIGHT): no plan places more than bound + TIE_WEIGHT
+    most = (
+        f", no plan places more than {int(result.bound + TIE_WEIGHT)}"
+        if math.isfinite(result.bound)
+        else ", with no bound proven on how many more could be"
+    )
     if result.time_limit_hit:
         notes.append(
             f"the solver stopped at its time limit ({time_limit:g} s): {len(placed)} servers placed"
-            + ("" if count_proven else f", no plan places more than {int(result.bound + TIE_WEIGHT)}")
+            + ("" if count_proven else most)
         )
     elif not count_proven:
-        notes.append(f"the solver stopped with {result.status}: {len(placed)} placed, at most {result.bound:.1f}")
+        notes.append(f"the solver stopped with {result.status}: {len(placed)} servers placed{most}")
     complete = len(placed) == len(inst.servers)
     if restricted and not complete:
         notes.append(
@@ -336,7 +407,7 @@ def _stuck(inst: _Instance, s: int, rem: Mapping[Key, int], taken: set[tuple[str
             else f"Nova's prefilters and filters allow none of the {len(inst.trees)} destination hosts"
         )
         return Stuck(server.id, server.name, why, (Limit(reason=why),))
-    reasons: list[Limit] = []
+    no_way: list[int] = []
     short: list[tuple[tuple[int, float, str], str, Limit]] = []
     held: list[str] = []
     left: list[str] = []
@@ -345,7 +416,7 @@ def _stuck(inst: _Instance, s: int, rem: Mapping[Key, int], taken: set[tuple[str
         host = tree.names[tree.root]
         ways = inst.ways(s, t)
         if not ways:
-            reasons += inst.why_not(s, t)
+            no_way.append(t)
             continue
         for w in ways:
             lacking = [(k, a) for k, a in w.use if rem[k] < a]
@@ -378,9 +449,10 @@ def _stuck(inst: _Instance, s: int, rem: Mapping[Key, int], taken: set[tuple[str
         hosts = len({x[0][2] for x in short})
         why = f"no room left on the {hosts} host(s) it could use once the others are placed; nearest {short[0][1]}"
         return Stuck(server.id, server.name, why, tuple(x[2] for x in short[:3]))
-    distinct = list(dict.fromkeys(lim.reason for lim in reasons))
-    why = f"no way to place it on any of the {len(allowed)} host(s) allowed: {distinct[0]}" + (
-        f" (and {len(distinct) - 1} other reason(s))" if len(distinct) > 1 else ""
+    # the reasons of the first host in words (its ports named); the other hosts' may differ
+    reasons = inst.why_not(s, no_way[0])
+    why = f"{NO_WAY} any of the {len(allowed)} host(s) allowed: {reasons[0].describe()}" + (
+        f" (the same or another reason on the {len(no_way) - 1} other(s))" if len(no_way) > 1 else ""
     )
     return Stuck(server.id, server.name, why, tuple(reasons[:5]))
 
@@ -388,7 +460,9 @@ def _stuck(inst: _Instance, s: int, rem: Mapping[Key, int], taken: set[tuple[str
 # ---------------------------------------------------------------- the plan
 
 
-def _check(source: str, servers: Sequence[DrainServer], trees: Sequence[Tree], method: str) -> None:
+def _check(source: str, servers: Sequence[DrainServer], trees: Sequence[Tree], method: str, time_limit: float) -> None:
+    if not time_limit > 0:
+        raise InvalidInput(f"drain plan: time_limit must be a positive number of seconds, got {time_limit!r}.")
     if method not in METHODS:
         raise InvalidInput(f"drain plan: method must be one of {', '.join(METHODS)}, got {method!r}.")
     ids = [s.id for s in servers]
@@ -416,11 +490,12 @@ def plan_drain(
 ) -> DrainPlan:
     """The plan to drain ``source``: every server in ``servers`` placed on the ``trees`` (the destination hosts,
     their ``free`` what is free now) together. ``method``: ``auto`` (greedy when it places all, else exact),
-    ``greedy`` or ``exact`` (the solver even when greedy places all). Returns a :class:`DrainPlan`: the moves,
-    largest server first, and the stuck servers with why. Raises InvalidInput when a server is given twice, a tree
-    twice, the source is among the trees or the method is unknown; MissingDependency when the exact solve is
-    needed and highspy is not installed."""
-    _check(source, servers, trees, method)
+    ``greedy`` or ``exact`` (the solver even when greedy places all); ``time_limit``: seconds the solver may take.
+    Returns a :class:`DrainPlan`: the moves, largest server first, and the stuck servers with why. Raises
+    InvalidInput when a server is given twice, a tree twice, the source is among the trees, the method is unknown
+    or the time limit not positive; MissingDependency when the exact solve is needed and highspy is not
+    installed."""
+    _check(source, servers, trees, method, time_limit)
     inst = _Instance(servers, trees)
     greedy = _greedy(inst)
     placed, optimal = greedy, True
@@ -434,14 +509,14 @@ def plan_drain(
     elif method == GREEDY and len(greedy) < len(servers):
         optimal = False
         notes = ["greedy only: a joint solve may place more"]
-    rem = dict(inst.free)
+    room = _Room(inst)
     taken: set[tuple[str, int]] = set()
     moves = []
     for s in _order(inst):
         if s not in placed:
             continue
         t, way = placed[s]
-        _take(way, rem)
+        room.take(way)
         server, tree = servers[s], trees[t]
         if server.anti_affinity is not None:
             taken.add((server.anti_affinity, t))
@@ -456,8 +531,20 @@ def plan_drain(
                 tree.names[tree.root],
                 tree.root,
                 MappingProxyType({rp: MappingProxyType(res) for rp, res in allocations.items()}),
-                MappingProxyType(way.mappings()),
+                MappingProxyType(inst.real_mappings(s, way)),
             )
         )
-    stuck = tuple(_stuck(inst, s, rem, taken) for s in _order(inst) if s not in placed)
+    said: dict[tuple[int, int], Stuck] = {}  # (shape, roots) -> why, for the servers alike (no group: no names)
+
+    def why_stuck(s: int) -> Stuck:
+        """Why ``s`` stays, said once per shape and roots (a reason naming ports: per server)."""
+        key = (inst.shape_no[s], inst.roots_no[s])
+        if servers[s].anti_affinity is None and key in said:
+            return dataclasses.replace(said[key], server_id=servers[s].id, server_name=servers[s].name)
+        found = _stuck(inst, s, room.rem, taken)
+        if servers[s].anti_affinity is None and not found.reason.startswith(NO_WAY):
+            said[key] = found
+        return found
+
+    stuck = tuple(why_stuck(s) for s in _order(inst) if s not in placed)
     return DrainPlan(source, tuple(moves), stuck, used, len(greedy), optimal, tuple(notes))

@@ -84,7 +84,7 @@ def test_stuck_for_traits_says_which_port_and_what_it_lacks():
     [stuck] = plan.stuck
     assert stuck.reason.startswith("no way to place it on any of the 2 host(s) allowed: port-p1 bandwidth: "
                                    "no provider of host1 has CUSTOM_PHYSNET_PHYSNET1")
-    assert "(and 1 other reason(s))" in stuck.reason  # host2 says the same of itself
+    assert stuck.reason.endswith("(the same or another reason on the 1 other(s))")  # host2 (the same)
 
 
 def test_roots_keep_a_server_off_the_hosts_nova_filters_out():
@@ -124,6 +124,15 @@ def test_greedy_by_size_fails_and_exact_places_all():
     assert greedy.stuck[0].server_name == "vm4"
 
 
+def test_an_overcommitted_destination_takes_nothing_and_the_solve_still_runs():
+    # host1's bridge is over capacity (used 1200 of 1000): Placement refuses any more there
+    dest = destinations(host(1, (PN0, 1000, 1200), (PN0, 1000, 0)), host(2, (PN0, 1000, 0)))
+    plan = plan_drain("src", [server(i, port(f"p{i}", 400)) for i in range(5)], dest, method="exact")
+    assert plan.optimal and len(plan.moves) == 4
+    assert all("b10" not in m.allocations for m in plan.moves)
+    assert "host1:br0" not in plan.stuck[0].reason
+
+
 def test_the_fast_path_calls_no_solver_and_exact_can_be_forced(monkeypatch):
     import minbw.plan.drain as drain
 
@@ -143,6 +152,7 @@ def test_the_fast_path_calls_no_solver_and_exact_can_be_forced(monkeypatch):
     (lambda d: plan_drain("src", [server(1), server(1)], d), "servers ['s1'] are given more than once"),
     (lambda d: plan_drain("src", [], d, method="best"), "method must be one of auto, greedy, exact"),
     (lambda d: plan_drain("src", [], d + d), "a destination tree is given twice"),
+    (lambda d: plan_drain("src", [], d, time_limit=0), "time_limit must be a positive number of seconds, got 0"),
 ])
 def test_bad_input_is_refused_with_what_to_fix(call, message):
     with pytest.raises(InvalidInput, match=message.replace("[", r"\[").replace("]", r"\]")):
@@ -318,3 +328,19 @@ def test_the_instance_greedy_fails_on():
     assert where(greedy) == {"vm2": "host0", "vm0": "host1"} and greedy.stuck[0].server_name == "vm1"
     plan = plan_drain("src", built, dest)
     assert where(plan) == {"vm0": "host0", "vm1": "host0", "vm2": "host1"} and plan.method == "exact"
+
+
+def test_the_time_limit_stops_the_solver_and_the_plan_says_so():
+    import random
+    rng = random.Random(45)
+    hosts = [(8, [(PN0, rng.randrange(1, 12) * 100), (PN1, rng.randrange(1, 12) * 100)]) for _host in range(12)]
+    servers = [(1, [(rng.choice(PHYSNETS), rng.randrange(1, 8) * 100)], None, None) for _server in range(40)]
+    dest, built = build(hosts, servers)
+    plan = plan_drain("src", built, dest, method="exact", time_limit=1e-6)
+    check(plan, hosts, servers)
+    assert not plan.optimal and len(plan.moves) == plan.greedy_moves  # the start: greedy's plan
+    assert plan.notes[0].startswith(f"the solver stopped at its time limit (1e-06 s): {plan.greedy_moves} servers "
+                                    "placed")
+    full = plan_drain("src", built, dest, method="exact")
+    check(full, hosts, servers)
+    assert full.optimal and full.notes == () and len(full.moves) >= len(plan.moves)

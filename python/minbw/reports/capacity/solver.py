@@ -409,7 +409,7 @@ def _pack(ways: Sequence[Way], cap: Mapping, isolate: bool = False) -> _Packing:
         for k, a in w.use:
             per_key.setdefault(k, []).append((j, a))
     rows = [
-        Row(tuple(j for j, _a in used), tuple(float(a) for _j, a in used), float(cap[k]))
+        Row(tuple(j for j, _a in used), tuple(float(a) for _j, a in used), float(max(cap[k], 0)))
         for k, used in sorted(per_key.items())
     ]
     result = maximise(
