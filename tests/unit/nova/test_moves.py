@@ -3,6 +3,8 @@ status moves, what its server group leaves it, and the roots it may go to."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minbw.errors import RequestError
 from minbw.nova.inputs import Flavor
@@ -100,3 +102,31 @@ def test_the_allowed_roots():
     assert allowed_roots(roots, removed=(), source_roots=["r0"], never={"h1"}) == frozenset({"r2", "r3"})
     assert allowed_roots(roots, removed=(), source_roots=["r0"], only=frozenset({"h2", "h0"})) == frozenset({"r2"})
     assert allowed_roots(roots, removed=(), source_roots=["r0"], only=frozenset()) == frozenset()
+
+
+# ---- against Nova's own server group filters (the oracle: tests/support/oracle/nova_scheduler.py, op "group")
+
+GROUP_HOSTS = ("h0", "h1", "h2", "h3")
+
+
+@st.composite
+def group_cases(draw):
+    policy = draw(st.sampled_from(["affinity", "anti-affinity"]))
+    others = draw(st.lists(st.sampled_from(GROUP_HOSTS), max_size=5))
+    most = draw(st.integers(1, 3)) if policy == "anti-affinity" else 1
+    return policy, others, most
+
+
+@settings(max_examples=60, deadline=None)
+@given(group_cases())
+def test_the_group_filters_are_novas(nova, case):
+    """A member on h0 moves: the hosts Nova's filters let it go to are those group_hosts and allowed_roots leave."""
+    policy, others, most = case
+    hosts = {"s0": "h0", **{f"m{i}": h for i, h in enumerate(others)}}
+    rules = {"max_server_per_host": most} if policy == "anti-affinity" and most > 1 else {}
+    theirs = nova.ask([{"op": "group", "policy": policy, "server": "s0", "hosts": hosts, "rules": rules,
+                        "candidates": list(GROUP_HOSTS[1:])}])[0]["passes"]
+    group = ServerGroup.from_api({"id": "g", "name": "g", "policy": policy, "members": list(hosts), "rules": rules})
+    only, never, _why = group_hosts("s0", group, hosts, "h0")
+    ours = allowed_roots({h: h for h in GROUP_HOSTS}, (), ["h0"], only, never)
+    assert ours == {h for h, ok in theirs.items() if ok}, (case, theirs)
