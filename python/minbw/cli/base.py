@@ -9,7 +9,8 @@ tail lines under it; ``-f value`` / ``-f csv`` and ``-c COLUMN`` the table alone
 Exit codes: 0 done; 1 an error (bad input found once the cloud was read, a refusal, the cloud failed, a check that
 had nothing to compare - drift without ini files, agents reporting bandwidth or OVN chassis: one line
 ``minbw: error: ...``, no traceback unless ``--debug``); 2 usage (argparse, before anything is read or written);
-3 findings left (audit, drift, heal); 4 no valid host (claim, candidates, move, schedule).
+3 findings left (audit, drift, heal); 4 no valid host (claim, candidates, move, schedule; host drain: a server with
+no destination).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from typing import Any
 
 from minbw.errors import InvalidInput
 from minbw.model.requests import ServerRequest
+from minbw.nova.moves import move_kind
 from minbw.reports.capacity.mip import TIME_LIMIT, Row, maximise
 from minbw.reports.capacity.solver import Limit, Tree, Way, ways_on_tree
 
@@ -72,8 +73,8 @@ class DrainServer:
 
     @property
     def kind(self) -> str:
-        """How Nova moves it: ``live`` when ACTIVE, else ``cold``."""
-        return LIVE if self.status.upper() == "ACTIVE" else COLD
+        """How Nova moves it (:func:`minbw.nova.moves.move_kind`): ``live`` when ACTIVE or PAUSED, else ``cold``."""
+        return move_kind(self.status.upper()) or COLD
 
 
 @dataclass(frozen=True)

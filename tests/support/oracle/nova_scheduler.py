@@ -25,7 +25,11 @@ given), the report client's ``_get_provider_aggregates`` (the segments' aggregat
 written in the tables of real cell databases (SQLite files with Nova's models, mapped in the API database), read
 by the real ``get_minimum_version_all_cells``. ``{"op": "conf", "text": ...}``: the options minbw reads, as oslo.config reads them from that nova.conf text
 with Nova's own option definitions. ``{"op": "facts"}``: Nova's constants minbw copies (enums, filter names,
-option defaults, microversion) and os-traits' trait families.
+option defaults, microversion) and os-traits' trait families. ``{"op": "group", ...}``: Nova's own
+``ServerGroupAffinityFilter`` and ``ServerGroupAntiAffinityFilter`` (``nova/scheduler/filters/affinity_filter.py``)
+for a server of a group moving off its host: a real ``objects.InstanceGroup`` (policy, members, rules, and its
+``hosts`` as ``scheduler_utils.setup_instance_group`` sets them: the members' hosts) in a real ``RequestSpec``, each
+host a host state holding the members placed there; answer ``{"passes": {host: bool}}``.
 """
 from __future__ import annotations
 
@@ -307,6 +311,24 @@ def facts() -> dict:
             "all_traits": sorted(os_traits.get_traits())}
 
 
+def group(req: dict) -> dict:
+    from nova.scheduler.filters import affinity_filter
+    where = req["hosts"]  # member uuid -> its host
+    members = list(where)
+    grp = objects.InstanceGroup(uuid=str(uuid.uuid4()), policy=req["policy"], members=members,
+                                rules={k: str(v) for k, v in req.get("rules", {}).items()},
+                                hosts=sorted(set(where.values())))
+    grp.policies = [grp.policy]  # InstanceGroup._from_db_object sets the deprecated list as the filters read it
+    spec = objects.RequestSpec(instance_uuid=req["server"], instance_group=grp)
+    passes = {}
+    for host in req["candidates"]:
+        state = collections.namedtuple("HostState", "host instances")(
+            host, {m: object() for m, h in where.items() if h == host})
+        passes[host] = all(f.host_passes(state, spec) for f in (affinity_filter.ServerGroupAffinityFilter(),
+                                                                 affinity_filter.ServerGroupAntiAffinityFilter()))
+    return {"passes": passes}
+
+
 def main() -> None:
     _OUT.write(json.dumps({"ready": True}) + "\n")
     _OUT.flush()
@@ -317,7 +339,7 @@ def main() -> None:
             req = json.loads(line)
             op = req.get("op", "query")
             answer = (query(req) if op == "query" else conf(req["text"]) if op == "conf" else owner(req)
-                      if op == "owner" else facts())
+                      if op == "owner" else group(req) if op == "group" else facts())
         except Exception:
             answer = {"oracle_error": traceback.format_exc()}
         _OUT.write(json.dumps(answer) + "\n")

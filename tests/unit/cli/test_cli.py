@@ -94,7 +94,7 @@ def test_minbw_x_is_openstack_bandwidth_x():
     assert mine == {name.removeprefix("bandwidth "): ep.value for name, ep in osc.items()}
     assert not metadata.entry_points(group="minbw.cli")  # the old names' group is gone
     verbs = {"create", "delete", "list", "show", "set", "unset", "sync", "migrate", "confirm", "revert", "heal",
-             "schedule", "serve", "stop"}
+             "schedule", "serve", "stop", "drain"}
     for name, ep in osc.items():
         # osc's object-verb names; audit, doctor and exporter are commands of one word, as osc's own `complete`
         assert name in ("bandwidth audit", "bandwidth doctor", "bandwidth exporter") or name.split()[-1] in verbs, \

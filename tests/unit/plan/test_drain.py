@@ -67,6 +67,13 @@ def test_one_server_goes_where_it_fits_with_its_allocation_and_mappings():
     assert plan.to_dict()["moves"][0]["mappings"] == {"": ["h2"], "p1-g": ["b20"]}
 
 
+@pytest.mark.parametrize("status, kind", [("ACTIVE", "live"), ("PAUSED", "live"), ("SHUTOFF", "cold")])
+def test_a_move_is_live_for_the_statuses_nova_live_migrates(status, kind):
+    # nova/compute/api.py live_migrate: @check_instance_state(vm_state=[vm_states.ACTIVE, vm_states.PAUSED])
+    plan = plan_drain("src", [server(1, port("p1", 300), status=status)], destinations(host(1, (PN0, 1000, 0))))
+    assert [m.kind for m in plan.moves] == [kind]
+
+
 def test_stuck_for_bandwidth_names_the_class_the_provider_and_how_much_short():
     plan = plan_drain("src", [server(1, port("p1", 500))],
                       destinations(host(1, (PN0, 1000, 800)), host(2, (PN0, 1000, 600))))
