@@ -90,7 +90,7 @@ def _distribution(top_package: str) -> str | None:
     return next(iter(importlib.metadata.packages_distributions().get(top_package, ())), None)
 
 
-class _HelpAction(help.HelpAction):
+class MinbwHelpAction(help.HelpAction):
     """cliff's ``--help`` (the global options, then each command with its one line and, for a command of another
     distribution than the shell's, that distribution), less cliff's search of every installed distribution's files
     (``importlib.metadata.packages_distributions()``, most of ``minbw --help``'s time in a virtualenv of OpenStack's
@@ -162,9 +162,9 @@ class MinbwShell(osc_shell.OpenStackShell):
         return parser
 
     def print_help_if_requested(self):
-        """cliff's, with :class:`_HelpAction`."""
+        """cliff's, with :class:`MinbwHelpAction`."""
         if self.deferred_help and self.options.deferred_help:
-            _HelpAction([], argparse.SUPPRESS, default=self)(self.parser, self.options, None, None)
+            MinbwHelpAction([], argparse.SUPPRESS, default=self)(self.parser, self.options, None, None)
 
     def initialize_app(self, argv):
         """osc-lib's, but ``--help`` is printed before the cloud is looked up, and the cloud is looked up when a command

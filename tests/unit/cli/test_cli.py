@@ -269,10 +269,10 @@ def test_help_lists_the_commands_as_cliff_s_help_does():
 
     from cliff import help as cliff_help
 
-    from minbw.cli.shell import _HelpAction
+    from minbw.cli.shell import MinbwHelpAction
 
     outputs = []
-    for action in (cliff_help.HelpAction, _HelpAction):
+    for action in (cliff_help.HelpAction, MinbwHelpAction):
         app = MinbwShell(stdout=io.StringIO(), stderr=io.StringIO())
         app.options, _rest = app.parser.parse_known_args([])
         with pytest.raises(cliff_help.HelpExit):
