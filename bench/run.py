@@ -19,6 +19,8 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
              against a fresh Placement: stock, or patched with ``PRODPLACEMENT_PATCHED=1 ... --placement prod``.
 - ``drain``  the drain planner (minbw.plan.drain, pure: no Placement) at N servers x N hosts (the largest of
              ``--sizes``): the greedy path, the forced exact path (HiGHS), a tight case where greedy strands servers.
+- ``cli_start`` the command line's start: ``minbw --help`` and ``minbw usage show`` (fresh processes, the embedded
+             Placement with 10 providers) beside ``openstack resource provider list`` (osc-placement), in the same run.
 - ``exporter_scale`` (not by default) the exporter in its own process at each of ``--sizes`` hosts (the
              workload built through the API, minbw's sync, bulk POST /allocations): its collections, peak RSS,
              scrapes from another process.
@@ -122,6 +124,11 @@ def _drain(ctx):
     return drain_bench.run(ctx)
 
 
+def _cli_start(ctx):
+    from bench import cli_start_bench
+    return cli_start_bench.run(ctx)
+
+
 SECTIONS = {
     "sync": _sync,
     "sync_ovn": _sync_ovn,  # ML2/OVN chassis: minbw vs Neutron's OVN placement extension
@@ -136,6 +143,7 @@ SECTIONS = {
     "heal": _heal,  # server heal --dry-run's Placement side alone (the reports section's workload)
     "exporter_heal": _exporter_heal,  # both, on one workload built once
     "drain": _drain,  # the drain planner (pure): greedy and exact at N servers x N hosts
+    "cli_start": _cli_start,  # minbw --help and usage show, fresh processes, beside openstack resource provider list
 }
 # parts of reports, to measure alone
 DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("exporter", "heal", "exporter_heal", "delete_generation",
