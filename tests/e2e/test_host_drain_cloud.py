@@ -132,9 +132,11 @@ def test_what_the_command_refuses(cloud_two_hosts):
     assert unknown.returncode == 1
     assert "host 'nohost': no nova-compute service runs on it. Fix: name one of the compute hosts: devstack0, " \
            "devstack1" in unknown.stderr, unknown.stderr
-    execute = minbw(env, "host", "drain", "devstack0")
-    assert execute.returncode == 1
-    assert "only the plan exists for now (--dry-run)" in execute.stderr and "Nothing was changed" in execute.stderr
+    both = minbw(env, "host", "drain", "devstack0", "--undo", "--dry-run")
+    assert both.returncode == 1 and "--undo enables the host and --dry-run plans its drain: give one" in both.stderr
+    bound = minbw(env, "host", "drain", "devstack0", "--parallel", "0")
+    assert bound.returncode == 1 and "parallel: the number of moves in flight at once must be a whole number of 1 " \
+        "or more, got 0" in bound.stderr, bound.stderr
     assert server_move.compute_service(cloud_two_hosts.connect(), "devstack0").status == "enabled"
     # a host without servers: an empty plan, complete
     code, empty = plan(env, "devstack1")
@@ -165,3 +167,89 @@ def test_anti_affinity_keeps_a_server_off_the_hosts_of_its_group(demo_two_hosts,
         demo.cleanup()
         demo.servers.clear()
         conn.compute.delete_server_group(group, ignore_missing=True)
+
+
+def drain(env: dict, *args: str) -> tuple[int, dict, str]:
+    done = minbw(env, "host", "drain", *args, "-f", "json")
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def test_drain_a_host_for_real_then_resume_then_undo(demo_two_hosts, cloud_two_hosts, playbook):
+    """devstack0 drained with real Nova: ``b`` (500 kbps) and ``c`` (250) ACTIVE, ``d`` (150) SHUTOFF. With 1100 kbps
+    taken on devstack1 (400 left: c and d fit exactly, b does not) the plan is incomplete and the drain refuses to start (exit 4): nothing moved, the host left
+    enabled. Once devstack1 has room, the drain disables devstack0 with the reason, moves b and c live and d cold
+    (confirmed), two at a time, each verified here again against Placement and Neutron; a re-run changes nothing;
+    --undo enables devstack0. The module host_drain then disables and enables the empty host, idempotently."""
+    demo, conn = demo_two_hosts, demo_two_hosts.conn
+    api = Placement(conn)
+    env = dict(cloud_two_hosts.env)
+    x = qos_server(demo, "e2e-drain-x", (1100,), "devstack1")
+    b = qos_server(demo, "e2e-drain-b", (500,), "devstack0")
+    c = qos_server(demo, "e2e-drain-c", (250,), "devstack0")
+    d = qos_server(demo, "e2e-drain-d", (150,), "devstack0")
+    conn.compute.stop_server(d)
+    conn.compute.wait_for_server(d, status="SHUTOFF", interval=1, wait=120)
+    roots = {h: api.list_providers(name=h)[0].uuid for h in BR}
+
+    # an incomplete plan: nothing is moved, the host stays enabled (exit 4, as the dry run); the guide's command
+    run_checks(checks(GUIDE.read_text(), "drain refused", kind="walk"), env)
+    code, refused, _err = drain(env, "devstack0", "--reason", "e2e window")
+    assert code == 4, refused
+    assert (refused["state"], refused["changed"], refused["steps"]) == ("refused", False, [])
+    assert [s["server_name"] for s in refused["plan"]["stuck"]] == ["e2e-drain-b"]
+    assert server_move.compute_service(conn, "devstack0").status == "enabled"
+    assert {conn.compute.get_server(s.id).compute_host for s in (b, c, d)} == {"devstack0"}
+
+    conn.compute.delete_server(x)
+    conn.compute.wait_for_delete(x, interval=1, wait=120)
+    code, planned = plan(env)
+    assert code == 0 and [m["server_name"] for m in planned["moves"]] == ["e2e-drain-b", "e2e-drain-c", "e2e-drain-d"]
+    by_name = {m["server_name"]: m for m in planned["moves"]}
+
+    # the drain, as the guide runs it: b and c live, d cold (confirmed), two at a time, each verified
+    run_checks(checks(GUIDE.read_text(), "drain", kind="walk"), env)
+    service = server_move.compute_service(conn, "devstack0")
+    assert (service.status, service.disabled_reason) == ("disabled", "e2e window")
+    # each move checked again here: the planned providers, the ports' bindings, the source freed
+    for server, rate in ((b, 500), (c, 250), (d, 150)):
+        state = server_move.read_move_state(conn, server.id, api,
+                                            expect_allocations=by_name[server.name]["allocations"])
+        assert state.ok, state.to_dict()["problems"]
+        doc = state.to_dict()
+        assert doc["server"]["compute_host"] == "devstack1"
+        assert doc["server"]["status"] == ("SHUTOFF" if server is d else "ACTIVE")
+        assert doc["migration"]["migration_type"] == ("migration" if server is d else "live-migration")
+        assert doc["allocations"][server.id][BR["devstack1"]] == {EGRESS: rate, INGRESS: rate}
+        assert doc["allocations"][server.id][roots["devstack1"]] == {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
+        bound = [rp for a in doc["binding_allocations"].values() for rp in (a.values() if isinstance(a, dict) else [a])]
+        assert bound and set(bound) == {BR["devstack1"]}, doc["binding_allocations"]
+        migration = doc["consumers"]["migration"]
+        assert migration and api.get_allocations(migration)["allocations"] == {}
+    assert not any(api.provider_usages(BR["devstack0"]).values())  # the source freed
+
+    # a re-run reads again: nothing on devstack0, already disabled: nothing to do
+    run_checks(checks(GUIDE.read_text(), "resume", kind="walk"), env)
+    code, again, _err = drain(env, "devstack0", "--reason", "e2e window")
+    assert code == 0 and (again["state"], again["changed"], again["steps"]) == ("drained", False, []), again
+    assert again["compute"] == {"host": "devstack0", "id": service.id, "disabled": True, "reason": "e2e window"}
+
+    # --undo enables it, once
+    run_checks(checks(GUIDE.read_text(), "undo", kind="walk"), env)
+    assert server_move.compute_service(conn, "devstack0").status == "enabled"
+    code, undo, _err = drain(env, "devstack0", "--undo")
+    assert code == 0 and (undo["state"], undo["changed"], undo["compute"]["disabled"]) == ("enabled", False, False)
+
+    # the module: check mode plans (changes nothing), then drained (disabled), idempotent, then enabled
+    book = HERE / "playbooks" / "host_drain_state.yml"
+    run = playbook(book, {"host": "devstack0", "state": "drained"}, check=True, diff=True)
+    assert not run.failed, run.output
+    assert (run.result["changed"], run.result["state"]) == (True, "planned")
+    assert server_move.compute_service(conn, "devstack0").status == "enabled"
+    run = playbook(book, {"host": "devstack0", "state": "drained"})
+    assert not run.failed and run.result["changed"] is True and run.result["compute"]["disabled"] is True
+    run = playbook(book, {"host": "devstack0", "state": "drained"})
+    assert not run.failed and run.result["changed"] is False
+    run = playbook(book, {"host": "devstack0", "state": "enabled"})
+    assert not run.failed and run.result["changed"] is True and run.result["compute"]["disabled"] is False
+    assert server_move.compute_service(conn, "devstack0").status == "enabled"

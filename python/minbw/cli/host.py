@@ -1,13 +1,16 @@
 """``host drain HOST --dry-run``: where every server on a host would go if it were drained now (docs/maintenance.md,
-"Plan a window")."""
+"Plan a window"); ``host drain HOST [--cold] [--parallel N] [--partial] [--reason TEXT]``: the drain itself, and
+``--undo`` (docs/maintenance.md, "Drain", "Resume", "Undo")."""
 
 from __future__ import annotations
 
-from minbw.cli.base import EXIT_NO_VALID_HOST, Command, Section, View
+from minbw.cli.base import EXIT_ERROR, EXIT_NO_VALID_HOST, Command, Section, View
 from minbw.cli.options import OWNER_NOVA_CHOICES, add_owner_nova_argument
 
 COLUMNS = ("server", "status", "kind", "destination", "providers")
 STUCK_COLUMNS = ("server", "reason")
+STEP_COLUMNS = ("server", "kind", "destination", "outcome", "detail")
+PENDING_COLUMNS = ("server", "kind", "destination")
 
 
 def _short(host: str, name: str) -> str:
@@ -57,11 +60,36 @@ def summary(plan: dict) -> str:
     )
 
 
+def step_rows(run: dict) -> tuple[tuple, ...]:
+    """One row per step a drain made: server, kind, destination, outcome, what failed (the error or the problems)."""
+    return tuple(
+        (s["server_name"], s["kind"], s["host"], s["outcome"], s["error"] or "; ".join(s["problems"]))
+        for s in run["steps"]
+    )
+
+
+def pending_rows(run: dict) -> tuple[tuple, ...]:
+    """One row per planned move not made: server, kind, destination."""
+    return tuple((m["server_name"], m["kind"], m["host"]) for m in run["pending"])
+
+
+def run_exit_code(run: dict) -> int:
+    """0: drained (or enabled); 4: refused, the plan is incomplete (nothing moved); 1: stopped at a failure."""
+    if run["state"] == "refused":
+        return EXIT_NO_VALID_HOST
+    return 0 if run["ok"] else EXIT_ERROR
+
+
 class DrainHost(Command):
     """Plan the drain of a compute host: every server on it placed at once on the other hosts (its flavor, every
     port's request groups, Nova's request filters and server group), no destination overcommitted by the moves
-    together; the servers that cannot move, with the reason. Only --dry-run for now (nothing is changed).
-    Exit 0: every server has a destination; 4: the plan is incomplete (some server cannot move); 1: an error."""
+    together; the servers that cannot move, with the reason (--dry-run: nothing is changed). Without --dry-run, drain
+    it: disable its nova-compute with a reason, then move each server to its planned host (live; cold when it is not
+    ACTIVE, or with --cold), at most --parallel at once, each verified (its allocation on the planned providers, its
+    ports' binding:profile.allocation rewritten, the source freed); the first failure stops the moves after it. An
+    incomplete plan moves nothing unless --partial. Run it again to resume; --undo enables the host again.
+    Exit 0: every server has a destination (drained); 4: the plan is incomplete (some server cannot move; nothing
+    moved); 1: an error, or a move failed (the drain stopped: the output says where things stand)."""
 
     columns = COLUMNS
 
@@ -70,8 +98,29 @@ class DrainHost(Command):
         parser.add_argument(
             "--dry-run",
             action="store_true",
-            help="plan only, change nothing (required for now: the drain itself is the next step)",
+            help="plan only, change nothing",
         )
+        parser.add_argument(
+            "--cold", action="store_true", help="cold-migrate every server (default: live for ACTIVE servers)"
+        )
+        parser.add_argument(
+            "--parallel", type=int, default=1, metavar="N", help="at most N moves in flight at once (default 1)"
+        )
+        parser.add_argument(
+            "--partial",
+            action="store_true",
+            help="when some server cannot move, drain the others anyway (default: an incomplete plan moves nothing)",
+        )
+        parser.add_argument(
+            "--reason",
+            default=None,
+            metavar="TEXT",
+            help="why the compute is disabled (Nova's disabled_reason; default 'minbw host drain: maintenance')",
+        )
+        parser.add_argument(
+            "--timeout", type=float, default=300, metavar="SECONDS", help="how long one move may take (default 300)"
+        )
+        parser.add_argument("--undo", action="store_true", help="enable the host's nova-compute again (reason cleared)")
         parser.add_argument(
             "--nova-option",
             action="append",
@@ -88,12 +137,13 @@ class DrainHost(Command):
         from minbw.errors import InvalidInput
         from minbw.usecases.drain import HostDrainQuery, plan_host_drain
 
-        if not parsed_args.dry_run:
+        if parsed_args.undo and parsed_args.dry_run:
             raise InvalidInput(
-                f"host drain {parsed_args.host}: only the plan exists for now (--dry-run); executing it (disable the "
-                f"compute, live-migrate each server to its planned host) is the next step (issue 45 item 2). "
-                f"Nothing was changed. Fix: add --dry-run to see the plan."
+                f"host drain {parsed_args.host}: --undo enables the host and --dry-run plans its drain: give one. "
+                f"Nothing was changed."
             )
+        if not parsed_args.dry_run:
+            return self.drain(parsed_args)
         result = plan_host_drain(
             self.cloud(parsed_args, progress=True),
             HostDrainQuery(
@@ -113,4 +163,40 @@ class DrainHost(Command):
             head=(summary(plan),),
             sections=(Section("stuck (cannot move):", STUCK_COLUMNS, stuck),) if stuck else (),
             exit_code=0 if result.complete else EXIT_NO_VALID_HOST,
+        )
+
+    def drain(self, parsed_args):
+        """The drain (or its undo) made: the steps' table, the pending moves or the stuck servers."""
+        from minbw.usecases.drain import REASON, HostDrainRequest, drain_host
+
+        run = drain_host(
+            self.cloud(parsed_args, progress=True),
+            HostDrainRequest(
+                parsed_args.host,
+                nova_options=tuple(parsed_args.nova_option or ()),
+                nova_conf=parsed_args.nova_conf,
+                owner_nova=OWNER_NOVA_CHOICES[parsed_args.owner_nova],
+                cold=parsed_args.cold,
+                parallel=parsed_args.parallel,
+                partial=parsed_args.partial,
+                reason=parsed_args.reason if parsed_args.reason is not None else REASON,
+                timeout=parsed_args.timeout,
+                undo=parsed_args.undo,
+                host_option="HOST",
+            ),
+        )
+        doc = run.to_dict()
+        sections = []
+        if doc["pending"] and doc["state"] != "drained":
+            sections.append(Section("not moved:", PENDING_COLUMNS, pending_rows(doc)))
+        stuck = stuck_rows(doc["plan"]) if doc["plan"] else ()
+        if stuck:
+            sections.append(Section("stuck (cannot move):", STUCK_COLUMNS, stuck))
+        return View(
+            doc,
+            STEP_COLUMNS,
+            step_rows(doc),
+            head=(doc["message"],),
+            sections=tuple(sections),
+            exit_code=run_exit_code(doc),
         )

@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from minbw.errors import InvalidInput, MinbwError
+from minbw.errors import InvalidInput, MinbwError, NovaMoveFailed
 from minbw.model.requests import ServerRequest
 from minbw.nova import moves, owner
 from minbw.nova.inputs import Aggregate, CloudFacts
 from minbw.nova.options import SchedulerOptions
 from minbw.nova.scheduler import NovaQuery, query
+from minbw.ops import server_move
 from minbw.ops.nova_query import (
     needs_aggregates,
     prefiltered_hosts,
@@ -28,10 +29,12 @@ from minbw.ops.nova_query import (
     routed_network_facts,
 )
 from minbw.placement.client import Placement
+from minbw.plan.drain import LIVE
 from minbw.readers.placement import Reader, read_for_capacity
 from minbw.readers.providers import sharing_providers
 from minbw.reports.capacity import report
 from minbw.reports.capacity.solver import Tree
+from minbw.reports.server_move import MoveState, MoveWait
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,146 @@ def destination_trees(
     return tuple(t for t in built if t.root not in source)
 
 
+# ---------------------------------------------------------------- executing a drain (issue 45 item 2)
+
+
+@dataclass(frozen=True)
+class ComputeState:
+    """A host's nova-compute service as Nova shows it: its id, whether it is disabled and why."""
+
+    host: str
+    id: str
+    disabled: bool
+    reason: str | None = None
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: host, id, disabled, reason."""
+        return {"host": self.host, "id": self.id, "disabled": self.disabled, "reason": self.reason}
+
+
+def compute_state(conn, host: str) -> ComputeState:
+    """The nova-compute service of ``host`` (``GET /os-services?binary=nova-compute&host=HOST``). Raises InvalidInput
+    when the host runs none."""
+    found = [s for s in conn.compute.services(binary="nova-compute", host=host) if s.host == host]
+    if not found:
+        check_host(host, compute_services(conn))
+        raise InvalidInput(f"host {host!r}: Nova lists no nova-compute service on it.")
+    s = found[0]
+    return ComputeState(host, str(s.id), s.status == "disabled", s.disabled_reason or None)
+
+
+def _service_call(what: str, host: str, fn, *args, **kwargs) -> None:
+    from openstack import exceptions as sdk_exceptions
+
+    try:
+        fn(*args, **kwargs)
+    except sdk_exceptions.HttpException as e:
+        raise NovaMoveFailed(
+            f"{what}: Nova refused it for nova-compute on {host}: {e.details or e}", action=what
+        ) from None
+
+
+def disable_compute(conn, host: str, reason: str) -> ComputeState:
+    """Disable the nova-compute of ``host`` with ``reason`` as Nova's API does (``PUT /os-services/{id}`` with
+    ``status: disabled`` and ``disabled_reason``, compute API 2.53+): the scheduler sends it nothing new. Returns the
+    service as Nova shows it then. Raises InvalidInput for a host without nova-compute, NovaMoveFailed when Nova
+    refuses."""
+    state = compute_state(conn, host)
+    _service_call("disable", host, conn.compute.disable_service, state.id, host, "nova-compute", disabled_reason=reason)
+    return compute_state(conn, host)
+
+
+def enable_compute(conn, host: str) -> ComputeState:
+    """Enable the nova-compute of ``host`` again (``status: enabled``; Nova clears the reason). Returns the service
+    as Nova shows it then. Raises InvalidInput for a host without nova-compute, NovaMoveFailed when Nova refuses."""
+    state = compute_state(conn, host)
+    _service_call("enable", host, conn.compute.enable_service, state.id, host, "nova-compute")
+    return compute_state(conn, host)
+
+
+def finished_from(conn, host: str) -> list[tuple[str, str]]:
+    """The cold migrations out of ``host`` that wait for their confirmation (``GET /os-migrations?source_compute=
+    HOST&status=finished``), each as (server id, the server's status now), oldest first."""
+    found = [m.to_dict(computed=False) for m in conn.compute.migrations(source_compute=host, status="finished")]
+    found = [m for m in found if m.get("source_compute") == host and m.get("status") == "finished"]
+    found.sort(key=lambda m: m.get("created_at") or "")
+    out = []
+    for m in found:
+        server = conn.compute.find_server(m.get("server_id") or "", ignore_missing=True, all_projects=True)
+        if server is not None:
+            out.append((server.id, conn.compute.get_server(server.id).status))
+    return out
+
+
+def start_move(conn, server_id: str, kind: str, host: str) -> str | None:
+    """Ask Nova to move the server to ``host`` (its nova-compute host), through the scheduler and never forced: a
+    live migration (``kind`` ``live``, block migration ``auto``) or a cold one (``cold``). Returns the uuid of the
+    server's newest migration before the call (what :func:`finish_move` waits past). Raises NovaMoveFailed when Nova
+    refuses."""
+    server = conn.compute.get_server(server_id)
+    before = server_move.latest_migration(conn, server_id)
+    what = "live_migrate" if kind == LIVE else "migrate"
+    from openstack import exceptions as sdk_exceptions
+
+    try:
+        if kind == LIVE:
+            conn.compute.live_migrate_server(server, host=host, block_migration="auto")
+        else:
+            conn.compute.migrate_server(server, host=host)
+    except sdk_exceptions.HttpException as e:
+        raise NovaMoveFailed(
+            f"{what}: Nova refused it for server {server.name} ({server.id}) to {host}: {e.details or e}",
+            action=what,
+            server=server.id,
+            status=server.status,
+            task_state=server.task_state,
+        ) from None
+    return before.uuid if before else None
+
+
+def finish_move(conn, server_id: str, kind: str, since: str | None, *, timeout: float = 300) -> MoveWait:
+    """Wait for the move :func:`start_move` asked for to end: a live migration ``completed`` with the server
+    ACTIVE; a cold one ``finished`` (VERIFY_RESIZE), then confirmed (``confirmed``, the server back in its state).
+    Returns what the last wait saw. Raises NovaMoveFailed on ERROR, a failed migration or a wait that runs out."""
+    if kind == LIVE:
+        return server_move.wait_for(
+            conn,
+            server_id,
+            "live_migrate",
+            statuses={"ACTIVE"},
+            migration_statuses={"completed"},
+            since=since,
+            timeout=timeout,
+        )
+    server_move.wait_for(
+        conn,
+        server_id,
+        "migrate",
+        statuses={"VERIFY_RESIZE"},
+        migration_statuses={"finished"},
+        since=since,
+        timeout=timeout,
+    )
+    return server_move.confirm(conn, server_id, timeout=timeout)
+
+
+def verify_move(conn, api: Placement, server_id: str, allocations: Mapping[str, Mapping[str, int]] | None) -> MoveState:
+    """The server after its move, judged (:func:`minbw.ops.server_move.read_move_state`): its allocation exactly
+    ``allocations`` (the planned providers; None: any that serves its request), every port's
+    ``binding:profile.allocation`` rewritten to them, the migration consumer holding nothing
+    (the source's usage freed)."""
+    return server_move.read_move_state(conn, server_id, api, expect_allocations=allocations)
+
+
 __all__ = [
+    "ComputeState",
+    "compute_state",
+    "disable_compute",
+    "enable_compute",
+    "finished_from",
+    "start_move",
+    "finish_move",
+    "verify_move",
     "ServerToMove",
     "DrainFacts",
     "compute_services",

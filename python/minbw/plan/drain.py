@@ -155,6 +155,19 @@ class DrainPlan:
         }
 
 
+def waves(moves: Sequence[Move], parallel: int = 1, *, cold: bool = False) -> tuple[tuple[Move, ...], ...]:
+    """The plan's moves in the order they are made, ``parallel`` at a time at most: consecutive slices of the plan's
+    order (largest server first; a jointly feasible plan stays feasible in any order, destinations only gain during
+    a drain). ``cold``: every move a cold migration. Raises InvalidInput for a bound below 1."""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise InvalidInput(
+            f"parallel: the number of moves in flight at once must be a whole number of 1 or more, got {parallel!r}. "
+            f"Fix: give --parallel 1 (one move at a time, the default) or more."
+        )
+    ordered = [dataclasses.replace(m, kind=COLD) if cold else m for m in moves]
+    return tuple(tuple(ordered[i : i + parallel]) for i in range(0, len(ordered), parallel))
+
+
 # ---------------------------------------------------------------- the instance
 
 

@@ -1,18 +1,34 @@
 """``minbw host drain HOST --dry-run`` and the ``host_drain_info`` module: where every server on a host would go if
 the host were drained now, all planned together so that no destination is overcommitted by the moves (issue 45
-item 1). Nothing is written: the execution (disable the compute, live-migrate each server to its planned host) is
-issue 45 item 2."""
+item 1). ``minbw host drain HOST`` and the ``host_drain`` module (item 2, :func:`drain_host`): disable the compute
+with a reason, then make the plan's moves (live, or cold for a server that is not ACTIVE), each to its planned host,
+verified one by one, stopping before the next move at the first failure; a re-run reads everything again and goes
+on; ``--undo`` enables the compute again."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from minbw.errors import InvalidInput
-from minbw.ops.drain import DrainFacts, ServerToMove, read_drain
+from minbw.errors import InvalidInput, MinbwError
+from minbw.ops.drain import (
+    ComputeState,
+    DrainFacts,
+    ServerToMove,
+    compute_nodes,
+    compute_state,
+    disable_compute,
+    enable_compute,
+    finish_move,
+    finished_from,
+    read_drain,
+    start_move,
+    verify_move,
+)
 from minbw.ops.nova_query import read_scheduler_options
-from minbw.plan.drain import DrainPlan, DrainServer, Stuck, plan_drain
+from minbw.ops.server_move import confirm
+from minbw.plan.drain import DrainPlan, DrainServer, Move, Stuck, plan_drain, waves
 from minbw.usecases.cloud import Cloud
 
 
@@ -111,3 +127,268 @@ def plan_host_drain(cloud: Cloud, query: HostDrainQuery) -> HostDrain:
     names = {u: n for t in facts.trees for u, n in t.names.items()}
     names.update(facts.roots)
     return HostDrain(plan, by_id, names)
+
+
+# ---------------------------------------------------------------- the drain itself (issue 45 item 2)
+
+REASON = "minbw host drain: maintenance"  # the disabled_reason when none is given
+MOVED, CONFIRMED, FAILED = "moved", "confirmed", "failed"
+DRAINED, REFUSED, STOPPED, PLANNED, ENABLED = "drained", "refused", "stopped", "planned", "enabled"
+
+
+@dataclass(frozen=True)
+class HostDrainRequest:
+    """A drain of ``host`` to make: the plan's query (``nova_options``, ``nova_conf``, ``owner_nova`` as in
+    :class:`HostDrainQuery`), ``cold`` (every move a cold migration), ``parallel`` (moves in flight at once, 1 or
+    more), ``partial`` (move the servers that have a destination even when some have none), ``reason`` (the compute's
+    disabled_reason), ``timeout`` (seconds per move), ``check`` (plan only, change nothing), ``undo`` (enable the
+    compute again instead). ``host_option`` names the host in errors."""
+
+    host: str
+    nova_options: tuple[str, ...] = ()
+    nova_conf: str | None = None
+    owner_nova: bool | None = None
+    cold: bool = False
+    parallel: int = 1
+    partial: bool = False
+    reason: str = REASON
+    timeout: float = 300
+    check: bool = False
+    undo: bool = False
+    host_option: str = "host"
+
+    def __post_init__(self):
+        object.__setattr__(self, "nova_options", tuple(self.nova_options or ()))
+        HostDrainQuery(self.host, host_option=self.host_option)  # the host's check
+        waves((), self.parallel)  # the bound's check
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise InvalidInput(
+                f"reason: give why {self.host} is disabled (Nova shows it as the service's disabled_reason), got "
+                f"{self.reason!r}. Fix: --reason 'kernel update' (or leave it out: {REASON!r})."
+            )
+
+    @property
+    def query(self) -> HostDrainQuery:
+        """The plan's query."""
+        return HostDrainQuery(self.host, self.nova_options, self.nova_conf, self.owner_nova, self.host_option)
+
+
+@dataclass(frozen=True)
+class DrainStep:
+    """One server's step in a drain: ``moved`` (to ``host``, verified), ``confirmed`` (a cold migration left
+    VERIFY_RESIZE by an earlier run, confirmed now) or ``failed`` (``error``: what Nova or the check said;
+    ``problems``: the verification's)."""
+
+    server_id: str
+    server_name: str
+    kind: str
+    host: str
+    outcome: str
+    error: str | None = None
+    problems: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict of its fields."""
+        return {
+            "server_id": self.server_id,
+            "server_name": self.server_name,
+            "kind": self.kind,
+            "host": self.host,
+            "outcome": self.outcome,
+            "error": self.error,
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class DrainRun:
+    """What a drain (or its undo) did and where things stand: ``state`` (``drained``: every planned server moved
+    and verified; ``refused``: the plan is incomplete and nothing was moved; ``stopped``: a move failed, the next
+    ones were not made; ``planned``: check mode, nothing changed; ``enabled``: the undo), ``changed``, the compute
+    service as it stands, the plan the run followed, each step made, the moves not made (``pending``) and one line
+    saying where things stand (``message``)."""
+
+    host: str
+    state: str
+    changed: bool
+    compute: ComputeState
+    plan: DrainPlan | None = None
+    steps: tuple[DrainStep, ...] = ()
+    pending: tuple[Move, ...] = ()
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run did what was asked (drained, planned complete, or enabled)."""
+        return self.state in (DRAINED, ENABLED) or (self.state == PLANNED and bool(self.plan and self.plan.complete))
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: host, state, ok, changed, message, compute, steps, pending, and the plan (moves, stuck,
+        complete, method...) under ``plan``."""
+        return {
+            "host": self.host,
+            "state": self.state,
+            "ok": self.ok,
+            "changed": self.changed,
+            "message": self.message,
+            "compute": self.compute.to_dict(),
+            "steps": [s.to_dict() for s in self.steps],
+            "pending": [m.to_dict() for m in self.pending],
+            "plan": self.plan.to_dict() if self.plan is not None else None,
+        }
+
+
+def to_confirm(finished: Sequence[tuple[str, str]]) -> list[str]:
+    """The servers an earlier drain left waiting for the confirmation of their cold migration out of the host (from
+    (server id, status) of each ``finished`` migration): those VERIFY_RESIZE, each once, in order."""
+    return list(dict.fromkeys(sid for sid, status in finished if status == "VERIFY_RESIZE"))
+
+
+def where_it_stands(host: str, steps: Sequence[DrainStep], pending: Sequence[Move], disabled: bool) -> str:
+    """One line after a drain that stopped: the failed step, what was moved, what is left, how to go on."""
+    failed = [s for s in steps if s.outcome == FAILED]
+    done = [s for s in steps if s.outcome != FAILED]
+    first = failed[0] if failed else None
+    why = ""
+    if first is not None:
+        why = f"{first.server_name} ({first.kind} to {first.host}) failed: " + (
+            first.error or "; ".join(first.problems)
+        )
+    return (
+        f"host {host}: drain stopped: {why}. {len(done)} server(s) moved and verified, {len(pending)} not started; "
+        f"{host} is {'disabled' if disabled else 'enabled'}. Fix the cause, then run 'minbw host drain {host}' again "
+        f"(it reads Nova and Placement and goes on), or 'minbw host drain {host} --undo' to enable it again."
+    )
+
+
+def _say(cloud: Cloud, line: str) -> None:
+    if cloud.say:
+        cloud.say(line)
+
+
+def _verified(cloud: Cloud, move: Move, target: str, timeout: float, since: str | None) -> DrainStep:
+    """Wait for the move's end and verify it: a DrainStep ``moved`` or ``failed``."""
+    conn = cloud.conn
+    try:
+        finish_move(conn, move.server_id, move.kind, since, timeout=timeout)
+        state = verify_move(conn, cloud.placement, move.server_id, move.allocations)
+    except MinbwError as e:
+        return DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, error=str(e))
+    if not state.ok:
+        return DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, problems=state.verdict.problems)
+    return DrainStep(move.server_id, move.server_name, move.kind, target, MOVED)
+
+
+def _resume(cloud: Cloud, host: str, timeout: float) -> list[DrainStep]:
+    """Confirm the cold migrations out of ``host`` an earlier run left in VERIFY_RESIZE, each verified."""
+    steps = []
+    for sid in to_confirm(finished_from(cloud.conn, host)):
+        _say(cloud, f"drain {host}: confirming the cold migration of {sid} left by an earlier run")
+        try:
+            seen = confirm(cloud.conn, sid, timeout=timeout)
+            state = verify_move(cloud.conn, cloud.placement, sid, None)
+        except MinbwError as e:
+            steps.append(DrainStep(sid, sid, "cold", "", FAILED, error=str(e)))
+            break
+        name, where = str(seen.server.get("name") or sid), str(seen.server.get("compute_host") or "")
+        steps.append(
+            DrainStep(sid, name, "cold", where, CONFIRMED if state.ok else FAILED, problems=state.verdict.problems)
+        )
+        if not state.ok:
+            break
+    return steps
+
+
+def drain_host(cloud: Cloud, request: HostDrainRequest) -> DrainRun:
+    """Drain ``request.host``: confirm what an earlier run left in VERIFY_RESIZE, plan every server on the host
+    (:func:`plan_host_drain`), refuse an incomplete plan unless ``partial`` (nothing changed), disable the compute
+    with the reason (unless it is disabled already: its reason is kept), then make the moves ``parallel`` at a
+    time, each to its planned host (never forced) and verified (:func:`minbw.ops.drain.verify_move`); at the first
+    failure the moves after it are not started. ``check``: the plan only. ``undo``: enable the compute.
+    Returns the DrainRun. Raises MissingService without Nova, InvalidInput for a host that runs no nova-compute,
+    NovaMoveFailed when Nova refuses to disable or enable the compute."""
+    cloud.require("compute", "the servers on a host and how Nova moves them are read from Nova")
+    host, conn = request.host, cloud.conn
+    before = compute_state(conn, host)
+    if request.undo:
+        if not before.disabled:
+            return DrainRun(host, ENABLED, False, before, message=f"host {host}: nova-compute is enabled already")
+        after = before if request.check else enable_compute(conn, host)
+        return DrainRun(host, ENABLED, True, after, message=f"host {host}: nova-compute enabled (reason cleared)")
+    steps: list[DrainStep] = [] if request.check else _resume(cloud, host, request.timeout)
+    if any(s.outcome == FAILED for s in steps):
+        return DrainRun(host, STOPPED, True, before, None, tuple(steps), (), where_it_stands(host, steps, (), True))
+    found = plan_host_drain(cloud, request.query)
+    plan = found.plan
+    if request.cold:
+        plan = dataclasses.replace(plan, moves=tuple(m for wave in waves(plan.moves, 1, cold=True) for m in wave))
+    if request.check:
+        would = bool(plan.moves) or not before.disabled
+        return DrainRun(
+            host, PLANNED, would, before, plan, (), plan.moves, message=f"host {host}: check mode, nothing changed"
+        )
+    if plan.stuck and not request.partial:
+        return DrainRun(
+            host,
+            REFUSED,
+            bool(steps),
+            before,
+            plan,
+            tuple(steps),
+            plan.moves,
+            f"host {host}: the drain plan is incomplete ({len(plan.stuck)} server(s) cannot move: "
+            f"{', '.join(s.server_name for s in plan.stuck)}); nothing was moved and the compute was left as it is. "
+            f"Fix: make room (see 'minbw host drain {host} --dry-run'), or drain the others with --partial.",
+        )
+    compute = before
+    if not before.disabled:
+        compute = disable_compute(conn, host, request.reason)
+        _say(cloud, f"drain {host}: nova-compute disabled ({request.reason})")
+    targets = compute_nodes(conn) if plan.moves else {}
+    total, done = len(plan.moves), 0
+    order = waves(plan.moves, request.parallel)
+    for wave in order:
+        started: list[tuple[Move, str, str | None]] = []
+        for move in wave:
+            target = targets.get(move.host, move.host)
+            _say(cloud, f"drain {host}: {done + len(started) + 1}/{total} {move.server_name} → {target} ({move.kind})")
+            try:
+                started.append((move, target, start_move(conn, move.server_id, move.kind, target)))
+            except MinbwError as e:
+                steps.append(DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, error=str(e)))
+                break
+        for move, target, since in started:
+            step = _verified(cloud, move, target, request.timeout, since)
+            steps.append(step)
+            _say(
+                cloud,
+                f"drain {host}: {move.server_name} {step.outcome}"
+                + (f": {step.error or '; '.join(step.problems)}" if step.outcome == FAILED else " and verified"),
+            )
+        done += len(started)
+        if any(s.outcome == FAILED for s in steps):
+            made = {s.server_id for s in steps}
+            pending = tuple(m for m in plan.moves if m.server_id not in made)
+            return DrainRun(
+                host,
+                STOPPED,
+                True,
+                compute,
+                plan,
+                tuple(steps),
+                pending,
+                where_it_stands(host, steps, pending, compute.disabled),
+            )
+    changed = bool(steps) or not before.disabled
+    left = f"; {len(plan.stuck)} server(s) left on it (--partial)" if plan.stuck else ""
+    return DrainRun(
+        host,
+        DRAINED,
+        changed,
+        compute,
+        plan,
+        tuple(steps),
+        (),
+        f"host {host}: drained, {len(steps)} server(s) moved and verified{left}; nova-compute disabled "
+        f"({compute.reason or 'no reason'})",
+    )
