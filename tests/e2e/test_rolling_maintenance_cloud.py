@@ -8,20 +8,23 @@ from pathlib import Path
 
 from minbw.ops import server_move
 from tests.e2e.test_host_drain_cloud import qos_server
+from tests.e2e.test_operators_checks import checks, shows
 from tests.support.playbook_runner import run_playbook
+from tests.support.tour import run_tour
 
 REPO = Path(__file__).resolve().parents[2]
 BOOK = REPO / "playbooks" / "rolling_maintenance.yml"
 TASKS = REPO / "tests" / "e2e" / "playbooks" / "maintenance_tasks.yml"
+GUIDE = REPO / "docs" / "maintenance.md"
 
 
-def rolling(cloud_manager, collection, tmp_path, check=False):
+def rolling(cloud_manager, collection, tmp_path):
     inventory = tmp_path / "inventory"
     inventory.write_text("[computes]\ndevstack0 ansible_connection=local\ndevstack1 ansible_connection=local\n")
     log = tmp_path / "maintenance.log"
     env = dict(cloud_manager.current.env, ANSIBLE_COLLECTIONS_PATH=str(collection), OS_CLOUD="minicloud")
     run = run_playbook(BOOK, {"maintenance_tasks": str(TASKS), "maintenance_log": str(log),
-                              "maintenance_reason": "e2e rolling"}, check=check, env=env, inventory=inventory)
+                              "maintenance_reason": "e2e rolling"}, env=env, inventory=inventory)
     return run, (log.read_text().splitlines() if log.exists() else [])
 
 
@@ -30,11 +33,18 @@ def test_rolling_maintenance_host_by_host(demo_two_hosts, cloud_two_hosts, cloud
     demo, conn = demo_two_hosts, demo_two_hosts.conn
     m = qos_server(demo, "e2e-roll-m", (300,), "devstack0")
 
-    # check mode: both hosts planned, nothing changed, the operator's tasks not run
-    run, log = rolling(cloud_manager, installed_collection, tmp_path, check=True)
-    assert not run.failed, run.output
-    assert set(run.recaps) == {"devstack0", "devstack1"} and log == []
-    assert "e2e-roll-m" in run.output and "planned" in run.output
+    # check mode, as docs/maintenance.md shows it: both hosts planned, nothing changed, the operator's tasks not run
+    inventory, log = tmp_path / "inventory", tmp_path / "maintenance.log"
+    inventory.write_text("[computes]\ndevstack0 ansible_connection=local\ndevstack1 ansible_connection=local\n")
+    env = dict(cloud_manager.current.env, ANSIBLE_COLLECTIONS_PATH=str(installed_collection), OS_CLOUD="minicloud",
+               INVENTORY=str(inventory), TASKS=str(TASKS))
+    found = checks(GUIDE.read_text(), "rolling check", kind="walk")
+    assert [c.split()[0:4] for c, _ in found] == [
+        ["ansible-playbook", "-i", '"$INVENTORY"', "playbooks/rolling_maintenance.yml"]]
+    [(_, code, output)] = run_tour([found[0][0]], env)
+    assert code == 0 and shows(found[0][1], output), output
+    assert "devstack0" in output and "devstack1" in output and not log.exists()
+    assert "e2e-roll-m" in output and "planned" in output
     assert {server_move.compute_service(conn, h).status for h in ("devstack0", "devstack1")} == {"enabled"}
 
     # for real: devstack0 drained (m to devstack1), its window, enabled; then devstack1 (m back to devstack0)
