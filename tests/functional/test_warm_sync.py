@@ -8,7 +8,6 @@ import types
 
 import pytest
 
-from minbw.cache import synced
 from minbw.neutron import naming, ovn
 from minbw.usecases import providers
 from minbw.usecases.cloud import Cache
@@ -44,7 +43,7 @@ def test_a_warm_sync_of_unchanged_files_is_the_listing_and_says_why(placement, t
     configs = agent_files(tmp_path)
     first = run(placement, tmp_path, agent_configs=configs)
     assert first.changed and first.unchanged is None
-    assert synced.record_path(tmp_path / "c.json").exists()
+    assert len(list(tmp_path.glob("c.json.synced-*"))) == 1
     expected = {h: tree(placement, h) for h in HOSTS}
     for check in (False, True):  # check mode answers the same, with the same one call
         warm = run(placement, tmp_path, agent_configs=configs, check=check)
@@ -99,10 +98,14 @@ def test_changed_files_or_a_check_due_take_the_full_path(placement, tmp_path, ro
     due = run(placement, tmp_path, agent_configs=agent_files(tmp_path, total=1600), cache_check_interval=0)
     assert due.unchanged is None and not due.changed and len(placement.counter.calls) > 2
     assert run(placement, tmp_path, agent_configs=agent_files(tmp_path, total=1600)).unchanged is not None
-    # another option (create_root, absent): the full path, and the record is forgotten
+    # another option (create_root): the full path; nothing written, so the record still answers for the files
     rooted = run(placement, tmp_path, agent_configs=agent_files(tmp_path, total=1600), create_root=True)
     assert rooted.unchanged is None and not rooted.changed
-    assert not synced.record_path(tmp_path / "c.json").exists()
+    assert run(placement, tmp_path, agent_configs=agent_files(tmp_path, total=1600)).unchanged is not None
+    # the record of the first files is still there, but their providers moved since: refused by the listing
+    assert len(list(tmp_path.glob("c.json.synced-*"))) == 2
+    back = run(placement, tmp_path, agent_configs=agent_files(tmp_path))  # the first files' bytes again
+    assert back.unchanged is None and len(back.plan.ops) == 3
 
 
 def chassis(total=100):

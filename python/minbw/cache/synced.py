@@ -3,6 +3,7 @@ warm sync compares the listing with before it reads or plans anything (:func:`mi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -13,10 +14,12 @@ from minbw.model.synced import Synced
 FORMAT = 1
 
 
-def record_path(cache_path: str | os.PathLike) -> Path:
-    """Where the last complete sync against a cache's Placement is recorded: ``FILE.synced`` beside the cache file."""
+def record_path(cache_path: str | os.PathLike, fingerprint: str) -> Path:
+    """Where the last complete sync of the desired state ``fingerprint`` names, against a cache's Placement, is
+    recorded: ``FILE.synced-HASH`` beside the cache file, one per desired state (syncs of different hosts sharing
+    the cache keep theirs apart)."""
     p = Path(cache_path)
-    return p.with_name(p.name + ".synced")
+    return p.with_name(f"{p.name}.synced-{hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}")
 
 
 def load(path: Path) -> Synced | None:

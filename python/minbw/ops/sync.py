@@ -132,7 +132,7 @@ def warm(
     when its fingerprint is ``fingerprint`` and no check is due, the listing compared with it
     (:func:`make_warm_plan`); the provider cache itself is not loaded. A :class:`Warm`. Lets Placement's errors
     through (PlacementError)."""
-    last = synced.load(synced.record_path(cache_path))
+    last = synced.load(synced.record_path(cache_path, fingerprint))
     if last is None:
         return Warm(None, "no record of a complete last sync")
     now = clock()
@@ -450,7 +450,8 @@ def sync_providers(
     ``create_root`` or ``root_inventories`` (:func:`make_plan`: a root's UUID, a refusal, a root not Nova's named).
     ``fingerprint`` (with a ``cache``, not in check mode, nor ``absent``, ``create_root`` or ``root_inventories``):
     of the desired state and options, kept with what a complete sync left (:func:`record`) for the next one's
-    :func:`warm`; any other sync with a cache forgets that record. ``listed``: :func:`listing`'s answer, made already
+    :func:`warm`, in place of the one before (a sync that writes moves the generations a record holds: an older one
+    of another desired state is refused by its listing). ``listed``: :func:`listing`'s answer, made already
     (by :func:`warm`). Returns (plan, the apply's result: None when nothing was written); raises PartialApply when
     writes failed, and Placement's and the plan's errors.
     """
@@ -465,8 +466,8 @@ def sync_providers(
         roots_too=bool(root_inventories) and not absent,
         listed=listed,
     )
-    if cache and not check:  # what Placement holds is this sync's to say now
-        synced.forget(synced.record_path(cache.path))
+    if cache and fingerprint and not check:  # what Placement holds is this sync's to say now
+        synced.forget(synced.record_path(cache.path, fingerprint))
     if absent:
         plan = make_absent_plan(desired, observed)
     else:
@@ -542,7 +543,7 @@ def record(
         warnings=plan.warnings,
         skipped=plan.skipped,
     )
-    return last if synced.save(synced.record_path(cache.path), last) else None
+    return last if synced.save(synced.record_path(cache.path, fingerprint), last) else None
 
 
 def summary(
