@@ -9,8 +9,9 @@ bridges, SR-IOV with two PFs: 6 providers a host), then:
   the record of the last sync, the one listing compared with it);
 - once, the **full path** (the record removed: the provider cache loaded, the observed state, the plan), as before
   the warm path existed, and the warm sync again after it (it recorded again);
-- once, ``minbw provider sync`` in a process of its own (Python's start and imports counted), files unchanged,
-  beside a listing measured right before it.
+- ``minbw provider sync`` in a process of its own (Python's start and imports counted), files unchanged, twice
+  (its first run records under its own digest: its errors name ``--agent-config``), the second beside a listing
+  measured right before it.
 
 Targets: the warm sync (median) ≤ 1.5 × the listing's fetch + decode (median), both in this process; one call; no
 write. Correctness checked inside the run: the warm answers say ``unchanged`` with every provider, the full path plans
@@ -90,8 +91,12 @@ def one_size(ctx: Context, n: int) -> tuple[list[dict], list[Target]]:
         after, _ = run_sync(cloud, request, "warm after the full path", n)
         if not after["unchanged"]:
             raise BenchError(f"sync_warm N={n}: the full path recorded nothing")
+        # the CLI's own first run records under its own digest (its option is named --agent-config in its errors)
+        run_cli(server, files, "warm (CLI process, first: records)", cache_file)
         cli_listing = listing(conn)
         cli = run_cli(server, files, "warm (files unchanged, CLI process)", cache_file)
+        if "unchanged:" not in cli.extra["summary"] or cli.calls != 1:
+            raise BenchError(f"sync_warm N={n}: the CLI's second warm run was not the listing alone: {cli.extra}")
         median_list = statistics.median(r["s"] for r in lists)
         median_warm = statistics.median(r["s"] for r in warms)
         rows += [
