@@ -298,6 +298,17 @@ summary:
   type: str
   sample: "1000 hosts, 6000 providers: 0 created, 0 updated, 0 deleted (0 writes) in 2.1 s, 20 calls (0.02/host);
     cache: 6000 of 6000 cached providers trusted after 17 checks, 0 re-read"
+unchanged:
+  description:
+    - The warm sync as the listing - when the listing showed every provider at the generation the last complete
+      sync left (names and parents as desired, no other provider under their agents), the desired state equal to
+      that sync's (C(fingerprint)) and no safety check due, nothing was read or planned beyond that listing and
+      this says so and why (C(why)); null when the state was observed and planned (the first sync, a change, a
+      check due, O(state=absent), O(create_root), O(root_inventories), O(cache=false)).
+  returned: always
+  type: dict
+  sample: {"providers": 6000, "fingerprint": "files:3f2a...", "synced_at": 1764990000.0, "check_interval": 3600,
+    "why": "unchanged: 6000 providers at the generations of the last sync (2026-12-06T04:00:00Z), ..."}
 quirks:
   description:
     - What Neutron would silently skip in the ML2/OVN chassis options, one sentence each (also shown as
@@ -361,7 +372,8 @@ def ensure(module):
                            retries=applied.retries if applied else 0,
                            found_applied=applied.found_applied if applied else 0,
                            ops=planned['ops'], providers=planned['providers'], kept=planned['kept'],
-                           quirks=result.warnings, skipped=result.skipped, units=result.units())
+                           quirks=result.warnings, skipped=result.skipped, units=result.units(),
+                           unchanged=result.unchanged.to_dict() if result.unchanged is not None else None)
     if result.skipped and p['fail_on_skipped']:
         module.ansible.fail_json(msg='%d of %d configurations skipped (the others synced): %s' % (
             len(result.skipped), len(values['units']), ' | '.join(result.skipped)), **values)

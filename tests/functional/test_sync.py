@@ -635,8 +635,9 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     warm = sync(files=["--agent-config", *(str(tmp_path / f"{h}.ini") for h in ("hv1", "hv2", "hv3"))])
     assert warm["changed"] is False and [u["unit"] for u in warm["units"]] == [a for a in args if a.endswith(".ini")]
     assert "0 created, 0 updated, 0 deleted (0 writes)" in warm["summary"]
-    assert ("cache: 9 of 9 cached providers trusted after 0 checks (9 confirmed less than 3600 s ago: no check due), "
-            "0 re-read") in warm["summary"]
+    # the files and the providers as the first sync left them: the listing alone answers (issue 46), and says why
+    assert " 1 calls (0.33/host); unchanged: 9 providers at the generations of the last sync" in warm["summary"]
+    assert warm["unchanged"]["providers"] == 9 and "no safety check due" in warm["unchanged"]["why"]
     checked = sync("--cache-check-interval", "0")["summary"]
     assert "cache: 9 of 9 cached providers trusted after " in checked and "no check due" not in checked
     assert sync("--no-cache")["summary"].endswith("; no cache")

@@ -9,6 +9,7 @@ pool of ``workers`` threads, parents before children inside each tree.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +19,22 @@ from typing import Callable, Mapping, Sequence
 from minbw.errors import ConcurrentUpdate, InvalidInput, MinbwError, PartialApply
 from minbw.placement.client import Placement
 from minbw.model.providers import Provider
+from minbw.cache import synced
 from minbw.cache.providers import DEFAULT_CACHE_CHECK_INTERVAL, DEFAULT_CACHE_MAX_AGE, ProviderCache
 from minbw.readers.placement import Reader
-from minbw.plan.providers import Kept, Observed, Op, Plan, make_absent_plan, make_plan, owned_agents
+from minbw.plan.providers import (
+    Kept,
+    Observed,
+    Op,
+    Plan,
+    make_absent_plan,
+    make_plan,
+    make_warm_plan,
+    owned_agents,
+    warm_refusal,
+)
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
+from minbw.model.synced import Synced, Unchanged
 from minbw.nova.compute_root import NovaComputes
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
@@ -68,18 +81,14 @@ def _seconds(seconds, option: str, meaning: str) -> float:
     return float(seconds)
 
 
-def observe(
-    api: Placement,
-    desired: DesiredState,
-    progress: Progress = _quiet,
-    *,
-    allocations_of_all: bool = False,
-    cache: ProviderCache | None = None,
-    workers: int = DEFAULT_WORKERS,
-    roots_too: bool = False,
-) -> Observed:
-    """What Placement holds of ``desired``'s providers (``roots_too``: and the compute roots' traits and
-    inventories, to correct the roots' inventories)."""
+# the providers a sync looks at, by UUID, and the roots of its hypervisors, by name
+Listed = tuple[Mapping[str, Provider], Mapping[str, Provider]]
+
+
+def listing(api: Placement, desired: DesiredState) -> Listed:
+    """What a sync lists of Placement: ``(providers by UUID, roots by hypervisor name)``. From 3 hypervisors on (or a
+    kind swept whole), one listing of every provider; else each hypervisor's root by name, then its tree. Lets
+    Placement's errors through (PlacementError)."""
     hyps = desired.looked_up
     providers: dict[str, Provider] = {}
     roots: dict[str, Provider] = {}
@@ -94,6 +103,73 @@ def observe(
             if found:
                 roots[hyp] = found[0]
                 providers.update({p.uuid: p for p in api.list_providers(in_tree=found[0].uuid)})
+    return providers, roots
+
+
+@dataclass(frozen=True)
+class Warm:
+    """A warm sync's look at the listing: ``plan`` (no writes) when nothing changed since the last complete sync
+    (``unchanged`` says why that is sure), else None and ``why`` not; ``listed`` the listing made (None: none made,
+    the record alone said no), for the full path to use."""
+
+    plan: Plan | None
+    why: str
+    unchanged: Unchanged | None = None
+    listed: Listed | None = None
+
+
+def warm(
+    api: Placement,
+    desired: DesiredState,
+    fingerprint: str,
+    cache_path: str | os.PathLike,
+    *,
+    check_interval: float,
+    max_age: float,
+    clock: Callable[[], float] = time.time,
+) -> Warm:
+    """The warm sync as the listing: the record of the last complete sync beside the cache at ``cache_path``, and
+    when its fingerprint is ``fingerprint`` and no check is due, the listing compared with it
+    (:func:`make_warm_plan`); the provider cache itself is not loaded. A :class:`Warm`. Lets Placement's errors
+    through (PlacementError)."""
+    last = synced.load(synced.record_path(cache_path, fingerprint))
+    if last is None:
+        return Warm(None, "no record of a complete last sync")
+    now = clock()
+    refused = warm_refusal(last, fingerprint, now=now, check_interval=check_interval, max_age=max_age)
+    if refused:  # the listing cannot change that: none made
+        return Warm(None, refused)
+    listed = listing(api, desired)
+    plan, why = make_warm_plan(
+        desired,
+        last,
+        fingerprint,
+        listed[0],
+        listed[1],
+        now=now,
+        check_interval=check_interval,
+        max_age=max_age,
+    )
+    if plan is None:
+        return Warm(None, why, listed=listed)
+    return Warm(plan, why, Unchanged(len(plan.providers), fingerprint, last.at, check_interval), listed)
+
+
+def observe(
+    api: Placement,
+    desired: DesiredState,
+    progress: Progress = _quiet,
+    *,
+    allocations_of_all: bool = False,
+    cache: ProviderCache | None = None,
+    workers: int = DEFAULT_WORKERS,
+    roots_too: bool = False,
+    listed: Listed | None = None,
+) -> Observed:
+    """What Placement holds of ``desired``'s providers (``roots_too``: and the compute roots' traits and
+    inventories, to correct the roots' inventories); ``listed``: :func:`listing`'s answer, made already."""
+    seen, roots = listed if listed is not None else listing(api, desired)
+    providers = dict(seen)  # those deleted since their listing are taken out below
     wanted = {p.uuid for p in desired.providers}
     agents = owned_agents(desired, providers.values())
     # an absent plan also removes the swept agents themselves
@@ -107,9 +183,9 @@ def observe(
         present += [r.uuid for r in roots.values() if r.uuid not in present]
     # the reports' reader: the cache where it holds a provider at its listed generation, else a read (cached)
     reader = Reader(api, cache, workers=workers, progress=progress)
-    listed = [providers[u] for u in present]
-    trusted = reader.cached(listed, usages=False)
-    to_read = [p for p in listed if p.uuid not in trusted]
+    present_providers = [providers[u] for u in present]
+    trusted = reader.cached(present_providers, usages=False)
+    to_read = [p for p in present_providers if p.uuid not in trusted]
     traits = {u: d.traits for u, d in trusted.items()}
     inventories = {u: d.inventories for u, d in trusted.items()}  # frozen already
     for u, d in reader.read_afresh(to_read, usages=False).items():
@@ -363,6 +439,8 @@ def sync_providers(
     workers: int = DEFAULT_WORKERS,
     nova: Callable[[], NovaComputes | None] | None = None,
     ignore_nova_compute: bool = False,
+    fingerprint: str | None = None,
+    listed: Listed | None = None,
 ) -> tuple[Plan, ApplyResult | None]:
     """Make Placement match ``desired`` (or, ``absent``, remove those providers where nothing is allocated).
 
@@ -370,6 +448,12 @@ def sync_providers(
     cache's safety check are not read again. ``workers``: providers read and host trees written at once.
     ``nova``: reads what Nova knows of its computes (None where the cloud has no Nova), called only with
     ``create_root`` or ``root_inventories`` (:func:`make_plan`: a root's UUID, a refusal, a root not Nova's named).
+    ``fingerprint`` (with a ``cache``, not in check mode, nor ``absent``, ``create_root`` or ``root_inventories``):
+    of the desired state and options, kept with what a complete sync left (:func:`record`) for the next one's
+    :func:`warm`, in place of the one before (a sync that writes moves the generations a record holds: an older one
+    of another desired state is refused by its listing). ``listed``: :func:`listing`'s answer, made already
+    (by :func:`warm`). Returns (plan, the apply's result: None when nothing was written); raises PartialApply when
+    writes failed, and Placement's and the plan's errors.
     """
     workers = check_workers(workers)
     observed = observe(
@@ -380,7 +464,10 @@ def sync_providers(
         cache=cache,
         workers=workers,
         roots_too=bool(root_inventories) and not absent,
+        listed=listed,
     )
+    if cache and fingerprint and not check:  # what Placement holds is this sync's to say now
+        synced.forget(synced.record_path(cache.path, fingerprint))
     if absent:
         plan = make_absent_plan(desired, observed)
     else:
@@ -393,9 +480,12 @@ def sync_providers(
             nova=computes,
             ignore_nova_compute=ignore_nova_compute,
         )
+    warmable = fingerprint is not None and not (absent or create_root or root_inventories)
     if check or not plan.ops:
         if cache and not check:
             cache.save()
+            if warmable:
+                record(cache, desired, plan, observed, None, fingerprint or "")
         return plan, None
     try:
         result = apply(api, plan, observed, progress=progress, workers=workers)
@@ -411,7 +501,49 @@ def sync_providers(
             for op in f["pending"]:
                 cache.drop(op.uuid or "")
         cache.save()
+        if warmable:
+            record(cache, desired, plan, observed, result, fingerprint or "")
     return plan, result
+
+
+def record(
+    cache: ProviderCache,
+    desired: DesiredState,
+    plan: Plan,
+    observed: Observed,
+    result: ApplyResult | None,
+    fingerprint: str,
+    clock: Callable[[], float] = time.time,
+) -> Synced | None:
+    """Keep what this sync left beside ``cache`` (saved) for the next one's :func:`warm`, when it is complete: no
+    write failed, nothing kept for its allocations, every desired provider's generation known and its cache entry at
+    that generation. Returns the record kept, or None (none kept)."""
+    if plan.kept or (result is not None and result.failed):
+        return None
+    generations = {u: p.generation for u, p in observed.providers.items()}
+    if result is not None:
+        generations.update(result.generations)
+    kept: dict[str, int] = {}
+    verified = checked = clock()
+    for spec in plan.providers:
+        entry, generation = cache.entry(spec.uuid), generations.get(spec.uuid)
+        if entry is None or generation is None or entry.get("generation") != generation:
+            return None
+        kept[spec.uuid] = generation
+        verified = min(verified, ProviderCache.confirmed_at(entry) or 0)
+        checked = min(checked, entry.get("checked", 0))
+    last = Synced(
+        fingerprint=fingerprint,
+        at=clock(),
+        roots={h: (observed.roots[h].uuid if h in observed.roots else None) for h in desired.hypervisors},
+        generations=kept,
+        agents=frozenset(owned_agents(desired, observed.providers.values())),
+        verified=verified,
+        checked=checked,
+        warnings=plan.warnings,
+        skipped=plan.skipped,
+    )
+    return last if synced.save(synced.record_path(cache.path, fingerprint), last) else None
 
 
 def summary(
@@ -423,6 +555,7 @@ def summary(
     calls: int,
     cache: ProviderCache | None = None,
     check: bool = False,
+    unchanged: Unchanged | None = None,
 ) -> str:
     """One line: ``1000 hosts, 6000 providers: 0 created, 0 updated, 0 deleted (0 writes) in 12.3 s,
     23 calls (0.02/host); cache: 6000 of 6000 trusted after 18 checks, 0 re-read``."""
@@ -444,6 +577,8 @@ def summary(
         + f" ({len(ops)} writes{verb}) in {seconds:.1f} s, "
         f"{calls} calls ({calls / max(hosts, 1):.2f}/host)"
     )
+    if unchanged is not None:  # the warm sync as the listing: the cache not loaded
+        return line + "; " + str(unchanged)
     if cache is None:
         return line + "; no cache"
     return line + "; " + cache.summary()

@@ -7,7 +7,7 @@ diffed (check and diff mode) and tested before anything is written.
 from __future__ import annotations
 
 import uuid as uuidlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
 from minbw.errors import PlanError, RootProviderNotFound, RootRefused
@@ -21,6 +21,7 @@ from minbw.model.providers import (
     freeze_inventories,
     thaw_inventories,
 )
+from minbw.model.synced import Synced
 from minbw.neutron import naming
 from minbw.neutron.provider_tree import swept_agents
 from minbw.nova.compute_root import NovaComputes, check_root_inventory, root_of
@@ -330,6 +331,81 @@ def make_plan(
         warnings=tuple(warnings),
         skipped=tuple(skipped),
     )
+
+
+def warm_refusal(synced: Synced, fingerprint: str, *, now: float, check_interval: float, max_age: float) -> str | None:
+    """Why the last complete sync's record cannot answer for the listing, whatever it shows: another desired state
+    (``fingerprint``), the safety check due (an entry confirmed ``check_interval`` seconds before ``now`` or
+    longer), or the periodic full check (read more than ``max_age`` seconds before). None: the listing decides."""
+    if synced.fingerprint != fingerprint:
+        return "the desired state differs from the last sync's"
+    if now - synced.verified >= check_interval:
+        return f"the safety check is due (confirmed {now - synced.verified:.0f} s ago)"
+    if now - synced.checked > max_age:
+        return f"the periodic full check is due (read {now - synced.checked:.0f} s ago)"
+    return None
+
+
+def make_warm_plan(
+    desired: DesiredState,
+    synced: Synced,
+    fingerprint: str,
+    providers: Mapping[str, Provider],
+    roots: Mapping[str, Provider],
+    *,
+    now: float,
+    check_interval: float,
+    max_age: float,
+) -> tuple[Plan | None, str]:
+    """The warm sync as the listing: ``(plan, why)``. The plan (no writes, the desired providers with their parents
+    resolved, the last sync's warnings and skipped hypervisors) when the listing (``providers`` by UUID, ``roots``
+    by hypervisor name) shows what the last complete sync (``synced``) left: the same desired state (``fingerprint``),
+    every desired provider at its generation (so its traits and inventories are those written or read then) with
+    its name and parent, the same roots, no other child under the owned agents, and its cache entries confirmed
+    less than ``check_interval`` and read less than ``max_age`` seconds before ``now`` (the safety check and the
+    periodic full check not due). Else ``(None, why not)``: the full path runs. Raises nothing."""
+    refused = warm_refusal(synced, fingerprint, now=now, check_interval=check_interval, max_age=max_age)
+    if refused:
+        return None, refused
+    for hyp in desired.hypervisors:
+        root = roots.get(hyp)
+        if (root.uuid if root is not None else None) != synced.roots.get(hyp, ""):
+            return None, f"the compute node root of {hyp} changed since the last sync"
+    resolved: list[ProviderSpec] = []
+    before, after = Snapshots(), Snapshots()  # as the full plan's: equal, the providers unchanged
+    for spec in desired.providers:
+        root_uuid_ = synced.roots.get(spec.hypervisor)
+        if root_uuid_ is None:  # skipped by the last sync (no root), skipped now: the check above
+            continue
+        parent = spec.parent_uuid or root_uuid_
+        have = providers.get(spec.uuid)
+        if (
+            have is None
+            or have.generation != synced.generations.get(spec.uuid)
+            or have.name != spec.name
+            or have.parent_uuid != parent
+        ):
+            return None, f"provider {spec.name} ({spec.uuid}) changed since the last sync"
+        resolved.append(spec if spec.parent_uuid == parent else replace(spec, parent_uuid=parent))
+        before.add(spec.uuid, spec.name, parent, spec.traits, spec.inventories)
+        after.add(spec.uuid, spec.name, parent, spec.traits, spec.inventories)
+    if len(resolved) != len(synced.generations):
+        return None, "the last sync's providers are not the desired ones"
+    agents = owned_agents(desired, providers.values())
+    if agents != synced.agents:
+        return None, "the agents owned changed since the last sync"
+    for prov in providers.values():
+        if prov.parent_uuid in agents and prov.uuid not in synced.generations:
+            return None, f"provider {prov.name} ({prov.uuid}) appeared under an agent since the last sync"
+    plan = Plan(
+        ops=(),
+        providers=tuple(resolved),
+        before=before,
+        after=after,
+        warnings=synced.warnings,
+        skipped=synced.skipped,
+    )
+    return plan, "unchanged"
 
 
 def nova_compute_caches(ops: Iterable[Op], observed: Observed) -> list[str]:

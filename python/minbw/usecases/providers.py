@@ -20,7 +20,16 @@ from minbw.ops.sync import (  # noqa: F401 (the front ends' defaults)  # pylint:
     DEFAULT_WORKERS,
     MAX_WORKERS,
 )
-from minbw.ops.sync import ApplyResult, check_check_interval, check_max_age, check_workers, summary, sync_providers
+from minbw.ops.sync import (
+    ApplyResult,
+    check_check_interval,
+    check_max_age,
+    check_workers,
+    summary,
+    sync_providers,
+    warm,
+)
+from minbw.model.synced import Unchanged, state_fingerprint
 from minbw.ops.agent_files import read_agent_units
 from minbw.ops.nova_query import read_compute_hosts
 from minbw.plan.providers import Plan
@@ -100,6 +109,9 @@ class ProvidersResult:
     applied: ApplyResult | None
     summary: str
     check: bool
+    # the warm sync as the listing: nothing changed since the last complete sync, and why that is sure (None: the
+    # state observed and planned)
+    unchanged: Unchanged | None = None
 
     @property
     def changed(self) -> bool:
@@ -166,7 +178,7 @@ class ProvidersResult:
 
     def to_dict(self) -> dict:
         """The plan's dict with its diff, the apply result (None: nothing written), the summary, the warnings, what
-        was skipped and each configuration's and chassis' unit."""
+        was skipped, each configuration's and chassis' unit, and ``unchanged`` (None: the full path ran)."""
         out = self.plan.to_dict()
         out["diff"] = self.plan.diff()
         out["result"] = self.applied.to_dict() if self.applied is not None else None  # null: nothing written
@@ -174,6 +186,7 @@ class ProvidersResult:
         out["warnings"] = self.warnings
         out["skipped"] = self.skipped
         out["units"] = self.units()
+        out["unchanged"] = self.unchanged.to_dict() if self.unchanged is not None else None
         return out
 
 
@@ -228,8 +241,32 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         else None
     )
     api = cloud.placement
-    cache = request.cache.open(api, max_age=max_age, check_interval=check_interval)
     started, calls = time.perf_counter(), api.calls
+    cache_file = request.cache.file(api)
+    fingerprint = None
+    if cache_file and not (request.absent or request.create_root or roots):
+        fingerprint = f"files:{digest}" if digest else state_fingerprint(state)
+    looked = (
+        warm(api, state, fingerprint, cache_file, check_interval=check_interval, max_age=max_age)
+        if (fingerprint and cache_file)
+        else None
+    )
+    if looked is not None and looked.plan is not None and looked.unchanged is not None:  # the listing alone
+        if not request.check:
+            record_sync(cache_file, ok=True, writes=0)  # type: ignore[arg-type]  # a file: fingerprint is set
+        line = summary(
+            state,
+            looked.plan,
+            None,
+            seconds=time.perf_counter() - started,
+            calls=api.calls - calls,
+            check=request.check,
+            unchanged=looked.unchanged,
+        )
+        return ProvidersResult(
+            state, looked.plan, None, _with_skipped(line, state, None), request.check, looked.unchanged
+        )
+    cache = request.cache.open(api, max_age=max_age, check_interval=check_interval)
     try:
         plan, applied = sync_providers(
             api,
@@ -243,6 +280,8 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
             workers=workers,
             nova=lambda: _nova_computes(cloud),
             ignore_nova_compute=request.ignore_nova_compute,
+            fingerprint=fingerprint,
+            listed=looked.listed if looked is not None else None,
         )
     except MinbwError:
         if cache is not None and not request.check:
@@ -259,11 +298,16 @@ def sync(cloud: Cloud, request: ProvidersRequest) -> ProvidersResult:
         cache=cache,
         check=request.check,
     )
+    return ProvidersResult(state, plan, applied, _with_skipped(line, state, applied), request.check)
+
+
+def _with_skipped(line: str, state: DesiredState, applied: ApplyResult | None) -> str:
+    """The summary ``line`` with the configurations skipped and the host trees whose writes failed counted."""
     if state.skipped:
         line += f"; {len(state.skipped)} of {len(state.units)} configurations skipped (named above)"
     if applied is not None and applied.failed:
         line += f"; the writes of {len(applied.failed)} host tree(s) failed (named above)"
-    return ProvidersResult(state, plan, applied, line, request.check)
+    return line
 
 
 def _nova_computes(cloud: Cloud):

@@ -1,0 +1,65 @@
+"""The record of the last complete sync (:class:`minbw.model.synced.Synced`), kept beside the provider cache: what a
+warm sync compares the listing with before it reads or plans anything (:func:`minbw.ops.sync.warm`)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from minbw.model.synced import Synced
+
+FORMAT = 1
+
+
+def record_path(cache_path: str | os.PathLike, fingerprint: str) -> Path:
+    """Where the last complete sync of the desired state ``fingerprint`` names, against a cache's Placement, is
+    recorded: ``FILE.synced-HASH`` beside the cache file, one per desired state (syncs of different hosts sharing
+    the cache keep theirs apart)."""
+    p = Path(cache_path)
+    return p.with_name(f"{p.name}.synced-{hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}")
+
+
+def load(path: Path) -> Synced | None:
+    """The record in ``path``; None when there is none, or it cannot be read, is of another format, or another
+    shape."""
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read())
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return None
+        return Synced.from_dict(data["synced"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save(path: Path, synced: Synced) -> bool:
+    """Keep ``synced`` in ``path`` (written whole, then renamed over the old file). False when it could not be
+    written (the next sync takes the full path: nothing else depends on it)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-synced-")
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"format": FORMAT, "synced": synced.to_dict()}, f)
+        os.replace(tmp, path)
+    except OSError:
+        os.unlink(tmp)
+        return False
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return True
+
+
+def forget(path: Path) -> None:
+    """Remove the record (nothing when there is none or it cannot be removed: a record whose providers moved is not
+    trusted anyway). Returns None."""
+    try:
+        path.unlink()
+    except OSError:
+        pass
