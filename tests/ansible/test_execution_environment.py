@@ -58,7 +58,9 @@ def test_the_readmes_definition_builds_a_context_whose_requirements_resolve(tmp_
     (tmp_path / "ansible.cfg").write_text("[defaults]\n")
     subprocess.run([str(BIN / "ansible-galaxy"), "collection", "install", "-r", "requirements.yml",
                     "--collections-path", str(collections)], cwd=build, check=True, capture_output=True,
-                   env=dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg")))
+                   # only this path: a minbw.openstack in ~/.ansible/collections would make galaxy skip the install
+                   env=dict(os.environ, ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"),
+                            ANSIBLE_COLLECTIONS_PATH=str(collections)))
     # the collection as built, its core generated in
     assert (collections / "ansible_collections/minbw/openstack/plugins/module_utils/core/usecases/providers.py").is_file()
     # ... and the builder stage's introspection, with the context's own script
