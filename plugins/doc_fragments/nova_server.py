@@ -25,6 +25,12 @@ options:
   project:
     description: The server's project, for Nova's tenant isolation (C(scheduler.limit_tenants_to_placement_aggregate)).
     type: str
+'''
+
+    # Nova's scheduler options alone (module_utils/server_request.py NOVA_SCHEDULER_SPEC): modules that read Nova's
+    # request filters without a server of their own (host_drain, host_drain_info)
+    SCHEDULER = r'''
+options:
   nova_options:
     description:
       - "Nova's scheduler options by Nova's names, C(section.option) to value, for example

@@ -5,15 +5,20 @@
 
 from __future__ import annotations
 
-# the server as operators name it, and Nova's scheduler options (doc fragment minbw.openstack.nova_server)
+# Nova's scheduler options (doc fragment minbw.openstack.nova_server.scheduler)
+NOVA_SCHEDULER_SPEC = dict(
+    nova_options=dict(type='dict', default={}),
+    nova_conf=dict(type='path'),
+    owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
+)
+
+# the server as operators name it (doc fragment minbw.openstack.nova_server), and Nova's scheduler options
 NOVA_SPEC = dict(
     flavor=dict(type='str'),
     image=dict(type='str'),
     availability_zone=dict(type='str'),
     project=dict(type='str'),
-    nova_options=dict(type='dict', default={}),
-    nova_conf=dict(type='path'),
-    owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
+    **NOVA_SCHEDULER_SPEC
 )
 
 SERVER_REQUEST_SPEC = dict(
@@ -48,11 +53,17 @@ def server_spec(params):
                       **nova_fields(params))
 
 
-def nova_fields(params):
-    """The ServerSpec (and CapacityQuery) fields of the Nova options: the server as operators name it, Nova's
-    scheduler options by Nova's names (O(nova_options): C(section.option) to value; O(nova_conf))."""
+def nova_scheduler_fields(params):
+    """The use cases' fields of the NOVA_SCHEDULER_SPEC options: Nova's scheduler options by Nova's names
+    (O(nova_options): C(section.option) to value; O(nova_conf)), and O(owner_nova)."""
     options = tuple('%s=%s' % (k, str(v).lower() if isinstance(v, bool) else v)
                     for k, v in (params['nova_options'] or {}).items())
-    return dict(flavor=params['flavor'], image=params['image'], availability_zone=params['availability_zone'],
-                project=params['project'], nova_options=options, nova_conf=params['nova_conf'],
+    return dict(nova_options=options, nova_conf=params['nova_conf'],
                 owner_nova={'auto': None, 'yes': True, 'no': False}[params['owner_nova']])
+
+
+def nova_fields(params):
+    """The ServerSpec (and CapacityQuery) fields of the Nova options: the server as operators name it, and Nova's
+    scheduler options (nova_scheduler_fields)."""
+    return dict(flavor=params['flavor'], image=params['image'], availability_zone=params['availability_zone'],
+                project=params['project'], **nova_scheduler_fields(params))

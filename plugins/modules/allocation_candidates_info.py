@@ -21,6 +21,7 @@ extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.server_request
   - minbw.openstack.nova_server
+  - minbw.openstack.nova_server.scheduler
   - ansible.builtin.action_common_attributes
   - minbw.openstack.info_module
 '''

@@ -85,6 +85,7 @@ options:
 extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.nova_server
+  - minbw.openstack.nova_server.scheduler
   - ansible.builtin.action_common_attributes
   - minbw.openstack.info_module
 '''

@@ -28,6 +28,7 @@ author: minbw developers (@minbw)
 extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
+  - minbw.openstack.nova_server.scheduler
 options:
   host:
     description: The compute host (its nova-compute host name).
@@ -54,19 +55,6 @@ options:
     description: When some server cannot move, move the others anyway (the host then still holds those).
     type: bool
     default: false
-  nova_options:
-    description:
-      - "Nova's scheduler options by Nova's names, C(section.option) to value; Nova's defaults otherwise."
-    type: dict
-    default: {}
-  nova_conf:
-    description: A nova.conf to read Nova's scheduler options from (O(nova_options) win).
-    type: path
-  owner_nova:
-    description: Whether every nova-compute reports C(OWNER_NOVA); C(auto) reads it as Nova decides it.
-    type: str
-    default: auto
-    choices: [auto, 'yes', 'no']
   wait:
     description: The module always waits for each move's end, to verify it before the next; C(false) is refused.
     type: bool
@@ -139,6 +127,7 @@ plan:
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+from ansible_collections.minbw.openstack.plugins.module_utils.server_request import NOVA_SCHEDULER_SPEC, nova_scheduler_fields
 
 
 def diff_of(run):
@@ -156,10 +145,8 @@ def drain(module):
     if not p['wait']:
         module.ansible.fail_json(msg='wait=false: host_drain waits for each move to verify it before the next; leave wait out '
                                      '(or set it to true) and bound each move with timeout')
-    options = tuple('%s=%s' % (k, str(v).lower() if isinstance(v, bool) else v) for k, v in (p['nova_options'] or {}).items())
     run = drain_host(module.cloud(), HostDrainRequest(
-        p['host'], nova_options=options, nova_conf=p['nova_conf'],
-        owner_nova={'auto': None, 'yes': True, 'no': False}[p['owner_nova']], cold=p['cold'], parallel=p['parallel'],
+        p['host'], **nova_scheduler_fields(p), cold=p['cold'], parallel=p['parallel'],
         partial=p['partial'], reason=p['reason'], timeout=p['timeout'], check=module.check_mode,
         undo=p['state'] == 'enabled'))
     doc = run.to_dict()
@@ -174,9 +161,7 @@ def main():
                      state=dict(type='str', default='drained', choices=['drained', 'enabled']),
                      reason=dict(type='str', default='minbw host drain: maintenance'),
                      cold=dict(type='bool', default=False), parallel=dict(type='int', default=1),
-                     partial=dict(type='bool', default=False), nova_options=dict(type='dict', default={}),
-                     nova_conf=dict(type='path'),
-                     owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']),
+                     partial=dict(type='bool', default=False), **NOVA_SCHEDULER_SPEC,
                      wait=dict(type='bool', default=True), timeout=dict(type='int', default=300))).run(drain)
 
 

@@ -23,27 +23,12 @@ extends_documentation_fragment:
   - minbw.openstack.auth
   - ansible.builtin.action_common_attributes
   - minbw.openstack.info_module
+  - minbw.openstack.nova_server.scheduler
 options:
   host:
     description: The compute host to drain (its nova-compute host name).
     type: str
     required: true
-  nova_options:
-    description:
-      - "Nova's scheduler options by Nova's names, C(section.option) to value, for example
-        C({scheduler.limit_tenants_to_placement_aggregate: true}); Nova's defaults otherwise."
-    type: dict
-    default: {}
-  nova_conf:
-    description: A nova.conf to read Nova's scheduler options from (O(nova_options) win).
-    type: path
-  owner_nova:
-    description:
-      - Whether every nova-compute reports C(OWNER_NOVA), so that Nova requires it on the compute node; C(auto)
-        reads it as Nova decides it.
-    type: str
-    default: auto
-    choices: [auto, 'yes', 'no']
 '''
 
 EXAMPLES = r'''
@@ -101,22 +86,19 @@ notes:
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule
+from ansible_collections.minbw.openstack.plugins.module_utils.server_request import NOVA_SCHEDULER_SPEC, nova_scheduler_fields
 
 
 def info(module):
     from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.drain import HostDrainQuery, plan_host_drain
 
     p = module.params
-    options = tuple('%s=%s' % (k, str(v).lower() if isinstance(v, bool) else v) for k, v in (p['nova_options'] or {}).items())
-    result = plan_host_drain(module.cloud(), HostDrainQuery(p['host'], nova_options=options, nova_conf=p['nova_conf'],
-                                                            owner_nova={'auto': None, 'yes': True, 'no': False}[p['owner_nova']]))
+    result = plan_host_drain(module.cloud(), HostDrainQuery(p['host'], **nova_scheduler_fields(p)))
     return module.result(False, **dict(result.to_dict(), complete=result.complete))
 
 
 def main():
-    MinbwModule(dict(host=dict(type='str', required=True), nova_options=dict(type='dict', default={}),
-                     nova_conf=dict(type='path'),
-                     owner_nova=dict(type='str', default='auto', choices=['auto', 'yes', 'no']))).run(info)
+    MinbwModule(dict(host=dict(type='str', required=True), **NOVA_SCHEDULER_SPEC)).run(info)
 
 
 if __name__ == '__main__':

@@ -30,6 +30,7 @@ extends_documentation_fragment:
   - minbw.openstack.auth
   - minbw.openstack.service_cloud
   - minbw.openstack.nova_server
+  - minbw.openstack.nova_server.scheduler
   - ansible.builtin.action_common_attributes
 options:
   ports:
