@@ -16,7 +16,7 @@ CORE = REPO / "python" / "minbw"
 # the rooms that compute only, and those that read or write (reports/ analyses what readers/ reads)
 PURE = ("minbw.model", "minbw.neutron", "minbw.nova", "minbw.plan", "minbw.reports", "minbw.placement.query",
         "minbw.placement.mapping", "minbw.cache.check")
-IO = ("minbw.ops", "minbw.exporter", "minbw.readers", "minbw.cache.providers", "minbw.cache.desired", "minbw.cache.synced",
+IO = ("minbw.ops", "minbw.exporter", "minbw.readers", "minbw.cache.providers", "minbw.cache.desired", "minbw.cache.synced", "minbw.cache.files",
       "minbw.placement.client", "minbw.dataplane",
       "minbw.deploy", "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",

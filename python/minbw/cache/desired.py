@@ -13,11 +13,11 @@ import hashlib
 import json
 import os
 import pickle
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
+from minbw.cache.files import write_whole
 from minbw.model.providers import DesiredState
 
 FORMAT = 1
@@ -79,23 +79,12 @@ def load(path: Path, digest: str) -> DesiredState | None:
 def save(path: Path, digest: str, state: DesiredState) -> bool:
     """Keep ``state`` under ``digest`` (written whole, then renamed over the old file; mode 0600). False when it
     could not be written (the next sync parses again: nothing else depends on it)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-desired-")
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(digest.encode() + b"\n")
-            _Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
-        os.replace(tmp, path)
-    except OSError:
-        os.unlink(tmp)
-        return False
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return True
+
+    def write(f) -> None:
+        f.write(digest.encode() + b"\n")
+        _Pickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+
+    return write_whole(path, ".minbw-desired-", write, binary=True)
 
 
 def _frozen(d: dict) -> MappingProxyType:

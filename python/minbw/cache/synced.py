@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from minbw.cache.files import write_whole
 from minbw.model.synced import Synced
 
 FORMAT = 1
@@ -38,22 +38,7 @@ def load(path: Path) -> Synced | None:
 def save(path: Path, synced: Synced) -> bool:
     """Keep ``synced`` in ``path`` (written whole, then renamed over the old file). False when it could not be
     written (the next sync takes the full path: nothing else depends on it)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-synced-")
-    except OSError:
-        return False
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump({"format": FORMAT, "synced": synced.to_dict()}, f)
-        os.replace(tmp, path)
-    except OSError:
-        os.unlink(tmp)
-        return False
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return True
+    return write_whole(path, ".minbw-synced-", lambda f: json.dump({"format": FORMAT, "synced": synced.to_dict()}, f))
 
 
 def forget(path: Path) -> None:
