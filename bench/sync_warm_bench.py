@@ -59,6 +59,7 @@ def run_sync(cloud, request, phase: str, n: int) -> tuple[dict, object]:
 
 def one_size(ctx: Context, n: int) -> tuple[list[dict], list[Target]]:
     from minbw.cache import synced
+    from minbw.model.synced import state_scope
     from minbw.placement.client import Placement
     from minbw.usecases import providers
     from minbw.usecases.cloud import Cache
@@ -84,7 +85,7 @@ def one_size(ctx: Context, n: int) -> tuple[list[dict], list[Target]]:
             if not row["unchanged"] or row["calls"] != 1 or row["writes"] or len(result.plan.providers) != 6 * n:
                 raise BenchError(f"sync_warm N={n}: the warm sync did not answer from the listing alone: {row}")
             warms.append(row)
-        synced.forget(synced.record_path(cache_file, result.unchanged.fingerprint))
+        synced.forget(synced.record_path(cache_file, state_scope(result.desired)))
         full, result = run_sync(cloud, request, "full path (record removed: cache, observe, plan)", n)
         if full["unchanged"] or full["writes"] or result.plan.ops:
             raise BenchError(f"sync_warm N={n}: the full path planned writes: {full}")

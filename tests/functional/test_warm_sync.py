@@ -102,10 +102,11 @@ def test_changed_files_or_a_check_due_take_the_full_path(placement, tmp_path, ro
     rooted = run(placement, tmp_path, agent_configs=agent_files(tmp_path, total=1600), create_root=True)
     assert rooted.unchanged is None and not rooted.changed
     assert run(placement, tmp_path, agent_configs=agent_files(tmp_path, total=1600)).unchanged is not None
-    # the record of the first files is still there, but their providers moved since: refused by the listing
-    assert len(list(tmp_path.glob("c.json.synced-*"))) == 2
+    # one record per scope (the same files, other bytes): the first files' record was replaced, not kept beside
+    assert len(list(tmp_path.glob("c.json.synced-*"))) == 1
     back = run(placement, tmp_path, agent_configs=agent_files(tmp_path))  # the first files' bytes again
     assert back.unchanged is None and len(back.plan.ops) == 3
+    assert len(list(tmp_path.glob("c.json.synced-*"))) == 1
 
 
 def chassis(total=100):

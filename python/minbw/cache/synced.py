@@ -3,7 +3,6 @@ warm sync compares the listing with before it reads or plans anything (:func:`mi
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -14,12 +13,13 @@ from minbw.model.synced import Synced
 FORMAT = 1
 
 
-def record_path(cache_path: str | os.PathLike, fingerprint: str) -> Path:
-    """Where the last complete sync of the desired state ``fingerprint`` names, against a cache's Placement, is
-    recorded: ``FILE.synced-HASH`` beside the cache file, one per desired state (syncs of different hosts sharing
-    the cache keep theirs apart)."""
+def record_path(cache_path: str | os.PathLike, scope: str) -> Path:
+    """Where the last complete sync of the units ``scope`` names (:func:`minbw.model.synced.state_scope`), against a
+    cache's Placement, is recorded: ``FILE.synced-SCOPE`` beside the cache file, one per scope: syncs of different
+    hosts sharing the cache keep theirs apart, and a sync of the same units with other contents replaces the
+    record (which holds the fingerprint of its desired state), so records do not pile up."""
     p = Path(cache_path)
-    return p.with_name(f"{p.name}.synced-{hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}")
+    return p.with_name(f"{p.name}.synced-{scope}")
 
 
 def load(path: Path) -> Synced | None:

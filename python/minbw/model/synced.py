@@ -29,6 +29,14 @@ def state_fingerprint(state: DesiredState) -> str:
     return "state:" + hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def state_scope(state: DesiredState) -> str:
+    """A digest of what ``state`` is a sync of, not of its content: each unit's kind, name, host and hypervisors
+    (sorted). Two syncs of the same agent files or chassis have the same scope whatever the files say; syncs of
+    other hosts sharing a cache have others. 16 hex digits."""
+    units = sorted([u.kind, u.name, u.host or "", list(u.hypervisors)] for u in state.units)
+    return hashlib.sha256(json.dumps(units).encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Synced:
     """The last complete sync (every write made, none pending, nothing kept for its allocations): ``fingerprint``

@@ -34,7 +34,7 @@ from minbw.plan.providers import (
     warm_refusal,
 )
 from minbw.model.providers import DesiredState, freeze_inventories, skipped_line
-from minbw.model.synced import Synced, Unchanged
+from minbw.model.synced import Synced, Unchanged, state_scope
 from minbw.nova.compute_root import NovaComputes
 
 # With this many hypervisors or more, one listing of all providers is cheaper than
@@ -132,7 +132,7 @@ def warm(
     when its fingerprint is ``fingerprint`` and no check is due, the listing compared with it
     (:func:`make_warm_plan`); the provider cache itself is not loaded. A :class:`Warm`. Lets Placement's errors
     through (PlacementError)."""
-    last = synced.load(synced.record_path(cache_path, fingerprint))
+    last = synced.load(synced.record_path(cache_path, state_scope(desired)))
     if last is None:
         return Warm(None, "no record of a complete last sync")
     now = clock()
@@ -467,7 +467,7 @@ def sync_providers(
         listed=listed,
     )
     if cache and fingerprint and not check:  # what Placement holds is this sync's to say now
-        synced.forget(synced.record_path(cache.path, fingerprint))
+        synced.forget(synced.record_path(cache.path, state_scope(desired)))
     if absent:
         plan = make_absent_plan(desired, observed)
     else:
@@ -543,7 +543,7 @@ def record(
         warnings=plan.warnings,
         skipped=plan.skipped,
     )
-    return last if synced.save(synced.record_path(cache.path, fingerprint), last) else None
+    return last if synced.save(synced.record_path(cache.path, state_scope(desired)), last) else None
 
 
 def summary(

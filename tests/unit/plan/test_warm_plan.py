@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from minbw.model.providers import Provider
-from minbw.model.synced import Synced, Unchanged, state_fingerprint
+from minbw.model.synced import Synced, Unchanged, state_fingerprint, state_scope
 from minbw.plan.providers import make_warm_plan, warm_refusal
 from tests.unit.plan.test_providers import AGENT, BR_TEST, ROOT, desired
 
@@ -81,3 +81,12 @@ def test_the_state_fingerprint_is_the_same_for_equal_states_and_differs_for_othe
     assert state_fingerprint(desired()) == state_fingerprint(STATE)
     other = desired("[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1501:1500\n")
     assert state_fingerprint(other) != state_fingerprint(STATE) and state_fingerprint(STATE).startswith("state:")
+
+
+def test_the_scope_is_what_is_synced_not_what_it_says():
+    """The record's file name: the same units with other contents share it (the new record replaces the old one);
+    another host's units have their own."""
+    other = desired("[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1501:1500\n")
+    assert state_scope(other) == state_scope(STATE) and len(state_scope(STATE)) == 16
+    elsewhere = replace(STATE, units=tuple(replace(u, host="devstack1") for u in STATE.units))
+    assert STATE.units and state_scope(elsewhere) != state_scope(STATE)
