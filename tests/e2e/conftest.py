@@ -11,6 +11,8 @@ The default cloud has two computes, devstack0 and devstack1, but devstack1 start
 mapped and disabled, no agents, so no bandwidth): the single-host tests see one host with bandwidth, as they were
 written for. ``cloud_two_hosts`` brings devstack1 into service (``cloud.sh activate-spare``) for the tests of
 moves between hosts; those run after the single-host tests and before the plugin-off ones, on the same cloud.
+``cloud_three_hosts`` (devstack0, devstack1, devstack2, all in service, nova-compute with SR-IOV PFs, packet rate on
+each OVS agent: a drain with a choice of destinations) is a warm start of its own, after the two-host tests.
 
 The ML2/OVN variant (``cloud_ovn_plugin_off``, then ``cloud_ovn``: tests/support/minicloud/ovn.sh) is one more cold
 start, last: two computes with ovn-controller each, Neutron's placement plugin off first, then turned on by
@@ -38,17 +40,19 @@ STATE = Path(os.environ.get("MINICLOUD_STATE") or REPO / ".state" / "minicloud")
 HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
 TWO_HOSTS = "cloud_two_hosts"
+THREE_HOSTS = "cloud_three_hosts"
 OVN_OFF = "cloud_ovn_plugin_off"
 OVN_ON = "cloud_ovn"
 
 
 def pytest_collection_modifyitems(items):
     # the second cold start happens once, after every test of the default cloud; on the default cloud, the
-    # tests that bring the spare devstack1 into service come after the single-host ones
+    # tests that bring the spare devstack1 into service come after the single-host ones; the three-host cloud (a
+    # warm start) after those, before the plugin-off one
     def order(item):
         names = getattr(item, "fixturenames", ())
         ovn = OVN_OFF in names or OVN_ON in names
-        return ovn, PLUGIN_OFF in names, TWO_HOSTS in names, OVN_ON in names
+        return ovn, PLUGIN_OFF in names, THREE_HOSTS in names, TWO_HOSTS in names, OVN_ON in names
     items.sort(key=order)
     here = Path(__file__).resolve().parent
     for item in items:  # this hook sees the whole session's items: mark only the e2e ones
@@ -184,6 +188,36 @@ def cloud_two_hosts(cloud_manager) -> MiniCloud:
     return cloud_manager.ensure(two_hosts=True)
 
 
+# the three-host cloud's OVS agents: br-test's bandwidth per host (each destination half of devstack0's) and packet
+# rate (any direction)
+THREE_HOSTS_BR_TEST = {"devstack0": 1500, "devstack1": 750, "devstack2": 750}
+THREE_HOSTS_KPPS = 1000
+
+
+def three_hosts_ovs_inis() -> dict[str, str]:
+    """The three-host cloud's OVS agent inis written beside its state (``up`` wipes the state dir, not these), as
+    the cloud's mode: MINICLOUD_OVS_INI, MINICLOUD_OVS_INI_1, MINICLOUD_OVS_INI_2."""
+    mode = {}
+    for n, (host, kbps) in enumerate(THREE_HOSTS_BR_TEST.items()):
+        ini = STATE.parent / f"{STATE.name}-three-hosts" / host / "openvswitch_agent.ini"
+        ini.parent.mkdir(parents=True, exist_ok=True)
+        ini.write_text(f"[ovs]\nbridge_mappings = physnet0:br-test,public:br-ex\n"
+                       f"resource_provider_bandwidths = br-test:{kbps}:{kbps},br-ex::1\n"
+                       f"resource_provider_packet_processing_without_direction = :{THREE_HOSTS_KPPS}\n"
+                       "[agent]\nextensions = qos\n[securitygroup]\nfirewall_driver = noop\n")
+        mode["MINICLOUD_OVS_INI" + (f"_{n}" if n else "")] = str(ini)
+    return mode
+
+
+@pytest.fixture
+def cloud_three_hosts(cloud_manager) -> MiniCloud:
+    """Three computes in service, devstack0, devstack1 and devstack2 (a drain has a choice of destinations):
+    nova-compute with SR-IOV PFs (one VF on <host>-ens1, physnet0), each OVS agent with br-test
+    (THREE_HOSTS_BR_TEST kbps each way) and THREE_HOSTS_KPPS kpps of packet rate in any direction."""
+    return cloud_manager.ensure(MINICLOUD_SRIOV_COMPUTE="1", MINICLOUD_COMPUTES="3", MINICLOUD_SPARE_COMPUTE="0",
+                                **three_hosts_ovs_inis())
+
+
 @pytest.fixture
 def cloud_plugin_off(cloud_manager) -> MiniCloud:
     """Neutron's placement plugin off (nothing reports bandwidth providers), nova-compute with SR-IOV PFs (one
@@ -307,6 +341,13 @@ def demo(cloud):
 @pytest.fixture
 def demo_two_hosts(cloud_two_hosts):
     d = Demo(cloud_two_hosts.connect())
+    yield d
+    d.cleanup()
+
+
+@pytest.fixture
+def demo_three_hosts(cloud_three_hosts):
+    d = Demo(cloud_three_hosts.connect())
     yield d
     d.cleanup()
 

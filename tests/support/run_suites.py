@@ -50,7 +50,10 @@ ANSIBLE_LOCAL_1 = ["tests/ansible/test_demo.py", "tests/ansible/test_allocation_
 # modules get a cloud of their own, side by side (about half of the suite's time; tests/README.md)
 E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
          # the two lanes' measured wall and CPU (tests/README.md, "Where the time goes"): this one evens them
-         "tests/e2e/test_heal_beside_nova_manage.py"]
+         "tests/e2e/test_heal_beside_nova_manage.py",
+         # the three-host cloud (a warm start of its own, after this lane's two-host tests): here, not in the e2e
+         # lane, the longest
+         "tests/e2e/test_host_drain_three_hosts_cloud.py"]
 NETNS = ["unshare", "--net", "--", sys.executable, "tests/support/netns.py"]
 # tests/galera: one claim storm and one fault; tests/prodplacement: the storm of 32 claimers, not those of 8 and 16
 REDUCED = ["env", "MINBW_GALERA=reduced", "MINBW_PRODPLACEMENT=reduced"]

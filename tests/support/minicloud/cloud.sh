@@ -22,9 +22,10 @@
 #   MINICLOUD_SRIOV_COMPUTE=1|0     nova-compute uses fake.FakeDriverWithPciResources (default 0)
 #   MINICLOUD_OVS_INI=path          ini read by the OVS agent emulator   (default .state/minicloud/agents/openvswitch_agent.ini)
 #   MINICLOUD_SRIOV_INI=path        ini read by the SR-IOV agent emulator (default .state/minicloud/agents/sriov_agent.ini)
-#   MINICLOUD_COMPUTES=2|1          fake computes: devstack0 and devstack1 (default 2), or devstack0 only
-#   MINICLOUD_OVS_INI_1=path        devstack1's OVS agent ini   (default .state/minicloud/agents/devstack1/openvswitch_agent.ini)
-#   MINICLOUD_SRIOV_INI_1=path      devstack1's SR-IOV agent ini (default .state/minicloud/agents/devstack1/sriov_agent.ini)
+#   MINICLOUD_COMPUTES=2|1|3        fake computes: devstack0 and devstack1 (default 2), devstack0 only, or devstack0,
+#                                   devstack1 and devstack2 (a drain with a choice of destinations; not with OVN)
+#   MINICLOUD_OVS_INI_N=path        devstackN's OVS agent ini, N=1|2 (default .state/minicloud/agents/devstackN/openvswitch_agent.ini)
+#   MINICLOUD_SRIOV_INI_N=path      devstackN's SR-IOV agent ini, N=1|2 (default .state/minicloud/agents/devstackN/sriov_agent.ini)
 #   MINICLOUD_SPARE_COMPUTE=0|1     devstack1 comes up as a spare: nova-compute up, mapped and disabled, no agents,
 #                                   so no bandwidth; `activate-spare` brings it into service (default 0)
 #   MINICLOUD_AGENTS=1|0            start the agent emulators at all (default 1)
@@ -53,6 +54,8 @@ SRIOV_INI=${MINICLOUD_SRIOV_INI:-$AGENTS_DIR/sriov_agent.ini}
 OVS_INI=$(realpath -m "$OVS_INI"); SRIOV_INI=$(realpath -m "$SRIOV_INI")
 OVS_INI_1=$(realpath -m "${MINICLOUD_OVS_INI_1:-$AGENTS_DIR/devstack1/openvswitch_agent.ini}")
 SRIOV_INI_1=$(realpath -m "${MINICLOUD_SRIOV_INI_1:-$AGENTS_DIR/devstack1/sriov_agent.ini}")
+OVS_INI_2=$(realpath -m "${MINICLOUD_OVS_INI_2:-$AGENTS_DIR/devstack2/openvswitch_agent.ini}")
+SRIOV_INI_2=$(realpath -m "${MINICLOUD_SRIOV_INI_2:-$AGENTS_DIR/devstack2/sriov_agent.ini}")
 COMPUTES=${MINICLOUD_COMPUTES:-2}
 SPARE=${MINICLOUD_SPARE_COMPUTE:-0}
 PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
@@ -64,15 +67,27 @@ DEBUG=$([ "${MINICLOUD_DEBUG:-1}" = 1 ] && echo True || echo False)
 KEYSTONE_DEBUG=$([ "${MINICLOUD_KEYSTONE_DEBUG:-0}" = 1 ] && echo True || echo False)
 HOSTNAME_NOVA=devstack0
 HOST1=devstack1
-case $COMPUTES in 1|2) ;; *) echo "MINICLOUD_COMPUTES must be 1 or 2, got '$COMPUTES'" >&2; exit 2;; esac
-[ "$SPARE" = 1 ] && [ "$COMPUTES" != 2 ] && { echo "MINICLOUD_SPARE_COMPUTE=1 needs MINICLOUD_COMPUTES=2" >&2; exit 2; }
-# The compute hosts of this cloud; each has its own nova-compute and two agent emulators.
-HOSTS=("$HOSTNAME_NOVA")
-[ "$COMPUTES" = 2 ] && HOSTS+=("$HOST1")
+case $COMPUTES in 1|2|3) ;; *) echo "MINICLOUD_COMPUTES must be 1, 2 or 3, got '$COMPUTES'" >&2; exit 2;; esac
+[ "$SPARE" = 1 ] && [ "$COMPUTES" = 1 ] && { echo "MINICLOUD_SPARE_COMPUTE=1 needs MINICLOUD_COMPUTES=2 or 3" >&2; exit 2; }
+[ "$OVN" = 1 ] && [ "$COMPUTES" = 3 ] && { echo "MINICLOUD_OVN=1 runs one or two computes, not MINICLOUD_COMPUTES=3" >&2; exit 2; }
+# The compute hosts of this cloud, devstack0 .. devstack<COMPUTES-1>; each has its own nova-compute and two agent
+# emulators (devstack1 may be a spare).
+set_hosts() {
+    local i
+    HOSTS=()
+    for ((i = 0; i < COMPUTES; i++)); do HOSTS+=("devstack$i"); done
+}
+set_hosts
 # Process / log / pid names of a host's processes: devstack0 keeps the single-compute names.
 sfx() { [ "$1" = "$HOSTNAME_NOVA" ] && echo "" || echo "-$1"; }
-ovs_ini_of() { [ "$1" = "$HOSTNAME_NOVA" ] && echo "$OVS_INI" || echo "$OVS_INI_1"; }
-sriov_ini_of() { [ "$1" = "$HOSTNAME_NOVA" ] && echo "$SRIOV_INI" || echo "$SRIOV_INI_1"; }
+# a host's ini files: devstack0's OVS_INI / SRIOV_INI, devstackN's OVS_INI_N / SRIOV_INI_N
+ini_of() {  # ini_of OVS_INI|SRIOV_INI HOST
+    local n=${2#devstack} v=$1
+    [ "$n" = 0 ] || v=${1}_$n
+    echo "${!v}"
+}
+ovs_ini_of() { ini_of OVS_INI "$1"; }
+sriov_ini_of() { ini_of SRIOV_INI "$1"; }
 
 # Ports (all on 127.0.0.1). DB and AMQP use non-default ports so that a packaged
 # instance, if any, does not collide.
@@ -269,13 +284,16 @@ write_configs() {
         echo "service_metadata_proxy = false"
     } >"$ETC/nova/nova.conf"
     render "$T/nova-api.conf.in" >"$ETC/nova/nova-api.conf"
-    # devstack1's nova-compute: nova.conf plus this override (its host, its own state and instances
-    # dirs; same DB, cell, RabbitMQ). As a spare it registers its service disabled.
-    mkdir -p "$S/nova-$HOST1/instances"
-    {
-        COMPUTE_HOST=$HOST1 render "$T/nova-compute-host.conf.in"
-        [ "$SPARE" = 1 ] && echo "enable_new_services = false"
-    } >"$ETC/nova/nova-compute-$HOST1.conf"
+    # every nova-compute but devstack0's (devstack1's always): nova.conf plus this override (its host, its own
+    # state and instances dirs; same DB, cell, RabbitMQ). A spare devstack1 registers its service disabled.
+    local h
+    for h in "$HOST1" "${HOSTS[@]:2}"; do
+        mkdir -p "$S/nova-$h/instances"
+        {
+            COMPUTE_HOST=$h render "$T/nova-compute-host.conf.in"
+            [ "$h" = "$HOST1" ] && [ "$SPARE" = 1 ] && echo "enable_new_services = false"
+        } >"$ETC/nova/nova-compute-$h.conf"
+    done
     uwsgi_ini nova-api $NOVA_PORT nova.wsgi.osapi_compute:application 1 \
         "OS_NOVA_CONFIG_DIR=$ETC/nova" "OS_NOVA_CONFIG_FILES=api-paste.ini;nova.conf;nova-api.conf"
 
@@ -457,8 +475,20 @@ start_agents() {
 }
 
 save_agents_env() {  # the ini paths in use, for restart-agents / activate-spare
-    printf 'OVS_INI=%q\nSRIOV_INI=%q\nOVS_INI_1=%q\nSRIOV_INI_1=%q\n' "$OVS_INI" "$SRIOV_INI" "$OVS_INI_1" \
-        "$SRIOV_INI_1" >"$RUN/agents.env"
+    printf 'OVS_INI=%q\nSRIOV_INI=%q\nOVS_INI_1=%q\nSRIOV_INI_1=%q\nOVS_INI_2=%q\nSRIOV_INI_2=%q\n' "$OVS_INI" \
+        "$SRIOV_INI" "$OVS_INI_1" "$SRIOV_INI_1" "$OVS_INI_2" "$SRIOV_INI_2" >"$RUN/agents.env"
+}
+
+# load_agents_env: the ini paths `up` used (agents.env), each overridden by its MINICLOUD_* variable if set
+load_agents_env() {
+    local v n
+    # shellcheck source=/dev/null
+    [ -f "$RUN/agents.env" ] && . "$RUN/agents.env"
+    for v in OVS_INI SRIOV_INI OVS_INI_1 SRIOV_INI_1 OVS_INI_2 SRIOV_INI_2; do
+        n=MINICLOUD_$v
+        [ -n "${!n:-}" ] && printf -v "$v" '%s' "$(realpath -m "${!n}")"
+    done
+    return 0
 }
 
 # wait_agents HOST [TIMEOUT]
@@ -492,6 +522,7 @@ wait_agents() {
 }
 
 SERVICES=(agent-ovs agent-sriov nova-compute "agent-ovs-$HOST1" "agent-sriov-$HOST1" "nova-compute-$HOST1"
+          agent-ovs-devstack2 agent-sriov-devstack2 nova-compute-devstack2
           nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
           "ovn-controller-$HOSTNAME_NOVA" "ovs-vswitchd-$HOSTNAME_NOVA" "ovs-db-$HOSTNAME_NOVA"
           "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb
@@ -508,8 +539,7 @@ load_mode() {
     [ -f "$RUN/mode.env" ] || return 0
     # shellcheck source=/dev/null
     . "$RUN/mode.env"
-    HOSTS=("$HOSTNAME_NOVA")
-    [ "$COMPUTES" = 2 ] && HOSTS+=("$HOST1")
+    set_hosts
     return 0
 }
 
@@ -775,12 +805,9 @@ agent_hosts() {
 do_activate_spare() {
     { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
     load_mode
-    [ "$COMPUTES" = 2 ] && [ "$SPARE" = 1 ] || die "no spare compute in this cloud (started without MINICLOUD_SPARE_COMPUTE=1)"
+    [ "$COMPUTES" != 1 ] && [ "$SPARE" = 1 ] || die "no spare compute in this cloud (started without MINICLOUD_SPARE_COMPUTE=1)"
     if [ "$SPARE_ACTIVE" = 1 ]; then say "$HOST1 is already in service"; return 0; fi
-    # shellcheck source=/dev/null
-    [ -f "$RUN/agents.env" ] && . "$RUN/agents.env"
-    [ -n "${MINICLOUD_OVS_INI_1:-}" ] && OVS_INI_1=$(realpath -m "$MINICLOUD_OVS_INI_1")
-    [ -n "${MINICLOUD_SRIOV_INI_1:-}" ] && SRIOV_INI_1=$(realpath -m "$MINICLOUD_SRIOV_INI_1")
+    load_agents_env
     say "bringing the spare $HOST1 into service: its agents ($OVS_INI_1, $SRIOV_INI_1), then nova-compute enabled"
     SPARE_ACTIVE=1
     if [ "$START_AGENTS" = 1 ]; then
@@ -842,14 +869,7 @@ do_restart_agents() {  # do_restart_agents [HOST]
     running_compute "$h"
     [ "$h" = "$HOST1" ] && [ "$SPARE" = 1 ] && [ "$SPARE_ACTIVE" != 1 ] && die "$h is a spare: cloud.sh activate-spare"
     # ini paths: env overrides, else the ones `up` used
-    if [ -f "$RUN/agents.env" ]; then
-        # shellcheck source=/dev/null
-        . "$RUN/agents.env"
-        [ -n "${MINICLOUD_OVS_INI:-}" ] && OVS_INI=$(realpath -m "$MINICLOUD_OVS_INI")
-        [ -n "${MINICLOUD_SRIOV_INI:-}" ] && SRIOV_INI=$(realpath -m "$MINICLOUD_SRIOV_INI")
-        [ -n "${MINICLOUD_OVS_INI_1:-}" ] && OVS_INI_1=$(realpath -m "$MINICLOUD_OVS_INI_1")
-        [ -n "${MINICLOUD_SRIOV_INI_1:-}" ] && SRIOV_INI_1=$(realpath -m "$MINICLOUD_SRIOV_INI_1")
-    fi
+    [ -f "$RUN/agents.env" ] && load_agents_env
     PLACEMENT_PLUGIN=$(grep -q '^service_plugins = .*placement' "$ETC/neutron/neutron.conf" && echo 1 || echo 0)
     say "restarting $h's agent emulators with $(ovs_ini_of "$h") and $(sriov_ini_of "$h")"
     stop_agents "$h"
@@ -872,15 +892,15 @@ do_status() {
     for s in mariadb epmd rabbitmq "${SERVICES[@]}"; do
         case $s in
             ovn-*) [ "$OVN" = 1 ] || continue
-                   [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
+                   [[ $s == *-$HOST1 ]] && [ "$COMPUTES" = 1 ] && continue ;;
             ovs-of-*) is_real_ovs "${s#ovs-of-}" || continue ;;
             ovs-*) { [ "$OVN" = 1 ] || is_real_ovs "${s##*-}"; } || continue
-                   [[ $s == *-$HOST1 ]] && [ "$COMPUTES" != 2 ] && continue ;;
+                   [[ $s == *-$HOST1 ]] && [ "$COMPUTES" = 1 ] && continue ;;
             agent-*) [ "$START_AGENTS" = 1 ] || continue ;;
         esac
         case $s in
-            *-$HOST1) if [ "$COMPUTES" != 2 ]; then continue; fi
-                      if [[ $s == agent-* ]] && [ "$SPARE" = 1 ] && [ "${SPARE_ACTIVE:-0}" != 1 ]; then
+            *-devstack[1-9]) [[ " ${HOSTS[*]} " == *" ${s##*-} "* ]] || continue
+                      if [[ $s == agent-*-$HOST1 ]] && [ "$SPARE" = 1 ] && [ "${SPARE_ACTIVE:-0}" != 1 ]; then
                           printf '%-26s spare (not started: cloud.sh activate-spare)\n' "$s"; continue
                       fi ;;
         esac

@@ -35,6 +35,8 @@ check_real_ovs_hosts() {
     for h in $REAL_OVS; do
         [[ " ${HOSTS[*]} " == *" $h "* ]] || die "MINICLOUD_REAL_OVS_AGENT names $h, not a compute of this cloud (${HOSTS[*]})"
         [ "$h" = "$HOST1" ] && [ "$SPARE" = 1 ] && die "MINICLOUD_REAL_OVS_AGENT: $h is a spare here (MINICLOUD_SPARE_COMPUTE=1)"
+        # one OpenFlow relay port each (real_ovs_of_port), one namespace each (real_ovs_stop_netns)
+        [ "$h" = "$HOSTNAME_NOVA" ] || [ "$h" = "$HOST1" ] || die "MINICLOUD_REAL_OVS_AGENT runs on devstack0 and devstack1 only, not $h"
     done
     [ -z "$REAL_OVS" ] || [ "$OVN" != 1 ] || die "MINICLOUD_REAL_OVS_AGENT is for ML2/OVS, not the OVN variant"
     return 0
