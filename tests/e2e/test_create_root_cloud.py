@@ -42,8 +42,8 @@ OVS = f"[DEFAULT]\nhost = {HOST}\n[ovs]\nbridge_mappings = physnet0:br-root\n" \
       "resource_provider_bandwidths = br-root:1000:1000\n"
 NOT_IN_NOVA = "devstack9"  # a host Nova knows nothing of
 PERIOD = 10  # devstack1's update_resources_interval during the test (Nova's default: 60)
-# nova-compute's resource update, at its start and periodically: the last line of one that went through
-# (a failed one stops before it: ResourceTracker._update_available_resource)
+# nova-compute's resource update, at its start and periodically, logs this line before it writes to Placement (and
+# an error right after it when that fails): once it is seen a third time, the first two updates have ended
 UPDATED = f"Final resource view: name={HOST} "
 
 
@@ -90,7 +90,7 @@ def _wait(what, check, timeout: float = 90):
 
 
 def _updates(log: Path, offset: int) -> int:
-    """How many of nova-compute's resource updates went through since ``offset`` of its log."""
+    """How many of nova-compute's resource updates began writing to Placement since ``offset`` of its log."""
     return _since(log, offset).count(UPDATED)
 
 
@@ -188,8 +188,8 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
         seen = log.stat().st_size
         cloud.cloud_sh("start-compute", HOST)
         stopped = False
-        # its start's update and then periodic ones go through (two periods: one of them began after the start)
-        _wait("nova-compute's start's update and two periodic ones", lambda: _updates(log, seen) >= 3,
+        # its start's update and a periodic one ended (a third began), as the 75 s on Nova's 60 s period waited for
+        _wait("nova-compute's start's update and a periodic one", lambda: _updates(log, seen) >= 3,
               timeout=6 * PERIOD)
         assert not [f for f in failed if f in _since(log, seen)], _since(log, seen)[-3000:]
     finally:
