@@ -83,7 +83,7 @@ tour-venv: setup
 	$(PY) tests/support/tour.py
 
 # `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e+unit | a second mini-cloud's e2e
-# + galera + prodplacement | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 15 slowest tests; fails when a test fails.
+# + galera + prodplacement | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
 # Its set-up (setup, collection, cloud-install) is done first and timed apart. tests/README.md: the suites.
 test: setup collection cloud-install tour-venv
 	$(PY) tests/support/run_suites.py

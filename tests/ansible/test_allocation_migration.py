@@ -51,14 +51,15 @@ def test_allocation_migration_cycle(playbook, placement_local, tmp_path):
     group = pr.groups[0].id
     migration = str(uuid.uuid5(uuid.NAMESPACE_URL, "move-1"))
     base = dict(port=port, state_dir=str(state_dir), result_file=str(result_file), port_id=PORT,
-                resource_request=pr.to_neutron(), consumer=CONSUMER, migration=migration)
+                resource_request=pr.to_neutron(), consumer=CONSUMER, migration=migration,
+                start_placement=False)  # the first run starts it
 
     def run(check=False, diff=False, **extra):
         r = playbook("allocation_migration.yml", dict(base, **extra), check=check, diff=diff)
         assert not r.failed, r.output
         return r, json.loads(result_file.read_text())["move"]
 
-    r, res = run(state="confirmed")  # starts Placement; nothing to confirm yet
+    r, res = run(state="confirmed", start_placement=True)  # starts Placement; nothing to confirm yet
     assert res["changed"] is False and res["written"] is None
     api = connect(state_dir)
     (h1, br1), (h2, br2) = host(api, "h1"), host(api, "h2")

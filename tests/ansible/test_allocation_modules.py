@@ -17,14 +17,14 @@ def test_allocation_cycle(playbook, placement_local, tmp_path):
     port, state_dir = placement_local
     result_file = tmp_path / "result.json"
     base = dict(port=port, state_dir=str(state_dir), result_file=str(result_file), port_id=PORT,
-                consumer="71cb7e04-3d5a-40f9-a99f-07f0d0831741")
+                consumer="71cb7e04-3d5a-40f9-a99f-07f0d0831741", start_placement=False)  # the first run starts it
 
     def run(check=False, diff=False, **extra):
         r = playbook("allocation_cycle.yml", dict(base, **extra), check=check, diff=diff)
         assert not r.failed, r.output
         return r, json.loads(result_file.read_text())
 
-    run(state="absent")  # starts Placement; nothing to free yet
+    run(state="absent", start_placement=True)  # starts Placement; nothing to free yet
     ovs = tmp_path / "ovs.ini"
     ovs.write_text(OVS)
     env = dict(__import__("os").environ, OS_CLIENT_CONFIG_FILE=str(state_dir / "clouds.yaml"), OS_CLOUD="minbw-local")

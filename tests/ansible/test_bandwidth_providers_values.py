@@ -12,13 +12,14 @@ def test_values_present_then_absent(playbook, placement_local, tmp_path):
     result_file = tmp_path / "result.json"
     base = dict(port=port, state_dir=str(state_dir), result_file=str(result_file))
 
-    def run(state, check=False):
-        r = playbook("bandwidth_providers_values.yml", dict(base, state=state), check=check, diff=True)
+    def run(state, check=False, start_placement=False):  # the first run starts it
+        r = playbook("bandwidth_providers_values.yml", dict(base, state=state, start_placement=start_placement),
+                     check=check, diff=True)
         assert not r.failed, r.output
         res = json.loads(result_file.read_text())
         return res["sync"], {p["uuid"] for p in res["providers"]}
 
-    sync, uuids = run("absent")  # starts the embedded Placement (a check-mode run would not)
+    sync, uuids = run("absent", start_placement=True)  # starts the embedded Placement (a check-mode run would not)
     assert not sync["changed"] and not uuids & OVS
     sync, uuids = run("present", check=True)
     assert sync["changed"] and not uuids & OVS

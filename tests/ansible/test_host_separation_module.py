@@ -17,7 +17,7 @@ def test_host_separation_role_and_module(playbook, placement_local, tmp_path):
     port, state_dir = placement_local
     result_file = tmp_path / "result.json"
     base = dict(port=port, state_dir=str(state_dir), result_file=str(result_file), reserve=["devstack1"],
-                state="present", port_requests=[])
+                state="present", port_requests=[], start_placement=False)  # the first run starts it
 
     def run(check=False, diff=False, **extra):
         r = playbook("host_separation.yml", dict(base, **extra), check=check, diff=diff)
@@ -32,7 +32,7 @@ def test_host_separation_role_and_module(playbook, placement_local, tmp_path):
     def hosts(result):
         return sorted({c["host_name"] for c in result["candidates"]})
 
-    run(state="absent", reserve=[])  # starts Placement; nothing reserved yet
+    run(state="absent", reserve=[], start_placement=True)  # starts Placement; nothing reserved yet
     ovs = tmp_path / "ovs.ini"
     ovs.write_text(OVS)
     for name in ("devstack0", "devstack1"):

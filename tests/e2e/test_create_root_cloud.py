@@ -18,7 +18,11 @@ nova-compute stopped while its root is replaced and started again to see what it
 
 At the end the agent providers are removed again with nova-compute stopped, so that its start reads its tree
 afresh; devstack1's root is left as nova-compute made it, so the tests that bring the spare into service later
-find it as before."""
+find it as before.
+
+While the test runs, devstack1's nova-compute updates its resources every ``PERIOD`` seconds instead of Nova's
+default 60 (``update_resources_interval`` in its override file, ``MINICLOUD_NOVA_COMPUTE_CONF_1``, put back as it was
+at the end): step 4 waits for that periodic update, twice, and each update is seen in the log."""
 from __future__ import annotations
 
 import contextlib
@@ -37,6 +41,10 @@ CONFLICT = "Conflicting resource provider name"
 OVS = f"[DEFAULT]\nhost = {HOST}\n[ovs]\nbridge_mappings = physnet0:br-root\n" \
       "resource_provider_bandwidths = br-root:1000:1000\n"
 NOT_IN_NOVA = "devstack9"  # a host Nova knows nothing of
+PERIOD = 10  # devstack1's update_resources_interval during the test (Nova's default: 60)
+# nova-compute's resource update, at its start and periodically, logs this line before it writes to Placement (and
+# an error right after it when that fails): once it is seen a third time, the first two updates have ended
+UPDATED = f"Final resource view: name={HOST} "
 
 
 def _sync(cloud, ini: Path, *args: str) -> subprocess.CompletedProcess:
@@ -81,6 +89,11 @@ def _wait(what, check, timeout: float = 90):
         time.sleep(1)
 
 
+def _updates(log: Path, offset: int) -> int:
+    """How many of nova-compute's resource updates began writing to Placement since ``offset`` of its log."""
+    return _since(log, offset).count(UPDATED)
+
+
 def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(cloud, playbook, tmp_path):
     conn = cloud.connect()
     node = next(h.id for h in conn.compute.hypervisors() if h.name == HOST)  # the compute node's UUID
@@ -91,6 +104,11 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
     driver = _inventory(conn, node)  # what nova-compute reports for the node (the fake driver's)
     cloud.cloud_sh("stop-compute", HOST)
     stopped = True
+    # its starts in the test: resource updates every PERIOD s, logged (UPDATED is a debug line) (its override file,
+    # put back before the last start)
+    conf = Path(cloud.env["MINICLOUD_NOVA_COMPUTE_CONF_1"])
+    kept = conf.read_text()
+    conf.write_text(kept + f"\n[DEFAULT]\nupdate_resources_interval = {PERIOD}\ndebug = True\n")
     try:
         # 1. a root of the node's name with another UUID, as --create-root made before it read Nova
         conn.placement.delete_resource_provider(node)
@@ -164,13 +182,15 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
         assert f"a nova-compute running on {HOST} keeps them in its cached provider tree" in out.stderr, out.stderr
         failed = [f"Failed to retrieve allocations for resource provider {rp}" for rp in removed]
         _wait("nova-compute's periodic update failing on a removed provider",
-              lambda: any(f in _since(log, seen) for f in failed), timeout=150)
+              lambda: any(f in _since(log, seen) for f in failed), timeout=6 * PERIOD)
         cloud.cloud_sh("stop-compute", HOST)
         stopped = True
         seen = log.stat().st_size
         cloud.cloud_sh("start-compute", HOST)
         stopped = False
-        time.sleep(75)  # its start's update and one periodic one (every 60 s)
+        # its start's update and a periodic one ended (a third began), as the 75 s on Nova's 60 s period waited for
+        _wait("nova-compute's start's update and a periodic one", lambda: _updates(log, seen) >= 3,
+              timeout=6 * PERIOD)
         assert not [f for f in failed if f in _since(log, seen)], _since(log, seen)[-3000:]
     finally:
         if not stopped:  # removed with nova-compute stopped, its start reads the tree afresh (step 4)
@@ -180,6 +200,7 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
         wrong = _tree(conn).get(HOST)
         if wrong not in (None, node):  # a failure left the root of another UUID: nova-compute's start needs it gone
             conn.placement.delete_resource_provider(wrong)
+        conf.write_text(kept)  # Nova's default period again for the tests after this one
         cloud.cloud_sh("start-compute", HOST)  # it makes its root again where the test left none
     _wait("devstack1's root as nova-compute makes it", lambda: _tree(conn).get(HOST) == node
           and _inventory(conn, node) == driver)

@@ -14,7 +14,7 @@ other lanes (run at nice 10, so the cloud gets the CPU first when it needs it); 
 that their CPU time is about even (tests/README.md has the figures).
 Each lane writes its output to .state/test-logs/LANE.log, printed whole when the lane ends, and its tests'
 times to .state/test-logs/LANE.json (a second pytest step's to LANE.2.json); the end of the run prints the time
-per suite and the 15 slowest tests of all lanes (tests/support/timing.py), and each lane's wall time. As root,
+per suite and the 20 slowest tests of all lanes (tests/support/timing.py), and each lane's wall time. As root,
 each lane runs in a cgroup of its own (cgroup v1 cpuacct, tests/support/cpu_profile.py's CpuGroup): the run
 prints each lane's CPU seconds, the services it started included (the mini-clouds, the Placements), and the
 pytest lanes each suite's (the lane's CPU while its tests ran), beside the machine's.

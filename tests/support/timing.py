@@ -3,7 +3,7 @@
 Loaded by tests/conftest.py. At the end of a run it prints, per suite (the folder under tests/: unit,
 functional, ansible, faults, prodplacement, e2e), the number of tests, their summed time (setup + call +
 teardown: a session fixture's start is in the setup of the first test that needs it) and the span from the
-first test's start to the last one's end; then the 15 slowest tests. With ``MINBW_TEST_TIMES=path`` (or
+first test's start to the last one's end; then the 20 slowest tests. With ``MINBW_TEST_TIMES=path`` (or
 ``--times-json path``) the same figures go to ``path`` as JSON; tests/support/run_suites.py, which `make test` runs,
 merges the files of its parallel lanes into one summary (``python tests/support/timing.py FILE...`` prints it).
 Where the run is in a cgroup of its own (``MINBW_CPU_CGROUP``: a lane of run_suites.py), each test also gets the
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-SLOWEST = 15
+SLOWEST = 20
 CPU_GROUP = "MINBW_CPU_CGROUP"  # a cgroup v1 cpuacct directory: the CPU of this run and what it started
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -129,12 +129,19 @@ def summarize(runs: list[dict], extra: dict[str, tuple[float, float | None]] | N
         wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
         lines.append(row("pytest (wall)", len(tests), sum(s["failed"] for s in suites.values()), 0, wall)
                      .replace("       0.0", "          ", 1))
-    lines += ["", f"{SLOWEST} slowest tests (setup+call+teardown, s; setup shown apart when over 1 s)"]
-    for t in sorted(tests, key=lambda t: -(t["setup"] + t["call"] + t["teardown"]))[:SLOWEST]:
+    lines += ["", f"{SLOWEST} slowest tests (wall: setup+call+teardown, s; cpu: its lane's CPU s while it ran, "
+                  "services included, where measured; setup shown apart when over 1 s)"]
+    for t in slowest(tests):
         total = t["setup"] + t["call"] + t["teardown"]
+        cpu = f"{t['cpu']:8.1f}" if "cpu" in t else " " * 8
         setup = f"  (setup {t['setup']:.1f})" if t["setup"] > 1 else ""
-        lines.append(f"  {total:8.1f}  {t['nodeid']}{setup}")
+        lines.append(f"  {total:8.1f}{cpu}  {t['nodeid']}{setup}")
     return lines
+
+
+def slowest(tests: list[dict], n: int = SLOWEST) -> list[dict]:
+    """The ``n`` tests of longest wall time (setup + call + teardown), the longest first."""
+    return sorted(tests, key=lambda t: -(t["setup"] + t["call"] + t["teardown"]))[:n]
 
 
 class TimingPlugin:

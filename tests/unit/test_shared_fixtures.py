@@ -151,6 +151,19 @@ def test_budgets_of_wall_and_cpu_and_what_is_over(tmp_path, monkeypatch):
     assert said["make-test"].endswith("1200 / 2600 OVER BUDGET (wall)") and said["lint"].endswith(" 150")
 
 
+def test_the_summary_names_the_20_slowest_tests_with_their_wall_and_cpu():
+    """issue 46 item 5: the slowest 20 tests named, longest first, each with its wall and (where measured) CPU."""
+    from tests.support import timing
+    tests = [{"nodeid": f"tests/unit/test_x.py::test_{i}", "suite": "unit", "setup": 0.0, "call": float(i),
+              "teardown": 0.0, "start": 0.0, "stop": float(i), "outcome": "passed", "cpu": i / 2} for i in range(30)]
+    lines = timing.summarize([{"started": 0.0, "ended": 30.0, "tests": tests}])
+    head = lines.index(next(line for line in lines if "slowest tests" in line))
+    named = lines[head + 1:]
+    assert lines[head].startswith("20 slowest tests") and len(named) == 20
+    assert [line.split()[2] for line in named] == [f"tests/unit/test_x.py::test_{i}" for i in range(29, 9, -1)]
+    assert named[0].split()[:2] == ["29.0", "14.5"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not Path("/sys/fs/cgroup/cpuacct").is_dir(),
                     reason="needs root and cgroup v1 cpuacct (tests/support/cpu_profile.py)")
 @pytest.mark.skipif("MINBW_CPU_PROFILE" in os.environ,
