@@ -17,6 +17,7 @@ The cloud must run with Neutron's placement plugin off, both computes in service
 
 Prints the tempest.conf path; exits 1 saying what is missing when the cloud is not of that variant.
 """
+
 from __future__ import annotations
 
 import os
@@ -36,16 +37,22 @@ IMAGE = "tempest-image"
 FLAVOR = "tempest-tiny"
 FLAVOR_ALT = "tempest-tiny-alt"
 PUBLIC_NET = "tempest-public"
-VARIANT = {"MINICLOUD_PLACEMENT_PLUGIN": "0", "MINICLOUD_COMPUTES": "2", "MINICLOUD_SPARE_COMPUTE": "0",
-           "MINICLOUD_L3": "1", "MINICLOUD_OVN": "0"}
+VARIANT = {
+    "MINICLOUD_PLACEMENT_PLUGIN": "0",
+    "MINICLOUD_COMPUTES": "2",
+    "MINICLOUD_SPARE_COMPUTE": "0",
+    "MINICLOUD_L3": "1",
+    "MINICLOUD_OVN": "0",
+}
 
 
 def cloud_env(state: Path) -> dict[str, str]:
     """The running cloud's ``env`` file as a dict; raises SystemExit naming the file when there is none."""
     path = state / "env"
     if not path.is_file():
-        raise SystemExit(f"no mini-cloud at {state} ({path} missing): start tempest's variant (tests/e2e/conftest.py, "
-                         "cloud_tempest)")
+        raise SystemExit(
+            f"no mini-cloud at {state} ({path} missing): start tempest's variant (tests/e2e/conftest.py, cloud_tempest)"
+        )
     env = {}
     for line in path.read_text().splitlines():
         m = re.match(r'export (\w+)="?(.*?)"?$', line)
@@ -58,22 +65,30 @@ def check_variant(env: dict[str, str]) -> None:
     """Raises SystemExit naming each MINICLOUD_* setting of the running cloud that differs from VARIANT."""
     wrong = [f"{k}={env.get(k)!r} (needs {v})" for k, v in VARIANT.items() if env.get(k, "0") != v]
     if wrong:
-        raise SystemExit("the mini-cloud is not tempest's variant: " + ", ".join(wrong)
-                         + "; start the cloud with " + " ".join(f"{k}={v}" for k, v in VARIANT.items()))
+        raise SystemExit(
+            "the mini-cloud is not tempest's variant: "
+            + ", ".join(wrong)
+            + "; start the cloud with "
+            + " ".join(f"{k}={v}" for k, v in VARIANT.items())
+        )
 
 
 def ovs_ini() -> str:
     """The OVS agent ini each host's emulator reads for tempest (the default cloud's mappings, more inventory)."""
-    return (f"[ovs]\nbridge_mappings = {PHYSNET}:br-test,public:br-ex\n"
-            f"resource_provider_bandwidths = br-test:{BW_KBPS}:{BW_KBPS},br-ex::1\n"
-            f"resource_provider_packet_processing_without_direction = :{PPS_KPPS}\n"
-            "[agent]\nextensions = qos\n[securitygroup]\nfirewall_driver = noop\n")
+    return (
+        f"[ovs]\nbridge_mappings = {PHYSNET}:br-test,public:br-ex\n"
+        f"resource_provider_bandwidths = br-test:{BW_KBPS}:{BW_KBPS},br-ex::1\n"
+        f"resource_provider_packet_processing_without_direction = :{PPS_KPPS}\n"
+        "[agent]\nextensions = qos\n[securitygroup]\nfirewall_driver = noop\n"
+    )
 
 
 def agent_inis(env: dict[str, str]) -> dict[str, tuple[Path, Path]]:
     """host -> (its OVS agent ini, its SR-IOV agent ini), as the running cloud's env names them."""
-    return {env["MINICLOUD_HYPERVISOR"]: (Path(env["MINICLOUD_OVS_INI"]), Path(env["MINICLOUD_SRIOV_INI"])),
-            env["MINICLOUD_HYPERVISOR_1"]: (Path(env["MINICLOUD_OVS_INI_1"]), Path(env["MINICLOUD_SRIOV_INI_1"]))}
+    return {
+        env["MINICLOUD_HYPERVISOR"]: (Path(env["MINICLOUD_OVS_INI"]), Path(env["MINICLOUD_SRIOV_INI"])),
+        env["MINICLOUD_HYPERVISOR_1"]: (Path(env["MINICLOUD_OVS_INI_1"]), Path(env["MINICLOUD_SRIOV_INI_1"])),
+    }
 
 
 def configure_agents(env: dict[str, str], inis: dict[str, tuple[Path, Path]]) -> None:
@@ -82,8 +97,12 @@ def configure_agents(env: dict[str, str], inis: dict[str, tuple[Path, Path]]) ->
         if ovs.is_file() and ovs.read_text() == ovs_ini():
             continue
         ovs.write_text(ovs_ini())
-        subprocess.run(["bash", str(CLOUD_SH), "restart-agents", host], env=dict(os.environ, **env), check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["bash", str(CLOUD_SH), "restart-agents", host],
+            env=dict(os.environ, **env),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
 
 
 def sync(conn, inis: dict[str, tuple[Path, Path]]) -> int:
@@ -93,8 +112,7 @@ def sync(conn, inis: dict[str, tuple[Path, Path]]) -> int:
     from minbw.ops.sync import sync_providers
     from minbw.placement.client import Placement
 
-    agents = [load_agent_ini(p.read_text(), source=str(p), host=host)
-              for host, pair in inis.items() for p in pair]
+    agents = [load_agent_ini(p.read_text(), source=str(p), host=host) for host, pair in inis.items() for p in pair]
     _plan, applied = sync_providers(Placement(conn), desired_state(agents))
     return applied.writes
 
@@ -102,17 +120,18 @@ def sync(conn, inis: dict[str, tuple[Path, Path]]) -> int:
 def resources(conn) -> dict[str, str]:
     """The image, the two flavors and the external network tempest.conf names (made when missing): name -> id."""
     image = conn.image.find_image(IMAGE) or conn.image.create_image(
-        name=IMAGE, data=b"tempest image\n", disk_format="raw", container_format="bare", visibility="public",
-        wait=True)
+        name=IMAGE, data=b"tempest image\n", disk_format="raw", container_format="bare", visibility="public", wait=True
+    )
     flavor = conn.compute.find_flavor(FLAVOR) or conn.compute.create_flavor(name=FLAVOR, ram=256, vcpus=1, disk=1)
-    alt = conn.compute.find_flavor(FLAVOR_ALT) or conn.compute.create_flavor(name=FLAVOR_ALT, ram=256, vcpus=1,
-                                                                             disk=2)
+    alt = conn.compute.find_flavor(FLAVOR_ALT) or conn.compute.create_flavor(name=FLAVOR_ALT, ram=256, vcpus=1, disk=2)
     public = conn.network.find_network(PUBLIC_NET)
     if public is None:
-        public = conn.network.create_network(name=PUBLIC_NET, is_router_external=True,
-                                             provider_network_type="flat", provider_physical_network="public")
-        conn.network.create_subnet(name=PUBLIC_NET, network_id=public.id, ip_version=4, cidr="172.24.4.0/24",
-                                   enable_dhcp=False)
+        public = conn.network.create_network(
+            name=PUBLIC_NET, is_router_external=True, provider_network_type="flat", provider_physical_network="public"
+        )
+        conn.network.create_subnet(
+            name=PUBLIC_NET, network_id=public.id, ip_version=4, cidr="172.24.4.0/24", enable_dhcp=False
+        )
     return {"image": image.id, "flavor": flavor.id, "flavor_alt": alt.id, "public_network": public.id}
 
 
@@ -209,6 +228,7 @@ def main(argv: list[str]) -> int:
     check_variant(env)
     import openstack.config
     import openstack.connection
+
     warnings.filterwarnings("ignore")
     cfg = openstack.config.OpenStackConfig(config_files=[env["OS_CLIENT_CONFIG_FILE"]])
     conn = openstack.connection.Connection(config=cfg.get_one(cloud="minicloud"))
