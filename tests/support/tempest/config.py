@@ -114,7 +114,7 @@ def sync(conn, inis: dict[str, tuple[Path, Path]]) -> int:
 
     agents = [load_agent_ini(p.read_text(), source=str(p), host=host) for host, pair in inis.items() for p in pair]
     _plan, applied = sync_providers(Placement(conn), desired_state(agents))
-    return applied.writes
+    return applied.writes if applied is not None else 0  # None: nothing to write
 
 
 def resources(conn) -> dict[str, str]:
