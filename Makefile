@@ -111,7 +111,7 @@ e2e: setup collection cloud-install
 # tempest's own QoS-placement scenario suite (tempest.scenario.test_network_qos_placement), every test of it, against
 # the mini-cloud with minbw reporting the providers (docs/tempest.md: each test's outcome and time); `make test` runs
 # its reduced form in the e2e lane (tests/e2e/test_tempest_qos_placement.py)
-tempest: setup collection cloud-install
+tempest: setup cloud-install
 	MINBW_TEMPEST=full $(PY) -m pytest -q tests/e2e/test_tempest_qos_placement.py
 
 sanity: setup

@@ -199,9 +199,12 @@ def cloud_plugin_off(cloud_manager) -> MiniCloud:
 @pytest.fixture
 def cloud_tempest(cloud_manager) -> MiniCloud:
     """tempest's QoS-placement scenario tests' cloud (tests/support/tempest): Neutron's placement plugin off (minbw's
-    sync reports the providers), devstack0 and devstack1 both in service from the start, and Neutron's router plugin
-    (tempest connects each network it makes to a router)."""
-    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SPARE_COMPUTE="0", MINICLOUD_L3="1")
+    sync reports the providers), devstack0 and devstack1 both in service from the start, their OVS agents with the
+    bandwidth and packet rate tempest's tests allocate, and Neutron's router plugin (tempest connects each network
+    it makes to a router)."""
+    ini = str(REPO / "tests" / "support" / "tempest" / "openvswitch_agent.ini")  # more bandwidth, packet rate
+    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SPARE_COMPUTE="0", MINICLOUD_L3="1",
+                                MINICLOUD_OVS_INI=ini, MINICLOUD_OVS_INI_1=ini)
 
 
 OVN_MODE = dict(MINICLOUD_OVN="1", MINICLOUD_SRIOV_COMPUTE="0", MINICLOUD_COMPUTES="2", MINICLOUD_SPARE_COMPUTE="0")

@@ -5,9 +5,10 @@
 The cloud must run with Neutron's placement plugin off, both computes in service and Neutron's router plugin
 (``MINICLOUD_PLACEMENT_PLUGIN=0 MINICLOUD_COMPUTES=2 MINICLOUD_SPARE_COMPUTE=0 MINICLOUD_L3=1``). Then, in order:
 
-1. each host's OVS agent ini gets what tempest's tests allocate: br-test with 1 Gbit/s each way (tempest's own
-   gate configures 1000000 kbps; the update tests move a port from 1000 to 2000 kbps) and 1000 kpps of packet
-   processing without direction (``qos_min_bw_and_pps``); the agents are restarted to report it;
+1. each host's OVS agent reads openvswitch_agent.ini beside this file (what tempest's tests allocate: br-test with
+   1 Gbit/s each way, 1000 kpps of packet processing without direction for ``qos_min_bw_and_pps``): the fixture
+   cloud_tempest starts the cloud with it; a cloud started otherwise gets it written into its inis, its agents
+   restarted;
 2. minbw's provider sync (``minbw.ops.sync.sync_providers``) reports both hosts' bandwidth and packet-rate
    providers: nothing else does, the placement plugin is off;
 3. an image, a flavor, and an external flat network (tempest's scenario helper connects every network it makes to a
@@ -31,8 +32,7 @@ REPO = Path(__file__).resolve().parents[3]
 CLOUD_SH = REPO / "tests" / "support" / "minicloud" / "cloud.sh"
 PHYSNET = "physnet0"
 SEGMENTATION_BASE = 150  # physnet0's VLAN range is 100:200; the pps tests take BASE + 1
-BW_KBPS = 1_000_000
-PPS_KPPS = 1000
+OVS_INI = Path(__file__).resolve().parent / "openvswitch_agent.ini"
 IMAGE = "tempest-image"
 FLAVOR = "tempest-tiny"
 FLAVOR_ALT = "tempest-tiny-alt"
@@ -74,13 +74,9 @@ def check_variant(env: dict[str, str]) -> None:
 
 
 def ovs_ini() -> str:
-    """The OVS agent ini each host's emulator reads for tempest (the default cloud's mappings, more inventory)."""
-    return (
-        f"[ovs]\nbridge_mappings = {PHYSNET}:br-test,public:br-ex\n"
-        f"resource_provider_bandwidths = br-test:{BW_KBPS}:{BW_KBPS},br-ex::1\n"
-        f"resource_provider_packet_processing_without_direction = :{PPS_KPPS}\n"
-        "[agent]\nextensions = qos\n[securitygroup]\nfirewall_driver = noop\n"
-    )
+    """The OVS agent ini each host's emulator reads for tempest (openvswitch_agent.ini beside this file: the default
+    cloud's mappings, more bandwidth, packet rate). The fixture cloud_tempest starts the cloud with it already."""
+    return OVS_INI.read_text()
 
 
 def agent_inis(env: dict[str, str]) -> dict[str, tuple[Path, Path]]:
@@ -92,7 +88,8 @@ def agent_inis(env: dict[str, str]) -> dict[str, tuple[Path, Path]]:
 
 
 def configure_agents(env: dict[str, str], inis: dict[str, tuple[Path, Path]]) -> None:
-    """Write ovs_ini() for each host whose ini differs and restart that host's agent emulators."""
+    """Write ovs_ini() for each host whose OVS agent ini differs (a cloud started without it) and restart that host's
+    agent emulators; nothing when each host reads it already."""
     for host, (ovs, _sriov) in inis.items():
         if ovs.is_file() and ovs.read_text() == ovs_ini():
             continue
