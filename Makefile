@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection cloud-install tour-venv collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install tour-venv collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e tempest sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 # A virtualenv at $(1) unless there is one. Debian's own python3 needs python3-venv for `-m venv`; installed only when
 # venv is missing.
@@ -69,11 +69,12 @@ demo: setup collection
 # RabbitMQ; galera-4 and HAProxy for the Galera Placement): installed once here, before suites that use them run
 # side by side (some in a network namespace, where no package registry is reachable); and the mini-cloud's
 # databases migrated once, kept as the snapshot each cloud of the run restores (cloud.sh snapshot; a no-op when
-# current).
+# current); tempest in a venv of its own (tests/support/tempest/tempest.sh install; a no-op when current).
 cloud-install:
 	bash tests/support/minicloud/cloud.sh install
 	bash tests/support/galera/galera.sh install
 	bash tests/support/minicloud/cloud.sh snapshot
+	bash tests/support/tempest/tempest.sh install
 
 # The virtualenv README.md's install block makes, as a user runs it (the block as written, in a home of its own under
 # .state/tour/KEY, KEY: python/pyproject.toml, the block and python3), where tests/functional/test_readme_tour.py
@@ -106,6 +107,12 @@ prodplacement: setup cloud-install
 
 e2e: setup collection cloud-install
 	$(PY) -m pytest -q tests/e2e
+
+# tempest's own QoS-placement scenario suite (tempest.scenario.test_network_qos_placement), every test of it, against
+# the mini-cloud with minbw reporting the providers (docs/tempest.md: each test's outcome and time); `make test` runs
+# its reduced form in the e2e lane (tests/e2e/test_tempest_qos_placement.py)
+tempest: setup cloud-install
+	MINBW_TEMPEST=full $(PY) -m pytest -q tests/e2e/test_tempest_qos_placement.py
 
 sanity: setup
 	bash tests/support/ansible/sanity.sh

@@ -41,18 +41,20 @@ HYPERVISOR = "devstack0"
 PLUGIN_OFF = "cloud_plugin_off"
 TWO_HOSTS = "cloud_two_hosts"
 THREE_HOSTS = "cloud_three_hosts"
+TEMPEST = "cloud_tempest"
 OVN_OFF = "cloud_ovn_plugin_off"
 OVN_ON = "cloud_ovn"
 
 
 def pytest_collection_modifyitems(items):
     # the second cold start happens once, after every test of the default cloud; on the default cloud, the
-    # tests that bring the spare devstack1 into service come after the single-host ones; the three-host cloud (a
-    # warm start) after those, before the plugin-off one
+    # tests that bring the spare devstack1 into service come after the single-host ones; tempest's variant (a warm
+    # start: both computes, placement plugin off, router plugin) after those, then the three-host cloud (a warm
+    # start), before the plugin-off one
     def order(item):
         names = getattr(item, "fixturenames", ())
         ovn = OVN_OFF in names or OVN_ON in names
-        return ovn, PLUGIN_OFF in names, THREE_HOSTS in names, TWO_HOSTS in names, OVN_ON in names
+        return ovn, PLUGIN_OFF in names, THREE_HOSTS in names, TEMPEST in names, TWO_HOSTS in names, OVN_ON in names
     items.sort(key=order)
     here = Path(__file__).resolve().parent
     for item in items:  # this hook sees the whole session's items: mark only the e2e ones
@@ -226,6 +228,17 @@ def cloud_plugin_off(cloud_manager) -> MiniCloud:
     ``MINICLOUD_OVS_DB`` and ``MINICLOUD_OVS_NETNS`` in the cloud's env: its database and network namespace)."""
     return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SRIOV_COMPUTE="1", MINICLOUD_COMPUTES="1",
                                 MINICLOUD_SPARE_COMPUTE="0", MINICLOUD_REAL_OVS_AGENT=HYPERVISOR)
+
+
+@pytest.fixture
+def cloud_tempest(cloud_manager) -> MiniCloud:
+    """tempest's QoS-placement scenario tests' cloud (tests/support/tempest): Neutron's placement plugin off (minbw's
+    sync reports the providers), devstack0 and devstack1 both in service from the start, their OVS agents with the
+    bandwidth and packet rate tempest's tests allocate, and Neutron's router plugin (tempest connects each network
+    it makes to a router)."""
+    ini = str(REPO / "tests" / "support" / "tempest" / "openvswitch_agent.ini")  # more bandwidth, packet rate
+    return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="0", MINICLOUD_SPARE_COMPUTE="0", MINICLOUD_L3="1",
+                                MINICLOUD_OVS_INI=ini, MINICLOUD_OVS_INI_1=ini)
 
 
 OVN_MODE = dict(MINICLOUD_OVN="1", MINICLOUD_SRIOV_COMPUTE="0", MINICLOUD_COMPUTES="2", MINICLOUD_SPARE_COMPUTE="0")

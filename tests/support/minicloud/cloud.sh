@@ -19,6 +19,8 @@
 #
 # Env:
 #   MINICLOUD_PLACEMENT_PLUGIN=1|0  enable neutron's `placement` service plugin (default 1)
+#   MINICLOUD_L3=0|1                enable neutron's `router` service plugin (routers without an L3 agent: their
+#                                   ports stay unbound; tempest's scenario tests connect their networks to one)
 #   MINICLOUD_SRIOV_COMPUTE=1|0     nova-compute uses fake.FakeDriverWithPciResources (default 0)
 #   MINICLOUD_OVS_INI=path          ini read by the OVS agent emulator   (default .state/minicloud/agents/openvswitch_agent.ini)
 #   MINICLOUD_SRIOV_INI=path        ini read by the SR-IOV agent emulator (default .state/minicloud/agents/sriov_agent.ini)
@@ -59,6 +61,7 @@ SRIOV_INI_2=$(realpath -m "${MINICLOUD_SRIOV_INI_2:-$AGENTS_DIR/devstack2/sriov_
 COMPUTES=${MINICLOUD_COMPUTES:-2}
 SPARE=${MINICLOUD_SPARE_COMPUTE:-0}
 PLACEMENT_PLUGIN=${MINICLOUD_PLACEMENT_PLUGIN:-1}
+L3=${MINICLOUD_L3:-0}
 SRIOV_COMPUTE=${MINICLOUD_SRIOV_COMPUTE:-0}
 START_AGENTS=${MINICLOUD_AGENTS:-1}
 OVN=${MINICLOUD_OVN:-0}
@@ -240,6 +243,7 @@ write_configs() {
     # segments: routed networks (a provider with IPV4_ADDRESS per segment, hosts in its aggregate)
     local SERVICE_PLUGINS=qos,segments
     [ "$PLACEMENT_PLUGIN" = 1 ] && SERVICE_PLUGINS=qos,segments,placement
+    [ "$L3" = 1 ] && SERVICE_PLUGINS=$SERVICE_PLUGINS,router
     # the L2 agent emulators heartbeat every 5 s and Neutron sees an agent dead 25 s after its last one (upstream:
     # 30 s / 75 s): a test that stops a host's agents waits 25 s, not 75 (OVN chassis keep upstream's 75 s)
     local AGENT_DOWN_TIME=25
