@@ -303,8 +303,7 @@ def other_providers(
 def step_line(host: str, step: DrainStep) -> str:
     """One progress line for a step made (what the command prints as each step ends)."""
     if step.outcome in (MOVED, CONFIRMED):
-        verified = f"{step.outcome} to {step.host} and verified" if step.host else f"{step.outcome} and verified"
-        return f"drain {host}: {step.server_name} {verified}" + (f"; {step.note}" if step.note else "")
+        return f"drain {host}: {step.server_name} {step.outcome} and verified" + (f"; {step.note}" if step.note else "")
     what = step.error or "; ".join(step.problems)
     if step.outcome == NO_PLACE:
         return f"drain {host}: {step.server_name} not moved: the re-plan found no place for it: {what}"

@@ -150,7 +150,7 @@ def test_a_step_on_other_providers_of_the_planned_host_says_which():
     step = DrainStep("a", "vm-a", "live", "h1", "moved", note=note)
     assert step.to_dict()["note"] == note
     assert step_rows({"steps": [step.to_dict()]}) == (("vm-a", "live", "h1", "moved", note),)
-    assert step_line("h0", step) == f"drain h0: vm-a moved to h1 and verified; {note}"
-    assert step_line("h0", DrainStep("a", "vm-a", "live", "h1", "moved")) == "drain h0: vm-a moved to h1 and verified"
+    assert step_line("h0", step) == f"drain h0: vm-a moved and verified; {note}"
+    assert step_line("h0", DrainStep("a", "vm-a", "live", "h1", "moved")) == "drain h0: vm-a moved and verified"
     assert step_line("h0", DrainStep("c", "vm-c", "live", "h1", "failed", error="live_migrate: ERROR")) == \
         "drain h0: vm-c failed: live_migrate: ERROR"
