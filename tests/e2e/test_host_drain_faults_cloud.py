@@ -8,7 +8,9 @@ drain's ``on_step`` hook, which the command's progress uses too, never a sleep),
 * (a) devstack1's nova-compute stopped (``cloud.sh stop-compute``, Nova shows it down): the re-plan has no place for
   ``c`` (Nova's ComputeFilter), the drain stops before moving it and says so; started again, a re-run moves ``c``;
 * (b) ``b``'s live migration aborted while it runs (Nova's API; the fake driver's rollback): the migration is
-  ``cancelled``, ``b`` stays on devstack0, the drain stops before ``c``; a re-run moves both;
+  ``cancelled``, ``b`` stays on devstack0, the drain stops before ``c``; a re-run moves ``b``, then ``c`` is put in
+  ERROR (Nova's reset-state) before its move: the re-plan says it is ERROR and the drain stops; settled, a re-run
+  moves it;
 * (c) devstack1's room taken by a boot (700 kbps) once ``b`` moved: the re-plan finds 300 kbps left for ``c``'s 400,
   the drain stops before moving it (which class, on which provider, short by how much) and nothing is overcommitted;
   with the room back, a re-run moves ``c``;
@@ -106,21 +108,25 @@ def first_moved_then_stopped(run: DrainRun, b, c, outcome: str) -> DrainStep:
     return stopped
 
 
-def resumed(cloud, api, conn, servers, b, c) -> None:
-    """A re-run moves what is left; then b and c run on devstack1, each holding its bandwidth there, within
-    capacity; devstack0's br-test holds nothing."""
-    run, said = drain(cloud)
-    assert run.state == "drained" and run.ok, run.to_dict()
-    assert [s.server_id for s in run.steps] == [s.id for s in servers]
-    assert all(s.outcome == "moved" for s in run.steps)
-    assert [line for line in said if "moved and verified" in line] == [
-        f"drain devstack0: {s.name} moved and verified" for s in servers]
+def resumed(cloud, api, conn, servers, b, c, walk: str = "") -> None:
+    """A re-run moves what is left (``walk``: the guide's commands of that name, as written); then b and c run on
+    devstack1, each holding its bandwidth there, within capacity; devstack0's br-test holds nothing."""
+    if walk:
+        run_checks(checks(GUIDE.read_text(), walk, kind="walk"), dict(cloud.env))
+    else:
+        run, said = drain(cloud)
+        assert run.state == "drained" and run.ok, run.to_dict()
+        assert [s.server_id for s in run.steps] == [s.id for s in servers]
+        assert all(s.outcome == "moved" for s in run.steps)
+        assert [line for line in said if "moved and verified" in line] == [
+            f"drain devstack0: {s.name} moved and verified" for s in servers]
     for server, rate in ((b, 500), (c, 400)):
         assert on(conn, server) == ("devstack1", "ACTIVE")
         assert bandwidth(api, server.id) == {"devstack1": {EGRESS: rate, INGRESS: rate}}
     usages = within_capacity(api)
     assert usages[BR["devstack1"]] == {EGRESS: 900, INGRESS: 900}
     assert not any(usages[BR["devstack0"]].values())
+    assert server_move.compute_service(conn, "devstack0").status == "disabled"
 
 
 def test_a_destination_compute_stopped_mid_drain(two, cloud_two_hosts):
@@ -144,13 +150,14 @@ def test_a_destination_compute_stopped_mid_drain(two, cloud_two_hosts):
         assert run.message.startswith(
             "host devstack0: drain stopped: e2e-fault-c was not moved: the re-plan before its move found no place "
             "for it: Nova's prefilters"), run.message
-        assert "1 server(s) moved and verified, 0 not started; devstack0 is disabled" in run.message
+        assert "1 server(s) moved and verified, 1 not started; devstack0 is disabled" in run.message
         assert said[-1].startswith("drain devstack0: e2e-fault-c not moved: the re-plan found no place for it")
         # Nova and Placement: c untouched on devstack0, b on devstack1, nothing overcommitted
         assert on(conn, c) == ("devstack0", "ACTIVE") and on(conn, b)[0] == "devstack1"
         assert bandwidth(api, c.id) == {"devstack0": {EGRESS: 400, INGRESS: 400}}
         within_capacity(api)
         assert server_move.compute_service(conn, "devstack0").status == "disabled"
+        run_checks(checks(GUIDE.read_text(), "stopped: compute down", kind="walk"), dict(cloud_two_hosts.env))
     finally:
         if stopped:
             cloud_two_hosts.cloud_sh("start-compute", "devstack1")
@@ -201,7 +208,19 @@ def test_a_live_migration_that_fails(two, cloud_two_hosts):
     mig = server_move.latest_migration(conn, b.id)
     assert mig.status == "cancelled" and api.get_allocations(mig.uuid)["allocations"] == {}
     within_capacity(api)
-    resumed(cloud_two_hosts, api, conn, [b, c], b, c)
+
+    # the re-run moves b; then c goes to ERROR before its move (Nova's reset-state): the re-plan finds it unmovable
+    def error_c(step: DrainStep) -> None:
+        if step.server_id == b.id:
+            conn.compute.reset_server_state(c, "error")
+
+    again, _said = drain(cloud_two_hosts, on_step=error_c)
+    step = first_moved_then_stopped(again, b, c, "no place")
+    assert step.error.startswith("it is ERROR: Nova moves a server only when it is ACTIVE or PAUSED"), step.error
+    assert on(conn, c) == ("devstack0", "ERROR") and bandwidth(api, c.id) == {"devstack0": {EGRESS: 400,
+                                                                                            INGRESS: 400}}
+    conn.compute.reset_server_state(c, "active")  # settled: it runs (the fake driver never stopped it)
+    resumed(cloud_two_hosts, api, conn, [c], b, c)
 
 
 def test_room_taken_between_the_plan_and_the_move(two, cloud_two_hosts):
@@ -225,8 +244,9 @@ def test_room_taken_between_the_plan_and_the_move(two, cloud_two_hosts):
     assert usages[BR["devstack1"]] == {EGRESS: 1200, INGRESS: 1200}
     assert on(conn, c) == ("devstack0", "ACTIVE") and bandwidth(api, c.id) == {"devstack0": {EGRESS: 400,
                                                                                               INGRESS: 400}}
-    # the guide's re-run, as written: it refuses to move c (exit 1, the same reason)
-    # DOCS run_checks(checks(GUIDE.read_text(), "drain stopped: no room", kind="walk"), dict(cloud_two_hosts.env))
+    assert run.message in GUIDE.read_text(), run.message  # the guide shows this very line
+    # the guide's dry run, as written: c has no place (exit 4)
+    run_checks(checks(GUIDE.read_text(), "stopped: no room", kind="walk"), dict(cloud_two_hosts.env))
     conn.compute.delete_server(taken[0])
     conn.compute.wait_for_delete(taken[0], interval=1, wait=120)
     resumed(cloud_two_hosts, api, conn, [c], b, c)
@@ -261,4 +281,4 @@ def test_placement_stopped_mid_drain(two, cloud_two_hosts):
     assert bandwidth(api, b.id) == {"devstack1": {EGRESS: 500, INGRESS: 500}}
     assert bandwidth(api, c.id) == {"devstack0": {EGRESS: 400, INGRESS: 400}}
     within_capacity(api)
-    resumed(cloud_two_hosts, api, conn, [c], b, c)
+    resumed(cloud_two_hosts, api, conn, [c], b, c, walk="resumed")

@@ -254,9 +254,11 @@ def where_it_stands(
     host: str, steps: Sequence[DrainStep], pending: Sequence[Move], disabled: bool, why: str = ""
 ) -> str:
     """One line after a drain that stopped: why (``why``, else the step that stopped it: a move that failed, or a
-    server the re-plan found no place for), what was moved, what is left, how to go on."""
+    server the re-plan found no place for), what was moved, what is left (the ``pending`` moves and the servers with
+    no place), how to go on."""
     halted = [s for s in steps if s.outcome in HALTS]
     done = [s for s in steps if s.outcome not in HALTS]
+    unplaced = sum(s.outcome == NO_PLACE for s in halted)  # not started either: the re-plan had no move for them
     first = halted[0] if halted else None
     if not why and first is not None:
         what = first.error or "; ".join(first.problems)
@@ -266,7 +268,8 @@ def where_it_stands(
             else f"{first.server_name} ({first.kind} to {first.host}) failed: {what}"
         )
     return (
-        f"host {host}: drain stopped: {why}. {len(done)} server(s) moved and verified, {len(pending)} not started; "
+        f"host {host}: drain stopped: {why}. {len(done)} server(s) moved and verified, {len(pending) + unplaced} not "
+        f"started; "
         f"{host} is {'disabled' if disabled else 'enabled'}. Fix the cause, then run 'minbw host drain {host}' again "
         f"(it reads Nova and Placement and goes on), or 'minbw host drain {host} --undo' to enable it again."
     )

@@ -127,7 +127,7 @@ def test_a_server_the_replan_has_no_place_for_says_which_resource_how_short_and_
     assert line.startswith(
         "host h0: drain stopped: vm-a was not moved: the re-plan before its move found no place for it: no room left "
         "on the 1 host(s) it could use once the others are placed; nearest h1: NET_BW_EGR_KILOBIT_PER_SEC on "
-        "h1:br-test (100 free, 500 needed, 400 short). 1 server(s) moved and verified, 3 not started; h0 is disabled."
+        "h1:br-test (100 free, 500 needed, 400 short). 1 server(s) moved and verified, 4 not started; h0 is disabled."
     ), line
     assert step_line("h0", steps[1]) == f"drain h0: vm-a not moved: the re-plan found no place for it: {NO_ROOM}"
     # a stop with no step to blame (the re-plan itself failed): the reason given
