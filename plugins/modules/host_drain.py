@@ -13,11 +13,16 @@ description:
     placed at once on the other hosts, no destination overcommitted by the moves together), then disables the host's
     nova-compute with O(reason) (Nova's C(disabled_reason); a compute already disabled keeps its own), then moves
     each server to its planned host through Nova's scheduler, never forced - a live migration for an C(ACTIVE)
-    server, a cold one (confirmed) otherwise or with O(cold) - at most O(parallel) at once.
-  - After each move it verifies the server's allocation sits exactly on the planned providers, every port's
-    C(binding:profile.allocation) names them, and the migration consumer holds nothing on the source. The first
-    failure (Nova's refusal, an C(ERROR), a failed or timed-out migration, a verification) fails the task before
-    the next move is started; RV(message) says where things stand. Running it again reads Nova and Placement again
+    server, a cold one (confirmed) otherwise or with O(cold) - at most O(parallel) at once. Before each group of
+    moves after the first the drain is planned again from fresh reads of Nova and Placement - room taken by another
+    boot, or a compute gone down, is never a destination - and a server the re-plan has no place for is not moved
+    (its step's outcome is C(no place), with which resource is short, by how much, on which providers).
+  - After each move it verifies the server's allocation sits exactly on the planned providers (or, when Nova chose
+    other providers on the planned host, serves every request group there - the step's C(note) says so), every
+    port's C(binding:profile.allocation) names them, and the migration consumer holds nothing on the source. The
+    first failure (Nova's refusal, an C(ERROR), a failed, cancelled or timed-out migration, a verification, a server
+    with no place, Nova or Placement unreachable) fails the task before the next move is started; RV(message) says
+    where things stand. Running it again reads Nova and Placement again
     and goes on (a cold migration left in C(VERIFY_RESIZE) is confirmed first).
   - When some server cannot move, nothing is moved and the host is left as it is (the task fails with the plan)
     unless O(partial=true).
@@ -111,7 +116,7 @@ compute:
 steps:
   description:
     - One per server moved (or confirmed) - C(server_id), C(server_name), C(kind), C(host) (the destination),
-      C(outcome) (C(moved), C(confirmed), C(failed)), C(error), C(problems).
+      C(outcome) (C(moved), C(confirmed), C(failed), C(no place)), C(error), C(problems), C(note).
   returned: always
   type: list
   elements: dict

@@ -61,9 +61,10 @@ def summary(plan: dict) -> str:
 
 
 def step_rows(run: dict) -> tuple[tuple, ...]:
-    """One row per step a drain made: server, kind, destination, outcome, what failed (the error or the problems)."""
+    """One row per step a drain made: server, kind, destination, outcome, the detail (what failed: the error or the
+    problems; else the step's note)."""
     return tuple(
-        (s["server_name"], s["kind"], s["host"], s["outcome"], s["error"] or "; ".join(s["problems"]))
+        (s["server_name"], s["kind"], s["host"], s["outcome"], s["error"] or "; ".join(s["problems"]) or s["note"])
         for s in run["steps"]
     )
 
@@ -167,10 +168,17 @@ class DrainHost(Command):
 
     def drain(self, parsed_args):
         """The drain (or its undo) made: the steps' table, the pending moves or the stuck servers."""
-        from minbw.usecases.drain import REASON, HostDrainRequest, drain_host
+        from minbw.usecases.drain import REASON, HostDrainRequest, drain_host, step_line
+
+        cloud = self.cloud(parsed_args, progress=True)
+        say = cloud.say
+
+        def progress(step) -> None:
+            if say:
+                say(step_line(parsed_args.host, step))
 
         run = drain_host(
-            self.cloud(parsed_args, progress=True),
+            cloud,
             HostDrainRequest(
                 parsed_args.host,
                 nova_options=tuple(parsed_args.nova_option or ()),
@@ -184,6 +192,7 @@ class DrainHost(Command):
                 undo=parsed_args.undo,
                 host_option="HOST",
             ),
+            on_step=progress,
         )
         doc = run.to_dict()
         sections = []

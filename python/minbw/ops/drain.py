@@ -77,6 +77,30 @@ def compute_services(conn) -> dict[str, bool]:
     return {s.host: s.disabled for s in read_compute_services(conn)}
 
 
+COMPUTE_DOWN = "its nova-compute service is down: Nova's ComputeFilter sends it nothing until it reports again"
+
+
+def down_computes(services: Iterable, roots: Mapping[str, str], nodes: Mapping[str, str]) -> list[dict]:
+    """The compute nodes whose nova-compute is down or forced down (``services``: :func:`minbw.ops.nova_query.
+    read_compute_services`' entries; ``roots``: root uuid → name; ``nodes``: compute node → its host), as one entry
+    in the shape of :func:`minbw.ops.nova_query.prefiltered_hosts`' (Nova's ComputeFilter removes them: no move
+    goes there); none when every compute is up."""
+    down = {s.host for s in services if s.state == "down" or s.forced_down}
+    removed = sorted(u for u, name in roots.items() if nodes.get(name) in down)
+    if not removed:
+        return []
+    return [
+        {
+            "filter": "ComputeFilter",
+            "why": "",
+            "added": "",
+            "reason": COMPUTE_DOWN,
+            "hosts": sorted(roots[u] for u in removed),
+            "uuids": removed,
+        }
+    ]
+
+
 def check_host(host: str, services: Mapping[str, bool]) -> None:
     """Refuse a host that runs no nova-compute, naming those that do. Raises InvalidInput."""
     if host not in services:
@@ -123,11 +147,13 @@ def read_drain(
 ) -> DrainFacts:
     """Everything a drain of ``host`` is planned on (:class:`DrainFacts`). Raises InvalidInput when no
     nova-compute runs on ``host`` (naming the hosts that do)."""
-    services = compute_services(conn)
+    read = read_compute_services(conn)
+    services = {s.host: s.disabled for s in read}
     check_host(host, services)
     nodes = compute_nodes(conn)
     listed = api.list_providers()
     roots = {p.uuid: p.name for p in listed if p.parent_uuid is None and p.name in nodes}
+    down = down_computes(read, roots, nodes)
     source_roots = tuple(sorted(u for u, name in roots.items() if nodes[name] == host))
     found = servers_on(conn, host)
     groups = server_groups(conn) if found else []
@@ -194,7 +220,7 @@ def read_drain(
             continue
         key = tuple(nq.applied)
         if key not in removed_by:
-            removed_by[key] = tuple(prefiltered_hosts(api, nq.applied))
+            removed_by[key] = tuple(prefiltered_hosts(api, nq.applied)) + tuple(down)
         group = group_of.get(s.id)
         only, never, why = moves.group_hosts(s.id, group, host_of, host)
         servers.append(
@@ -408,6 +434,7 @@ __all__ = [
     "DrainFacts",
     "compute_services",
     "check_host",
+    "down_computes",
     "compute_nodes",
     "servers_on",
     "server_groups",

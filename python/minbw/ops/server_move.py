@@ -26,6 +26,7 @@ from minbw.placement.client import Placement
 from minbw.plan.base import Plan
 from minbw.plan.server_move import plan_action
 from minbw.reports.server_move import (
+    BROKEN,
     HOST_ACTIONS,
     ComputeService,
     Migration,
@@ -172,7 +173,7 @@ def wait_for(
     """Wait until the server is in one of ``statuses`` with no task and, when ``migration_statuses``
     is given, its newest migration (other than ``since``, the one before the call) is in one of them.
     Returns what it saw then (a MoveWait: the server's view, the migration or None). Raises NovaMoveFailed when the
-    server goes to ERROR, the migration fails or the wait runs out."""
+    server goes to ERROR, the migration fails (error, failed, or cancelled: aborted) or the wait runs out."""
     statuses, want_mig = set(statuses), set(migration_statuses)
     deadline = clock() + timeout
     server, mig = None, None
@@ -196,7 +197,7 @@ def wait_for(
                 fault=fault,
                 expected={"status": sorted(statuses), "migration_status": sorted(want_mig)},
             )
-        if mig is not None and mig.status in ("error", "failed") and mig.status not in want_mig:
+        if mig is not None and mig.status in BROKEN and mig.status not in want_mig:  # cancelled: an abort
             raise NovaMoveFailed(
                 f"{action}: migration {mig.uuid} of server {server.name} ({server.id}) is "
                 f"{mig.status}; the server is {server.status} (task {server.task_state})",

@@ -8,10 +8,11 @@ on; ``--undo`` enables the compute again."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from minbw.errors import InvalidInput, MinbwError
+from minbw.ops import write_failures
 from minbw.ops.drain import (
     ComputeState,
     DrainFacts,
@@ -132,7 +133,8 @@ def plan_host_drain(cloud: Cloud, query: HostDrainQuery) -> HostDrain:
 # ---------------------------------------------------------------- the drain itself (issue 45 item 2)
 
 REASON = "minbw host drain: maintenance"  # the disabled_reason when none is given
-MOVED, CONFIRMED, FAILED = "moved", "confirmed", "failed"
+MOVED, CONFIRMED, FAILED, NO_PLACE = "moved", "confirmed", "failed", "no place"
+HALTS = (FAILED, NO_PLACE)  # the outcomes that stop a drain
 DRAINED, REFUSED, STOPPED, PLANNED, ENABLED = "drained", "refused", "stopped", "planned", "enabled"
 
 
@@ -175,9 +177,11 @@ class HostDrainRequest:
 
 @dataclass(frozen=True)
 class DrainStep:
-    """One server's step in a drain: ``moved`` (to ``host``, verified), ``confirmed`` (a cold migration left
-    VERIFY_RESIZE by an earlier run, confirmed now) or ``failed`` (``error``: what Nova or the check said;
-    ``problems``: the verification's)."""
+    """One server's step in a drain: ``moved`` (to ``host``, verified; ``note``: when Nova chose other providers on
+    that host than planned, which, verified for what Nova chose), ``confirmed`` (a cold migration left VERIFY_RESIZE
+    by an earlier run, confirmed now), ``failed`` (``error``: what Nova or the check said; ``problems``: the
+    verification's) or ``no place`` (not started: the re-plan made just before it found no room for the server,
+    ``error`` says which resource, short by how much, on which providers)."""
 
     server_id: str
     server_name: str
@@ -186,6 +190,7 @@ class DrainStep:
     outcome: str
     error: str | None = None
     problems: tuple[str, ...] = ()
+    note: str = ""
 
     def to_dict(self) -> dict:
         """A JSON-ready dict of its fields."""
@@ -197,6 +202,7 @@ class DrainStep:
             "outcome": self.outcome,
             "error": self.error,
             "problems": list(self.problems),
+            "note": self.note,
         }
 
 
@@ -205,8 +211,8 @@ class DrainRun:
     """What a drain (or its undo) did and where things stand: ``state`` (``drained``: every planned server moved
     and verified; ``refused``: the plan is incomplete and nothing was moved; ``stopped``: a move failed, the next
     ones were not made; ``planned``: check mode, nothing changed; ``enabled``: the undo), ``changed``, the compute
-    service as it stands, the plan the run followed, each step made, the moves not made (``pending``) and one line
-    saying where things stand (``message``)."""
+    service as it stands, the plan (the one the run began with; the last re-plan when it stopped), each step made,
+    the moves not made (``pending``) and one line saying where things stand (``message``)."""
 
     host: str
     state: str
@@ -244,21 +250,67 @@ def to_confirm(finished: Sequence[tuple[str, str]]) -> list[str]:
     return list(dict.fromkeys(sid for sid, status in finished if status == "VERIFY_RESIZE"))
 
 
-def where_it_stands(host: str, steps: Sequence[DrainStep], pending: Sequence[Move], disabled: bool) -> str:
-    """One line after a drain that stopped: the failed step, what was moved, what is left, how to go on."""
-    failed = [s for s in steps if s.outcome == FAILED]
-    done = [s for s in steps if s.outcome != FAILED]
-    first = failed[0] if failed else None
-    why = ""
-    if first is not None:
-        why = f"{first.server_name} ({first.kind} to {first.host}) failed: " + (
-            first.error or "; ".join(first.problems)
+def where_it_stands(
+    host: str, steps: Sequence[DrainStep], pending: Sequence[Move], disabled: bool, why: str = ""
+) -> str:
+    """One line after a drain that stopped: why (``why``, else the step that stopped it: a move that failed, or a
+    server the re-plan found no place for), what was moved, what is left (the ``pending`` moves and the servers with
+    no place), how to go on."""
+    halted = [s for s in steps if s.outcome in HALTS]
+    done = [s for s in steps if s.outcome not in HALTS]
+    unplaced = sum(s.outcome == NO_PLACE for s in halted)  # not started either: the re-plan had no move for them
+    first = halted[0] if halted else None
+    if not why and first is not None:
+        what = first.error or "; ".join(first.problems)
+        why = (
+            f"{first.server_name} was not moved: the re-plan before its move found no place for it: {what}"
+            if first.outcome == NO_PLACE
+            else f"{first.server_name} ({first.kind} to {first.host}) failed: {what}"
         )
     return (
-        f"host {host}: drain stopped: {why}. {len(done)} server(s) moved and verified, {len(pending)} not started; "
+        f"host {host}: drain stopped: {why}. {len(done)} server(s) moved and verified, {len(pending) + unplaced} not "
+        f"started; "
         f"{host} is {'disabled' if disabled else 'enabled'}. Fix the cause, then run 'minbw host drain {host}' again "
         f"(it reads Nova and Placement and goes on), or 'minbw host drain {host} --undo' to enable it again."
     )
+
+
+def newly_stuck(plan: DrainPlan, accepted: frozenset[str]) -> tuple[Stuck, ...]:
+    """The servers a re-plan has no place for that the drain had planned to move (``accepted``: the ids the run
+    began with stuck and ``--partial`` let stay): where a drain stops before moving them."""
+    return tuple(s for s in plan.stuck if s.server_id not in accepted)
+
+
+def other_providers(
+    planned: Mapping[str, Mapping[str, int]], held: Mapping[str, Mapping[str, int]], names: Mapping[str, str]
+) -> str:
+    """What a step's note says when Nova placed a server on other providers of the planned host than the plan's
+    (``planned``, ``held``: provider uuid → class → amount; ``names``: uuid → name): the providers planned and not
+    used, and those used instead ("" when they are the same)."""
+    plan = {rp: dict(res) for rp, res in planned.items()}
+    have = {rp: dict(res) for rp, res in held.items()}
+    if plan == have:
+        return ""
+
+    def listed(rps) -> str:
+        return ", ".join(f"{names.get(rp, rp)} {dict(sorted(src[rp].items()))}" for rp, src in rps)
+
+    missing = [(rp, plan) for rp in sorted(plan) if plan[rp] != have.get(rp)]
+    instead = [(rp, have) for rp in sorted(have) if have[rp] != plan.get(rp)]
+    return (
+        f"Nova chose other providers than planned on the same host: planned {listed(missing) or 'nothing more'}; "
+        f"holds {listed(instead) or 'nothing more'} instead (verified for what Nova chose)"
+    )
+
+
+def step_line(host: str, step: DrainStep) -> str:
+    """One progress line for a step made (what the command prints as each step ends)."""
+    if step.outcome in (MOVED, CONFIRMED):
+        return f"drain {host}: {step.server_name} {step.outcome} and verified" + (f"; {step.note}" if step.note else "")
+    what = step.error or "; ".join(step.problems)
+    if step.outcome == NO_PLACE:
+        return f"drain {host}: {step.server_name} not moved: the re-plan found no place for it: {what}"
+    return f"drain {host}: {step.server_name} {step.outcome}: {what}"
 
 
 def _say(cloud: Cloud, line: str) -> None:
@@ -267,16 +319,25 @@ def _say(cloud: Cloud, line: str) -> None:
 
 
 def _verified(cloud: Cloud, move: Move, target: str, timeout: float, since: str | None) -> DrainStep:
-    """Wait for the move's end and verify it: a DrainStep ``moved`` or ``failed``."""
+    """Wait for the move's end and verify it: a DrainStep ``moved`` or ``failed``. The allocation is checked against
+    the plan's providers first; when Nova chose others on the planned host, the step is verified for what Nova chose
+    (its groups served, the bindings rewritten, the source freed) and says so in its note."""
     conn = cloud.conn
     try:
         finish_move(conn, move.server_id, move.kind, since, timeout=timeout)
         state = verify_move(conn, cloud.placement, move.server_id, move.allocations)
-    except MinbwError as e:
+        if state.ok:
+            return DrainStep(move.server_id, move.server_name, move.kind, target, MOVED)
+        chosen = verify_move(conn, cloud.placement, move.server_id, None)
+    except write_failures() as e:
         return DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, error=str(e))
-    if not state.ok:
+    where = str(chosen.facts.server.get("compute_host") or "")
+    if not chosen.ok or where != target:
         return DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, problems=state.verdict.problems)
-    return DrainStep(move.server_id, move.server_name, move.kind, target, MOVED)
+    held = chosen.facts.allocations.get(move.server_id) or {}
+    names = {rp: p.name for rp, p in chosen.facts.providers.items()}
+    note = other_providers(move.allocations, held, names)
+    return DrainStep(move.server_id, move.server_name, move.kind, target, MOVED, note=note)
 
 
 def _resume(cloud: Cloud, host: str, timeout: float) -> list[DrainStep]:
@@ -299,14 +360,46 @@ def _resume(cloud: Cloud, host: str, timeout: float) -> list[DrainStep]:
     return steps
 
 
-def drain_host(cloud: Cloud, request: HostDrainRequest) -> DrainRun:
+def _planned(cloud: Cloud, request: HostDrainRequest) -> DrainPlan:
+    """The drain's plan read now (:func:`plan_host_drain`), every move cold with ``request.cold``."""
+    plan = plan_host_drain(cloud, request.query).plan
+    if request.cold:
+        plan = dataclasses.replace(plan, moves=tuple(m for wave in waves(plan.moves, 1, cold=True) for m in wave))
+    return plan
+
+
+def _stopped(
+    host: str,
+    compute: ComputeState,
+    plan: DrainPlan,
+    steps: Sequence[DrainStep],
+    pending: Sequence[Move],
+    why: str = "",
+) -> DrainRun:
+    return DrainRun(
+        host,
+        STOPPED,
+        True,
+        compute,
+        plan,
+        tuple(steps),
+        tuple(pending),
+        where_it_stands(host, steps, pending, compute.disabled, why),
+    )
+
+
+def drain_host(cloud: Cloud, request: HostDrainRequest, on_step: Callable[[DrainStep], None] | None = None) -> DrainRun:
     """Drain ``request.host``: confirm what an earlier run left in VERIFY_RESIZE, plan every server on the host
     (:func:`plan_host_drain`), refuse an incomplete plan unless ``partial`` (nothing changed), disable the compute
     with the reason (unless it is disabled already: its reason is kept), then make the moves ``parallel`` at a
-    time, each to its planned host (never forced) and verified (:func:`minbw.ops.drain.verify_move`); at the first
-    failure the moves after it are not started. ``check``: the plan only. ``undo``: enable the compute.
-    Returns the DrainRun. Raises MissingService without Nova, InvalidInput for a host that runs no nova-compute,
-    NovaMoveFailed when Nova refuses to disable or enable the compute."""
+    time, each to its planned host (never forced) and verified (:func:`minbw.ops.drain.verify_move`). Before each
+    wave after the first, the drain is planned again from fresh reads of Nova and Placement, so that no move targets
+    room taken since (another boot): a server the re-plan has no place for (and the first plan had) is not moved, its
+    step ``no place`` says why, and the drain stops there. At the first failure (a move Nova refuses or fails, a
+    verification that does not hold, Nova or Placement unreachable) the moves after it are not started.
+    ``on_step`` is called with each step as it is made (the command's progress). ``check``: the plan only.
+    ``undo``: enable the compute. Returns the DrainRun. Raises MissingService without Nova, InvalidInput for a host
+    that runs no nova-compute, NovaMoveFailed when Nova refuses to disable or enable the compute."""
     cloud.require("compute", "the servers on a host and how Nova moves them are read from Nova")
     host, conn = request.host, cloud.conn
     before = compute_state(conn, host)
@@ -316,12 +409,12 @@ def drain_host(cloud: Cloud, request: HostDrainRequest) -> DrainRun:
         after = before if request.check else enable_compute(conn, host)
         return DrainRun(host, ENABLED, True, after, message=f"host {host}: nova-compute enabled (reason cleared)")
     steps: list[DrainStep] = [] if request.check else _resume(cloud, host, request.timeout)
+    for step in steps:
+        if on_step is not None:
+            on_step(step)
     if any(s.outcome == FAILED for s in steps):
         return DrainRun(host, STOPPED, True, before, None, tuple(steps), (), where_it_stands(host, steps, (), True))
-    found = plan_host_drain(cloud, request.query)
-    plan = found.plan
-    if request.cold:
-        plan = dataclasses.replace(plan, moves=tuple(m for wave in waves(plan.moves, 1, cold=True) for m in wave))
+    plan = _planned(cloud, request)
     if request.check:
         would = bool(plan.moves) or not before.disabled
         return DrainRun(
@@ -344,51 +437,66 @@ def drain_host(cloud: Cloud, request: HostDrainRequest) -> DrainRun:
     if not before.disabled:
         compute = disable_compute(conn, host, request.reason)
         _say(cloud, f"drain {host}: nova-compute disabled ({request.reason})")
+    accepted = frozenset(s.server_id for s in plan.stuck)
+    first = plan
     targets = compute_nodes(conn) if plan.moves else {}
-    total, done = len(plan.moves), 0
-    order = waves(plan.moves, request.parallel)
-    for wave in order:
+    made: set[str] = set()
+
+    def record(step: DrainStep) -> None:
+        steps.append(step)
+        made.add(step.server_id)
+        if on_step is not None:
+            on_step(step)
+
+    while True:
+        if made:  # planned again from what Nova and Placement hold now
+            try:
+                plan = _planned(cloud, request)
+            except write_failures() as e:
+                pending = [m for m in plan.moves if m.server_id not in made]
+                return _stopped(host, compute, plan, steps, pending, f"the re-plan before the next move failed: {e}")
+        blocked = newly_stuck(plan, accepted)
+        if blocked:
+            for b in blocked:
+                record(DrainStep(b.server_id, b.server_name, "", "", NO_PLACE, error=b.reason))
+            return _stopped(host, compute, plan, steps, plan.moves)
+        again = [m.server_name for m in plan.moves if m.server_id in made]
+        if again:
+            return _stopped(
+                host, compute, plan, steps, plan.moves, f"{', '.join(again)} still on {host} after its move"
+            )
+        if not plan.moves:
+            break
+        wave = waves(plan.moves, request.parallel)[0]
         started: list[tuple[Move, str, str | None]] = []
+        halted = False
         for move in wave:
             target = targets.get(move.host, move.host)
-            _say(cloud, f"drain {host}: {done + len(started) + 1}/{total} {move.server_name} → {target} ({move.kind})")
+            at, total = len(made) + len(started) + 1, len(made) + len(plan.moves)
+            _say(cloud, f"drain {host}: {at}/{total} {move.server_name} → {target} ({move.kind})")
             try:
                 started.append((move, target, start_move(conn, move.server_id, move.kind, target)))
-            except MinbwError as e:
-                steps.append(DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, error=str(e)))
+            except write_failures() as e:
+                record(DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, error=str(e)))
+                halted = True
                 break
         for move, target, since in started:
             step = _verified(cloud, move, target, request.timeout, since)
-            steps.append(step)
-            _say(
-                cloud,
-                f"drain {host}: {move.server_name} {step.outcome}"
-                + (f": {step.error or '; '.join(step.problems)}" if step.outcome == FAILED else " and verified"),
-            )
-        done += len(started)
-        if any(s.outcome == FAILED for s in steps):
-            made = {s.server_id for s in steps}
-            pending = tuple(m for m in plan.moves if m.server_id not in made)
-            return DrainRun(
-                host,
-                STOPPED,
-                True,
-                compute,
-                plan,
-                tuple(steps),
-                pending,
-                where_it_stands(host, steps, pending, compute.disabled),
-            )
+            record(step)
+            halted = halted or step.outcome == FAILED
+        if halted:
+            return _stopped(host, compute, plan, steps, [m for m in plan.moves if m.server_id not in made])
     changed = bool(steps) or not before.disabled
     left = f"; {len(plan.stuck)} server(s) left on it (--partial)" if plan.stuck else ""
+    moved = [s for s in steps if s.outcome in (MOVED, CONFIRMED)]
     return DrainRun(
         host,
         DRAINED,
         changed,
         compute,
-        plan,
+        first,
         tuple(steps),
         (),
-        f"host {host}: drained, {len(steps)} server(s) moved and verified{left}; nova-compute disabled "
+        f"host {host}: drained, {len(moved)} server(s) moved and verified{left}; nova-compute disabled "
         f"({compute.reason or 'no reason'})",
     )

@@ -11,6 +11,7 @@
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
 #   cloud.sh restart-neutron-api  a new neutron API process (Neutron 29 doubles its segments notifier in a process
 #                            once it deleted a network: tests that need Neutron's single count start from here)
+#   cloud.sh stop-placement / start-placement   stop / start the Placement API alone (an outage, and its end)
 #   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
 #   cloud.sh install-packages  only the Debian packages (apt); idempotent
@@ -850,6 +851,19 @@ do_restart_neutron_api() {
     wait_check "neutron API (restarted)" 90 "neutron-api" network-api
 }
 
+do_stop_placement() {  # a Placement outage: its API process stops (Nova and Neutron get connection refused)
+    { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
+    stop placement "${MINICLOUD_STOP_GRACE:-5}"
+    say "placement stopped"
+}
+
+do_start_placement() {  # the outage ends: the same Placement (its database untouched) answers again
+    { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
+    alive placement && die "placement is already running"
+    start_api placement
+    wait_for "placement API (started again)" 60 placement http_ok "http://$IP:$PLACEMENT_PORT/"
+}
+
 # running_compute HOST: the cloud runs (its mode loaded) and HOST is one of its computes
 running_compute() {
     { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
@@ -942,6 +956,8 @@ case $cmd in
     stop-compute) do_stop_compute "$@" ;;
     start-compute) do_start_compute "$@" ;;
     restart-neutron-api) do_restart_neutron_api ;;
+    stop-placement) do_stop_placement ;;
+    start-placement) do_start_placement ;;
     neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
     install-packages) mkdir -p "$S"; apt_install ;;

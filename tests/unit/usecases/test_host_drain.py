@@ -9,7 +9,8 @@ import pytest
 from minbw.cli.host import move_rows, providers_cell, stuck_rows, summary
 from minbw.errors import InvalidInput
 from minbw.model.requests import PortRequest, RequestGroup, ServerRequest
-from minbw.ops.drain import DrainFacts, ServerToMove, excluded_hosts
+from minbw.nova.owner import ComputeService
+from minbw.ops.drain import COMPUTE_DOWN, DrainFacts, ServerToMove, down_computes, excluded_hosts
 from minbw.plan.drain import DrainPlan, Move, Stuck
 from minbw.usecases.drain import HostDrain, HostDrainQuery, drain_servers, explained
 
@@ -78,6 +79,21 @@ def test_each_host_not_allowed_says_why():
         "h1": "Nova's compute_status_filter removes it (COMPUTE_STATUS_DISABLED: disabled)", "h2": "group sg: never h2"}
     assert excluded_hosts((), roots, ["h0"], frozenset({"h3"}), (), "group db: only h3") == {
         "h1": "group db: only h3", "h2": "group db: only h3"}
+
+
+def test_a_compute_down_or_forced_down_is_no_destination_nova_s_compute_filter():
+    services = [ComputeService("c0"), ComputeService("c1", state="down"), ComputeService("c2", forced_down=True),
+                ComputeService("c3", state="up", disabled=True)]
+    roots = {"r0": "n0", "r1": "n1", "r1b": "n1b", "r2": "n2", "r3": "n3", "rx": "nx"}
+    nodes = {"n0": "c0", "n1": "c1", "n1b": "c1", "n2": "c2", "n3": "c3"}  # nx: a root of no compute node
+    [entry] = down_computes(services, roots, nodes)
+    assert (entry["filter"], entry["reason"], entry["hosts"], entry["uuids"]) == (
+        "ComputeFilter", COMPUTE_DOWN, ["n1", "n1b", "n2"], ["r1", "r1b", "r2"])
+    assert excluded_hosts([entry], roots, ["n0"], None, (), "")["n1"] == (
+        "Nova's ComputeFilter removes it (its nova-compute service is down: Nova's ComputeFilter sends it nothing "
+        "until it reports again)")
+    # every compute up (a disabled one is the compute_status_filter's): nothing removed
+    assert down_computes([services[0], services[3]], roots, nodes) == []
 
 
 def test_a_server_with_no_allowed_host_is_stuck_with_each_hosts_reason():

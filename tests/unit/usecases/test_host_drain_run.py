@@ -11,10 +11,14 @@ from minbw.errors import InvalidInput
 from minbw.ops.drain import ComputeState
 from minbw.plan.drain import DrainPlan, Move, Stuck, waves
 from minbw.usecases.drain import (
+    NO_PLACE,
     REASON,
     DrainRun,
     DrainStep,
     HostDrainRequest,
+    newly_stuck,
+    other_providers,
+    step_line,
     to_confirm,
     where_it_stands,
 )
@@ -99,3 +103,54 @@ def test_the_run_document_the_table_and_the_exit_codes():
     # check mode: ok only when every server has a destination
     assert DrainRun("h0", "planned", True, compute, plan).ok is True
     assert DrainRun("h0", "planned", True, compute, refused_plan).ok is False
+
+
+# ---------------------------------------------------------------- faults mid-drain (issue 45 item 5)
+
+NO_ROOM = ("no room left on the 1 host(s) it could use once the others are placed; nearest h1: "
+           "NET_BW_EGR_KILOBIT_PER_SEC on h1:br-test (100 free, 500 needed, 400 short)")
+
+
+def test_a_replan_stops_only_on_a_server_the_run_had_planned_to_move():
+    plan = DrainPlan("h0", MOVES[1:], (Stuck("a", "vm-a", NO_ROOM), Stuck("z", "vm-z", "no room")), "exact", 0)
+    # z was stuck when the run began (--partial let it stay); a had a place then, none now
+    assert [s.server_id for s in newly_stuck(plan, frozenset({"z"}))] == ["a"]
+    assert newly_stuck(plan, frozenset({"a", "z"})) == ()
+    assert [s.server_id for s in newly_stuck(plan, frozenset())] == ["a", "z"]
+    assert newly_stuck(DrainPlan("h0", MOVES, (), "greedy", 5), frozenset()) == ()
+
+
+def test_a_server_the_replan_has_no_place_for_says_which_resource_how_short_and_where():
+    steps = [DrainStep("b", "vm-b", "live", "h1", "moved"),
+             DrainStep("a", "vm-a", "", "", NO_PLACE, error=NO_ROOM)]
+    line = where_it_stands("h0", steps, MOVES[2:], True)
+    assert line.startswith(
+        "host h0: drain stopped: vm-a was not moved: the re-plan before its move found no place for it: no room left "
+        "on the 1 host(s) it could use once the others are placed; nearest h1: NET_BW_EGR_KILOBIT_PER_SEC on "
+        "h1:br-test (100 free, 500 needed, 400 short). 1 server(s) moved and verified, 4 not started; h0 is disabled."
+    ), line
+    assert step_line("h0", steps[1]) == f"drain h0: vm-a not moved: the re-plan found no place for it: {NO_ROOM}"
+    # a stop with no step to blame (the re-plan itself failed): the reason given
+    why = where_it_stands("h0", steps[:1], MOVES[2:], True, "the re-plan before the next move failed: Placement down")
+    assert why.startswith("host h0: drain stopped: the re-plan before the next move failed: Placement down. 1 server")
+
+
+def test_a_step_on_other_providers_of_the_planned_host_says_which():
+    planned = {"r1": {"VCPU": 1}, "br-a": {"NET_BW_EGR_KILOBIT_PER_SEC": 500}}
+    held = {"r1": {"VCPU": 1}, "br-b": {"NET_BW_EGR_KILOBIT_PER_SEC": 500}}
+    names = {"r1": "h1", "br-a": "h1:br-a", "br-b": "h1:br-b"}
+    assert other_providers(planned, planned, names) == ""
+    note = other_providers(planned, held, names)
+    assert note == ("Nova chose other providers than planned on the same host: planned h1:br-a "
+                    "{'NET_BW_EGR_KILOBIT_PER_SEC': 500}; holds h1:br-b {'NET_BW_EGR_KILOBIT_PER_SEC': 500} instead "
+                    "(verified for what Nova chose)")
+    # an amount split differently over the same providers, a provider without a name: said by uuid
+    assert "planned br-a {'NET_BW_EGR_KILOBIT_PER_SEC': 500}; holds br-a {'NET_BW_EGR_KILOBIT_PER_SEC': 400}" in \
+        other_providers(planned, {"r1": {"VCPU": 1}, "br-a": {"NET_BW_EGR_KILOBIT_PER_SEC": 400}}, {})
+    step = DrainStep("a", "vm-a", "live", "h1", "moved", note=note)
+    assert step.to_dict()["note"] == note
+    assert step_rows({"steps": [step.to_dict()]}) == (("vm-a", "live", "h1", "moved", note),)
+    assert step_line("h0", step) == f"drain h0: vm-a moved and verified; {note}"
+    assert step_line("h0", DrainStep("a", "vm-a", "live", "h1", "moved")) == "drain h0: vm-a moved and verified"
+    assert step_line("h0", DrainStep("c", "vm-c", "live", "h1", "failed", error="live_migrate: ERROR")) == \
+        "drain h0: vm-c failed: live_migrate: ERROR"
