@@ -4,7 +4,7 @@ text format or OpenMetrics, as prometheus_client renders them, with what did not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from minbw.reports import metrics
 
@@ -71,22 +71,30 @@ class Exposition:
 
     def render(self, families, parts: Mapping[str, tuple] | None = None, *, openmetrics: bool = False) -> str:
         """``families`` (:meth:`Exporter.scrape`); ``parts``: provider → its own samples
-        (:attr:`metrics.ProviderFamilies.parts`), whose families are rendered provider by provider."""
+        (:attr:`metrics.ProviderFamilies.parts`), whose families are rendered provider by provider. Returns the
+        body (OpenMetrics with its ``# EOF``); raises what prometheus_client raises for a malformed family."""
+        out = list(self.pieces(families, parts, openmetrics=openmetrics))
+        if openmetrics:
+            out.append("# EOF\n")
+        return "".join(out)
+
+    def pieces(self, families, parts: Mapping[str, tuple] | None = None, *, openmetrics: bool = False) -> Iterator[str]:
+        """:meth:`render`'s body (without OpenMetrics' ``# EOF``) as the pieces it is made of, in order: the
+        providers that are new or changed rendered first, then the kept renderings yielded one by one, so that a
+        caller that encodes or compresses as it goes never holds the whole body as text. Raises as
+        :meth:`render`."""
         parts = parts or {}
         per_provider = {name for own in parts.values() for name, _, _ in own}
         self._render_providers(openmetrics, parts)
         lines = {u: self._providers[(openmetrics, u)][1] for u in parts}
-        out = []
+        self._forget(parts)
         for f in families:
             if f.name in per_provider:
-                out.append(self._header(openmetrics, f))
-                out.extend(lines[u].get(f.name, "") for u in parts)
+                yield self._header(openmetrics, f)
+                for u in parts:
+                    yield lines[u].get(f.name, "")
             else:
-                out.append(self._family(openmetrics, f))
-        if openmetrics:
-            out.append("# EOF\n")
-        self._forget(parts)
-        return "".join(out)
+                yield self._family(openmetrics, f)
 
     def _family(self, openmetrics: bool, f) -> str:
         kept = self._families.get((openmetrics, f.name))

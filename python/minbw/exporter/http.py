@@ -41,6 +41,21 @@ _EOF = "# EOF\n"
 
 
 REALM = "minbw exporter"
+# Connections the listening socket holds until the server accepts them (the kernel caps it at net.core.somaxconn).
+# socketserver's default is 5: 100 scrapers at once overflowed it, and a connection the kernel drops is tried again
+# by the client 1 s later, then 3 s, 7 s... (measured: scrapes that timed out after 60 s, bench exporter_scale).
+BACKLOG = 512
+
+
+def server_class():
+    """prometheus_client's threading WSGI server (a thread per scrape) with a listening backlog of
+    :data:`BACKLOG`."""
+    from prometheus_client.exposition import ThreadingWSGIServer
+
+    class Server(ThreadingWSGIServer):
+        request_queue_size = BACKLOG
+
+    return Server
 
 
 @dataclass(frozen=True)
@@ -234,7 +249,6 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     from wsgiref.simple_server import WSGIRequestHandler, make_server
-    from prometheus_client.exposition import ThreadingWSGIServer
 
     class Quiet(WSGIRequestHandler):
         def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
@@ -253,7 +267,7 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
             address,
             port,
             app(held, authenticate=Authenticator(web.users) if web.users else None),
-            ThreadingWSGIServer,
+            server_class(),
             handler_class=Quiet,
         )
     except OSError as e:

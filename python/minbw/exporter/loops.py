@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import gc
 import gzip
+import io
 import threading
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterable
 
 from minbw.exporter.collector import Collection, Collector, EnforcementCollector, SlowResults
 from minbw.exporter.exposition import Exposition, age
@@ -27,6 +29,42 @@ _EOF = "# EOF\n"
 # a cycle leaves no cyclic garbage (measured), and every ``FULL_COLLECTION_EVERY`` cycles the frozen objects are
 # handed back and collected once, so that whatever cycle did become garbage is freed within the hour.
 FULL_COLLECTION_EVERY = 40
+
+
+# Text encoded (and compressed) at once while a body is made (:func:`encode_body`): the body's pieces are joined
+# in batches of about this many characters, never all of them.
+ENCODE_AT_ONCE = 1 << 20
+
+
+def encode_body(pieces: Iterable[str], *, plain: bool = True, zipped: bool = False) -> tuple[bytes, bytes]:
+    """The text of ``pieces`` (in order) as UTF-8 (if ``plain``) and as one gzip member (level 1, if ``zipped``),
+    each ``b""`` where not asked for. Made as the pieces come, :data:`ENCODE_AT_ONCE` characters at a time: the
+    whole body is never held as text, and a gzipped body alone is never held uncompressed (at 10,000 hosts the
+    text is about 60 MB, gzipped about 3 MB). Raises what iterating ``pieces`` raises."""
+    body = io.BytesIO()
+    packer = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS) if zipped else None  # 16 +: a gzip member
+    packed: list[bytes] = []
+    batch: list[str] = []
+    size = 0
+
+    def flush() -> None:
+        data = "".join(batch).encode()
+        batch.clear()
+        if plain:
+            body.write(data)
+        if packer is not None:
+            packed.append(packer.compress(data))
+
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if size >= ENCODE_AT_ONCE:
+            flush()
+            size = 0
+    flush()
+    if packer is not None:
+        packed.append(packer.flush())
+    return body.getvalue(), b"".join(packed)
 
 
 class Served:
@@ -56,9 +94,9 @@ class Served:
         with self._rendering:
             with self._lock:
                 plain, zipped = set(self._formats), set(self._zipped_formats)
-            rendered = {om: self._render(self.exposition, collection, om) for om in plain | zipped}
-            bodies = {om: rendered[om] for om in plain}
-            heads = {om: gzip.compress(rendered[om], compresslevel=1) for om in zipped}
+            rendered = {om: self._render(collection, om, om in plain, om in zipped) for om in plain | zipped}
+            bodies = {om: rendered[om][0] for om in plain}
+            heads = {om: rendered[om][1] for om in zipped}
             del rendered
             with self._lock:
                 self._collection, self._bodies, self._gzipped = collection, bodies, heads
@@ -84,10 +122,12 @@ class Served:
             collection = self._collection
             return Board(collection.finished if collection else None, dict(self._bodies), dict(self._gzipped))
 
-    @staticmethod
-    def _render(exposition: Exposition, collection: Collection, openmetrics: bool) -> bytes:
-        body = exposition.render(collection.families, collection.parts, openmetrics=openmetrics)
-        return (body[: -len(_EOF)] if openmetrics else body).encode()
+    def _render(self, collection: Collection, openmetrics: bool, plain: bool, zipped: bool) -> tuple[bytes, bytes]:
+        """``collection`` in ``openmetrics`` (without its ``# EOF``): the body (if ``plain``) and the body gzipped
+        (if ``zipped``), each ``b""`` where not asked for; made as the exposition yields it
+        (:func:`encode_body`). Call it under ``_rendering``."""
+        pieces = self.exposition.pieces(collection.families, collection.parts, openmetrics=openmetrics)
+        return encode_body(pieces, plain=plain, zipped=zipped)
 
     def _rendered(self, openmetrics: bool, zipped: bool) -> tuple[Collection | None, bytes | None]:
         """The last collection and its rendering in ``openmetrics``, gzipped if ``zipped``, that format asked for
@@ -108,9 +148,11 @@ class Served:
                 body = self._bodies.get(openmetrics)
             if done is not None:
                 return collection, done
-            if body is None:
-                body = self._render(self.exposition, collection, openmetrics)
-            done = gzip.compress(body, compresslevel=1) if zipped else body
+            if body is not None:
+                done = gzip.compress(body, compresslevel=1) if zipped else body
+            else:
+                plain, zipped_body = self._render(collection, openmetrics, not zipped, zipped)
+                done = zipped_body if zipped else plain
             with self._lock:
                 (self._gzipped if zipped else self._bodies)[openmetrics] = done
         return collection, done

@@ -8,6 +8,7 @@ change served for that state (``BODIES``; a deliberate change of the metrics cha
 HELP names ``minbw capacity show`` since the commands got one vocabulary)."""
 from __future__ import annotations
 
+import gzip
 import hashlib
 
 import pytest
@@ -102,3 +103,37 @@ def test_providers_rendered_in_batches_give_the_same_body(openmetrics, monkeypat
     whole = bodies(openmetrics)
     monkeypatch.setattr(exposition, "RENDER_AT_ONCE", 5)
     assert bodies(openmetrics) == whole
+
+
+@pytest.mark.parametrize("at_once", [7, 1 << 20])
+@pytest.mark.parametrize("openmetrics", [False, True])
+def test_the_body_encoded_as_it_is_made_is_the_same_bytes(openmetrics, at_once, monkeypatch):
+    """What a publication serves (the body encoded and gzipped piece by piece, never held whole as text) is the
+    body byte for byte, plain and gzipped, whatever the batches."""
+    from minbw.exporter import loops
+    monkeypatch.setattr(loops, "ENCODE_AT_ONCE", at_once)
+    first, hosts = state()
+    moved, moved_hosts = state(moved=1)
+    kept, exposition = metrics.ProviderFamilies(), Exposition()
+    eof = b"# EOF\n" if openmetrics else b""
+    for (details, names), expected in zip(((first, hosts), (moved, moved_hosts)), BODIES[openmetrics]):
+        families = metrics.families(details=details, hosts=names, findings=(), drift_rows=(),
+                                    status={"providers": {"ok": True, "seconds": 1.5, "last_success": 1_700_000_000.0}},
+                                    stats={"seconds": 1.5, "calls": len(details), "listed": 48, "bandwidth": 36},
+                                    calls_total=1234, provider_families=kept)
+        plain, zipped = loops.encode_body(exposition.pieces(families, kept.parts, openmetrics=openmetrics),
+                                          plain=True, zipped=True)
+        assert hashlib.sha256(plain + eof).hexdigest() == expected
+        assert gzip.decompress(zipped) == plain
+        only_zipped = loops.encode_body(exposition.pieces(families, kept.parts, openmetrics=openmetrics),
+                                        plain=False, zipped=True)
+        assert only_zipped[0] == b"" and gzip.decompress(only_zipped[1]) == plain
+
+
+def test_text_beyond_ascii_split_over_batches_is_encoded_whole(monkeypatch):
+    from minbw.exporter import loops
+    monkeypatch.setattr(loops, "ENCODE_AT_ONCE", 3)
+    pieces = ["a", "é€", "", "😀x", "provider=\"ü\"\n"]
+    plain, zipped = loops.encode_body(pieces, plain=True, zipped=True)
+    assert plain == "".join(pieces).encode() and gzip.decompress(zipped) == plain
+    assert loops.encode_body(pieces) == (plain, b"")

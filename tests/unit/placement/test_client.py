@@ -30,3 +30,33 @@ def test_pauses_double_up_to_the_cap_jittered_down_to_half():
         waits = [p.pause(attempt) for _ in range(200)]
         assert all(top / 2 <= w <= top for w in waits) and max(waits) > top * 0.9
     assert all(0 <= p.pause(3, conflict=True) <= 0.15 for _ in range(200))
+
+
+def test_a_listing_is_decoded_straight_into_providers():
+    """Each provider's JSON object becomes a Provider as it is decoded, its links dropped; what is not a provider
+    stays."""
+    from minbw.model.providers import Provider
+    from minbw.placement.client import providers_of
+    body = (b'{"resource_providers": [{"uuid": "r", "name": "h\\u00e9", "generation": 3, "parent_provider_uuid": null,'
+            b' "root_provider_uuid": "r", "links": [{"rel": "self", "href": "/resource_providers/r"}]},'
+            b' {"uuid": "c", "name": "h:agent", "generation": 0, "parent_provider_uuid": "r",'
+            b' "root_provider_uuid": "r", "links": []}], "other": {"a": 1}}')
+    got = providers_of(body)
+    assert got == {"resource_providers": [Provider("r", "hé", 3, None, "r"), Provider("c", "h:agent", 0, "r", "r")],
+                   "other": {"a": 1}}
+    with pytest.raises(ValueError):
+        providers_of(b"<html>")
+
+
+def test_list_providers_is_the_listing_placement_answers(placement):
+    """Against the real Placement: the providers list_providers makes are those of the JSON answer, decoded the
+    plain way, in its order (filters included)."""
+    from minbw.model import microversions
+    from minbw.model.providers import Provider
+    root = placement.create_provider("8d6c4bd0-2bdf-4b5e-9b0e-000000000001", "host-1", None)
+    placement.create_provider("8d6c4bd0-2bdf-4b5e-9b0e-000000000002", "host-1:agent", root.uuid)
+    placement.create_provider("8d6c4bd0-2bdf-4b5e-9b0e-000000000003", "host-2", None)
+    plain = placement.request("get", "/resource_providers", microversions.PROVIDERS)["resource_providers"]
+    assert len(plain) == 3 and all(p["links"] for p in plain)
+    assert placement.list_providers() == [Provider.from_api(p) for p in plain]
+    assert placement.list_providers(in_tree=root.uuid) == [Provider.from_api(p) for p in plain[:2]]
