@@ -122,8 +122,11 @@ def _claimer(pipe, clouds_yaml: str, cloud: str, req, cands, query_url: str, que
         r = proxy.get(query_url, microversion=query_mv, raise_exc=False)
         if r.status_code != 200:
             raise RuntimeError(f"raw GET: {r.status_code}")
-        first = r.json()["allocation_requests"][0]["allocations"]
-        raw_put(consumer, body_of({rp: {"resources": a["resources"]} for rp, a in first.items()}))
+        answer = r.json()
+        first = answer["allocation_requests"][0]["allocations"]
+        # the host Placement puts first now (not necessarily the first of the candidates fetched at the start)
+        h = answer["provider_summaries"][next(iter(first))]["root_provider_uuid"]
+        raw_put(consumer, body_of({rp: {"resources": a["resources"]} for rp, a in first.items()}), h)
 
     def minbw_e2e(consumer, _):
         minbw_claim(consumer)
