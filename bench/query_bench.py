@@ -50,7 +50,8 @@ resource_provider_bandwidths = br-phys0:{BRIDGE_KBPS}:{BRIDGE_KBPS}
 PORT_ID = "5b3a3d6e-2a0c-4b55-9a51-3c3a40e0b001"
 RULE_IDS = ("0c6b1c39-64c6-4e1b-9f54-6c6f5f0a0e01", "0c6b1c39-64c6-4e1b-9f54-6c6f5f0a0e02")
 DB_KEY = "candidates_db"   # ctx.options: a copy of the 1,000-host database, for the claims section
-PROD_KEY = "candidates_server"   # ctx.options, --placement prod: the running 1,000-host server, for the claims section
+PROD_KEY = "candidates_server"   # ctx.options, --placement prod|galera: the running 1,000-host server, for the claims section
+SERVED = ("prod", "galera")      # Placements on MariaDB: the claims section goes on on the query section's server
 NOVA_LIMIT = 1000          # Nova's [scheduler] max_placement_results default: every query of Nova carries limit
 
 
@@ -89,11 +90,11 @@ def build_placement(ctx: Context, name: str):
     from minbw.model.providers import NOVA_ROOT_TRAITS, freeze_inventories
 
     shared = ctx.options.get(PROD_KEY)
-    if ctx.options.get("placement") == "prod" and shared is not None and shared in ctx.servers.running:
+    if ctx.options.get("placement") in SERVED and shared is not None and shared in ctx.servers.running:
         progress(f"{name}: the query section's {HOSTS}-host production-style Placement, still running")
         return shared, 0.0
     cached = ctx.options.get(DB_KEY)
-    if ctx.options.get("placement") != "prod" and cached and Path(cached).exists():
+    if ctx.options.get("placement") not in SERVED and cached and Path(cached).exists():
         target = ctx.state_dir / name
         target.mkdir(parents=True, exist_ok=True)
         _copy_db(Path(cached), target / "placement.sqlite")
@@ -114,7 +115,7 @@ def build_placement(ctx: Context, name: str):
     sync.sync_providers(api, desired_state(configs), progress=lambda step, done, total: (
         done == total or done % 1000 == 0) and progress(f"{name}: sync: {step} {done}/{total}"))
     setup_s = time.perf_counter() - t
-    if ctx.options.get("placement") == "prod":
+    if ctx.options.get("placement") in SERVED:
         ctx.options[PROD_KEY] = server
         return server, setup_s
     copy = ctx.state_dir / f"{DB_KEY}.sqlite"

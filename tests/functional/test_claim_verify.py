@@ -8,15 +8,16 @@ the inventory back. The state minbw then reads is real; only its timing is arran
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 import uuid
 
 import pytest
 
-from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone
+from minbw.errors import ConcurrentUpdate, ConsumerConflict, NoValidHost, OvercommitUndone, PlacementError
 from minbw.ops import claims, allocation_migration, verify
 from minbw.ops.heal import _verified
-from minbw.placement.client import Placement
+from minbw.placement.client import READERS, Placement
 from tests.functional.test_allocation_migration_placement import EGR, allocations, bridge, host, server_request
 
 
@@ -106,6 +107,36 @@ def test_check_reads_only_what_the_write_raised(hosts):
     assert allocations(api, mine.consumer) == {}
     assert allocations(api, first.consumer) == {rp: a["resources"] for rp, a in first.allocations.items()}
     assert api.provider_usages(br)[EGR] == 1000
+
+
+def test_a_claim_on_current_candidates_is_one_put_and_its_providers_usages(hosts):
+    api, _, h1, _ = hosts
+    req = dataclasses.replace(server_request(), in_tree=h1)
+    cands = claims.get_candidates(api, req)
+    api.counter.reset()
+    got = claim(api, req, candidates=cands, candidates_current=True)
+    raised = sorted(got.allocations)
+    assert len(raised) == 2    # the root (VCPU, ...) and the bridge (bandwidth)
+    assert api.counter.calls[0] == ("PUT", f"/allocations/{got.consumer}")
+    assert sorted(api.counter.calls[1:]) == [("GET", f"/resource_providers/{rp}/usages") for rp in raised]
+    # the same candidates not said to be current (a caller's older ones): their inventories are read too
+    api.counter.reset()
+    older = claim(api, req, candidates=cands)
+    assert sorted(api.counter.calls[1:]) == sorted([("GET", f"/resource_providers/{rp}/usages") for rp in raised]
+                                                   + [("GET", f"/resource_providers/{rp}/inventories")
+                                                      for rp in raised])
+    assert older.host == got.host == h1
+
+
+def test_a_claim_on_current_candidates_found_over_capacity_is_undone(hosts):
+    api, server, h1, h2 = hosts
+    cands = claims.get_candidates(api, server_request())
+    first_host = cands.by_host()[0][0]
+    racing = Racing(server.connect(), bridge(api, "h1" if first_host == h1 else "h2"))
+    got = claim(racing, server_request(), candidates=cands, candidates_current=True)
+    assert racing.fired == 1 and got.host != first_host
+    assert [(a.host, a.outcome) for a in got.attempts][0] == (first_host, claims.UNDONE)
+    assert racing.provider_usages(racing.provider).get(EGR, 0) == 1001    # the racer's, not ours
 
 
 def test_a_claim_found_over_capacity_is_undone_and_lands_on_the_next_host(hosts):
@@ -242,3 +273,19 @@ def test_a_consumer_row_left_without_allocations_is_claimed(placement, placement
     assert {rp: a["resources"] for rp, a in held["allocations"].items()} == \
         {rp: a["resources"] for rp, a in got.allocations.items()}
     assert held["consumer_generation"] == 1
+
+
+def test_a_few_providers_usages_are_read_through_the_clients_kept_threads(placement):
+    roots = [placement.create_provider(str(uuid.uuid4()), f"usage-{i}", None).uuid for i in range(3)]
+    before = threading.active_count()
+    first = placement.usages_of(roots)
+    pool = placement._readers
+    assert first == {rp: {} for rp in roots} and pool is not None
+    for _attempt in range(5):    # every verification after the first: the same threads, none started
+        assert placement.usages_of(reversed(roots)) == first
+    assert placement._readers is pool and threading.active_count() <= before + READERS - 1
+    gone = str(uuid.uuid4())
+    assert placement.usages_of([roots[0], gone, roots[1]], missing_ok=True) == {roots[0]: {}, roots[1]: {}}
+    with pytest.raises(PlacementError) as err:    # a failed read in a kept thread reaches the caller
+        placement.usages_of([roots[0], gone])
+    assert err.value.status == 404

@@ -6,6 +6,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping
 
 from minbw.model.providers import SHARING_TRAIT
@@ -26,11 +27,20 @@ class CandidateSet:
     microversion: str
 
     def by_host(self) -> list[tuple[str, list[dict[str, Any]]]]:
-        """Candidates grouped by root provider (host), hosts in the order Placement returned them."""
+        """Candidates grouped by root provider (host, as :meth:`host_of` says), hosts in the order Placement returned
+        them. Grouped once per candidate set (a claim plans from it twice, a claimer may claim from it many times)."""
+        return list(self._hosts)
+
+    @cached_property
+    def _hosts(self) -> tuple[tuple[str, list[dict[str, Any]]], ...]:
+        summaries = self.provider_summaries
+        sharing = {rp for rp, s in summaries.items() if SHARING_TRAIT in (s.get("traits") or ())}
         hosts: dict[str, list[dict[str, Any]]] = {}
         for ar in self.allocation_requests:
-            hosts.setdefault(self.host_of(ar), []).append(ar)
-        return list(hosts.items())
+            rps = ar["allocations"]
+            rp = next((p for p in rps if p not in sharing), None) or next(iter(rps))
+            hosts.setdefault((summaries.get(rp) or {}).get("root_provider_uuid") or rp, []).append(ar)
+        return tuple(hosts.items())
 
     def host_of(self, allocation_request: Mapping[str, Any]) -> str:
         """The root of the tree a candidate is anchored on: the root of its providers, leaving out the sharing

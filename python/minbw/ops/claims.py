@@ -124,9 +124,14 @@ def claim(
     diagnose_on_failure: bool = True,
     sleep: Callable[[float], None] = time.sleep,
     verify_writes: bool = True,
+    candidates_current: bool = False,
 ) -> Claim:
     """Claim everything ``req`` asks for, for a new consumer, in one atomic PUT per attempt, each verified
-    (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py). Returns the
+    (``verify_writes=False`` only measures what the verification costs: bench/overcommit_bench.py): one PUT, then
+    the usages of the providers it raised, read at once, against the capacities of the candidates' summaries when
+    the candidates were fetched here or are ``candidates_current`` (fetched by the caller just before, as ``minbw
+    allocation create`` does), else against the providers' inventories, read too (a caller's older candidates may
+    predate an inventory decrease, which would hide an excess). Returns the
     Claim made (its ``attempts``: every Tried). Raises MicroversionUnsupported for a consumer_type Placement cannot
     take, NoValidHost (OvercommitUndone when some attempts were accepted over capacity and undone) with the per-group
     diagnosis and the attempts when nothing could be claimed, ConsumerConflict when the consumer holds allocations,
@@ -137,15 +142,17 @@ def claim(
         api, consumer, req, max_hosts=max_hosts, candidates=candidates, diagnose_on_failure=diagnose_on_failure
     )
     attempts: list[Tried] = []
-    # the candidates' capacities only when fetched just now: a caller's may predate an inventory change
-    # fetched: set
-    fetched = claim_plan.candidates.provider_summaries if candidates is None else None  # type: ignore[union-attr]
-    capacities = capacities_from_summaries(fetched) if candidates is None else None
+    # the candidates' capacities only when fetched just now: a caller's older ones may predate an inventory change
+    planned = claim_plan.candidates
+    summaries = (
+        planned.provider_summaries if planned is not None and (candidates is None or candidates_current) else None
+    )
     for attempt in claim_plan.attempts:
         if not attempt.usable:
             attempts.append(attempt.skipped())
             continue
         op = claim_op(consumer, attempt, req)
+        capacities = None if summaries is None else capacities_of(summaries, op.allocations)
         outcome = put_claim_op(
             api,
             op,
@@ -181,6 +188,12 @@ def claim(
             f"({len(attempts)} attempts on {hosts} host(s))" + undone_note(attempts),
         )
     )
+
+
+def capacities_of(summaries, allocations) -> dict[str, dict[str, float]]:
+    """``{rp: {rc: capacity}}`` from the candidates' provider ``summaries`` for the providers of ``allocations``
+    only (a claim's verification weighs those: not the 1,000 hosts' summaries per claim)."""
+    return capacities_from_summaries({rp: summaries[rp] for rp in allocations if rp in summaries})
 
 
 UNDONE = "over-capacity-undone"  # an attempt's outcome: Placement accepted it over capacity, minbw undid it

@@ -177,6 +177,7 @@ class Placement:
         self.calls = 0  # HTTP calls sent (for summaries); safe to read from the calling thread
         self.writes = 0
         self._count = threading.Lock()
+        self._readers: ThreadPoolExecutor | None = None
 
     # ------------------------------------------------------------ plumbing
     def request(
@@ -492,10 +493,24 @@ class Placement:
         read = self._tolerant(self.provider_usages) if missing_ok else self.provider_usages
         if len(uuids) <= 1:
             found = {u: read(u) for u in uuids}
+        elif len(uuids) <= min(readers, READERS):
+            # a claim's verification (a few providers): the kept pool reads all but the first, this thread the
+            # first, so the reads overlap without a thread started per call
+            rest = [self._pool().submit(read, u) for u in uuids[1:]]
+            first = read(uuids[0])
+            found = {uuids[0]: first, **{u: f.result() for u, f in zip(uuids[1:], rest)}}
         else:
-            with ThreadPoolExecutor(max_workers=max(1, min(readers, len(uuids)))) as pool:
+            with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
                 found = dict(zip(uuids, pool.map(read, uuids)))
         return {u: v for u, v in found.items() if v is not _GONE}
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """The client's own reader threads (READERS - 1 at most, started once, on first use, and kept: a verified
+        claim reads its providers' usages through them instead of starting threads per claim)."""
+        with self._count:
+            if self._readers is None:
+                self._readers = ThreadPoolExecutor(max_workers=READERS - 1, thread_name_prefix="placement-reader")
+            return self._readers
 
     @staticmethod
     def _tolerant(read: Callable):

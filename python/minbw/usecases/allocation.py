@@ -110,6 +110,7 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
             consumer_type=request.consumer_type,
             max_hosts=request.max_hosts,
             candidates=plan.candidates,
+            candidates_current=True,  # fetched just now, by planned_claim above
         )
     except NoValidHost as e:
         raise no_valid_host(cloud, req, segments, e, nq) from None
