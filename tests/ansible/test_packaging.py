@@ -64,7 +64,7 @@ def test_collection_tarball_contents_install_and_doc(tmp_path):
                     "playbooks/demo.yml", "docs/lifecycle.md", "plugins/module_utils/core/usecases/providers.py"):
         assert shipped in names, shipped
     developers = ("Makefile", "README.md", "pytest.ini", "ansible.cfg", "requirements-test.txt", "tests", "python",
-                  "bench", "docs/benchmarks.md", "docs/collection.md", "docs/e2e.md", ".ansible-lint", ".ansible",
+                  "bench", "docs/benchmarks.md", "docs/collection.md", "docs/e2e.md", "docs/tempest.md", ".ansible-lint", ".ansible",
                   ".gitignore", "changelogs/.plugin-cache.yaml", "notes", "docs/site", "build", "dist", "contrib")
     assert not [n for n in names for d in developers if n == d or n.startswith(d + "/")]
     assert manifest["license_file"] == "LICENSE" and manifest["readme"] == "README.collection.md"
