@@ -31,7 +31,7 @@ import pytest
 from minbw.ops import server_move
 from minbw.placement.client import Placement
 from minbw.usecases.cloud import Cloud
-from minbw.usecases.drain import DrainRun, DrainStep, HostDrainRequest, drain_host, step_line
+from minbw.usecases.drain import DrainRun, DrainStep, HostDrainRequest, drain_host
 from tests.e2e.test_host_drain_cloud import BR, EGRESS, INGRESS, GUIDE, qos_server
 from tests.e2e.test_operators_checks import checks, run_checks
 
@@ -40,16 +40,10 @@ REASON = "e2e faults"
 
 def drain(cloud, on_step=None, **options) -> tuple[DrainRun, list[str]]:
     """devstack0 drained through the use case (one move at a time), with ``on_step`` called after each step; the
-    run and the progress lines it said."""
+    run and the progress lines it said (the command's: each step's among them)."""
     said: list[str] = []
-
-    def step(made: DrainStep) -> None:  # the progress line the command prints, then the test's hook
-        said.append(step_line("devstack0", made))
-        if on_step is not None:
-            on_step(made)
-
     run = drain_host(Cloud(cloud.connect, say=said.append),
-                     HostDrainRequest("devstack0", reason=REASON, timeout=180, **options), on_step=step)
+                     HostDrainRequest("devstack0", reason=REASON, timeout=180, **options), on_step=on_step)
     return run, said
 
 

@@ -168,17 +168,10 @@ class DrainHost(Command):
 
     def drain(self, parsed_args):
         """The drain (or its undo) made: the steps' table, the pending moves or the stuck servers."""
-        from minbw.usecases.drain import REASON, HostDrainRequest, drain_host, step_line
-
-        cloud = self.cloud(parsed_args, progress=True)
-        say = cloud.say
-
-        def progress(step) -> None:
-            if say:
-                say(step_line(parsed_args.host, step))
+        from minbw.usecases.drain import REASON, HostDrainRequest, drain_host
 
         run = drain_host(
-            cloud,
+            self.cloud(parsed_args, progress=True),
             HostDrainRequest(
                 parsed_args.host,
                 nova_options=tuple(parsed_args.nova_option or ()),
@@ -192,7 +185,6 @@ class DrainHost(Command):
                 undo=parsed_args.undo,
                 host_option="HOST",
             ),
-            on_step=progress,
         )
         doc = run.to_dict()
         sections = []

@@ -34,7 +34,7 @@ from minbw.readers.placement import Reader, read_for_capacity
 from minbw.readers.providers import sharing_providers
 from minbw.reports.capacity import report
 from minbw.reports.capacity.solver import Tree
-from minbw.reports.server_move import MoveState, MoveWait
+from minbw.reports.server_move import MoveState, MoveWait, check_move
 
 
 @dataclass(frozen=True)
@@ -421,6 +421,12 @@ def verify_move(conn, api: Placement, server_id: str, allocations: Mapping[str, 
     return server_move.read_move_state(conn, server_id, api, expect_allocations=allocations)
 
 
+def judged_again(state: MoveState) -> MoveState:
+    """``state``'s facts judged with no providers expected (any allocation that serves the server's request): what a
+    move Nova placed on other providers than planned is verified for, without reading the server again."""
+    return MoveState(state.facts, check_move(state.facts))
+
+
 __all__ = [
     "ComputeState",
     "compute_state",
@@ -430,6 +436,7 @@ __all__ = [
     "start_move",
     "finish_move",
     "verify_move",
+    "judged_again",
     "ServerToMove",
     "DrainFacts",
     "compute_services",

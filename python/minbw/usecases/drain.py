@@ -24,6 +24,7 @@ from minbw.ops.drain import (
     finish_move,
     finished_from,
     read_drain,
+    judged_again,
     start_move,
     verify_move,
 )
@@ -326,11 +327,11 @@ def _verified(cloud: Cloud, move: Move, target: str, timeout: float, since: str 
     try:
         finish_move(conn, move.server_id, move.kind, since, timeout=timeout)
         state = verify_move(conn, cloud.placement, move.server_id, move.allocations)
-        if state.ok:
-            return DrainStep(move.server_id, move.server_name, move.kind, target, MOVED)
-        chosen = verify_move(conn, cloud.placement, move.server_id, None)
     except write_failures() as e:
         return DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, error=str(e))
+    if state.ok:
+        return DrainStep(move.server_id, move.server_name, move.kind, target, MOVED)
+    chosen = judged_again(state)  # the same facts, the allocation any that serves the server's request
     where = str(chosen.facts.server.get("compute_host") or "")
     if not chosen.ok or where != target:
         return DrainStep(move.server_id, move.server_name, move.kind, target, FAILED, problems=state.verdict.problems)
@@ -397,7 +398,8 @@ def drain_host(cloud: Cloud, request: HostDrainRequest, on_step: Callable[[Drain
     room taken since (another boot): a server the re-plan has no place for (and the first plan had) is not moved, its
     step ``no place`` says why, and the drain stops there. At the first failure (a move Nova refuses or fails, a
     verification that does not hold, Nova or Placement unreachable) the moves after it are not started.
-    ``on_step`` is called with each step as it is made (the command's progress). ``check``: the plan only.
+    Each step made is said (:func:`step_line`, the command's progress), then given to ``on_step``. ``check``: the
+    plan only.
     ``undo``: enable the compute. Returns the DrainRun. Raises MissingService without Nova, InvalidInput for a host
     that runs no nova-compute, NovaMoveFailed when Nova refuses to disable or enable the compute."""
     cloud.require("compute", "the servers on a host and how Nova moves them are read from Nova")
@@ -408,10 +410,15 @@ def drain_host(cloud: Cloud, request: HostDrainRequest, on_step: Callable[[Drain
             return DrainRun(host, ENABLED, False, before, message=f"host {host}: nova-compute is enabled already")
         after = before if request.check else enable_compute(conn, host)
         return DrainRun(host, ENABLED, True, after, message=f"host {host}: nova-compute enabled (reason cleared)")
-    steps: list[DrainStep] = [] if request.check else _resume(cloud, host, request.timeout)
-    for step in steps:
+
+    def told(step: DrainStep) -> None:  # each step as it ends: the progress line, then the caller's ``on_step``
+        _say(cloud, step_line(host, step))
         if on_step is not None:
             on_step(step)
+
+    steps: list[DrainStep] = [] if request.check else _resume(cloud, host, request.timeout)
+    for step in steps:
+        told(step)
     if any(s.outcome == FAILED for s in steps):
         return DrainRun(host, STOPPED, True, before, None, tuple(steps), (), where_it_stands(host, steps, (), True))
     plan = _planned(cloud, request)
@@ -445,8 +452,7 @@ def drain_host(cloud: Cloud, request: HostDrainRequest, on_step: Callable[[Drain
     def record(step: DrainStep) -> None:
         steps.append(step)
         made.add(step.server_id)
-        if on_step is not None:
-            on_step(step)
+        told(step)
 
     while True:
         if made:  # planned again from what Nova and Placement hold now

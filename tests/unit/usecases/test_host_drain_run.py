@@ -154,3 +154,21 @@ def test_a_step_on_other_providers_of_the_planned_host_says_which():
     assert step_line("h0", DrainStep("a", "vm-a", "live", "h1", "moved")) == "drain h0: vm-a moved and verified"
     assert step_line("h0", DrainStep("c", "vm-c", "live", "h1", "failed", error="live_migrate: ERROR")) == \
         "drain h0: vm-c failed: live_migrate: ERROR"
+
+
+def test_a_move_on_other_providers_is_judged_again_on_the_facts_read():
+    """A drain step whose allocation is not the planned one is verified for what Nova chose on the same facts
+    (``judged_again``: nothing read again): the planned providers' expectation dropped, every other rule kept."""
+    from minbw.ops.drain import judged_again
+    from minbw.reports.server_move import MoveState, check_move
+    from tests.unit.reports.test_server_move_checks import facts, mig, on
+
+    settled = facts(host=1, migration=mig("completed", "live-migration"), binding_host="devstack1")
+    planned = on(1, bw={"NET_BW_EGR_KILOBIT_PER_SEC": 500, "NET_BW_IGR_KILOBIT_PER_SEC": 500})
+    state = MoveState(settled, check_move(settled, expect_allocations=planned))
+    assert not state.ok
+    again = judged_again(state)
+    assert again.ok and again.facts is settled, again.verdict.problems
+    # a rule other than the planned providers still holds: the migration consumer not freed fails again
+    held = facts(host=1, migration=mig("completed", "live-migration"), binding_host="devstack1", mig_allocs=on(0))
+    assert not judged_again(MoveState(held, check_move(held, expect_allocations=planned))).ok
