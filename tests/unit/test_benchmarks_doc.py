@@ -1,6 +1,7 @@
-"""docs/benchmarks.md points at what exists: every ``#anchor`` link of the page and every ``benchmarks.md#anchor`` of
-the tree finds its heading, every repository path the page names in backquotes is in the tree, and every raw output
-a console block's ``--json-out`` names is in bench/results/ (the figures' files; the earlier ones are in git)."""
+"""docs/benchmarks.md points at what exists: every ``#anchor`` link of the page and every link of the tree to one of
+its headings (the page's name, ``#`` and the heading's slug) finds that heading, every repository path the page
+names in backquotes is in the tree, and every raw output a console block's ``--json-out`` names is in bench/results/
+(the figures' files; the earlier ones are in git)."""
 
 from __future__ import annotations
 
