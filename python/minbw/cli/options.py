@@ -289,6 +289,15 @@ def add_agent_config_argument(parser: argparse.ArgumentParser, what: str, defaul
     )
 
 
+def add_agent_host_argument(parser: argparse.ArgumentParser, more: str = "") -> None:
+    """``--host``: the agent host of the ``--agent-config`` files, over their ``[DEFAULT] host`` (``more``: what else
+    the command takes it for, said after it in the help)."""
+    parser.add_argument(
+        "--host",
+        help="the agent host, over the files' [DEFAULT] host (needed only when no file of an agent sets it)" + more,
+    )
+
+
 def add_ovn_arguments(parser: argparse.ArgumentParser, *, southbound_help: str | None = None) -> None:
     """ML2/OVN chassis options as a source of bandwidth providers (``provider sync``, ``drift show``)."""
     g = parser.add_argument_group("ML2/OVN chassis options (what Neutron's OVN placement extension reads)")
