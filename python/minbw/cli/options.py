@@ -154,12 +154,20 @@ def add_nova_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PROJECT_ID",
         help="the server's project (Nova's tenant isolation, [scheduler] limit_tenants_to_placement_aggregate)",
     )
+    add_scheduler_arguments(parser)
+
+
+def add_scheduler_arguments(
+    parser: argparse.ArgumentParser, example: str = "scheduler.image_metadata_prefilter=true"
+) -> None:
+    """Nova's scheduler options (``--nova-option``, ``--nova-conf``, ``example`` shown in the help) and
+    ``--owner-nova`` (default auto)."""
     parser.add_argument(
         "--nova-option",
         action="append",
         metavar="SECTION.OPTION=VALUE",
-        help="a nova.conf option of Nova's scheduler, by Nova's name, e.g. "
-        "scheduler.image_metadata_prefilter=true (repeat; Nova's defaults otherwise)",
+        help=f"a nova.conf option of Nova's scheduler, by Nova's name, e.g. {example} (repeat; Nova's defaults "
+        "otherwise)",
     )
     parser.add_argument(
         "--nova-conf", metavar="FILE", help="read Nova's scheduler options from this nova.conf (--nova-option wins)"
