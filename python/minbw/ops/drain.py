@@ -376,24 +376,8 @@ def finish_move(conn, server_id: str, kind: str, since: str | None, *, timeout: 
     ACTIVE; a cold one ``finished`` (VERIFY_RESIZE), then confirmed (``confirmed``, the server back in its state).
     Returns what the last wait saw. Raises NovaMoveFailed on ERROR, a failed migration or a wait that runs out."""
     if kind == LIVE:
-        return server_move.wait_for(
-            conn,
-            server_id,
-            "live_migrate",
-            statuses={"ACTIVE"},
-            migration_statuses={"completed"},
-            since=since,
-            timeout=timeout,
-        )
-    server_move.wait_for(
-        conn,
-        server_id,
-        "migrate",
-        statuses={"VERIFY_RESIZE"},
-        migration_statuses={"finished"},
-        since=since,
-        timeout=timeout,
-    )
+        return server_move.wait_moved(conn, server_id, "live_migrate", since, timeout=timeout)
+    server_move.wait_moved(conn, server_id, "migrate", since, timeout=timeout)
     return server_move.confirm(conn, server_id, timeout=timeout)
 
 

@@ -236,6 +236,30 @@ def wait_for(
         sleep(poll)
 
 
+# where the call of a move leads: the server's statuses and its migration's (resize and cold migration: waiting for
+# the confirmation or the revert)
+MOVE_ENDS = {
+    "migrate": ({"VERIFY_RESIZE"}, {"finished"}),
+    "resize": ({"VERIFY_RESIZE"}, {"finished"}),
+    "live_migrate": ({"ACTIVE"}, {"completed"}),
+}
+
+
+def wait_moved(conn, server_id: str, action: str, since: str | None, *, timeout: float = 180) -> MoveWait:
+    """Wait (:func:`wait_for`) until the ``action`` (migrate, resize, live_migrate) Nova was asked for after the
+    migration ``since`` reached where it leads (:data:`MOVE_ENDS`). Returns what the wait saw; raises as wait_for."""
+    statuses, migration_statuses = MOVE_ENDS[action]
+    return wait_for(
+        conn,
+        server_id,
+        action,
+        statuses=statuses,
+        migration_statuses=migration_statuses,
+        since=since,
+        timeout=timeout,
+    )
+
+
 @contextmanager
 def nova_refusal(action: str, target: str, *, server=None, label: str | None = None) -> Iterator[None]:
     """Around one Nova call: a refusal (openstacksdk's HttpException, a 4xx/5xx) becomes NovaMoveFailed
@@ -277,15 +301,7 @@ def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 
     """Cold migration (to ``host``, or where the scheduler puts it): VERIFY_RESIZE, migration ``finished``."""
     server, since = _before(conn, name_or_id)
     _call("migrate", server, conn.compute.migrate_server, server, host=host)
-    return wait_for(
-        conn,
-        server.id,
-        "migrate",
-        statuses={"VERIFY_RESIZE"},
-        migration_statuses={"finished"},
-        since=since,
-        timeout=timeout,
-    )
+    return wait_moved(conn, server.id, "migrate", since, timeout=timeout)
 
 
 def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> MoveWait:
@@ -297,15 +313,7 @@ def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> MoveW
             f"flavor {flavor!r} does not exist in Nova. Fix: name an existing flavor to resize server {server.name} to."
         )
     _call("resize", server, conn.compute.resize_server, server, target)
-    return wait_for(
-        conn,
-        server.id,
-        "resize",
-        statuses={"VERIFY_RESIZE"},
-        migration_statuses={"finished"},
-        since=since,
-        timeout=timeout,
-    )
+    return wait_moved(conn, server.id, "resize", since, timeout=timeout)
 
 
 def confirm(conn, name_or_id: str, *, timeout: float = 120) -> MoveWait:
@@ -330,15 +338,7 @@ def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: flo
     """Live migration (through the scheduler, to ``host`` when given): ACTIVE, migration ``completed``."""
     server, since = _before(conn, name_or_id)
     _call("live_migrate", server, conn.compute.live_migrate_server, server, host=host, block_migration="auto")
-    return wait_for(
-        conn,
-        server.id,
-        "live_migrate",
-        statuses={"ACTIVE"},
-        migration_statuses={"completed"},
-        since=since,
-        timeout=timeout,
-    )
+    return wait_moved(conn, server.id, "live_migrate", since, timeout=timeout)
 
 
 def compute_service(conn, host: str):
