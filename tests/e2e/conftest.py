@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.minicloud.envfile import read_env
 from tests.support.playbook_runner import Run, run_playbook
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,11 +67,7 @@ class MiniCloud:
 
     def __init__(self, mode: dict):
         self.mode = mode
-        self.env = dict(os.environ, **mode)
-        for line in (STATE / "env").read_text().splitlines():
-            m = re.match(r"export (\w+)=(.*)$", line)
-            if m:
-                self.env[m.group(1)] = m.group(2)
+        self.env = {**os.environ, **mode, **read_env(STATE / "env")}  # the file's values over the mode's
         self.ovs_ini = Path(self.env["MINICLOUD_OVS_INI"])
         self.sriov_ini = Path(self.env["MINICLOUD_SRIOV_INI"])
         self.spare_active = False

@@ -242,3 +242,26 @@ def test_a_failed_test_is_named_with_its_message_in_the_last_lines(tmp_path):
     assert len(lines) == 2, lines
     assert "test_x.py::test_fails - call: AssertionError: arithmetic" in lines[0], lines
     assert "test_x.py::test_setup_fails - setup: RuntimeError: no cloud here" in lines[1], lines
+
+
+def test_the_mini_clouds_env_file_is_read_as_bash_sources_it(tmp_path):
+    """tests/support/minicloud/envfile.py, the one reader of the env file cloud.sh writes (its templates rendered by
+    lib/common.sh's ``render``, each name given a value, the quoted ones with spaces as two computes give them): every
+    name and value is what bash's ``source`` exports."""
+    from tests.support.minicloud.envfile import read_env
+    support = TESTS / "support"
+    templates = [support / "minicloud" / "templates" / f"{t}.in" for t in ("env", "env-ovn", "env-real-ovs")]
+    names = {n for t in templates for n in re.findall(r"\$\{([A-Z_][A-Z0-9_]*)\}", t.read_text())}
+    values = {n: f"/state/{n.lower()}" for n in names} | {"HOSTS_LIST": "devstack0 devstack1",
+                                                         "REAL_OVS": "devstack0 devstack1"}
+    env_file = tmp_path / "env"
+    render = (f"S={tmp_path} VENV=/venv IP=127.0.0.1 DB_USER=u DB_PASS=p DB_PORT=1 SAY_TAG=t; "
+              f". {support / 'lib' / 'common.sh'}; " + "; ".join(f"render {t}" for t in templates))
+    with env_file.open("w") as out:
+        subprocess.run(["bash", "-c", render], env=dict(os.environ, **values), stdout=out, check=True)
+    sourced = subprocess.run(["env", "-i", "bash", "-c", f". {env_file}; env -0"], capture_output=True, text=True,
+                             check=True).stdout
+    exported = dict(v.split("=", 1) for v in sourced.split("\0") if v)
+    read = read_env(env_file)
+    assert read["MINICLOUD_HYPERVISORS"] == "devstack0 devstack1"  # written quoted: the quotes are the shell's
+    assert read == {n: exported[n] for n in exported if n.startswith(("MINICLOUD_", "OS_"))}

@@ -10,12 +10,13 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import IO, Any
 
 from minbw.cache import check
+from minbw.cache.files import write_whole
 from minbw.model.providers import Provider, ProviderDetail
 from minbw.placement.client import Placement
 
@@ -273,7 +274,8 @@ class ProviderCache:
 
     def save(self) -> None:
         """Write this cache's changes, merged into what the file holds now; without changes, only take in what
-        other syncs saved since (nothing is read when the file did not change)."""
+        other syncs saved since (nothing is read when the file did not change). Raises the OSError when the file cannot
+        be written (the file as it was): the exporter reports its cache check failed."""
         if not self._changed:
             if self._seen is not None and self._seen == _stat_identity(self.path):
                 return
@@ -286,13 +288,15 @@ class ProviderCache:
             merged.update({u: e for u, e in self._changed.items() if e is not None})
             for u in [u for u, e in self._changed.items() if e is None]:
                 merged.pop(u, None)
-            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".minbw-cache-")
-            with os.fdopen(fd, "w") as f:
+            written: list[tuple] = []  # the new file's identity, taken from its open temporary file
+
+            def write(f: IO[Any]) -> None:
                 json.dump({"version": self.VERSION, "endpoint": self.endpoint, "providers": merged}, f)
                 f.flush()
-                seen = _identity(os.fstat(f.fileno()))
-            os.replace(tmp, self.path)
-        self.entries, self._changed, self._seen = merged, {}, seen
+                written.append(_identity(os.fstat(f.fileno())))
+
+            write_whole(self.path, ".minbw-cache-", write, strict=True)
+        self.entries, self._changed, self._seen = merged, {}, written[0]
 
     def _merged(self, saved: Mapping[str, dict]) -> dict[str, dict]:
         """``saved`` (the file's entries), an entry equal to this cache's being this cache's same object (the
@@ -372,16 +376,12 @@ def record_sync(
     cache_path: str | os.PathLike, ok: bool, writes: int = 0, clock: Callable[[], float] = time.time
 ) -> None:
     """Record a sync's end (the exporter's ``minbw_sync_*`` metrics read it): when, whether it succeeded, its writes,
-    and when one last succeeded."""
+    and when one last succeeded. Raises the OSError when the record cannot be written (the record as it was)."""
     path = sync_record_path(cache_path)
     now = clock()
     before = read_sync_record(cache_path) or {}
     record = {"time": now, "ok": ok, "writes": writes, "last_success": now if ok else before.get("last_success")}
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".minbw-sync-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(record, f)
-    os.replace(tmp, path)
+    write_whole(path, ".minbw-sync-", lambda f: json.dump(record, f), strict=True)
 
 
 def read_sync_record(cache_path: str | os.PathLike) -> dict | None:

@@ -7,6 +7,7 @@ import sys
 from minbw.cli.base import EXIT_FINDINGS, Command, View
 from minbw.cli.options import (
     add_agent_config_argument,
+    add_agent_host_argument,
     add_ovn_arguments,
     add_report_cache_argument,
     ovn_sources,
@@ -37,10 +38,7 @@ class ShowDrift(Command):
     def add_arguments(self, parser):
         add_report_cache_argument(parser)
         add_agent_config_argument(parser, "an OVS or SR-IOV agent ini file (leave out: Neutron vs Placement only)")
-        parser.add_argument(
-            "--host",
-            help="the agent host, over the files' [DEFAULT] host (needed only when no file of an agent sets it)",
-        )
+        add_agent_host_argument(parser)
         parser.add_argument(
             "--no-neutron",
             dest="neutron",

@@ -10,6 +10,7 @@ import threading
 from minbw.cli.base import Command
 from minbw.cli.options import (
     add_agent_config_argument,
+    add_agent_host_argument,
     add_ovn_arguments,
     add_owner_nova_argument,
     count,
@@ -70,10 +71,7 @@ class Exporter(Command):
         add_agent_config_argument(
             parser, "an OVS or SR-IOV agent ini file the drift compares with Placement", default=None
         )
-        parser.add_argument(
-            "--host",
-            help="the agent host, over the files' [DEFAULT] host (needed only when no file of an agent sets it)",
-        )
+        add_agent_host_argument(parser)
         parser.add_argument(
             "--no-neutron",
             dest="neutron",

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from minbw.cli.base import EXIT_ERROR, EXIT_NO_VALID_HOST, Command, Section, View
-from minbw.cli.options import OWNER_NOVA_CHOICES, add_owner_nova_argument
+from minbw.cli.options import OWNER_NOVA_CHOICES, add_scheduler_arguments
 
 COLUMNS = ("server", "status", "kind", "destination", "providers")
 STUCK_COLUMNS = ("server", "reason")
@@ -122,17 +122,7 @@ class DrainHost(Command):
             "--timeout", type=float, default=300, metavar="SECONDS", help="how long one move may take (default 300)"
         )
         parser.add_argument("--undo", action="store_true", help="enable the host's nova-compute again (reason cleared)")
-        parser.add_argument(
-            "--nova-option",
-            action="append",
-            metavar="SECTION.OPTION=VALUE",
-            help="a nova.conf option of Nova's scheduler, by Nova's name, e.g. "
-            "scheduler.limit_tenants_to_placement_aggregate=true (repeat; Nova's defaults otherwise)",
-        )
-        parser.add_argument(
-            "--nova-conf", metavar="FILE", help="read Nova's scheduler options from this nova.conf (--nova-option wins)"
-        )
-        add_owner_nova_argument(parser, default="auto")
+        add_scheduler_arguments(parser, "scheduler.limit_tenants_to_placement_aggregate=true")
 
     def view(self, parsed_args):
         from minbw.errors import InvalidInput

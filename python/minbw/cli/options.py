@@ -154,12 +154,20 @@ def add_nova_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PROJECT_ID",
         help="the server's project (Nova's tenant isolation, [scheduler] limit_tenants_to_placement_aggregate)",
     )
+    add_scheduler_arguments(parser)
+
+
+def add_scheduler_arguments(
+    parser: argparse.ArgumentParser, example: str = "scheduler.image_metadata_prefilter=true"
+) -> None:
+    """Nova's scheduler options (``--nova-option``, ``--nova-conf``, ``example`` shown in the help) and
+    ``--owner-nova`` (default auto)."""
     parser.add_argument(
         "--nova-option",
         action="append",
         metavar="SECTION.OPTION=VALUE",
-        help="a nova.conf option of Nova's scheduler, by Nova's name, e.g. "
-        "scheduler.image_metadata_prefilter=true (repeat; Nova's defaults otherwise)",
+        help=f"a nova.conf option of Nova's scheduler, by Nova's name, e.g. {example} (repeat; Nova's defaults "
+        "otherwise)",
     )
     parser.add_argument(
         "--nova-conf", metavar="FILE", help="read Nova's scheduler options from this nova.conf (--nova-option wins)"
@@ -286,6 +294,15 @@ def add_agent_config_argument(parser: argparse.ArgumentParser, what: str, defaul
         "--agent-config files, as an agent's --config-dir; repeat for several. When no "
         "--agent-config file is an agent's own, the whole set is one agent's (edpm-ansible "
         "writes all of an agent's files in its config dir)",
+    )
+
+
+def add_agent_host_argument(parser: argparse.ArgumentParser, more: str = "") -> None:
+    """``--host``: the agent host of the ``--agent-config`` files, over their ``[DEFAULT] host`` (``more``: what else
+    the command takes it for, said after it in the help)."""
+    parser.add_argument(
+        "--host",
+        help="the agent host, over the files' [DEFAULT] host (needed only when no file of an agent sets it)" + more,
     )
 
 

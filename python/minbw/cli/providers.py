@@ -5,7 +5,13 @@ from __future__ import annotations
 import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, Section, View
-from minbw.cli.options import add_agent_config_argument, add_ovn_arguments, ovn_sources, warn
+from minbw.cli.options import (
+    add_agent_config_argument,
+    add_agent_host_argument,
+    add_ovn_arguments,
+    ovn_sources,
+    warn,
+)
 
 PLAN_COLUMNS = ("step", "write")
 # osc-placement's column orders: `resource provider list`, `resource provider inventory list` (with `used`)
@@ -68,11 +74,7 @@ class SyncProviders(Command):
         from minbw.cli.options import resource
 
         add_agent_config_argument(parser, "an OVS ([ovs]) or SR-IOV ([sriov_nic]) agent ini file")
-        parser.add_argument(
-            "--host",
-            help="the agent host, over the files' [DEFAULT] host (needed only when no "
-            "file of an agent sets it); also the default hypervisor name",
-        )
+        add_agent_host_argument(parser, "; also the default hypervisor name")
         add_ovn_arguments(parser)
         parser.add_argument(
             "--create-root",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from minbw.errors import InvalidInput, MinbwError, NovaMoveFailed
+from minbw.errors import InvalidInput, MinbwError
 from minbw.model.requests import ServerRequest
 from minbw.nova import moves, owner
 from minbw.nova.inputs import Aggregate, CloudFacts
@@ -319,14 +319,8 @@ def compute_state(conn, host: str) -> ComputeState:
 
 
 def _service_call(what: str, host: str, fn, *args, **kwargs) -> None:
-    from openstack import exceptions as sdk_exceptions
-
-    try:
+    with server_move.nova_refusal(what, f"nova-compute on {host}"):
         fn(*args, **kwargs)
-    except sdk_exceptions.HttpException as e:
-        raise NovaMoveFailed(
-            f"{what}: Nova refused it for nova-compute on {host}: {e.details or e}", action=what
-        ) from None
 
 
 def disable_compute(conn, host: str, reason: str) -> ComputeState:
@@ -369,21 +363,11 @@ def start_move(conn, server_id: str, kind: str, host: str) -> str | None:
     server = conn.compute.get_server(server_id)
     before = server_move.latest_migration(conn, server_id)
     what = "live_migrate" if kind == LIVE else "migrate"
-    from openstack import exceptions as sdk_exceptions
-
-    try:
+    with server_move.nova_refusal(what, f"{server_move.server_named(server)} to {host}", server=server):
         if kind == LIVE:
             conn.compute.live_migrate_server(server, host=host, block_migration="auto")
         else:
             conn.compute.migrate_server(server, host=host)
-    except sdk_exceptions.HttpException as e:
-        raise NovaMoveFailed(
-            f"{what}: Nova refused it for server {server.name} ({server.id}) to {host}: {e.details or e}",
-            action=what,
-            server=server.id,
-            status=server.status,
-            task_state=server.task_state,
-        ) from None
     return before.uuid if before else None
 
 
@@ -392,24 +376,8 @@ def finish_move(conn, server_id: str, kind: str, since: str | None, *, timeout: 
     ACTIVE; a cold one ``finished`` (VERIFY_RESIZE), then confirmed (``confirmed``, the server back in its state).
     Returns what the last wait saw. Raises NovaMoveFailed on ERROR, a failed migration or a wait that runs out."""
     if kind == LIVE:
-        return server_move.wait_for(
-            conn,
-            server_id,
-            "live_migrate",
-            statuses={"ACTIVE"},
-            migration_statuses={"completed"},
-            since=since,
-            timeout=timeout,
-        )
-    server_move.wait_for(
-        conn,
-        server_id,
-        "migrate",
-        statuses={"VERIFY_RESIZE"},
-        migration_statuses={"finished"},
-        since=since,
-        timeout=timeout,
-    )
+        return server_move.wait_moved(conn, server_id, "live_migrate", since, timeout=timeout)
+    server_move.wait_moved(conn, server_id, "migrate", since, timeout=timeout)
     return server_move.confirm(conn, server_id, timeout=timeout)
 
 

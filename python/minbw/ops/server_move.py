@@ -15,7 +15,8 @@ call leads to; a server in ERROR, a migration in ``error``/``failed`` or a timeo
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Mapping
+from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator, Mapping
 
 from minbw.errors import InvalidInput, MappingError, NovaMoveFailed, ObjectNotFound
 from minbw.model.claims import resources_by_provider
@@ -235,20 +236,58 @@ def wait_for(
         sleep(poll)
 
 
-def _call(action: str, server, fn, *args, **kwargs) -> None:
-    """One Nova call; a refusal (4xx/5xx) becomes NovaMoveFailed with Nova's message."""
+# where the call of a move leads: the server's statuses and its migration's (resize and cold migration: waiting for
+# the confirmation or the revert)
+MOVE_ENDS = {
+    "migrate": ({"VERIFY_RESIZE"}, {"finished"}),
+    "resize": ({"VERIFY_RESIZE"}, {"finished"}),
+    "live_migrate": ({"ACTIVE"}, {"completed"}),
+}
+
+
+def wait_moved(conn, server_id: str, action: str, since: str | None, *, timeout: float = 180) -> MoveWait:
+    """Wait (:func:`wait_for`) until the ``action`` (migrate, resize, live_migrate) Nova was asked for after the
+    migration ``since`` reached where it leads (:data:`MOVE_ENDS`). Returns what the wait saw; raises as wait_for."""
+    statuses, migration_statuses = MOVE_ENDS[action]
+    return wait_for(
+        conn,
+        server_id,
+        action,
+        statuses=statuses,
+        migration_statuses=migration_statuses,
+        since=since,
+        timeout=timeout,
+    )
+
+
+@contextmanager
+def nova_refusal(action: str, target: str, *, server=None, label: str | None = None) -> Iterator[None]:
+    """Around one Nova call: a refusal (openstacksdk's HttpException, a 4xx/5xx) becomes NovaMoveFailed
+    ``"{label}: Nova refused it for {target}: {Nova's message}"`` (``label``: ``action`` unless given), with the
+    server's id, status and task when ``server`` is given. Nothing else is caught."""
     from openstack import exceptions as sdk_exceptions
 
     try:
-        fn(*args, **kwargs)
+        yield
     except sdk_exceptions.HttpException as e:
         raise NovaMoveFailed(
-            f"{action}: Nova refused it for server {server.name} ({server.id}): {e.details or e}",
+            f"{label or action}: Nova refused it for {target}: {e.details or e}",
             action=action,
-            server=server.id,
-            status=server.status,
-            task_state=server.task_state,
+            server=server.id if server is not None else None,
+            status=server.status if server is not None else None,
+            task_state=server.task_state if server is not None else None,
         ) from None
+
+
+def server_named(server) -> str:
+    """How a refusal names a server: ``server NAME (ID)``."""
+    return f"server {server.name} ({server.id})"
+
+
+def _call(action: str, server, fn, *args, **kwargs) -> None:
+    """One Nova call on ``server``; a refusal becomes NovaMoveFailed (:func:`nova_refusal`)."""
+    with nova_refusal(action, server_named(server), server=server):
+        fn(*args, **kwargs)
 
 
 def _before(conn, name_or_id: str):
@@ -262,15 +301,7 @@ def migrate(conn, name_or_id: str, *, host: str | None = None, timeout: float = 
     """Cold migration (to ``host``, or where the scheduler puts it): VERIFY_RESIZE, migration ``finished``."""
     server, since = _before(conn, name_or_id)
     _call("migrate", server, conn.compute.migrate_server, server, host=host)
-    return wait_for(
-        conn,
-        server.id,
-        "migrate",
-        statuses={"VERIFY_RESIZE"},
-        migration_statuses={"finished"},
-        since=since,
-        timeout=timeout,
-    )
+    return wait_moved(conn, server.id, "migrate", since, timeout=timeout)
 
 
 def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> MoveWait:
@@ -282,15 +313,7 @@ def resize(conn, name_or_id: str, flavor: str, *, timeout: float = 180) -> MoveW
             f"flavor {flavor!r} does not exist in Nova. Fix: name an existing flavor to resize server {server.name} to."
         )
     _call("resize", server, conn.compute.resize_server, server, target)
-    return wait_for(
-        conn,
-        server.id,
-        "resize",
-        statuses={"VERIFY_RESIZE"},
-        migration_statuses={"finished"},
-        since=since,
-        timeout=timeout,
-    )
+    return wait_moved(conn, server.id, "resize", since, timeout=timeout)
 
 
 def confirm(conn, name_or_id: str, *, timeout: float = 120) -> MoveWait:
@@ -315,15 +338,7 @@ def live_migrate(conn, name_or_id: str, *, host: str | None = None, timeout: flo
     """Live migration (through the scheduler, to ``host`` when given): ACTIVE, migration ``completed``."""
     server, since = _before(conn, name_or_id)
     _call("live_migrate", server, conn.compute.live_migrate_server, server, host=host, block_migration="auto")
-    return wait_for(
-        conn,
-        server.id,
-        "live_migrate",
-        statuses={"ACTIVE"},
-        migration_statuses={"completed"},
-        since=since,
-        timeout=timeout,
-    )
+    return wait_moved(conn, server.id, "live_migrate", since, timeout=timeout)
 
 
 def compute_service(conn, host: str):
@@ -337,15 +352,9 @@ def compute_service(conn, host: str):
 def force_down(conn, host: str, down: bool = True) -> ComputeService:
     """Mark the host's nova-compute forced down (or not): what evacuation needs of a failed source.
     Nova refuses to lift it while evacuations from the host wait for its clean-up."""
-    from openstack import exceptions as sdk_exceptions
-
     svc = compute_service(conn, host)
-    try:
+    with nova_refusal("force_down", f"nova-compute on {host}", label=f"force_down={down}"):
         conn.compute.update_service_forced_down(svc, host, "nova-compute", down)
-    except sdk_exceptions.HttpException as e:
-        raise NovaMoveFailed(
-            f"force_down={down}: Nova refused it for nova-compute on {host}: {e.details or e}", action="force_down"
-        ) from None
     svc = compute_service(conn, host)
     return ComputeService(host, svc.is_forced_down, svc.state, svc.status)
 

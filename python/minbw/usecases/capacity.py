@@ -49,16 +49,7 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
     the compute node (a disabled nova-compute's host counts 0, and says why; so does a host outside the requested
     availability zone's aggregates, or the project's, or in an isolated aggregate)."""
     options = query.scheduler_options()
-    capacity_request(
-        query.resources,
-        query.required,
-        query.port_requests,
-        query.qos_ports,
-        group_policy=query.group_policy,
-        resources_option=query.resources_option,
-        port_labels=query.port_labels,
-        flavor=ServerRequest(vcpus=1) if query.flavor else None,
-    )
+    _request(query, ServerRequest(vcpus=1) if query.flavor else None)  # bad input refused before anything is read
     # ports alone (no flavor): what Nova's filters ask of the compute node still counts; the flavor that stands in
     # for the one Nova's query always has is not counted
     ports_alone = not (query.flavor or query.resources)
@@ -89,7 +80,19 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
             root_required=flavor.root_required,
             root_forbidden=flavor.root_forbidden,
         )
-    request = capacity_request(
+    request = _request(
+        query,
+        flavor,
+        root_reasons=root_trait_reasons(nq.applied),
+        excluded_roots=aggregate_exclusions(cloud.placement, nq.applied),
+    )
+    return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
+
+
+def _request(query: CapacityQuery, flavor: ServerRequest | None, **nova_filters) -> CapacityRequest:
+    """The query's server (its resources, traits and ports) with ``flavor`` as capacity_request counts it;
+    ``nova_filters``: what Nova's request filters add (root_reasons, excluded_roots)."""
+    return capacity_request(
         query.resources,
         query.required,
         query.port_requests,
@@ -98,10 +101,8 @@ def capacity(cloud: Cloud, query: CapacityQuery) -> CapacityReport:
         resources_option=query.resources_option,
         port_labels=query.port_labels,
         flavor=flavor,
-        root_reasons=root_trait_reasons(nq.applied),
-        excluded_roots=aggregate_exclusions(cloud.placement, nq.applied),
+        **nova_filters,
     )
-    return capacity_report(cloud.reader(), request, query.hypervisor, query.hypervisor_option)
 
 
 def capacity_report(

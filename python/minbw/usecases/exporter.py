@@ -66,6 +66,17 @@ CLOUD_KEYS = (
     "ovn_sbctl",
     "ovs_vsctl",
 )
+# every key of the exporter's config file (docs/exporter.md), in the order its error lists them
+CONFIG_KEYS = (
+    "port_sizes",
+    "listen_address",
+    "listen_port",
+    "interval",
+    *(k for k in CLOUD_KEYS if k != "port_sizes"),
+    "tls_server_config",
+    "basic_auth_users",
+    "enforcement",
+)
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
 
 
@@ -151,32 +162,11 @@ class ExporterRequest:
         """From the exporter's YAML config (docs/exporter.md), options given on the command line winning."""
         if not isinstance(config, Mapping):
             raise InvalidInput(f"the exporter's config: expected a mapping of options, got {type(config).__name__}")
-        keys = (
-            "port_sizes",
-            "listen_address",
-            "listen_port",
-            "interval",
-            "slow_interval",
-            "agent_configs",
-            "config_dirs",
-            "host",
-            "neutron",
-            "audit",
-            "cache",
-            "workers",
-            "owner_nova",
-            "ovn_chassis",
-            "ovn_sb_db",
-            "ovs_db",
-            "ovn_sbctl",
-            "ovs_vsctl",
-            "tls_server_config",
-            "basic_auth_users",
-            "enforcement",
-        )
-        unknown = sorted(set(config) - set(keys))
+        unknown = sorted(set(config) - set(CONFIG_KEYS))
         if unknown:
-            raise InvalidInput(f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(keys)}")
+            raise InvalidInput(
+                f"the exporter's config: unknown key(s) {', '.join(unknown)}; known: {', '.join(CONFIG_KEYS)}"
+            )
         enforcement = _enforcement(config.get("enforcement"), overrides.pop("enforcement_host", None))
         if enforcement is not None:
             cloud = sorted(

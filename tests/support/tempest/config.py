@@ -28,6 +28,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from tests.support.minicloud.envfile import read_env
+
 REPO = Path(__file__).resolve().parents[3]
 CLOUD_SH = REPO / "tests" / "support" / "minicloud" / "cloud.sh"
 PHYSNET = "physnet0"
@@ -53,12 +55,7 @@ def cloud_env(state: Path) -> dict[str, str]:
         raise SystemExit(
             f"no mini-cloud at {state} ({path} missing): start tempest's variant (tests/e2e/conftest.py, cloud_tempest)"
         )
-    env = {}
-    for line in path.read_text().splitlines():
-        m = re.match(r'export (\w+)="?(.*?)"?$', line)
-        if m:
-            env[m.group(1)] = m.group(2)
-    return env
+    return read_env(path)
 
 
 def check_variant(env: dict[str, str]) -> None:

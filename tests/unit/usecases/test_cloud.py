@@ -31,3 +31,13 @@ def test_the_three_kinds_differ_and_none_opens_nothing():
 ])
 def test_the_command_line_wins_over_the_exporters_config(config, option, expected):
     assert ExporterRequest.from_config(config, cache=option).cache == expected
+
+
+def test_the_exporters_config_refuses_an_unknown_key_naming_every_known_one():
+    from minbw.errors import InvalidInput
+    with pytest.raises(InvalidInput) as e:
+        ExporterRequest.from_config({"bogus": 1, "listen": "::", "cache": None})
+    assert str(e.value) == (
+        "the exporter's config: unknown key(s) bogus, listen; known: port_sizes, listen_address, listen_port, "
+        "interval, slow_interval, agent_configs, config_dirs, host, neutron, audit, cache, workers, owner_nova, "
+        "ovn_chassis, ovn_sb_db, ovs_db, ovn_sbctl, ovs_vsctl, tls_server_config, basic_auth_users, enforcement")
