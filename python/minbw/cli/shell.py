@@ -250,6 +250,8 @@ class MinbwShell(osc_shell.OpenStackShell):
         """osc-lib's, but ``--help`` is printed before the cloud is looked up, and the cloud is looked up when a command
         first needs it (minbw's commands connect on first use): an unknown cloud must not hide a usage error, nor stop
         the commands that need no cloud."""
+        if argv == ["help"]:  # cliff's help command without a command: --help's text, printed as --help is
+            self.options.deferred_help = True
         self.print_help_if_requested()  # `minbw --help`: the commands and the global options, no cloud read
         try:
             super().initialize_app(argv)

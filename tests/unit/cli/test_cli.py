@@ -315,6 +315,7 @@ def test_every_help_is_the_same_text_without_openstacksdk_s_services():
     slow = _helps("import openstack")
     assert slow["sdk"] and not fast["sdk"] and set(fast["ran"]) <= {"oslo_utils.strutils"}, (fast["sdk"], fast["ran"])
     assert len(fast["printed"]) > 25 and fast["printed"].keys() == slow["printed"].keys()
+    assert fast["printed"]["help"] == fast["printed"]["-h"] == fast["printed"]["--help"]
     for argv, (code, out, err) in fast["printed"].items():
         assert code == 0 and "usage: minbw" in out and err == "", (argv, code, err)
         assert [code, out, err] == slow["printed"][argv], argv
