@@ -98,7 +98,7 @@ def _run_init_on_first_use(module, loader) -> None:
 #   submodule is asked, and openstack.connection is lazy: the first command that connects loads it all.
 # - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
 #   `minbw` without a command, which then imports it.
-# - oslo.utils' strutils (a hundred regular expressions compiled at import) for the log lines of osc-lib's
+# - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
 #   initialize_app, which `--help` does not reach.
 # - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
@@ -114,6 +114,9 @@ _deferred = (
         "prometheus_client",
     ),
 )
+# What a command's threads may use first (the connection, a request's trace headers): loaded in the main thread before
+# a command runs (MinbwShell.load_lazy_modules), as importlib's LazyLoader is not thread-safe before Python 3.12.3.
+LOADED_BEFORE_A_COMMAND = ("openstack.connection", "osprofiler.web")
 sys.meta_path[:0] = _deferred
 try:
     from osc_lib import shell as osc_shell
@@ -258,6 +261,13 @@ class MinbwShell(osc_shell.OpenStackShell):
         except sdk_exceptions.ConfigException:
             self.client_manager = None  # the command that needs the cloud says what is wrong with it
             self.print_help_if_requested()  # (osc-lib's plugin and command loading steps do nothing in a shell)
+
+    def load_lazy_modules(self) -> None:
+        """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work)."""
+        for name in LOADED_BEFORE_A_COMMAND:
+            module = sys.modules.get(name)
+            if module is not None:
+                vars(module)  # any attribute of a lazy module runs its code
 
     def prepare_to_run_command(self, cmd):
         """Nothing to prepare: every minbw command connects when it first needs the cloud."""

@@ -271,6 +271,20 @@ def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribut
     assert proc.stderr.splitlines() == ["RESULT 0 0 [] [] False"], proc.stderr
 
 
+def test_a_command_runs_with_what_its_threads_may_use_loaded():
+    """What the shell's import left lazy and a command's threads may use first (shell.LOADED_BEFORE_A_COMMAND) is
+    loaded before the command runs, in the main thread (LazyLoader is not thread-safe before Python 3.12.3); the
+    others stay lazy."""
+    probe = ("import sys, types; from minbw.cli import shell\n"
+             "assert [type(sys.modules[m]) for m in shell.LOADED_BEFORE_A_COMMAND] != [types.ModuleType] * 2\n"
+             "shell.main(['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value', '-c',"
+             " 'running'])\n"
+             "print([m for m in %r if type(sys.modules.get(m)) is types.ModuleType])" % (LAZY_FOR_HELP,))
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == str(["openstack.connection", "oslo_utils.strutils", "osprofiler.web"])
+
+
 # Every help the shell prints, in one process: the shell's own (--help, -h, help) and each command's.
 HELP_PROBE = """
 import io, json, sys, types
