@@ -1,7 +1,8 @@
 """Section ``cli_start``: the command line's start (issue 46 item 4), ``minbw --help`` and ``minbw usage show``
 beside the peer ``openstack resource provider list`` (osc-placement), each a fresh process against the same embedded
 Placement holding 10 providers with inventory, measured in the same run, interleaved (one of each in turn), after
-two runs of each that are not counted (Python's bytecode and stevedore's entry-point cache written).
+two runs of each that are not counted (Python's bytecode and stevedore's entry-point cache written; the commands run
+without ``PYTHONDONTWRITEBYTECODE``, as users run them).
 
 Wall seconds (best and median of ``RUNS``) and the CPU seconds of the process (user + system, median): on a shared
 machine the wall time waits for a CPU, the CPU time less so. The ratio is the median wall time over the peer's.
@@ -63,6 +64,9 @@ def measure(env: dict, cwd: Path, runs: int | None = None) -> tuple[list[dict], 
     """One row per command (label, runs, best/median wall, median CPU, ratio to the peer) and why the peer was left
     out (None: it ran). Raises RuntimeError when one of minbw's commands fails."""
     runs = runs or RUNS
+    # as users run them: bytecode written by the runs not counted and read by the others (PYTHONDONTWRITEBYTECODE,
+    # set in some shells and CI, makes every start compile the modules whose bytecode is missing or stale)
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
     cmds = commands()
     peer = once(cmds["peer"], env, cwd)[2]
     missing = None

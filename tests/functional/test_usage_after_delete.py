@@ -74,3 +74,21 @@ def test_the_audit_sees_a_provider_back_within_capacity_after_a_delete(placement
     assert over() == {bridge} and over() == {bridge}
     _delete(placement, consumers[0])
     assert over() == set()
+
+
+def test_usage_show_finds_the_providers_with_inventory_by_their_inventories_alone(placement):
+    """``usage show`` (minbw.usecases.usage) reads each provider of the tree's inventories to find those with
+    inventory (not their traits and usages too), then reads each of those again: 2 calls for the tree, one per
+    provider, four per provider with inventory."""
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.usage import UsageRequest, usage
+
+    root = host(placement, "hu0", ovs=OVS)
+    tree = placement.list_providers(in_tree=root)
+    stocked = [p.uuid for p in tree if placement.get_inventories(p.uuid)[0]]
+    assert 0 < len(stocked) < len(tree)  # the agent's provider has none
+    cloud = Cloud(lambda: placement.conn)
+    result = usage(cloud, UsageRequest(hypervisor="hu0"))
+    assert sorted(u.provider.uuid for u in result.providers) == sorted(stocked)
+    assert result.providers[0].provider.uuid == root  # tree order: the root first
+    assert cloud.placement.calls == 2 + len(tree) + 4 * len(stocked)

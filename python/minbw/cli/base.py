@@ -243,6 +243,9 @@ class Command(lister.Lister):
         """cliff's run (hooks, formatter, :meth:`take_action`, :meth:`produce_output`); the exit code is the view's
         or the failure's."""
         self._shown, self._exit_code = None, 0
+        load = getattr(self.app, "load_lazy_modules", None)  # the minbw shell's (minbw.cli.shell), before any thread
+        if load is not None:
+            load()
         http_log_as_shown()
         super().run(parsed_args)
         return self._exit_code

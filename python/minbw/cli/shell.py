@@ -5,17 +5,36 @@
 from __future__ import annotations
 
 import argparse
+import importlib.abc
 import importlib.metadata
 import importlib.util
 import sys
+import threading
 
 import autopage.argparse
 from cliff import commandmanager, help
 
 
 class _LazyFinder:
-    """Finds one module with the finders after it on ``sys.meta_path`` and has importlib's LazyLoader load it: the
-    import binds it as usual, its code runs on first use."""
+    """Finds the named modules with the finders after it on ``sys.meta_path`` and has importlib's LazyLoader load
+    them: the import binds the module as usual, its code runs on first use of one of its attributes."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.names:
+            return None
+        spec = _spec_after(self, fullname, path, target)
+        if spec is not None and hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
+            spec.loader = importlib.util.LazyLoader(spec.loader)
+        return spec
+
+
+class _PackageFirst:
+    """Finds one package with the finders after it on ``sys.meta_path`` and loads it without running its
+    ``__init__``: its submodules import as usual (``from openstack import resource``), and the first attribute that
+    is not a submodule (``openstack.connect``) runs the ``__init__`` (:func:`_run_init_on_first_use`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -23,23 +42,87 @@ class _LazyFinder:
     def find_spec(self, fullname, path, target=None):
         if fullname != self.name:
             return None
-        for finder in sys.meta_path:
-            spec = None if finder is self else finder.find_spec(fullname, path, target)
-            if spec is not None:
-                if hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
-                    spec.loader = importlib.util.LazyLoader(spec.loader)
-                return spec
-        return None
+        spec = _spec_after(self, fullname, path, target)
+        if spec is None or spec.submodule_search_locations is None or not hasattr(spec.loader, "exec_module"):
+            return spec  # not a package of source or bytecode: loaded now, as without this finder
+        spec.loader = _InitOnFirstUse(spec.loader)
+        return spec
 
 
-# osc-lib imports cliff's interactive mode (and with it cmd2, rich, pygments: a fifth of a command's start) for a
-# type annotation; it runs only for `minbw` without a command, which then imports it. Only this import is lazy.
-_lazy = _LazyFinder("cliff.interactive")
-sys.meta_path.insert(0, _lazy)
+def _spec_after(finder, fullname, path, target):
+    """The spec the finders after ``finder`` on ``sys.meta_path`` find (None: none)."""
+    for other in sys.meta_path:
+        spec = None if other is finder else other.find_spec(fullname, path, target)
+        if spec is not None:
+            return spec
+    return None
+
+
+class _InitOnFirstUse(importlib.abc.Loader):
+    """:class:`_PackageFirst`'s loader: the package module with its ``__path__`` and a module ``__getattr__``
+    (PEP 562) that imports a submodule of the name asked, or else runs the package's ``__init__`` with its own loader
+    and answers from it."""
+
+    def __init__(self, loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        _run_init_on_first_use(module, self.loader)
+
+
+def _run_init_on_first_use(module, loader) -> None:
+    lock = threading.RLock()  # a submodule imported here may import another
+
+    def __getattr__(name: str):
+        with lock:
+            if module.__dict__.get("__getattr__") is not __getattr__:  # another thread ran the __init__
+                return getattr(module, name)
+            if not name.startswith("__") and importlib.util.find_spec(f"{module.__name__}.{name}") is not None:
+                return importlib.import_module(f"{module.__name__}.{name}")
+            del module.__getattr__
+            module.__spec__.loader = module.__loader__ = loader
+            loader.exec_module(module)
+        return getattr(module, name)
+
+    module.__getattr__ = __getattr__
+
+
+# What `--help` and a command's start need of osc-lib's shell is its classes: osc-lib imports at its top what only a
+# command's run uses. Only these imports change, and only while osc-lib's shell is imported:
+# - openstacksdk: osc-lib's modules import its submodules (openstack.resource, openstack.config, openstack.connection),
+#   and the package's __init__ imports openstack.connection, which imports every service's proxy and resources (two
+#   fifths of `--help`'s start). The package loads without running its __init__ until an attribute that is not a
+#   submodule is asked, and openstack.connection is lazy: the first command that connects loads it all.
+# - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
+#   `minbw` without a command, which then imports it.
+# - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
+#   initialize_app, which `--help` does not reach.
+# - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
+#   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
+#   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none.
+_deferred = (
+    _PackageFirst("openstack"),
+    _LazyFinder(
+        "openstack.connection",
+        "cliff.interactive",
+        "oslo_utils.strutils",
+        "osprofiler.profiler",
+        "osprofiler.web",
+        "prometheus_client",
+    ),
+)
+# What a command's threads may use first (the connection, a request's trace headers): loaded in the main thread before
+# a command runs (MinbwShell.load_lazy_modules), as importlib's LazyLoader is not thread-safe before Python 3.12.3.
+LOADED_BEFORE_A_COMMAND = ("openstack.connection", "osprofiler.web")
+sys.meta_path[:0] = _deferred
 try:
     from osc_lib import shell as osc_shell
 finally:
-    sys.meta_path.remove(_lazy)
+    for _finder in _deferred:
+        sys.meta_path.remove(_finder)
 
 from openstack import exceptions as sdk_exceptions  # noqa: E402
 from osc_lib.api import auth  # noqa: E402
@@ -170,12 +253,21 @@ class MinbwShell(osc_shell.OpenStackShell):
         """osc-lib's, but ``--help`` is printed before the cloud is looked up, and the cloud is looked up when a command
         first needs it (minbw's commands connect on first use): an unknown cloud must not hide a usage error, nor stop
         the commands that need no cloud."""
+        if argv == ["help"]:  # cliff's help command without a command: --help's text, printed as --help is
+            self.options.deferred_help = True
         self.print_help_if_requested()  # `minbw --help`: the commands and the global options, no cloud read
         try:
             super().initialize_app(argv)
         except sdk_exceptions.ConfigException:
             self.client_manager = None  # the command that needs the cloud says what is wrong with it
             self.print_help_if_requested()  # (osc-lib's plugin and command loading steps do nothing in a shell)
+
+    def load_lazy_modules(self) -> None:
+        """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work)."""
+        for name in LOADED_BEFORE_A_COMMAND:
+            module = sys.modules.get(name)
+            if module is not None:
+                vars(module)  # any attribute of a lazy module runs its code
 
     def prepare_to_run_command(self, cmd):
         """Nothing to prepare: every minbw command connects when it first needs the cloud."""

@@ -14,9 +14,12 @@ from minbw.neutron.provider_tree import swept_agents
 from minbw.readers.placement import Reader
 
 
-def provider_report(api: Placement, hypervisor: str | None = None) -> list[ProviderReport]:
-    """Every provider (or one hypervisor's tree) with traits, inventories and usages, in tree order. Raises
-    ObjectNotFound when no provider has the hypervisor's name; lets PlacementError through."""
+def provider_report(
+    api: Placement, hypervisor: str | None = None, *, traits: bool = True, usages: bool = True
+) -> list[ProviderReport]:
+    """Every provider (or one hypervisor's tree) with traits, inventories and usages, in tree order (``traits``,
+    ``usages`` False: not read, empty). Raises ObjectNotFound when no provider has the hypervisor's name; lets
+    PlacementError through."""
     if hypervisor:
         roots = api.list_providers(name=hypervisor)
         if not roots:
@@ -26,7 +29,7 @@ def provider_report(api: Placement, hypervisor: str | None = None) -> list[Provi
         provs = api.list_providers()
     out = [
         ProviderReport(d.provider, tuple(sorted(d.traits)), dict(d.inventories), dict(d.usages or {}))
-        for d in api.provider_details(provs, usages=True)
+        for d in api.provider_details(provs, usages=usages, traits=traits)
     ]
     return _tree_order(out)
 

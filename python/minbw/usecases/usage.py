@@ -53,7 +53,9 @@ def usage(cloud: Cloud, request: UsageRequest) -> UsageResult:
     if request.provider:
         uuids = [api.get_provider(request.provider).uuid]
     else:
-        uuids = [p.provider.uuid for p in provider_report(api, request.hypervisor) if p.inventories]
+        # which providers have inventory, in tree order: their inventories alone (each is read again below)
+        listed = provider_report(api, request.hypervisor, traits=False, usages=False)
+        uuids = [p.provider.uuid for p in listed if p.inventories]
     out = []
     for uuid in uuids:
         provider = api.get_provider(uuid)

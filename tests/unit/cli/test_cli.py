@@ -231,22 +231,27 @@ def test_interactive_mode_is_imported_only_when_used():
 
 
 # What `minbw --help` must not load: the commands' work (their use cases, beyond the grammar of their options), the
-# solver, the data-plane libraries, the exporter's (prometheus_client is not here: openstacksdk's
-# openstack.config.cloud_region imports it when installed), cliff's interactive mode.
+# solver, the data-plane libraries, the exporter's, cliff's interactive mode; and of what osc-lib's shell imports at its
+# top, openstacksdk's services (openstack/__init__ and openstack.connection: every service's proxy and resources).
 NOT_FOR_HELP = ("minbw.ops", "minbw.readers", "minbw.reports", "minbw.plan", "minbw.placement", "minbw.cache",
                 "minbw.exporter", "minbw.dataplane", "minbw.deploy", "minbw.usecases.providers", "minbw.usecases.cloud",
-                "numpy", "highspy", "ovsdbapp", "pyroute2", "bcrypt", "matplotlib", "cmd2")
+                "numpy", "highspy", "ovsdbapp", "pyroute2", "bcrypt", "matplotlib", "cmd2",
+                "openstack._services_mixin", "openstack.cloud", "openstack.compute", "openstack.network",
+                "openstack.placement", "webob", "oslo_config")
+# Bound by the imports of osc-lib's shell, run on first use (importlib's LazyLoader: executed, the module's type is
+# ModuleType again): what --help must not run.
+LAZY_FOR_HELP = ("openstack.connection", "oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web",
+                 "prometheus_client", "cliff.interactive")
 
 
 def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribution(tmp_path):
     """`minbw --help` lists every command from its class alone: it imports none of what the commands do (NOT_FOR_HELP),
-    does not read clouds.yaml (a broken one says nothing), and does not search every installed distribution's files
-    (importlib.metadata.packages_distributions: cliff's, to name a command's distribution, and every one is minbw's).
-    osc-lib's shell itself imports openstacksdk (osc_lib.utils imports openstack.resource, and openstack/__init__
-    imports openstack.connection), so openstack is not in NOT_FOR_HELP."""
+    runs neither openstacksdk's package __init__ nor what osc-lib imports for a command's run (LAZY_FOR_HELP), does not
+    read clouds.yaml (a broken one says nothing), and does not search every installed distribution's files
+    (importlib.metadata.packages_distributions: cliff's, to name a command's distribution, and every one is minbw's)."""
     broken = tmp_path / "clouds.yaml"
     broken.write_text("clouds: [broken\n")
-    probe = ("import sys, importlib.metadata\n"
+    probe = ("import sys, types, importlib.metadata\n"
              "searched = []\n"
              "search = importlib.metadata.packages_distributions\n"
              "importlib.metadata.packages_distributions = lambda: searched.append(1) or search()\n"
@@ -256,11 +261,78 @@ def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribut
              "except SystemExit as e:  # cliff's HelpExit\n"
              "    code = e.code\n"
              "loaded = sorted(m for m in sys.modules if m.startswith(%r))\n"
-             "print('RESULT', code or 0, len(searched), loaded, file=sys.stderr)\n" % (NOT_FOR_HELP,))
+             "ran = [m for m in %r if type(sys.modules.get(m)) is types.ModuleType]\n"
+             "init = 'connect' in vars(sys.modules['openstack'])\n"
+             "print('RESULT', code or 0, len(searched), loaded, ran, init, file=sys.stderr)\n"
+             % (NOT_FOR_HELP, LAZY_FOR_HELP))
     env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(broken), "OS_CLOUD": "minbw-local"}
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     assert "usage show" in proc.stdout and "provider sync" in proc.stdout, proc.stdout + proc.stderr
-    assert proc.stderr.splitlines() == ["RESULT 0 0 []"], proc.stderr
+    assert proc.stderr.splitlines() == ["RESULT 0 0 [] [] False"], proc.stderr
+
+
+def test_a_command_runs_with_what_its_threads_may_use_loaded():
+    """What the shell's import left lazy and a command's threads may use first (shell.LOADED_BEFORE_A_COMMAND) is
+    loaded before the command runs, in the main thread (LazyLoader is not thread-safe before Python 3.12.3); the
+    others stay lazy."""
+    probe = ("import sys, types; from minbw.cli import shell\n"
+             "assert [type(sys.modules[m]) for m in shell.LOADED_BEFORE_A_COMMAND] != [types.ModuleType] * 2\n"
+             "shell.main(['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value', '-c',"
+             " 'running'])\n"
+             "print([m for m in %r if type(sys.modules.get(m)) is types.ModuleType])" % (LAZY_FOR_HELP,))
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == str(["openstack.connection", "oslo_utils.strutils", "osprofiler.web"])
+
+
+# Every help the shell prints, in one process: the shell's own (--help, -h, help) and each command's.
+HELP_PROBE = """
+import io, json, sys, types
+{first}
+from minbw.cli import shell
+from minbw.cli.shell import MinbwShell
+
+names = sorted(name for name, _ep in MinbwShell(stdout=io.StringIO(), stderr=io.StringIO()).command_manager)
+printed = {{}}
+for argv in [["--help"], ["-h"], ["help"], *([*name.split(), "--help"] for name in names)]:
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        code = MinbwShell(stdout=out, stderr=err).run(argv)
+    except SystemExit as e:  # argparse's help of a command
+        code = e.code
+    printed[" ".join(argv)] = [code or 0, out.getvalue() + sys.stdout.getvalue(), err.getvalue()]
+    sys.stdout.seek(0)
+    sys.stdout.truncate()
+lazy = [m for m in {lazy!r} if type(sys.modules.get(m)) is types.ModuleType]
+sys.stdout = sys.__stdout__
+print(json.dumps({{"printed": printed, "ran": lazy, "sdk": "openstack._services_mixin" in sys.modules}}))
+"""
+
+
+def _helps(first: str) -> dict:
+    """What HELP_PROBE prints, after ``first`` (Python) ran; a fixed hash seed: osc-lib lists keystoneauth's plugins
+    (and their options) in the order of a set of their names."""
+    probe = "import io, sys\nsys.argv = ['minbw']\nsys.stdout = io.StringIO()\n" + HELP_PROBE.format(first=first, lazy=LAZY_FOR_HELP)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OS_CLIENT_CONFIG_FILE": "/nonexistent", "COLUMNS": "120"}
+    env.pop("OS_CLOUD", None)
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_every_help_is_the_same_text_without_openstacksdk_s_services():
+    """The shell's start imports openstacksdk's package without its __init__ and osc-lib's run-time modules lazily
+    (python/minbw/cli/shell.py); every help (the shell's --help, -h and help, each command's --help) prints what it
+    prints when openstacksdk's package is imported first, as osc-lib's shell alone imports it, and none of them loads
+    openstacksdk's services (`help` and a command's --help run osc-lib's initialize_app, and with it strutils)."""
+    fast = _helps("")
+    slow = _helps("import openstack")
+    assert slow["sdk"] and not fast["sdk"] and set(fast["ran"]) <= {"oslo_utils.strutils"}, (fast["sdk"], fast["ran"])
+    assert len(fast["printed"]) > 25 and fast["printed"].keys() == slow["printed"].keys()
+    assert fast["printed"]["help"] == fast["printed"]["-h"] == fast["printed"]["--help"]
+    for argv, (code, out, err) in fast["printed"].items():
+        assert code == 0 and "usage: minbw" in out and err == "", (argv, code, err)
+        assert [code, out, err] == slow["printed"][argv], argv
 
 
 def test_help_lists_the_commands_as_cliff_s_help_does():
