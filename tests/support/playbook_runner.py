@@ -1,5 +1,7 @@
 """ansible-playbook runs for the tests: the PLAY RECAP counts, the output, and the result file
-the playbook wrote (ansible-core 2.19 ships no JSON stdout callback, so results go to a file)."""
+the playbook wrote (ansible-core 2.19 ships no JSON stdout callback, so results go to a file: the playbook's
+``set_stats`` ``result``, written by the callback ``tests/support/ansible/callback/result_file.py`` to the path
+its extra var ``result_file`` names)."""
 from __future__ import annotations
 
 import json
@@ -11,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+CALLBACKS = REPO / "tests" / "support" / "ansible" / "callback"
 RECAP = re.compile(r"^(\S+)\s+:\s+(ok=.*)$", re.M)
 
 
@@ -41,6 +44,7 @@ def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = Fa
         extra_vars = dict(extra_vars, result_file=str(result_file))
     cmd = [str(BIN / "ansible-playbook"), str(path), "-e", json.dumps(extra_vars)]
     cmd += (["--check"] if check else []) + (["--diff"] if diff else []) + (["-i", str(inventory)] if inventory else [])
-    env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="result_file")
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     return Run(proc, result_file)
