@@ -3,9 +3,10 @@ warm path that run in the client, each timed, with the kept desired state loaded
 on) and as now (:func:`minbw.cache.desired.load`: paused during the load, the state then frozen out of its
 generations), alternated, ROUNDS rounds of each. Not a section of bench/run.py.
 
-The parts: *decode* (``json.loads`` of a listing body of the N roots and 6·N providers, as Placement answers it: the
-floor's decode), *providers* (the ``Provider`` objects of the listing), *load* (the kept desired state), *scope*
-(``state_scope``: which record), *compare* (``make_warm_plan``). The listing's fetch is not here (no server).
+The parts, in the use case's order: *load* (the kept desired state), *scope* (``state_scope``: which record),
+*decode* (``json.loads`` of a listing body of the N roots and 6·N providers, as Placement answers it: the floor's
+decode), *providers* (the ``Provider`` objects of the listing), *compare* (``make_warm_plan``); *all* their sum. The
+listing's fetch is not here (no server).
 
 Usage: nice -n 5 .venv/bin/python bench/sync_warm_gc.py 10000
 """
@@ -61,14 +62,9 @@ def listing_body(state) -> bytes:
 
 
 def one(raw: bytes, kept: Path, how: str) -> dict:
+    """The client's parts of one warm sync, in the order the use case runs them: the kept state, its scope, then
+    the listing's decode and providers, then the comparison."""
     r = {}
-    t = time.perf_counter()
-    doc = json.loads(raw)
-    r["decode"] = time.perf_counter() - t
-    t = time.perf_counter()
-    listed = [Provider.from_api(b) for b in doc["resource_providers"]]
-    by_uuid, by_name = {p.uuid: p for p in listed}, {p.name: p for p in listed}
-    r["providers"] = time.perf_counter() - t
     saved = desired._uncollected
     if how == "before":
         desired._uncollected = lambda load, f: load(f)
@@ -81,6 +77,13 @@ def one(raw: bytes, kept: Path, how: str) -> dict:
     t = time.perf_counter()
     state_scope(state)
     r["scope"] = time.perf_counter() - t
+    t = time.perf_counter()
+    doc = json.loads(raw)
+    r["decode"] = time.perf_counter() - t
+    t = time.perf_counter()
+    listed = [Provider.from_api(b) for b in doc["resource_providers"]]
+    by_uuid, by_name = {p.uuid: p for p in listed}, {p.name: p for p in listed}
+    r["providers"] = time.perf_counter() - t
     roots = {h: by_name[h] for h in state.hypervisors}
     now = time.time()
     last = Synced(
@@ -93,13 +96,11 @@ def one(raw: bytes, kept: Path, how: str) -> dict:
         now,
     )
     t = time.perf_counter()
-    _plan, why = make_warm_plan(
-        state, last, "f", by_uuid, roots, now=now, check_interval=3600, max_age=86400
-    )
+    _plan, why = make_warm_plan(state, last, "f", by_uuid, roots, now=now, check_interval=3600, max_age=86400)
     r["compare"] = time.perf_counter() - t
     if why != "unchanged":
         raise SystemExit(f"the comparison did not answer unchanged: {why}")
-    r["above decode"] = r["providers"] + r["load"] + r["scope"] + r["compare"]
+    r["all"] = sum(r.values())
     r["load avg"] = loadavg()
     return r
 

@@ -8,8 +8,9 @@ user and nobody else may write it (it is a pickle); one that is not, or that doe
 
 Loading it makes hundreds of thousands of objects at 10,000 hosts (frozen dataclasses, tuples, frozensets, mapping
 views: none refers back to another, so none is in a reference cycle). The cyclic garbage collector, left on, runs
-full collections over them while they are made and again during the rest of the sync: at 10,000 hosts that cost
-about 4 times the load itself, and doubled the warm sync's comparison (bench/results/sync-warm-gc-10000-2026-12-06.txt).
+full collections over them while they are made and again during the rest of the sync: at 10,000 hosts the load
+took 3-5 times as long, and the warm sync's part in the client twice as long (bench/sync_warm_gc.py;
+bench/results/sync-warm-gc-10000-2026-12-06.txt).
 So the load runs with the collector paused, and what it made is then moved out of its generations
 (:func:`gc.freeze`): refcounting still frees it when the sync's result is dropped."""
 
