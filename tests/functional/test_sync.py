@@ -779,3 +779,34 @@ def test_the_kept_desired_state_is_the_parsed_one_for_every_kind_of_unit(tmp_pat
     assert loaded == state and loaded.skipped == state.skipped
     assert all(type(p.inventories) is MappingProxyType for p in loaded.providers)
     assert memo.load(path, "d2") is None and memo.load(tmp_path / "none", "d1") is None
+
+
+def test_the_kept_desired_state_loads_with_the_collector_paused_and_stays_out_of_its_generations(tmp_path):
+    """The load pauses the cyclic collector and freezes what it made (gc.freeze), so no full collection scans the
+    state while the sync runs; the collector is as it was after it, also when the file does not load; a collector
+    turned off by the caller stays off and nothing is frozen."""
+    import gc
+    from minbw.cache import desired as memo
+    from minbw.ops import ovn_chassis
+    from minbw.ops.agent_files import read_agent_units
+    (tmp_path / "ovs.ini").write_text(OVS_INI)
+    configs, _unread = read_agent_units([str(tmp_path / "ovs.ini")], host="devstack0")
+    state = ovn_chassis.desired(configs, isolate=True)
+    path = tmp_path / "kept"
+    assert memo.save(path, "d1", state)
+    gc.unfreeze()
+    try:
+        loaded = memo.load(path, "d1")
+        assert loaded == state and gc.isenabled()
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(state.providers)
+        gc.unfreeze()
+        gc.disable()
+        try:
+            assert memo.load(path, "d1") == state and not gc.isenabled() and gc.get_freeze_count() == 0
+        finally:
+            gc.enable()
+        path.write_bytes(b"d1\nnot a pickle")
+        assert memo.load(path, "d1") is None and gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()

@@ -4,11 +4,20 @@ files does not parse them again (20,000 ini files take about 4 s).
 It is keyed by a digest of everything the desired state is computed from: the source of the code that computes
 it, the option values, and each file's path and bytes (not its size or time: content alone decides). A sync
 whose key differs parses as without it and keeps the new state. The file is read only when it belongs to this
-user and nobody else may write it (it is a pickle); one that is not, or that does not load, is ignored."""
+user and nobody else may write it (it is a pickle); one that is not, or that does not load, is ignored.
+
+Loading it makes hundreds of thousands of objects at 10,000 hosts (frozen dataclasses, tuples, frozensets, mapping
+views: none refers back to another, so none is in a reference cycle). The cyclic garbage collector, left on, runs
+full collections over them while they are made and again during the rest of the sync: at 10,000 hosts the load
+took 3-5 times as long, and the warm sync's part in the client twice as long (bench/sync_warm_gc.py;
+bench/results/sync-warm-gc-10000-2026-12-06.txt).
+So the load runs with the collector paused, and what it made is then moved out of its generations
+(:func:`gc.freeze`): refcounting still frees it when the sync's result is dropped."""
 
 from __future__ import annotations
 
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -70,10 +79,25 @@ def load(path: Path, digest: str) -> DesiredState | None:
                 return None
             if f.readline().rstrip(b"\n") != digest.encode():
                 return None
-            state = pickle.load(f)
+            state = _uncollected(pickle.load, f)
     except Exception:  # noqa: BLE001 - a file that cannot be read or does not load (whatever it raises) is ignored
         return None
     return state if isinstance(state, DesiredState) else None
+
+
+def _uncollected(load, f):
+    """``load(f)`` with the cyclic garbage collector paused (when it was on), what it made then frozen out of the
+    collector's generations (:func:`gc.freeze`, which moves every object tracked so far: the process's own are as
+    long-lived), and the collector as it was. Lets what ``load`` raises through."""
+    if not gc.isenabled():
+        return load(f)
+    gc.disable()
+    try:
+        loaded = load(f)
+        gc.freeze()
+        return loaded
+    finally:
+        gc.enable()
 
 
 def save(path: Path, digest: str, state: DesiredState) -> bool:
