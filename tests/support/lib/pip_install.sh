@@ -12,12 +12,14 @@ UV_VERSION=0.13.8
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 tools=$repo/.state/uv
 venv=$1; shift
+# `uv --version`: "uv 0.13.8 (x86_64-unknown-linux-gnu)"
+has_uv() { [ "$("$tools/bin/uv" --version 2>/dev/null | cut -d" " -f2)" = "$UV_VERSION" ]; }
 
-if [ "$("$tools/bin/uv" --version 2>/dev/null)" != "uv $UV_VERSION" ]; then
+if ! has_uv; then
     mkdir -p "$repo/.state"
     exec 9>"$repo/.state/uv.lock"
     flock 9
-    if [ "$("$tools/bin/uv" --version 2>/dev/null)" != "uv $UV_VERSION" ]; then
+    if ! has_uv; then
         rm -rf "$tools"
         python3 -m venv "$tools"
         "$tools/bin/python" -m pip install -q "uv==$UV_VERSION"
