@@ -5,7 +5,7 @@ VENV := $(CURDIR)/.venv
 PY := $(VENV)/bin/python
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: setup collection cloud-install tour-venv collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e tempest sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
+.PHONY: setup collection cloud-install cloud-databases tempest-venv tour-venv collection-readme dist container docs demo test unit functional ansible faults prodplacement e2e tempest sanity lint bench cloud-up cloud-down prod-placement-up prod-placement-down prod-placement-status clean
 
 # A virtualenv at $(1) unless there is one. Debian's own python3 needs python3-venv for `-m venv`; installed only when
 # venv is missing.
@@ -13,10 +13,11 @@ make-venv = test -x $(1)/bin/python || $(PYTHON) -m venv $(1) || { apt-get updat
 
 setup: $(VENV)/.setup-done
 
+# (pip install through uv: tests/support/lib/pip_install.sh, as every set-up step's virtualenv)
 $(VENV)/.setup-done: python/pyproject.toml requirements-test.txt
 	$(call make-venv,$(VENV))
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e 'python[placement,exporter,dataplane]' -r requirements-test.txt
+	bash tests/support/lib/pip_install.sh $(VENV) -q --upgrade pip
+	bash tests/support/lib/pip_install.sh $(VENV) -q -e 'python[placement,exporter,dataplane]' -r requirements-test.txt
 	# openstack.cloud, the collection's dependency, into .venv/collections (from PyPI: Galaxy is not reached)
 	bash tests/support/ansible/install_openstack_cloud.sh
 	touch $@
@@ -69,11 +70,16 @@ demo: setup collection
 # RabbitMQ; galera-4 and HAProxy for the Galera Placement): installed once here, before suites that use them run
 # side by side (some in a network namespace, where no package registry is reachable); and the mini-cloud's
 # databases migrated once, kept as the snapshot each cloud of the run restores (cloud.sh snapshot; a no-op when
-# current); tempest in a venv of its own (tests/support/tempest/tempest.sh install; a no-op when current).
-cloud-install:
+# current); tempest in a venv of its own (tests/support/tempest/tempest.sh install; a no-op when current), the two
+# independent (side by side under `make -j`, as `make test` runs its set-up).
+cloud-install: cloud-databases tempest-venv
+
+cloud-databases:
 	bash tests/support/minicloud/cloud.sh install
 	bash tests/support/galera/galera.sh install
 	bash tests/support/minicloud/cloud.sh snapshot
+
+tempest-venv:
 	bash tests/support/tempest/tempest.sh install
 
 # The virtualenv README.md's install block makes, as a user runs it (the block as written, in a home of its own under
@@ -85,8 +91,11 @@ tour-venv: setup
 
 # `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e+unit | a second mini-cloud's e2e
 # + galera + prodplacement | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
-# Its set-up (setup, collection, cloud-install) is done first and timed apart. tests/README.md: the suites.
-test: setup collection cloud-install tour-venv
+# Its set-up (setup, collection, cloud-install, tour-venv) is done first, its independent steps side by side (make -j:
+# the .venv then the collection and the tour's venv | the mini-cloud's venv then its snapshot | tempest's venv;
+# tests/README.md's "Where the time goes"). tests/README.md: the suites.
+test:
+	$(MAKE) -j4 --output-sync=line setup collection cloud-install tour-venv
 	$(PY) tests/support/run_suites.py
 
 # One suite alone (tests/README.md has what each runs against and its time budget):

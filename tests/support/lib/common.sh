@@ -135,11 +135,11 @@ PYEOF
 venv_install() {
     local check=$1 log=$2 constraints=$3 c=(); shift 3
     "$check" && return 0
-    say "creating/updating venv $VENV (pip install, ~1.5 min)"
+    say "creating/updating venv $VENV (pip install through uv: lib/pip_install.sh)"
     [ -x "$PY" ] || python3 -m venv "$VENV" || die "python3 -m venv failed (apt-get install python3-venv?)"
     [ -f "$constraints" ] && c=(-c "$constraints")
-    { "$PY" -m pip install -q -U pip wheel setuptools &&
-      "$PY" -m pip install -q "${c[@]}" "$@"; } >"$log" 2>&1 \
+    { "$LIB/pip_install.sh" "$VENV" -q -U pip wheel setuptools &&
+      "$LIB/pip_install.sh" "$VENV" -q "${c[@]}" "$@"; } >"$log" 2>&1 \
         || { tail -30 "$log"; die "pip install failed"; }
     "$check" || die "venv still not right after pip install"
 }

@@ -37,8 +37,8 @@ do_install() {
     say "installing tempest $TEMPEST_VERSION into $VENV"
     rm -rf "$VENV"
     python3 -m venv "$VENV"
-    "$VENV/bin/python" -m pip install -q --upgrade pip >"$VENV.log" 2>&1
-    "$VENV/bin/python" -m pip install -q "tempest==$TEMPEST_VERSION" >>"$VENV.log" 2>&1 \
+    "$ROOT/tests/support/lib/pip_install.sh" "$VENV" -q --upgrade pip >"$VENV.log" 2>&1
+    "$ROOT/tests/support/lib/pip_install.sh" "$VENV" -q "tempest==$TEMPEST_VERSION" >>"$VENV.log" 2>&1 \
         || { tail -20 "$VENV.log"; die "pip install tempest==$TEMPEST_VERSION failed"; }
     echo "$TEMPEST_VERSION" >"$VENV/.tempest-version"
 }
