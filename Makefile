@@ -93,8 +93,10 @@ tour-venv: setup
 # + galera + prodplacement | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
 # Its set-up (setup, collection, cloud-install, tour-venv) is done first, its independent steps side by side (make -j:
 # the .venv then the collection and the tour's venv | the mini-cloud's venv then its snapshot | tempest's venv;
-# tests/README.md's "Where the time goes"). tests/README.md: the suites.
+# tests/README.md's "Where the time goes"). The .venv is made first, alone: on a machine without python3-venv that
+# installs it with apt, before the steps side by side make virtualenvs and run apt themselves. tests/README.md: the suites.
 test:
+	$(call make-venv,$(VENV))
 	$(MAKE) -j4 --output-sync=line setup collection cloud-install tour-venv
 	$(PY) tests/support/run_suites.py
 
