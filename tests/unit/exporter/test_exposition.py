@@ -83,3 +83,26 @@ def test_only_what_changed_is_rendered_again():
     assert 'minbw_bandwidth_used_bits_per_second{direction="egress",host="",physnet="",provider="h2:br",' \
            'vnic_types="normal"} 7000.0' in text
     assert "h2:br" not in render(moved[:2] + moved[3:]) and kept.built == 6  # a provider gone: its lines with it
+
+
+def test_a_format_asked_for_gzipped_only_keeps_no_plain_body():
+    """Served.gzipped before the first collection (as Prometheus asks: OpenMetrics gzipped) asks for that format
+    gzipped only: a publication then holds no plain body of it (at 10,000 hosts about 60 MB), and serves the
+    same body as a fresh exposition renders."""
+    import gzip
+
+    from minbw.exporter.collector import Collection
+    from minbw.exporter.loops import Served
+
+    served = Served(clock=lambda: 15.0)
+    assert gzip.decompress(served.gzipped(True)) == b"# EOF\n"  # before the first collection: an empty body
+    details = [ProviderDetail(Provider(f"u{i}", f"h{i}:br", 1, "r", "r"), frozenset(TRAITS[:1]),
+                              {E: {"total": 1000}}, {E: i}, True) for i in range(3)]
+    kept = metrics.ProviderFamilies()
+    families = metrics.families(details=details, hosts={}, provider_families=kept)
+    served.publish(Collection(tuple(families), kept.parts, 10.0, True))
+    board = served.board()
+    assert board.bodies == {} and set(board.gzipped) == {True}
+    body = gzip.decompress(served.gzipped(True)).decode()
+    assert body.startswith(Exposition().render(families, kept.parts, openmetrics=True).removesuffix("# EOF\n"))
+    assert body.endswith("minbw_collection_age_seconds 5.0\n# EOF\n") and body.count('provider="h1:br"') == 4
