@@ -47,11 +47,12 @@ class SlowResults:
 
 @dataclass(frozen=True)
 class Collection:
-    """What one collection cycle found: the families and each provider's own samples (for the rendering that
-    keeps them), when it ended (``finished``), whether it succeeded, and its cost (``stats``)."""
+    """What one collection cycle found: the families and each provider's own samples (``parts``: what the
+    exposition renders the providers' families from, :class:`metrics.ProviderFamilies`), when it ended
+    (``finished``), whether it succeeded, and its cost (``stats``)."""
 
     families: tuple[metrics.Family, ...]
-    parts: Mapping[str, tuple] = field(default_factory=dict)
+    parts: tuple[tuple, ...] = ()
     finished: float = 0.0
     ok: bool = False
     stats: Mapping[str, float] = field(default_factory=dict)
@@ -165,7 +166,7 @@ class Collector:
             calls_total=self.api.calls,
             provider_families=self.provider_families,
         )
-        return Collection(tuple(families), MappingProxyType(self.provider_families.parts), self.clock(), True, stats)
+        return Collection(tuple(families), self.provider_families.parts, self.clock(), True, stats)
 
     def _headroom_of(self, reading) -> list:
         """(size, vnic type, capacity) per port size: counted again only when a provider's listing, traits,

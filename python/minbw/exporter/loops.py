@@ -166,10 +166,11 @@ class Served:
         return body.decode() + tail + (_EOF if openmetrics else "")
 
     def gzipped(self, openmetrics: bool = False) -> bytes:
-        """:meth:`body` gzipped: the collection's part compressed once per collection (gzip members concatenate)."""
+        """:meth:`body` gzipped: the collection's part compressed once per collection (gzip members concatenate).
+        Asks for that format gzipped only: no publication keeps its plain body for it."""
         collection, head = self._rendered(openmetrics, True)
-        if collection is None or head is None:  # both None before the first collection
-            return gzip.compress(self.body(openmetrics).encode(), compresslevel=1)
+        if collection is None or head is None:  # both None before the first collection: an empty body
+            return gzip.compress((_EOF if openmetrics else "").encode(), compresslevel=1)
         tail = age(self.clock() - collection.finished, openmetrics) + (_EOF if openmetrics else "")
         return head + gzip.compress(tail.encode(), compresslevel=1)
 

@@ -110,10 +110,10 @@ def _labels(**labels: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v)) for k, v in labels.items()))
 
 
-# The per-provider samples are most of the exporter's memory (39 MiB of 94 at 1,000 hosts, docs/benchmarks.md): their
-# metric names are these constants, their label pairs and keys of few values (direction, physnet, vnic types, the sums'
-# keys) and their totals are shared (:func:`_shared`), a provider's host and provider pairs are made once, and the
-# per vnic type sums are not kept per provider but derived from its own samples (:func:`_sums_of`).
+# The per-provider samples are most of the exporter's memory (docs/benchmarks.md, "The exporter at 10,000 hosts"):
+# their metric names are these constants, their label pairs and keys of few values (direction, physnet, vnic types,
+# the sums' keys) and their totals are shared (:func:`_shared`); the exporter keeps of a provider only its part
+# (:func:`provider_part`), and the per vnic type sums are not kept per provider but derived from it (:func:`_sums_of`).
 _OWN_NAMES = {
     rc: tuple(PREFIX + f"{stem}_{part}_{unit}" for part in ("inventory", "reserved", "used"))
     + (PREFIX + f"{stem}_allocation_ratio",)
@@ -143,51 +143,90 @@ def _int(value):
     return _shared((int, value))[1] if type(value) is int else value
 
 
-def _own_samples(d, host: str | None) -> tuple:
-    """A provider's own samples: its total, reserved, used and allocation ratio per class, each ``(metric, labels,
-    value)``, labels as sorted pairs."""
+# What the exporter keeps of a provider between collections (:class:`ProviderFamilies`): its labels' values and
+# numbers only, ``(classes, host, provider, physnet, vnic_types, values)``, ``values`` 4 per class in ``classes``
+# (total, reserved, used, allocation ratio, Placement's units × 1000 but the ratio); the classes tuple, the physnet
+# and vnic types shared, the host and the provider's name the objects the reader holds. Its lines are rendered from
+# it at each publication (:mod:`minbw.exporter.exposition`), its samples made only where a caller asks for them.
+OWN_FAMILIES = frozenset(name for names in _OWN_NAMES.values() for name in names)
+_COLUMNS: dict = {}
+
+
+def provider_part(d, host: str | None) -> tuple:
+    """A provider's own samples as the exporter keeps them (see :data:`OWN_FAMILIES`): a tuple."""
     physnet, vnics = provider_labels(d.traits)
-    host_pair, provider_pair = ("host", str(host or "")), ("provider", str(d.provider.name))
-    physnet_pair, vnics_pair = _shared(("physnet", physnet)), _shared(("vnic_types", vnics))
-    own = []
+    classes: list[str] = []
+    values: list = []
     for rc, s in stocks_of(d.provider.uuid, d.inventories, d.usages).items():
         if rc not in CLASSES:
             continue
-        direction = CLASSES[rc][2]
-        labels = (_shared(("direction", direction)), host_pair, physnet_pair, provider_pair, vnics_pair)
-        inventory, reserved, used, ratio = _OWN_NAMES[rc]
-        own += [
-            (inventory, labels, _int(s.total * _scale(rc))),
-            (reserved, labels, _int(s.reserved * _scale(rc))),
-            (used, labels, s.used * _scale(rc)),
-            (ratio, labels, s.allocation_ratio),
-        ]
+        classes.append(rc)
+        values += (_int(s.total * _scale(rc)), _int(s.reserved * _scale(rc)), s.used * _scale(rc), s.allocation_ratio)
+    return (
+        _shared(tuple(classes)),
+        str(host or ""),
+        str(d.provider.name),
+        _shared(physnet),
+        _shared(vnics),
+        tuple(values),
+    )
+
+
+def part_columns(classes: tuple, name: str) -> tuple[tuple[str, int], ...]:
+    """``(direction, index in the part's values)`` of each sample of the family ``name`` a provider of these
+    ``classes`` has, in its order."""
+    key = (classes, name)
+    kept = _COLUMNS.get(key)
+    if kept is None:
+        kept = _COLUMNS[key] = tuple(
+            (CLASSES[rc][2], 4 * i + _OWN_NAMES[rc].index(name))
+            for i, rc in enumerate(classes)
+            if name in _OWN_NAMES[rc]
+        )
+    return kept
+
+
+def part_families(parts: Iterable[tuple]) -> set[str]:
+    """The names of the families the providers of ``parts`` have samples in."""
+    return {name for classes in {part[0] for part in parts} for rc in classes for name in _OWN_NAMES[rc]}
+
+
+def part_samples(part: tuple) -> tuple:
+    """A provider's own samples from its part: its total, reserved, used and allocation ratio per class, each
+    ``(metric, labels, value)``, labels as sorted pairs."""
+    classes, host, name, physnet, vnics, values = part
+    host_pair, provider_pair = ("host", host), ("provider", name)
+    physnet_pair, vnics_pair = _shared(("physnet", physnet)), _shared(("vnic_types", vnics))
+    own = []
+    for i, rc in enumerate(classes):
+        labels = (_shared(("direction", CLASSES[rc][2])), host_pair, physnet_pair, provider_pair, vnics_pair)
+        own += [(metric, labels, values[4 * i + k]) for k, metric in enumerate(_OWN_NAMES[rc])]
     return tuple(own)
 
 
-def _sums_of(own: Iterable) -> Iterable[tuple]:
-    """What a provider adds to the per vnic type sums, from its own samples: each of its total, reserved and used
-    to its vnic types' (on its physnet, in its direction)."""
-    for name, labels, value in own:
-        to = _SUM_OF.get(name)
-        if to is None:
-            continue
-        direction, _, physnet, _, vnics = (v for _, v in labels)
-        for vnic in filter(None, vnics.split(",")):
-            yield (
-                to,
-                _shared(
-                    (_shared(("direction", direction)), _shared(("physnet", physnet)), _shared(("vnic_type", vnic)))
-                ),
-                value,
-            )
+def _sums_of(part: tuple) -> Iterable[tuple]:
+    """What a provider adds to the per vnic type sums, from its part: each of its total, reserved and used to its
+    vnic types' (on its physnet, in its direction)."""
+    classes, _, _, physnet, vnics, values = part
+    for i, rc in enumerate(classes):
+        direction = CLASSES[rc][2]
+        for k, metric in enumerate(_OWN_NAMES[rc][:3]):
+            to = _SUM_OF[metric]
+            for vnic in filter(None, vnics.split(",")):
+                yield (
+                    to,
+                    _shared(
+                        (_shared(("direction", direction)), _shared(("physnet", physnet)), _shared(("vnic_type", vnic)))
+                    ),
+                    values[4 * i + k],
+                )
 
 
 def provider_samples(d, host: str | None) -> tuple[tuple, tuple]:
     """One provider's samples, ``(own, sums)``: ``own`` its total, reserved, used and allocation ratio per class,
     ``sums`` what it adds to the per vnic type sums; each ``(metric, labels, value)``, labels as sorted pairs."""
-    own = _own_samples(d, host)
-    return own, tuple(_sums_of(own))
+    part = provider_part(d, host)
+    return part_samples(part), tuple(_sums_of(part))
 
 
 def _put(b: _Builder, own: Iterable, sums: Iterable) -> None:
@@ -205,66 +244,56 @@ def providers(b: _Builder, details: Iterable, hosts: Mapping[str, str | None]) -
 
 
 class ProviderFamilies:
-    """The provider families of a long-running exporter. A provider's samples are built again only when its
-    detail or its host changed (a provider that did not move keeps its detail: the reader builds it again only
-    when its listing or cache entry changed), and only its samples are replaced in the families; when no
-    provider's samples changed, came or went, the last families are returned as they were (the same objects).
-    Their samples are in the providers' order (each provider's in label order), not sorted across providers.
+    """The provider families of a long-running exporter. A provider's part (:func:`provider_part`) is built again
+    only when its detail or its host changed (a provider that did not move keeps its detail: the reader builds it
+    again only when its listing or cache entry changed); the per vnic type sums are summed again from the parts
+    when a provider's part changed, came or went, otherwise the last families are returned as they were (the same
+    objects).
 
-    ``parts`` holds each provider's own samples apart (provider → its ``own`` samples) so that an exposition can
-    keep what it rendered of each provider (:mod:`minbw.exporter.exposition`)."""
+    The families of the providers' own samples (:data:`OWN_FAMILIES`) come without samples: those are ``parts``
+    (each provider's part, in the details' order), which the exposition renders line by line
+    (:mod:`minbw.exporter.exposition`); no sample of them is made."""
 
     def __init__(self):
-        self._of: dict[str, tuple] = {}  # provider → (detail, host, own); its sums derived from own
+        self._of: dict[str, tuple] = {}  # provider → (detail, host, part)
         self._families: list[Family] | None = None
         self._b = _Builder()
         _declare_providers(self._b)
         self._sums = {n for n in self._b.families if n.startswith(PREFIX + "vnic_type_")}
-        self.built = 0  # providers whose samples were built, all told (tests, benchmarks)
+        self.built = 0  # providers whose parts were built, all told (tests, benchmarks)
 
     def families(self, details: Iterable, hosts: Mapping[str, str | None]) -> list[Family]:
         """The provider families for ``details`` (``hosts``: provider uuid → host name), a list of Family: only the
-        changed providers' samples rebuilt, the last list itself when nothing changed, came or went."""
-        seen, changed = {}, []
+        changed providers' parts rebuilt, the last list itself when nothing changed, came or went."""
+        seen, changed = {}, False
         for d in details:
             u, host = d.provider.uuid, hosts.get(d.provider.uuid) or ""
             kept = self._of.get(u)
             if kept is None or kept[1] != host or (kept[0] is not d and kept[0] != d):
-                changed.append((kept, kept := (d, host, _own_samples(d, host))))
+                kept, changed = (d, host, provider_part(d, host)), True
                 self.built += 1
             elif kept[0] is not d:  # an equal detail: the one the reader holds now kept (the old one let go)
                 kept = (d, host, kept[2])
             seen[u] = kept
-        gone = [self._of[u] for u in self._of.keys() - seen.keys()]
+        gone = len(seen) != len(self._of) or any(u not in seen for u in self._of)
         self._of = seen
         if self._families is not None and not changed and not gone:
             return self._families
         samples = self._b._samples
-        for old in gone + [old for old, _ in changed if old is not None]:
-            for name, key, _ in old[2]:
-                samples[name].pop(key, None)
-        for _, new in changed:
-            for name, key, value in new[2]:
-                samples[name][key] = value
         for name in self._sums:
             samples[name].clear()
-        for _, _, own in seen.values():
-            _put(self._b, (), _sums_of(own))
+        for _, _, part in seen.values():
+            _put(self._b, (), _sums_of(part))
         self._families = [
-            Family(
-                f.name,
-                f.type,
-                f.help,
-                tuple(sorted(samples[n].items())) if n in self._sums else tuple(samples[n].items()),
-            )
+            Family(f.name, f.type, f.help, tuple(sorted(samples[n].items())) if n in self._sums else ())
             for n, f in self._b.families.items()
         ]
         return self._families
 
     @property
-    def parts(self) -> dict[str, tuple]:
-        """provider → its own samples (as the last :meth:`families` built them), in the details' order."""
-        return {u: kept[2] for u, kept in self._of.items()}
+    def parts(self) -> tuple[tuple, ...]:
+        """Each provider's part (as the last :meth:`families` built them), in the details' order."""
+        return tuple(kept[2] for kept in self._of.values())
 
 
 def headroom(b: _Builder, sizes: Iterable[tuple[str, str, CapacityReport]]) -> None:
@@ -425,7 +454,8 @@ def families(
 ) -> list[Family]:
     """Every family, from what the last collection and the last slow reports found (None: that report has not
     run, or failed: its families carry no sample). ``provider_families``: the exporter's, which keeps the
-    provider families of the providers that did not move."""
+    parts of the providers that did not move; the families of the providers' own samples then come without samples
+    (:class:`ProviderFamilies`: they are its ``parts``)."""
     b = _Builder()
     if provider_families is None:
         providers(b, details, hosts or {})

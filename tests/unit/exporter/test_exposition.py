@@ -1,6 +1,6 @@
-"""minbw.exporter.exposition: the exposition kept between collections is what prometheus_client renders of the same
-families (the oracle), in both formats, whatever the labels hold; and what it keeps is rendered again only when it
-changed."""
+"""minbw.exporter.exposition: the exposition kept between collections, the providers' lines made from their parts,
+is what prometheus_client renders of the same families built whole (the oracle), in both formats, whatever the labels
+hold; and what it keeps is rendered again only when it changed."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -48,12 +48,16 @@ def test_the_kept_exposition_is_prometheus_clients_rendering(first, second, host
         families = metrics.families(details=details, hosts=hosts, findings=(), drift_rows=(),
                                     stats={"calls": len(details)}, provider_families=kept)
         text = exposition.render(families, kept.parts, openmetrics=openmetrics)
-        assert lines(text) == lines(oracle(families, openmetrics))
-        assert text.endswith("# EOF\n") == openmetrics
-        # the same families as a builder without the memo: the same samples, whatever their order
+        # the same families as a builder without the memo (every sample made): the same lines, whatever their order
         plain = metrics.families(details=details, hosts=hosts, findings=(), drift_rows=(),
                                  stats={"calls": len(details)})
-        assert [(f.name, sorted(f.samples)) for f in families] == [(f.name, sorted(f.samples)) for f in plain]
+        assert lines(text) == lines(oracle(plain, openmetrics))
+        assert text.endswith("# EOF\n") == openmetrics
+        # the memo's families: the same samples but the providers' own, which are only in its parts
+        assert [(f.name, sorted(f.samples)) for f in families] == [
+            (f.name, [] if f.name in metrics.OWN_FAMILIES else sorted(f.samples)) for f in plain]
+        assert sorted(s for part in kept.parts for s in metrics.part_samples(part)) == sorted(
+            (f.name, *s) for f in plain if f.name in metrics.OWN_FAMILIES for s in f.samples)
 
 
 def test_only_what_changed_is_rendered_again():
@@ -66,17 +70,39 @@ def test_only_what_changed_is_rendered_again():
         return exposition.render(families, kept.parts, openmetrics=True)
 
     render(details)
-    assert exposition.rendered["providers"] == 5 and kept.built == 5
+    assert kept.built == 5
     families = exposition.rendered["families"]
     render(details)
-    assert exposition.rendered == {"providers": 5, "families": families} and kept.built == 5
+    assert exposition.rendered == {"families": families} and kept.built == 5  # nothing made again
     moved = list(details)
     moved[2] = ProviderDetail(Provider("u2", "h2:br", 2, "r", "r"), frozenset(TRAITS[:1]), {E: {"total": 1000}},
                               {E: 7}, True)
     text = render(moved)
-    assert exposition.rendered["providers"] == 6 and kept.built == 6
-    assert text.count("h2:br") == 4 and text.count("h3:br") == 4  # its four samples, the others' kept
+    assert kept.built == 6  # its part built again, the others' kept
+    assert text.count("h2:br") == 4 and text.count("h3:br") == 4  # its four samples, and the others'
     assert 'minbw_bandwidth_used_bits_per_second{direction="egress",host="",physnet="",provider="h2:br",' \
            'vnic_types="normal"} 7000.0' in text
-    render(moved[:2] + moved[3:])  # a provider gone: its lines with it
-    assert "h2:br" not in render(moved[:2] + moved[3:]) and exposition.rendered["providers"] == 6
+    assert "h2:br" not in render(moved[:2] + moved[3:]) and kept.built == 6  # a provider gone: its lines with it
+
+
+def test_a_format_asked_for_gzipped_only_keeps_no_plain_body():
+    """Served.gzipped before the first collection (as Prometheus asks: OpenMetrics gzipped) asks for that format
+    gzipped only: a publication then holds no plain body of it (at 10,000 hosts about 60 MB), and serves the
+    same body as a fresh exposition renders."""
+    import gzip
+
+    from minbw.exporter.collector import Collection
+    from minbw.exporter.loops import Served
+
+    served = Served(clock=lambda: 15.0)
+    assert gzip.decompress(served.gzipped(True)) == b"# EOF\n"  # before the first collection: an empty body
+    details = [ProviderDetail(Provider(f"u{i}", f"h{i}:br", 1, "r", "r"), frozenset(TRAITS[:1]),
+                              {E: {"total": 1000}}, {E: i}, True) for i in range(3)]
+    kept = metrics.ProviderFamilies()
+    families = metrics.families(details=details, hosts={}, provider_families=kept)
+    served.publish(Collection(tuple(families), kept.parts, 10.0, True))
+    board = served.board()
+    assert board.bodies == {} and set(board.gzipped) == {True}
+    body = gzip.decompress(served.gzipped(True)).decode()
+    assert body.startswith(Exposition().render(families, kept.parts, openmetrics=True).removesuffix("# EOF\n"))
+    assert body.endswith("minbw_collection_age_seconds 5.0\n# EOF\n") and body.count('provider="h1:br"') == 4

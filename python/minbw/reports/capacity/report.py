@@ -67,11 +67,27 @@ class Pool:
 
 @dataclass(frozen=True)
 class CapacityReport:
+    """The count of ``request`` on ``hosts``; ``trees``: the trees of the hosts counted, whose providers' rows
+    (:attr:`providers`) are made from them when asked (a long-running exporter keeps the trees, not the rows)."""
+
     request: CapacityRequest
     hosts: tuple[HostCapacity, ...]
-    providers: tuple[Mapping, ...]
+    trees: tuple[Tree, ...]
     notes: tuple[str, ...] = ()
     pools: tuple[Pool, ...] = ()
+
+    @property
+    def providers(self) -> tuple[dict, ...]:
+        """Bandwidth and packet rate of each provider of the hosts counted (:func:`network_usage`), each provider
+        and class once (a sharing provider serves several trees)."""
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for t in self.trees:
+            for row in network_usage(t):
+                if (row["uuid"], row["resource_class"]) not in seen:
+                    seen.add((row["uuid"], row["resource_class"]))
+                    out.append(row)
+        return tuple(out)
 
     def _pooled(self) -> dict[str, Pool]:
         return {h: p for p in self.pools for h in p.hosts}
@@ -334,13 +350,13 @@ def count_capacity(
     long-running exporter's): a host whose tree did not change is not counted again."""
     host_trees, notes = trees(details, shared, memo)
     counted_before = memo.get("hosts", {}) if memo is not None else {}
-    counted_now, rows, usage = {}, {}, {}
+    counted_now, rows = {}, {}
     for t in host_trees:
         kept = counted_before.get(t.root)
         if kept is None or kept[0] is not t:
-            kept = (t, _host(request, t), network_usage(t))
+            kept = (t, _host(request, t))
         counted_now[t.root] = kept
-        rows[t.root], usage[t.root] = kept[1], kept[2]
+        rows[t.root] = kept[1]
     if memo is not None:
         memo["hosts"] = counted_now  # the hosts gone are forgotten
     counted = []
@@ -360,13 +376,6 @@ def count_capacity(
         counted.append(t)
     pools = tuple(_pool(request, g, rows) for g in pools_of(counted))
     hosts = tuple(rows[t.root] for t in counted)
-    seen: set[tuple[str, str]] = set()
-    providers = []
-    for t in counted:
-        for row in usage[t.root]:
-            if (row["uuid"], row["resource_class"]) not in seen:
-                seen.add((row["uuid"], row["resource_class"]))
-                providers.append(row)
     for p in pools:
         hosts_named = ", ".join(rows[h].name for h in p.hosts)
         notes.append(
@@ -374,4 +383,4 @@ def count_capacity(
             f"count assumes the shared inventory is all its own; together {p.fit.fits} fit (the total "
             f"counts them once)"
         )
-    return CapacityReport(request, hosts, tuple(providers), tuple(notes), pools)
+    return CapacityReport(request, hosts, tuple(counted), tuple(notes), pools)
