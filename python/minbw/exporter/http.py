@@ -34,7 +34,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from minbw.errors import InvalidInput, MissingDependency
@@ -270,7 +269,7 @@ class Authenticator:
         future.add_done_callback(lambda f: self._done(address, key, hashed is not None, f))
         try:
             ok = future.result(timeout=self.wait)
-        except FutureTimeout:
+        except TimeoutError:  # concurrent.futures' is the builtin since Python 3.11
             future.cancel()  # not started yet: never runs
             return Verdict.BUSY
         return Verdict.PASS if ok and hashed is not None else Verdict.FAIL
