@@ -165,6 +165,9 @@ PENDING = 16
 # forgotten first; right ones remembered are at most REMEMBERED (only a password that passed bcrypt gets there).
 FAILED = 4096
 REMEMBERED = 64
+# A refusal (401, 503) is answered this late, at most DELAYED at once (then at once): see Tarpit.
+REFUSAL_DELAY = 1.0
+DELAYED = 256
 # Niceness added to the threads that run bcrypt: a scrape's thread is served first when the CPUs are short.
 CHECK_NICENESS = 10
 
@@ -327,11 +330,29 @@ class _Held:
             return board if openmetrics in getattr(board, store) else None
 
 
-def app(held: _Held, clock=time.time, authenticate=None):
+class Tarpit:
+    """Refusals answered ``seconds`` late (the connection's thread sleeps: no CPU), at most ``most`` at once (the
+    others at once): a client that sends its next wrong password when answered is slowed to one a ``seconds``, and
+    so is the TLS handshake and the request it makes the server pay each time."""
+
+    def __init__(self, seconds: float = REFUSAL_DELAY, most: int = DELAYED):
+        self.seconds = seconds
+        self._slots = threading.BoundedSemaphore(most)
+
+    def __call__(self) -> None:
+        if self.seconds > 0 and self._slots.acquire(blocking=False):
+            try:
+                time.sleep(self.seconds)
+            finally:
+                self._slots.release()
+
+
+def app(held: _Held, clock=time.time, authenticate=None, tarpit=None):
     """The WSGI application serving ``/metrics``: the format Prometheus asks for (its Accept header, as
     prometheus_client chooses), gzip when accepted, the age of the collection served added per scrape. It reads
     nothing: it serves the last board. ``authenticate``: an :class:`Authenticator` (a 401 without the
-    credentials, a 503 with ``Retry-After`` when they could not be checked now)."""
+    credentials, a 503 with ``Retry-After`` when they could not be checked now), ``tarpit``: a :class:`Tarpit`
+    each refusal goes through."""
     from prometheus_client.exposition import choose_encoder
     from minbw.exporter.exposition import age
 
@@ -341,6 +362,8 @@ def app(held: _Held, clock=time.time, authenticate=None):
             if authenticate is None
             else authenticate(environ.get("HTTP_AUTHORIZATION", ""), environ.get("REMOTE_ADDR", ""))
         )
+        if verdict is not Verdict.PASS and tarpit is not None:
+            tarpit()
         if verdict is Verdict.FAIL:
             start_response(
                 "401 Unauthorized",
@@ -405,7 +428,7 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
         server = make_server(
             address,
             port,
-            app(held, authenticate=Authenticator(web.users) if web.users else None),
+            app(held, authenticate=Authenticator(web.users), tarpit=Tarpit()) if web.users else app(held),
             server_class(),
             handler_class=Quiet,
         )

@@ -181,3 +181,31 @@ def test_the_app_answers_401_without_the_credentials():
     serve({"PATH_INFO": "/metrics", "HTTP_AUTHORIZATION": basic("prometheus", "s3cret")},
           lambda status, headers: got.append((status, dict(headers))))
     assert got[1][0] == "200 OK"
+
+
+def test_refusals_are_answered_late_a_bounded_number_at_once():
+    """A refusal waits ``seconds`` (a thread asleep), at most ``most`` at once: the others are answered at once;
+    an authorised scrape never waits."""
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    tarpit = http.Tarpit(seconds=1.0, most=2)
+    verdicts = iter([http.Verdict.FAIL, http.Verdict.BUSY, http.Verdict.FAIL, http.Verdict.PASS])
+    serve = http.app(http._Held(None), authenticate=lambda header, address: next(verdicts), tarpit=tarpit)
+
+    def timed():
+        got = []
+        t = time.monotonic()
+        serve({"PATH_INFO": "/favicon.ico"}, lambda status, headers: got.append(status))
+        return got[0], time.monotonic() - t
+
+    with ThreadPoolExecutor(2) as pool:
+        late = [pool.submit(timed) for _ in range(2)]
+        while tarpit._slots._value:  # both asleep
+            time.sleep(0.01)
+        status, took = timed()  # a third refusal: no room to wait, answered at once
+        assert status == "401 Unauthorized" and took < 0.9, took
+        assert timed()[0] == "200 OK"  # passed: never waits
+        answers = sorted(f.result(10) for f in late)
+    assert [s for s, _ in answers] == ["401 Unauthorized", "503 Service Unavailable"]
+    assert all(took >= 1.0 for _, took in answers), answers
