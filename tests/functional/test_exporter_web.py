@@ -174,27 +174,39 @@ def test_authorised_scrapes_are_served_beside_hostile_clients(placement_server, 
 
         with ThreadPoolExecutor(52) as pool:
             running = [pool.submit(wrong, i) for i in range(50)] + [pool.submit(authorised)]
-            time.sleep(1)
-            # a user not checked yet, from another address, is checked during the flood (busy answers said so)
-            second = []
-            while len(second) < 20 and (not second or second[-1] != 200):
-                second.append(https(port, trusted, "second", "an0ther", source="127.0.0.2")[0])
-                if second[-1] == 503:
-                    time.sleep(1)
-            # garbage instead of TLS: the connection is closed, no answer
-            with socket.create_connection(("127.0.0.1", port), timeout=30) as garbage:
-                garbage.sendall(b"\x00" * 64 + b"GET /metrics HTTP/1.1\r\n\r\n")
-                try:
-                    assert b"minbw_" not in garbage.recv(65536)
-                except ConnectionResetError:
-                    pass
-            # a header of 1 MiB: 431
-            with trusted.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
-                                     server_hostname="127.0.0.1") as big:
-                big.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
-                assert big.recv(1024).startswith(b"HTTP/1.0 431"), "no 431 for a huge header"
-            time.sleep(2)
-            stop.set()
+            try:
+                time.sleep(1)
+                # a user not checked yet, from another address, is checked during the flood (busy answers said so)
+                second = []
+                while len(second) < 20 and (not second or second[-1] != 200):
+                    second.append(https(port, trusted, "second", "an0ther", source="127.0.0.2")[0])
+                    if second[-1] == 503:
+                        time.sleep(1)
+                # garbage instead of TLS: the connection is closed, no answer
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as garbage:
+                    garbage.sendall(b"\x00" * 64 + b"GET /metrics HTTP/1.1\r\n\r\n")
+                    try:
+                        assert b"minbw_" not in garbage.recv(65536)
+                    except ConnectionResetError:
+                        pass
+                # a header of 1 MiB: refused (431; the exporter closes the connection after reading 64 KiB of the
+                # line, so the rest of what is sent may meet a reset before the answer is read) ...
+                with trusted.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                         server_hostname="127.0.0.1") as big:
+                    try:
+                        big.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+                        answer = big.recv(1024)
+                    except OSError:  # ssl.SSLError, ConnectionResetError, BrokenPipeError
+                        answer = b""
+                    assert answer == b"" or answer.startswith(b"HTTP/1.0 431"), answer
+                # ... and a header line of 70,000 bytes, all of it sent before the exporter answers: 431
+                with trusted.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                         server_hostname="127.0.0.1") as big:
+                    big.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+                    assert big.recv(1024).startswith(b"HTTP/1.0 431"), "no 431 for a huge header"
+                time.sleep(2)
+            finally:
+                stop.set()
             for f in running:
                 f.result(timeout=60)
         assert second[-1] == 200 and set(second) <= {200, 503}, second
