@@ -266,7 +266,7 @@ class Authenticator:
             future = self._workers.submit(
                 _bcrypt().checkpw, password.encode(), hashed.encode() if hashed else self._dummy
             )
-        except RuntimeError:  # shut down
+        except RuntimeError:  # the interpreter is exiting: the workers take no more
             self._done(address)
             return Verdict.BUSY
         future.add_done_callback(lambda f: self._done(address, key, hashed is not None, f))
@@ -284,9 +284,6 @@ class Authenticator:
             if future is None or future.cancelled() or future.exception() is not None:
                 return
             (self._passed if future.result() and known else self._failed).add(key)
-
-    def close(self) -> None:
-        self._workers.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass(frozen=True)
