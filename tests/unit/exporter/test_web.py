@@ -209,3 +209,22 @@ def test_refusals_are_answered_late_a_bounded_number_at_once():
         answers = sorted(f.result(10) for f in late)
     assert [s for s, _ in answers] == ["401 Unauthorized", "503 Service Unavailable"]
     assert all(took >= 1.0 for _, took in answers), answers
+
+
+def test_bcrypt_releases_the_interpreter_lock_while_it_checks():
+    """What docs/security.md relies on: while a bcrypt check runs in a thread (the bcrypt package's, cost 13 here:
+    about half a CPU second), another Python thread runs too, so a check competes with the scrapes for a CPU only
+    (where its lower priority makes it yield). Held for the whole check, the lock would let this thread wake about
+    once."""
+    import threading
+    import time
+
+    hashed = bcrypt.hashpw(b"x", bcrypt.gensalt(rounds=4)).replace(b"$04$", b"$13$")
+    check = threading.Thread(target=bcrypt.checkpw, args=(b"y", hashed))
+    woke = 0
+    check.start()
+    while check.is_alive():
+        woke += 1
+        time.sleep(0.001)
+    check.join()
+    assert woke >= 50, woke
