@@ -23,6 +23,9 @@ Sections (each a ``run(ctx) -> Section`` in this directory, registered in SECTIO
              ``--sizes``): the greedy path, the forced exact path (HiGHS), a tight case where greedy strands servers.
 - ``cli_start`` the command line's start: ``minbw --help`` and ``minbw usage show`` (fresh processes, the embedded
              Placement with 10 providers) beside ``openstack resource provider list`` (osc-placement), in the same run.
+- ``exporter_auth`` (not by default) the exporter with TLS and basic authentication (bcrypt, cost 10) scraped by an
+             authorised scraper alone, beside 50 clients sending wrong passwords, and beside 50 sending none
+             (bench/exporter_auth_flood.py): the authorised scrapes' p50/p99/max, the ratio to the scraper alone.
 - ``exporter_scale`` (not by default) the exporter in its own process at each of ``--sizes`` hosts (the
              workload built through the API, minbw's sync, bulk POST /allocations): its collections, peak RSS,
              scrapes from another process.
@@ -131,6 +134,11 @@ def _drain(ctx):
     return drain_bench.run(ctx)
 
 
+def _exporter_auth(ctx):
+    from bench import exporter_auth_flood
+    return exporter_auth_flood.run(ctx)
+
+
 def _cli_start(ctx):
     from bench import cli_start_bench
     return cli_start_bench.run(ctx)
@@ -152,10 +160,12 @@ SECTIONS = {
     "exporter_heal": _exporter_heal,  # both, on one workload built once
     "drain": _drain,  # the drain planner (pure): greedy and exact at N servers x N hosts
     "cli_start": _cli_start,  # minbw --help and usage show, fresh processes, beside openstack resource provider list
+    "exporter_auth": _exporter_auth,  # the exporter (TLS, basic auth) scraped beside 50 wrong-password clients
 }
 # parts of reports, to measure alone
 DEFAULT_SECTIONS = [s for s in SECTIONS if s not in ("exporter", "heal", "exporter_heal", "delete_generation",
-                                                     "exporter_scale", "sync_ovn_isolation", "sync_warm")]
+                                                     "exporter_scale", "sync_ovn_isolation", "sync_warm",
+                                                     "exporter_auth")]
 DEFAULT_SIZES = (10, 100, 500)
 
 

@@ -10,9 +10,11 @@ import shutil
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
@@ -99,3 +101,129 @@ def test_a_missing_key_file_is_said_at_start(placement_server, certificate, tmp_
                          env=placement_server.env(), capture_output=True, text=True, timeout=180)
     assert out.returncode == 1, out.stderr
     assert "minbw: error: tls_server_config" in out.stderr and "missing.key" in out.stderr, out.stderr
+
+
+def https(port: int, context, user=None, password=None, source: str = "127.0.0.1", timeout: float = 30.0):
+    """One request on a new TLS connection from ``source``: (status, headers)."""
+    conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=timeout, source_address=(source, 0))
+    try:
+        headers = {"Accept-Encoding": "gzip"}
+        if user is not None:
+            headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        conn.request("GET", "/metrics", headers=headers)
+        answer = conn.getresponse()
+        answer.read()
+        return answer.status, dict(answer.headers)
+    finally:
+        conn.close()
+
+
+def test_authorised_scrapes_are_served_beside_hostile_clients(placement_server, certificate, tmp_path):
+    """50 clients sending wrong passwords (a new one each time, real bcrypt hashes of cost 10) beside an authorised
+    scraper, with silent connections held open and malformed requests: every authorised scrape is served, every
+    wrong password refused (401, or 503 with Retry-After when it could not be checked now), a new user's first
+    check from another address is made during the flood, the silent connections are closed after the exporter's
+    idle timeout, and the exporter's log gets no line from any of it. Speed is bench/exporter_auth_flood.py's."""
+    from minbw.exporter.http import IDLE_TIMEOUT
+
+    cert, key = certificate
+    config = tmp_path / "exporter.yaml"
+    config.write_text(yaml.safe_dump({
+        "audit": False, "neutron": False, "cache": False,
+        "tls_server_config": {"cert_file": str(cert), "key_file": str(key)},
+        "basic_auth_users": {name: bcrypt.hashpw(password.encode(), bcrypt.gensalt(rounds=10)).decode()
+                             for name, password in (("prometheus", "s3cret"), ("second", "an0ther"))}}))
+    port = free_port()
+    log = tmp_path / "exporter.log"
+    with open(log, "w") as out:
+        exporter = subprocess.Popen(MINBW + ["exporter", "--config", str(config), "--listen-port", str(port)],
+                                    env=placement_server.env(), stdout=out, stderr=subprocess.STDOUT)
+    idle: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 120
+        while "serving on" not in log.read_text():
+            assert exporter.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        logged = log.read_text()
+        trusted = ssl.create_default_context(cafile=str(cert))
+        assert https(port, trusted, "prometheus", "s3cret")[0] == 200  # checked once, remembered
+        # silent connections: TCP alone, and TLS with half a request
+        opened = time.monotonic()
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(10)]
+        for _ in range(5):
+            half = trusted.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                       server_hostname="127.0.0.1")
+            half.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            idle.append(half)
+        stop = threading.Event()
+        flood: dict = {}
+        scrapes: list = []
+
+        def wrong(i):
+            n = 0
+            while not stop.is_set():
+                n += 1
+                status, headers = https(port, trusted, "prometheus", f"wrong-{i}-{n}")
+                flood[status] = flood.get(status, 0) + 1
+                assert status == 401 or (status == 503 and headers.get("Retry-After")), (status, headers)
+
+        def authorised():
+            while not stop.is_set():
+                scrapes.append(https(port, trusted, "prometheus", "s3cret")[0])
+                time.sleep(0.1)
+
+        with ThreadPoolExecutor(52) as pool:
+            running = [pool.submit(wrong, i) for i in range(50)] + [pool.submit(authorised)]
+            try:
+                time.sleep(1)
+                # a user not checked yet, from another address, is checked during the flood (busy answers said so)
+                second = []
+                while len(second) < 20 and (not second or second[-1] != 200):
+                    second.append(https(port, trusted, "second", "an0ther", source="127.0.0.2")[0])
+                    if second[-1] == 503:
+                        time.sleep(1)
+                # garbage instead of TLS: the connection is closed, no answer
+                with socket.create_connection(("127.0.0.1", port), timeout=30) as garbage:
+                    garbage.sendall(b"\x00" * 64 + b"GET /metrics HTTP/1.1\r\n\r\n")
+                    try:
+                        assert b"minbw_" not in garbage.recv(65536)
+                    except ConnectionResetError:
+                        pass
+                # a header of 1 MiB: refused (431; the exporter closes the connection after reading 64 KiB of the
+                # line, so the rest of what is sent may meet a reset before the answer is read) ...
+                with trusted.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                         server_hostname="127.0.0.1") as big:
+                    try:
+                        big.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n")
+                        answer = big.recv(1024)
+                    except OSError:  # ssl.SSLError, ConnectionResetError, BrokenPipeError
+                        answer = b""
+                    assert answer == b"" or answer.startswith(b"HTTP/1.0 431"), answer
+                # ... and a header line of 70,000 bytes, all of it sent before the exporter answers: 431
+                with trusted.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                         server_hostname="127.0.0.1") as big:
+                    big.sendall(b"GET /metrics HTTP/1.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+                    assert big.recv(1024).startswith(b"HTTP/1.0 431"), "no 431 for a huge header"
+                time.sleep(2)
+            finally:
+                stop.set()
+            for f in running:
+                f.result(timeout=60)
+        assert second[-1] == 200 and set(second) <= {200, 503}, second
+        assert scrapes and set(scrapes) == {200}, scrapes
+        assert flood.get(401) and set(flood) <= {401, 503}, flood
+        # the silent connections are closed by the exporter after its idle timeout
+        for s in idle:
+            s.settimeout(max(1.0, opened + IDLE_TIMEOUT + 10 - time.monotonic()))
+            try:
+                assert s.recv(1024) == b"", "a silent connection got an answer"
+            except (ConnectionResetError, ssl.SSLError):
+                pass
+        assert https(port, trusted, "prometheus", "s3cret")[0] == 200
+        assert log.read_text() == logged, log.read_text()[len(logged):]  # nothing logged by the hostile clients
+    finally:
+        for s in idle:
+            s.close()
+        exporter.terminate()
+        exporter.wait(timeout=30)
+    assert exporter.returncode == 0, log.read_text()

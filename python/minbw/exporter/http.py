@@ -21,16 +21,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import enum
 import gzip
 import hashlib
-import hmac
 import multiprocessing
 import os
 import signal
 import ssl
+import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from minbw.errors import InvalidInput, MissingDependency
@@ -41,6 +44,11 @@ _EOF = "# EOF\n"
 
 
 REALM = "minbw exporter"
+# Seconds a client refused busy (503) is told to wait (Retry-After).
+RETRY_AFTER = 1
+# Seconds a connection may stay silent (its TLS handshake, its request, a read of the answer) before it is closed:
+# an idle or half-open connection holds its thread that long at most. Prometheus sends its request at once.
+IDLE_TIMEOUT = 10.0
 # Connections the listening socket holds until the server accepts them (the kernel caps it at net.core.somaxconn).
 # socketserver's default is 5: 100 scrapers at once overflowed it, and a connection the kernel drops is tried again
 # by the client 1 s later, then 3 s, 7 s... (measured: scrapes that timed out after 60 s, bench exporter_scale).
@@ -49,11 +57,18 @@ BACKLOG = 512
 
 def server_class():
     """prometheus_client's threading WSGI server (a thread per scrape) with a listening backlog of
-    :data:`BACKLOG`."""
+    :data:`BACKLOG`, silent about a client's broken connection (socketserver prints each one's traceback: a log
+    line per hostile connection, garbage instead of TLS or a silent one timed out, would let strangers fill the
+    exporter's log)."""
     from prometheus_client.exposition import ThreadingWSGIServer
 
     class Server(ThreadingWSGIServer):
         request_queue_size = BACKLOG
+
+        def handle_error(self, request, client_address):
+            if isinstance(sys.exc_info()[1], OSError):  # ssl.SSLError, TimeoutError, ConnectionResetError...
+                return
+            super().handle_error(request, client_address)
 
     return Server
 
@@ -123,40 +138,152 @@ def _bcrypt():
     return bcrypt
 
 
-class Authenticator:
-    """Basic authentication against bcrypt hashes. A password that passed is remembered by a salted SHA-256 (of
-    this process's random salt), so that only the first scrape with it costs a bcrypt check; a wrong one is checked
-    each time (an unknown user against a dummy hash, in the same time)."""
+class Verdict(enum.Enum):
+    """What :class:`Authenticator` says of a request's credentials: ``PASS`` (serve it), ``FAIL`` (401) or ``BUSY``
+    (not checked: no bcrypt check could be made for it now; 503 with ``Retry-After``)."""
 
-    def __init__(self, users: tuple[tuple[str, str], ...]):
+    PASS = "pass"
+    FAIL = "fail"
+    BUSY = "busy"
+
+
+def check_slots() -> int:
+    """How many bcrypt checks run at once: the CPUs this process may use, less one (at least one) left for serving
+    scrapes."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
+
+
+# An unknown credential (not remembered) waits this long at most for a bcrypt check, then gets 503 (busy).
+CHECK_WAIT = 2.0
+# Checks waiting or running at once, all clients together; one client address has at most one: beyond, busy at once.
+PENDING = 16
+# Wrong credentials remembered (by their salted digest: 32 bytes and a dict entry each, about 0.1 KiB), the oldest
+# forgotten first; right ones remembered are at most REMEMBERED (only a password that passed bcrypt gets there).
+FAILED = 4096
+REMEMBERED = 64
+# A refusal (401, 503) is answered this late, at most DELAYED at once (then at once): see Tarpit.
+REFUSAL_DELAY = 1.0
+DELAYED = 256
+# Niceness added to the threads that run bcrypt: a scrape's thread is served first when the CPUs are short.
+CHECK_NICENESS = 10
+
+
+class _Memory:
+    """A bounded set of digests, the least recently seen forgotten first."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._items: OrderedDict[bytes, None] = OrderedDict()
+
+    def __contains__(self, key: bytes) -> bool:
+        if key in self._items:
+            self._items.move_to_end(key)
+            return True
+        return False
+
+    def add(self, key: bytes) -> None:
+        self._items[key] = None
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _lower_priority() -> None:
+    """Run this thread (a bcrypt worker) at :data:`CHECK_NICENESS` more (Linux: niceness is per thread)."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + CHECK_NICENESS))
+    except (AttributeError, OSError):  # not Linux: the checks run at the process's priority
+        pass
+
+
+class Authenticator:
+    """Basic authentication against bcrypt hashes, bounded so that strangers cannot starve the scrapes.
+
+    A password that passed is remembered by a salted SHA-256 (of this process's random salt), so only the first
+    scrape with it costs a bcrypt check and later ones never wait on one; a wrong one is remembered the same way (at
+    most :data:`FAILED`, the oldest forgotten), so sending it again costs nothing either (the hashes do not change
+    while the process runs: a wrong password stays wrong). Any other credential costs a bcrypt check (an unknown user
+    against a dummy hash, in the same time), run by one of ``slots`` worker threads at lower priority (at most
+    ``slots`` at once: :func:`check_slots`); at most :data:`PENDING` checks wait or run at once, one per client
+    address, and a check waits :data:`CHECK_WAIT` s at most: beyond, the request is answered busy without a check."""
+
+    def __init__(
+        self,
+        users: tuple[tuple[str, str], ...],
+        slots: int | None = None,
+        pending: int = PENDING,
+        wait: float = CHECK_WAIT,
+        failed: int = FAILED,
+    ):
         self.users = dict(users)
+        self.slots = slots or check_slots()
+        self.pending = pending
+        self.wait = wait
         self._salt = os.urandom(16)
-        self._passed: set[bytes] = set()
+        self._passed = _Memory(REMEMBERED)
+        self._failed = _Memory(failed)
+        self._clients: dict[str, int] = {}  # address -> checks waiting or running (at most one each)
         self._lock = threading.Lock()
         self._dummy = _bcrypt().hashpw(b"-", _bcrypt().gensalt(rounds=10)) if users else b""
+        # its threads start at the first checks, up to ``slots``
+        self._workers = ThreadPoolExecutor(
+            self.slots, thread_name_prefix="minbw-exporter-bcrypt", initializer=_lower_priority
+        )
 
-    def __call__(self, header: str) -> bool:
+    def __call__(self, header: str, address: str = "") -> Verdict:
         if not self.users:
-            return True
+            return Verdict.PASS
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "basic":
-            return False
+            return Verdict.FAIL
         try:
             name, sep, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
         except (binascii.Error, UnicodeDecodeError):
-            return False
+            return Verdict.FAIL
         if not sep:
-            return False
+            return Verdict.FAIL
         hashed = self.users.get(name)
         key = hashlib.sha256(self._salt + f"{name}\0{password}\0{hashed}".encode()).digest()
         with self._lock:
-            if hashed is not None and any(hmac.compare_digest(key, k) for k in self._passed):
-                return True
-        ok = _bcrypt().checkpw(password.encode(), hashed.encode() if hashed else self._dummy) and hashed is not None
-        if ok:
-            with self._lock:
-                self._passed.add(key)
-        return ok
+            # a dictionary's look-up, not a constant-time comparison: the digest is of a secret salt, so how long a
+            # look-up takes tells a client nothing it can steer
+            if key in self._passed:
+                return Verdict.PASS
+            if key in self._failed:
+                return Verdict.FAIL
+            if address in self._clients or len(self._clients) >= self.pending:
+                return Verdict.BUSY
+            self._clients[address] = 1
+        try:
+            future = self._workers.submit(
+                _bcrypt().checkpw, password.encode(), hashed.encode() if hashed else self._dummy
+            )
+        except RuntimeError:  # the interpreter is exiting: the workers take no more
+            self._done(address)
+            return Verdict.BUSY
+        future.add_done_callback(lambda f: self._done(address, key, hashed is not None, f))
+        try:
+            ok = future.result(timeout=self.wait)
+        except TimeoutError:  # concurrent.futures' is the builtin since Python 3.11
+            future.cancel()  # not started yet: never runs
+            return Verdict.BUSY
+        return Verdict.PASS if ok and hashed is not None else Verdict.FAIL
+
+    def _done(self, address: str, key: bytes = b"", known: bool = False, future: Future | None = None) -> None:
+        """A check ended (or was cancelled): its client may ask again, and its outcome is remembered."""
+        with self._lock:
+            self._clients.pop(address, None)
+            if future is None or future.cancelled() or future.exception() is not None:
+                return
+            (self._passed if future.result() and known else self._failed).add(key)
 
 
 @dataclass(frozen=True)
@@ -200,21 +327,51 @@ class _Held:
             return board if openmetrics in getattr(board, store) else None
 
 
-def app(held: _Held, clock=time.time, authenticate=None):
+class Tarpit:
+    """Refusals answered ``seconds`` late (the connection's thread sleeps: no CPU), at most ``most`` at once (the
+    others at once): a client that sends its next wrong password when answered is slowed to one a ``seconds``, and
+    so is the TLS handshake and the request it makes the server pay each time."""
+
+    def __init__(self, seconds: float = REFUSAL_DELAY, most: int = DELAYED):
+        self.seconds = seconds
+        self._slots = threading.BoundedSemaphore(most)
+
+    def __call__(self) -> None:
+        if self.seconds > 0 and self._slots.acquire(blocking=False):
+            try:
+                time.sleep(self.seconds)
+            finally:
+                self._slots.release()
+
+
+def app(held: _Held, clock=time.time, authenticate=None, tarpit=None):
     """The WSGI application serving ``/metrics``: the format Prometheus asks for (its Accept header, as
     prometheus_client chooses), gzip when accepted, the age of the collection served added per scrape. It reads
     nothing: it serves the last board. ``authenticate``: an :class:`Authenticator` (a 401 without the
-    credentials)."""
+    credentials, a 503 with ``Retry-After`` when they could not be checked now), ``tarpit``: a :class:`Tarpit`
+    each refusal goes through."""
     from prometheus_client.exposition import choose_encoder
     from minbw.exporter.exposition import age
 
     def serve(environ, start_response):
-        if authenticate is not None and not authenticate(environ.get("HTTP_AUTHORIZATION", "")):
+        verdict = (
+            Verdict.PASS
+            if authenticate is None
+            else authenticate(environ.get("HTTP_AUTHORIZATION", ""), environ.get("REMOTE_ADDR", ""))
+        )
+        if verdict is not Verdict.PASS and tarpit is not None:
+            tarpit()
+        if verdict is Verdict.FAIL:
             start_response(
                 "401 Unauthorized",
                 [("Content-Type", "text/plain"), ("WWW-Authenticate", f'Basic realm="{REALM}", charset="UTF-8"')],
             )
             return [b"Unauthorized\n"]
+        if verdict is Verdict.BUSY:
+            start_response(
+                "503 Service Unavailable", [("Content-Type", "text/plain"), ("Retry-After", str(RETRY_AFTER))]
+            )
+            return [b"the credentials could not be checked now (too many unknown ones at once); try again\n"]
         if environ.get("PATH_INFO", "/") == "/favicon.ico":
             start_response("200 OK", [])
             return [b""]
@@ -251,6 +408,8 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
     from wsgiref.simple_server import WSGIRequestHandler, make_server
 
     class Quiet(WSGIRequestHandler):
+        timeout = IDLE_TIMEOUT  # socketserver sets it on the connection: every read and write, the handshake's too
+
         def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
             pass
 
@@ -266,7 +425,7 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
         server = make_server(
             address,
             port,
-            app(held, authenticate=Authenticator(web.users) if web.users else None),
+            app(held, authenticate=Authenticator(web.users), tarpit=Tarpit()) if web.users else app(held),
             server_class(),
             handler_class=Quiet,
         )
