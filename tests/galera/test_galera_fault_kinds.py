@@ -1,0 +1,88 @@
+"""Each kind of tests/support/galera/faults.py's injector, once, on one single-writer Galera Placement (each node's
+datadir a file system of its own of 256 MB, for fill_disk): 12 ``minbw allocation create`` claims by 4 claimers
+start, the fault is put in place 1 s into them (inject returns once it is observably in place), held HOLD s, then
+healed (heal returns once the cluster is whole); every claim then accounted for (accepted with exactly its
+bandwidth, or failed with one line naming its cause: tally), none over capacity, the cluster whole, and 2 claims
+made after the heal succeed.
+
+The targets are drawn from a seed (MINBW_GALERA_SEED, else a random one), printed with each result for replay.
+drop_link needs the cluster in a network namespace of the tests' own: ``make galera`` runs this suite under
+``unshare --net --mount`` (tests/support/netns.py); elsewhere that kind is skipped, saying why. Only with
+MINBW_GALERA=1 (``make galera``): about 8 minutes, not part of ``make test``'s reduced form."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import time
+import uuid
+
+import pytest
+
+from tests.galera.test_galera import api, claims_after, free_claims, pool, tally  # noqa: F401
+from tests.prodplacement.test_prod_placement import (FLAVOR, KBPS, PORT_ID, _cli_claimer, make_hosts,
+                                                     no_overcommit, request_json)
+from tests.support.galera.faults import KINDS, GaleraFaults
+
+pytestmark = pytest.mark.skipif(os.environ.get("MINBW_GALERA") != "1",
+                                reason="the Galera fault injector's kinds: `make galera` runs these (MINBW_GALERA=1)")
+
+SEED = int(os.environ.get("MINBW_GALERA_SEED") or random.SystemRandom().randrange(1 << 32))
+HOLD = 5.0          # seconds the fault stays in place after inject returned (pause_node: heal holds it 12 s at least)
+CLAIMERS, PER_CLAIMER = 4, 3
+
+
+@pytest.fixture(scope="module")
+def galera():
+    from tests.support.galera.server import GaleraPlacement, state_dir_for
+    server = GaleraPlacement(state_dir_for(), mode="single-writer", datadir_size_mb=256)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        if os.environ.get("MINBW_GALERA_KEEP") != "1":
+            shutil.rmtree(server.state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def faults(galera):
+    injector = GaleraFaults(galera)
+    yield injector
+    injector.heal_all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_fault_of_each_kind_during_claims_then_healed(kind, api, galera, faults, tmp_path, pool, monkeypatch):
+    if kind not in faults.kinds:
+        pytest.skip(f"{kind}: {faults.unavailable[kind]}")
+    rng = random.Random(f"{SEED}:{kind}")
+    demand = CLAIMERS * PER_CLAIMER
+    make_hosts(api, [f"{kind}-0", f"{kind}-1"], demand * KBPS)      # room for every claim: a failure is the fault's
+    port = request_json(tmp_path)
+    args = ["--project-id", "p", "--user-id", "u", *FLAVOR, "--port-request", f"{PORT_ID}={port}"]
+    consumers = [str(uuid.uuid4()) for _ in range(demand)]
+    start_at = time.time() + 8
+    jobs = [(str(galera.clouds_yaml), galera.cloud, consumers[i::CLAIMERS], start_at, args) for i in range(CLAIMERS)]
+    pending = pool.map_async(_cli_claimer, jobs, chunksize=1)
+    time.sleep(max(0.0, start_at - time.time()) + 1)
+    injected = faults.inject(kind, rng)
+    in_place = time.monotonic() - injected.started
+    time.sleep(HOLD)
+    faults.heal(injected)
+    healed = faults.healed[-1]
+    assert (healed.kind, healed.target) == (kind, injected.target)
+    results = [r for chunk in pending.get(timeout=900) for r in chunk]
+    claims_s = time.time() - start_at
+    assert len(results) == demand
+    got = tally(api, results)
+    assert no_overcommit(api) == []
+    assert faults.missing() == []
+    assert faults.active is None
+    after = claims_after(galera, args, monkeypatch, n=2)
+    print(f"\nseed {SEED}: {kind} on {injected.target}: in place {in_place:.1f} s after inject ({injected.detail}); "
+          f"healed in {healed.seconds:.1f} s ({healed.detail or 'nothing restarted'}); {demand} claims by "
+          f"{CLAIMERS} claimers over {claims_s:.0f} s: {got['accepted']} accepted, {got['refused']} refused, "
+          f"{got['failed']} failed ({got['leftover']} of them left an allocation; messages: {got['messages']}); "
+          f"0 overcommit; {len(after)} claims after the heal succeeded")
+    free_claims(api, results, after)
