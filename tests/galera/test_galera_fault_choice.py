@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from tests.support.galera.faults import (KINDS, drop_commands, number, pick_target, private_netns_problem,
-                                         schedule, whole_missing)
+from tests.support.galera.faults import (KINDS, disk_full_lines, drop_commands, number, pick_target,
+                                         private_netns_problem, schedule, whole_missing)
 
 SYNCED = {"wsrep_local_state_comment": "Synced", "wsrep_cluster_size": "3", "wsrep_cluster_status": "Primary"}
 UP = {"status": "UP", "check_status": "L4OK"}
@@ -67,3 +67,12 @@ def test_drop_link_refuses_the_namespace_this_test_runs_in_unless_it_has_only_lo
         assert why is None
     else:
         assert why is not None and ("not one of its own" in why or "machine's network namespace" in why), why
+
+
+def test_a_nodes_lines_about_a_full_disk():
+    log = ("2026-12-06 21:30:01 0 [Note] WSREP: Synchronized with group, ready for connections\n"
+           "2026-12-06 21:30:02 5 [ERROR] InnoDB: Disk is full writing './placement/allocations.ibd'\n"
+           "2026-12-06 21:30:02 5 [ERROR] mariadbd: Error writing file './placement/x' (Errcode: 28 \"No space left on "
+           "device\")\n2026-12-06 21:30:03 5 [ERROR] mariadbd: The table 'allocations' is full\n")
+    assert [line[20:33] for line in disk_full_lines(log)] == ["5 [ERROR] Inn", "5 [ERROR] mar", "5 [ERROR] mar"]
+    assert disk_full_lines("2026-12-06 21:30:01 0 [Note] WSREP: Shifting JOINED -> SYNCED (TO: 53)\n") == []

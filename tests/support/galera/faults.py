@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import time
@@ -160,6 +161,8 @@ class GaleraFaults:
         self.healed: list[Healed] = []
         self._paused: set[int] = set()
         self._slowed: dict[int, Path] = {}
+        self._log_at: dict[int, int] = {}      # each node's log length when the fault was put in place
+        self._fc_sent: dict[int, int] = {}     # the slowed node's wsrep_flow_control_sent then
 
     # ------------------------------------------------------------ inject
     def inject(self, kind: str, rng: random.Random) -> Injected:
@@ -175,6 +178,7 @@ class GaleraFaults:
         if down:
             raise RuntimeError(f"{', '.join(down)} not running: heal first (a fault never leaves fewer than 2 nodes)")
         n = number(target)
+        self._log_at = {m: len(self.galera.node_log(m)) for m in NODES}
         started = time.monotonic()
         detail = getattr(self, f"_inject_{kind}")(n, started)
         self.active = Injected(kind, target, started, detail)
@@ -241,6 +245,8 @@ class GaleraFaults:
 
     def _inject_slow_node(self, n: int, t0: float) -> str:
         pid = self.galera.pid(f"galera-{n}")
+        w = wsrep_quick(self.galera, n)
+        self._fc_sent[n] = int(w.get("wsrep_flow_control_sent", 0)) if isinstance(w, dict) else 0
         here = cpu_cgroup(pid)
         slow = here / f"minbw-slow-node{n}"
         slow.mkdir(exist_ok=True)
@@ -272,9 +278,16 @@ class GaleraFaults:
         elif injected.kind == "drop_link":
             self._undrop()
         elif injected.kind == "fill_disk":
+            full = disk_full_lines(self.galera.node_log(n)[self._log_at.get(n, 0):])
+            notes.append(("node alive at heal" if self.galera.node_alive(n) else "node had died") + ", its log: "
+                         + (f"{len(full)} lines on the full disk, the first: {full[0]!r}" if full
+                            else "nothing on the full disk"))
             (self.galera.state_dir / f"mysql-{n}" / FILL).unlink(missing_ok=True)
-            notes.append("node alive at heal" if self.galera.node_alive(n) else "node had died")
         elif injected.kind == "slow_node":
+            w = wsrep_quick(self.galera, n)
+            if isinstance(w, dict):
+                notes.append(f"it sent {int(w.get('wsrep_flow_control_sent', 0)) - self._fc_sent.get(n, 0)} flow "
+                             f"control pauses meanwhile (wsrep_flow_control_sent)")
             self._unslow(n)
         notes += self._restart_missing()
         self.wait_whole(f"after {injected.kind} on {injected.target}")
@@ -414,6 +427,12 @@ def private_netns_problem(pid: int) -> str | None:
     if names != ["lo"]:
         return f"the cluster's network namespace has interfaces besides lo ({', '.join(names)}): not one of its own"
     return None
+
+
+def disk_full_lines(log: str) -> list[str]:
+    """A node's log lines about a full disk (InnoDB's, the server's: "No space left", "disk full", "is full")."""
+    return [line[-200:] for line in log.splitlines()
+            if re.search(r"No space left|[Dd]isk (is )?full|is full|Errcode: 28|errno 28|error 28", line)]
 
 
 def proc_state(pid: int) -> str:
