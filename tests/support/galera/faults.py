@@ -27,8 +27,8 @@ The kinds, and what "in place" means (what inject waits for):
   the lanes' CPU accounting, cpuacct, still counts it) limited to SLOW_QUOTA of one CPU: a slow machine, the
   kernel's own duty cycle (netem's delay is not in this kernel). Heal: back in its cgroup, ours removed.
 
-One fault at a time per injector (inject refuses while one is in place), and every kind has one target: a
-kill_node never leaves fewer than 2 nodes up. Every heal ends by starting whatever node or API process is not
+One fault at a time per injector (inject refuses while one is in place, or while the cluster is not whole), and
+every kind has one target: a kill_node never leaves fewer than 2 nodes up. Every heal ends by starting whatever node or API process is not
 running, then waits (HEAL_TIMEOUT) for the cluster to be whole: 3 nodes Synced in a primary component of 3, HAProxy
 has every server UP, both API processes answer.
 """
@@ -167,16 +167,16 @@ class GaleraFaults:
     # ------------------------------------------------------------ inject
     def inject(self, kind: str, rng: random.Random) -> Injected:
         """Put a fault of ``kind`` in place on a target picked with ``rng``; returns once it is observably in place.
-        Raises ValueError for an unknown or unavailable kind, RuntimeError while another fault is in place or when
-        it is not in place within IN_PLACE_TIMEOUT."""
+        Raises ValueError for an unknown or unavailable kind, RuntimeError while another fault is in place, when the
+        cluster is not whole (missing()), or when the fault is not in place within IN_PLACE_TIMEOUT."""
         target = pick_target(kind, rng)
         if kind in self.unavailable:
             raise ValueError(f"{kind} is not available here: {self.unavailable[kind]}")
         if self.active is not None:
             raise RuntimeError(f"{self.active.kind} on {self.active.target} is still in place: one fault at a time")
-        down = [f"node{n}" for n in NODES if not self.galera.node_alive(n)]
-        if down:
-            raise RuntimeError(f"{', '.join(down)} not running: heal first (a fault never leaves fewer than 2 nodes)")
+        left = self.missing()   # a fault on a whole cluster only: never fewer than 2 nodes in its primary component
+        if left:
+            raise RuntimeError(f"the cluster is not whole ({'; '.join(left)}): heal first")
         n = number(target)
         self._log_at = {m: len(self.galera.node_log(m)) for m in NODES}
         started = time.monotonic()
