@@ -52,7 +52,7 @@ APIS = (1, 2)
 NODE_KINDS = ("kill_node", "pause_node", "drop_link", "fill_disk", "slow_node")
 # HAProxy's members: checked every 2 s, DOWN after 5 failures (galera.sh's write_haproxy): a pause lasts longer
 PAUSE_AT_LEAST = 12.0
-SLOW_QUOTA = 0.05          # of one CPU (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us)
+SLOW_QUOTA = 0.01          # of one CPU (cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us: 1 ms in 100, the least)
 SLOW_PERIOD_US = 100_000
 IN_PLACE_TIMEOUT = 90.0
 HEAL_TIMEOUT = 300.0
