@@ -158,7 +158,9 @@ prod-placement-status:
 # GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
 # GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
 # `make test` runs their reduced form (MINBW_GALERA=reduced, in the e2e-2 lane: one claim storm and one fault,
-# single-writer); without MINBW_GALERA tests/galera is skipped.
+# single-writer); without MINBW_GALERA tests/galera is skipped. `make galera` runs in a network and mount namespace
+# of its own (unshare, tests/support/netns.py): the fault injector's drop_link (tests/support/galera/faults.py) puts
+# tc on that namespace's loopback, fill_disk's file systems are mounted there; MINBW_GALERA_SEED replays its targets.
 .PHONY: galera galera-up galera-down galera-status
 galera-up: setup
 	bash tests/support/galera/galera.sh up
@@ -170,7 +172,7 @@ galera-status:
 	bash tests/support/galera/galera.sh status
 
 galera: setup cloud-install
-	MINBW_GALERA=1 $(PY) -m pytest -q -rP --show-capture=stdout tests/galera
+	MINBW_GALERA=1 unshare --net --mount -- $(PY) tests/support/netns.py $(PY) -m pytest -q -rP --show-capture=stdout tests/galera
 
 clean:
 	rm -rf $(VENV) .venv-cloud .state

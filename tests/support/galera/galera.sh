@@ -37,6 +37,10 @@
 #   GALERA_DB_PORT=23406             HAProxy's mariadb frontend (what Placement connects to)
 #   GALERA_API_PORTS="28781 28782"   the two Placement API processes
 #   GALERA_PORT=28778                HAProxy's placement_api frontend (what clients use)
+#   GALERA_DATADIR_SIZE_MB=          each node's datadir on a file system of its own of this many MB (an ext4
+#                                    image, $GALERA_STATE/disk-N.img, loop-mounted; at least 256: a datadir takes
+#                                    about 190 MB, the 96 MB redo log and the 64 MB gcache), for the disk-full fault
+#                                    (tests/support/galera/faults.py); unset: the datadirs are plain directories
 #   GALERA_SKIP_INSTALL=1            never run apt/pip (fail if something is missing)
 #
 # Client: OS_CLIENT_CONFIG_FILE=$GALERA_STATE/clouds.yaml OS_CLOUD=galera (or: source $GALERA_STATE/env).
@@ -53,6 +57,7 @@ WORKERS=${GALERA_WORKERS:-2}
 CONFLICT_RETRIES=${GALERA_CONFLICT_RETRIES:-10}
 PATCHED=${GALERA_PATCHED:-0}
 DEBUG=${GALERA_DEBUG:-True}
+DATADIR_SIZE_MB=${GALERA_DATADIR_SIZE_MB:-}
 IP=127.0.0.1
 read -r -a NODE_PORT_LIST <<<"${GALERA_NODE_PORTS:-23306 23307 23308}"
 read -r -a GCOMM_PORT_LIST <<<"${GALERA_GCOMM_PORTS:-24567 24568 24569}"
@@ -80,6 +85,8 @@ case $MODE in single-writer|multi-writer) ;; *) echo "GALERA_MODE must be single
 case $PATCHED in 0|1) ;; *) echo "GALERA_PATCHED must be 0 or 1, got '$PATCHED'" >&2; exit 2;; esac
 case $DEBUG in True|False) ;; *) echo "GALERA_DEBUG must be True or False, got '$DEBUG'" >&2; exit 2;; esac
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "GALERA_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
+[ -z "$DATADIR_SIZE_MB" ] || { [[ $DATADIR_SIZE_MB =~ ^[1-9][0-9]*$ ]] && [ "$DATADIR_SIZE_MB" -ge 256 ]; } \
+    || { echo "GALERA_DATADIR_SIZE_MB must be a number of MB, at least 256 (a datadir takes about 190 MB), got '$DATADIR_SIZE_MB'" >&2; exit 2; }
 [[ $CONFLICT_RETRIES =~ ^[1-9][0-9]*$ ]] || { echo "GALERA_CONFLICT_RETRIES must be a positive number, got '$CONFLICT_RETRIES'" >&2; exit 2; }
 three_ports() { [ $# -eq 4 ] || { echo "GALERA_$1 must be three ports, got '${*:2}'" >&2; exit 2; }; }
 three_ports NODE_PORTS "${NODE_PORT_LIST[@]}"
@@ -145,9 +152,29 @@ node_start() {
     start "galera-$n" mariadbd --defaults-file="$ETC/galera-$n.cnf" "$@"
 }
 
+# datadir_mount N: node N's datadir on an ext4 file system of its own, DATADIR_SIZE_MB large (a loop-mounted image),
+# when GALERA_DATADIR_SIZE_MB is set: the disk of one node can then be filled (tests/support/galera/faults.py)
+datadir_mount() {
+    local n=$1 img=$S/disk-$1.img
+    [ -n "$DATADIR_SIZE_MB" ] || return 0
+    truncate -s "${DATADIR_SIZE_MB}M" "$img"
+    mkfs.ext4 -q -F -m 0 "$img" >>"$LOG/datadir-mount.out" 2>&1 || fail_service datadir-mount "mkfs.ext4 $img failed"
+    mount -o loop "$img" "$S/mysql-$n" >>"$LOG/datadir-mount.out" 2>&1 \
+        || fail_service datadir-mount "mounting $img on $S/mysql-$n failed (loop devices, mount: root only)"
+    rmdir "$S/mysql-$n/lost+found"   # MariaDB would take it for a database, and rsync (SST) cannot read it
+}
+
+# datadirs_unmount: the file systems datadir_mount made (their loop devices go with them: mount -o loop's autoclear)
+datadirs_unmount() {
+    local n
+    for n in "${NODES[@]}"; do
+        if mountpoint -q "$S/mysql-$n" 2>/dev/null; then umount "$S/mysql-$n" || umount -l "$S/mysql-$n"; fi
+    done
+}
+
 start_cluster() {
     local n
-    for n in "${NODES[@]}"; do mkdir -p "$S/mysql-$n"; node_config "$n"; done
+    for n in "${NODES[@]}"; do mkdir -p "$S/mysql-$n"; datadir_mount "$n"; node_config "$n"; done
     # the joiner's rsync daemon of wsrep_sst_rsync, started by root, runs as nobody (rsyncd's default uid, which
     # the script does not set): the joiners' datadirs are its (mariadbd, root, reads and writes them all the same);
     # the state directory's parents must let nobody through (not a 0700 directory such as pytest's)
@@ -255,6 +282,7 @@ do_down() {
     wait
     stop galera-1 30
     rm -f "$RUN"/*.pid 2>/dev/null || true
+    datadirs_unmount
 }
 
 do_up() {
@@ -269,6 +297,7 @@ do_up() {
         port_free "$p" || die "port $IP:$p is in use (set GALERA_*_PORTS / GALERA_DB_PORT / GALERA_PORT)"
     done
     say "wiping $S"
+    datadirs_unmount
     find "$S" -mindepth 1 -maxdepth 1 ! -name 'install-*.log' -exec rm -rf {} +
     mkdir -p "$ETC" "$LOG" "$RUN"
     start_cluster
@@ -367,5 +396,5 @@ case $cmd in
     start-node) do_start_node "${2:-}" ;;
     kill-api) do_kill_api "${2:-}" ;;
     start-api) do_start_api "${2:-}" ;;
-    *) sed -n '2,42p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

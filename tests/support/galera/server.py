@@ -51,14 +51,15 @@ def state_dir_for(prefix: str = "minbw-galera-") -> Path:
 class GaleraPlacement:
     """openstack-placement 16.0.0, two uWSGI API processes of ``workers`` workers each, behind HAProxy, on a
     three-node MariaDB Galera cluster behind HAProxy (``mode``: ``single-writer``, kolla-ansible's default, or
-    ``multi-writer``); upstream's ``allocation_conflict_retry_count`` (10) unless ``conflict_retries`` says
+    ``multi-writer``); each node's datadir on a file system of ``datadir_size_mb`` MB of its own when given;
+    upstream's ``allocation_conflict_retry_count`` (10) unless ``conflict_retries`` says
     otherwise; stock, or ``patched`` with patches/placement/*.patch.
 
     Ports are free ones picked here, so it never clashes with a ``make galera-up`` instance.
     """
 
     def __init__(self, state_dir: Path, *, mode: str = "single-writer", workers: int = 2, conflict_retries: int = 10,
-                 patched: bool | None = None, debug: bool = True):
+                 patched: bool | None = None, debug: bool = True, datadir_size_mb: int | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.state_dir = Path(state_dir)
@@ -69,6 +70,9 @@ class GaleraPlacement:
         env = os.environ.get("GALERA_PATCHED", os.environ.get("PRODPLACEMENT_PATCHED", "0"))
         self.patched = env == "1" if patched is None else patched
         self.debug = debug
+        # each node's datadir on an ext4 file system of its own of this size (GALERA_DATADIR_SIZE_MB: the disk-full
+        # fault of tests/support/galera/faults.py); None: plain directories
+        self.datadir_size_mb = datadir_size_mb
         ports = free_ports(16)
         self.node_ports, self.gcomm_ports, self.ist_ports, self.sst_ports = (ports[0:3], ports[3:6], ports[6:9],
                                                                              ports[9:12])
@@ -87,7 +91,7 @@ class GaleraPlacement:
                 "GALERA_NODE_PORTS": words(self.node_ports), "GALERA_GCOMM_PORTS": words(self.gcomm_ports),
                 "GALERA_IST_PORTS": words(self.ist_ports), "GALERA_SST_PORTS": words(self.sst_ports),
                 "GALERA_API_PORTS": words(self.api_ports), "GALERA_DB_PORT": str(self.db_port),
-                "GALERA_PORT": str(self.port)}
+                "GALERA_PORT": str(self.port), "GALERA_DATADIR_SIZE_MB": str(self.datadir_size_mb or "")}
 
     def script(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(SCRIPT), *args], env=self._script_env(), capture_output=True, text=True,
@@ -165,6 +169,13 @@ class GaleraPlacement:
     def node_alive(self, n: int) -> bool:
         try:
             os.kill(self.pid(f"galera-{n}"), 0)
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def api_alive(self, a: int) -> bool:
+        try:
+            os.kill(self.pid(f"placement-{a}"), 0)
             return True
         except (OSError, ValueError):
             return False
