@@ -24,7 +24,7 @@ import pytest
 from minbw.ops import claims
 from minbw.placement.client import Placement
 from tests.conftest import REPO, CallCounter, doc_commands, wipe
-from tests.support.galera.orphans import Orphans, count_orphans
+from tests.support.galera.orphans import Orphans, count_orphans_on
 from tests.prodplacement.test_prod_placement import (FLAVOR, KBPS, PORT_ID, _cli_claimer, check_round, make_hosts,
                                                      no_overcommit, request_json)
 
@@ -94,7 +94,8 @@ def no_orphans(galera, when: str) -> str:
     """The orphans on every running node (tests/support/galera/orphans.py): none (asserted), said as a line. Run
     once everything a fault test started has ended, so no request is between creating a consumer and writing its
     allocations (the only window in which Placement holds a consumer without allocations)."""
-    got = {n: count_orphans(galera.db_url(n)) for n in (1, 2, 3) if galera.node_alive(n)}
+    nodes = [n for n in (1, 2, 3) if galera.node_alive(n)]
+    got = dict(zip(nodes, count_orphans_on([galera.db_url(n) for n in nodes])))
     assert got and all(o == Orphans(0, 0) for o in got.values()), (when, got)
     return f"0 orphans {when} on nodes {sorted(got)}"
 
@@ -355,17 +356,22 @@ CONSUMER_409 = ("409 placement.concurrent_update: There was a conflict when tryi
 
 def check_bulk_run(run: dict) -> None:
     """One run of tests/support/galera/repro_bulk_409.py (its JSON line): every answer 204 or the 409
-    ``placement.concurrent_update`` of a consumer's generation (Placement's message names no provider); every
-    409's request logged oslo.db's deadlock retry of ``_set_allocations`` first and the deletion of the consumers
-    it had created last (docs/galera.md, "Why multi-writer answers 409 to disjoint bulk writes"); every other
-    request whose log says more than its status was answered 204; no orphan on any node."""
-    assert set(run["answers"]) <= {"204", CONSUMER_409}, run["answers"]
+    ``placement.concurrent_update`` of a consumer's generation (Placement's message names no provider), or a 500
+    for a deadlock at commit (error 1213); every 409's request logged oslo.db's deadlock retry of
+    ``_set_allocations`` first, then replace_all's retry on a provider generation, and the deletion of the
+    consumers it had created last (docs/galera.md, "Why multi-writer answers 409 to disjoint bulk writes"); every
+    other request whose log says more than its status was answered 204 (or that 500); no orphan on any node."""
+    # a 500 naming error 1213: a brute-force abort at COMMIT, outside oslo.db's retry (docs/galera.md, "Runs since
+    # minbw retries a 500"); nothing else
+    assert all(k in ("204", CONSUMER_409) or (k.startswith("500 ") and "(1213, 'Deadl" in k) for k in run["answers"]), \
+        run["answers"]
     for s in run["stories"]:
-        assert s.endswith(("status 204", "status 409")), run["stories"]
+        assert s.endswith(("status 204", "status 409", "status 500")), run["stories"]
         if s.endswith("status 409"):
-            assert s.startswith("deadlock > ") and s.endswith("consumers-deleted > status 409"), run["stories"]
+            assert s.startswith("deadlock > ") and " > rp-generation > " in s \
+                and s.endswith(" > consumers-deleted > status 409"), run["stories"]
     assert sum(n for s, n in run["stories"].items() if s.endswith("status 409")) == run["conflicts"], run
-    assert run["placement_log"]["consumers_deleted_after_failure"] == 100 * run["conflicts"], run
+    assert run["placement_log"]["consumers_deleted_after_failure"] >= 100 * run["conflicts"], run
     assert run["orphans"] and all(o == {"consumers_without_allocations": 0, "allocations_without_consumer": 0}
                                   for o in run["orphans"].values()), run["orphans"]
 
@@ -389,7 +395,7 @@ def test_the_documented_409_reproduction():
     nodes' defaults, READ COMMITTED, wsrep_sync_wait=3; then single-writer. Each run passes check_bulk_run;
     single-writer: no brute-force abort and no 409; READ COMMITTED: no brute-force abort and no 409. Each command's
     gap-lock cases (tests/support/galera/gap_lock.py) end as check_gap_lock says."""
-    commands = doc_commands(REPO / "docs" / "galera.md", "### Why multi-writer answers 409 to disjoint bulk writes")
+    commands = doc_commands(REPO / "docs" / "galera.md", "## Why multi-writer answers 409 to disjoint bulk writes")
     assert [c.split("--mode ")[1].split()[0] for c in commands] == ["multi-writer", "single-writer"], commands
     for command in commands:
         r = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, timeout=1800)
@@ -399,7 +405,8 @@ def test_the_documented_409_reproduction():
         runs = [d for d in docs if "mode" in d]
         assert len(runs) == max(1, command.count("--run ")), r.stdout
         check_gap_lock([d["gap_lock"] for d in docs if "gap_lock" in d])
-        for run in runs:
+        for i, run in enumerate(runs, 1):
+            print(f"run {i}: what Placement logged for the requests: {run['stories']}")
             check_bulk_run(run)
             aborts = sum(c["wsrep_local_bf_aborts"] for c in run["galera"].values())
             if run["mode"] == "single-writer" or run["settings"]["tx_isolation"] == "READ-COMMITTED":

@@ -9,8 +9,8 @@ other consumers: nothing shared) needs that gap:
 
 - ``same-node``: both transactions on node 1: the insert waits for the lock (here: until its 2 s
   ``innodb_lock_wait_timeout``, error 1205), and the deleting transaction goes on;
-- ``two-nodes``: the insert commits on node 2; node 1's applier (given 1 s) cannot wait for a local transaction, so it aborts
-  it (``wsrep_local_bf_aborts`` + 1 on node 1): the transaction's next statement fails with error 1213, the
+- ``two-nodes``: the insert commits on node 2; node 1's applier (given 1 s) cannot wait for a local transaction,
+  so it aborts it (``wsrep_local_bf_aborts`` + 1 on node 1): the transaction's next statement fails with error 1213, the
   "Deadlock found" oslo.db retries;
 - ``two-nodes-read-committed``: the same under READ COMMITTED, where such a delete locks no gap: nothing aborted.
 

@@ -12,7 +12,7 @@ allocations (placement/handlers/util.py ``ensure_consumer`` commits the consumer
 reference their consumer by UUID with no foreign key, so nothing in the schema prevents the second kind.
 
 Where the running Python has no PyMySQL (the tests' .venv), the count runs in the mini-cloud's venv, which has
-it (``.venv-cloud/bin/python`` this file ``URL``: it prints the two counts as JSON).
+it (``.venv-cloud/bin/python`` this file ``URL...``: it prints each URL's two counts as JSON).
 """
 from __future__ import annotations
 
@@ -81,23 +81,31 @@ def _count_here(db_url: str) -> Orphans:
 
 def count_orphans(db_url: str) -> Orphans:
     """The orphans in the Placement database ``db_url`` names (read-only; see the module's docstring)."""
-    connect_args(db_url)   # a bad URL fails here, in the caller's process
+    return count_orphans_on([db_url])[0]
+
+
+def count_orphans_on(db_urls: list[str]) -> list[Orphans]:
+    """:func:`count_orphans` of each URL (one after the other), in one process: where PyMySQL is not here, one
+    start of the mini-cloud's Python for them all (about 0.7 CPU s each start)."""
+    for url in db_urls:
+        connect_args(url)   # a bad URL fails here, in the caller's process
     try:
         import pymysql  # noqa: F401
         here = True
     except ImportError:
         here = False
-    if not here:
-        if not CLOUD_PYTHON.exists():
-            raise RuntimeError(f"no PyMySQL here and no {CLOUD_PYTHON} (make cloud-install makes it)")
-        r = subprocess.run([str(CLOUD_PYTHON), __file__, db_url], capture_output=True, text=True, timeout=120)
-        if r.returncode:
-            raise RuntimeError(f"counting orphans in {db_url.split('@')[-1]} failed: {r.stderr.strip()[-2000:]}")
-        return Orphans(**json.loads(r.stdout))
-    return _count_here(db_url)
+    if here:
+        return [_count_here(url) for url in db_urls]
+    if not CLOUD_PYTHON.exists():
+        raise RuntimeError(f"no PyMySQL here and no {CLOUD_PYTHON} (make cloud-install makes it)")
+    r = subprocess.run([str(CLOUD_PYTHON), __file__, *db_urls], capture_output=True, text=True, timeout=120)
+    if r.returncode:
+        where = ", ".join(url.split("@")[-1] for url in db_urls)
+        raise RuntimeError(f"counting orphans in {where} failed: {r.stderr.strip()[-2000:]}")
+    return [Orphans(**o) for o in json.loads(r.stdout)]
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: orphans.py SQLALCHEMY_URL")
-    print(json.dumps(asdict(_count_here(sys.argv[1]))))
+    if len(sys.argv) < 2:
+        sys.exit("usage: orphans.py SQLALCHEMY_URL...")
+    print(json.dumps([asdict(_count_here(url)) for url in sys.argv[1:]]))

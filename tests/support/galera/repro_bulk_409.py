@@ -1,9 +1,10 @@
 """Why Galera multi-writer answers 409 to disjoint bulk ``POST /allocations`` (issue 47): the smallest sequence.
 
-``hosts`` root providers (VCPU 64 each, as nova-compute's roots), then ``posts`` bulk ``POST /allocations`` at
-microversion 1.28 (minbw's Placement client, one try: no retry of anything), ``concurrency`` at once, each for
-``per_post`` hosts of its own with ``consumers`` new consumers per host (VCPU 1 each, ``consumer_generation``
-null, one project and one user): no two requests touch one provider or one consumer. Every answer is counted by
+``posts`` x ``per_post`` root providers (VCPU 64 each, as nova-compute's roots), then ``posts`` bulk ``POST
+/allocations`` at microversion 1.28 (minbw's Placement client, one try: no retry of anything), ``concurrency`` at
+once, each for ``per_post`` hosts of its own (no other request names them) with ``consumers`` new consumers per
+host (VCPU 1 each, ``consumer_generation`` null, one project and one user): no two requests touch one provider or
+one consumer. Every answer is counted by
 status, Placement error code and Placement's message; then what Placement logged (its retries, the consumers it
 deleted after a failed write), Galera's counters per node (certification failures, brute-force aborts) and the
 orphans on each node (tests/support/galera/orphans.py). At the end, tests/support/galera/gap_lock.py: the
@@ -40,7 +41,7 @@ for p in (ROOT, ROOT / "python"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-from tests.support.galera.orphans import count_orphans  # noqa: E402
+from tests.support.galera.orphans import count_orphans_on  # noqa: E402
 
 NODES = (1, 2, 3)
 # the MariaDB globals a run may set, at the nodes' defaults (galera-node.cnf.in sets neither)
@@ -121,7 +122,7 @@ def counters(galera) -> dict[int, dict[str, int]]:
     return out
 
 
-def run(galera, *, hosts: int = 40, per_post: int = 10, consumers: int = 10, posts: int = 40,
+def run(galera, *, per_post: int = 5, consumers: int = 20, posts: int = 40,
         concurrency: int = 4, settings: dict | None = None, tag: str = "", cleanup: bool = True) -> Result:
     """The sequence on a running GaleraPlacement (``settings``: MariaDB globals set first, the others of
     :data:`DEFAULTS` with them; None leaves the nodes as they are). ``cleanup``: afterwards (once the orphans are
@@ -135,11 +136,11 @@ def run(galera, *, hosts: int = 40, per_post: int = 10, consumers: int = 10, pos
                        .strip().split("\t")))
     api = Placement(galera.connect(), retry=RetryPolicy(attempts=1))
     prefix = f"repro{tag}-{uuid.uuid4().hex[:6]}"
-    roots = make_hosts(api, [f"{prefix}-{i:03d}" for i in range(hosts)])
+    names = [f"{prefix}-{i:04d}" for i in range(posts * per_post)]
+    with ThreadPoolExecutor(concurrency) as pool:   # the roots, ``concurrency`` at once (not counted)
+        roots = [rp for chunk in pool.map(lambda i: make_hosts(Placement(galera.connect()), names[i::concurrency]),
+                                          range(concurrency)) for rp in chunk]
     groups = [roots[i:i + per_post] for i in range(0, len(roots), per_post)]
-    if len(groups) < concurrency:
-        raise ValueError(f"{hosts} hosts in groups of {per_post} make {len(groups)} groups, fewer than "
-                         f"--concurrency {concurrency}: requests would share providers")
     logs0 = {a: len(galera.placement_log(a)) for a in (1, 2)}
     errlogs0 = {n: len(galera.node_log(n)) for n in NODES}
     c0 = counters(galera)
@@ -151,9 +152,7 @@ def run(galera, *, hosts: int = 40, per_post: int = 10, consumers: int = 10, pos
     def post(i: int) -> None:
         if not hasattr(local, "api"):   # one connection (keystoneauth session) per thread
             local.api = Placement(galera.connect(), retry=RetryPolicy(attempts=1))
-        # request i: the hosts of group i % len(groups), new consumers; the requests running at once (i, i+1, ...
-        # i+concurrency-1) are on different groups
-        group = groups[i % len(groups)]
+        group = groups[i]   # request i: hosts of its own, new consumers
         bodies = {str(uuid.uuid4()): {"allocations": {rp: {"resources": {"VCPU": 1}}},
                                       "project_id": "repro", "user_id": "repro", "consumer_generation": None}
                   for rp in group for _ in range(consumers)}
@@ -178,6 +177,7 @@ def run(galera, *, hosts: int = 40, per_post: int = 10, consumers: int = 10, pos
         for line in galera.node_log(n)[errlogs0[n]:].splitlines():
             if CONFLICT_LINE.search(line):
                 conflict_lines.append(f"node{n}: {line.strip()}")
+    alive = [n for n in NODES if galera.node_alive(n)]
     result = Result(
         mode=galera.mode, settings=current, posts=posts, answers=dict(answers), seconds=round(seconds, 1),
         placement_log={"retries": logs.count(RETRY),
@@ -185,7 +185,7 @@ def run(galera, *, hosts: int = 40, per_post: int = 10, consumers: int = 10, pos
                        "consumer_deletes_failed": logs.count(DELETE_FAILED),
                        "deadlocks": len(re.findall(r"\(1213,", logs))},
         galera={n: {k: c1[n][k] - c0.get(n, {}).get(k, 0) for k in COUNTERS} for n in c1},
-        orphans={n: asdict(count_orphans(galera.db_url(n))) for n in NODES if galera.node_alive(n)},
+        orphans={n: asdict(o) for n, o in zip(alive, count_orphans_on([galera.db_url(n) for n in alive]))},
         conflict_lines=conflict_lines[:40],
         stories=dict(Counter(s for r in POST_STARTED.findall(logs) if (s := story(logs, r)) != "status 204")))
     if cleanup:
@@ -253,9 +253,8 @@ def main(argv=None) -> int:
     ap.add_argument("--run", action="append", metavar="NAME=VALUE[,NAME=VALUE]",
                     help="one run with these MariaDB globals (the others at their defaults); 'default': none; "
                          "repeat for more runs on the same cluster (default: one run, 'default')")
-    ap.add_argument("--hosts", type=int, default=40)
-    ap.add_argument("--per-post", type=int, default=10)
-    ap.add_argument("--consumers", type=int, default=10, help="new consumers per host and request")
+    ap.add_argument("--per-post", type=int, default=5, help="hosts per request, none shared with another")
+    ap.add_argument("--consumers", type=int, default=20, help="new consumers per host and request")
     ap.add_argument("--posts", type=int, default=40)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--patched", action="store_true",
@@ -271,7 +270,7 @@ def main(argv=None) -> int:
         print(f"{galera.describe()}; state {galera.state_dir}", flush=True)
         for i, spec in enumerate(a.run or ["default"]):
             settings = dict(DEFAULTS) if spec == "default" else parse_settings(spec)
-            r = run(galera, hosts=a.hosts, per_post=a.per_post, consumers=a.consumers, posts=a.posts,
+            r = run(galera, per_post=a.per_post, consumers=a.consumers, posts=a.posts,
                     concurrency=a.concurrency, settings=None if i == 0 and spec == "default" else settings,
                     tag=str(i))
             results.append(r)
