@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from minbw.neutron import naming
-from tests.galera.test_galera import (api, claims_after, free_claims, galera, pool,  # noqa: F401
+from tests.galera.test_galera import (api, claims_after, free_claims, galera, no_orphans, pool,  # noqa: F401
                                       restart_and_rejoin, said, storm_with_a_fault, wait_until)
 from tests.prodplacement.test_prod_placement import no_overcommit
 from tests.support.compute_roots import compute_root
@@ -138,12 +138,13 @@ def test_a_node_killed_during_a_cold_sync_of_100_hosts(api, galera, tmp_path):
     assert sql_overcommit(galera, victim) == ""
     counts = {n: galera.sql(n, "SELECT COUNT(*) FROM placement.resource_providers").strip() for n in (1, 2, 3)}
     assert set(counts.values()) == {str(count)}, counts
+    orphans = no_orphans(galera, "after the rejoin")
     print(f"\n{galera.describe()}: cold sync of {HOSTS} hosts ({HOSTS * 4} providers to create), node {victim} "
           f"killed {t_kill:.1f} s in with {at_kill - HOSTS} created: exit {run.returncode} after {first_s:.0f} s, "
           f"{first.get('summary', '(no JSON)')!r}; its failure lines: {first_lines}; the next run: exit "
           f"{second.returncode}, {second_doc.get('summary')!r}; a full re-read then planned 0 writes; {count} "
           f"providers, names unique, Neutron's UUIDs, 0 over capacity; Placement's logs: {logs}; node {victim} "
-          f"rejoined by {how} in {rejoin:.0f} s, every node {count} providers")
+          f"rejoined by {how} in {rejoin:.0f} s, every node {count} providers; {orphans}")
 
 
 def test_an_api_process_killed_mid_storm(api, galera, tmp_path, pool, monkeypatch):
@@ -163,6 +164,8 @@ def test_an_api_process_killed_mid_storm(api, galera, tmp_path, pool, monkeypatc
     logs = {k: v - logs0[k] for k, v in galera.log_counts().items()}
     galera.start_api(1)
     assert galera.haproxy_servers()[("placement_api", "api1")]["status"] == "UP"
-    print(f"\n{galera.describe()}: API process 1 killed {t_kill:.1f} s into {said(got, results)}; {len(after)} "
-          f"claims after the kill succeeded (API process 2); Placement's logs: {logs}")
+    orphans = no_orphans(galera, "after the restart")
     free_claims(api, results, after)
+    orphans += "; " + no_orphans(galera, "once the claims were freed")
+    print(f"\n{galera.describe()}: API process 1 killed {t_kill:.1f} s into {said(got, results)}; {len(after)} "
+          f"claims after the kill succeeded (API process 2); Placement's logs: {logs}; {orphans}")

@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent / "galera.sh"
@@ -38,6 +39,17 @@ def free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+def _running(pid: int) -> bool:
+    """As galera.sh's alive (kill -0): a process of that pid exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def state_dir_for(prefix: str = "minbw-galera-") -> Path:
@@ -165,6 +177,34 @@ class GaleraPlacement:
         """Node n's wsrep status variables (wsrep_cluster_size, wsrep_local_state_comment, ...)."""
         return dict(line.split("\t", 1) for line in self.sql(n, "SHOW GLOBAL STATUS LIKE 'wsrep%'").splitlines()
                     if "\t" in line)
+
+    def db_url(self, node: int | None = None) -> str:
+        """The SQLAlchemy URL Placement's placement.conf uses (through HAProxy's mariadb frontend), or node
+        ``node``'s own port with the same user (to read what one node holds)."""
+        port = self.db_port if node is None else self.node_ports[node - 1]
+        return f"mysql+pymysql://placement:galera-db@127.0.0.1:{port}/placement"
+
+    def set_globals(self, settings: dict[str, int | str]) -> None:
+        """MariaDB global variables (``wsrep_sync_wait``: causality checks, 1 reads, 2 updates and deletes, 4
+        inserts, a bit mask; ``tx_isolation``, MariaDB 10.11's name: ``READ-COMMITTED``, ...) set on every running
+        node, then both Placement API processes restarted so that their connections (a session takes the global
+        values when it connects) are new ones."""
+        for name, value in settings.items():
+            if not re.fullmatch(r"[a-z_]+", name) or not re.fullmatch(r"[A-Za-z0-9_-]+", str(value)):
+                raise ValueError(f"not a MariaDB variable setting: {name}={value!r}")
+            literal = str(value) if isinstance(value, int) else f"'{value}'"
+            for n in NODES:
+                if self.node_alive(n):
+                    self.sql(n, f"SET GLOBAL {name} = {literal}")
+        for a in (1, 2):
+            pid = self.pid(f"placement-{a}")
+            self.kill_api(a)
+            end = time.time() + 30
+            while _running(pid):   # the killed master reaped (galera.sh start-api refuses a running one)
+                if time.time() > end:
+                    raise RuntimeError(f"placement-{a} (pid {pid}) still running 30 s after SIGKILL")
+                time.sleep(0.2)
+            self.start_api(a)
 
     def node_alive(self, n: int) -> bool:
         try:
