@@ -10,6 +10,7 @@ import importlib.metadata
 import importlib.util
 import sys
 import threading
+import types
 
 import autopage.argparse
 from cliff import commandmanager, help
@@ -95,11 +96,12 @@ def _run_init_on_first_use(module, loader) -> None:
 # - openstacksdk: osc-lib's modules import its submodules (openstack.resource, openstack.config, openstack.connection),
 #   and the package's __init__ imports openstack.connection, which imports every service's proxy and resources (two
 #   fifths of `--help`'s start). The package loads without running its __init__ until an attribute that is not a
-#   submodule is asked, and openstack.connection is lazy: the first command that connects loads it all.
+#   submodule is asked, and openstack.connection is lazy: the first command that makes a Connection loads it all (one
+#   that talks to Placement only makes none: minbw.placement.connection).
 # - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
 #   `minbw` without a command, which then imports it.
 # - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
-#   initialize_app, which `--help` does not reach.
+#   initialize_app, which `--help` does not reach (and which mask their arguments only when shown: below).
 # - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
 #   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none.
@@ -114,9 +116,11 @@ _deferred = (
         "prometheus_client",
     ),
 )
-# What a command's threads may use first (the connection, a request's trace headers): loaded in the main thread before
-# a command runs (MinbwShell.load_lazy_modules), as importlib's LazyLoader is not thread-safe before Python 3.12.3.
-LOADED_BEFORE_A_COMMAND = ("openstack.connection", "osprofiler.web")
+# What a command's threads may use first (a request's trace headers, when it is profiled): loaded in the main thread
+# before a command runs (MinbwShell.load_lazy_modules), as importlib's LazyLoader is not thread-safe before Python
+# 3.12.3. openstack.connection is loaded by the one thread that makes the use case's Connection (Cloud.conn holds a
+# lock, minbw.usecases.cloud).
+LOADED_BEFORE_A_COMMAND = ("osprofiler.web",)
 sys.meta_path[:0] = _deferred
 try:
     from osc_lib import shell as osc_shell
@@ -126,6 +130,27 @@ finally:
 
 from openstack import exceptions as sdk_exceptions  # noqa: E402
 from osc_lib.api import auth  # noqa: E402
+from osc_lib.cli import client_config  # noqa: E402
+
+
+class _MaskedWhenShown:
+    """``strutils.mask_password(value)`` made when a log handler formats the line that shows it (``str()``)."""
+
+    def __init__(self, value) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        from oslo_utils import strutils
+
+        return strutils.mask_password(self.value)
+
+
+# What osc-lib's shell (initialize_app) and its cloud config (auth_config_hook, run by every look-up of a cloud) use of
+# oslo.utils' strutils: their debug lines' arguments, masked when a line is shown (--debug) with the same text, so that
+# strutils (425 regular expressions compiled at its import) is not loaded for lines that are not shown.
+osc_shell.strutils = client_config.strutils = types.SimpleNamespace(  # type: ignore[assignment]
+    mask_password=_MaskedWhenShown
+)
 
 from minbw import __version__  # noqa: E402
 from minbw.usecases.inputs import microversion  # noqa: E402
@@ -263,11 +288,21 @@ class MinbwShell(osc_shell.OpenStackShell):
             self.print_help_if_requested()  # (osc-lib's plugin and command loading steps do nothing in a shell)
 
     def load_lazy_modules(self) -> None:
-        """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work)."""
+        """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work) when the
+        command is profiled (``--os-profile``). Else keystoneauth's session is left as without osprofiler installed:
+        it sends osprofiler's trace headers of the profiler started in the thread, which osc-lib starts for
+        ``--os-profile`` alone (osprofiler's ``get_trace_id_headers`` is empty without one), and osprofiler's web
+        module (with its notifier's drivers, oslo.config and webob: a tenth of a command's start) is not loaded."""
+        from keystoneauth1 import session
+
+        if not getattr(self.options, "profile", None):
+            session.osprofiler_web = None  # type: ignore[assignment]
+            return
         for name in LOADED_BEFORE_A_COMMAND:
             module = sys.modules.get(name)
             if module is not None:
                 vars(module)  # any attribute of a lazy module runs its code
+        session.osprofiler_web = sys.modules.get("osprofiler.web")  # type: ignore[assignment]
 
     def prepare_to_run_command(self, cmd):
         """Nothing to prepare: every minbw command connects when it first needs the cloud."""

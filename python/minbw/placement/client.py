@@ -265,8 +265,10 @@ class Placement:
             setattr(self, counter, getattr(self, counter) + 1)
 
     def endpoint(self) -> str:
-        """Placement's endpoint URL, as the placement proxy finds it."""
-        return self.proxy.get_endpoint()
+        """Placement's endpoint URL, as the placement proxy finds it, without a trailing ``/`` (openstacksdk's proxy
+        adds one after its version discovery, :mod:`minbw.placement.connection` makes none): one string per
+        Placement, whichever made the connection (the provider cache's file is named after it)."""
+        return self.proxy.get_endpoint().rstrip("/")
 
     def max_version(self) -> tuple[int, int]:
         """The newest microversion calls may use: the server's (``GET /``, read once), at most the pin. Errors as
