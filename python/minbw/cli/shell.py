@@ -50,6 +50,62 @@ class _PackageFirst:
         return spec
 
 
+class _ProfilerWebFirst:
+    """Finds osprofiler's web module (keystoneauth's session imports it for a request's trace headers) with the finders
+    after it on ``sys.meta_path`` and loads it as a :class:`_TraceHeadersOnceProfiled` without running its code."""
+
+    NAME = "osprofiler.web"
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.NAME:
+            return None
+        spec = _spec_after(self, fullname, path, target)
+        if spec is not None and hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
+            spec.loader = _ProfilerWebLoader(spec.loader)
+        return spec
+
+
+class _ProfilerWebLoader(importlib.abc.Loader):
+    def __init__(self, loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__class__ = _TraceHeadersOnceProfiled
+        module.__dict__["_minbw_loader"] = self.loader
+
+
+class _TraceHeadersOnceProfiled(types.ModuleType):
+    """osprofiler's web module before its code ran (with it osprofiler's notifier and its drivers, oslo.config and
+    webob): its ``get_trace_id_headers`` (keystoneauth's one use of it, for each request) is ``{}`` while osprofiler's
+    profiler module never ran, as no profiler can be started without it (osc-lib starts one for ``--os-profile``, and
+    osprofiler's own answer is ``{}`` without one); then, and for any other attribute, the module's code runs (:meth:`
+    run`) and answers. Its type is the module type once its code ran, as importlib's LazyLoader does."""
+
+    _lock = threading.RLock()
+
+    def get_trace_id_headers(self) -> dict:
+        profiler = sys.modules.get("osprofiler.profiler")
+        if profiler is None or type(profiler) is not types.ModuleType:  # absent, or lazy and never ran
+            return {}
+        return self.run().get_trace_id_headers()
+
+    def __getattr__(self, name: str):
+        return getattr(self.run(), name)
+
+    def run(self) -> types.ModuleType:
+        """The module, its code run (once)."""
+        with self._lock:
+            if type(self) is _TraceHeadersOnceProfiled:
+                loader = self.__dict__.pop("_minbw_loader")
+                self.__class__ = types.ModuleType  # type: ignore[assignment]
+                self.__spec__.loader = self.__loader__ = loader  # type: ignore[union-attr]
+                loader.exec_module(self)
+        return self
+
+
 def _spec_after(finder, fullname, path, target):
     """The spec the finders after ``finder`` on ``sys.meta_path`` find (None: none)."""
     for other in sys.meta_path:
@@ -101,18 +157,19 @@ def _run_init_on_first_use(module, loader) -> None:
 # - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
 #   `minbw` without a command, which then imports it.
 # - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
-#   initialize_app, which `--help` does not reach (and which mask their arguments only when shown: below).
+#   initialize_app, which `--help` does not reach.
 # - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
-#   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none.
+#   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none. A request asks
+#   osprofiler's web module for trace headers, which there are none of without --os-profile: _ProfilerWebFirst.
 _deferred = (
     _PackageFirst("openstack"),
+    _ProfilerWebFirst(),
     _LazyFinder(
         "openstack.connection",
         "cliff.interactive",
         "oslo_utils.strutils",
         "osprofiler.profiler",
-        "osprofiler.web",
         "prometheus_client",
     ),
 )
@@ -130,27 +187,6 @@ finally:
 
 from openstack import exceptions as sdk_exceptions  # noqa: E402
 from osc_lib.api import auth  # noqa: E402
-from osc_lib.cli import client_config  # noqa: E402
-
-
-class _MaskedWhenShown:
-    """``strutils.mask_password(value)`` made when a log handler formats the line that shows it (``str()``)."""
-
-    def __init__(self, value) -> None:
-        self.value = value
-
-    def __str__(self) -> str:
-        from oslo_utils import strutils
-
-        return strutils.mask_password(self.value)
-
-
-# What osc-lib's shell (initialize_app) and its cloud config (auth_config_hook, run by every look-up of a cloud) use of
-# oslo.utils' strutils: their debug lines' arguments, masked when a line is shown (--debug) with the same text, so that
-# strutils (425 regular expressions compiled at its import) is not loaded for lines that are not shown.
-osc_shell.strutils = client_config.strutils = types.SimpleNamespace(  # type: ignore[assignment]
-    mask_password=_MaskedWhenShown
-)
 
 from minbw import __version__  # noqa: E402
 from minbw.usecases.inputs import microversion  # noqa: E402
@@ -289,20 +325,16 @@ class MinbwShell(osc_shell.OpenStackShell):
 
     def load_lazy_modules(self) -> None:
         """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work) when the
-        command is profiled (``--os-profile``). Else keystoneauth's session is left as without osprofiler installed:
-        it sends osprofiler's trace headers of the profiler started in the thread, which osc-lib starts for
-        ``--os-profile`` alone (osprofiler's ``get_trace_id_headers`` is empty without one), and osprofiler's web
-        module (with its notifier's drivers, oslo.config and webob: a tenth of a command's start) is not loaded."""
-        from keystoneauth1 import session
-
+        command is profiled (``--os-profile``); without it osprofiler's web module answers keystoneauth that there is
+        no trace to send (:class:`_TraceHeadersOnceProfiled`) without running its code."""
         if not getattr(self.options, "profile", None):
-            session.osprofiler_web = None  # type: ignore[assignment]
             return
         for name in LOADED_BEFORE_A_COMMAND:
             module = sys.modules.get(name)
-            if module is not None:
+            if isinstance(module, _TraceHeadersOnceProfiled):
+                module.run()
+            elif module is not None:
                 vars(module)  # any attribute of a lazy module runs its code
-        session.osprofiler_web = sys.modules.get("osprofiler.web")  # type: ignore[assignment]
 
     def prepare_to_run_command(self, cmd):
         """Nothing to prepare: every minbw command connects when it first needs the cloud."""
