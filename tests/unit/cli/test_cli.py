@@ -290,6 +290,27 @@ def test_a_command_runs_with_what_its_threads_may_use_loaded():
         assert proc.stdout.splitlines()[-1] == str(ran), (extra, proc.stdout)
 
 
+def test_a_placement_command_makes_no_openstacksdk_connection(tmp_path):
+    """A command that needs Placement alone (``usage show``) connects to it from the cloud region
+    (minbw.placement.connection): it neither runs openstack.connection nor imports openstacksdk's services, nor runs
+    osprofiler's web module (no --os-profile). Here its Placement is a closed port (one try), so it fails as such,
+    in one line (tests/functional/test_cli_formats.py runs it against a Placement)."""
+    clouds = tmp_path / "clouds.yaml"
+    url = "http://127.0.0.1:9"  # discard: nothing listens
+    clouds.write_text(yaml.safe_dump({"clouds": {"closed": {
+        "auth_type": "admin_token", "auth": {"endpoint": url, "token": "admin"}, "placement_endpoint_override": url}}}))
+    probe = ("import sys, types; from minbw.cli import shell\n"
+             "code = shell.main(['usage', 'show'])\n"
+             "ran = [m for m in %r if type(sys.modules.get(m)) is types.ModuleType]\n"
+             "print('RESULT', code, ran, 'openstack._services_mixin' in sys.modules, file=sys.stderr)\n"
+             % (LAZY_FOR_HELP,))
+    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": "closed", "MINBW_PLACEMENT_ATTEMPTS": "1"}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    lines = proc.stderr.splitlines()
+    assert lines[-1] == "RESULT 1 ['oslo_utils.strutils'] False", proc.stderr
+    assert lines[0].startswith("minbw: error: cannot reach cloud 'closed'") and len(lines) == 2, proc.stderr
+
+
 def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():
     """osprofiler's web module, as the shell loads it (python/minbw/cli/shell.py: _ProfilerWebFirst), answers
     keystoneauth's request for trace headers as osprofiler does: none while no profiler was started, without running
