@@ -82,6 +82,44 @@ def test_formats_and_columns_on_several_commands(cloud):
     assert "Traceback" not in wrong.stderr
 
 
+# `usage show` in a fresh process, its HTTP requests counted (requests' transport adapter) and what it ran of the
+# modules that a Connection or a request would load listed (importlib's LazyLoader: run, the type is ModuleType again)
+USAGE_PROBE = """
+import json, sys, types
+import requests.adapters
+sent = []
+send = requests.adapters.HTTPAdapter.send
+requests.adapters.HTTPAdapter.send = lambda self, request, **kw: sent.append(request.path_url) or send(self, request, **kw)
+from minbw.cli import shell
+code = shell.main(["usage", "show", "-f", "json"])
+ran = [m for m in ("openstack.connection", "osprofiler.web") if type(sys.modules.get(m)) is types.ModuleType]
+print(json.dumps({"code": code, "sent": sent, "ran": ran, "services": "openstack._services_mixin" in sys.modules}), file=sys.stderr)
+"""
+
+
+def test_usage_show_talks_to_placement_alone(cloud, placement):
+    """``usage show`` needs Placement alone: it makes Placement's connection from the cloud's configuration
+    (minbw.placement.connection), so it loads neither openstacksdk's Connection with every service's proxy
+    (openstack.connection, openstack._services_mixin) nor osprofiler's web module (no --os-profile); it sends one
+    listing, each provider's inventories and the allocations of those with inventory, and no version discovery; it
+    shows what the use case shows over openstacksdk's Connection."""
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.usage import UsageRequest, usage
+
+    env, _ini = cloud
+    proc = subprocess.run([sys.executable, "-c", USAGE_PROBE], capture_output=True, text=True, env=env, timeout=120)
+    probe = json.loads(proc.stderr.splitlines()[-1])
+    assert probe["code"] == 0 and probe["ran"] == [] and not probe["services"], probe
+    tree = placement.list_providers()
+    stocked = [p.uuid for p in tree if placement.get_inventories(p.uuid)[0]]
+    assert sorted(probe["sent"]) == sorted(
+        ["/resource_providers"]
+        + [f"/resource_providers/{p.uuid}/inventories" for p in tree]
+        + [f"/resource_providers/{u}/allocations" for u in stocked]
+    )
+    assert json.loads(proc.stdout) == usage(Cloud(lambda: placement.conn), UsageRequest()).to_dict()
+
+
 def test_request_file_then_claim_names_the_port(cloud, tmp_path, placement):
     """The file `minbw request show` writes carries the port id: the claim's binding and its no-valid-host
     diagnosis name the port (they said "port None")."""

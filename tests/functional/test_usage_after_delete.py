@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from minbw.model.requests import ServerRequest
 from minbw.neutron.port_request import QosPort
 from minbw.ops import claims
@@ -78,8 +80,8 @@ def test_the_audit_sees_a_provider_back_within_capacity_after_a_delete(placement
 
 def test_usage_show_finds_the_providers_with_inventory_by_their_inventories_alone(placement):
     """``usage show`` (minbw.usecases.usage) reads each provider of the tree's inventories to find those with
-    inventory (not their traits and usages too), then reads each of those again: 2 calls for the tree, one per
-    provider, four per provider with inventory."""
+    inventory (not their traits and usages too), and the allocations of each of those, their usages summed from them:
+    2 calls for the tree (the root by its name, the tree), one per provider, one more per provider with inventory."""
     from minbw.usecases.cloud import Cloud
     from minbw.usecases.usage import UsageRequest, usage
 
@@ -91,4 +93,75 @@ def test_usage_show_finds_the_providers_with_inventory_by_their_inventories_alon
     result = usage(cloud, UsageRequest(hypervisor="hu0"))
     assert sorted(u.provider.uuid for u in result.providers) == sorted(stocked)
     assert result.providers[0].provider.uuid == root  # tree order: the root first
-    assert cloud.placement.calls == 2 + len(tree) + 4 * len(stocked)
+    assert cloud.placement.calls == 2 + len(tree) + len(stocked)
+
+
+def test_the_usages_summed_from_the_allocations_are_placement_s_usages(placement):
+    """Upstream is the oracle of :func:`minbw.model.providers.usages_of` (``usage show`` sums the allocations it
+    reads instead of asking Placement's usages): for every provider of a tree with allocations of several consumers
+    and classes, before and after a ``DELETE /allocations`` (which moves no generation), the sum is Placement's
+    answer, in its order, each class of the inventories with 0 when nothing holds it; and ``usage show`` shows it.
+    A provider without inventory holds no allocation (its allocations are not read): Placement refuses an allocation
+    of a class the provider has no inventory of, and the removal of an inventory that holds allocations."""
+    from minbw.errors import InventoryInUse, UndefinedCode
+    from minbw.model.providers import usages_of
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.usage import UsageRequest, usage
+
+    root = host(placement, "hu1", ovs=OVS)
+    consumers = [str(uuid.uuid4()) for _ in range(3)]
+    for c in consumers:
+        _claim(placement, c)
+    tree = placement.list_providers(in_tree=root)
+
+    def compare() -> dict:
+        summed = {}
+        for p in tree:
+            inventories, _generation = placement.get_inventories(p.uuid)
+            summed[p.uuid] = usages_of(inventories, placement.provider_allocations(p.uuid))
+            assert list(summed[p.uuid].items()) == list(placement.provider_usages(p.uuid).items())
+        shown = usage(Cloud(lambda: placement.conn), UsageRequest(hypervisor="hu1"))
+        assert {u.provider.uuid: list(u.usages.items()) for u in shown.providers} == {
+            u: list(used.items()) for u, used in summed.items() if used
+        }
+        return summed
+
+    before = compare()
+    assert before[root] == {"VCPU": 3, "MEMORY_MB": 0, "DISK_GB": 0}
+    _delete(placement, consumers[0])
+    assert compare()[root] == {"VCPU": 2, "MEMORY_MB": 0, "DISK_GB": 0}
+
+    bare = next(p.uuid for p in tree if not before[p.uuid])  # the agent's provider: no inventory
+    with pytest.raises(UndefinedCode) as refused:  # 409, Placement's catch-all code
+        placement.put_allocations(str(uuid.uuid4()), {"allocations": {bare: {"resources": {"VCPU": 1}}},
+                                                       "project_id": "p", "user_id": "u", "consumer_generation": None})
+    assert refused.value.status == 409
+    bridge = next(u for u, used in before.items() if any(used.values()) and u != root)
+    with pytest.raises(InventoryInUse):
+        placement.set_inventories(bridge, {}, placement.get_inventories(bridge)[1])
+
+
+def test_usage_show_reads_again_a_provider_whose_generation_moved_between_its_reads(placement):
+    """A write between a provider's inventories and its allocations (here the root's VCPU total changed, as a
+    concurrent writer would) moves its generation: ``usage show`` reads it again and shows one generation's
+    inventories, not the listing's beside the new allocations."""
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.usage import UsageRequest, usage
+
+    root = host(placement, "hu2", ovs=OVS)
+    cloud = Cloud(lambda: placement.conn)
+    api = cloud.placement
+    read = api.provider_allocations
+    moved: list[int] = []
+
+    def allocations_after_a_write(uuid: str, with_generation: bool = False):
+        if uuid == root and not moved:
+            inventories, generation = placement.get_inventories(root)
+            placement.set_inventories(root, {**inventories, "VCPU": {**inventories["VCPU"], "total": 65}}, generation)
+            moved.append(generation)
+        return read(uuid, with_generation=with_generation)
+
+    api.provider_allocations = allocations_after_a_write  # type: ignore[method-assign]
+    shown = next(u for u in usage(cloud, UsageRequest(hypervisor="hu2")).providers if u.provider.uuid == root)
+    assert moved and shown.provider.generation == moved[0] + 1
+    assert shown.inventories["VCPU"]["total"] == 65 and shown.usages["VCPU"] == 0

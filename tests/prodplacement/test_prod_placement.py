@@ -312,3 +312,42 @@ def test_token_expiring_during_a_long_run_reauthenticates(prod_placement_keyston
     assert done >= 1 and placement_calls, counter.calls[:5]
     print(f"\n{elapsed:.0f} s, {len(placement_calls)} Placement requests, {len(auth_calls)} token requests by the "
           f"client, {issued} tokens issued by Keystone (Placement's keystonemiddleware included)")
+
+
+# ---------------------------------------------------------------- Placement found in Keystone's catalog
+
+def test_usage_show_finds_placement_in_keystone_s_catalog(prod_placement_keystone):
+    """The command line's Placement connection made from the cloud region alone (minbw.placement.connection: a
+    keystoneauth adapter of the region's session, no openstacksdk Connection) finds Placement through Keystone's
+    catalog (the cloud names no endpoint override): ``usage show`` authenticates, sends the listing, each provider's
+    inventories and the allocations of those with inventory (no version discovery), and shows what the use case shows
+    over openstacksdk's Connection, at the same endpoint."""
+    from minbw.placement.connection import placement_connection
+    from minbw.usecases.cloud import Cloud
+    from minbw.usecases.usage import UsageRequest, usage
+
+    server = prod_placement_keystone
+    conn = server.connect()
+    api = Placement(conn)
+    wipe(api)
+    make_hosts(api, ["ks-u0"], 10_000)
+    assert not conn.config.get_endpoint("placement")  # no override: the catalog's
+    probe = ("import json, sys, requests.adapters\n"
+             "sent = []\n"
+             "send = requests.adapters.HTTPAdapter.send\n"
+             "requests.adapters.HTTPAdapter.send = lambda self, r, **kw: sent.append(r.path_url) or send(self, r, **kw)\n"
+             "from minbw.cli import shell\n"
+             "code = shell.main(['usage', 'show', '-f', 'json'])\n"
+             "print(json.dumps({'code': code, 'sent': sent}), file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=server.env(), timeout=120)
+    probe_out = json.loads(proc.stderr.splitlines()[-1])
+    assert probe_out["code"] == 0, proc.stderr
+    tree = api.list_providers()
+    stocked = [p.uuid for p in tree if api.get_inventories(p.uuid)[0]]
+    placement_calls = sorted(c for c in probe_out["sent"] if "/v3" not in c)
+    assert placement_calls == sorted(["/resource_providers"]
+                                     + [f"/resource_providers/{p.uuid}/inventories" for p in tree]
+                                     + [f"/resource_providers/{u}/allocations" for u in stocked]), probe_out["sent"]
+    assert json.loads(proc.stdout) == usage(Cloud(lambda: conn), UsageRequest()).to_dict()
+    alone = Placement(placement_connection(conn.config))
+    assert alone.endpoint() == api.endpoint() and alone.list_providers() == tree

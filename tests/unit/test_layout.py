@@ -17,7 +17,7 @@ CORE = REPO / "python" / "minbw"
 PURE = ("minbw.model", "minbw.neutron", "minbw.nova", "minbw.plan", "minbw.reports", "minbw.placement.query",
         "minbw.placement.mapping", "minbw.cache.check")
 IO = ("minbw.ops", "minbw.exporter", "minbw.readers", "minbw.cache.providers", "minbw.cache.desired", "minbw.cache.synced", "minbw.cache.files",
-      "minbw.placement.client", "minbw.dataplane",
+      "minbw.placement.client", "minbw.placement.connection", "minbw.dataplane",
       "minbw.deploy", "minbw.cli", "minbw.usecases")
 IO_LIBRARIES = ("openstack", "keystoneauth1", "requests", "socket", "subprocess", "urllib.request",
                 "http", "wsgiref", "placement", "threading", "concurrent", "ovsdbapp", "ovs", "pyroute2")
@@ -30,6 +30,7 @@ ALLOWED = {
     "minbw.placement.query": ("minbw.model", "minbw.errors"),
     "minbw.placement.mapping": ("minbw.model", "minbw.errors"),
     "minbw.placement.client": ("minbw.model", "minbw.errors"),
+    "minbw.placement.connection": ("minbw.errors",),
     "minbw.plan": ("minbw.plan", "minbw.model", "minbw.neutron", "minbw.nova", "minbw.placement.query",
                    "minbw.placement.mapping", "minbw.reports", "minbw.errors"),
     # the provider cache: its file (read and written by the sync, read by the reports) and its safety check

@@ -231,9 +231,17 @@ class Command(lister.Lister):
         if progress and self._progress is None:
             self._progress = Progress(sys.stderr, sys.stderr.isatty())
         service_cloud = getattr(parsed_args, "service_cloud", None) if service else None
+        regions: dict[str | None, Any] = {}  # one cloud region per cloud: its connections share its session
+
+        def region(cloud: str | None = None):
+            if cloud not in regions:
+                regions[cloud] = connection.region(self.app, cloud)
+            return regions[cloud]
+
         return Cloud(
-            lambda: connection.connect(self.app),
-            service_connect=(lambda: connection.connect(self.app, service_cloud)) if service_cloud else None,
+            lambda: connection.connect(self.app, of=region()),
+            region=region,
+            service_connect=(lambda: connection.connect(self.app, of=region(service_cloud))) if service_cloud else None,
             progress=self._progress,
             say=lambda line: print(f"minbw: {line}", file=sys.stderr),
             placement_version=connection.placement_version(self.app),

@@ -23,9 +23,16 @@ NAMES = OptionNames(
 _CONNECTED: dict[int, object] = {}  # id(app) -> the CloudRegion of its last connection, to name it when a call fails
 
 
-def connect(app, cloud: str | None = None):
+def connect(app, cloud: str | None = None, *, of=None):
     """The openstacksdk Connection of the global options (``cloud``: another clouds.yaml entry, e.g. the
-    service user's). Unknown clouds and incomplete auth are one line with the fix."""
+    service user's), or of the cloud region ``of`` (:func:`region`'s). Unknown clouds and incomplete auth are one
+    line with the fix."""
+    return connection.Connection(config=of if of is not None else region(app, cloud))
+
+
+def region(app, cloud: str | None = None):
+    """The openstacksdk cloud region (``CloudRegion``) of the global options (``cloud``: another clouds.yaml entry),
+    validated: what :func:`connect` connects. Unknown clouds and incomplete auth are one line with the fix."""
     config = app.cloud_config
     try:
         if cloud is None:
@@ -42,7 +49,7 @@ def connect(app, cloud: str | None = None):
             f"{type(e).__name__}: {one_line(e)}. Fix: complete the cloud's auth in clouds.yaml or the --os-* options"
         ) from None
     _CONNECTED[id(app)] = region
-    return connection.Connection(config=region)
+    return region
 
 
 def _config_files(config) -> str:

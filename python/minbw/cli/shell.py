@@ -10,6 +10,7 @@ import importlib.metadata
 import importlib.util
 import sys
 import threading
+import types
 
 import autopage.argparse
 from cliff import commandmanager, help
@@ -47,6 +48,62 @@ class _PackageFirst:
             return spec  # not a package of source or bytecode: loaded now, as without this finder
         spec.loader = _InitOnFirstUse(spec.loader)
         return spec
+
+
+class _ProfilerWebFirst:
+    """Finds osprofiler's web module (keystoneauth's session imports it for a request's trace headers) with the finders
+    after it on ``sys.meta_path`` and loads it as a :class:`_TraceHeadersOnceProfiled` without running its code."""
+
+    NAME = "osprofiler.web"
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.NAME:
+            return None
+        spec = _spec_after(self, fullname, path, target)
+        if spec is not None and hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
+            spec.loader = _ProfilerWebLoader(spec.loader)
+        return spec
+
+
+class _ProfilerWebLoader(importlib.abc.Loader):
+    def __init__(self, loader) -> None:
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        module.__class__ = _TraceHeadersOnceProfiled
+        module.__dict__["_minbw_loader"] = self.loader
+
+
+class _TraceHeadersOnceProfiled(types.ModuleType):
+    """osprofiler's web module before its code ran (with it osprofiler's notifier and its drivers, oslo.config and
+    webob): its ``get_trace_id_headers`` (keystoneauth's one use of it, for each request) is ``{}`` while osprofiler's
+    profiler module never ran, as no profiler can be started without it (osc-lib starts one for ``--os-profile``, and
+    osprofiler's own answer is ``{}`` without one); then, and for any other attribute, the module's code runs (:meth:`
+    run`) and answers. Its type is the module type once its code ran, as importlib's LazyLoader does."""
+
+    _lock = threading.RLock()
+
+    def get_trace_id_headers(self) -> dict:
+        profiler = sys.modules.get("osprofiler.profiler")
+        if profiler is None or type(profiler) is not types.ModuleType:  # absent, or lazy and never ran
+            return {}
+        return self.run().get_trace_id_headers()
+
+    def __getattr__(self, name: str):
+        return getattr(self.run(), name)
+
+    def run(self) -> types.ModuleType:
+        """The module, its code run (once)."""
+        with self._lock:
+            if type(self) is _TraceHeadersOnceProfiled:
+                loader = self.__dict__.pop("_minbw_loader")
+                self.__class__ = types.ModuleType  # type: ignore[assignment]
+                self.__spec__.loader = self.__loader__ = loader  # type: ignore[union-attr]
+                loader.exec_module(self)
+        return self
 
 
 def _spec_after(finder, fullname, path, target):
@@ -95,28 +152,32 @@ def _run_init_on_first_use(module, loader) -> None:
 # - openstacksdk: osc-lib's modules import its submodules (openstack.resource, openstack.config, openstack.connection),
 #   and the package's __init__ imports openstack.connection, which imports every service's proxy and resources (two
 #   fifths of `--help`'s start). The package loads without running its __init__ until an attribute that is not a
-#   submodule is asked, and openstack.connection is lazy: the first command that connects loads it all.
+#   submodule is asked, and openstack.connection is lazy: the first command that makes a Connection loads it all (one
+#   that talks to Placement only makes none: minbw.placement.connection).
 # - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
 #   `minbw` without a command, which then imports it.
 # - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
 #   initialize_app, which `--help` does not reach.
 # - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
-#   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none.
+#   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none. A request asks
+#   osprofiler's web module for trace headers, which there are none of without --os-profile: _ProfilerWebFirst.
 _deferred = (
     _PackageFirst("openstack"),
+    _ProfilerWebFirst(),
     _LazyFinder(
         "openstack.connection",
         "cliff.interactive",
         "oslo_utils.strutils",
         "osprofiler.profiler",
-        "osprofiler.web",
         "prometheus_client",
     ),
 )
-# What a command's threads may use first (the connection, a request's trace headers): loaded in the main thread before
-# a command runs (MinbwShell.load_lazy_modules), as importlib's LazyLoader is not thread-safe before Python 3.12.3.
-LOADED_BEFORE_A_COMMAND = ("openstack.connection", "osprofiler.web")
+# What a command's threads may use first (a request's trace headers, when it is profiled): loaded in the main thread
+# before a command runs (MinbwShell.load_lazy_modules), as importlib's LazyLoader is not thread-safe before Python
+# 3.12.3. openstack.connection is loaded by the one thread that makes the use case's Connection (Cloud.conn holds a
+# lock, minbw.usecases.cloud).
+LOADED_BEFORE_A_COMMAND = ("osprofiler.web",)
 sys.meta_path[:0] = _deferred
 try:
     from osc_lib import shell as osc_shell
@@ -263,10 +324,16 @@ class MinbwShell(osc_shell.OpenStackShell):
             self.print_help_if_requested()  # (osc-lib's plugin and command loading steps do nothing in a shell)
 
     def load_lazy_modules(self) -> None:
-        """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work)."""
+        """Runs the code of :data:`LOADED_BEFORE_A_COMMAND` (Command.run calls it before a command's work) when the
+        command is profiled (``--os-profile``); without it osprofiler's web module answers keystoneauth that there is
+        no trace to send (:class:`_TraceHeadersOnceProfiled`) without running its code."""
+        if not getattr(self.options, "profile", None):
+            return
         for name in LOADED_BEFORE_A_COMMAND:
             module = sys.modules.get(name)
-            if module is not None:
+            if isinstance(module, _TraceHeadersOnceProfiled):
+                module.run()
+            elif module is not None:
                 vars(module)  # any attribute of a lazy module runs its code
 
     def prepare_to_run_command(self, cmd):

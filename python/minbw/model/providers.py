@@ -41,13 +41,15 @@ class Provider:
 @dataclass(frozen=True)
 class ProviderDetail:
     """A provider with what was read about it: traits, inventories (as Placement returns them; empty
-    when not read) and usages (None when not read). ``unmoved``: the reads saw the listing's generation."""
+    when not read), usages (None when not read) and allocations (consumer → ``{"resources": ...}`` as Placement
+    returns them; None when not read). ``unmoved``: the reads saw the listing's generation."""
 
     provider: Provider
     traits: frozenset[str]
     inventories: Mapping[str, Mapping[str, Any]]
     usages: Mapping[str, int] | None
     unmoved: bool
+    allocations: Mapping[str, Mapping[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,20 @@ def inventory_problems(inv: Mapping[str, Any]) -> list[str]:
     elif not problems and (inv["total"] - inv["reserved"]) * inv["allocation_ratio"] < 0:
         problems.append(f"reserved ({inv['reserved']}) is greater than total ({inv['total']})")
     return problems
+
+
+def usages_of(inventories: Mapping[str, Any], allocations: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """A provider's usage as Placement's ``GET /resource_providers/{uuid}/usages`` answers it, from its inventories
+    and its allocations (consumer → ``{"resources": {class: amount}}``) read at one generation: each class of the
+    inventories, in their order, with the sum of its allocations (0 when none); a class without inventory is left
+    out, as Placement's query of the inventories leaves it out
+    (tests/functional/test_usage_after_delete.py compares the two)."""
+    used = dict.fromkeys(inventories, 0)
+    for allocation in allocations.values():
+        for rc, amount in allocation["resources"].items():
+            if rc in used:
+                used[rc] += amount
+    return used
 
 
 def freeze_inventories(invs: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Mapping[str, Any]]:

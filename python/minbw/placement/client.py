@@ -265,8 +265,10 @@ class Placement:
             setattr(self, counter, getattr(self, counter) + 1)
 
     def endpoint(self) -> str:
-        """Placement's endpoint URL, as the placement proxy finds it."""
-        return self.proxy.get_endpoint()
+        """Placement's endpoint URL, as the placement proxy finds it, without a trailing ``/`` (openstacksdk's proxy
+        adds one after its version discovery, :mod:`minbw.placement.connection` makes none): one string per
+        Placement, whichever made the connection (the provider cache's file is named after it)."""
+        return self.proxy.get_endpoint().rstrip("/")
 
     def max_version(self) -> tuple[int, int]:
         """The newest microversion calls may use: the server's (``GET /``, read once), at most the pin. Errors as
@@ -534,18 +536,25 @@ class Placement:
         readers: int = READERS,
         traits: bool = True,
         missing_ok: bool = False,
+        allocations: bool = False,
     ) -> Iterator[ProviderDetail]:
-        """Traits (and inventories, and usages of providers that have inventories) of each provider,
+        """Traits (and inventories, and usages and allocations of providers that have inventories) of each provider,
         read concurrently, yielded in the given order. The one reader of provider trees. ``traits`` False:
-        not read (empty). ``missing_ok``: a provider deleted since it was listed is left out, instead of
-        raising (one provider gone costs that provider only)."""
-        want_traits = traits
+        not read (empty). ``allocations``: each provider's allocations, read after its inventories (empty, not read,
+        for a provider without inventories: Placement refuses allocations of a class without inventory and the
+        removal of an inventory that holds allocations). ``missing_ok``: a provider deleted since it was listed is
+        left out, instead of raising (one provider gone costs that provider only)."""
+        want_traits, want_allocations = traits, allocations
 
         def read(p: Provider) -> ProviderDetail:
             traits, gen_t = self.get_provider_traits(p.uuid) if want_traits else (set(), p.generation)
             invs, gen_i = self.get_inventories(p.uuid) if inventories else ({}, gen_t)
             use = (self.provider_usages(p.uuid) if invs else {}) if usages else None
-            return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == p.generation)
+            allocs, gen_a = None, gen_i
+            if want_allocations:
+                body = self.provider_allocations(p.uuid, with_generation=True) if invs else {"allocations": {}}
+                allocs, gen_a = body["allocations"], body.get("resource_provider_generation", gen_i)
+            return ProviderDetail(p, frozenset(traits), invs, use, gen_t == gen_i == gen_a == p.generation, allocs)
 
         with ThreadPoolExecutor(max_workers=max(1, readers)) as pool:
             for d in pool.map(self._tolerant(read) if missing_ok else read, list(providers)):

@@ -4,9 +4,10 @@ usage) and what Neutron's agents report."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TypeVar
 
 from minbw.errors import ObjectNotFound
-from minbw.model.providers import SHARING_TRAIT, DesiredState, ProviderReport, snapshot
+from minbw.model.providers import SHARING_TRAIT, DesiredState, ProviderDetail, ProviderReport, snapshot
 from minbw.neutron import naming
 from minbw.neutron.agentconf import AgentConfig, config_from_report
 from minbw.placement.client import Placement
@@ -20,6 +21,16 @@ def provider_report(
     """Every provider (or one hypervisor's tree) with traits, inventories and usages, in tree order (``traits``,
     ``usages`` False: not read, empty). Raises ObjectNotFound when no provider has the hypervisor's name; lets
     PlacementError through."""
+    return [
+        ProviderReport(d.provider, tuple(sorted(d.traits)), dict(d.inventories), dict(d.usages or {}))
+        for d in tree_details(api, hypervisor, usages=usages, traits=traits)
+    ]
+
+
+def tree_details(api: Placement, hypervisor: str | None = None, **reads: bool) -> list[ProviderDetail]:
+    """Every provider (or one hypervisor's tree) with what ``reads`` asks of :meth:`Placement.provider_details`
+    (``traits``, ``inventories``, ``usages``, ``allocations``), in tree order. Raises ObjectNotFound when no provider
+    has the hypervisor's name; lets PlacementError through."""
     if hypervisor:
         roots = api.list_providers(name=hypervisor)
         if not roots:
@@ -27,11 +38,7 @@ def provider_report(
         provs = api.list_providers(in_tree=roots[0].uuid)
     else:
         provs = api.list_providers()
-    out = [
-        ProviderReport(d.provider, tuple(sorted(d.traits)), dict(d.inventories), dict(d.usages or {}))
-        for d in api.provider_details(provs, usages=usages, traits=traits)
-    ]
-    return _tree_order(out)
+    return _tree_order(list(api.provider_details(provs, **reads)))
 
 
 def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
@@ -46,12 +53,15 @@ def sharing_providers(api: Placement) -> dict[str, frozenset[str]]:
     return out
 
 
-def _tree_order(provs: list[ProviderReport]) -> list[ProviderReport]:
+_Read = TypeVar("_Read", ProviderReport, ProviderDetail)
+
+
+def _tree_order(provs: list[_Read]) -> list[_Read]:
     children: dict = {}
     for p in provs:
         children.setdefault(p.provider.parent_uuid, []).append(p)
     known = {p.provider.uuid for p in provs}
-    ordered: list[ProviderReport] = []
+    ordered: list[_Read] = []
 
     def walk(p):
         ordered.append(p)

@@ -5,6 +5,7 @@ where progress goes."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -72,15 +73,20 @@ class Cloud:
     """One cloud, as the front end was told to reach it.
 
     ``connect`` makes the openstacksdk Connection (the CLI from the ``--os-*`` options, a module from its auth
-    options); ``service_connect`` the connection of the service user that may write ports' ``binding:profile``
-    (None: the same user); ``placement_version`` caps Placement's microversions (``--os-placement-api-version``);
-    ``progress`` is told how long runs advance, ``say`` what they try.
+    options); ``region``, when given, the openstacksdk cloud region (``CloudRegion``) that Connection is made of: then
+    Placement's client is made from the region alone (:mod:`minbw.placement.connection`: without importing
+    openstacksdk's services) unless the Connection was made first, and ``connect`` is called only when another
+    service is needed (it must make its Connection of the same region, to share its session); ``service_connect``
+    the connection of the service user that may write ports' ``binding:profile`` (None: the same user);
+    ``placement_version`` caps Placement's microversions (``--os-placement-api-version``); ``progress`` is told how
+    long runs advance, ``say`` what they try.
     """
 
     def __init__(
         self,
         connect: Callable[[], Any],
         *,
+        region: Callable[[], Any] | None = None,
         service_connect: Callable[[], Any] | None = None,
         progress: Progress | None = None,
         say: Say | None = None,
@@ -89,6 +95,7 @@ class Cloud:
         workers: int = 4,
     ):
         self._connect = connect
+        self._region = region
         self._service_connect = service_connect
         self.progress = progress
         self.say = say
@@ -98,23 +105,35 @@ class Cloud:
         self._conn = None
         self._placement = None
         self._absent: dict[str, str | None] = {}
+        # one Connection and one Placement client, whichever thread asks first (the CLI's shell binds
+        # openstack.connection lazily: its first use, making the Connection, is one thread's)
+        self._making = threading.RLock()
 
     @property
     def conn(self):
         """The openstacksdk Connection, made by ``connect`` on first use (what ``connect`` raises, e.g. CloudError,
         goes through)."""
-        if self._conn is None:
-            self._conn = self._connect()
-        return self._conn
+        with self._making:
+            if self._conn is None:
+                self._conn = self._connect()
+            return self._conn
 
     @property
     def placement(self):
-        """The Placement client (:class:`minbw.placement.client.Placement`) over :attr:`conn`."""
-        if self._placement is None:
-            from minbw.placement.client import Placement
+        """The Placement client (:class:`minbw.placement.client.Placement`): over Placement's connection made from
+        ``region`` alone (:func:`minbw.placement.connection.placement_connection`) when the cloud was given one and
+        :attr:`conn` is not made yet, else over :attr:`conn`."""
+        with self._making:
+            if self._placement is None:
+                from minbw.placement.client import Placement
 
-            self._placement = Placement(self.conn, max_microversion=self.placement_version)
-        return self._placement
+                conn = None
+                if self._region is not None and self._conn is None:
+                    from minbw.placement.connection import placement_connection
+
+                    conn = placement_connection(self._region())
+                self._placement = Placement(conn or self.conn, max_microversion=self.placement_version)
+            return self._placement
 
     def reader(self):
         """The reports' reader of Placement (:class:`minbw.readers.placement.Reader`), with the provider cache when
@@ -165,9 +184,10 @@ class Cloud:
 
     def _why_absent(self, service: str) -> str | None:
         from keystoneauth1.identity.base import BaseIdentityPlugin
-        from openstack.connection import Connection
 
         conn = self.conn
+        from openstack.connection import Connection  # (after the Connection is made: it loaded the module)
+
         config = conn.config
         key = service.replace("-", "_")
         if not config.has_service(service):

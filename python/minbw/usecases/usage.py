@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from minbw.model.providers import Provider
-
-from minbw.readers.providers import provider_report
+from minbw.model.providers import Provider, ProviderDetail, usages_of
+from minbw.placement.client import Placement
+from minbw.readers.providers import tree_details
 from minbw.usecases.cloud import Cloud
+
+TRIES = 3  # reads of a provider whose generation moves meanwhile (then the last read is shown)
 
 
 @dataclass(frozen=True)
@@ -19,7 +21,7 @@ class UsageRequest:
 
 @dataclass(frozen=True)
 class ProviderUsage:
-    """A provider with inventory, read again: its inventories, usages and allocations (consumer →
+    """A provider with inventory: its inventories, usages and allocations (consumer →
     ``{"resources": ...}``, as Placement returns them)."""
 
     provider: Provider
@@ -47,24 +49,26 @@ class UsageResult:
 
 def usage(cloud: Cloud, request: UsageRequest) -> UsageResult:
     """The providers with inventory (every one, one hypervisor's tree, or ``request.provider`` alone) with their
-    inventories, usages and allocations, each read again (a UsageResult). Raises ObjectNotFound when no provider has
-    the hypervisor's name; lets PlacementError (ProviderNotFound, NotFound) through."""
+    inventories, usages and allocations, read at one generation (a UsageResult). Raises ObjectNotFound when no provider
+    has the hypervisor's name; lets PlacementError (ProviderNotFound, NotFound) through.
+
+    One listing, each provider's inventories, and the allocations of those with inventory, their usages summed from
+    them (:func:`~minbw.model.providers.usages_of`: what Placement's usages answer, one read less); a provider whose
+    generation moved between the listing and its reads is read again (:data:`TRIES` times at most)."""
     api = cloud.placement
     if request.provider:
-        uuids = [api.get_provider(request.provider).uuid]
+        details = list(api.provider_details([api.get_provider(request.provider)], traits=False, allocations=True))
     else:
-        # which providers have inventory, in tree order: their inventories alone (each is read again below)
-        listed = provider_report(api, request.hypervisor, traits=False, usages=False)
-        uuids = [p.provider.uuid for p in listed if p.inventories]
-    out = []
-    for uuid in uuids:
-        provider = api.get_provider(uuid)
-        out.append(
-            ProviderUsage(
-                provider,
-                api.get_inventories(provider.uuid)[0],
-                api.provider_usages(provider.uuid),
-                api.provider_allocations(provider.uuid),
-            )
-        )
-    return UsageResult(tuple(out))
+        details = [d for d in tree_details(api, request.hypervisor, traits=False, allocations=True) if d.inventories]
+    return UsageResult(tuple(_usage(api, d) for d in details))
+
+
+def _usage(api: Placement, detail: ProviderDetail) -> ProviderUsage:
+    """The provider's usage from ``detail``, or, when its generation moved between the reads, from reads again."""
+    for _ in range(TRIES - 1):
+        if detail.unmoved:
+            break
+        provider = api.get_provider(detail.provider.uuid)
+        detail = next(api.provider_details([provider], traits=False, allocations=True))
+    allocations = detail.allocations or {}
+    return ProviderUsage(detail.provider, detail.inventories, usages_of(detail.inventories, allocations), allocations)

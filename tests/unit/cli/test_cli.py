@@ -272,17 +272,59 @@ def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribut
 
 
 def test_a_command_runs_with_what_its_threads_may_use_loaded():
-    """What the shell's import left lazy and a command's threads may use first (shell.LOADED_BEFORE_A_COMMAND) is
-    loaded before the command runs, in the main thread (LazyLoader is not thread-safe before Python 3.12.3); the
-    others stay lazy."""
+    """What the shell's import left lazy and a command's threads may use first (shell.LOADED_BEFORE_A_COMMAND:
+    osprofiler's web module, a request's trace headers) runs before the command runs, in the main thread (LazyLoader
+    is not thread-safe before Python 3.12.3), when the command is profiled (--os-profile); without it the module tells
+    keystoneauth there is no trace to send without running its code. Of the others, osc-lib's strutils runs (its
+    initialize_app's log lines) and openstack.connection does not (a command loads it when it makes a Connection,
+    which Cloud.conn makes under a lock)."""
+    for extra, ran in ((["--os-profile", "key"], ["oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web"]),
+                       ([], ["oslo_utils.strutils"])):
+        probe = ("import sys, types; from minbw.cli import shell\n"
+                 "assert [type(sys.modules[m]) for m in shell.LOADED_BEFORE_A_COMMAND] != [types.ModuleType]\n"
+                 "shell.main(%r + ['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value',"
+                 " '-c', 'running'])\n"
+                 "print([m for m in %r if type(sys.modules.get(m)) is types.ModuleType])" % (extra, LAZY_FOR_HELP))
+        proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.splitlines()[-1] == str(ran), (extra, proc.stdout)
+
+
+def test_a_placement_command_makes_no_openstacksdk_connection(tmp_path):
+    """A command that needs Placement alone (``usage show``) connects to it from the cloud region
+    (minbw.placement.connection): it neither runs openstack.connection nor imports openstacksdk's services, nor runs
+    osprofiler's web module (no --os-profile). Here its Placement is a closed port (one try), so it fails as such,
+    in one line (tests/functional/test_cli_formats.py runs it against a Placement)."""
+    clouds = tmp_path / "clouds.yaml"
+    url = "http://127.0.0.1:9"  # discard: nothing listens
+    clouds.write_text(yaml.safe_dump({"clouds": {"closed": {
+        "auth_type": "admin_token", "auth": {"endpoint": url, "token": "admin"}, "placement_endpoint_override": url}}}))
     probe = ("import sys, types; from minbw.cli import shell\n"
-             "assert [type(sys.modules[m]) for m in shell.LOADED_BEFORE_A_COMMAND] != [types.ModuleType] * 2\n"
-             "shell.main(['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value', '-c',"
-             " 'running'])\n"
-             "print([m for m in %r if type(sys.modules.get(m)) is types.ModuleType])" % (LAZY_FOR_HELP,))
+             "code = shell.main(['usage', 'show'])\n"
+             "ran = [m for m in %r if type(sys.modules.get(m)) is types.ModuleType]\n"
+             "print('RESULT', code, ran, 'openstack._services_mixin' in sys.modules, file=sys.stderr)\n"
+             % (LAZY_FOR_HELP,))
+    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": "closed", "MINBW_PLACEMENT_ATTEMPTS": "1"}
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
+    lines = proc.stderr.splitlines()
+    assert lines[-1] == "RESULT 1 ['oslo_utils.strutils'] False", proc.stderr
+    assert lines[0].startswith("minbw: error: cannot reach cloud 'closed'") and len(lines) == 2, proc.stderr
+
+
+def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():
+    """osprofiler's web module, as the shell loads it (python/minbw/cli/shell.py: _ProfilerWebFirst), answers
+    keystoneauth's request for trace headers as osprofiler does: none while no profiler was started, without running
+    its code; osprofiler's own headers once one was (its profiler module ran: osc-lib's --os-profile)."""
+    probe = ("import sys, types; from minbw.cli import shell\n"
+             "web = sys.modules['osprofiler.web']\n"
+             "before = (web.get_trace_id_headers(), type(web) is types.ModuleType)\n"
+             "from osprofiler import profiler\n"
+             "profiler.init('key', base_id='4f5ffe8e-2f96-4de3-b3a6-1d4d4e6cc0cf', parent_id='p')\n"
+             "headers = web.get_trace_id_headers()\n"
+             "print(before, sorted(headers), type(web) is types.ModuleType, web.X_TRACE_INFO)")
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines()[-1] == str(["openstack.connection", "oslo_utils.strutils", "osprofiler.web"])
+    assert proc.stdout.split("\n")[0] == "({}, False) ['X-Trace-HMAC', 'X-Trace-Info'] True X-Trace-Info", proc.stdout
 
 
 # Every help the shell prints, in one process: the shell's own (--help, -h, help) and each command's.
