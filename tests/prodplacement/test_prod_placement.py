@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import multiprocessing
 import os
 import re
 import subprocess
@@ -23,6 +22,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync
 from minbw.placement.client import Placement
 from tests.conftest import KEYSTONE_TOKEN_SECONDS, CallCounter, doc_commands, wipe
+from tests.support.claimers import warm_pool
 from tests.support.compute_roots import compute_root
 
 FLAVOR = ["--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1"]
@@ -157,9 +157,9 @@ full_only = pytest.mark.skipif(os.environ.get("MINBW_PRODPLACEMENT") == "reduced
 
 @pytest.fixture(scope="module")
 def claimer_pool():
-    """32 claimer processes, spawned once for the three claimer counts (each round's processes wait for the
-    same instant, so a round of 8 uses 8 of them)."""
-    with multiprocessing.get_context("spawn").Pool(32) as pool:
+    """32 claimer processes, forked once for the three claimer counts from a process that imported the command line
+    (tests/support/claimers.py; each round's processes wait for the same instant, so a round of 8 uses 8 of them)."""
+    with warm_pool(32, _cli_claimer) as pool:
         yield pool
 
 
