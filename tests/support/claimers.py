@@ -8,6 +8,7 @@ server, which imported all that once (this module, the worker's module and pytes
 claimer is still a process of its own that makes its own connections, and the storms start them the same way:
 before the round, waiting for the same instant.
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -16,12 +17,32 @@ import sys
 from collections.abc import Callable
 
 import minbw.cli.allocation  # noqa: F401 - `minbw allocation create`, the storms' command
+import minbw.cli.connection  # noqa: F401
 import minbw.cli.shell as shell
 import minbw.ops.claims  # noqa: F401 - what the command runs
+import minbw.usecases.allocation  # noqa: F401
+import minbw.usecases.server_request  # noqa: F401
 
-for _name in shell.LOADED_BEFORE_A_COMMAND:  # the modules openstacksdk loads lazily, on a command's first run
-    if _name in sys.modules:
-        vars(sys.modules[_name])  # any attribute of a lazy module runs its code
+
+def _warm() -> None:
+    """Load what a claim's first run would: openstacksdk's lazy modules, a connection's session (no request is
+    sent), the auth plugins' loaders osc-lib lists and cliff's formatters (both found by entry points)."""
+    import stevedore
+    from keystoneauth1 import loading
+
+    for name in shell.LOADED_BEFORE_A_COMMAND:
+        if name in sys.modules:
+            vars(sys.modules[name])  # any attribute of a lazy module runs its code
+    import openstack.connection
+
+    auth = {"endpoint": "http://127.0.0.1:9", "token": "x"}
+    _ = openstack.connection.Connection(auth_type="admin_token", auth=auth).session  # made; no request is sent
+    loading.get_available_plugin_loaders()
+    for namespace in ("cliff.formatter.list", "cliff.formatter.show"):
+        stevedore.ExtensionManager(namespace)
+
+
+_warm()
 
 
 def warm_pool(processes: int, worker: Callable) -> multiprocessing.pool.Pool:
