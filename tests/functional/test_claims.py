@@ -1,7 +1,6 @@
 """Requests, candidates, mapping, claims and the no-valid-host diagnosis against the real Placement."""
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 
 import pytest
@@ -18,6 +17,7 @@ from minbw.model.requests import ServerRequest
 from minbw.placement.query import build_query
 from minbw.neutron.port_request import Segment, build_port_request
 from minbw.neutron.qos import QosRule
+from tests.support.claimers import warm_pool
 from tests.support.compute_roots import compute_root
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
@@ -302,7 +302,7 @@ def test_eight_processes_claiming_for_96_consumers(placement, placement_server):
              vcpu=200)
     consumers = [str(uuid.uuid4()) for _ in range(96)]
     chunks = [(str(placement_server.clouds_yaml), consumers[i::8], 500) for i in range(8)]
-    with multiprocessing.get_context("spawn").Pool(8) as pool:
+    with warm_pool(8, _claimer) as pool:  # forked from a process that imported this module (tests/support/claimers.py)
         results = [r for chunk in pool.map(_claimer, chunks) for r in chunk]
     claimed = [r for r in results if r[1] == "claimed"]
     failed = [r for r in results if r[1] == "no-valid-host"]
