@@ -237,7 +237,7 @@ class ProdPlacementFaults:
                 self._reap()
                 if _group_alive(pid):
                     os.killpg(pid, signal.SIGKILL)
-                    _wait(f"{name}'s old processes' exit", lambda: not _group_alive(pid), 15)
+                    _wait(f"{name}'s old processes' exit", lambda gone=pid: not _group_alive(gone), 15)
                 self.restarts.append((time.monotonic(), name))
                 self.log(f"supervisor: {name} ({pid}) was gone: started again")
                 self._start(name)

@@ -84,7 +84,7 @@ class Config:
     workers: int = 4
     quiet: float = 0.0
     gap: tuple[float, float] = (0.0, 0.0)   # seconds between a heal and the next fault; 0: by the soak's length
-    interval: float = 3.0     # the exporter's collection interval
+    interval: float = 0.0     # the exporter's collection interval; 0: 3 s up to 100 hosts, else 15 s
     sync_pause: float = 2.0
     datadir_mb: int = 200
 
@@ -107,6 +107,8 @@ class Invariant:
 
 class Soak:
     def __init__(self, cfg: Config):
+        if not cfg.interval:
+            cfg.interval = 3.0 if cfg.hosts <= 100 else 15.0
         self.cfg = cfg
         self.out = cfg.out
         self.out.mkdir(parents=True, exist_ok=True)
@@ -534,7 +536,7 @@ class Soak:
               flush=True)
         t_setup = time.monotonic()
         result: dict = {}
-        quiet = cfg.quiet or max(8.0, round(cfg.seconds * 0.2))
+        quiet = cfg.quiet or max(10.0, round(cfg.seconds * 0.2))
         try:
             self.start_topology()
             self.setup_hosts()
