@@ -152,17 +152,30 @@ class Soak:
 
     # ------------------------------------------------------------ the topology
     def start_topology(self):
-        if self.cfg.topology != "prod":
-            raise SystemExit("soak: --topology galera needs tests/support/galera/faults.py (the lead wires it in); "
-                             "this tree runs prod")
-        from tests.support.prodplacement.server import ProdPlacement
-        from tests.support.soak.faults import ProdPlacementFaults
-        self.server = ProdPlacement(self.out / "placement", workers=self.cfg.workers)
-        self.log(f"starting {self.server.describe()}")
-        self.server.start()
-        self.faults = ProdPlacementFaults(self.server, small_datadir_mb=self.cfg.datadir_mb, log=self.log)
-        text = (self.server.state_dir / "etc/placement/placement.conf").read_text()
-        self.db_url = next(line.split("=", 1)[1].strip() for line in text.splitlines()
+        """The topology and its fault injector. prod: ProdPlacement and ProdPlacementFaults (here); galera:
+        GaleraPlacement (three nodes, HAProxy, two Placement processes) and the injector of
+        tests/support/galera/faults.py (the same interface: tests/support/soak/faults.py). Beyond the interface, an
+        injector may offer supervise() (start again what died outside a fault), serving_processes() and
+        expected_processes() (the leak check after each heal), close() and restarts; the runner uses those it has."""
+        if self.cfg.topology == "galera":
+            from tests.support.galera.server import GaleraPlacement
+            try:
+                from tests.support.galera import faults as galera_faults
+            except ImportError as e:
+                raise SystemExit(f"soak: --topology galera needs tests/support/galera/faults.py ({e})") from e
+            self.server = GaleraPlacement(self.out / "galera")
+            self.log(f"starting {self.server.describe()}")
+            self.server.start()
+            self.faults = galera_faults.GaleraFaults(self.server)
+        else:
+            from tests.support.prodplacement.server import ProdPlacement
+            from tests.support.soak.faults import ProdPlacementFaults
+            self.server = ProdPlacement(self.out / "placement", workers=self.cfg.workers)
+            self.log(f"starting {self.server.describe()}")
+            self.server.start()
+            self.faults = ProdPlacementFaults(self.server, small_datadir_mb=self.cfg.datadir_mb, log=self.log)
+        conf = sorted(Path(self.server.state_dir).glob("**/placement.conf"))[0]
+        self.db_url = next(line.split("=", 1)[1].strip() for line in conf.read_text().splitlines()
                            if line.strip().startswith("connection"))
 
     def env(self) -> dict:
@@ -358,6 +371,8 @@ class Soak:
                                  f"Placement held {held} all through the window ({len(window)} reads)")
 
     def _supervisor(self) -> None:
+        if not hasattr(self.faults, "supervise"):
+            return
         while not self.quit.is_set():
             self.faults.supervise()
             self.quit.wait(1.0)
@@ -398,6 +413,8 @@ class Soak:
             rec["error"] = str(e)
             self.inv["faults_healed"].check(False, f"{got.kind}: {e}")
             self.log(f"NOT healed {got.kind}: {e}")
+        if not hasattr(self.faults, "serving_processes"):
+            return
         procs = self.faults.serving_processes()
         self.inv["no_process_leaked"].check(len(procs) == self.faults.expected_processes(),
                                             f"after {got.kind}: {len(procs)} processes, "
@@ -521,11 +538,11 @@ class Soak:
                 self.log(f"heal_all at teardown: {e}")
         if hasattr(self, "server"):
             self.server.stop()
-            if hasattr(self, "faults"):
+            if hasattr(getattr(self, "faults", None), "close"):
                 self.faults.close()
         time.sleep(0.5)
         left = [f"{p.soak_name} {p.pid}" for p in self.procs if p.poll() is None]
-        if hasattr(self, "faults"):
+        if hasattr(getattr(self, "faults", None), "serving_processes"):
             left += [f"topology process {pid}" for pid in self.faults.serving_processes()]
         return left
 
