@@ -113,7 +113,9 @@ class Soak:
         self.out = cfg.out
         self.out.mkdir(parents=True, exist_ok=True)
         self.stopfile = self.out / "stop"
-        self.stopfile.unlink(missing_ok=True)
+        self.gofile = self.out / "go"
+        for f in (self.stopfile, self.gofile, *self.out.glob("go.*.ready")):
+            f.unlink(missing_ok=True)
         self.procs: list[subprocess.Popen] = []
         self.ledgers: list[Path] = []
         self.injected: list[dict] = []
@@ -226,6 +228,11 @@ class Soak:
         self.procs.append(p)
         return p
 
+    def hold(self) -> int:
+        """How many consumers a claimer holds at most: together a third more than the claim hosts' bandwidth,
+        so that claims are refused too."""
+        return -(-self.cfg.claims_per_host * self.cfg.claim_hosts * 4 // 3 // self.cfg.claimers)
+
     def start_workload(self) -> None:
         cfg = self.cfg
         qos = f"min_bw:egress:{CLAIM_KBPS},min_bw:ingress:{CLAIM_KBPS},physnet=physnet0"
@@ -235,13 +242,19 @@ class Soak:
             self.spawn(f"claimer-{i}", [sys.executable, "-m", "tests.support.soak.workload", "claimer",
                                         "--ledger", str(ledger), "--stop", str(self.stopfile),
                                         "--seed", str(cfg.seed * 100 + i), "--cloud", self.server.cloud,
-                                        "--qos-port", qos, "--hold", str(cfg.claims_per_host)])
+                                        "--qos-port", qos, "--hold", str(self.hold()),
+                                        "--go", str(self.gofile)])
         ledger = self.out / "ops-syncer.jsonl"
         self.ledgers.append(ledger)
         self.spawn("syncer", [sys.executable, "-m", "tests.support.soak.workload", "syncer", "--ledger", str(ledger),
                               "--stop", str(self.stopfile), "--seed", str(cfg.seed * 100 + 99),
                               "--cloud", self.server.cloud, "--fleet", str(self.fleet), "--cache", str(self.cache),
-                              "--pause", str(cfg.sync_pause)])
+                              "--pause", str(cfg.sync_pause), "--go", str(self.gofile)])
+        deadline = time.monotonic() + 180
+        while len(list(self.out.glob("go.*.ready"))) < cfg.claimers + 1:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                raise RuntimeError("the workload's processes did not start (see claimer-*.err, syncer.err)")
+            time.sleep(0.2)
     def start_readers(self) -> None:
         """The exporter (a Prometheus scrapes it) and the database sampler, started before the soak's clock, the
         exporter's first collection waited for (so that a scrape at the start is not refused)."""
@@ -562,9 +575,10 @@ class Soak:
             self.log(f"set-up {time.monotonic() - t_setup:.0f} s; schedule: "
                      + ", ".join(f"{p.kind}@{p.at:.0f}s/{p.hold:.0f}s" for p in plan))
             self.start_readers()
-            self.t0 = time.monotonic()
-            self.start_threads()
             self.start_workload()
+            self.t0 = time.monotonic()
+            self.gofile.touch()
+            self.start_threads()
             faults_thread = threading.Thread(target=self._guard(lambda: self.run_faults(plan)), daemon=True)
             faults_thread.start()
             while self.now() < cfg.seconds:

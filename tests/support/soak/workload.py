@@ -142,7 +142,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fleet")
     p.add_argument("--cache")
     p.add_argument("--pause", type=float, default=0.0)
+    p.add_argument("--go", help="a file to wait for after the warm-up (the soak's start); FILE.ready says it waits")
     args = p.parse_args(argv)
+    if args.go:
+        # minbw's command line imported and its commands loaded before the soak's clock starts: the first
+        # operation's latency is not the process's start
+        run_cli(["allocation", "create", "--help"] if args.role == "claimer" else ["provider", "sync", "--help"])
+        Path(args.go + "." + args.role + "-" + str(args.seed) + ".ready").touch()
+        while not Path(args.go).exists() and not Path(args.stop).exists():
+            time.sleep(0.1)
     (claimer if args.role == "claimer" else syncer)(args)
     return 0
 
