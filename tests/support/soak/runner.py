@@ -556,6 +556,9 @@ class Soak:
                 self.faults.heal_all()
             except Exception as e:
                 self.log(f"heal_all at teardown: {e}")
+        if hasattr(getattr(self, "faults", None), "serving_processes"):
+            # the topology's CPU seconds (its processes alive at the end: those a fault killed are not counted)
+            self.topology_cpu = round(sum(cpu_seconds(pid) for pid in self.faults.serving_processes()), 1)
         if hasattr(self, "server"):
             self.server.stop()
             if hasattr(getattr(self, "faults", None), "close"):
@@ -630,6 +633,7 @@ class Soak:
                       if hasattr(self, "faults") else [],
                       rss=self.rss, samples_missed=sum(1 for s in self.samples if not s["ok"]),
                       samples=len(self.samples), scrapes_unjudged=self.unjudged,
+                      topology_cpu_s=getattr(self, "topology_cpu", None),
                       not_run={"audit": "needs Nova and Neutron: not on a Placement-only topology",
                                "server heal": "needs Nova and Neutron: not on a Placement-only topology",
                                "server moves": "the mini-cloud only: not in this soak"})
@@ -666,6 +670,15 @@ def exporter_values(text: str, family: str = "minbw_bandwidth_used_bits_per_seco
             elif s.name == "minbw_collection_age_seconds":
                 age = s.value
     return None if scalar else (values, age)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process (its waited-for children's included)."""
+    try:
+        f = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()
+    except (FileNotFoundError, IndexError):
+        return 0.0
+    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 def group_rss_kb(pgid: int) -> int:
