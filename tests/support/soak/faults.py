@@ -193,8 +193,8 @@ class ProdPlacementFaults:
         if os.geteuid() != 0 or os.environ.get("SOAK_PRIVATE_MOUNTS") != "1":
             self.log("fill_mariadb_disk left out: needs root in a mount namespace of its own (runner --netns)")
             return False
-        # every worker's app loaded first (lazy-apps: a worker loading while MariaDB is down fails, and uWSGI's
-        # need-app then ends the whole Placement)
+        # every worker's app loaded first (lazy-apps): once, MariaDB stopped here while the last worker was still
+        # loading Placement's app; the load failed and uWSGI ended itself (need-app)
         _wait("Placement's workers' apps", lambda: self._apps_loaded() >= self.server.workers, 60)
         pid = self.server.pid("mariadb")
         os.kill(pid, signal.SIGTERM)
@@ -222,9 +222,8 @@ class ProdPlacementFaults:
         return (self.logdir / "placement.out").read_text(errors="replace").count("WSGI app 0 (mountpoint='') ready")
 
     def supervise(self) -> None:
-        """What systemd's Restart= does: Placement's uWSGI started again when it is gone (uWSGI ends itself when a
-        worker it starts cannot load the app: MariaDB down at that moment, and ``need-app``). Each restart is
-        recorded in ``restarts``."""
+        """What systemd's Restart= does: uWSGI or MariaDB started again when it is gone outside a fault. Each
+        restart is recorded in ``restarts``."""
         with self.lock:
             self._supervise()
 
