@@ -143,10 +143,18 @@ class ProdPlacementFaults:
         self.datadir: Path | None = None
         self.filler: Path | None = None
         kinds = list(PROD_KINDS)
+        # MariaDB durable: prodplacement.sh starts it with innodb_flush_log_at_trx_commit=0 (no log write per
+        # commit), and a kill -9 then loses what it committed in its last second: a free Placement answered 204
+        # came back (seed 47, docs/soak.md). The soak's MariaDB writes its log at each commit.
+        launch = self._launch["mariadb"]
+        self._launch["mariadb"] = _Launch(
+            tuple("--innodb-flush-log-at-trx-commit=1" if a.startswith("--innodb-flush-log-at-trx-commit=") else a
+                  for a in launch.argv), launch.env, launch.cwd, launch.log, launch.pidfile)
         if small_datadir_mb > 0 and self._small_datadir(small_datadir_mb):
             self.datadir = s / "mysql"
         else:
             kinds.remove("fill_mariadb_disk")
+            self._restart_mariadb()
         self.kinds: tuple[str, ...] = tuple(kinds)
 
     # ------------------------------------------------------------ what is running
@@ -187,18 +195,26 @@ class ProdPlacementFaults:
         return Placement(self.server.connect(), retry=RetryPolicy(attempts=1, timeout=5.0))
 
     # ------------------------------------------------------------ the datadir on a small file system
-    def _small_datadir(self, mb: int) -> bool:
-        s = Path(self.server.state_dir)
-        small = s / "mysql"
-        if os.geteuid() != 0 or os.environ.get("SOAK_PRIVATE_MOUNTS") != "1":
-            self.log("fill_mariadb_disk left out: needs root in a mount namespace of its own (runner --netns)")
-            return False
+    def _stop_mariadb(self) -> None:
         # every worker's app loaded first (lazy-apps): once, MariaDB stopped here while the last worker was still
         # loading Placement's app; the load failed and uWSGI ended itself (need-app)
         _wait("Placement's workers' apps", lambda: self._apps_loaded() >= self.server.workers, 60)
         pid = self.server.pid("mariadb")
         os.kill(pid, signal.SIGTERM)
         _wait("MariaDB's clean stop", lambda: not _alive(pid), 60)
+
+    def _restart_mariadb(self) -> None:
+        self._stop_mariadb()
+        self._start("mariadb")
+        _wait("MariaDB started again (durable)", self.writes, 60)
+
+    def _small_datadir(self, mb: int) -> bool:
+        s = Path(self.server.state_dir)
+        small = s / "mysql"
+        if os.geteuid() != 0 or os.environ.get("SOAK_PRIVATE_MOUNTS") != "1":
+            self.log("fill_mariadb_disk left out: needs root in a mount namespace of its own (runner --netns)")
+            return False
+        self._stop_mariadb()
         big = s / "mysql-big"
         small.rename(big)
         small.mkdir()

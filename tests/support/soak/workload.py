@@ -76,7 +76,8 @@ class Ledger:
         outcome = "succeeded" if rc == 0 else ("refused" if refused else "failed")
         entry = {"kind": kind, "start": start, "end": time.monotonic(), "outcome": outcome, "rc": rc,
                  "cause": lines[0][:300] if lines and outcome != "succeeded" else "",
-                 "stderr_lines": len(lines), "traceback": "Traceback" in err, **extra}
+                 "stderr_lines": len(lines), "traceback": "Traceback" in err,
+                 "stderr": "\n".join(lines[:5])[:1500] if len(lines) > 1 else "", **extra}
         self.f.write(json.dumps(entry) + "\n")
         return outcome
 
