@@ -86,6 +86,9 @@ def table(rep: dict) -> str:
     lines += ["", "| invariant | checked | violations |", "| --- | --- | --- |"]
     for k, v in rep["invariants"].items():
         lines.append(f"| {k} | {v['checked']} | {v['violations']} |")
+    if rep.get("transient_overcapacity"):
+        lines += ["", f"Over capacity for a moment (a provider and class newly over it at a sample, then not): "
+                      f"{rep['transient_overcapacity']}."]
     causes = [(k, c, n) for k, v in rep["operations"].items() for c, n in v["causes"].items()]
     if causes:
         lines += ["", "| operation | cause printed (first line) | times |", "| --- | --- | --- |"]
