@@ -174,5 +174,20 @@ galera-status:
 galera: setup cloud-install
 	MINBW_GALERA=1 unshare --net --mount -- $(PY) tests/support/netns.py $(PY) -m pytest -q -rP --show-capture=stdout tests/galera
 
+# The soak (docs/soak.md): every writer and reader of minbw at once for SOAK_S seconds (default 600) on
+# SOAK_TOPOLOGY (prod: the production-style Placement; galera; both), faults injected at random from SOAK_SEED
+# (default: a new seed, printed); the report in .state/soak/TOPOLOGY-SEED/. `make test` runs a reduced form
+# (tests/prodplacement/test_soak.py). Needs root (its own network and mount namespace).
+SOAK_S ?= 600
+SOAK_TOPOLOGY ?= prod
+SOAK_SEED ?=
+SOAK_HOSTS ?= 1000
+.PHONY: soak
+soak: setup cloud-install
+	@set -e; for t in $(if $(filter both,$(SOAK_TOPOLOGY)),prod galera,$(SOAK_TOPOLOGY)); do \
+	    PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --netns --topology $$t \
+	        --seconds $(SOAK_S) --hosts $(SOAK_HOSTS) $(if $(SOAK_SEED),--seed $(SOAK_SEED)); \
+	done
+
 clean:
 	rm -rf $(VENV) .venv-cloud .state

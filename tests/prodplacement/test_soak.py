@@ -1,0 +1,57 @@
+"""The soak's reduced form (docs/soak.md; `make soak` runs it for 10 minutes on 1,000 hosts): on the production-style
+Placement, claimers, frees, a periodic sync and the exporter with a scraper at once, for about 40 s, while faults
+of the seed's schedule are injected and healed; every invariant holds (0 violations) and every fault was healed.
+The command is the one docs/soak.md shows, run as written (its own network and mount namespace: root)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import doc_commands
+from tests.support.soak.faults import PROD_KINDS
+from tests.support.soak.runner import schedule
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_seed_makes_the_schedule():
+    """The same seed replays the same faults (kinds, times, holds, targets); another seed makes another schedule;
+    every kind comes once before any comes twice."""
+    a = schedule(1234, PROD_KINDS, 600, 120, (3.0, 12.0))
+    assert a == schedule(1234, PROD_KINDS, 600, 120, (3.0, 12.0))
+    assert a != schedule(1235, PROD_KINDS, 600, 120, (3.0, 12.0))
+    assert len(a) > len(PROD_KINDS) and {p.kind for p in a[:len(PROD_KINDS)]} == set(PROD_KINDS)
+    assert a[0].at == 120 and all(p.at + p.hold <= 600 for p in a)
+    assert all(b.at >= p.at + p.hold for p, b in zip(a, a[1:]))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the soak runs in a network and mount namespace of its own: root")
+def test_the_soak_as_docs_soak_md_runs_it():
+    commands = doc_commands(ROOT / "docs" / "soak.md", "## Run it")
+    assert len(commands) == 1 and commands[0].startswith("python -m tests.support.soak.runner --netns ")
+    seed = commands[0].split("--seed ")[1].split()[0]
+    out = ROOT / ".state" / "soak" / f"prod-{seed}"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "PYTHONPATH": f"{ROOT / 'python'}:{ROOT}"}
+    t0 = time.time()
+    r = subprocess.run(["bash", "-c", commands[0]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    print(f"\n{commands[0]} ({time.time() - t0:.0f} s):\n{r.stdout[-6000:]}{r.stderr[-3000:]}")
+    assert f"seed {seed}" in r.stdout.splitlines()[0]
+    rep = json.loads((out / "report.json").read_text())
+    bad = {k: v["examples"] for k, v in rep["invariants"].items() if v["violations"]}
+    assert rep["violations"] == 0 and not bad, bad
+    assert r.returncode == 0, r.stderr[-3000:]
+    # faults were injected, each kind injected was healed, and the workload ran beside them
+    assert rep["faults"] and all(v["injected"] == v["healed"] for v in rep["faults_by_kind"].values()), rep["faults"]
+    for kind in ("claim", "free", "sync", "scrape"):
+        assert rep["operations"][kind]["succeeded"] > 0, (kind, rep["operations"].get(kind))
+    for name in ("no_overcapacity", "claims_present", "frees_gone", "no_orphans", "sync_converges",
+                 "exporter_equals_placement", "no_process_leaked", "faults_healed"):
+        assert rep["invariants"][name]["checked"] > 0, name
+    assert (out / "latency.png").stat().st_size > 10_000 and "| invariant |" in (out / "report.md").read_text()
