@@ -23,6 +23,7 @@ from minbw.errors import (
     InvalidInput,
     MicroversionUnsupported,
     NotFound,
+    PlacementError,
     PlacementUnavailable,
     ProviderNotFound,
     placement_error,
@@ -37,6 +38,15 @@ TRANSIENT_STATUS = (502, 503, 504)  # the front (or Placement) could not answer 
 # or a database node lost mid-query (2013) answers 500; the write may or may not have committed: re-read, try again
 SERVER_ERROR = 500
 DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
+
+
+def _server_error(error: PlacementError, status: int) -> str:
+    """A 500's part of a retry's message, on one line: its code first (never cut), then Placement's detail with its
+    line breaks folded (a 500 of a database down holds one) and cut at 240 characters."""
+    detail = " ".join(error.detail.split())
+    if len(detail) > 240:
+        detail = detail[:239] + "…"
+    return f"answered {status}" + (f" ({error.code})" if error.code else "") + f": {detail}"
 
 
 def _failure(e: Exception, timeout: float | None) -> str:
@@ -243,8 +253,7 @@ class Placement:
                 uncertain = uncertain or method != "get"
                 continue
             if resp.status_code == SERVER_ERROR:
-                error = _error_of(resp)
-                why, status = f"answered {resp.status_code}: {str(error)[:300]}", resp.status_code
+                why, status = _server_error(_error_of(resp), resp.status_code), resp.status_code
                 uncertain = uncertain or method != "get"
                 continue
             if resp.status_code not in ok:

@@ -31,7 +31,9 @@ from urllib.parse import urlsplit
 FAULTS = ("409", "503", "500", "500_after", "slow", "slow_after", "reset_before", "reset_after", "call", "kill")
 # 500: Placement's answer to a transaction that failed at commit (Galera's certification, MySQL error 1213):
 # nothing written. 500_after: forwarded, then answered 500 (a database node lost after the commit, error 2013).
-DEADLOCK = ("(pymysql.err.OperationalError) (1213, 'Deadlock found when trying to get lock; try restarting "
+# Its detail as Placement's (webob's) 500 carries it: line breaks before the database's error.
+DEADLOCK = ("The server has either erred or is incapable of performing\r\nthe requested operation.\r\n\r\n "
+            "(pymysql.err.OperationalError) (1213, 'Deadlock found when trying to get lock; try restarting "
             "transaction') (injected by the fault proxy)")
 HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "proxy-connection", "te",
        "trailer", "upgrade"}

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.galera.server import NODES, GaleraPlacement
+from tests.support.soak.faults import FaultNotHealed, Injected  # the soak's interface: kind, target, started, detail
 
 KINDS = ("kill_node", "kill_api", "pause_node", "drop_link", "fill_disk", "slow_node")
 APIS = (1, 2)
@@ -58,16 +59,6 @@ IN_PLACE_TIMEOUT = 90.0
 HEAL_TIMEOUT = 300.0
 QDISC = "4747:"            # the handle of drop_link's qdisc (issue 47)
 FILL = "minbw-fill"        # fill_disk's file, in the datadir
-
-
-@dataclass(frozen=True)
-class Injected:
-    """A fault in place: its kind, its target (``node1``-``node3``, ``api1``/``api2``: HAProxy's server names), when
-    (time.monotonic()) it was put in place, and what was done and seen."""
-    kind: str
-    target: str
-    started: float
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -375,7 +366,7 @@ class GaleraFaults:
                 logs = [f"node{n}'s log: " + " | ".join(
                     [line[-200:] for line in self.galera.node_log(n).splitlines() if "WSREP" in line][-4:])
                         for n in NODES if any(line.startswith(f"node{n}") for line in left)]
-                raise RuntimeError(f"{what}: the cluster is not whole after {timeout:.0f} s: " + "; ".join(left)
+                raise FaultNotHealed(f"{what}: the cluster is not whole after {timeout:.0f} s: " + "; ".join(left)
                                    + ("\n" + "\n".join(logs) if logs else ""))
             time.sleep(0.5)
 

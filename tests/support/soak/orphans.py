@@ -1,7 +1,7 @@
 """Read-only SQL over Placement's database, for the soak's invariants (tests/support/soak/runner.py).
 
-``count_orphans(db_url)`` has the signature of the Galera suite's (tests/support/galera/orphans.py, kept by the
-lead at merge): consumers without allocations, and allocations whose consumer has no consumer record.
+``count_orphans(db_url)`` is the Galera suite's (tests/support/galera/orphans.py: consumers without allocations,
+allocations whose consumer has no record), its SQL and connection arguments too.
 ``over_capacity(db_url)``: every (provider, class) whose allocations exceed (total - reserved) * allocation_ratio.
 ``providers(db_url)``: how many resource providers there are.
 
@@ -15,30 +15,25 @@ import json
 import sys
 import threading
 import time
-import urllib.parse
-from dataclasses import dataclass
+from pathlib import Path
 
-
-@dataclass(frozen=True)
-class Orphans:
-    consumers_without_allocations: int
-    allocations_without_consumer: int
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from tests.support.galera.orphans import (  # noqa: E402 - run as a script in .venv-cloud too
+    ALLOCATIONS_WITHOUT_CONSUMER,
+    CONSUMERS_WITHOUT_ALLOCATIONS,
+    connect_args,
+    count_orphans,  # noqa: F401 - the soak's invariants and the Galera suite count orphans one way
+)
 
 
 def _connect(db_url: str, timeout: float = 5.0):
     import pymysql
-    u = urllib.parse.urlsplit(db_url)
-    return pymysql.connect(host=u.hostname or "127.0.0.1", port=u.port or 3306, user=urllib.parse.unquote(u.username or ""),
-                           password=urllib.parse.unquote(u.password or ""), database=u.path.lstrip("/"),
-                           connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout, autocommit=True)
+    args = connect_args(db_url)
+    args.update(connect_timeout=timeout, read_timeout=timeout, write_timeout=timeout, autocommit=True)
+    return pymysql.connect(**args)
 
 
-ORPHANS_SQL = (
-    "SELECT (SELECT COUNT(*) FROM consumers c WHERE NOT EXISTS "
-    "(SELECT 1 FROM allocations a WHERE a.consumer_id = c.uuid)), "
-    "(SELECT COUNT(DISTINCT a.consumer_id) FROM allocations a WHERE NOT EXISTS "
-    "(SELECT 1 FROM consumers c WHERE c.uuid = a.consumer_id))"
-)
+ORPHANS_SQL = f"SELECT ({CONSUMERS_WITHOUT_ALLOCATIONS}), ({ALLOCATIONS_WITHOUT_CONSUMER})"
 # Placement writes a new consumer's record, then its allocations, in two transactions: between them the consumer has
 # none. The samples name them, so that only one still empty a while later counts (the runner's no_orphans).
 EMPTY_CONSUMERS_SQL = ("SELECT c.uuid FROM consumers c WHERE NOT EXISTS "
@@ -60,11 +55,6 @@ def _one(db_url: str, sql: str):
             return cur.fetchall()
     finally:
         conn.close()
-
-
-def count_orphans(db_url: str) -> Orphans:
-    (row,) = _one(db_url, ORPHANS_SQL)
-    return Orphans(int(row[0]), int(row[1]))
 
 
 def over_capacity(db_url: str) -> list[tuple[str, int, int, float]]:

@@ -171,7 +171,7 @@ class Soak:
                 from tests.support.galera import faults as galera_faults
             except ImportError as e:
                 raise SystemExit(f"soak: --topology galera needs tests/support/galera/faults.py ({e})") from e
-            self.server = GaleraPlacement(self.out / "galera")
+            self.server = GaleraPlacement(self.out / "galera", datadir_size_mb=max(256, self.cfg.datadir_mb))
             self.log(f"starting {self.server.describe()}")
             self.server.start()
             self.faults = galera_faults.GaleraFaults(self.server)
