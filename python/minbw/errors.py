@@ -259,9 +259,12 @@ class RootRefused(PlanError):
 
 
 class PlacementError(MinbwError):
-    """An error answer from Placement."""
+    """An error answer from Placement. ``after_lost_answer``: the call had sent the write before and lost that
+    answer (a timeout, a reset), and its re-read did not find the write: it may still land (a worker that answers
+    late), so a caller that finds exactly its own write later may take it as its own."""
 
     code: str | None = None
+    after_lost_answer: bool = False
 
     def __init__(
         self,

@@ -209,6 +209,34 @@ def test_claim_unavailable_is_reported_and_writes_nothing(placement, proxied, ho
     assert placement.get_allocations(consumer)["allocations"] == {}
 
 
+def test_a_claim_whose_own_write_landed_late_is_claimed_not_another_claim_s(placement, proxied, hosts):
+    """The soak's finding (docs/soak.md): a claim's PUT whose answer was lost (here: the connection reset) is sent
+    again and meets 409 placement.concurrent_update; the client's re-read finds nothing yet, and then the first
+    write lands (a paused worker that answers late) before the claim reads the consumer. The consumer then holds
+    exactly this claim's allocations: it is this claim, written, so it is claimed (and verified), not "another
+    claim for it won" (which left the bandwidth held while the command said it failed). A consumer that holds the
+    same allocations without a lost answer of this call is still another claim's (test_consumer_conflict_fails_clearly)."""
+    req = _claim_setup(placement)
+    probe = claims.claim(proxied.api(), str(uuidlib.uuid4()), req, project_id="p", user_id="u")
+    body = {"allocations": {rp: {"resources": dict(a["resources"])} for rp, a in probe.allocations.items()},
+            "project_id": "p", "user_id": "u", "consumer_generation": None}
+    assert claims.free_allocations(proxied.api(), probe.consumer) is True
+    consumer = str(uuidlib.uuid4())
+    path = f"/allocations/{consumer}"
+    # (each rule counts the requests that reach it: a rule that fires answers, the next rules see the rest)
+    proxied.proxy.add(Rule("PUT", path, "reset_before", nth=(1,)))   # the answer lost: the client re-reads, sends again
+    proxied.proxy.add(Rule("PUT", path, "409", nth=(1,)))            # the consumer is held (by the first write)
+    # the client's re-reads after the reset (1st GET) and after the 409 (2nd) find nothing; the first write lands
+    # before the claim reads the consumer (3rd)
+    proxied.proxy.add(Rule("GET", path, "call", nth=(3,), call=lambda: placement.put_allocations(consumer, body)))
+    got = claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    held = placement.get_allocations(consumer)["allocations"]
+    assert {rp: a["resources"] for rp, a in held.items()} == {rp: a["resources"] for rp, a in got.allocations.items()}
+    assert claims.free_allocations(proxied.api(), consumer) is True
+    for p in placement.list_providers():
+        assert not any(placement.provider_usages(p.uuid).values())
+
+
 def test_claim_answered_500_every_time_says_it_may_be_written_and_why(placement, proxied, hosts):
     """Every PUT of the claim answered 500 (Galera's deadlock at commit): after the retry policy's tries the error
     names Placement's own message and says the write may or may not be there; nothing was written."""

@@ -38,7 +38,7 @@ from minbw.model import microversions
 from minbw.model.claims import CandidateSet, Claim, Tried
 from minbw.model.requests import ServerRequest
 from minbw.ops import verify
-from minbw.placement.client import Placement
+from minbw.placement.client import Placement, holds
 from minbw.placement.mapping import binding_allocations, solve
 from minbw.placement.query import build_query
 from minbw.plan.allocations import ClaimOp, ClaimPlan, claim_op, plan_claim
@@ -288,9 +288,13 @@ def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sl
             if e.status == 409:
                 return "capacity"  # someone took it since the candidates were listed
             raise
-        except ConcurrentUpdate:
+        except ConcurrentUpdate as e:
             current = api.get_allocations(consumer)
             if current.get("allocations"):
+                if e.after_lost_answer and holds(current, body):
+                    # this call's own write, whose answer was lost, landed after the client's re-read (a worker
+                    # that answered late): the consumer holds exactly this claim, so it is claimed (then verified)
+                    return "claimed"
                 raise ConsumerConflict(
                     f"consumer {consumer} already has allocations (consumer generation "
                     f"{current.get('consumer_generation')}): another claim for it won; free it first or use "

@@ -40,6 +40,14 @@ SERVER_ERROR = 500
 DEFAULT_TIMEOUT = 60.0  # seconds per call when neither the policy nor the cloud's api_timeout sets one
 
 
+def holds(now: Mapping[str, Any], body: Mapping[str, Any]) -> bool:
+    """Whether ``now`` (a consumer's ``GET /allocations/{consumer}``) already holds what ``body`` (its PUT's body)
+    writes: the same resources on the same providers, for the same project and user."""
+    have = {rp: dict(a["resources"]) for rp, a in (now.get("allocations") or {}).items()}
+    want = {rp: dict(a["resources"]) for rp, a in (body.get("allocations") or {}).items()}
+    return have == want and all(now.get(k) == body[k] for k in ("project_id", "user_id") if want and body.get(k))
+
+
 def _server_error(error: PlacementError, status: int) -> str:
     """A 500's part of a retry's message, on one line: its code first (never cut), then Placement's detail with its
     line breaks folded (a 500 of a database down holds one) and cut at 240 characters."""
@@ -261,6 +269,7 @@ class Placement:
                 if uncertain and converged is not None and (done := converged()) is not None:
                     self._bump("converged")
                     return done
+                error.after_lost_answer = uncertain
                 raise error
             if resp.status_code == 204 or not resp.content:
                 return None
@@ -609,7 +618,4 @@ class Placement:
 
     def _holds(self, consumer: str, body: Mapping[str, Any]) -> bool:
         """Whether the consumer's allocations are already the ones ``body`` writes (a lost answer's write)."""
-        now = self.get_allocations(consumer)
-        have = {rp: dict(a["resources"]) for rp, a in (now.get("allocations") or {}).items()}
-        want = {rp: dict(a["resources"]) for rp, a in (body.get("allocations") or {}).items()}
-        return have == want and all(now.get(k) == body[k] for k in ("project_id", "user_id") if want and body.get(k))
+        return holds(self.get_allocations(consumer), body)
