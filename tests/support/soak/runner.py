@@ -343,13 +343,16 @@ class Soak:
                                                     f"{self.expected_providers} expected")
 
     def _direct_reader(self) -> None:
-        """The claim hosts' bridges' usages read directly, every 0.5 s (what the scrapes are judged against)."""
+        """The claim hosts' bridges' usages read directly, every 0.5 s (what the scrapes are judged against), with
+        the provider's generation: their allocations (``GET .../allocations``, one read at one generation) summed."""
         api = self.api()
         while not self.quit.is_set():
             t = time.monotonic()
             try:
-                got = {u: api.provider_usages(u) for u in self.claim_bridges}
-                self.direct.append((t, time.monotonic(), {u: (v.get(EGR, 0), v.get(IGR, 0)) for u, v in got.items()}))
+                got = {u: api.provider_allocations(u, with_generation=True) for u in self.claim_bridges}
+                self.direct.append((t, time.monotonic(), {u: (*_bandwidth(b["allocations"]),
+                                                              b["resource_provider_generation"])
+                                                          for u, b in got.items()}))
             except Exception:
                 pass
             self.quit.wait(0.25)
@@ -385,8 +388,10 @@ class Soak:
             return
         # the collection read each provider at a moment of [started, ended]. Judged where Placement held one value
         # all through it: a direct read ended before it started, one started after it ended, and every direct read
-        # from the one to the other saw the same value. Then the scrape must show that value. A collection during
-        # which the value changed is not judged (counted in the report).
+        # from the one to the other saw the same provider generation (equal values alone are not enough: a free
+        # and a claim between two reads leave the value as it was, and a collection between them read the other).
+        # Then the scrape must show that value. A collection during which the provider changed is not judged
+        # (counted in the report).
         ended = t - age
         started = ended - duration
         reads = list(self.direct)
@@ -399,7 +404,7 @@ class Soak:
         for u, name in self.claim_bridges.items():
             for i, d in enumerate(("egress", "ingress")):
                 seen = {r[2][u][i] * 1000 for r in window}
-                if len(seen) != 1:
+                if len(seen) != 1 or len({r[2][u][2] for r in window}) != 1:
                     self.unjudged += 1
                     continue
                 (held,) = seen
@@ -673,6 +678,12 @@ class Soak:
 
 def _jsonable(d: dict) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
+
+
+def _bandwidth(allocations: dict) -> tuple[int, int]:
+    """Egress and ingress kbps a provider's allocations (consumer → ``{"resources": ...}``) hold."""
+    return (sum(a["resources"].get(EGR, 0) for a in allocations.values()),
+            sum(a["resources"].get(IGR, 0) for a in allocations.values()))
 
 
 def exporter_values(text: str, family: str = "minbw_bandwidth_used_bits_per_second", scalar: bool = False):
