@@ -72,15 +72,22 @@ def request(port: int, context: ssl.SSLContext, user: str | None, password: str 
         conn.close()
 
 
-def _scraper(pipe, port: int, cafile: str) -> None:
-    """The authorised scraper: on ("go", seconds), scrapes every SPACING s for that long, answers the latencies."""
-    context = ssl.create_default_context(cafile=cafile)
+def _answering(pipe, run) -> None:
+    """A bench process's loop: says it is ready, then answers each ("go", ...) message with ``run(...)`` of its
+    arguments, until ("stop",)."""
     pipe.send("ready")
     while True:
         message = pipe.recv()
         if message[0] == "stop":
             return
-        _, seconds = message
+        pipe.send(run(*message[1:]))
+
+
+def _scraper(pipe, port: int, cafile: str) -> None:
+    """The authorised scraper: on ("go", seconds), scrapes every SPACING s for that long, answers the latencies."""
+    context = ssl.create_default_context(cafile=cafile)
+
+    def scrape(seconds: float) -> list[tuple[float, int | str]]:
         out: list[tuple[float, int | str]] = []
         end = time.monotonic() + seconds
         while time.monotonic() < end:
@@ -91,19 +98,17 @@ def _scraper(pipe, port: int, cafile: str) -> None:
                 status = type(e).__name__
             out.append((time.perf_counter() - t, status))
             time.sleep(SPACING)
-        pipe.send(out)
+        return out
+
+    _answering(pipe, scrape)
 
 
 def _flood(pipe, port: int, cafile: str, threads: int, tag: str, same: bool) -> None:
     """Flooding clients: on ("go", seconds, credentials), ``threads`` threads send wrong passwords (``credentials``
     true) or no credentials as fast as answered; answers the count of answers by status (or error kind)."""
     context = ssl.create_default_context(cafile=cafile)
-    pipe.send("ready")
-    while True:
-        message = pipe.recv()
-        if message[0] == "stop":
-            return
-        _, seconds, credentials = message
+
+    def flood(seconds: float, credentials: bool) -> dict[str, int]:
         counts: dict[str, int] = {}
         lock = threading.Lock()
         end = time.monotonic() + seconds
@@ -127,7 +132,9 @@ def _flood(pipe, port: int, cafile: str, threads: int, tag: str, same: bool) -> 
             w.start()
         for w in workers:
             w.join()
-        pipe.send(counts)
+        return counts
+
+    _answering(pipe, flood)
 
 
 def quantile(values: list[float], q: float) -> float:

@@ -14,7 +14,6 @@ import io
 import json
 import multiprocessing
 import os
-import shutil
 import subprocess
 import time
 import uuid
@@ -39,15 +38,9 @@ MODES = ["single-writer"] if REDUCED else ["single-writer", "multi-writer"]
 @pytest.fixture(scope="module", params=MODES)
 def galera(request):
     """One cluster per mode, shared by the module's tests of that mode (pytest groups them by mode)."""
-    from tests.support.galera.server import GaleraPlacement, state_dir_for
-    server = GaleraPlacement(state_dir_for(), mode=request.param)
-    try:
-        server.start()
+    from tests.support.galera.server import running
+    with running(mode=request.param) as server:
         yield server
-    finally:
-        server.stop()
-        if os.environ.get("MINBW_GALERA_KEEP") != "1":
-            shutil.rmtree(server.state_dir, ignore_errors=True)
 
 
 @pytest.fixture

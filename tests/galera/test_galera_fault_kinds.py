@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import time
 import uuid
 
@@ -36,15 +35,9 @@ CLAIMERS, PER_CLAIMER = 4, 3
 
 @pytest.fixture(scope="module")
 def galera():
-    from tests.support.galera.server import GaleraPlacement, state_dir_for
-    server = GaleraPlacement(state_dir_for(), mode="single-writer", datadir_size_mb=256)
-    try:
-        server.start()
+    from tests.support.galera.server import running
+    with running(mode="single-writer", datadir_size_mb=256) as server:
         yield server
-    finally:
-        server.stop()
-        if os.environ.get("MINBW_GALERA_KEEP") != "1":
-            shutil.rmtree(server.state_dir, ignore_errors=True)
 
 
 def _warm(_):

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent / "galera.sh"
@@ -58,6 +61,20 @@ def state_dir_for(prefix: str = "minbw-galera-") -> Path:
     path = Path(tempfile.mkdtemp(prefix=prefix))
     path.chmod(0o755)
     return path
+
+
+@contextmanager
+def running(**settings) -> Iterator[GaleraPlacement]:
+    """A GaleraPlacement of ``settings`` in a state directory of its own (:func:`state_dir_for`), started, stopped
+    at the end, its state removed unless ``MINBW_GALERA_KEEP=1`` (a test module's cluster fixture)."""
+    server = GaleraPlacement(state_dir_for(), **settings)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        if os.environ.get("MINBW_GALERA_KEEP") != "1":
+            shutil.rmtree(server.state_dir, ignore_errors=True)
 
 
 class GaleraPlacement:
