@@ -491,7 +491,8 @@ class Soak:
                 self.inv["failed_claims_left_nothing"].check(not allocs, f"claim {consumer} {o['outcome']} "
                                                                          f"({o['cause']}) left {allocs}")
             elif o["outcome"] == "succeeded":
-                self.inv["frees_gone"].check(not allocs, f"free {consumer} reported done: {allocs} left")
+                found = {True: "it freed allocations", False: "it found none to free"}.get(o.get("changed"), "")
+                self.inv["frees_gone"].check(not allocs, f"free {consumer} reported done ({found}): {allocs} left")
             # a free that failed last: either state is right; it is freed below
         # the sync converges on its next run, and a check that trusts no cache plans nothing
         files = sorted(map(str, self.fleet.glob("*.ini")))

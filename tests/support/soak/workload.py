@@ -91,8 +91,14 @@ def claimer(args) -> None:
         if held and (len(held) >= args.hold or rng.random() < 0.5):
             consumer = held.pop(rng.randrange(len(held)))
             t = time.monotonic()
-            rc, _, err = run_cli(["--os-cloud", args.cloud, "allocation", "delete", "--consumer", consumer])
-            if ledger.record("free", t, rc, err, consumer=consumer) != "succeeded":
+            rc, out, err = run_cli(["--os-cloud", args.cloud, "allocation", "delete", "--consumer", consumer, "--json"])
+            changed = None   # whether the free found allocations to free (a claim reported made: it should)
+            if rc == 0:
+                try:
+                    changed = json.loads(out).get("changed")
+                except ValueError:
+                    pass
+            if ledger.record("free", t, rc, err, consumer=consumer, changed=changed) != "succeeded":
                 held.append(consumer)
         else:
             consumer = str(uuid.UUID(int=rng.getrandbits(128), version=4))
