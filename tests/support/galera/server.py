@@ -224,15 +224,14 @@ class GaleraPlacement:
             self.start_api(a)
 
     def node_alive(self, n: int) -> bool:
-        try:
-            os.kill(self.pid(f"galera-{n}"), 0)
-            return True
-        except (OSError, ValueError):
-            return False
+        return self._alive(f"galera-{n}")
 
     def api_alive(self, a: int) -> bool:
+        return self._alive(f"placement-{a}")
+
+    def _alive(self, service: str) -> bool:
         try:
-            os.kill(self.pid(f"placement-{a}"), 0)
+            os.kill(self.pid(service), 0)
             return True
         except (OSError, ValueError):
             return False

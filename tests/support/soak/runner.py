@@ -32,6 +32,7 @@ from tests.support.soak.workload import (ROOT_INVENTORY, claim_host_ini, fleet_h
 
 ROOT = Path(__file__).resolve().parents[3]
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
+BANDWIDTH = dict.fromkeys((EGR, IGR))  # the classes usages_of sums (as a provider's inventories name them)
 CLAIM_KBPS = 1000
 MINBW = str(Path(sys.executable).parent / "minbw")  # the command line as users run it
 OVER_AFTER = 15.0     # seconds a provider may stay over capacity while the claim that overfilled it undoes itself
@@ -311,30 +312,14 @@ class Soak:
             # verified claim undoes its own write then. Over capacity for a moment is counted (transient); still over
             # OVER_AFTER seconds later is a violation (each provider and class once)
             now_over = {(name, rc): (used, cap) for name, rc, used, cap in s["over"]}
-            for k in now_over:
-                if k not in self.over_since:
-                    self.over_since[k] = s["t"]
-                    self.transient_over += 1
-            for k in list(self.over_since):
-                if k not in now_over:
-                    del self.over_since[k]
-            stuck = [k for k, since in self.over_since.items() if s["t"] - since >= OVER_AFTER
-                     and k not in self.over_seen]
-            self.over_seen.update(stuck)
+            new, stuck = lasting(self.over_since, self.over_seen, now_over, s["t"], OVER_AFTER)
+            self.transient_over += new
             self.inv["no_overcapacity"].check(not stuck, f"{s['t']:.1f}s over capacity for {OVER_AFTER} s: "
                                                          + "; ".join(f"{n} class {rc}: used {now_over[(n, rc)][0]} > "
                                                                      f"{now_over[(n, rc)][1]}" for n, rc in stuck))
             # a consumer without allocations for a moment is a claim between its two transactions; one still
             # without them ORPHAN_AFTER seconds later is an orphan (each counted once)
-            now_empty = set(s["empty_consumers"])
-            for c in now_empty:
-                self.empty_since.setdefault(c, s["t"])
-            for c in list(self.empty_since):
-                if c not in now_empty:
-                    del self.empty_since[c]
-            old = [c for c, since in self.empty_since.items() if s["t"] - since >= ORPHAN_AFTER
-                   and c not in self.orphans_seen]
-            self.orphans_seen.update(old)
+            _, old = lasting(self.empty_since, self.orphans_seen, set(s["empty_consumers"]), s["t"], ORPHAN_AFTER)
             a, b = s["orphans"]
             self.inv["no_orphans"].check(not old and b == 0, f"{s['t']:.1f}s consumers without allocations for "
                                                              f"{ORPHAN_AFTER} s: {old}; {b} allocations without consumer")
@@ -345,14 +330,17 @@ class Soak:
     def _direct_reader(self) -> None:
         """The claim hosts' bridges' usages read directly, every 0.5 s (what the scrapes are judged against), with
         the provider's generation: their allocations (``GET .../allocations``, one read at one generation) summed."""
+        from minbw.model.providers import usages_of
+
         api = self.api()
         while not self.quit.is_set():
             t = time.monotonic()
             try:
                 got = {u: api.provider_allocations(u, with_generation=True) for u in self.claim_bridges}
-                self.direct.append((t, time.monotonic(), {u: (*_bandwidth(b["allocations"]),
-                                                              b["resource_provider_generation"])
-                                                          for u, b in got.items()}))
+                used = {u: usages_of(BANDWIDTH, b["allocations"]) for u, b in got.items()}
+                self.direct.append((t, time.monotonic(), {u: (used[u][EGR], used[u][IGR],
+                                                              got[u]["resource_provider_generation"])
+                                                          for u in got}))
             except Exception:
                 pass
             self.quit.wait(0.25)
@@ -681,10 +669,21 @@ def _jsonable(d: dict) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
 
 
-def _bandwidth(allocations: dict) -> tuple[int, int]:
-    """Egress and ingress kbps a provider's allocations (consumer → ``{"resources": ...}``) hold."""
-    return (sum(a["resources"].get(EGR, 0) for a in allocations.values()),
-            sum(a["resources"].get(IGR, 0) for a in allocations.values()))
+def lasting(since: dict, seen: set, now, t: float, after: float) -> tuple[int, list]:
+    """A condition sampled at ``t`` (``now``: the keys it holds for), each key's first sample kept in ``since`` (a key
+    gone from a sample is forgotten): how many keys are new at this sample, and the keys held ``after`` seconds or
+    more that ``seen`` lacks (added to it: each is reported once)."""
+    new = 0
+    for k in now:
+        if k not in since:
+            since[k] = t
+            new += 1
+    for k in list(since):
+        if k not in now:
+            del since[k]
+    stuck = [k for k, first in since.items() if t - first >= after and k not in seen]
+    seen.update(stuck)
+    return new, stuck
 
 
 def exporter_values(text: str, family: str = "minbw_bandwidth_used_bits_per_second", scalar: bool = False):
