@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from tests.support.galera.clustercheck import verdict
 from tests.support.galera.faults import (KINDS, disk_full_lines, drop_commands, number, pick_target,
                                          private_netns_problem, schedule, whole_missing)
 
@@ -58,6 +59,32 @@ def test_drop_link_drops_both_ways_of_the_sql_port_only():
     assert [c[c.index("match") + 2:c.index("match") + 4] for c in filters] == [["dport", "23307"],
                                                                               ["sport", "23307"]]
     assert all(c[3:5] == ["dev", "lo"] for c in cmds)
+
+
+def test_drop_link_drops_the_clustercheck_port_too_when_given():
+    filters = [c for c in drop_commands(23307, 24598) if c[1] == "filter"]
+    assert [c[c.index("match") + 2:c.index("match") + 4] for c in filters] == [
+        ["dport", "23307"], ["sport", "23307"], ["dport", "24598"], ["sport", "24598"]]
+
+
+@pytest.mark.parametrize("status, code", [
+    ({"wsrep_local_state": "4", "wsrep_local_state_comment": "Synced", "wsrep_ready": "ON",
+      "wsrep_cluster_status": "Primary"}, 200),
+    ({"wsrep_local_state": "4", "wsrep_local_state_comment": "Synced", "wsrep_ready": "OFF",
+      "wsrep_cluster_status": "Primary"}, 503),
+    ({"wsrep_local_state": "0", "wsrep_local_state_comment": "Initialized", "wsrep_ready": "OFF",
+      "wsrep_cluster_status": "non-Primary"}, 503),
+    ({"wsrep_local_state": "2", "wsrep_local_state_comment": "Donor/Desynced", "wsrep_ready": "ON",
+      "wsrep_cluster_status": "Primary"}, 503),
+    ({"wsrep_local_state": "3", "wsrep_local_state_comment": "Joined", "wsrep_ready": "ON",
+      "wsrep_cluster_status": "Primary"}, 503),
+    ({}, 503),
+])
+def test_clustercheck_answers_200_only_for_a_synced_ready_node(status, code):
+    got, body = verdict(status)
+    assert got == code, body
+    assert body.startswith("Galera node is synced: " if code == 200 else "Galera node is not synced: ")
+    assert status.get("wsrep_local_state_comment", "?") in body
 
 
 def test_drop_link_refuses_the_namespace_this_test_runs_in_unless_it_has_only_lo():

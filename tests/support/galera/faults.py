@@ -9,11 +9,13 @@ The kinds, and what "in place" means (what inject waits for):
 - ``kill_api``: SIGKILL of a Placement API process, uWSGI master and workers (galera.sh kill-api): HAProxy marks
   it DOWN. Heal: galera.sh start-api.
 - ``pause_node``: SIGSTOP of a node's mariadbd: the process is stopped and the two others have evicted it (Galera's
-  evs.suspect_timeout, 5 s). HAProxy's check of the mariadb members is a TCP connect, which the kernel completes for
-  a stopped process: HAProxy keeps the node UP (docs/galera.md, "Fault kinds"). Heal: SIGCONT, no sooner than
-  PAUSE_AT_LEAST seconds after the stop (past HAProxy's 5 failed checks 2 s apart); the node finds itself outside
-  the primary component and rejoins by IST.
-- ``drop_link``: HAProxy <-> one node's SQL traffic dropped, its group communication (gcomm, IST, SST: other ports)
+  evs.suspect_timeout, 5 s). HAProxy's clustercheck (galera.sh's default check) gets no answer from it and marks it
+  DOWN after 5 checks; a TCP check (GALERA_DB_CHECK=tcp) keeps it UP, the kernel completing the connect for a stopped
+  process (docs/galera.md, "HAProxy's check of the Galera nodes"). Heal: SIGCONT, no sooner than PAUSE_AT_LEAST
+  seconds after the stop (past HAProxy's 5 failed checks 2 s apart); the node finds itself outside the primary
+  component and rejoins by IST.
+- ``drop_link``: HAProxy <-> one node's SQL traffic (and its clustercheck responder's) dropped, its group
+  communication (gcomm, IST, SST: other ports)
   untouched: an HTB qdisc on the loopback of the cluster's network namespace, a class whose queue holds 0 packets
   (pfifo limit 0: every packet of it dropped) and u32 filters sending it the packets to and from the node's SQL
   port. This kernel has neither netem nor the drop action (gact), and there is no iptables/nft here. Only in a
@@ -121,13 +123,14 @@ def whole_missing(wsreps: dict[int, dict[str, str] | str], servers: dict[tuple[s
     return out
 
 
-def drop_commands(port: int) -> list[list[str]]:
-    """tc's commands that drop every packet to and from ``port`` on ``lo`` (to run in the cluster's namespace)."""
+def drop_commands(port: int, *more: int) -> list[list[str]]:
+    """tc's commands that drop every packet to and from ``port`` (and each of ``more``) on ``lo`` (to run in the
+    cluster's namespace)."""
     return [["tc", "qdisc", "add", "dev", "lo", "root", "handle", QDISC, "htb"],   # unclassified: sent at once
             ["tc", "class", "add", "dev", "lo", "parent", QDISC, "classid", "4747:66", "htb", "rate", "8bit"],
             ["tc", "qdisc", "add", "dev", "lo", "parent", "4747:66", "handle", "4766:", "pfifo", "limit", "0"],
             *(["tc", "filter", "add", "dev", "lo", "parent", QDISC, "protocol", "ip", "prio", "1", "u32", "match",
-               "ip", way, str(port), "0xffff", "flowid", "4747:66"] for way in ("dport", "sport"))]
+               "ip", way, str(p), "0xffff", "flowid", "4747:66"] for p in (port, *more) for way in ("dport", "sport"))]
 
 
 # ---------------------------------------------------------------- the injector
@@ -199,14 +202,17 @@ class GaleraFaults:
 
     def _inject_drop_link(self, n: int, t0: float) -> str:
         port = self.galera.node_ports[n - 1]
+        # the node's clustercheck responder too (GALERA_DB_CHECK=clustercheck): on a machine of its own it would be
+        # behind the same link as the node's SQL port
+        more = [self.galera.check_ports[n - 1]] if self.galera.setting("GALERA_DB_CHECK") == "clustercheck" else []
         why = private_netns_problem(self.galera.pid("haproxy"))
         if why:   # checked again right before tc: never the machine's loopback
             raise ValueError(f"drop_link is not available here: {why}")
-        for cmd in drop_commands(port):
+        for cmd in drop_commands(port, *more):
             self._tc(cmd)
         self._haproxy_down("mariadb", f"node{n}", t0)
-        return (f"packets to and from 127.0.0.1:{port} dropped (tc on the namespace's lo); HAProxy DOWN "
-                f"{time.monotonic() - t0:.1f} s after")
+        return (f"packets to and from 127.0.0.1:{', '.join(map(str, [port, *more]))} dropped (tc on the namespace's "
+                f"lo); HAProxy DOWN {time.monotonic() - t0:.1f} s after")
 
     def _inject_fill_disk(self, n: int, t0: float) -> str:
         datadir = self.galera.state_dir / f"mysql-{n}"

@@ -37,6 +37,19 @@
 #   GALERA_DB_PORT=23406             HAProxy's mariadb frontend (what Placement connects to)
 #   GALERA_API_PORTS="28781 28782"   the two Placement API processes
 #   GALERA_PORT=28778                HAProxy's placement_api frontend (what clients use)
+#   GALERA_DB_CHECK=clustercheck     HAProxy's check of the mariadb members: clustercheck: `option httpchk` against a
+#                                    responder per node (tests/support/galera/clustercheck.py: 200 only when the node
+#                                    is Synced and wsrep_ready), `on-marked-down shutdown-sessions` (a member marked
+#                                    DOWN: its connections cut) and `on-marked-up shutdown-backup-sessions` (node 1 UP
+#                                    again: the backups' connections cut); mysql: `option mysql-check` (a login as the
+#                                    user haproxy: the handshake only), the same shutdowns;
+#                                    tcp: a TCP connect (the kernel completes it for a stopped mariadbd), no shutdown
+#                                    (docs/galera.md, "HAProxy's check of the Galera nodes")
+#   GALERA_SYNC_WAIT=1               wsrep_sync_wait of Placement's database connections (pymysql's init_command in
+#                                    its connection URL): 1 makes each read wait until the node has applied what the
+#                                    cluster committed before it (causal reads: no stale read from a writer that was
+#                                    frozen past its eviction); 0: MariaDB's default
+#   GALERA_CHECK_PORTS="24597 24598 24599"  the three nodes' clustercheck responders (GALERA_DB_CHECK=clustercheck)
 #   GALERA_DATADIR_SIZE_MB=          each node's datadir on a file system of its own of this many MB (an ext4
 #                                    image, $GALERA_STATE/disk-N.img, loop-mounted; at least 256: a datadir takes
 #                                    about 190 MB, the 96 MB redo log and the 64 MB gcache), for the disk-full fault
@@ -58,12 +71,15 @@ CONFLICT_RETRIES=${GALERA_CONFLICT_RETRIES:-10}
 PATCHED=${GALERA_PATCHED:-0}
 DEBUG=${GALERA_DEBUG:-True}
 DATADIR_SIZE_MB=${GALERA_DATADIR_SIZE_MB:-}
+DB_CHECK=${GALERA_DB_CHECK:-clustercheck}
+SYNC_WAIT=${GALERA_SYNC_WAIT:-1}
 IP=127.0.0.1
 read -r -a NODE_PORT_LIST <<<"${GALERA_NODE_PORTS:-23306 23307 23308}"
 read -r -a GCOMM_PORT_LIST <<<"${GALERA_GCOMM_PORTS:-24567 24568 24569}"
 read -r -a IST_PORT_LIST <<<"${GALERA_IST_PORTS:-24577 24578 24579}"
 read -r -a SST_PORT_LIST <<<"${GALERA_SST_PORTS:-24587 24588 24589}"
 read -r -a API_PORT_LIST <<<"${GALERA_API_PORTS:-28781 28782}"
+read -r -a CHECK_PORT_LIST <<<"${GALERA_CHECK_PORTS:-24597 24598 24599}"
 DB_PORT=${GALERA_DB_PORT:-23406}
 PORT=${GALERA_PORT:-28778}
 URL="http://$IP:$PORT"
@@ -82,6 +98,8 @@ NODES=(1 2 3)
 APIS=(1 2)
 
 case $MODE in single-writer|multi-writer) ;; *) echo "GALERA_MODE must be single-writer or multi-writer, got '$MODE'" >&2; exit 2;; esac
+case $DB_CHECK in clustercheck|mysql|tcp) ;; *) echo "GALERA_DB_CHECK must be clustercheck, mysql or tcp, got '$DB_CHECK'" >&2; exit 2;; esac
+[[ $SYNC_WAIT =~ ^([0-9]|1[0-5])$ ]] || { echo "GALERA_SYNC_WAIT must be a wsrep_sync_wait bit mask, 0 to 15, got '$SYNC_WAIT'" >&2; exit 2; }
 case $PATCHED in 0|1) ;; *) echo "GALERA_PATCHED must be 0 or 1, got '$PATCHED'" >&2; exit 2;; esac
 case $DEBUG in True|False) ;; *) echo "GALERA_DEBUG must be True or False, got '$DEBUG'" >&2; exit 2;; esac
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "GALERA_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
@@ -93,9 +111,10 @@ three_ports NODE_PORTS "${NODE_PORT_LIST[@]}"
 three_ports GCOMM_PORTS "${GCOMM_PORT_LIST[@]}"
 three_ports IST_PORTS "${IST_PORT_LIST[@]}"
 three_ports SST_PORTS "${SST_PORT_LIST[@]}"
+three_ports CHECK_PORTS "${CHECK_PORT_LIST[@]}"
 [ ${#API_PORT_LIST[@]} -eq 2 ] || { echo "GALERA_API_PORTS must be two ports, got '${API_PORT_LIST[*]}'" >&2; exit 2; }
 ALL_PORTS=("${NODE_PORT_LIST[@]}" "${GCOMM_PORT_LIST[@]}" "${IST_PORT_LIST[@]}" "${SST_PORT_LIST[@]}"
-           "${API_PORT_LIST[@]}" "$DB_PORT" "$PORT")
+           "${API_PORT_LIST[@]}" "$DB_PORT" "$PORT" "${CHECK_PORT_LIST[@]}")
 for p in "${ALL_PORTS[@]}"; do
     [[ $p =~ ^[0-9]+$ ]] && [ "$p" -gt 0 ] && [ "$p" -lt 65536 ] || { echo "bad port '$p'" >&2; exit 2; }
 done
@@ -202,18 +221,28 @@ start_cluster() {
 create_database() {
     node_sql 1 -e "CREATE USER '$DB_USER'@'$IP' IDENTIFIED BY '$DB_PASS'; CREATE USER '$DB_USER'@'localhost' IDENTIFIED BY '$DB_PASS';
 CREATE DATABASE placement CHARACTER SET utf8mb4;
-GRANT ALL ON placement.* TO '$DB_USER'@'$IP'; GRANT ALL ON placement.* TO '$DB_USER'@'localhost';" \
+GRANT ALL ON placement.* TO '$DB_USER'@'$IP'; GRANT ALL ON placement.* TO '$DB_USER'@'localhost';
+CREATE USER 'haproxy'@'$IP';" \
         || fail_service galera-1 "creating the database failed"
 }
 
 # ---------------------------------------------------------------- configuration
 # HAProxy's member lines: the three nodes (single-writer: 2 and 3 are backups) and the two API processes
+# the mariadb members' check (GALERA_DB_CHECK): DB_CHECK_OPTIONS in the listen section, each server's extra words
 write_haproxy() {
-    local DB_SERVERS="" API_SERVERS="" n a backup
+    local DB_SERVERS="" API_SERVERS="" DB_CHECK_OPTIONS="" n a backup extra=""
+    case $DB_CHECK in
+        clustercheck) DB_CHECK_OPTIONS=$'    option httpchk GET /\n    http-check expect status 200'
+                      extra=" on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions" ;;
+        mysql) DB_CHECK_OPTIONS="    option mysql-check user haproxy post-41"
+               extra=" on-marked-down shutdown-sessions on-marked-up shutdown-backup-sessions" ;;
+        tcp) DB_CHECK_OPTIONS="    # the check: a TCP connect" ;;
+    esac
     for n in "${NODES[@]}"; do
         backup=""
         [ "$MODE" = single-writer ] && [ "$n" != 1 ] && backup=" backup"
-        DB_SERVERS+="    server node$n $IP:${NODE_PORT_LIST[$((n - 1))]} check inter 2000 rise 2 fall 5$backup"$'\n'
+        [ "$DB_CHECK" = clustercheck ] && backup=" port ${CHECK_PORT_LIST[$((n - 1))]}$backup"
+        DB_SERVERS+="    server node$n $IP:${NODE_PORT_LIST[$((n - 1))]} check inter 2000 rise 2 fall 5$extra$backup"$'\n'
     done
     for a in "${APIS[@]}"; do
         API_SERVERS+="    server api$a $IP:${API_PORT_LIST[$((a - 1))]} check inter 2000 rise 2 fall 5"$'\n'
@@ -231,6 +260,11 @@ write_placement() {
         render "$ROOT/tests/support/prodplacement/templates/placement-retries.conf.in"
     } >"$ETC/placement-$a/placement.conf"
     LOG=${LOG%/*}
+    if [ "$SYNC_WAIT" != 0 ]; then   # pymysql's init_command, through SQLAlchemy's URL: Placement's connections only
+        sed -i "s|^connection = \(.*/placement\)\$|connection = \1?init_command=SET%20SESSION%20wsrep_sync_wait%3D$SYNC_WAIT|" \
+            "$ETC/placement-$a/placement.conf"
+        grep -q "wsrep_sync_wait%3D$SYNC_WAIT" "$ETC/placement-$a/placement.conf" || fail_service setup-placement "wsrep_sync_wait not set"
+    fi
     uwsgi_ini "placement-$a" "${API_PORT_LIST[$((a - 1))]}" placement.wsgi.api:application "$WORKERS" \
         "OS_PLACEMENT_CONFIG_DIR=$ETC/placement-$a"
     [ "$PATCHED" = 1 ] && echo "pythonpath = $S/patched" >>"$ETC/uwsgi-placement-$a.ini"
@@ -271,10 +305,16 @@ haproxy_all_up() {
 
 # ---------------------------------------------------------------- commands
 SERVICES=(haproxy placement-1 placement-2 galera-1 galera-2 galera-3)
+[ "$DB_CHECK" = clustercheck ] && SERVICES+=(clustercheck-1 clustercheck-2 clustercheck-3)
+
+# clustercheck N: node N's health responder for HAProxy's httpchk (GALERA_DB_CHECK=clustercheck)
+clustercheck_start() {
+    start "clustercheck-$1" "$PY" "$HERE/clustercheck.py" --socket "$RUN/mysql-$1.sock" --port "${CHECK_PORT_LIST[$(($1 - 1))]}"
+}
 
 do_down() {
     local s
-    for s in haproxy placement-1 placement-2; do stop "$s" 10 & done
+    for s in haproxy placement-1 placement-2 clustercheck-1 clustercheck-2 clustercheck-3; do stop "$s" 10 & done
     wait
     # the joiners first, node 1 last: its grastate.dat then says it is safe to bootstrap from (not needed here:
     # every up starts from a wiped state)
@@ -303,6 +343,13 @@ do_up() {
     start_cluster
     write_haproxy
     create_database
+    if [ "$DB_CHECK" = clustercheck ]; then
+        for n in "${NODES[@]}"; do clustercheck_start "$n"; done
+        for n in "${NODES[@]}"; do
+            wait_for "clustercheck-$n on $IP:${CHECK_PORT_LIST[$((n - 1))]}" 30 "clustercheck-$n" \
+                http_ok "http://$IP:${CHECK_PORT_LIST[$((n - 1))]}/"
+        done
+    fi
     start haproxy haproxy -db -f "$ETC/haproxy.cfg"
     wait_for "haproxy's mariadb frontend on $IP:$DB_PORT ($MODE)" 30 haproxy \
         mariadb -h "$IP" -P "$DB_PORT" -u"$DB_USER" -p"$DB_PASS" placement -e 'SELECT 1'
@@ -315,7 +362,7 @@ do_up() {
     for a in "${APIS[@]}"; do
         wait_for "placement-$a on $IP:${API_PORT_LIST[$((a - 1))]}" 90 "placement-$a" http_ok "http://$IP:${API_PORT_LIST[$((a - 1))]}/"
     done
-    wait_for "placement on $URL through haproxy (2 x $WORKERS workers, $MODE, retry count $CONFLICT_RETRIES, $([ "$PATCHED" = 1 ] && echo patched || echo stock))" \
+    wait_for "placement on $URL through haproxy (2 x $WORKERS workers, $MODE, db check $DB_CHECK, wsrep_sync_wait $SYNC_WAIT, retry count $CONFLICT_RETRIES, $([ "$PATCHED" = 1 ] && echo patched || echo stock))" \
         60 haproxy http_ok "$URL/"
     wait_for "haproxy: every server UP (its checks: every 2 s, rise 2)" 60 haproxy haproxy_all_up
     say "up: OS_CLIENT_CONFIG_FILE=$S/clouds.yaml OS_CLOUD=$CLOUD (source $S/env)"
@@ -396,5 +443,5 @@ case $cmd in
     start-node) do_start_node "${2:-}" ;;
     kill-api) do_kill_api "${2:-}" ;;
     start-api) do_start_api "${2:-}" ;;
-    *) sed -n '2,46p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -21,6 +21,7 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parent / "galera.sh"
 CLOUD = "galera"
 MODES = ("single-writer", "multi-writer")
+DB_CHECKS = ("tcp", "mysql", "clustercheck")   # galera.sh's GALERA_DB_CHECK
 NODES = (1, 2, 3)
 
 # Placement 16.0.0's and oslo.db's log lines (debug level; GALERA_DEBUG=True, the default)
@@ -88,7 +89,8 @@ class GaleraPlacement:
     """
 
     def __init__(self, state_dir: Path, *, mode: str = "single-writer", workers: int = 2, conflict_retries: int = 10,
-                 patched: bool | None = None, debug: bool = True, datadir_size_mb: int | None = None):
+                 patched: bool | None = None, debug: bool = True, datadir_size_mb: int | None = None,
+                 db_check: str | None = None, sync_wait: int | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         self.state_dir = Path(state_dir)
@@ -102,10 +104,17 @@ class GaleraPlacement:
         # each node's datadir on an ext4 file system of its own of this size (GALERA_DATADIR_SIZE_MB: the disk-full
         # fault of tests/support/galera/faults.py); None: plain directories
         self.datadir_size_mb = datadir_size_mb
-        ports = free_ports(16)
+        # HAProxy's check of the mariadb members (galera.sh's GALERA_DB_CHECK) and the nodes' wsrep_sync_wait
+        # (GALERA_SYNC_WAIT); None: galera.sh's defaults
+        if db_check not in (None, *DB_CHECKS):
+            raise ValueError(f"db_check must be one of {DB_CHECKS}, got {db_check!r}")
+        self.db_check = db_check
+        self.sync_wait = sync_wait
+        ports = free_ports(19)
         self.node_ports, self.gcomm_ports, self.ist_ports, self.sst_ports = (ports[0:3], ports[3:6], ports[6:9],
                                                                              ports[9:12])
         self.api_ports, self.db_port, self.port = ports[12:14], ports[14], ports[15]
+        self.check_ports = ports[16:19]   # each node's clustercheck responder (GALERA_DB_CHECK=clustercheck)
         self.url = f"http://127.0.0.1:{self.port}"
         self.clouds_yaml = self.state_dir / "clouds.yaml"
         self.cloud = CLOUD
@@ -120,7 +129,10 @@ class GaleraPlacement:
                 "GALERA_NODE_PORTS": words(self.node_ports), "GALERA_GCOMM_PORTS": words(self.gcomm_ports),
                 "GALERA_IST_PORTS": words(self.ist_ports), "GALERA_SST_PORTS": words(self.sst_ports),
                 "GALERA_API_PORTS": words(self.api_ports), "GALERA_DB_PORT": str(self.db_port),
-                "GALERA_PORT": str(self.port), "GALERA_DATADIR_SIZE_MB": str(self.datadir_size_mb or "")}
+                "GALERA_PORT": str(self.port), "GALERA_DATADIR_SIZE_MB": str(self.datadir_size_mb or ""),
+                "GALERA_CHECK_PORTS": words(self.check_ports),
+                **({"GALERA_DB_CHECK": self.db_check} if self.db_check else {}),
+                **({"GALERA_SYNC_WAIT": str(self.sync_wait)} if self.sync_wait is not None else {})}
 
     def script(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(SCRIPT), *args], env=self._script_env(), capture_output=True, text=True,
@@ -140,7 +152,17 @@ class GaleraPlacement:
     def describe(self) -> str:
         return (f"openstack-placement 16.0.0 {'patched (patches/placement)' if self.patched else 'stock'}, "
                 f"allocation_conflict_retry_count {self.conflict_retries}, 2 API processes x {self.workers} uWSGI "
-                f"workers behind HAProxy, MariaDB Galera 3 nodes ({self.mode})")
+                f"workers behind HAProxy, MariaDB Galera 3 nodes ({self.mode}, HAProxy's check of the nodes "
+                f"{self.setting('GALERA_DB_CHECK')}, wsrep_sync_wait {self.setting('GALERA_SYNC_WAIT')})")
+
+    def setting(self, name: str) -> str:
+        """A setting galera.sh up wrote to its env file (``GALERA_DB_CHECK``, ...): what this cluster runs with,
+        galera.sh's defaults included; ``unknown`` before the first up."""
+        env = self.state_dir / "env"
+        for line in env.read_text().splitlines() if env.exists() else []:
+            if line.startswith(f"export {name}="):
+                return line.split("=", 1)[1].strip('"')
+        return "unknown"
 
     def status(self) -> str:
         return self.script("status", timeout=60).stdout
