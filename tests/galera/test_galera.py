@@ -404,3 +404,29 @@ def test_the_documented_409_reproduction():
             aborts = sum(c["wsrep_local_bf_aborts"] for c in run["galera"].values())
             if run["mode"] == "single-writer" or run["settings"]["tx_isolation"] == "READ-COMMITTED":
                 assert aborts == 0 and run["conflicts"] == 0, run
+
+
+# ---------------------------------------------------------------- the paused writer's stale reads (issue 47)
+
+@full_only
+def test_the_documented_stale_read_reproduction():
+    """The reproduction as docs/galera.md shows it (each command a cluster of its own): node 1, the writer, paused
+    12 s (past its eviction) and continued. With Placement's sessions at MariaDB's default wsrep_sync_wait (0),
+    whatever HAProxy's check, node 1 serves reads through HAProxy that miss what node 2 committed seconds before,
+    all of them within 8 s after the SIGCONT; with wsrep_sync_wait 1 (galera.sh's default) no reader saw a stale
+    value."""
+    commands = doc_commands(REPO / "docs" / "galera.md", "## HAProxy's check of the Galera nodes, and causal reads")
+    assert len(commands) >= 3, commands
+    for command in commands:
+        r = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, timeout=1200)
+        print(f"\n$ {command}\n{''.join(line + chr(10) for line in r.stdout.splitlines() if not line.startswith('{'))}")
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        [got] = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+        readers = got["readers"]
+        if got["settings"]["placement_session_wsrep_sync_wait"] == "0":
+            assert readers["pool"]["stale"] > 0 and readers["node1"]["stale"] > 0, readers
+            for reader in readers.values():
+                for stale in reader["stale_first"] + reader["stale_last"]:
+                    assert stale["node"] == "node1" and -1.5 < stale["since_cont"] < 8, reader
+        else:
+            assert all(reader["stale"] == 0 for reader in readers.values()), readers
