@@ -134,11 +134,12 @@ def run(galera: GaleraPlacement, *, warm: float = 3.0, pause: float = 12.0, afte
     clock = Clock()
     sync_wait = placement_sync_wait(galera)
     galera.sql(1, "CREATE TABLE IF NOT EXISTS placement.minbw_probe (id INT PRIMARY KEY, v BIGINT NOT NULL); "
-                  "REPLACE INTO placement.minbw_probe VALUES (1, 0)")
+                  "REPLACE INTO placement.minbw_probe VALUES (1, 0), (2, 0)")
     time.sleep(1)   # replicated everywhere before the first read
     stop = threading.Event()
     reads: list[Read] = []
     acks: list[tuple[float, int]] = []      # (acknowledged at, value)
+    acks1: list[tuple[float, str]] = []     # row 2's increments through HAProxy: (acknowledged at, node)
     samples: list[tuple[float, str, str]] = []
     lock = threading.Lock()
 
@@ -155,6 +156,29 @@ def run(galera: GaleraPlacement, *, warm: float = 3.0, pause: float = 12.0, afte
                 with lock:
                     acks.append((clock.now(), v))
             except pymysql.MySQLError:
+                c = None
+            time.sleep(0.1)
+
+    def writer1():
+        """Row 2 through HAProxy (node 1, the writer), a connection kept as Placement's pool keeps it: each commit
+        acknowledged is counted; at the end the survivors' row must hold at least as many."""
+        c = None
+        while not stop.is_set():
+            try:
+                if c is None:
+                    c = connect(galera, causal=False)
+                with c.cursor() as cur:
+                    cur.execute("UPDATE minbw_probe SET v = v + 1 WHERE id = 2")
+                    cur.execute("SELECT @@wsrep_node_name")
+                    served = cur.fetchone()[0]
+                with lock:
+                    acks1.append((clock.now(), served))
+            except (pymysql.MySQLError, OSError):
+                try:
+                    if c is not None:
+                        c.close()
+                except Exception:
+                    pass
                 c = None
             time.sleep(0.1)
 
@@ -204,7 +228,8 @@ def run(galera: GaleraPlacement, *, warm: float = 3.0, pause: float = 12.0, afte
                 samples.append((t, "haproxy", f"stats: {e}"))
             time.sleep(max(0.0, 0.2 - (clock.now() - t)))
 
-    threads = [threading.Thread(target=writer, daemon=True), threading.Thread(target=sampler, daemon=True),
+    threads = [threading.Thread(target=writer, daemon=True), threading.Thread(target=writer1, daemon=True),
+               threading.Thread(target=sampler, daemon=True),
                threading.Thread(target=reader, args=("pool", None, True), daemon=True),
                threading.Thread(target=reader, args=("new", None, False), daemon=True),
                threading.Thread(target=reader, args=("node1", 1, True), daemon=True)]
@@ -222,9 +247,18 @@ def run(galera: GaleraPlacement, *, warm: float = 3.0, pause: float = 12.0, afte
     stop.set()
     for t in threads:
         t.join(timeout=5)
+    time.sleep(2)
+    kept = {n: int(galera.sql(n, "SELECT v FROM placement.minbw_probe WHERE id = 2").strip()) for n in NODES}
     galera.sql(2, "DROP TABLE IF EXISTS placement.minbw_probe")
     s = summarise(galera.describe(), reads, acks, samples, t_stop, t_cont, lag, galera.node_log(1)[log_at:])
     s.settings["placement_session_wsrep_sync_wait"] = sync_wait
+    # acknowledged increments of row 2 (through HAProxy, without causal reads: a write's own reads are what
+    # wsrep_sync_wait would hold) and what each node holds at the end: fewer held than acknowledged is a lost write
+    s.writes["through_haproxy"] = {
+        "acknowledged": len(acks1),
+        "acknowledged_in_window": sum(1 for t, _ in acks1 if t_cont - 1 <= t <= t_cont + 8),
+        "acknowledged_by": {n: sum(1 for _, m in acks1 if m == n) for n in sorted({m for _, m in acks1})},
+        "held_at_end": kept, "lost": len(acks1) - min(kept.values())}
     return s
 
 
@@ -295,6 +329,10 @@ def said(s: Summary) -> str:
            f"SIGCONT at {s.events['cont']:.1f} s"]
     out.append(f"writes to node2: {s.writes['acknowledged']} acknowledged (last value {s.writes['last_value']}), "
                f"gaps over 1 s: {s.writes['none_acknowledged_between']}")
+    w = s.writes.get("through_haproxy", {})
+    out.append(f"increments through HAProxy: {w.get('acknowledged')} acknowledged (by {w.get('acknowledged_by')}; "
+               f"{w.get('acknowledged_in_window')} from 1 s before to 8 s after the SIGCONT), each node holds "
+               f"{w.get('held_at_end')} at the end: {w.get('lost')} acknowledged and lost")
     for name, r in s.readers.items():
         span = r["stale_span_since_cont"]
         out.append(f"reader {name}: {r['reads']} reads, {r['answered']} answered (served by {r['served_by']}), "
