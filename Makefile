@@ -156,7 +156,8 @@ prod-placement-status:
 # Placement as deployments run it (docs/galera.md): three MariaDB Galera nodes, two Placement API processes
 # (uWSGI) and HAProxy in front of both, on one machine; state in .state/galera, Placement on 127.0.0.1:28778.
 # GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
-# GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
+# GALERA_CONFLICT_RETRIES, GALERA_DB_CHECK (HAProxy's check of the nodes: clustercheck, mysql, tcp),
+# GALERA_SYNC_WAIT (Placement's sessions' wsrep_sync_wait, 1): see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
 # `make test` runs their reduced form (MINBW_GALERA=reduced, in the e2e-2 lane: one claim storm and one fault,
 # single-writer); without MINBW_GALERA tests/galera is skipped. `make galera` runs in a network and mount namespace
 # of its own (unshare, tests/support/netns.py): the fault injector's drop_link (tests/support/galera/faults.py) puts
