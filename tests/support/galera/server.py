@@ -83,7 +83,9 @@ class GaleraPlacement:
     three-node MariaDB Galera cluster behind HAProxy (``mode``: ``single-writer``, kolla-ansible's default, or
     ``multi-writer``); each node's datadir on a file system of ``datadir_size_mb`` MB of its own when given;
     upstream's ``allocation_conflict_retry_count`` (10) unless ``conflict_retries`` says
-    otherwise; stock, or ``patched`` with patches/placement/*.patch.
+    otherwise; stock, or ``patched`` with patches/placement/*.patch; HAProxy's check of the nodes ``db_check`` and
+    Placement's sessions' ``sync_wait`` (galera.sh's GALERA_DB_CHECK and GALERA_SYNC_WAIT; None: galera.sh's
+    defaults, clustercheck and 1, docs/galera.md).
 
     Ports are free ones picked here, so it never clashes with a ``make galera-up`` instance.
     """
