@@ -7,7 +7,6 @@ Now each names the service, the cloud and the fix, exit 1, one line; and what ru
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
 
 import pytest
@@ -18,6 +17,7 @@ from keystoneauth1.identity.base import BaseIdentityPlugin
 from openstack import exceptions as sdk_exceptions
 
 from tests.conftest import MINBW, CallCounter
+from tests.support import cli_forks
 
 HOST = "ms-host0"
 
@@ -45,7 +45,7 @@ def clouds(tmp_path, placement_server, placement):
 def run(clouds, cloud, *argv):
     env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": cloud,
            "XDG_CACHE_HOME": str(clouds.parent / "xdg-cache")}
-    return subprocess.run(MINBW + list(argv), env=env, capture_output=True, text=True, timeout=120)
+    return cli_forks.run(MINBW + list(argv), env=env, capture_output=True, text=True, timeout=120)
 
 
 COMMANDS = [
