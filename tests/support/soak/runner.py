@@ -21,23 +21,20 @@ import sys
 import threading
 import time
 import traceback
-import urllib.request
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tests.support.soak import report as reportlib
+from tests.support.soak import samplers
 from tests.support.soak.faults import FaultNotHealed, Injected
+from tests.support.soak.judges import (CLAIM_KBPS, exporter_end_check, exporter_values, invariants,
+                                       judge_claims_and_frees, judge_failures, rss_check)
+from tests.support.soak.samplers import CLIENT_TIMEOUT, cpu_seconds
 from tests.support.soak.workload import (ROOT_INVENTORY, claim_host_ini, fleet_host, fleet_ini)
 
 ROOT = Path(__file__).resolve().parents[3]
-EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
-BANDWIDTH = dict.fromkeys((EGR, IGR))  # the classes usages_of sums (as a provider's inventories name them)
-CLAIM_KBPS = 1000
 MINBW = str(Path(sys.executable).parent / "minbw")  # the command line as users run it
-OVER_AFTER = 15.0     # seconds a provider may stay over capacity while the claim that overfilled it undoes itself
-ORPHAN_AFTER = 5.0    # seconds a consumer may stay without allocations while its claim writes them
-CLIENT_TIMEOUT = 5.0   # every minbw process's Placement timeout (MINBW_PLACEMENT_TIMEOUT): pauses outlast it
 
 # hold: seconds a fault stays before heal (a pause outlasts the client's timeout; a kill: the time until the
 # supervisor starts the process again)
@@ -91,22 +88,6 @@ class Config:
     datadir_mb: int = 200
 
 
-@dataclass
-class Invariant:
-    name: str
-    what: str
-    checked: int = 0
-    violations: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def check(self, ok: bool, example: str = "") -> None:
-        self.checked += 1
-        if not ok:
-            self.violations += 1
-            if len(self.examples) < 5:
-                self.examples.append(example)
-
-
 class Soak:
     def __init__(self, cfg: Config):
         if not cfg.interval:
@@ -134,23 +115,7 @@ class Soak:
         self.unjudged = 0
         self.orphans_seen: set[str] = set()
         self.t0 = 0.0
-        self.inv = {i.name: i for i in [
-            Invariant("no_overcapacity", "no provider over its capacity at the end, nor at any sample for "
-                      f"{OVER_AFTER:.0f} s (SQL over Placement's database; a moment over it: transient_overcapacity)"),
-            Invariant("claims_present", "every claim minbw reported as made (and not freed) is present, its bandwidth whole"),
-            Invariant("frees_gone", "every free minbw reported as done is gone"),
-            Invariant("failed_claims_left_nothing", "a claim reported as not made (refused or failed) left nothing"),
-            Invariant("no_orphans", "no consumer without allocations, no allocation without consumer (samples and end)"),
-            Invariant("no_duplicate_provider", "the provider count stays what the syncs made (no duplicate, none lost)"),
-            Invariant("sync_converges", "after the faults, the next sync succeeds and a check with no cache plans no write"),
-            Invariant("exporter_equals_placement", "each scrape's used bandwidth equals a direct read of Placement "
-                      "within one collection cycle (claim hosts' bridges, all along; every provider, at the end)"),
-            Invariant("one_line_failures", "every failure a tool printed is one line naming the cause, no traceback"),
-            Invariant("no_process_leaked", "after each heal and at the end, the topology's processes are exactly "
-                      "its own, and none of the soak's is left"),
-            Invariant("exporter_rss_bounded", "the exporter's RSS at the end within 1.25x + 16 MB of the quiet phase's"),
-            Invariant("faults_healed", "every fault injected was healed: its target serves again"),
-        ]}
+        self.inv = invariants()
 
     def log(self, msg: str) -> None:
         t = time.monotonic() - self.t0 if self.t0 else 0.0
@@ -289,129 +254,19 @@ class Soak:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def start_threads(self) -> None:
-        for target in (self._probe_reader, self._direct_reader, self._scraper, self._rss_sampler, self._supervisor):
-            threading.Thread(target=self._guard(target), daemon=True, name=target.__name__).start()
+        for target in samplers.SAMPLERS:
+            threading.Thread(target=self._guard(target, self), daemon=True, name=target.__name__).start()
 
-    def _guard(self, fn):
+    def _guard(self, fn, *args):
         def run():
             try:
-                fn()
+                fn(*args)
             except Exception:
                 self.log(f"{fn.__name__} died: {traceback.format_exc()}")
         return run
 
-    def _probe_reader(self) -> None:
-        assert self.probe.stdout is not None
-        for line in self.probe.stdout:
-            s = json.loads(line)
-            s["t"] -= self.t0
-            self.samples.append(s)
-            if not s["ok"]:
-                continue
-            # stock Placement accepts concurrent claims over capacity (docs/placement-overcommit.md); minbw's
-            # verified claim undoes its own write then. Over capacity for a moment is counted (transient); still over
-            # OVER_AFTER seconds later is a violation (each provider and class once)
-            now_over = {(name, rc): (used, cap) for name, rc, used, cap in s["over"]}
-            new, stuck = lasting(self.over_since, self.over_seen, now_over, s["t"], OVER_AFTER)
-            self.transient_over += new
-            self.inv["no_overcapacity"].check(not stuck, f"{s['t']:.1f}s over capacity for {OVER_AFTER} s: "
-                                                         + "; ".join(f"{n} class {rc}: used {now_over[(n, rc)][0]} > "
-                                                                     f"{now_over[(n, rc)][1]}" for n, rc in stuck))
-            # a consumer without allocations for a moment is a claim between its two transactions; one still
-            # without them ORPHAN_AFTER seconds later is an orphan (each counted once)
-            _, old = lasting(self.empty_since, self.orphans_seen, set(s["empty_consumers"]), s["t"], ORPHAN_AFTER)
-            a, b = s["orphans"]
-            self.inv["no_orphans"].check(not old and b == 0, f"{s['t']:.1f}s consumers without allocations for "
-                                                             f"{ORPHAN_AFTER} s: {old}; {b} allocations without consumer")
-            self.inv["no_duplicate_provider"].check(s["providers"] == self.expected_providers,
-                                                    f"{s['t']:.1f}s {s['providers']} providers, "
-                                                    f"{self.expected_providers} expected")
-
-    def _direct_reader(self) -> None:
-        """The claim hosts' bridges' usages read directly, every 0.5 s (what the scrapes are judged against), with
-        the provider's generation: their allocations (``GET .../allocations``, one read at one generation) summed."""
-        from minbw.model.providers import usages_of
-
-        api = self.api()
-        while not self.quit.is_set():
-            t = time.monotonic()
-            try:
-                got = {u: api.provider_allocations(u, with_generation=True) for u in self.claim_bridges}
-                used = {u: usages_of(BANDWIDTH, b["allocations"]) for u, b in got.items()}
-                self.direct.append((t, time.monotonic(), {u: (used[u][EGR], used[u][IGR],
-                                                              got[u]["resource_provider_generation"])
-                                                          for u in got}))
-            except Exception:
-                pass
-            self.quit.wait(0.25)
-
     def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.exporter_port}/metrics", timeout=CLIENT_TIMEOUT) as r:
-            return r.read().decode()
-
-    def _scraper(self) -> None:
-        """A Prometheus scraping every second; each scrape's used bandwidth of the claim hosts judged against the
-        direct reads of the collection's window (when Placement answered them)."""
-        ledger = open(self.out / "ops-scraper.jsonl", "w", buffering=1)
-        self.ledgers.append(self.out / "ops-scraper.jsonl")
-        while not self.quit.is_set():
-            t = time.monotonic()
-            try:
-                text = self.scrape()
-                entry = {"kind": "scrape", "start": t, "end": time.monotonic(), "outcome": "succeeded", "cause": ""}
-                self._judge(text, t)
-            except Exception as e:
-                entry = {"kind": "scrape", "start": t, "end": time.monotonic(), "outcome": "failed",
-                         "cause": f"{type(e).__name__}: {e}"}
-            ledger.write(json.dumps(entry) + "\n")
-            self.quit.wait(1.0)
-
-    def _judge(self, text: str, t: float) -> None:
-        values, age = exporter_values(text)
-        duration = exporter_values(text, "minbw_collection_duration_seconds", scalar=True)
-        if age is None or duration is None:
-            return   # no collection yet
-        mine = {n: v for n, v in values.items() if n[0] in self.claim_bridges.values()}
-        if not mine:
-            return
-        # the collection read each provider at a moment of [started, ended]. Judged where Placement held one value
-        # all through it: a direct read ended before it started, one started after it ended, and every direct read
-        # from the one to the other saw the same provider generation (equal values alone are not enough: a free
-        # and a claim between two reads leave the value as it was, and a collection between them read the other).
-        # Then the scrape must show that value. A collection during which the provider changed is not judged
-        # (counted in the report).
-        ended = t - age
-        started = ended - duration
-        reads = list(self.direct)
-        before = [d for d in reads if d[1] <= started]
-        after = [d for d in reads if d[0] >= ended]
-        if not before or not after:
-            self.unjudged += 1
-            return
-        window = [d for d in reads if before[-1][0] <= d[0] and d[1] <= after[0][1]]
-        for u, name in self.claim_bridges.items():
-            for i, d in enumerate(("egress", "ingress")):
-                seen = {r[2][u][i] * 1000 for r in window}
-                if len(seen) != 1 or len({r[2][u][2] for r in window}) != 1:
-                    self.unjudged += 1
-                    continue
-                (held,) = seen
-                got = mine.get((name, d))
-                self.inv["exporter_equals_placement"].check(
-                    got == held, f"{t - self.t0:.1f}s scrape (collection {started - self.t0:.1f}-{ended - self.t0:.1f}s):"
-                                 f" {name} {d} {got}, Placement held {held} all through it ({len(window)} reads)")
-
-    def _supervisor(self) -> None:
-        if not hasattr(self.faults, "supervise"):
-            return
-        while not self.quit.is_set():
-            self.faults.supervise()
-            self.quit.wait(1.0)
-
-    def _rss_sampler(self) -> None:
-        while not self.quit.is_set():
-            self.rss.append((self.now(), group_rss_kb(self.exporter.pid)))
-            self.quit.wait(1.0)
+        return samplers.scrape(self.exporter_port)
 
     # ------------------------------------------------------------ the faults
     def run_faults(self, plan: list[Planned]) -> None:
@@ -467,21 +322,7 @@ class Soak:
         end: dict = {}
         api = self.api()
         # each claim's and free's last outcome, per consumer
-        last: dict[str, dict] = {}
-        for o in sorted((o for o in ops if o["kind"] in ("claim", "free")), key=lambda o: o["start"]):
-            last[o["consumer"]] = o
-        for consumer, o in last.items():
-            allocs = api.get_allocations(consumer)["allocations"]
-            egr = sum(a["resources"].get(EGR, 0) for a in allocs.values())
-            if o["kind"] == "claim" and o["outcome"] == "succeeded":
-                self.inv["claims_present"].check(egr == CLAIM_KBPS, f"claim {consumer} reported made: {egr} kbps present")
-            elif o["kind"] == "claim":
-                self.inv["failed_claims_left_nothing"].check(not allocs, f"claim {consumer} {o['outcome']} "
-                                                                         f"({o['cause']}) left {allocs}")
-            elif o["outcome"] == "succeeded":
-                found = {True: "it freed allocations", False: "it found none to free"}.get(o.get("changed"), "")
-                self.inv["frees_gone"].check(not allocs, f"free {consumer} reported done ({found}): {allocs} left")
-            # a free that failed last: either state is right; it is freed below
+        judge_claims_and_frees(self, api, ops)
         # the sync converges on its next run, and a check that trusts no cache plans nothing
         files = sorted(map(str, self.fleet.glob("*.ini")))
         t = time.monotonic()
@@ -509,39 +350,8 @@ class Soak:
         self.inv["no_orphans"].check(final["ok"] and final["orphans"] == [0, 0], f"at the end: {final}")
         self.inv["no_duplicate_provider"].check(final["ok"] and final["providers"] == self.expected_providers,
                                                 f"at the end: {final.get('providers')} of {self.expected_providers}")
-        end["exporter_end"] = self.exporter_end_check(api)
+        end["exporter_end"] = exporter_end_check(self, api)
         return end
-
-    def exporter_end_check(self, api) -> dict:
-        """Once writes stopped: within one collection cycle (plus its own duration), a scrape equals a direct read of
-        every bandwidth provider's inventory and usage."""
-        bridges = {p.uuid: p.name for p in api.list_providers() if ":br-" in p.name}
-        deadline = time.monotonic() + 2 * self.cfg.interval + 30
-        t = time.monotonic()
-        diff: list = []
-        while True:
-            usages = api.usages_of(list(bridges), readers=8)
-            invs = {u: api.get_inventories(u)[0] for u in bridges}
-            want = {}
-            for u, name in bridges.items():
-                for rc, d in ((EGR, "egress"), (IGR, "ingress")):
-                    want[(name, d)] = (invs[u][rc]["total"] * 1000, usages[u].get(rc, 0) * 1000)
-            try:
-                got_used, _ = exporter_values(self.scrape())
-                got_inv, _ = exporter_values(self.scrape(), "minbw_bandwidth_inventory_bits_per_second")
-            except OSError as e:
-                got_used, got_inv = {}, {}
-                diff = [f"scrape failed: {e}"]
-            have = {k: (got_inv.get(k), got_used.get(k)) for k in want}
-            diff = [f"{k}: exporter {have[k]}, Placement {want[k]}" for k in want if have[k] != want[k]]
-            diff += [f"{k}: exporter only" for k in got_used if k not in want]
-            if not diff or time.monotonic() > deadline:
-                break
-            time.sleep(1.0)
-        took = round(time.monotonic() - t, 1)
-        self.inv["exporter_equals_placement"].check(not diff, f"at the end, after {took} s: {len(diff)} differ: "
-                                                              f"{diff[:3]}")
-        return {"providers": len(bridges), "seconds_to_equal": took, "differences": len(diff)}
 
     def teardown(self) -> list[str]:
         """Everything the soak started, stopped; returns what was still running after."""
@@ -617,19 +427,14 @@ class Soak:
             ops = reportlib.read_ledgers(self.ledgers, self.t0)
             self.quit.set()
             time.sleep(1.2)
-            for o in ops:
-                if o["outcome"] != "succeeded" and o["kind"] != "scrape":
-                    self.inv["one_line_failures"].check(o["stderr_lines"] == 1 and not o["traceback"]
-                                                        and o["cause"].startswith("minbw: error: "),
-                                                        f"{o['kind']} exit {o['rc']}: {o['stderr_lines']} lines, "
-                                                        f"first: {o['cause']!r}")
+            judge_failures(self, ops)
             self.log("end checks")
             result["end"] = self.end_checks(ops)
             self.log("end checks done")
             exporter_err = (self.out / "exporter.err").read_text(errors="replace")
             self.inv["one_line_failures"].check("Traceback" not in exporter_err,
                                                 "the exporter printed a traceback (exporter.err)")
-            self._rss_check(quiet)
+            rss_check(self, quiet)
         finally:
             left = self.teardown()
         self.inv["no_process_leaked"].check(not left, f"still running after the teardown: {left}")
@@ -654,77 +459,10 @@ class Soak:
         reportlib.write(rep, ops, self.out)
         return rep
 
-    def _rss_check(self, quiet: float) -> None:
-        base = [kb for t, kb in self.rss if t <= quiet and kb]
-        last = [kb for t, kb in self.rss if t >= self.cfg.seconds * 0.8 and kb]
-        if base and last:
-            bound = max(base) * 1.25 + 16 * 1024
-            self.inv["exporter_rss_bounded"].check(max(last) <= bound, f"RSS {max(last) // 1024} MB at the end, "
-                                                                       f"bound {bound // 1024:.0f} MB")
-        else:
-            self.inv["exporter_rss_bounded"].check(False, f"too few RSS samples ({len(self.rss)})")
-
 
 def _jsonable(d: dict) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
 
-
-def lasting(since: dict, seen: set, now, t: float, after: float) -> tuple[int, list]:
-    """A condition sampled at ``t`` (``now``: the keys it holds for), each key's first sample kept in ``since`` (a key
-    gone from a sample is forgotten): how many keys are new at this sample, and the keys held ``after`` seconds or
-    more that ``seen`` lacks (added to it: each is reported once)."""
-    new = 0
-    for k in now:
-        if k not in since:
-            since[k] = t
-            new += 1
-    for k in list(since):
-        if k not in now:
-            del since[k]
-    stuck = [k for k, first in since.items() if t - first >= after and k not in seen]
-    seen.update(stuck)
-    return new, stuck
-
-
-def exporter_values(text: str, family: str = "minbw_bandwidth_used_bits_per_second", scalar: bool = False):
-    """{(provider, direction): value} of one metric family of a scrape, and its collection's age (None: none yet);
-    ``scalar``: the one value of an unlabelled family (None: absent)."""
-    from prometheus_client.parser import text_string_to_metric_families
-    values, age = {}, None
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            if s.name == family:
-                if scalar:
-                    return s.value
-                values[(s.labels["provider"], s.labels["direction"])] = s.value
-            elif s.name == "minbw_collection_age_seconds":
-                age = s.value
-    return None if scalar else (values, age)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of a process (its waited-for children's included)."""
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()
-    except (FileNotFoundError, IndexError):
-        return 0.0
-    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def group_rss_kb(pgid: int) -> int:
-    total = 0
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = d.joinpath("stat").read_text().split(") ", 1)[1].split()
-            if int(stat[2]) == pgid:
-                for line in d.joinpath("status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except (FileNotFoundError, IndexError, ProcessLookupError):
-            pass
-    return total
 
 
 def in_namespace(argv: list[str]) -> int:
