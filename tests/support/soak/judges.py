@@ -4,7 +4,9 @@ the end, the failures' lines, the exporter at the end, its RSS. Each judge takes
 its samplers keep) and what it judges; the runner says when."""
 from __future__ import annotations
 
+import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
@@ -147,9 +149,11 @@ def judge_scrape(soak, text: str, t: float) -> None:
 def judge_failures(soak, ops: list[dict]) -> None:
     """Every refused or failed operation of the ledgers printed one line, ``minbw: error: ...``, no traceback."""
     for o in ops:
-        if o["outcome"] != "succeeded" and o["kind"] != "scrape":
+        # a server operation's cause is Nova's (openstacksdk's exception), not a line minbw printed
+        if o["outcome"] != "succeeded" and o["kind"] != "scrape" and o.get("by", "minbw") == "minbw":
+            # heal and audit print what they left undone as ``minbw: skipped: ...`` lines (the others were done)
             soak.inv["one_line_failures"].check(o["stderr_lines"] == 1 and not o["traceback"]
-                                                and o["cause"].startswith("minbw: error: "),
+                                                and o["cause"].startswith(("minbw: error: ", "minbw: skipped: ")),
                                                 f"{o['kind']} exit {o['rc']}: {o['stderr_lines']} lines, "
                                                 f"first: {o['cause']!r}")
 
@@ -176,7 +180,8 @@ def judge_claims_and_frees(soak, api, ops: list[dict]) -> None:
 def exporter_end_check(soak, api) -> dict:
     """Once writes stopped: within one collection cycle (plus its own duration), a scrape equals a direct read of
     every bandwidth provider's inventory and usage."""
-    bridges = {p.uuid: p.name for p in api.list_providers() if ":br-" in p.name}
+    # every device provider (host:agent:device; a bridge, or an SR-IOV PF on the cloud), those with bandwidth
+    bridges = {p.uuid: p.name for p in api.list_providers() if p.name.count(":") == 2}
     deadline = time.monotonic() + 2 * soak.cfg.interval + 30
     t = time.monotonic()
     diff: list = []
@@ -186,7 +191,8 @@ def exporter_end_check(soak, api) -> dict:
         want = {}
         for u, name in bridges.items():
             for rc, d in ((EGR, "egress"), (IGR, "ingress")):
-                want[(name, d)] = (invs[u][rc]["total"] * 1000, usages[u].get(rc, 0) * 1000)
+                if rc in invs[u]:   # a bridge with one direction only (the cloud's br-ex: none)
+                    want[(name, d)] = (invs[u][rc]["total"] * 1000, usages[u].get(rc, 0) * 1000)
         try:
             got_used, _ = exporter_values(soak.scrape())
             got_inv, _ = exporter_values(soak.scrape(), "minbw_bandwidth_inventory_bits_per_second")
@@ -216,3 +222,129 @@ def rss_check(soak, quiet: float) -> None:
     else:
         soak.inv["exporter_rss_bounded"].check(False, f"too few RSS samples ({len(soak.rss)})")
 
+
+# ------------------------------------------------------------ the cloud topology's (tests/support/soak/cloud.py)
+def cloud_invariants() -> dict[str, Invariant]:
+    """What the mini-cloud adds (Nova's servers, Neutron's ports): judged at the end, once the faults stopped."""
+    return {i.name: i for i in [
+        Invariant("servers_allocations_match", "after the faults, every ACTIVE server's allocations match its flavor "
+                  "and ports (minbw.ops.servers.verify finds no problem)"),
+        Invariant("bindings_name_holders", "after the faults, every port's binding:profile.allocation names a "
+                  "provider that holds the port's bandwidth for its server"),
+        Invariant("no_allocation_without_owner", "after the faults, every consumer with allocations is a server, an "
+                  "unfinished migration, or a claim reported made and not freed"),
+        Invariant("audit_no_false_finding", "after the faults, each finding of `minbw audit` (the claims it is told "
+                  "of ignored) is a problem the invariants above see too"),
+        Invariant("heal_nothing_to_do", "after the faults, `minbw server heal --dry-run` plans no write, or each it "
+                  "plans is for a problem the invariants above see too"),
+    ]}
+
+
+MIGRATION_DONE = frozenset({"confirmed", "reverted", "error", "failed", "cancelled", "completed", "done"})
+
+
+def settle(conn, bound: float = 180.0) -> list[str]:
+    """The soak's servers settled: a VERIFY_RESIZE confirmed, none with a task under way (``bound`` seconds);
+    returns those still not settled."""
+    from minbw.ops import server_move
+    end = time.monotonic() + bound
+    while True:
+        busy = []
+        for s in conn.compute.servers():
+            if not s.name.startswith("soak-"):
+                continue
+            if s.status == "VERIFY_RESIZE":
+                try:
+                    server_move.confirm(conn, s.id)
+                except Exception as e:
+                    busy.append(f"{s.id} VERIFY_RESIZE, confirm failed: {e}")
+                continue
+            if s.task_state or s.status in ("BUILD", "MIGRATING", "RESIZE"):
+                busy.append(f"{s.id} {s.status}/{s.task_state}")
+        if not busy or time.monotonic() > end:
+            return busy
+        time.sleep(2.0)
+
+
+def held_claims(ops: list[dict]) -> set[str]:
+    """The claimers' consumers that may hold allocations at the end: last op a claim made, or a free that failed."""
+    last: dict[str, dict] = {}
+    for o in sorted((o for o in ops if o["kind"] in ("claim", "free")), key=lambda o: o["start"]):
+        last[o["consumer"]] = o
+    return {c for c, o in last.items() if (o["kind"] == "claim" and o["outcome"] == "succeeded")
+            or (o["kind"] == "free" and o["outcome"] != "succeeded")}
+
+
+def judge_cloud(soak, api, ops: list[dict], consumers: list[str]) -> dict:
+    """The cloud's invariants at the end (``consumers``: every consumer with allocations, read from Placement's
+    database), then a read-only audit and a dry-run heal judged against them."""
+    from minbw.ops import server_move, servers as ops_servers
+    conn = soak.server.connect()
+    end: dict = {"unsettled": settle(conn)}
+    every = list(conn.compute.servers(all_projects=True))
+    flagged: dict[str, str] = {}   # subject (server, port, consumer) -> the invariant that saw it
+    owners = {s.id for s in every} | held_claims(ops)
+    for s in every:
+        owners |= {m.uuid for m in server_move.migrations(conn, s.id) if m.status not in MIGRATION_DONE}
+        if s.status != "ACTIVE" or s.task_state:
+            continue
+        problems = ops_servers.verify(conn, s.id, api).to_dict()["problems"]
+        soak.inv["servers_allocations_match"].check(not problems, f"server {s.name} ({s.id}): {problems[:3]}")
+        if problems:
+            flagged[s.id] = "servers_allocations_match"
+    for port in conn.network.ports():
+        alloc = (port.binding_profile or {}).get("allocation")
+        if not alloc:
+            continue
+        named = sorted(set(alloc.values()) if isinstance(alloc, dict) else {alloc})
+        held = api.get_allocations(port.device_id)["allocations"] if port.device_id else {}
+        bad = [rp for rp in named if not any(held.get(rp, {}).get("resources", {}).get(rc, 0) for rc in (EGR, IGR))]
+        soak.inv["bindings_name_holders"].check(not bad, f"port {port.name} ({port.id}) of {port.device_id}: its "
+                                                         f"binding names {bad}, which hold none of its bandwidth")
+        if bad:
+            flagged[port.id] = "bindings_name_holders"
+    for c in consumers:
+        soak.inv["no_allocation_without_owner"].check(c in owners, f"consumer {c} holds allocations: no server, "
+                                                                   "unfinished migration or claim of that id")
+        if c not in owners:
+            flagged[c] = "no_allocation_without_owner"
+    end["servers"] = {s.status: sum(1 for x in every if x.status == s.status) for s in every}
+    end["flagged"] = flagged
+    ignore = [a for c in sorted(held_claims(ops)) for a in ("--ignore-consumer", c)]
+    service = ("--service-cloud", f"{soak.server.cloud}-nova")
+    r = soak.minbw("audit", *service, *ignore, "-f", "json")
+    findings = []
+    if r.returncode in (0, 3):
+        findings = json.loads(r.stdout)["findings"]
+        for f in findings:
+            real = [s for s in flagged if s in str(f.get("subject", "")) or s in str(f.get("detail", ""))]
+            soak.inv["audit_no_false_finding"].check(bool(real), f"audit: {f.get('kind')} {f.get('subject')}: "
+                                                                 f"{str(f.get('detail'))[:200]} (no invariant saw it)")
+    else:
+        soak.inv["audit_no_false_finding"].check(False, f"audit exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    if not findings and r.returncode in (0, 3):
+        soak.inv["audit_no_false_finding"].check(True)
+    end["audit"] = {"exit": r.returncode, "findings": findings, "missed": sorted(
+        s for s in flagged if not any(s in str(f.get("subject", "")) for f in findings))}
+    r = soak.minbw("server", "heal", *service, "--dry-run", "--json")
+    planned = []
+    if r.returncode in (0, 3):
+        for srv in json.loads(r.stdout):
+            groups = [g for g in (srv.get("plan") or {}).get("groups", []) if g.get("status") != "ok"]
+            if groups or srv.get("error"):
+                planned.append({"server": srv.get("server"), "groups": groups, "error": srv.get("error")})
+        for p in planned:
+            soak.inv["heal_nothing_to_do"].check(p["server"] in flagged, f"heal would write for server {p['server']}"
+                                                                         f" (no invariant saw it): {p}"[:400])
+        if not planned:
+            soak.inv["heal_nothing_to_do"].check(True)
+    else:
+        soak.inv["heal_nothing_to_do"].check(False, f"heal --dry-run exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    end["heal"] = {"exit": r.returncode, "planned": planned}
+    # what the auditor's runs found and did while the soak ran (not judged: moves were under way)
+    audits = [o for o in ops if o["kind"] == "audit" and o["outcome"] == "succeeded"]
+    end["audits_during"] = {"runs": len(audits),
+                            "findings": Counter(f[0] for o in audits for f in o.get("findings", []))}
+    end["heals_during"] = [dict(a, t=round(o["start"], 1)) for o in ops if o["kind"] == "heal"
+                           for a in o.get("acted", [])]
+    return end

@@ -27,20 +27,24 @@ from pathlib import Path
 
 from tests.support.soak import report as reportlib
 from tests.support.soak import samplers
+from tests.support.soak.cloud import CLOUD_HOLD
 from tests.support.soak.faults import FaultNotHealed, Injected
-from tests.support.soak.judges import (CLAIM_KBPS, exporter_end_check, exporter_values, invariants,
-                                       judge_claims_and_frees, judge_failures, rss_check)
+from tests.support.soak.judges import (CLAIM_KBPS, cloud_invariants, exporter_end_check, exporter_values, invariants,
+                                       held_claims, judge_claims_and_frees, judge_cloud, judge_failures,
+                                       rss_check)
 from tests.support.soak.samplers import CLIENT_TIMEOUT, cpu_seconds
 from tests.support.soak.workload import (ROOT_INVENTORY, claim_host_ini, fleet_host, fleet_ini)
 
 ROOT = Path(__file__).resolve().parents[3]
 MINBW = str(Path(sys.executable).parent / "minbw")  # the command line as users run it
+CLOUD_HOSTS = 200   # the cloud topology's fleet by default: what the mini-cloud's Placement (keystone auth) bears
 
 # hold: seconds a fault stays before heal (a pause outlasts the client's timeout; a kill: the time until the
 # supervisor starts the process again)
 HOLD = {"kill_placement_master": (1.0, 4.0), "kill_placement_worker": (0.5, 2.0), "pause_placement": (6.0, 10.0),
         "pause_placement_worker": (6.0, 10.0), "kill_mariadb": (1.0, 4.0), "pause_mariadb": (6.0, 10.0),
         "slow_placement": (6.0, 12.0), "fill_mariadb_disk": (4.0, 8.0)}
+HOLD.update(CLOUD_HOLD)
 DEFAULT_HOLD = (2.0, 8.0)
 
 
@@ -86,6 +90,8 @@ class Config:
     interval: float = 0.0     # the exporter's collection interval; 0: 3 s up to 100 hosts, else 15 s
     sync_pause: float = 2.0
     datadir_mb: int = 200
+    start_cloud: bool = False   # cloud: cloud.sh up at the start and down at the end (else: the running one)
+    servers: int = 2            # cloud: servers at most at once
 
 
 class Soak:
@@ -116,6 +122,11 @@ class Soak:
         self.orphans_seen: set[str] = set()
         self.t0 = 0.0
         self.inv = invariants()
+        # the claims' physnet: the cloud's computes have br-test on physnet0 (the servers' ports): the claim hosts
+        # there are on a physnet of their own, so the claimers and Nova do not take each other's bandwidth
+        self.claim_physnet = "physnet7" if cfg.topology == "cloud" else "physnet0"
+        # where Nova runs, the soak's hosts are none of its computes: their roots are the sync's (a demo's way)
+        self.not_nova = ("--ignore-nova-compute",) if cfg.topology == "cloud" else ()
 
     def log(self, msg: str) -> None:
         t = time.monotonic() - self.t0 if self.t0 else 0.0
@@ -131,7 +142,17 @@ class Soak:
         tests/support/galera/faults.py (the same interface: tests/support/soak/faults.py). Beyond the interface, an
         injector may offer supervise() (start again what died outside a fault), serving_processes() and
         expected_processes() (the leak check after each heal), close() and restarts; the runner uses those it has."""
-        if self.cfg.topology == "galera":
+        if self.cfg.topology == "cloud":
+            from tests.support.soak import cloud
+            # a cloud the soak starts: a state directory of its own (never wipe another's, the suite's at the default)
+            own = self.out / "minicloud" if self.cfg.start_cloud and not os.environ.get("MINICLOUD_STATE") else None
+            self.server = cloud.MiniCloudTopology(start=self.cfg.start_cloud, state=own)
+            self.log(f"{'starting' if self.cfg.start_cloud else 'adopting'} {self.server.describe()} "
+                     f"at {self.server.state_dir}")
+            self.server.start()
+            self.faults = cloud.CloudFaults(self.server, log=self.log)
+            self.inv.update(cloud_invariants())
+        elif self.cfg.topology == "galera":
             from tests.support.galera.server import GaleraPlacement
             try:
                 from tests.support.galera import faults as galera_faults
@@ -176,18 +197,22 @@ class Soak:
         claimdir.mkdir(exist_ok=True)
         self.claim_hosts = [f"soak-claim-{i}" for i in range(cfg.claim_hosts)]
         for h in self.claim_hosts:
-            (claimdir / f"{h}.ini").write_text(claim_host_ini(h, CLAIM_KBPS * cfg.claims_per_host))
+            (claimdir / f"{h}.ini").write_text(claim_host_ini(h, CLAIM_KBPS * cfg.claims_per_host,
+                                                               self.claim_physnet))
         self.cache = self.out / "sync-cache.json"
+        # the providers there before the soak's (the cloud's own: its computes, agents and bridges)
+        self.base_providers = len(self.api().list_providers())
         t = time.monotonic()
         for what, files, cache in (("claim hosts", sorted(claimdir.glob("*.ini")), ["--no-cache"]),
                                    ("fleet", sorted(self.fleet.glob("*.ini")), ["--cache", str(self.cache)])):
             r = self.minbw("provider", "sync", "--agent-config", *map(str, files), "--create-root", *ROOT_INVENTORY,
+                           *self.not_nova,
                            *cache, "--workers", "8", "-f", "value", "-c", "step")
             if r.returncode != 0:
                 raise RuntimeError(f"the first sync of the {what} failed ({r.returncode}): {r.stderr[-2000:]}")
         api = self.api()
         self.claim_bridges = {p.uuid: p.name for p in api.list_providers() if p.name.endswith(":br-phys0")}
-        self.expected_providers = 3 * (cfg.hosts + cfg.claim_hosts)
+        self.expected_providers = self.base_providers + 3 * (cfg.hosts + cfg.claim_hosts)
         self.log(f"{cfg.hosts} fleet hosts and {cfg.claim_hosts} claim hosts synced in {time.monotonic() - t:.1f} s "
                  f"({self.expected_providers} providers)")
 
@@ -207,7 +232,7 @@ class Soak:
 
     def start_workload(self) -> None:
         cfg = self.cfg
-        qos = f"min_bw:egress:{CLAIM_KBPS},min_bw:ingress:{CLAIM_KBPS},physnet=physnet0"
+        qos = f"min_bw:egress:{CLAIM_KBPS},min_bw:ingress:{CLAIM_KBPS},physnet={self.claim_physnet}"
         for i in range(cfg.claimers):
             ledger = self.out / f"ops-claimer-{i}.jsonl"
             self.ledgers.append(ledger)
@@ -221,9 +246,18 @@ class Soak:
         self.spawn("syncer", [sys.executable, "-m", "tests.support.soak.workload", "syncer", "--ledger", str(ledger),
                               "--stop", str(self.stopfile), "--seed", str(cfg.seed * 100 + 99),
                               "--cloud", self.server.cloud, "--fleet", str(self.fleet), "--cache", str(self.cache),
-                              "--pause", str(cfg.sync_pause), "--go", str(self.gofile)])
+                              "--pause", str(cfg.sync_pause), "--go", str(self.gofile), *self.not_nova])
         deadline = time.monotonic() + 180
-        while len(list(self.out.glob("go.*.ready"))) < cfg.claimers + 1:
+        if cfg.topology == "cloud":
+            for role in ("servers", "auditor"):
+                ledger = self.out / f"ops-{role}.jsonl"
+                self.ledgers.append(ledger)
+                self.spawn(role, [sys.executable, "-m", "tests.support.soak.cloudwork", role, "--ledger", str(ledger),
+                                  "--stop", str(self.stopfile), "--seed", str(cfg.seed), "--cloud", self.server.cloud,
+                                  "--max", str(cfg.servers), "--pause", "1" if role == "servers" else "4",
+                                  "--go", str(self.gofile)])
+        roles = cfg.claimers + 1 + (2 if cfg.topology == "cloud" else 0)
+        while len(list(self.out.glob("go.*.ready"))) < roles:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
                 raise RuntimeError("the workload's processes did not start (see claimer-*.err, syncer.err)")
             time.sleep(0.2)
@@ -310,9 +344,9 @@ class Soak:
     def stop_workload(self) -> None:
         self.stopfile.touch()
         for p in self.procs:
-            if getattr(p, "soak_name", "").startswith(("claimer", "syncer")):
+            if getattr(p, "soak_name", "").startswith(("claimer", "syncer", "servers", "auditor")):
                 try:
-                    p.wait(120)
+                    p.wait(240 if p.soak_name == "servers" else 120)
                 except subprocess.TimeoutExpired:
                     self.log(f"{p.soak_name} did not stop in 120 s: killed")
                     os.killpg(p.pid, 9)
@@ -323,28 +357,26 @@ class Soak:
         api = self.api()
         # each claim's and free's last outcome, per consumer
         judge_claims_and_frees(self, api, ops)
+        if self.cfg.topology == "cloud":
+            end["cloud"] = judge_cloud(self, api, ops, self.db("consumers"))
         # the sync converges on its next run, and a check that trusts no cache plans nothing
         files = sorted(map(str, self.fleet.glob("*.ini")))
         t = time.monotonic()
         r = self.minbw("provider", "sync", "--agent-config", *files, "--create-root", *ROOT_INVENTORY,
-                       "--cache", str(self.cache), "-f", "value", "-c", "step")
+                       *self.not_nova, "--cache", str(self.cache), "-f", "value", "-c", "step")
         end["convergence_sync"] = {"rc": r.returncode, "seconds": round(time.monotonic() - t, 1),
                                    "stderr": r.stderr.strip()[-500:]}
         self.inv["sync_converges"].check(r.returncode == 0, f"the sync after the faults: exit {r.returncode}: "
                                                             f"{r.stderr.strip()[-300:]}")
-        r = self.minbw("provider", "sync", "--agent-config", *files, "--create-root", *ROOT_INVENTORY, "--no-cache",
+        r = self.minbw("provider", "sync", "--agent-config", *files, "--create-root", *ROOT_INVENTORY,
+                       *self.not_nova, "--no-cache",
                        "--dry-run", "--json")
         writes = json.loads(r.stdout)["writes"] if r.returncode == 0 else None
         end["check_writes"] = writes
         self.inv["sync_converges"].check(writes == 0, f"a sync with no cache then plans {writes} writes "
                                                       f"(exit {r.returncode}: {r.stderr.strip()[-300:]})")
         # orphans and providers once more, quiet
-        sys.path.insert(0, str(ROOT / "tests/support/soak"))
-        final = json.loads(subprocess.run([str(ROOT / ".venv-cloud/bin/python"), "-c",
-                                           "import json,sys; sys.path.insert(0, sys.argv[2]); import orphans; "
-                                           "print(json.dumps(orphans.sample(sys.argv[1])))",
-                                           self.db_url, str(ROOT / "tests/support/soak")],
-                                          capture_output=True, text=True, check=True).stdout)
+        final = self.db("sample")
         end["final_sample"] = final
         self.inv["no_overcapacity"].check(final["ok"] and not final["over"], f"at the end: {final}")
         self.inv["no_orphans"].check(final["ok"] and final["orphans"] == [0, 0], f"at the end: {final}")
@@ -352,6 +384,31 @@ class Soak:
                                                 f"at the end: {final.get('providers')} of {self.expected_providers}")
         end["exporter_end"] = exporter_end_check(self, api)
         return end
+
+    def db(self, what: str):
+        """tests/support/soak/orphans.py's ``what`` (sample, consumers) over Placement's database, in .venv-cloud
+        (its pymysql)."""
+        return json.loads(subprocess.run([str(ROOT / ".venv-cloud/bin/python"), "-c",
+                                          "import json,sys; sys.path.insert(0, sys.argv[2]); import orphans; "
+                                          f"print(json.dumps(orphans.{what}(sys.argv[1])))",
+                                          self.db_url, str(ROOT / "tests/support/soak")],
+                                         capture_output=True, text=True, check=True).stdout)
+
+    def cleanup_cloud(self) -> None:
+        """On a cloud the soak adopted: its servers, ports, network, policy, flavors and image, the claims' allocations
+        and the providers its syncs made (children first) gone."""
+        from tests.support.soak import cloudwork
+        try:
+            gone = cloudwork.cleanup(self.server.connect())
+            for c in sorted(held_claims(reportlib.read_ledgers(self.ledgers, self.t0))):
+                self.minbw("allocation", "delete", "--consumer", c)
+            api = self.api()
+            mine = [p for p in api.list_providers() if p.name.startswith(("soak-fleet-", "soak-claim-"))]
+            for p in sorted(mine, key=lambda p: -p.name.count(":")):
+                api.delete_provider(p.uuid)
+            self.log(f"the cloud cleaned: {gone}, {len(mine)} providers deleted")
+        except Exception as e:
+            self.log(f"cleaning the cloud failed: {type(e).__name__}: {e}")
 
     def teardown(self) -> list[str]:
         """Everything the soak started, stopped; returns what was still running after."""
@@ -382,12 +439,14 @@ class Soak:
             # the topology's CPU seconds (its processes alive at the end: those a fault killed are not counted)
             self.topology_cpu = round(sum(cpu_seconds(pid) for pid in self.faults.serving_processes()), 1)
         if hasattr(self, "server"):
+            if self.cfg.topology == "cloud" and not self.cfg.start_cloud:
+                self.cleanup_cloud()   # the cloud stays (another's: the e2e suite's): what the soak made goes
             self.server.stop()
             if hasattr(getattr(self, "faults", None), "close"):
                 self.faults.close()
         time.sleep(0.5)
         left = [f"{p.soak_name} {p.pid}" for p in self.procs if p.poll() is None]
-        if hasattr(getattr(self, "faults", None), "serving_processes"):
+        if hasattr(getattr(self, "faults", None), "serving_processes") and getattr(self.server, "starts", True):
             left += [f"topology process {pid}" for pid in self.faults.serving_processes()]
         return left
 
@@ -452,7 +511,8 @@ class Soak:
                       samples=len(self.samples), scrapes_unjudged=self.unjudged,
                       topology_cpu_s=getattr(self, "topology_cpu", None),
                       transient_overcapacity=self.transient_over,
-                      not_run={"audit": "needs Nova and Neutron: not on a Placement-only topology",
+                      not_run={} if cfg.topology == "cloud" else {
+                               "audit": "needs Nova and Neutron: not on a Placement-only topology",
                                "server heal": "needs Nova and Neutron: not on a Placement-only topology",
                                "server moves": "the mini-cloud only: not in this soak"})
         rep = reportlib.build(result, ops)
@@ -477,25 +537,33 @@ def in_namespace(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(prog="soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--topology", choices=["prod", "galera"], default="prod")
+    p.add_argument("--topology", choices=["prod", "galera", "cloud"], default="prod",
+                   help="cloud: the mini-cloud MINICLOUD_STATE names (default .state/minicloud)")
     p.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_S", 600)))
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--hosts", type=int, default=1000, help="the fleet the syncs keep (default 1000)")
+    p.add_argument("--hosts", type=int, default=None,
+                   help=f"the fleet the syncs keep (default 1000; the cloud's Placement: {CLOUD_HOSTS})")
+    p.add_argument("--start-cloud", action="store_true",
+                   help="cloud: start the mini-cloud (cloud.sh up) and stop it at the end; else adopt the running one")
+    p.add_argument("--servers", type=int, default=2, help="cloud: servers at most at once (default 2)")
     p.add_argument("--claimers", type=int, default=2)
     p.add_argument("--workers", type=int, default=4, help="Placement's uWSGI workers")
     p.add_argument("--netns", action="store_true", help="run in a network and mount namespace of its own (root)")
     args = p.parse_args(argv)
-    if args.seconds <= 0 or args.hosts < 1 or args.claimers < 1:
-        p.error("--seconds, --hosts and --claimers must be positive")
+    if args.hosts is None:
+        args.hosts = CLOUD_HOSTS if args.topology == "cloud" else 1000
+    if args.seconds <= 0 or args.hosts < 1 or args.claimers < 1 or args.servers < 1:
+        p.error("--seconds, --hosts, --claimers and --servers must be positive")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     out = args.out or ROOT / ".state" / "soak" / f"{args.topology}-{seed}"
     if args.netns and os.environ.get("SOAK_PRIVATE_MOUNTS") != "1":
         return in_namespace(["--topology", args.topology, "--seconds", str(args.seconds), "--seed", str(seed),
                              "--out", str(out), "--hosts", str(args.hosts), "--claimers", str(args.claimers),
-                             "--workers", str(args.workers)])
+                             "--workers", str(args.workers), "--servers", str(args.servers),
+                             *(["--start-cloud"] if args.start_cloud else [])])
     cfg = Config(args.topology, args.seconds, seed, out, hosts=args.hosts, claimers=args.claimers,
-                 workers=args.workers)
+                 workers=args.workers, start_cloud=args.start_cloud, servers=args.servers)
     rep = Soak(cfg).run()
     print(rep["table"], flush=True)
     print(f"soak: report in {out}/report.json, report.md, latency.png; seed {seed}", flush=True)

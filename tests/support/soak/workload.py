@@ -43,8 +43,8 @@ def fleet_ini(host: str, kbps: int) -> str:
             f"resource_provider_bandwidths = br-phys9:{kbps}:{kbps}\n")
 
 
-def claim_host_ini(host: str, kbps: int) -> str:
-    return (f"[DEFAULT]\nhost = {host}\n\n[ovs]\nbridge_mappings = physnet0:br-phys0\n"
+def claim_host_ini(host: str, kbps: int, physnet: str = "physnet0") -> str:
+    return (f"[DEFAULT]\nhost = {host}\n\n[ovs]\nbridge_mappings = {physnet}:br-phys0\n"
             f"resource_provider_bandwidths = br-phys0:{kbps}:{kbps}\n")
 
 
@@ -128,7 +128,8 @@ def syncer(args) -> None:
             f.write_text(fleet_ini(f.stem, rng.choice(FLEET_BANDWIDTHS)))
         t = time.monotonic()
         rc, out, err = run_cli(["--os-cloud", args.cloud, "provider", "sync", "--agent-config", *map(str, files),
-                                "--create-root", *ROOT_INVENTORY, "--cache", args.cache, "-f", "value", "-c", "step"])
+                                "--create-root", *ROOT_INVENTORY, "--cache", args.cache, "-f", "value", "-c", "step",
+                                *(["--ignore-nova-compute"] if args.ignore_nova_compute else [])])
         ledger.record("sync", t, rc, err, hosts_changed=len(changed))
         # a periodic job: the next run a moment later
         deadline = time.monotonic() + args.pause
@@ -149,6 +150,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fleet")
     p.add_argument("--cache")
     p.add_argument("--pause", type=float, default=0.0)
+    p.add_argument("--ignore-nova-compute", action="store_true", help="syncer: the fleet is no Nova compute's")
     p.add_argument("--go", help="a file to wait for after the warm-up (the soak's start); FILE.ready says it waits")
     args = p.parse_args(argv)
     if args.go:
