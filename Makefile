@@ -175,8 +175,8 @@ galera: setup cloud-install
 	MINBW_GALERA=1 unshare --net --mount -- $(PY) tests/support/netns.py $(PY) -m pytest -q -rP --show-capture=stdout tests/galera
 
 # The soak (docs/soak.md): every writer and reader of minbw at once for SOAK_S seconds (default 600) on
-# SOAK_TOPOLOGY (prod: the production-style Placement; galera; both; cloud: a mini-cloud of its own, started and
-# stopped by the runner, with servers, moves, audit and heal), faults injected at random from SOAK_SEED
+# SOAK_TOPOLOGY (prod: the production-style Placement; galera; both; cloud: a mini-cloud of its own, with servers,
+# moves, audit and heal: soak-cloud below), faults injected at random from SOAK_SEED
 # (default: a new seed, printed); the report in .state/soak/TOPOLOGY-SEED/. `make test` runs a reduced form
 # (tests/prodplacement/test_soak.py). Needs root (its own network and mount namespace).
 SOAK_S ?= 600
@@ -184,12 +184,21 @@ SOAK_TOPOLOGY ?= prod
 SOAK_SEED ?=
 SOAK_HOSTS ?=
 .PHONY: soak
+SOAK_ARGS = --seconds $(SOAK_S) $(if $(SOAK_HOSTS),--hosts $(SOAK_HOSTS)) $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 soak: setup cloud-install
 	@set -e; for t in $(if $(filter both,$(SOAK_TOPOLOGY)),prod galera,$(SOAK_TOPOLOGY)); do \
-	    PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --netns --topology $$t \
-	        --seconds $(SOAK_S) $(if $(SOAK_HOSTS),--hosts $(SOAK_HOSTS)) $(if $(SOAK_SEED),--seed $(SOAK_SEED)) \
-	        $$([ $$t = cloud ] && echo --start-cloud); \
+	    if [ $$t = cloud ]; then $(MAKE) --no-print-directory soak-cloud; continue; fi; \
+	    PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --netns --topology $$t $(SOAK_ARGS); \
 	done
+
+# the cloud topology: a mini-cloud of its own (its state in .state/minicloud-soak, two computes in service) in a
+# network namespace of its own, started before the runner (which adopts it) and stopped after
+.PHONY: soak-cloud
+soak-cloud: setup cloud-install
+	MINICLOUD_STATE=$(CURDIR)/.state/minicloud-soak unshare --net --mount -- $(PY) tests/support/netns.py bash -c \
+	    'bash tests/support/minicloud/cloud.sh up >/dev/null || exit 1; \
+	     PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --topology cloud $(SOAK_ARGS); \
+	     rc=$$?; bash tests/support/minicloud/cloud.sh down >/dev/null; exit $$rc'
 
 # The cloud soak's test (tests/e2e/test_soak_cloud.py): the command docs/soak.md shows under "Run it on the
 # mini-cloud", on the two-host mini-cloud the e2e fixtures start, in a network namespace of its own; not in

@@ -2,12 +2,10 @@
 (tests/support/minicloud: Keystone, Placement, Neutron, Nova with two fake computes, MariaDB, RabbitMQ) and its
 fault injector, of the interface tests/support/soak/faults.py describes.
 
-The cloud is the one ``MINICLOUD_STATE`` names (default .state/minicloud). ``MiniCloudTopology(start=True)`` starts
-one (``cloud.sh up``: two computes, devstack0 and devstack1, both in service; the runner gives it a state directory
-in the run's own, unless MINICLOUD_STATE is set) and stops it at the end; with
-``start=False`` it adopts a running one (the e2e suite's ``cloud_two_hosts``) and leaves it running. Its ports are
-fixed: it runs in a network namespace of its own (``make soak SOAK_TOPOLOGY=cloud``: the runner's ``--netns``; in
-the e2e lane, the lane's).
+The cloud is the running one ``MINICLOUD_STATE`` names (default .state/minicloud), with two computes in service
+(devstack0 and devstack1): the soak adopts it and leaves it running (the runner deletes what it made there). It is
+started by ``make soak SOAK_TOPOLOGY=cloud`` (``cloud.sh up`` in a network namespace of its own, ``down`` after) or
+by the e2e fixtures (``cloud_two_hosts``, tests/e2e/test_soak_cloud.py): never here (tests/unit/test_shared_fixtures.py).
 
 Faults (each healed within a bounded wait; ``heal`` raises FaultNotHealed saying what is missing):
 
@@ -56,11 +54,11 @@ def state_dir() -> Path:
 
 
 class MiniCloudTopology:
-    """The mini-cloud as the soak's ``server``: env(), connect(), cloud, state_dir, describe(), start(), stop()."""
+    """The running mini-cloud as the soak's ``server``: env(), connect(), cloud, state_dir, describe(), start() (it
+    runs), stop() (nothing)."""
 
-    def __init__(self, *, start: bool, state: Path | None = None):
-        self.state_dir = state or state_dir()
-        self.starts = start
+    def __init__(self):
+        self.state_dir = state_dir()
         self.cloud = CLOUD
         self.clouds_yaml = self.state_dir / "clouds.yaml"
 
@@ -69,11 +67,7 @@ class MiniCloudTopology:
                               timeout=timeout, env={**os.environ, **MODE, "MINICLOUD_STATE": str(self.state_dir)})
 
     def start(self) -> None:
-        if self.starts:
-            r = self.cloud_sh("up", timeout=900)
-            (self.state_dir.parent / f"{self.state_dir.name}-soak-up.out").write_text(r.stdout + r.stderr)
-            if r.returncode != 0:
-                raise RuntimeError(f"cloud.sh up failed ({r.returncode}):\n{r.stderr[-4000:]}")
+        """The cloud runs, with two computes in service (it is not started here)."""
         r = self.cloud_sh("status", timeout=60)
         if r.returncode != 0:
             raise RuntimeError(f"the mini-cloud at {self.state_dir} is not running (cloud.sh status):\n{r.stdout}")
@@ -82,8 +76,7 @@ class MiniCloudTopology:
             raise RuntimeError(f"the soak's cloud needs two computes in service; the running one: {mode!r}")
 
     def stop(self) -> None:
-        if self.starts:
-            self.cloud_sh("down", timeout=300)
+        """Nothing: the cloud is left running (its starter stops it)."""
 
     def describe(self) -> str:
         return ("the mini-cloud: Keystone, openstack-placement 16.0.0 (uWSGI), Neutron 29 (placement plugin), "

@@ -90,7 +90,6 @@ class Config:
     interval: float = 0.0     # the exporter's collection interval; 0: 3 s up to 100 hosts, else 15 s
     sync_pause: float = 2.0
     datadir_mb: int = 200
-    start_cloud: bool = False   # cloud: cloud.sh up at the start and down at the end (else: the running one)
     servers: int = 2            # cloud: servers at most at once
 
 
@@ -144,11 +143,8 @@ class Soak:
         expected_processes() (the leak check after each heal), close() and restarts; the runner uses those it has."""
         if self.cfg.topology == "cloud":
             from tests.support.soak import cloud
-            # a cloud the soak starts: a state directory of its own (never wipe another's, the suite's at the default)
-            own = self.out / "minicloud" if self.cfg.start_cloud and not os.environ.get("MINICLOUD_STATE") else None
-            self.server = cloud.MiniCloudTopology(start=self.cfg.start_cloud, state=own)
-            self.log(f"{'starting' if self.cfg.start_cloud else 'adopting'} {self.server.describe()} "
-                     f"at {self.server.state_dir}")
+            self.server = cloud.MiniCloudTopology()
+            self.log(f"adopting {self.server.describe()} at {self.server.state_dir}")
             self.server.start()
             self.faults = cloud.CloudFaults(self.server, log=self.log)
             self.inv.update(cloud_invariants())
@@ -439,14 +435,14 @@ class Soak:
             # the topology's CPU seconds (its processes alive at the end: those a fault killed are not counted)
             self.topology_cpu = round(sum(cpu_seconds(pid) for pid in self.faults.serving_processes()), 1)
         if hasattr(self, "server"):
-            if self.cfg.topology == "cloud" and not self.cfg.start_cloud:
-                self.cleanup_cloud()   # the cloud stays (another's: the e2e suite's): what the soak made goes
+            if self.cfg.topology == "cloud":
+                self.cleanup_cloud()   # the cloud stays (its starter's): what the soak made goes
             self.server.stop()
             if hasattr(getattr(self, "faults", None), "close"):
                 self.faults.close()
         time.sleep(0.5)
         left = [f"{p.soak_name} {p.pid}" for p in self.procs if p.poll() is None]
-        if hasattr(getattr(self, "faults", None), "serving_processes") and getattr(self.server, "starts", True):
+        if hasattr(getattr(self, "faults", None), "serving_processes") and self.cfg.topology != "cloud":
             left += [f"topology process {pid}" for pid in self.faults.serving_processes()]
         return left
 
@@ -538,14 +534,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(prog="soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--topology", choices=["prod", "galera", "cloud"], default="prod",
-                   help="cloud: the mini-cloud MINICLOUD_STATE names (default .state/minicloud)")
+                   help="cloud: the running mini-cloud MINICLOUD_STATE names (default .state/minicloud; "
+                        "make soak SOAK_TOPOLOGY=cloud starts one)")
     p.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_S", 600)))
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--hosts", type=int, default=None,
                    help=f"the fleet the syncs keep (default 1000; the cloud's Placement: {CLOUD_HOSTS})")
-    p.add_argument("--start-cloud", action="store_true",
-                   help="cloud: start the mini-cloud (cloud.sh up) and stop it at the end; else adopt the running one")
     p.add_argument("--servers", type=int, default=2, help="cloud: servers at most at once (default 2)")
     p.add_argument("--claimers", type=int, default=2)
     p.add_argument("--workers", type=int, default=4, help="Placement's uWSGI workers")
@@ -560,10 +555,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.netns and os.environ.get("SOAK_PRIVATE_MOUNTS") != "1":
         return in_namespace(["--topology", args.topology, "--seconds", str(args.seconds), "--seed", str(seed),
                              "--out", str(out), "--hosts", str(args.hosts), "--claimers", str(args.claimers),
-                             "--workers", str(args.workers), "--servers", str(args.servers),
-                             *(["--start-cloud"] if args.start_cloud else [])])
+                             "--workers", str(args.workers), "--servers", str(args.servers)])
     cfg = Config(args.topology, args.seconds, seed, out, hosts=args.hosts, claimers=args.claimers,
-                 workers=args.workers, start_cloud=args.start_cloud, servers=args.servers)
+                 workers=args.workers, servers=args.servers)
     rep = Soak(cfg).run()
     print(rep["table"], flush=True)
     print(f"soak: report in {out}/report.json, report.md, latency.png; seed {seed}", flush=True)
