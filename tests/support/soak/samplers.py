@@ -22,8 +22,7 @@ def probe_reader(soak) -> None:
         s = json.loads(line)
         s["t"] -= soak.t0
         soak.samples.append(s)
-        if s["ok"]:
-            judge_sample(soak, s)
+        judge_sample(soak, s)
 
 
 def direct_reader(soak) -> None:
