@@ -396,7 +396,10 @@ class Soak:
         from tests.support.soak import cloudwork
         try:
             gone = cloudwork.cleanup(self.server.connect())
-            for c in sorted(held_claims(reportlib.read_ledgers(self.ledgers, self.t0))):
+            ops = reportlib.read_ledgers(self.ledgers, self.t0)
+            # the claims held, and those that failed (a write whose outcome the claim did not learn may have stayed)
+            failed = {o["consumer"] for o in ops if o["kind"] == "claim" and o["outcome"] == "failed"}
+            for c in sorted(held_claims(ops) | failed):
                 self.minbw("allocation", "delete", "--consumer", c)
             api = self.api()
             mine = [p for p in api.list_providers() if p.name.startswith(("soak-fleet-", "soak-claim-"))]
