@@ -8,7 +8,7 @@ import uuid as uuidlib
 
 import pytest
 
-from minbw.errors import PartialApply, PlacementUnavailable
+from minbw.errors import PartialApply, PlacementUnavailable, WrittenUnverified
 from minbw.model.requests import ServerRequest
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
@@ -153,6 +153,9 @@ def test_unavailable_placement_is_a_partial_apply_naming_what_was_and_was_not_wr
     d = e.to_dict()
     assert d["writes_done"] == len(d["applied"]) and d["not_applied"][0]["action"] == "set_inventories"
     assert "not written" in str(e) and "may or may not have been applied" in str(e)
+    # what was written first, then the cause (whose own words are about its one call)
+    assert str(e).startswith(f"{len(e.applied)} of {e.planned} planned writes succeeded (the last: "), str(e)
+    assert str(e).index("planned writes succeeded") < str(e).index("then stopped by: PUT ") < str(e).index("no usable")
     # what Placement holds is exactly what the report says was written
     plan = s.make_plan(want, s.observe(placement, want))
     assert sorted(map(repr, plan.ops)) == sorted(map(repr, e.pending))
@@ -264,16 +267,56 @@ def test_a_read_never_answered_in_time_is_said_as_a_timeout_not_a_connect_failur
 
 def test_claim_whose_verification_cannot_read_says_the_claim_is_written(placement, proxied, hosts):
     """The claim's PUT is accepted, then every read of its verification (usages) gets 503: the claim stays
-    written and the error says so (a PartialApply naming it and how to free it), never "nothing was written"."""
+    written and the error says so first (a WrittenUnverified naming the consumer, its host and how to free it),
+    then the read's cause, whose own "nothing was written by this call" is about the read alone."""
     req = _claim_setup(placement)
     consumer = str(uuidlib.uuid4())
     proxied.proxy.add(Rule("GET", "/usages", "503", nth=None))
-    with pytest.raises(PartialApply) as err:
+    with pytest.raises(WrittenUnverified) as err:
         claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    assert isinstance(err.value, PartialApply)
     assert isinstance(err.value.cause, PlacementUnavailable) and err.value.cause.method == "GET"
-    assert "is written but could not be verified" in str(err.value)
-    assert f"minbw allocation delete --consumer {consumer}" in str(err.value)
-    assert placement.get_allocations(consumer)["allocations"]   # written, as said
+    said = str(err.value)
+    held = placement.get_allocations(consumer)["allocations"]
+    assert held   # written, as said
+    host = err.value.written["host"]
+    assert said.startswith(f"the claim of consumer {consumer} is written in Placement (its allocations on host {host}), "
+                           "not verified: its verification's read (which writes nothing) failed: GET "), said
+    assert said.index("is written in Placement") < said.index("nothing was written by this call")
+    assert f"minbw allocation delete --consumer {consumer}" in said and len(said.splitlines()) == 1
+    assert err.value.written["allocations"] == {rp: {"resources": a["resources"]} for rp, a in held.items()}
+    assert err.value.to_dict()["written_unverified"] is True and err.value.applied and err.value.to_dict()["writes_done"] == 1
+
+
+CLAIM_CLI = ["allocation", "create", "--project-id", "p", "--user-id", "u", "--resource", "VCPU=1",
+             "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
+
+
+def test_cli_claim_written_not_verified_exits_5_and_says_so(placement, proxied, hosts):
+    """``minbw allocation create`` whose claim Placement accepted and whose verification read failed: exit 5 (a
+    script can tell it from a failure that wrote nothing, exit 1), one line that says first that the claim is
+    written, and ``-f json`` with ``claimed`` and ``written_unverified`` true and the claim written. Run again, the
+    command finds the consumer holding it (exit 0, unchanged); ``minbw allocation delete`` frees it."""
+    _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("GET", "/usages", "503", nth=None))
+    out = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 5, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.stderr.startswith(f"minbw: error: the claim of consumer {consumer} is written in Placement"), out.stderr
+    doc = json.loads(out.stdout)
+    held = placement.get_allocations(consumer)["allocations"]
+    assert doc["claimed"] is True and doc["written_unverified"] is True and doc["consumer"] == consumer
+    assert doc["written"]["allocations"] == {rp: {"resources": a["resources"]} for rp, a in held.items()} != {}
+    assert doc["code"] is None and doc["status"] == 503 and doc["method"] == "GET"   # the cause's fields
+    proxied.proxy.clear()
+    again = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer], env=proxied.env(), capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0 and again.stdout.startswith(f"unchanged: consumer {consumer} already holds"), again
+    freed = subprocess.run(MINBW + ["allocation", "delete", "--consumer", consumer], env=proxied.env(),
+                           capture_output=True, text=True, timeout=120)
+    assert freed.returncode == 0 and placement.get_allocations(consumer)["allocations"] == {}, freed
 
 
 def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts, tmp_path):

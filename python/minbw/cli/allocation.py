@@ -12,7 +12,8 @@ CLAIM_COLUMNS = ("provider", "uuid", "resources")
 
 class CreateAllocation(Command):
     """Claim a server's resources atomically (alternates on capacity); explains a failure per request group
-    (exit 4). The consumer already holding exactly this claim is left unchanged."""
+    (exit 4). The consumer already holding exactly this claim is left unchanged. A claim written whose
+    verification could not read Placement: exit 5, the consumer named."""
 
     columns = CLAIM_COLUMNS
 
@@ -27,11 +28,15 @@ class CreateAllocation(Command):
         add_server_arguments(parser)
 
     def failure_document(self, error):
-        from minbw.errors import NoValidHost
+        """No valid host: ``claimed`` false and why; a claim written and not verified: ``claimed`` true,
+        ``written_unverified`` true and the claim ``written``; any other failure: ``error``."""
+        from minbw.errors import NoValidHost, WrittenUnverified
 
-        return (
-            {"claimed": False, **error.to_dict()} if isinstance(error, NoValidHost) else super().failure_document(error)
-        )
+        if isinstance(error, NoValidHost):
+            return {"claimed": False, **error.to_dict()}
+        if isinstance(error, WrittenUnverified):
+            return {"claimed": True, **error.to_dict()}
+        return super().failure_document(error)
 
     def view(self, parsed_args):
         from minbw.usecases.allocation import ClaimRequest, claim
