@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import uuid as uuidlib
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +27,7 @@ FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 TRAITS = r"/resource_providers/[^/]+/traits$"
 INVENTORIES = r"/resource_providers/[^/]+/inventories$"
 PROVIDERS = r"^/resource_providers(\?|$)"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def desired(*hosts):
@@ -317,6 +320,48 @@ def test_cli_claim_written_not_verified_exits_5_and_says_so(placement, proxied, 
     freed = subprocess.run(MINBW + ["allocation", "delete", "--consumer", consumer], env=proxied.env(),
                            capture_output=True, text=True, timeout=120)
     assert freed.returncode == 0 and placement.get_allocations(consumer)["allocations"] == {}, freed
+
+
+def test_cli_claim_made_whose_names_cannot_be_read_is_made(placement, proxied, hosts):
+    """The claim is written and verified, then the reads of its host's name and its providers' names (for the
+    table) get 503: the claim is reported made (exit 0, ``claimed`` true, no host name), each failed read named on
+    stderr, never an error whose "nothing was written by this call" would hide the claim."""
+    _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("GET", r"^/resource_providers/[0-9a-f-]{36}$", "503", nth=None),
+                      Rule("GET", r"^/resource_providers\?.*in_tree=", "503", nth=None))
+    out = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr)
+    doc = json.loads(out.stdout)
+    held = placement.get_allocations(consumer)["allocations"]
+    assert doc["claimed"] is True and doc["host_name"] is None and set(doc["allocations"]) == set(held) != set()
+    said = out.stderr.splitlines()
+    assert len(said) == 2 and "Traceback" not in out.stderr, said
+    assert said[0].startswith(f"minbw: claimed for consumer {consumer} on host {doc['host']}; its name could not "
+                              "be read: GET /resource_providers/"), said
+    assert said[1].startswith(f"minbw: the names of host {doc['host']}'s providers could not be read: GET "), said
+
+
+def test_soak_claimer_records_a_claim_written_not_verified_as_its_own_outcome(placement, proxied, hosts, tmp_path):
+    """The soak's claimer (tests/support/soak/workload.py) running ``minbw allocation create`` as the soak does: a
+    claim that exits 5 is recorded "written-unverified" with ``claimed`` true (the soak's end judges it by
+    claims_present, as a claim made), not "failed"; its consumer holds the claim. The claim's PUT makes the stop
+    file, so the claimer makes this one claim only."""
+    _claim_setup(placement)
+    ledger, stop = tmp_path / "ops.jsonl", tmp_path / "stop"
+    proxied.proxy.add(Rule("GET", "/usages", "503", nth=None),
+                      Rule("PUT", "/allocations/", "call", nth=(1,), call=stop.touch))
+    r = subprocess.run([sys.executable, "-m", "tests.support.soak.workload", "claimer", "--ledger", str(ledger),
+                        "--stop", str(stop), "--seed", "5", "--cloud", "minbw-local",
+                        "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"],
+                       env=proxied.env(), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (entry,) = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert entry["kind"] == "claim" and entry["rc"] == 5 and entry["outcome"] == "written-unverified", entry
+    assert entry["claimed"] is True and entry["stderr_lines"] == 1 and not entry["traceback"], entry
+    assert entry["cause"].startswith(f"minbw: error: the claim of consumer {entry['consumer']} is written"), entry
+    assert placement.get_allocations(entry["consumer"])["allocations"]
 
 
 def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts, tmp_path):
