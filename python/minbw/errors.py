@@ -401,6 +401,7 @@ class PlacementUnavailable(PlacementError):
     ):
         self.tries = tries
         self.maybe_applied = maybe_applied
+        self.why = why  # the last try's failure alone
         outcome = "this write may or may not have been applied" if maybe_applied else "nothing was written by this call"
         super().__init__(
             f"no usable answer from Placement after {tries} tries, the last: {why}; {outcome}. Fix: check "

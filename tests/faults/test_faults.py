@@ -243,6 +243,24 @@ def test_a_claim_whose_own_write_landed_late_is_claimed_not_another_claim_s(plac
         assert not any(placement.provider_usages(p.uuid).values())
 
 
+def test_claim_whose_lost_answer_cannot_be_re_read_says_it_may_be_written(placement, proxied, hosts):
+    """The soak's claim e80b8dd0 (docs/soak.md): the claim's PUT is applied and its answer lost (reset after
+    forwarding), then every re-read of the consumer gets 503. The error is the PUT's, "may or may not have been
+    applied" (it is), not the re-read's GET with its "nothing was written by this call"."""
+    req = _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("PUT", "/allocations/", "reset_after", nth=(1,)),
+                      Rule("GET", f"/allocations/{consumer}", "503", nth=None))
+    with pytest.raises(PlacementUnavailable) as err:
+        claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    said = str(err.value)
+    assert err.value.method == "PUT" and err.value.maybe_applied and said.startswith(f"PUT /allocations/{consumer}: ")
+    assert "re-reading Placement to find it got no usable answer either (GET /allocations/" in said, said
+    assert "this write may or may not have been applied" in said and "nothing was written" not in said, said
+    assert isinstance(err.value.__cause__, PlacementUnavailable) and err.value.__cause__.method == "GET"
+    assert placement.get_allocations(consumer)["allocations"]   # applied, as "may" allows
+
+
 def test_claim_answered_500_every_time_says_it_may_be_written_and_why(placement, proxied, hosts):
     """Every PUT of the claim answered 500 (Galera's deadlock at commit): after the retry policy's tries the error
     names Placement's own message and says the write may or may not be there; nothing was written."""
