@@ -57,6 +57,26 @@ def _server_error(error: PlacementError, status: int) -> str:
     return f"answered {status}" + (f" ({error.code})" if error.code else "") + f": {detail}"
 
 
+def _reread(converged: Callable[[], Any], method: str, url: str, tries: int) -> tuple[Any] | None:
+    """``converged()`` for a write whose answer was lost, as ``(answer,)`` when the write is there, else None.
+    A re-read without a usable answer is the write's failure, which may have been applied (PlacementUnavailable
+    with ``maybe_applied``), not the read's own, whose "nothing was written by this call" is about the read; an
+    error answer to the re-read (its code) is raised as it is."""
+    try:
+        done = converged()
+    except PlacementUnavailable as e:
+        raise PlacementUnavailable(
+            f"its answer was lost, and re-reading Placement to find it got no usable answer either ({e.method} "
+            f"{e.url}: {e.why})",
+            status=e.status,
+            method=method.upper(),
+            url=url,
+            tries=tries,
+            maybe_applied=True,
+        ) from e
+    return None if done is None else (done,)
+
+
 def _failure(e: Exception, timeout: float | None) -> str:
     """One line for a try that got no answer. keystoneauth raises ConnectTimeout for every timeout, the read
     timeout too (Placement took the request and did not answer in time), so its name alone misleads."""
@@ -245,9 +265,9 @@ class Placement:
             if attempt > 1:
                 self._bump("retried")
                 self.sleep(self.retry.pause(attempt - 1))
-                if uncertain and converged is not None and (done := converged()) is not None:
+                if uncertain and converged is not None and (done := _reread(converged, method, url, attempt - 1)):
                     self._bump("converged")
-                    return done
+                    return done[0]
             self._bump("calls")
             if method != "get":
                 self._bump("writes")
@@ -266,9 +286,9 @@ class Placement:
                 continue
             if resp.status_code not in ok:
                 error = _error_of(resp, method=method.upper(), url=url)
-                if uncertain and converged is not None and (done := converged()) is not None:
+                if uncertain and converged is not None and (done := _reread(converged, method, url, attempt)):
                     self._bump("converged")
-                    return done
+                    return done[0]
                 error.after_lost_answer = uncertain
                 raise error
             if resp.status_code == 204 or not resp.content:
