@@ -281,7 +281,7 @@ def time_alternating(urls: dict[str, str], situation: str, spacing: float = 0.0,
 CONCURRENT = 100          # scrapers at once during a collection (the issue's goal: 100 concurrent scrapers)
 SCRAPER_PROCESSES = 4     # ... in this many client processes (threads in each), so that one client's
                           # interpreter lock does not serialize all of them
-CONCURRENT_WINDOW_S = 5.0  # the exporter and its control take turns of this many seconds each
+CONCURRENT_WINDOW_S = 5.0  # the exporter and its control take turns of (at most) this many seconds each
 
 
 def _scrapers_process(pipe, url: str, threads: int) -> None:
@@ -310,13 +310,20 @@ def _scrapers_process(pipe, url: str, threads: int) -> None:
         pipe.send((times, errors))
 
 
+def concurrent_window(seconds: float) -> float:
+    """The seconds of each url's turn in :func:`time_concurrent`: :data:`CONCURRENT_WINDOW_S`, shorter when the
+    whole is short (a small fleet's cycle), so that each of two urls gets at least two turns (at least 0.5 s)."""
+    return max(0.5, min(CONCURRENT_WINDOW_S, seconds / 4))
+
+
 def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=None,
-                    window: float = CONCURRENT_WINDOW_S) -> list[dict]:
+                    window: float | None = None) -> list[dict]:
     """:data:`CONCURRENT` scrapers at once (:data:`SCRAPER_PROCESSES` processes per url), for about ``seconds`` in
-    all, while ``busy`` runs: windows of ``window`` seconds given to each of ``urls`` (name → url) in turn, so that
-    each url meets every phase of what runs meanwhile (the first url the exporter, the others its controls). One
-    row per url of every scrape's seconds at the client."""
+    all, while ``busy`` runs: turns of ``window`` seconds (:func:`concurrent_window` by default) given to each of
+    ``urls`` (name → url) in turn, so that each url meets every phase of what runs meanwhile (the first url the
+    exporter, the others its controls). One row per url of every scrape's seconds at the client."""
     from bench.common import percentile
+    window = concurrent_window(seconds) if window is None else window
     per = CONCURRENT // SCRAPER_PROCESSES
     sets = {}
     try:
@@ -451,7 +458,7 @@ def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placeme
         exp.send("collect", None, True)
         scrapes += time_concurrent(urls, f"during a collection, {CONCURRENT} concurrent scrapers "
                                    f"({SCRAPER_PROCESSES} client processes; the exporter and the control in turns "
-                                   f"of {CONCURRENT_WINDOW_S:.0f} s)", 0.6 * warm, busy=exp.busy)
+                                   f"of {concurrent_window(0.6 * warm):.1f} s)", 0.6 * warm, busy=exp.busy)
         cycle(f"warm, {CONCURRENT} concurrent scrapers meanwhile", exp.answer())
         if full:
             row, inproc = exp.call("collect_scraped_here", SCRAPES, spacing)
