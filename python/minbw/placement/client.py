@@ -79,7 +79,7 @@ def _provider_or_link(obj: dict) -> Any:
 
 def providers_of(content: str | bytes) -> dict[str, Any]:
     """A ``GET /resource_providers`` answer (its text) with each provider made a :class:`Provider` as soon as its
-    JSON object is decoded, its links dropped: the listing of 70,000 providers (10,000 hosts, about 40 MB of JSON)
+    JSON object is decoded, its links dropped: the listing of 70,000 providers (10,000 hosts, about 55 MiB of JSON)
     is never held as dicts. Raises ValueError (json.JSONDecodeError) for a body that is not JSON."""
     return json.loads(content, object_hook=_provider_or_link)
 
