@@ -137,7 +137,7 @@ def _exporter_process(pipe, clouds_yaml: str, cloud: str, cache_file: str, worke
         nonlocal http
         http = start_server(exp.served, "127.0.0.1", 0)
         _SERVER_PID.append(http.pid)
-        return http.server_port
+        return http.server_port, http.pid
 
     def slow():
         t = time.perf_counter()
@@ -316,12 +316,20 @@ def concurrent_window(seconds: float) -> float:
     return max(0.5, min(CONCURRENT_WINDOW_S, seconds / 4))
 
 
+def _cpu_s(pid: int) -> float:
+    """The CPU seconds (user + system) process ``pid`` has used so far (/proc/PID/stat, all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=None,
-                    window: float | None = None) -> list[dict]:
+                    window: float | None = None, server_pids: dict[str, int] | None = None) -> list[dict]:
     """:data:`CONCURRENT` scrapers at once (:data:`SCRAPER_PROCESSES` processes per url), for about ``seconds`` in
     all, while ``busy`` runs: turns of ``window`` seconds (:func:`concurrent_window` by default) given to each of
     ``urls`` (name → url) in turn, so that each url meets every phase of what runs meanwhile (the first url the
-    exporter, the others its controls). One row per url of every scrape's seconds at the client."""
+    exporter, the others its controls). One row per url of every scrape's seconds at the client, and, for a url
+    whose server's process ``server_pids`` names, that process's CPU milliseconds per scrape in its own turns (what
+    a scrape costs the server, the clients' CPU and the machine's wait apart)."""
     from bench.common import percentile
     window = concurrent_window(seconds) if window is None else window
     per = CONCURRENT // SCRAPER_PROCESSES
@@ -332,16 +340,21 @@ def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=N
                                        "a scraper process")[:2]
         alive = busy is not None and busy.is_alive()
         times = {name: [] for name in urls}
+        cpu = {name: 0.0 for name in urls}
+        pids = server_pids or {}
         errors = []
         deadline = time.perf_counter() + seconds
         while time.perf_counter() < deadline:
             for name, (_, pipes) in sets.items():
+                before = _cpu_s(pids[name]) if name in pids else 0.0
                 for pipe in pipes:
                     pipe.send(("go", window))
                 for pipe in pipes:
                     ts, errs = pipe.recv()
                     times[name] += ts
                     errors += errs
+                if name in pids:
+                    cpu[name] += _cpu_s(pids[name]) - before
         still = busy is not None and busy.is_alive()
     finally:
         for procs, pipes in sets.values():
@@ -354,9 +367,11 @@ def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=N
         row = {"situation": f"{situation}: {name}", "scrapes": len(ts), "during": (len(ts) if alive and still else None),
                "median_s": percentile(ts, 50), "p90_s": percentile(ts, 90), "p99_s": percentile(ts, 99),
                "max_s": ts[-1], "kib": scrape_once(url)[1] / 1024, "load": loadavg(), "concurrent": CONCURRENT,
-               "control": name != next(iter(urls))}
+               "control": name != next(iter(urls)),
+               "server_cpu_ms_per_scrape": cpu[name] * 1000 / len(ts) if name in (server_pids or {}) else None}
         progress(f"exporter: scrapes {row['situation']}: {len(ts)} scrapes, median {row['median_s'] * 1000:.1f} ms, "
-                 f"p99 {row['p99_s'] * 1000:.1f} ms, max {row['max_s'] * 1000:.1f} ms (collection running at start "
+                 f"p99 {row['p99_s'] * 1000:.1f} ms, max {row['max_s'] * 1000:.1f} ms, the server's CPU "
+                 f"{row['server_cpu_ms_per_scrape'] or 0:.2f} ms per scrape (collection running at start "
                  f"and end: {alive and still})")
         rows.append(row)
     return rows
@@ -436,7 +451,7 @@ def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placeme
         cycle("one host moved (a claim on its root and bridge)")
     warm = statistics.median(r["s"] for r in cycles if r["run"].startswith("warm "))
 
-    port = exp.call("serve")
+    port, http_pid = exp.call("serve")
     url = f"http://127.0.0.1:{port}/metrics"
     scrape_once(url)  # the first scrape of OpenMetrics/gzip (the format is rendered from then on)
     # the control: the same HTTP stack serving the same gzipped body from a process of its own, scraped in turn
@@ -447,6 +462,7 @@ def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placeme
         status, control_port = pipes[0].recv()
         urls = {"the exporter": url,
                 "control (a static server, a process of its own)": f"http://127.0.0.1:{control_port}/metrics"}
+        server_pids = {"the exporter": http_pid, "control (a static server, a process of its own)": procs[0].pid}
         scrapes = time_alternating(urls, "nothing else runs (client: another process)")
         # the collection is started first; the spacing spreads the scrapes over about 90 % of a warm cycle
         spacing = max(0.0, 0.9 * warm / SCRAPES - 0.01)
@@ -458,7 +474,8 @@ def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placeme
         exp.send("collect", None, True)
         scrapes += time_concurrent(urls, f"during a collection, {CONCURRENT} concurrent scrapers "
                                    f"({SCRAPER_PROCESSES} client processes; the exporter and the control in turns "
-                                   f"of {concurrent_window(0.6 * warm):.1f} s)", 0.6 * warm, busy=exp.busy)
+                                   f"of {concurrent_window(0.6 * warm):.1f} s)", 0.6 * warm, busy=exp.busy,
+                                   server_pids=server_pids)
         cycle(f"warm, {CONCURRENT} concurrent scrapers meanwhile", exp.answer())
         if full:
             row, inproc = exp.call("collect_scraped_here", SCRAPES, spacing)
@@ -518,7 +535,9 @@ def run(ctx: Context) -> Section:
             [Column("situation", "while"), Column("during", "scrapes during it"),
              Column("median_s", "median s", "{:.4f}"), Column("p90_s", "p90 s", "{:.4f}"),
              Column("p99_s", "p99 s", "{:.4f}"), Column("max_s", "max s", "{:.4f}"),
-             Column("kib", "body KiB (gzip)", "{:.0f}"), Column("load", "load")], m["scrapes"]))
+             Column("kib", "body KiB (gzip)", "{:.0f}"),
+             Column("server_cpu_ms_per_scrape", "server CPU ms per scrape", "{:.2f}"), Column("load", "load")],
+            m["scrapes"]))
         scope = f"N={n}"
         warm = [r for r in m["cycles"] if not r["run"].startswith("first")]
         worst = max(warm, key=lambda r: r["ratio"])
