@@ -37,7 +37,8 @@ def invariants() -> dict[str, Invariant]:
     return {i.name: i for i in [
         Invariant("no_overcapacity", "no provider over its capacity at the end, nor at any sample for "
                   f"{OVER_AFTER:.0f} s (SQL over Placement's database; a moment over it: transient_overcapacity)"),
-        Invariant("claims_present", "every claim minbw reported as made (and not freed) is present, its bandwidth whole"),
+        Invariant("claims_present", "every claim minbw reported as made or written, not verified (and not freed) "
+                                    "is present, its bandwidth whole"),
         Invariant("frees_gone", "every free minbw reported as done is gone"),
         Invariant("failed_claims_left_nothing", "a claim reported as not made (refused or failed) left nothing"),
         Invariant("no_orphans", "no consumer without allocations, no allocation without consumer (samples and end)"),
@@ -184,8 +185,9 @@ def judge_claims_and_frees(soak, api, ops: list[dict]) -> None:
     for consumer, o in last.items():
         allocs = api.get_allocations(consumer)["allocations"]
         egr = sum(a["resources"].get(EGR, 0) for a in allocs.values())
-        if o["kind"] == "claim" and o["outcome"] == "succeeded":
-            soak.inv["claims_present"].check(egr == CLAIM_KBPS, f"claim {consumer} reported made: {egr} kbps present")
+        if o["kind"] == "claim" and o["outcome"] in ("succeeded", "written-unverified"):  # exit 5: written too
+            soak.inv["claims_present"].check(egr == CLAIM_KBPS, f"claim {consumer} reported {o['outcome']}: "
+                                                                f"{egr} kbps present")
         elif o["kind"] == "claim":
             soak.inv["failed_claims_left_nothing"].check(not allocs, f"claim {consumer} {o['outcome']} "
                                                                      f"({o['cause']}) left {allocs}")
@@ -286,11 +288,12 @@ def settle(conn, bound: float = 180.0) -> list[str]:
 
 
 def held_claims(ops: list[dict]) -> set[str]:
-    """The claimers' consumers that may hold allocations at the end: last op a claim made, or a free that failed."""
+    """The claimers' consumers that may hold allocations at the end: last op a claim made (or written, not
+    verified), or a free that failed."""
     last: dict[str, dict] = {}
     for o in sorted((o for o in ops if o["kind"] in ("claim", "free")), key=lambda o: o["start"]):
         last[o["consumer"]] = o
-    return {c for c, o in last.items() if (o["kind"] == "claim" and o["outcome"] == "succeeded")
+    return {c for c, o in last.items() if (o["kind"] == "claim" and o["outcome"] in ("succeeded", "written-unverified"))
             or (o["kind"] == "free" and o["outcome"] != "succeeded")}
 
 

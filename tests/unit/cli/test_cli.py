@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from minbw.cli import base, progress
-from minbw.cli.base import EXIT_ERROR, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_USAGE, Section, View
+from minbw.cli.base import (
+    EXIT_ERROR, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_USAGE, EXIT_WRITTEN_UNVERIFIED, Section, View, exit_code_of)
 from minbw.cli.shell import MinbwShell
 
 CLI = Path(__file__).resolve().parents[3] / "python" / "minbw" / "cli"
@@ -150,7 +151,23 @@ def test_global_options_come_before_the_command_and_an_unknown_cloud_is_one_line
 
 
 def test_exit_codes_are_distinct():
-    assert len({0, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_NO_VALID_HOST}) == 5
+    assert len({0, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_WRITTEN_UNVERIFIED}) == 6
+    assert 130 not in {EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_WRITTEN_UNVERIFIED}
+
+
+def test_a_claim_written_and_not_verified_has_its_own_exit_code_other_partial_writes_exit_1():
+    """Only a WrittenUnverified (the claim is written, its verification's read failed) exits 5; another PartialApply
+    (a sync stopped part-way) exits 1, as does the read's error alone (nothing written)."""
+    from minbw.errors import PartialApply, PlacementUnavailable, WrittenUnverified
+    from minbw.plan.allocations import ClaimOp
+
+    cause = PlacementUnavailable("answered 503", status=503, method="GET", url="/usages")
+    op = ClaimOp("put_allocations", consumer="c1", host="h1", allocations={"rp": {"resources": {"VCPU": 1}}})
+    written = WrittenUnverified(cause, op, consumer="c1", host="h1")
+    assert exit_code_of(written) == EXIT_WRITTEN_UNVERIFIED == 5
+    assert exit_code_of(PartialApply(cause, [op], 2)) == exit_code_of(cause) == EXIT_ERROR
+    assert str(written).startswith("the claim of consumer c1 is written in Placement (its allocations on host h1)")
+    assert str(PartialApply(cause, [op], 2, pending=[op])).startswith("1 of 2 planned writes succeeded (the last: ")
 
 
 def test_no_command_draws_a_table_itself():
