@@ -89,8 +89,8 @@ tempest-venv:
 tour-venv: setup
 	$(PY) tests/support/tour.py
 
-# `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e+unit | a second mini-cloud's e2e
-# + galera + prodplacement | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
+# `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e | a second mini-cloud's e2e |
+# galera + prodplacement + unit | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
 # Its set-up (setup, collection, cloud-install, tour-venv) is done first, its independent steps side by side (make -j:
 # the .venv then the collection and the tour's venv | the mini-cloud's venv then its snapshot | tempest's venv;
 # tests/README.md's "Where the time goes"). The .venv is made first, alone: on a machine without python3-venv that
@@ -157,7 +157,7 @@ prod-placement-status:
 # (uWSGI) and HAProxy in front of both, on one machine; state in .state/galera, Placement on 127.0.0.1:28778.
 # GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
 # GALERA_CONFLICT_RETRIES: see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
-# `make test` runs their reduced form (MINBW_GALERA=reduced, in the e2e-2 lane: one claim storm and one fault,
+# `make test` runs their reduced form (MINBW_GALERA=reduced, in the placement lane: one claim storm and one fault,
 # single-writer); without MINBW_GALERA tests/galera is skipped. `make galera` runs in a network and mount namespace
 # of its own (unshare, tests/support/netns.py): the fault injector's drop_link (tests/support/galera/faults.py) puts
 # tc on that namespace's loopback, fill_disk's file systems are mounted there; MINBW_GALERA_SEED replays its targets.
