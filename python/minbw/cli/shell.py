@@ -50,47 +50,39 @@ class _PackageFirst:
         return spec
 
 
-class _ProfilerWebFirst:
-    """Finds osprofiler's web module (keystoneauth's session imports it for a request's trace headers) with the finders
-    after it on ``sys.meta_path`` and loads it as a :class:`_TraceHeadersOnceProfiled` without running its code."""
+class _StandInFirst:
+    """Finds one module with the finders after it on ``sys.meta_path`` and loads it as a stand-in (a subclass of
+    :class:`_RunsOnFirstUse`) without running its code."""
 
-    NAME = "osprofiler.web"
+    def __init__(self, name: str, stand_in: type[_RunsOnFirstUse]) -> None:
+        self.name, self.stand_in = name, stand_in
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != self.NAME:
+        if fullname != self.name:
             return None
         spec = _spec_after(self, fullname, path, target)
         if spec is not None and hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
-            spec.loader = _ProfilerWebLoader(spec.loader)
+            spec.loader = _StandInLoader(spec.loader, self.stand_in)
         return spec
 
 
-class _ProfilerWebLoader(importlib.abc.Loader):
-    def __init__(self, loader) -> None:
-        self.loader = loader
+class _StandInLoader(importlib.abc.Loader):
+    def __init__(self, loader, stand_in: type[_RunsOnFirstUse]) -> None:
+        self.loader, self.stand_in = loader, stand_in
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module) -> None:
-        module.__class__ = _TraceHeadersOnceProfiled
+        module.__class__ = self.stand_in
         module.__dict__["_minbw_loader"] = self.loader
 
 
-class _TraceHeadersOnceProfiled(types.ModuleType):
-    """osprofiler's web module before its code ran (with it osprofiler's notifier and its drivers, oslo.config and
-    webob): its ``get_trace_id_headers`` (keystoneauth's one use of it, for each request) is ``{}`` while osprofiler's
-    profiler module never ran, as no profiler can be started without it (osc-lib starts one for ``--os-profile``, and
-    osprofiler's own answer is ``{}`` without one); then, and for any other attribute, the module's code runs (:meth:`
-    run`) and answers. Its type is the module type once its code ran, as importlib's LazyLoader does."""
+class _RunsOnFirstUse(types.ModuleType):
+    """A module before its code ran: a subclass answers one use without it; any other attribute runs the module's code
+    (:meth:`run`) and answers from it. Its type is the module type once its code ran, as importlib's LazyLoader does."""
 
     _lock = threading.RLock()
-
-    def get_trace_id_headers(self) -> dict:
-        profiler = sys.modules.get("osprofiler.profiler")
-        if profiler is None or type(profiler) is not types.ModuleType:  # absent, or lazy and never ran
-            return {}
-        return self.run().get_trace_id_headers()
 
     def __getattr__(self, name: str):
         return getattr(self.run(), name)
@@ -98,12 +90,54 @@ class _TraceHeadersOnceProfiled(types.ModuleType):
     def run(self) -> types.ModuleType:
         """The module, its code run (once)."""
         with self._lock:
-            if type(self) is _TraceHeadersOnceProfiled:
+            if isinstance(self, _RunsOnFirstUse):
                 loader = self.__dict__.pop("_minbw_loader")
                 self.__class__ = types.ModuleType  # type: ignore[assignment]
                 self.__spec__.loader = self.__loader__ = loader  # type: ignore[union-attr]
                 loader.exec_module(self)
         return self
+
+
+class _TraceHeadersOnceProfiled(_RunsOnFirstUse):
+    """osprofiler's web module before its code ran (with it osprofiler's notifier and its drivers, oslo.config and
+    webob): its ``get_trace_id_headers`` (keystoneauth's one use of it, for each request) is ``{}`` while osprofiler's
+    profiler module never ran, as no profiler can be started without it (osc-lib starts one for ``--os-profile``, and
+    osprofiler's own answer is ``{}`` without one); then, and for any other attribute, the module's code runs."""
+
+    def get_trace_id_headers(self) -> dict:
+        profiler = sys.modules.get("osprofiler.profiler")
+        if profiler is None or type(profiler) is not types.ModuleType:  # absent, or lazy and never ran
+            return {}
+        return self.run().get_trace_id_headers()
+
+
+class _MaskedWhenFormatted(_RunsOnFirstUse):
+    """oslo.utils' strutils before its code ran (425 regular expressions compiled): its ``mask_password`` answers a
+    :class:`_Masked`, the text masked by strutils' own function when it is formatted. osc-lib's shell and cloud config
+    pass ``mask_password(...)`` to their log lines (``%s``) whether or not they are logged: a line that is logged (e.g.
+    ``--debug``) runs the module and masks, one that is not costs nothing. Any other attribute runs the module."""
+
+    def mask_password(self, message, secret: str = "***") -> _Masked:  # noqa: S107 - strutils' default mask
+        return _Masked(self, message, secret)
+
+
+class _Masked:
+    """``strutils.mask_password(message, secret)`` once formatted (``str``, ``%s``, ``format``), computed then."""
+
+    def __init__(self, strutils: types.ModuleType, message, secret: str) -> None:
+        self._args = (strutils, message, secret)
+
+    def __str__(self) -> str:
+        strutils, message, secret = self._args
+        if isinstance(strutils, _RunsOnFirstUse):  # its code never ran: runs now (its first use)
+            strutils = strutils.run()
+        return strutils.mask_password(message, secret)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
 
 
 def _spec_after(finder, fullname, path, target):
@@ -157,20 +191,26 @@ def _run_init_on_first_use(module, loader) -> None:
 # - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
 #   `minbw` without a command, which then imports it.
 # - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
-#   initialize_app, which `--help` does not reach.
+#   initialize_app and cloud config, which mask passwords in their arguments whether or not the line is logged: its
+#   mask_password masks when the line is formatted (_MaskedWhenFormatted), its other functions run its code.
 # - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
 #   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none. A request asks
-#   osprofiler's web module for trace headers, which there are none of without --os-profile: _ProfilerWebFirst.
+#   osprofiler's web module for trace headers, which there are none of without --os-profile: _TraceHeadersOnceProfiled.
+# - what keystoneauth's session and openstacksdk's cloud region import when installed and use only for an object that
+#   is not JSON (netaddr's addresses, in the session's JSON encoder: minbw's bodies are JSON's own types) or when a
+#   statsd host is configured (statsd, when a Connection is made): loaded by that first use.
 _deferred = (
     _PackageFirst("openstack"),
-    _ProfilerWebFirst(),
+    _StandInFirst("osprofiler.web", _TraceHeadersOnceProfiled),
+    _StandInFirst("oslo_utils.strutils", _MaskedWhenFormatted),
     _LazyFinder(
         "openstack.connection",
         "cliff.interactive",
-        "oslo_utils.strutils",
         "osprofiler.profiler",
         "prometheus_client",
+        "netaddr",
+        "statsd",
     ),
 )
 # What a command's threads may use first (a request's trace headers, when it is profiled): loaded in the main thread
@@ -189,7 +229,6 @@ from openstack import exceptions as sdk_exceptions  # noqa: E402
 from osc_lib.api import auth  # noqa: E402
 
 from minbw import __version__  # noqa: E402
-from minbw.usecases.inputs import microversion  # noqa: E402
 
 # The commands: `openstack bandwidth X` (this entry-point group, python/pyproject.toml) is `minbw X`.
 COMMANDS = "openstack.bandwidth.v1"
@@ -200,6 +239,9 @@ ENDPOINT_OVERRIDES = ("placement", "compute", "network")
 
 
 def _microversion(text: str) -> str:
+    # imported here: the use cases' input parsers (with them the QoS port grammar's classes) are not needed to start
+    from minbw.usecases.inputs import microversion
+
     try:
         return microversion(text)
     except ValueError:
@@ -331,7 +373,7 @@ class MinbwShell(osc_shell.OpenStackShell):
             return
         for name in LOADED_BEFORE_A_COMMAND:
             module = sys.modules.get(name)
-            if isinstance(module, _TraceHeadersOnceProfiled):
+            if isinstance(module, _RunsOnFirstUse):
                 module.run()
             elif module is not None:
                 vars(module)  # any attribute of a lazy module runs its code

@@ -241,7 +241,7 @@ NOT_FOR_HELP = ("minbw.ops", "minbw.readers", "minbw.reports", "minbw.plan", "mi
 # Bound by the imports of osc-lib's shell, run on first use (importlib's LazyLoader: executed, the module's type is
 # ModuleType again): what --help must not run.
 LAZY_FOR_HELP = ("openstack.connection", "oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web",
-                 "prometheus_client", "cliff.interactive")
+                 "prometheus_client", "cliff.interactive", "netaddr", "statsd")
 
 
 def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribution(tmp_path):
@@ -275,11 +275,11 @@ def test_a_command_runs_with_what_its_threads_may_use_loaded():
     """What the shell's import left lazy and a command's threads may use first (shell.LOADED_BEFORE_A_COMMAND:
     osprofiler's web module, a request's trace headers) runs before the command runs, in the main thread (LazyLoader
     is not thread-safe before Python 3.12.3), when the command is profiled (--os-profile); without it the module tells
-    keystoneauth there is no trace to send without running its code. Of the others, osc-lib's strutils runs (its
-    initialize_app's log lines) and openstack.connection does not (a command loads it when it makes a Connection,
-    which Cloud.conn makes under a lock)."""
-    for extra, ran in ((["--os-profile", "key"], ["oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web"]),
-                       ([], ["oslo_utils.strutils"])):
+    keystoneauth there is no trace to send without running its code. Of the others, neither osc-lib's strutils (its
+    initialize_app's log lines mask when they are logged: test_the_logged_lines_are_masked_as_strutils_masks_them) nor
+    openstack.connection runs (a command loads it when it makes a Connection, which Cloud.conn makes under a lock)."""
+    # (--os-profile: osprofiler's web module, run before the command, imports netaddr's names through oslo.utils)
+    for extra, ran in ((["--os-profile", "key"], ["osprofiler.profiler", "osprofiler.web", "netaddr"]), ([], [])):
         probe = ("import sys, types; from minbw.cli import shell\n"
                  "assert [type(sys.modules[m]) for m in shell.LOADED_BEFORE_A_COMMAND] != [types.ModuleType]\n"
                  "shell.main(%r + ['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value',"
@@ -307,8 +307,36 @@ def test_a_placement_command_makes_no_openstacksdk_connection(tmp_path):
     env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": "closed", "MINBW_PLACEMENT_ATTEMPTS": "1"}
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     lines = proc.stderr.splitlines()
-    assert lines[-1] == "RESULT 1 ['oslo_utils.strutils'] False", proc.stderr
+    assert lines[-1] == "RESULT 1 [] False", proc.stderr
     assert lines[0].startswith("minbw: error: cannot reach cloud 'closed'") and len(lines) == 2, proc.stderr
+
+
+def test_the_logged_lines_are_masked_as_strutils_masks_them(tmp_path):
+    """osc-lib's shell and cloud config log the options and the cloud's configuration through oslo.utils'
+    ``strutils.mask_password``, which the shell loads without running its code (python/minbw/cli/shell.py:
+    _MaskedWhenFormatted): a line that is logged (``--debug``) is masked when it is formatted, as with strutils run
+    first (the same lines: the password masked), and a command whose lines are not logged never runs strutils."""
+    clouds = tmp_path / "clouds.yaml"
+    url = "http://127.0.0.1:9"  # discard: nothing listens
+    clouds.write_text(yaml.safe_dump({"clouds": {"closed": {
+        "auth_type": "password", "auth": {"auth_url": url, "username": "u", "password": "cloud-secret",
+                                          "project_name": "p"}, "placement_endpoint_override": url}}}))
+    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": "closed", "MINBW_PLACEMENT_ATTEMPTS": "1",
+           "PYTHONHASHSEED": "0"}
+    logged = {}
+    for first in ("", "import oslo_utils.strutils\n"):
+        probe = (first + "import sys, types; from minbw.cli import shell\n"
+                 "shell.main(sys.argv[1:])\n"
+                 "print('RAN', type(sys.modules['oslo_utils.strutils']) is types.ModuleType, file=sys.stderr)\n")
+        for argv in (["--debug", "--os-password", "option-secret", "usage", "show"], ["usage", "show"]):
+            proc = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
+                                  env=env)
+            logged[first, argv[0]] = [line for line in proc.stderr.splitlines()
+                                      if line.startswith(("options:", "cloud cfg:", "auth_config_hook():", "RAN"))]
+    masked, real = logged["", "--debug"], logged["import oslo_utils.strutils\n", "--debug"]
+    assert masked == real and len(masked) >= 4 and masked[-1] == "RAN True", masked
+    assert "password='***'" in masked[0] and not any("-secret" in line for line in masked), masked
+    assert logged["", "usage"] == ["RAN False"], logged["", "usage"]
 
 
 def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():
