@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.abc
 import importlib.metadata
 import importlib.util
+import os
 import sys
 import threading
 import types
@@ -140,6 +142,58 @@ class _Masked:
         return format(str(self), spec)
 
 
+class _WidthsFromTheExtension(_RunsOnFirstUse):
+    """wcwidth's package before its ``__init__`` ran (it imports every Python table of wcwidth, its line breaking and
+    text wrapping, though its C extension answers): the four functions cliff's table formatter asks of it for each
+    cell, ``width``, ``ljust``, ``rjust`` and ``center``, are its C extension's, as wcwidth's ``__init__`` binds them
+    (:data:`WCWIDTH_C_NAMES`: the extension loads, has them all, and ``WCWIDTH_PYTHON`` is unset); else, and for any
+    other attribute (e.g. ``wrap``, a cell wider than the terminal), the package's code runs and answers."""
+
+    def width(self, *args, **kwargs):
+        return self._answer("width")(*args, **kwargs)
+
+    def ljust(self, *args, **kwargs):
+        return self._answer("ljust")(*args, **kwargs)
+
+    def rjust(self, *args, **kwargs):
+        return self._answer("rjust")(*args, **kwargs)
+
+    def center(self, *args, **kwargs):
+        return self._answer("center")(*args, **kwargs)
+
+    def _answer(self, name: str):
+        extension = _wcwidth_extension(self.__name__)
+        return getattr(extension if extension is not None else self.run(), name)
+
+
+# what wcwidth's __init__ (0.9) requires of its C extension to bind its functions to it (HAS_C_EXTENSION)
+WCWIDTH_C_NAMES = (
+    "ljust",
+    "rjust",
+    "width",
+    "center",
+    "wcwidth",
+    "wcswidth",
+    "wcstwidth",
+    "propagate_sgr",
+    "iter_graphemes",
+    "strip_sequences",
+    "iter_graphemes_reverse",
+    "grapheme_boundary_before",
+)
+
+
+def _wcwidth_extension(package: str) -> types.ModuleType | None:
+    """wcwidth's C extension when wcwidth's ``__init__`` would use it (None: its Python functions)."""
+    if os.environ.get("WCWIDTH_PYTHON", ""):
+        return None
+    try:
+        extension = importlib.import_module(f"{package}._wcwidth_c")
+    except ImportError:
+        return None
+    return extension if all(hasattr(extension, name) for name in WCWIDTH_C_NAMES) else None
+
+
 def _spec_after(finder, fullname, path, target):
     """The spec the finders after ``finder`` on ``sys.meta_path`` find (None: none)."""
     for other in sys.meta_path:
@@ -197,6 +251,9 @@ def _run_init_on_first_use(module, loader) -> None:
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
 #   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none. A request asks
 #   osprofiler's web module for trace headers, which there are none of without --os-profile: _TraceHeadersOnceProfiled.
+# - wcwidth (cliff's table formatter imports it to render a table: its __init__ imports all its Python tables, 0.02
+#   CPU s), bound here: a table's widths come from its C extension, as its __init__ binds them
+#   (_WidthsFromTheExtension).
 # - what keystoneauth's session and openstacksdk's cloud region import when installed and use only for an object that
 #   is not JSON (netaddr's addresses, in the session's JSON encoder: minbw's bodies are JSON's own types) or when a
 #   statsd host is configured (statsd, when a Connection is made): loaded by that first use.
@@ -204,6 +261,7 @@ _deferred = (
     _PackageFirst("openstack"),
     _StandInFirst("osprofiler.web", _TraceHeadersOnceProfiled),
     _StandInFirst("oslo_utils.strutils", _MaskedWhenFormatted),
+    _StandInFirst("wcwidth", _WidthsFromTheExtension),
     _LazyFinder(
         "openstack.connection",
         "cliff.interactive",
@@ -221,6 +279,8 @@ LOADED_BEFORE_A_COMMAND = ("osprofiler.web",)
 sys.meta_path[:0] = _deferred
 try:
     from osc_lib import shell as osc_shell
+
+    import wcwidth  # noqa: F401 - bound now (cliff's table formatter imports it where it renders): its code not run
 finally:
     for _finder in _deferred:
         sys.meta_path.remove(_finder)

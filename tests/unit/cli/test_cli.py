@@ -241,7 +241,7 @@ NOT_FOR_HELP = ("minbw.ops", "minbw.readers", "minbw.reports", "minbw.plan", "mi
 # Bound by the imports of osc-lib's shell, run on first use (importlib's LazyLoader: executed, the module's type is
 # ModuleType again): what --help must not run.
 LAZY_FOR_HELP = ("openstack.connection", "oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web",
-                 "prometheus_client", "cliff.interactive", "netaddr", "statsd")
+                 "prometheus_client", "cliff.interactive", "netaddr", "statsd", "wcwidth")
 
 
 def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribution(tmp_path):
@@ -337,6 +337,50 @@ def test_the_logged_lines_are_masked_as_strutils_masks_them(tmp_path):
     assert masked == real and len(masked) >= 4 and masked[-1] == "RAN True", masked
     assert "password='***'" in masked[0] and not any("-secret" in line for line in masked), masked
     assert logged["", "usage"] == ["RAN False"], logged["", "usage"]
+
+
+# cells of every width wcwidth tells apart: wide (CJK), emoji with a joiner, combining marks, zero width, an escape
+# sequence, a tab, a line break, and a cell wider than the terminal (wrapped: wcwidth's Python code)
+TABLE_PROBE = r"""
+import io, json, sys, types
+{first}
+from minbw.cli import shell
+from cliff.formatters.table import TableFormatter
+cells = ["host00", "計算ノード", "👩‍💻 dev", "e\u0301te\u0301", "a\u200bb", "\x1b[31mred\x1b[0m", "t\tab", "two\nlines"]
+rows = [(c, len(c), c.upper()) for c in cells]
+out = {{}}
+for width in (0, 30):
+    f = TableFormatter()
+    args = types.SimpleNamespace(max_width=width, fit_width=bool(width), print_empty=False, sort_columns=[],
+                                 sort_direction="asc")
+    buf = io.StringIO()
+    f.emit_list(("cell", "length", "upper"), list(rows), buf, args)
+    out[width] = buf.getvalue()
+print(json.dumps({{"out": out, "ran": type(sys.modules["wcwidth"]) is types.ModuleType}}))
+"""
+
+
+def test_a_table_is_the_same_text_without_wcwidth_s_init():
+    """The shell binds wcwidth without running its __init__ (python/minbw/cli/shell.py: _WidthsFromTheExtension):
+    cliff's table (prettytable) gets each cell's width and justification from wcwidth's C extension as wcwidth's own
+    __init__ binds them, and prints the same text as with wcwidth loaded first, for cells of every width wcwidth tells
+    apart; a table whose cells fit does not run wcwidth's code, one wrapped to the terminal (wcwidth's wrap) runs it.
+    With WCWIDTH_PYTHON set (wcwidth's Python functions) the same text again."""
+    printed = {}
+    for env_extra in ({}, {"WCWIDTH_PYTHON": "1"}):
+        for first in ("", "import wcwidth"):
+            probe = TABLE_PROBE.format(first=first)
+            proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **env_extra})
+            assert proc.returncode == 0, proc.stderr
+            printed[tuple(env_extra), first] = json.loads(proc.stdout)
+    real = printed[(), "import wcwidth"]["out"]
+    assert "計算ノード" in real["0"] and real["0"] != real["30"], real
+    assert {json.dumps(p["out"]) for p in printed.values()} == {json.dumps(real)}
+    assert printed[(), ""]["ran"] is True  # the wrapped table ran wcwidth's code
+    fit = TABLE_PROBE.format(first="").replace("(0, 30)", "(0,)")
+    proc = subprocess.run([sys.executable, "-c", fit], capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout) == {"out": {"0": real["0"]}, "ran": False}, proc.stdout + proc.stderr
 
 
 def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():
