@@ -257,6 +257,9 @@ def _run_init_on_first_use(module, loader) -> None:
 # - what keystoneauth's session and openstacksdk's cloud region import when installed and use only for an object that
 #   is not JSON (netaddr's addresses, in the session's JSON encoder: minbw's bodies are JSON's own types) or when a
 #   statsd host is configured (statsd, when a Connection is made): loaded by that first use.
+# - what openstacksdk's resource and proxy modules import for a resource committed as a JSON patch (jsonpatch: Ironic's
+#   and Glance's, not Neutron's nor Nova's) and for a listing filtered by a JMESPath expression (jmespath, deprecated):
+#   minbw does neither.
 _deferred = (
     _PackageFirst("openstack"),
     _StandInFirst("osprofiler.web", _TraceHeadersOnceProfiled),
@@ -269,6 +272,8 @@ _deferred = (
         "prometheus_client",
         "netaddr",
         "statsd",
+        "jmespath",
+        "jsonpatch",
     ),
 )
 # What a command's threads may use first (a request's trace headers, when it is profiled): loaded in the main thread

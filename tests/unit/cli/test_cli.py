@@ -241,7 +241,8 @@ NOT_FOR_HELP = ("minbw.ops", "minbw.readers", "minbw.reports", "minbw.plan", "mi
 # Bound by the imports of osc-lib's shell, run on first use (importlib's LazyLoader: executed, the module's type is
 # ModuleType again): what --help must not run.
 LAZY_FOR_HELP = ("openstack.connection", "oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web",
-                 "prometheus_client", "cliff.interactive", "netaddr", "statsd", "wcwidth")
+                 "prometheus_client", "cliff.interactive", "netaddr", "statsd", "wcwidth",
+                 "jmespath", "jsonpatch")
 
 
 def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribution(tmp_path):
