@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import importlib.abc
 import importlib.metadata
@@ -14,8 +15,11 @@ import sys
 import threading
 import types
 
-import autopage.argparse
-from cliff import commandmanager, help
+# registered before the imports below (logging's and others' handlers run before it: exit handlers run last first)
+atexit.register(lambda: _end_without_finalization())
+
+import autopage.argparse  # noqa: E402
+from cliff import commandmanager, help  # noqa: E402
 
 
 class _LazyFinder:
@@ -452,7 +456,32 @@ class MinbwShell(osc_shell.OpenStackShell):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return MinbwShell().run(sys.argv[1:] if argv is None else argv)
+    """The shell on ``argv``, its exit code; without ``argv``, on the process's command line (``minbw``, ``python -m
+    minbw.cli``), after which the process ends without Python's finalization (:func:`_end_without_finalization`)."""
+    code = MinbwShell().run(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        _ENDING.append(code)
+    return code
+
+
+_ENDING: list[int] = []  # the exit code of the process's command, once it is done
+
+
+def _end_without_finalization() -> None:
+    """The last exit handler of a process whose command is done (:func:`main` without ``argv``): Python's exit has
+    waited for its other threads and run the exit handlers registered after this module's import (logging's flush,
+    weakref finalizers, the files they close; those of modules imported before it run after it: none, from the
+    console script); the output flushed, the process ends with the command's exit code, without Python's finalization
+    that frees each of the half a million objects of the 500 modules a command imports (0.06-0.12 CPU s, a fifth of
+    ``usage show``'s process). When the output cannot be flushed, Python's finalization says why, as without this."""
+    if not _ENDING:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream
+        return
+    os._exit(_ENDING[-1])
 
 
 if __name__ == "__main__":

@@ -384,6 +384,35 @@ def test_a_table_is_the_same_text_without_wcwidth_s_init():
     assert json.loads(proc.stdout) == {"out": {"0": real["0"]}, "ran": False}, proc.stdout + proc.stderr
 
 
+def test_the_command_line_ends_after_its_exit_handlers_and_its_output_without_finalization():
+    """``main()`` on the process's command line: once the command is done and Python's exit has waited for its
+    threads and run its exit handlers (once), the process ends with the command's exit code and its whole output,
+    without Python's finalization (shell._end_without_finalization: an object's ``__del__`` at a module's teardown
+    does not run); ``main(argv)`` (in a process that goes on) changes nothing of Python's exit."""
+    probe = ("import atexit, sys, threading\n"
+             "mode = sys.argv[1]\n"
+             "from minbw.cli import shell\n"
+             "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+             "class Finalized:\n"
+             "    def __del__(self):\n"
+             "        print('finalized', file=sys.stderr)\n"
+             "kept = Finalized()\n"
+             "done = threading.Event()\n"
+             "threading.Thread(target=lambda: done.wait(60) and print('thread done', flush=True)).start()\n"
+             "argv = ['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value', '-c', 'running']\n"
+             "sys.argv = ['minbw', *argv]\n"
+             "code = shell.main() if mode == 'cli' else shell.main(argv)\n"
+             "print('main returned', code, flush=True)\n"
+             "done.set()\n"
+             "sys.exit(3 if code == 0 else 1)\n")
+    ended, argv = (subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True, timeout=120)
+                   for mode in ("cli", "argv"))
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "False\nmain returned 0\nthread done\n",
+                                                              "handler ran\n"), ended
+    assert (argv.returncode, argv.stdout, argv.stderr) == (3, "False\nmain returned 0\nthread done\n",
+                                                           "handler ran\nfinalized\n"), argv
+
+
 def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():
     """osprofiler's web module, as the shell loads it (python/minbw/cli/shell.py: _ProfilerWebFirst), answers
     keystoneauth's request for trace headers as osprofiler does: none while no profiler was started, without running
