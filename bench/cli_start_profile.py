@@ -10,7 +10,8 @@ each, interleaved, after one that is not counted. Not a section of bench/run.py.
   after the other, with what minbw's shell defers deferred the same way);
 - the CPU of each phase inside ``usage show`` (:data:`PHASES`: the shell's import, the global options, the cloud's
   configuration, the use case's import and run, the rendering);
-- the modules ``usage show`` imports, by top package (``python -X importtime``, self time summed, one run).
+- the modules ``usage show`` imports, by top package (``python -X importtime``, 5 runs: each module's least self
+  time, summed).
 
 Usage: .venv/bin/python bench/cli_start_profile.py [RUNS]   (PYTHONPATH: the code measured)
 """
@@ -126,16 +127,20 @@ def once(argv: list[str], env: dict, pid: int) -> tuple[float, float, float, str
     return wall, cpu, server_cpu(pid) - served, proc.stdout
 
 
-def by_package(importtime: str) -> list[tuple[str, float, int]]:
-    """(top package, self seconds summed, modules) from ``-X importtime``'s lines, largest first."""
+def by_package(importtimes: list[str]) -> list[tuple[str, float, int]]:
+    """(top package, self seconds summed, modules) from runs of ``-X importtime`` (each module's least self time of
+    the runs), largest first."""
+    own: dict[str, float] = {}
+    for importtime in importtimes:
+        for line in importtime.splitlines():
+            if line.startswith("import time:") and "self [us]" not in line:
+                us, _cumulative, name = line.split(":", 1)[1].split("|")
+                own[name.strip()] = min(own.get(name.strip(), float("inf")), int(us) / 1e6)
     seconds: collections.Counter = collections.Counter()
     count: collections.Counter = collections.Counter()
-    for line in importtime.splitlines():
-        if line.startswith("import time:") and "self [us]" not in line:
-            own, _cumulative, name = line.split(":", 1)[1].split("|")
-            top = name.strip().split(".")[0]
-            seconds[top] += int(own) / 1e6
-            count[top] += 1
+    for name, s in own.items():
+        seconds[name.split(".")[0]] += s
+        count[name.split(".")[0]] += 1
     return [(top, s, count[top]) for top, s in seconds.most_common()]
 
 
@@ -169,8 +174,8 @@ def main() -> None:
                 if i:
                     for phase, seconds in json.loads(out.splitlines()[-1]).items():
                         phases[phase].append(seconds)
-            importtime = subprocess.run([python, "-X", "importtime", "-m", "minbw.cli", "usage", "show"], env=env,
-                                        capture_output=True, text=True, timeout=120).stderr
+            importtimes = [subprocess.run([python, "-X", "importtime", "-m", "minbw.cli", "usage", "show"], env=env,
+                                          capture_output=True, text=True, timeout=120).stderr for _ in range(5)]
         finally:
             servers.stop_all()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs; load average {load:.1f} at the start, "
@@ -182,8 +187,9 @@ def main() -> None:
     print("\nminbw usage show, its phases (CPU s of its process, medians)")
     for phase, seconds in phases.items():
         print(f"  {statistics.median(seconds):6.3f}  {phase}")
-    packages = by_package(importtime)
-    print(f"\nminbw usage show imports {sum(n for _t, _s, n in packages)} modules; by top package (self s, one run):")
+    packages = by_package(importtimes)
+    print(f"\nminbw usage show imports {sum(n for _t, _s, n in packages)} modules; by top package (self s, the least "
+          "of 5 runs of each module, summed):")
     for top, seconds, n in packages[:20]:
         print(f"  {seconds:6.3f}  {n:4d}  {top}")
 
