@@ -458,7 +458,12 @@ class MinbwShell(osc_shell.OpenStackShell):
 def main(argv: list[str] | None = None) -> int:
     """The shell on ``argv``, its exit code; without ``argv``, on the process's command line (``minbw``, ``python -m
     minbw.cli``), after which the process ends without Python's finalization (:func:`_end_without_finalization`)."""
-    code = MinbwShell().run(sys.argv[1:] if argv is None else argv)
+    try:
+        code = MinbwShell().run(sys.argv[1:] if argv is None else argv)
+    except SystemExit as e:  # --help (cliff's help exit) and argparse's usage errors
+        if argv is None:  # Python's exit status for it: None 0, a number itself, a message (printed) 1
+            _ENDING.append(0 if e.code is None else e.code if isinstance(e.code, int) else 1)
+        raise
     if argv is None:
         _ENDING.append(code)
     return code

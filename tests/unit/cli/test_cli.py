@@ -388,7 +388,8 @@ def test_the_command_line_ends_after_its_exit_handlers_and_its_output_without_fi
     """``main()`` on the process's command line: once the command is done and Python's exit has waited for its
     threads and run its exit handlers (once), the process ends with the command's exit code and its whole output,
     without Python's finalization (shell._end_without_finalization: an object's ``__del__`` at a module's teardown
-    does not run); ``main(argv)`` (in a process that goes on) changes nothing of Python's exit."""
+    does not run), also after ``--help`` (cliff's help exit); ``main(argv)`` (in a process that goes on) changes
+    nothing of Python's exit."""
     probe = ("import atexit, sys, threading\n"
              "mode = sys.argv[1]\n"
              "from minbw.cli import shell\n"
@@ -401,7 +402,10 @@ def test_the_command_line_ends_after_its_exit_handlers_and_its_output_without_fi
              "threading.Thread(target=lambda: done.wait(60) and print('thread done', flush=True)).start()\n"
              "argv = ['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value', '-c', 'running']\n"
              "sys.argv = ['minbw', *argv]\n"
-             "code = shell.main() if mode == 'cli' else shell.main(argv)\n"
+             "if mode == 'help':  # cliff's help exit: the same end\n"
+             "    done.set()\n"
+             "    sys.argv = ['minbw', '--help']\n"
+             "code = shell.main() if mode in ('cli', 'help') else shell.main(argv)\n"
              "print('main returned', code, flush=True)\n"
              "done.set()\n"
              "sys.exit(3 if code == 0 else 1)\n")
@@ -411,6 +415,9 @@ def test_the_command_line_ends_after_its_exit_handlers_and_its_output_without_fi
                                                               "handler ran\n"), ended
     assert (argv.returncode, argv.stdout, argv.stderr) == (3, "False\nmain returned 0\nthread done\n",
                                                            "handler ran\nfinalized\n"), argv
+    helped = subprocess.run([sys.executable, "-c", probe, "help"], capture_output=True, text=True, timeout=120)
+    assert (helped.returncode, helped.stderr) == (0, "handler ran\n"), helped
+    assert "usage: minbw" in helped.stdout and "thread done\n" in helped.stdout, helped.stdout
 
 
 def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():
