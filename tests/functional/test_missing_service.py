@@ -215,3 +215,17 @@ def test_the_embedded_cloud_and_the_hand_written_one_both_have_placement_only(cl
     assert "has_compute: false" in embedded.absent("compute")
     by_hand = Cloud(lambda: Connection(config=_region(clouds)))
     assert by_hand.has("placement") and not by_hand.has("compute") and not by_hand.has("network")
+
+
+def test_placement_beside_nova_is_reached_without_version_discovery(clouds):
+    """A command that reads Nova too (audit, heal) reaches Placement through the cloud region's connection, as the
+    Placement-only commands do, also once openstacksdk's Connection is made: a Placement that does not answer is the
+    retry policy's PlacementUnavailable (one line: cannot reach), not openstacksdk's version discovery failing with
+    NotSupported ("no supported versions") after keystoneauth's warnings (the soak on the mini-cloud, docs/soak.md)."""
+    from minbw.errors import PlacementUnavailable
+    from minbw.usecases.cloud import Cloud
+    conn = catalogued(clouds, {"placement": "http://127.0.0.1:9", "compute": "http://127.0.0.1:10/v2.1"})
+    cloud = Cloud(lambda: conn, region=lambda: conn.config)
+    assert cloud.has("compute") and cloud.conn is conn  # made first, as audit's and heal's require() make it
+    with pytest.raises(PlacementUnavailable):
+        cloud.placement.list_providers()
