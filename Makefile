@@ -89,8 +89,8 @@ tempest-venv:
 tour-venv: setup
 	$(PY) tests/support/tour.py
 
-# `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e+unit | a second mini-cloud's e2e
-# + galera + prodplacement | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
+# `make test`: every suite, in parallel lanes (tests/support/run_suites.py: e2e | a second mini-cloud's e2e |
+# galera + prodplacement + unit | functional+ansible | ansible | sanity+lint+faults), then the time per suite and the 20 slowest tests; fails when a test fails.
 # Its set-up (setup, collection, cloud-install, tour-venv) is done first, its independent steps side by side (make -j:
 # the .venv then the collection and the tour's venv | the mini-cloud's venv then its snapshot | tempest's venv;
 # tests/README.md's "Where the time goes"). The .venv is made first, alone: on a machine without python3-venv that
@@ -156,9 +156,9 @@ prod-placement-status:
 # Placement as deployments run it (docs/galera.md): three MariaDB Galera nodes, two Placement API processes
 # (uWSGI) and HAProxy in front of both, on one machine; state in .state/galera, Placement on 127.0.0.1:28778.
 # GALERA_MODE=single-writer (kolla-ansible's default) or multi-writer, GALERA_PATCHED=1, GALERA_WORKERS,
-# GALERA_CONFLICT_RETRIES, GALERA_DB_CHECK (HAProxy's check of the nodes: clustercheck, mysql, tcp),
-# GALERA_SYNC_WAIT (Placement's sessions' wsrep_sync_wait, 1): see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
-# `make test` runs their reduced form (MINBW_GALERA=reduced, in the e2e-2 lane: one claim storm and one fault,
+# GALERA_CONFLICT_RETRIES, GALERA_DB_CHECK (HAProxy's check of the nodes: clustercheck, mysql, tcp), GALERA_SYNC_WAIT
+# (Placement's sessions' wsrep_sync_wait, 1): see tests/support/galera/galera.sh. `make galera` runs its tests, the full set;
+# `make test` runs their reduced form (MINBW_GALERA=reduced, in the placement lane: one claim storm and one fault,
 # single-writer); without MINBW_GALERA tests/galera is skipped. `make galera` runs in a network and mount namespace
 # of its own (unshare, tests/support/netns.py): the fault injector's drop_link (tests/support/galera/faults.py) puts
 # tc on that namespace's loopback, fill_disk's file systems are mounted there; MINBW_GALERA_SEED replays its targets.
@@ -176,19 +176,38 @@ galera: setup cloud-install
 	MINBW_GALERA=1 unshare --net --mount -- $(PY) tests/support/netns.py $(PY) -m pytest -q -rP --show-capture=stdout tests/galera
 
 # The soak (docs/soak.md): every writer and reader of minbw at once for SOAK_S seconds (default 600) on
-# SOAK_TOPOLOGY (prod: the production-style Placement; galera; both), faults injected at random from SOAK_SEED
+# SOAK_TOPOLOGY (prod: the production-style Placement; galera; both; cloud: a mini-cloud of its own, with servers,
+# moves, audit and heal: soak-cloud below), faults injected at random from SOAK_SEED
 # (default: a new seed, printed); the report in .state/soak/TOPOLOGY-SEED/. `make test` runs a reduced form
 # (tests/prodplacement/test_soak.py). Needs root (its own network and mount namespace).
 SOAK_S ?= 600
 SOAK_TOPOLOGY ?= prod
 SOAK_SEED ?=
-SOAK_HOSTS ?= 1000
+SOAK_HOSTS ?=
 .PHONY: soak
+SOAK_ARGS = --seconds $(SOAK_S) $(if $(SOAK_HOSTS),--hosts $(SOAK_HOSTS)) $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 soak: setup cloud-install
 	@set -e; for t in $(if $(filter both,$(SOAK_TOPOLOGY)),prod galera,$(SOAK_TOPOLOGY)); do \
-	    PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --netns --topology $$t \
-	        --seconds $(SOAK_S) --hosts $(SOAK_HOSTS) $(if $(SOAK_SEED),--seed $(SOAK_SEED)); \
+	    if [ $$t = cloud ]; then $(MAKE) --no-print-directory soak-cloud; continue; fi; \
+	    PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --netns --topology $$t $(SOAK_ARGS); \
 	done
+
+# the cloud topology: a mini-cloud of its own (its state in .state/minicloud-soak, two computes in service) in a
+# network namespace of its own, started before the runner (which adopts it) and stopped after
+.PHONY: soak-cloud
+soak-cloud: setup cloud-install
+	MINICLOUD_STATE=$(CURDIR)/.state/minicloud-soak unshare --net --mount -- $(PY) tests/support/netns.py bash -c \
+	    'bash tests/support/minicloud/cloud.sh up >/dev/null || exit 1; \
+	     PYTHONPATH=$(CURDIR)/python:$(CURDIR) $(PY) -m tests.support.soak.runner --topology cloud $(SOAK_ARGS); \
+	     rc=$$?; bash tests/support/minicloud/cloud.sh down >/dev/null; exit $$rc'
+
+# The cloud soak's test (tests/e2e/test_soak_cloud.py): the command docs/soak.md shows under "Run it on the
+# mini-cloud", on the two-host mini-cloud the e2e fixtures start, in a network namespace of its own; not in
+# `make test` (its cost: docs/soak.md)
+.PHONY: soak-cloud-test
+soak-cloud-test: setup cloud-install
+	MINBW_SOAK_CLOUD=1 MINICLOUD_STATE=$(CURDIR)/.state/minicloud-soak unshare --net --mount -- $(PY) tests/support/netns.py \
+	    $(PY) -m pytest -q -rP --show-capture=stdout tests/e2e/test_soak_cloud.py
 
 clean:
 	rm -rf $(VENV) .venv-cloud .state

@@ -11,6 +11,14 @@ database but what Placement's API wrote: the dump is of the database Placement m
 Usage::
 
     nice -n 5 .venv/bin/python bench/exporter_scale_build.py --hosts 10000 --out .state/bench-built/exporter-10000
+
+A build that cannot finish (most of an hour at 10,000 hosts on a quiet machine, far longer on a loaded one) can be
+continued later: while it runs, ``--save-partial`` (same ``--hosts`` and ``--out``) dumps its Placement's database
+into ``partial.sql.gz``; after it is stopped, ``--resume`` loads that dump into a fresh Placement and runs the steps
+``steps.json`` does not hold (each step's row is written there as it ends): the sync again in full (it converges
+what it finds: the providers the stopped sync made are read, the rest written), then the consumers. A step stopped
+half-way is run again whole; the consumers' step cannot be (its bulk POSTs make new consumers): stop a build before
+it, or build again.
 """
 from __future__ import annotations
 
@@ -20,6 +28,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
@@ -31,6 +40,8 @@ from bench.workload import (check_workload, dump, host_name, make_roots_at_once,
 DUMP = "placement.sql.gz"
 BUILD = "build.json"
 CACHE = "cache.json"
+PARTIAL = "partial.sql.gz"  # a running build's database, dumped by --save-partial
+STEPS = "steps.json"        # the rows of the steps done, each written as it ends (what --resume skips)
 
 
 def load_built(directory: Path, n: int, server, cache: Path) -> dict:
@@ -59,28 +70,65 @@ def main(argv=None) -> int:
     parser.add_argument("--hosts", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--workers", type=int, default=4, help="uWSGI workers of the Placement (default 4)")
+    parser.add_argument("--save-partial", action="store_true",
+                        help=f"dump the database of the build of --out running now into {PARTIAL}, then exit")
+    parser.add_argument("--resume", action="store_true",
+                        help=f"continue a stopped build: load {PARTIAL}, run the steps {STEPS} does not hold")
     args = parser.parse_args(argv)
     out = args.out.resolve()
+    name = f"exporter-scale-{args.hosts}"
+    if args.save_partial:
+        t = time.perf_counter()
+        dump(SimpleNamespace(state_dir=out / "servers" / name), out / PARTIAL)
+        progress(f"exporter_scale: {out / PARTIAL} ({(out / PARTIAL).stat().st_size / 2**20:.0f} MiB) in "
+                 f"{time.perf_counter() - t:.0f} s")
+        return 0
+    if args.resume and not (out / PARTIAL).exists():
+        raise BenchError(f"--resume: no {out / PARTIAL} (dumped by --save-partial while the build ran)")
+    steps = json.loads((out / STEPS).read_text()) if args.resume and (out / STEPS).exists() else []
+    if steps and steps[-1]["key"] == "consumers":
+        raise BenchError(f"--resume: {out / STEPS} holds every step; nothing to continue")
     out.mkdir(parents=True, exist_ok=True)
+    if not args.resume:
+        (out / STEPS).unlink(missing_ok=True)
     servers = Servers(out / "servers", "prod", args.workers)
-    server = servers.start(f"exporter-scale-{args.hosts}")
+    server = servers.start(name)
     hosts = [host_name(i) for i in range(1, args.hosts + 1)]
     cache = out / CACHE
     cache.unlink(missing_ok=True)
+    resumed = None
     try:
         started = time.perf_counter()
-        build = [make_roots_at_once(server, hosts),
-                 sync_agents(server, write_agent_files(out / "agents", args.hosts), cache),
-                 post_consumers(server, hosts)]
+        if args.resume:
+            resumed = {"from": str(out / PARTIAL), "loaded_s": restore(server, out / PARTIAL),
+                       "steps_before": [row["key"] for row in steps]}
+            progress(f"exporter_scale: resumed from {out / PARTIAL} (loaded in {resumed['loaded_s']:.0f} s), steps "
+                     f"done before: {resumed['steps_before']}")
+
+        def step(key, run, resumed_note=""):
+            if any(row["key"] == key for row in steps):
+                return
+            row = run()
+            row["key"] = key
+            if resumed is not None and resumed_note:
+                row["how"] += resumed_note
+            steps.append(row)
+            (out / STEPS).write_text(json.dumps(steps, indent=1, default=str))
+        step("roots", lambda: make_roots_at_once(server, hosts))
+        step("sync", lambda: sync_agents(server, write_agent_files(out / "agents", args.hosts), cache),
+             "; resumed: run in full on the database a stopped build left")
+        step("consumers", lambda: post_consumers(server, hosts))
+        build = [{k: v for k, v in row.items() if k != "key"} for row in steps]
         checked = check_workload(server, args.hosts)
-        build_s = time.perf_counter() - started
+        build_s = time.perf_counter() - started if resumed is None else sum(row["s"] for row in build)
         progress(f"exporter_scale: built in {build_s:.0f} s; dumping the database")
         dump(server, out / DUMP)
     finally:
         servers.stop_all()
     shutil.rmtree(out / "servers", ignore_errors=True)
     (out / BUILD).write_text(json.dumps({"n": args.hosts, "when": time.strftime("%Y-%m-%d %H:%M"), "build": build,
-                                         "build_s": build_s, "built_checked": checked, "placement": servers.describe()},
+                                         "build_s": build_s, "built_checked": checked, "placement": servers.describe(),
+                                         "resumed": resumed},
                                         indent=1, default=str))
     progress(f"exporter_scale: {out / DUMP} ({(out / DUMP).stat().st_size / 2**20:.0f} MiB), {out / CACHE}, "
              f"{out / BUILD}")

@@ -16,6 +16,10 @@ description:
   - The result names the host, the allocations, which provider fulfils each request group, and each port's
     C(binding:profile.allocation) value.
   - When nothing fits, the task fails with a per-group diagnosis (C(diagnosis)).
+  - When Placement accepted the claim and its verification (a read of the usages of the providers it raised)
+    then failed, the task fails with C(changed=true), C(written_unverified=true) and the claim in C(written); the
+    consumer holds it, not verified. Running the task again finds it held and reports it unchanged; C(state=absent)
+    frees it.
   - A consumer that already has allocations satisfying the request is left as it is (idempotent).
   - C(state=absent) frees the consumer's allocations with a safe delete (at its consumer generation).
 version_added: 0.1.0
@@ -104,6 +108,17 @@ diagnosis:
   description: When nothing fits, per request group why.
   returned: failure
   type: list
+written_unverified:
+  description: >-
+    True when the claim is written in Placement and its verification's read failed (the task failed with
+    C(changed=true)).
+  returned: failure, when the claim is written and not verified
+  type: bool
+written:
+  description: >-
+    The claim written and not verified: C(consumer), C(host), C(allocations), C(mapping), C(binding_profiles).
+  returned: failure, when the claim is written and not verified
+  type: dict
 '''
 
 from ansible_collections.minbw.openstack.plugins.module_utils.base import MinbwModule

@@ -92,7 +92,9 @@ class PlanError(MinbwError):
 class PartialApply(MinbwError):
     """A plan stopped part-way: ``applied`` of ``planned`` writes were made; ``cause`` stopped it.
 
-    Running the same desired state again resumes from what is there.
+    The message says first what was written, then the cause: the cause's own words are about its call alone
+    (a failed read's "nothing was written by this call"), and a reader who stops at them must not take the whole
+    command for one that wrote nothing. Running the same desired state again resumes from what is there.
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class PartialApply(MinbwError):
         result=None,
         then: str = "running the sync again resumes from what is in Placement",
         pending: list | None = None,
+        lead: str | None = None,
     ):
         self.cause = cause
         self.applied = list(applied)
@@ -114,10 +117,13 @@ class PartialApply(MinbwError):
         if self.pending:
             more = f" and {len(self.pending) - 1} more" if len(self.pending) > 1 else ""
             failed = f"; not written: {self.pending[0]}{more}"
-        super().__init__(
-            f"{cause} — after {len(self.applied)} of {planned} planned writes succeeded "
-            f"(the last: {last}){failed}; {then}"
-        )
+        written = lead or f"{len(self.applied)} of {planned} planned writes succeeded (the last: {last})"
+        super().__init__(self._said(written, failed, then))
+
+    def _said(self, written: str, failed: str, then: str) -> str:
+        """The one line: what was written first (``written``), then what stopped it, what was not written and what
+        to do."""
+        return f"{written}, then stopped by: {self.cause}{failed}; {then}"
 
     @property
     def code(self) -> str | None:
@@ -140,6 +146,44 @@ class PartialApply(MinbwError):
             "writes_planned": self.planned,
             "applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.applied],
             "not_applied": [op.to_dict() if hasattr(op, "to_dict") else str(op) for op in self.pending],
+        }
+
+
+def written_claim(consumer: str, host: str) -> str:
+    """What a claim's error says first when the claim is written: the consumer and where its allocations are."""
+    return f"the claim of consumer {consumer} is written in Placement (its allocations on host {host})"
+
+
+class WrittenUnverified(PartialApply):
+    """A claim Placement accepted (its ``PUT /allocations/{consumer}`` answered) whose verification then failed
+    (the usages or inventories read, :mod:`minbw.ops.verify`): the consumer's allocations are written, not
+    verified. An outcome of its own: the CLI exits 5 (``written_unverified`` in its ``-f json``/``yaml``), the
+    modules fail with ``changed: true`` and ``written``. ``written``: the claim written (its dict: consumer, host,
+    allocations, mapping, binding profiles)."""
+
+    def __init__(self, cause: BaseException, op: Reported, *, consumer: str, host: str):
+        self.consumer = consumer
+        self.host = host
+        self.written = op.to_dict()
+        super().__init__(cause, [op], 1, lead=written_claim(consumer, host))
+
+    def _said(self, written: str, failed: str, then: str) -> str:
+        return (
+            f"{written}, not verified: its verification's read (which writes nothing) failed: {self.cause}. For the "
+            f"claim: check its providers' usage (minbw usage show), or free it (minbw allocation delete --consumer "
+            f"{self.consumer}); minbw allocation create again for the same consumer and request finds it held "
+            f"(exit 0)"
+        )
+
+    def to_dict(self) -> dict:
+        """PartialApply's dict plus ``written_unverified`` (True), the consumer, the host and ``written`` (the claim
+        written)."""
+        return {
+            **super().to_dict(),
+            "written_unverified": True,
+            "consumer": self.consumer,
+            "host": self.host,
+            "written": self.written,
         }
 
 
@@ -357,6 +401,7 @@ class PlacementUnavailable(PlacementError):
     ):
         self.tries = tries
         self.maybe_applied = maybe_applied
+        self.why = why  # the last try's failure alone
         outcome = "this write may or may not have been applied" if maybe_applied else "nothing was written by this call"
         super().__init__(
             f"no usable answer from Placement after {tries} tries, the last: {why}; {outcome}. Fix: check "

@@ -22,7 +22,8 @@ find it as before.
 
 While the test runs, devstack1's nova-compute updates its resources every ``PERIOD`` seconds instead of Nova's
 default 60 (``update_resources_interval`` in its override file, ``MINICLOUD_NOVA_COMPUTE_CONF_1``, put back as it was
-at the end): step 4 waits for that periodic update, twice, and each update is seen in the log."""
+at the end), and its periodic tasks start as it starts (``periodic_fuzzy_delay`` 0, not a random 0-60 s later): step
+4 waits for that periodic update, twice, and each update is seen in the log."""
 from __future__ import annotations
 
 import contextlib
@@ -41,7 +42,8 @@ CONFLICT = "Conflicting resource provider name"
 OVS = f"[DEFAULT]\nhost = {HOST}\n[ovs]\nbridge_mappings = physnet0:br-root\n" \
       "resource_provider_bandwidths = br-root:1000:1000\n"
 NOT_IN_NOVA = "devstack9"  # a host Nova knows nothing of
-PERIOD = 10  # devstack1's update_resources_interval during the test (Nova's default: 60)
+PERIOD = 5  # devstack1's update_resources_interval during the test (Nova's default: 60)
+WAIT = 60  # step 4's waits' bound: a few periods, and nova-compute slow on a loaded machine
 # nova-compute's resource update, at its start and periodically, logs this line before it writes to Placement (and
 # an error right after it when that fails): once it is seen a third time, the first two updates have ended
 UPDATED = f"Final resource view: name={HOST} "
@@ -104,11 +106,13 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
     driver = _inventory(conn, node)  # what nova-compute reports for the node (the fake driver's)
     cloud.cloud_sh("stop-compute", HOST)
     stopped = True
-    # its starts in the test: resource updates every PERIOD s, logged (UPDATED is a debug line) (its override file,
-    # put back before the last start)
+    # its starts in the test: resource updates every PERIOD s from its start on (no random delay of its periodic
+    # tasks: Nova's default delays them 0-60 s, which step 4's waits paid twice), logged (UPDATED is a debug line)
+    # (its override file, put back before the last start)
     conf = Path(cloud.env["MINICLOUD_NOVA_COMPUTE_CONF_1"])
     kept = conf.read_text()
-    conf.write_text(kept + f"\n[DEFAULT]\nupdate_resources_interval = {PERIOD}\ndebug = True\n")
+    conf.write_text(kept + f"\n[DEFAULT]\nupdate_resources_interval = {PERIOD}\nperiodic_fuzzy_delay = 0\n"
+                           "debug = True\n")
     try:
         # 1. a root of the node's name with another UUID, as --create-root made before it read Nova
         conn.placement.delete_resource_provider(node)
@@ -182,15 +186,14 @@ def test_create_root_takes_the_compute_nodes_uuid_and_nova_compute_adopts_it(clo
         assert f"a nova-compute running on {HOST} keeps them in its cached provider tree" in out.stderr, out.stderr
         failed = [f"Failed to retrieve allocations for resource provider {rp}" for rp in removed]
         _wait("nova-compute's periodic update failing on a removed provider",
-              lambda: any(f in _since(log, seen) for f in failed), timeout=6 * PERIOD)
+              lambda: any(f in _since(log, seen) for f in failed), timeout=WAIT)
         cloud.cloud_sh("stop-compute", HOST)
         stopped = True
         seen = log.stat().st_size
         cloud.cloud_sh("start-compute", HOST)
         stopped = False
         # its start's update and a periodic one ended (a third began), as the 75 s on Nova's 60 s period waited for
-        _wait("nova-compute's start's update and a periodic one", lambda: _updates(log, seen) >= 3,
-              timeout=6 * PERIOD)
+        _wait("nova-compute's start's update and a periodic one", lambda: _updates(log, seen) >= 3, timeout=WAIT)
         assert not [f for f in failed if f in _since(log, seen)], _since(log, seen)[-3000:]
     finally:
         if not stopped:  # removed with nova-compute stopped, its start reads the tree afresh (step 4)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import uuid as uuidlib
+from pathlib import Path
 
 import pytest
 
-from minbw.errors import PartialApply, PlacementUnavailable
+from minbw.errors import PartialApply, PlacementUnavailable, WrittenUnverified
 from minbw.model.requests import ServerRequest
 from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
@@ -25,6 +27,7 @@ FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 TRAITS = r"/resource_providers/[^/]+/traits$"
 INVENTORIES = r"/resource_providers/[^/]+/inventories$"
 PROVIDERS = r"^/resource_providers(\?|$)"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def desired(*hosts):
@@ -153,6 +156,9 @@ def test_unavailable_placement_is_a_partial_apply_naming_what_was_and_was_not_wr
     d = e.to_dict()
     assert d["writes_done"] == len(d["applied"]) and d["not_applied"][0]["action"] == "set_inventories"
     assert "not written" in str(e) and "may or may not have been applied" in str(e)
+    # what was written first, then the cause (whose own words are about its one call)
+    assert str(e).startswith(f"{len(e.applied)} of {e.planned} planned writes succeeded (the last: "), str(e)
+    assert str(e).index("planned writes succeeded") < str(e).index("then stopped by: PUT ") < str(e).index("no usable")
     # what Placement holds is exactly what the report says was written
     plan = s.make_plan(want, s.observe(placement, want))
     assert sorted(map(repr, plan.ops)) == sorted(map(repr, e.pending))
@@ -237,6 +243,24 @@ def test_a_claim_whose_own_write_landed_late_is_claimed_not_another_claim_s(plac
         assert not any(placement.provider_usages(p.uuid).values())
 
 
+def test_claim_whose_lost_answer_cannot_be_re_read_says_it_may_be_written(placement, proxied, hosts):
+    """The soak's claim e80b8dd0 (docs/soak.md): the claim's PUT is applied and its answer lost (reset after
+    forwarding), then every re-read of the consumer gets 503. The error is the PUT's, "may or may not have been
+    applied" (it is), not the re-read's GET with its "nothing was written by this call"."""
+    req = _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("PUT", "/allocations/", "reset_after", nth=(1,)),
+                      Rule("GET", f"/allocations/{consumer}", "503", nth=None))
+    with pytest.raises(PlacementUnavailable) as err:
+        claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    said = str(err.value)
+    assert err.value.method == "PUT" and err.value.maybe_applied and said.startswith(f"PUT /allocations/{consumer}: ")
+    assert "re-reading Placement to find it got no usable answer either (GET /allocations/" in said, said
+    assert "this write may or may not have been applied" in said and "nothing was written" not in said, said
+    assert isinstance(err.value.__cause__, PlacementUnavailable) and err.value.__cause__.method == "GET"
+    assert placement.get_allocations(consumer)["allocations"]   # applied, as "may" allows
+
+
 def test_claim_answered_500_every_time_says_it_may_be_written_and_why(placement, proxied, hosts):
     """Every PUT of the claim answered 500 (Galera's deadlock at commit): after the retry policy's tries the error
     names Placement's own message and says the write may or may not be there; nothing was written."""
@@ -264,16 +288,98 @@ def test_a_read_never_answered_in_time_is_said_as_a_timeout_not_a_connect_failur
 
 def test_claim_whose_verification_cannot_read_says_the_claim_is_written(placement, proxied, hosts):
     """The claim's PUT is accepted, then every read of its verification (usages) gets 503: the claim stays
-    written and the error says so (a PartialApply naming it and how to free it), never "nothing was written"."""
+    written and the error says so first (a WrittenUnverified naming the consumer, its host and how to free it),
+    then the read's cause, whose own "nothing was written by this call" is about the read alone."""
     req = _claim_setup(placement)
     consumer = str(uuidlib.uuid4())
     proxied.proxy.add(Rule("GET", "/usages", "503", nth=None))
-    with pytest.raises(PartialApply) as err:
+    with pytest.raises(WrittenUnverified) as err:
         claims.claim(proxied.api(), consumer, req, project_id="p", user_id="u")
+    assert isinstance(err.value, PartialApply)
     assert isinstance(err.value.cause, PlacementUnavailable) and err.value.cause.method == "GET"
-    assert "is written but could not be verified" in str(err.value)
-    assert f"minbw allocation delete --consumer {consumer}" in str(err.value)
-    assert placement.get_allocations(consumer)["allocations"]   # written, as said
+    said = str(err.value)
+    held = placement.get_allocations(consumer)["allocations"]
+    assert held   # written, as said
+    host = err.value.written["host"]
+    assert said.startswith(f"the claim of consumer {consumer} is written in Placement (its allocations on host {host}), "
+                           "not verified: its verification's read (which writes nothing) failed: GET "), said
+    assert said.index("is written in Placement") < said.index("nothing was written by this call")
+    assert f"minbw allocation delete --consumer {consumer}" in said and len(said.splitlines()) == 1
+    assert err.value.written["allocations"] == {rp: {"resources": a["resources"]} for rp, a in held.items()}
+    assert err.value.to_dict()["written_unverified"] is True and err.value.applied and err.value.to_dict()["writes_done"] == 1
+
+
+CLAIM_CLI = ["allocation", "create", "--project-id", "p", "--user-id", "u", "--resource", "VCPU=1",
+             "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"]
+
+
+def test_cli_claim_written_not_verified_exits_5_and_says_so(placement, proxied, hosts):
+    """``minbw allocation create`` whose claim Placement accepted and whose verification read failed: exit 5 (a
+    script can tell it from a failure that wrote nothing, exit 1), one line that says first that the claim is
+    written, and ``-f json`` with ``claimed`` and ``written_unverified`` true and the claim written. Run again, the
+    command finds the consumer holding it (exit 0, unchanged); ``minbw allocation delete`` frees it."""
+    _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("GET", "/usages", "503", nth=None))
+    out = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 5, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
+    assert out.stderr.startswith(f"minbw: error: the claim of consumer {consumer} is written in Placement"), out.stderr
+    doc = json.loads(out.stdout)
+    held = placement.get_allocations(consumer)["allocations"]
+    assert doc["claimed"] is True and doc["written_unverified"] is True and doc["consumer"] == consumer
+    assert doc["written"]["allocations"] == {rp: {"resources": a["resources"]} for rp, a in held.items()} != {}
+    assert doc["code"] is None and doc["status"] == 503 and doc["method"] == "GET"   # the cause's fields
+    proxied.proxy.clear()
+    again = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer], env=proxied.env(), capture_output=True,
+                           text=True, timeout=120)
+    assert again.returncode == 0 and again.stdout.startswith(f"unchanged: consumer {consumer} already holds"), again
+    freed = subprocess.run(MINBW + ["allocation", "delete", "--consumer", consumer], env=proxied.env(),
+                           capture_output=True, text=True, timeout=120)
+    assert freed.returncode == 0 and placement.get_allocations(consumer)["allocations"] == {}, freed
+
+
+def test_cli_claim_made_whose_names_cannot_be_read_is_made(placement, proxied, hosts):
+    """The claim is written and verified, then the reads of its host's name and its providers' names (for the
+    table) get 503: the claim is reported made (exit 0, ``claimed`` true, no host name), each failed read named on
+    stderr, never an error whose "nothing was written by this call" would hide the claim."""
+    _claim_setup(placement)
+    consumer = str(uuidlib.uuid4())
+    proxied.proxy.add(Rule("GET", r"^/resource_providers/[0-9a-f-]{36}$", "503", nth=None),
+                      Rule("GET", r"^/resource_providers\?.*in_tree=", "503", nth=None))
+    out = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, (out.returncode, out.stderr)
+    doc = json.loads(out.stdout)
+    held = placement.get_allocations(consumer)["allocations"]
+    assert doc["claimed"] is True and doc["host_name"] is None and set(doc["allocations"]) == set(held) != set()
+    said = out.stderr.splitlines()
+    assert len(said) == 2 and "Traceback" not in out.stderr, said
+    assert said[0].startswith(f"minbw: claimed for consumer {consumer} on host {doc['host']}; its name could not "
+                              "be read: GET /resource_providers/"), said
+    assert said[1].startswith(f"minbw: the names of host {doc['host']}'s providers could not be read: GET "), said
+
+
+def test_soak_claimer_records_a_claim_written_not_verified_as_its_own_outcome(placement, proxied, hosts, tmp_path):
+    """The soak's claimer (tests/support/soak/workload.py) running ``minbw allocation create`` as the soak does: a
+    claim that exits 5 is recorded "written-unverified" with ``claimed`` true (the soak's end judges it by
+    claims_present, as a claim made), not "failed"; its consumer holds the claim. The claim's PUT makes the stop
+    file, so the claimer makes this one claim only."""
+    _claim_setup(placement)
+    ledger, stop = tmp_path / "ops.jsonl", tmp_path / "stop"
+    proxied.proxy.add(Rule("GET", "/usages", "503", nth=None),
+                      Rule("PUT", "/allocations/", "call", nth=(1,), call=stop.touch))
+    r = subprocess.run([sys.executable, "-m", "tests.support.soak.workload", "claimer", "--ledger", str(ledger),
+                        "--stop", str(stop), "--seed", "5", "--cloud", "minbw-local",
+                        "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000,physnet=physnet0"],
+                       env=proxied.env(), cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    (entry,) = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert entry["kind"] == "claim" and entry["rc"] == 5 and entry["outcome"] == "written-unverified", entry
+    assert entry["claimed"] is True and entry["stderr_lines"] == 1 and not entry["traceback"], entry
+    assert entry["cause"].startswith(f"minbw: error: the claim of consumer {entry['consumer']} is written"), entry
+    assert placement.get_allocations(entry["consumer"])["allocations"]
 
 
 def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts, tmp_path):

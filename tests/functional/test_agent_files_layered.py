@@ -4,11 +4,11 @@ dir's override after them, [SRIOV_NIC] as [sriov_nic] (docs/operators.md, "The a
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 from tests.functional.test_bad_input_modules import cloud, collection, run_module  # noqa: F401 - fixtures
 from tests.support.compute_roots import compute_root
+from tests.support import cli_forks
 
 NEUTRON_CONF = "[DEFAULT]\nhost = devstack0\ndebug = true\n"
 OVS_INI = "[ovs]\nbridge_mappings = physnet0:br-test\nresource_provider_bandwidths = br-test:1500:1500\n"
@@ -27,7 +27,7 @@ def files(tmp_path):
 
 
 def minbw(env, *args):
-    return subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True, env=env,
+    return cli_forks.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 

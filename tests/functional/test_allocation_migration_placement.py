@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
 import sys
 import uuid
 
@@ -21,6 +20,7 @@ from minbw.ops import claims, allocation_migration, sync
 from minbw.placement.client import Placement
 from minbw.plan.allocation_migration import target_request
 from tests.support.compute_roots import compute_root
+from tests.support import cli_forks
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
@@ -333,7 +333,7 @@ def test_cli_move_dry_run_move_confirm_and_revert(two_hosts, placement_server, t
     port.write_text(json.dumps(req.ports[0].to_neutron()))
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+        return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
     common = ["--consumer", server.consumer, "--resource", "VCPU=1", "--resource", "MEMORY_MB=256", "--resource", "DISK_GB=1",
               "--port-request", f"{PORT}={port}"]

@@ -21,6 +21,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minbw.cli.shell import main
+from tests.support import cli_forks
 
 VOLUME = settings(max_examples=300, deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -259,6 +260,6 @@ def test_password_auth_at_a_url_that_is_no_keystone_fails_fast(clouds, placement
 
 
 def test_connection_errors_as_a_subprocess_have_their_exit_code(clouds):
-    proc = subprocess.run([sys.executable, "-m", "minbw.cli", "--os-cloud", "tls", "usage", "show"], capture_output=True,
+    proc = cli_forks.run([sys.executable, "-m", "minbw.cli", "--os-cloud", "tls", "usage", "show"], capture_output=True,
                           text=True, timeout=120, env=os.environ.copy())
     _one_line(proc.returncode, proc.stderr, "certificate could not be verified")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import json
-import subprocess
 import sys
 import uuid
 
@@ -21,6 +20,7 @@ from minbw.usecases.capacity import capacity_report
 from minbw.reports.capacity.request import qos_port as port_of
 from tests.conftest import MINBW
 from tests.support.compute_roots import compute_root
+from tests.support import cli_forks
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 
@@ -188,7 +188,7 @@ def test_hypervisor_filter_and_unknown_hypervisor(placement):
 # ---------------------------------------------------------------- the command
 
 def run(placement_server, *args):
-    return subprocess.run(MINBW + ["capacity", "show", *args], env=placement_server.env(), capture_output=True, text=True)
+    return cli_forks.run(MINBW + ["capacity", "show", *args], env=placement_server.env(), capture_output=True, text=True)
 
 
 def test_cli_table_json_and_picture(placement, placement_server, tmp_path):

@@ -4,7 +4,6 @@ by one until it has none; every candidate's host is the tree it is anchored on, 
 it draws from)."""
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -16,6 +15,7 @@ from minbw.reports.capacity.request import CapacityRequest
 from minbw.usecases.capacity import capacity_report
 from tests.conftest import MINBW, wipe
 from tests.functional.test_capacity_placement import claim_until_full, free_all
+from tests.support import cli_forks
 
 SHARES = "MISC_SHARES_VIA_AGGREGATE"
 E = "NET_BW_EGR_KILOBIT_PER_SEC"
@@ -59,11 +59,11 @@ def test_seed_001_capacity_and_candidates(placement, placement_server):
     (ar,) = cands.allocation_requests
     assert set(ar["allocations"]) == {h1, ceph} and cands.host_of(ar) == h1
     env = placement_server.env()
-    out = subprocess.run(MINBW + ["candidate", "list", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
+    out = cli_forks.run(MINBW + ["candidate", "list", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
                                   "--resource", "DISK_GB=10", "-f", "value"], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "1 h1 flavor ceph, h1"  # the flavor's group: every provider it draws from
-    out = subprocess.run(MINBW + ["capacity", "show", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
+    out = cli_forks.run(MINBW + ["capacity", "show", "--resource", "VCPU=1", "--resource", "MEMORY_MB=256",
                                   "--resource", "DISK_GB=10", "--json"], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     claimed, consumers = claim_until_full(placement, req.server)

@@ -19,6 +19,7 @@ from minbw.neutron.port_request import Segment, build_port_request
 from minbw.neutron.qos import QosRule
 from tests.support.claimers import warm_pool
 from tests.support.compute_roots import compute_root
+from tests.support import cli_forks
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 256, "DISK_GB": 1}
 
@@ -398,13 +399,12 @@ def test_post_allocations_moves_a_claim_between_consumers_atomically(placement):
 
 def test_cli_claim_and_free_json(placement, placement_server, tmp_path):
     import json
-    import subprocess
     import sys
     host(placement, "devstack0", SEED_OVS)
     port = tmp_path / "port.json"
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+        return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
     made = run("request", "show", "--port-id", "99a97b12-6364-4d10-8d8e-c3dab4161691", "--qos-port", "min_bw:egress:1000,min_bw:ingress:1000")
     assert made.returncode == 0, made.stderr

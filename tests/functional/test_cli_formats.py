@@ -92,7 +92,10 @@ send = requests.adapters.HTTPAdapter.send
 requests.adapters.HTTPAdapter.send = lambda self, request, **kw: sent.append(request.path_url) or send(self, request, **kw)
 from minbw.cli import shell
 code = shell.main(["usage", "show", "-f", "json"])
-ran = [m for m in ("openstack.connection", "osprofiler.web") if type(sys.modules.get(m)) is types.ModuleType]
+ran = [m for m in ("openstack.connection", "osprofiler.web", "oslo_utils.strutils", "netaddr", "statsd", "jmespath",
+                  "jsonpatch", "wcwidth")
+       if type(sys.modules.get(m)) is types.ModuleType]
+ran += [m for m in ("minbw.neutron.agentconf", "minbw.usecases.inputs") if m in sys.modules]
 print(json.dumps({"code": code, "sent": sent, "ran": ran, "services": "openstack._services_mixin" in sys.modules}), file=sys.stderr)
 """
 
@@ -100,9 +103,11 @@ print(json.dumps({"code": code, "sent": sent, "ran": ran, "services": "openstack
 def test_usage_show_talks_to_placement_alone(cloud, placement):
     """``usage show`` needs Placement alone: it makes Placement's connection from the cloud's configuration
     (minbw.placement.connection), so it loads neither openstacksdk's Connection with every service's proxy
-    (openstack.connection, openstack._services_mixin) nor osprofiler's web module (no --os-profile); it sends one
-    listing, each provider's inventories and the allocations of those with inventory, and no version discovery; it
-    shows what the use case shows over openstacksdk's Connection."""
+    (openstack.connection, openstack._services_mixin) nor osprofiler's web module (no --os-profile), runs neither
+    oslo.utils' strutils (no line logged), netaddr, statsd, jmespath, jsonpatch nor wcwidth's __init__, and imports
+    neither minbw's parser of agents' configs nor the use cases' input parsers; it sends one listing, each provider's
+    inventories and the allocations of those with inventory, and no version discovery; it shows what the use case
+    shows over openstacksdk's Connection."""
     from minbw.usecases.cloud import Cloud
     from minbw.usecases.usage import UsageRequest, usage
 

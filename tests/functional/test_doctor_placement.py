@@ -4,13 +4,13 @@ checks against Neutron and Nova: tests/e2e/test_doctor_cloud.py."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 from tests.conftest import MINBW
+from tests.support import cli_forks
 
 
 def test_doctor_on_placement_alone(placement, placement_server):
-    out = subprocess.run(MINBW + ["doctor", "--json"], env=placement_server.env(), capture_output=True, text=True,
+    out = cli_forks.run(MINBW + ["doctor", "--json"], env=placement_server.env(), capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
     shown = json.loads(out.stdout)
@@ -20,7 +20,7 @@ def test_doctor_on_placement_alone(placement, placement_server):
     assert checks["Neutron"]["status"] == "skip" and "no network service" in checks["Neutron"]["detail"]
     assert checks["Nova"]["status"] == "skip"
     assert "placement.conf" in checks["placement allocation_conflict_retry_count"]["fix"]
-    pinned = subprocess.run(MINBW + ["--os-placement-api-version", "1.36", "doctor", "-f", "value", "-c", "check",
+    pinned = cli_forks.run(MINBW + ["--os-placement-api-version", "1.36", "doctor", "-f", "value", "-c", "check",
                                      "-c", "status"], env=placement_server.env(), capture_output=True, text=True,
                             timeout=120)
     assert pinned.returncode == 0, pinned.stderr

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import collections
 import json
-import subprocess
 import sys
 
 import pytest
@@ -15,6 +14,7 @@ from minbw.ops import sync
 from minbw.ops.audit import read_placement
 from minbw.plan.audit import LEAK, OVER_CAPACITY, judge_audit
 from tests.conftest import run_drift
+from tests.support import cli_forks
 
 
 OVS = """[DEFAULT]
@@ -141,7 +141,7 @@ def test_cli_drift_exit_codes(placement, placement_server, tmp_path):
     ini = setup(placement, tmp_path)
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+        return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
     same = run("drift", "show", "--agent-config", str(ini), "--no-neutron", "--json")
     assert same.returncode == 0, same.stderr

@@ -14,6 +14,7 @@ from minbw.neutron.port_request import QosPort
 from minbw.ops import claims
 from tests.conftest import MINBW, REPO
 from tests.support.prometheus.server import ALERTS, dashboard_exprs, install, scraping
+from tests.support import cli_forks
 
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"  # devstack0's br-test (Neutron's uuid5)
 OVS = """[DEFAULT]
@@ -41,7 +42,7 @@ def test_prometheus_scrapes_the_exporter(placement, placement_server, promtool, 
     env = placement_server.env()
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS.format(kbps=5000))
-    sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+    sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                    "--root-inventory", "VCPU=8"], env=env, capture_output=True, text=True)
     assert sync.returncode == 0, sync.stderr
     with scraping(tmp_path, MINBW + ["exporter", "--slow-interval", "1", "--interval", "1", "--agent-config", str(ini),
@@ -135,7 +136,7 @@ def test_the_headroom_is_counted_again_only_when_a_provider_moved(placement, pla
     from minbw.usecases.exporter import Exporter, ExporterRequest, PortSize
     ini = tmp_path / "openvswitch_agent.ini"
     ini.write_text(OVS.format(kbps=5000))
-    sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+    sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                    "--root-inventory", "VCPU=8"], env=placement_server.env(), capture_output=True,
                           text=True)
     assert sync.returncode == 0, sync.stderr
@@ -185,7 +186,7 @@ def _sync_hosts(placement_server, tmp_path, hosts, kbps=5000):
     for host in hosts:
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(kbps=kbps).replace("devstack0", host))
-        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+        sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
@@ -292,7 +293,7 @@ def test_the_headroom_follows_a_fleet_upgraded_to_nova_34_within_one_safety_chec
     for host in ("devstack0", "devstack1", "devstack2"):
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(kbps=5000).replace("devstack0", host))
-        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+        sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr

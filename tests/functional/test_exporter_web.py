@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from tests.conftest import MINBW, free_port
+from tests.support import cli_forks
 
 bcrypt = pytest.importorskip("bcrypt")
 
@@ -96,7 +97,7 @@ def test_the_exporter_serves_tls_with_basic_authentication(placement_server, cer
 
 def test_a_missing_key_file_is_said_at_start(placement_server, certificate, tmp_path):
     cert, _ = certificate
-    out = subprocess.run(MINBW + ["exporter", "--no-neutron", "--listen-port", str(free_port()),
+    out = cli_forks.run(MINBW + ["exporter", "--no-neutron", "--listen-port", str(free_port()),
                                   "--tls-cert-file", str(cert), "--tls-key-file", str(tmp_path / "missing.key")],
                          env=placement_server.env(), capture_output=True, text=True, timeout=180)
     assert out.returncode == 1, out.stderr

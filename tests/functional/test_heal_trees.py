@@ -3,13 +3,13 @@ Placement: the same trees as Placement's own reads of each tree, one listing for
 from a warm provider cache, and a tree a heal wrote to read again."""
 from __future__ import annotations
 
-import subprocess
 import uuid
 
 from minbw.ops.heal import Trees
 from minbw.cache.providers import ProviderCache
 from minbw.readers.placement import Reader
 from tests.conftest import MINBW
+from tests.support import cli_forks
 
 OVS = """[DEFAULT]
 host = {host}
@@ -44,7 +44,7 @@ def test_heal_reads_the_trees_through_the_reader_and_its_cache(placement, placem
         for name, text in (("ovs.ini", OVS), ("sriov.ini", SRIOV)):
             files += ["--agent-config", str(tmp_path / f"{host}-{name}")]
             (tmp_path / f"{host}-{name}").write_text(text.format(host=host))
-        sync = subprocess.run(MINBW + ["provider", "sync", *files, "--create-root", "--root-inventory", "VCPU=8"],
+        sync = cli_forks.run(MINBW + ["provider", "sync", *files, "--create-root", "--root-inventory", "VCPU=8"],
                               env=placement_server.env(), capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
     root = placement.list_providers(name="ht1")[0].uuid

@@ -3,7 +3,6 @@ server without QoS ports never gets devstack1, one with a QoS port can (strict: 
 from __future__ import annotations
 
 import json
-import subprocess
 import uuid
 
 import pytest
@@ -15,6 +14,7 @@ from minbw.ops import separation as ops
 from minbw.plan import separation as sp
 from tests.conftest import MINBW
 from tests.functional.test_claims import FLAVOR, SEED_OVS, host, port_request
+from tests.support import cli_forks
 
 T = sp.DEFAULT_TRAIT
 # what the resource tracker sets (ResourceTracker._get_traits: the driver's, COMPUTE_NODE and OWNER_NOVA)
@@ -147,7 +147,7 @@ def test_aggregate_variant(placement, two_hosts):
 
 def test_cli(placement, placement_server, two_hosts, tmp_path):
     def minbw(*args):
-        return subprocess.run(MINBW + list(args), env=placement_server.env(), capture_output=True, text=True)
+        return cli_forks.run(MINBW + list(args), env=placement_server.env(), capture_output=True, text=True)
     dry = minbw("separation", "set", "--hosts", "devstack1", "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
     assert [op["action"] for op in json.loads(dry.stdout)["ops"]] == ["create_trait", "reserve"]

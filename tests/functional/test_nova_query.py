@@ -11,6 +11,7 @@ import json
 import subprocess
 
 from tests.conftest import MINBW
+from tests.support import cli_forks
 
 OVS = """[DEFAULT]
 host = {host}
@@ -22,7 +23,7 @@ SHAPE = ["--resource", "VCPU=1", "--qos-port", "min_bw:egress:1000"]
 
 
 def _minbw(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(MINBW + list(args), env=env, capture_output=True, text=True, timeout=120)
+    return cli_forks.run(MINBW + list(args), env=env, capture_output=True, text=True, timeout=120)
 
 
 def _computes(placement_server, tmp_path, hosts):

@@ -5,12 +5,12 @@ capacity count; the sync that meets it treats it as absent and makes it again. E
 provider is served as usual, and nothing fails."""
 from __future__ import annotations
 
-import subprocess
 
 import pytest
 
 from minbw.placement.client import Placement
 from tests.conftest import MINBW
+from tests.support import cli_forks
 
 HOSTS = ("devstack0", "devstack1", "devstack2")
 OVS = """[DEFAULT]
@@ -26,7 +26,7 @@ def three_hosts(placement, placement_server, tmp_path):
     for host in HOSTS:
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(host=host))
-        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+        sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8", "--no-cache"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
@@ -99,7 +99,7 @@ def test_drift_compares_every_agent_file_but_the_bad_one(placement, placement_se
     (tmp_path / "devstack1.ini").write_text(OVS.format(host="devstack1").replace("br-test:5000", "br-nope:5000"))
     args = ["drift", "show", "--no-neutron", "--json"] + [a for h in HOSTS for a in ("--agent-config",
                                                                              str(tmp_path / f"{h}.ini"))]
-    out = subprocess.run(MINBW + args, env=placement_server.env(), capture_output=True, text=True)
+    out = cli_forks.run(MINBW + args, env=placement_server.env(), capture_output=True, text=True)
     assert out.returncode == 3, out.stdout + out.stderr
     (line,) = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
     assert "devstack1.ini" in line and "br-nope" in line and "Fix:" in line

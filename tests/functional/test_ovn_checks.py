@@ -6,7 +6,6 @@ nothing: the report failed, with the reason)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -17,6 +16,7 @@ from minbw.usecases import drift as drift_uc
 from tests.functional.test_bad_input_modules import cloud, collection  # noqa: F401 - fixtures
 from tests.functional.test_ovn_sync import CHASSIS, sb_json
 from tests.functional.test_sync import make_root
+from tests.support import cli_forks
 
 OTHER = {ovn.BRIDGE_MAPPINGS: "physnet0:br-test",
          ovn.CMS_OPTIONS: "resource_provider_bandwidths=br-test:100:100,resource_provider_hypervisors=br-test:devstack1"}
@@ -24,7 +24,7 @@ NO_BANDWIDTH = {ovn.BRIDGE_MAPPINGS: "physnet0:br-test", ovn.CMS_OPTIONS: "enabl
 
 
 def run(placement_server, *a):
-    return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+    return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                           env=placement_server.env(), timeout=120)
 
 

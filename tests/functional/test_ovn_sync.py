@@ -4,7 +4,6 @@ chassis from the files an operator saves from ovn-sbctl / ovs-vsctl; drift again
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 from minbw.neutron import naming, ovn
@@ -13,6 +12,7 @@ from minbw.ops import sync as s
 from tests.conftest import run_drift
 from tests.functional.test_sync import make_root, tree
 from tests.support.oracle import neutron_ovn, neutron_sync
+from tests.support import cli_forks
 
 OVN = naming.AGENT_KINDS[naming.OVN]
 GW = "enable-chassis-as-gw,availability-zones=az1"
@@ -61,7 +61,7 @@ def test_cli_from_a_southbound_dump_then_a_bridge_leaves(placement, placement_se
     dump.write_text(json.dumps(sb_json(c0=("devstack0", CHASSIS), c1=("devstack1", other))))
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+        return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
     out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 0, out.stderr
@@ -139,7 +139,7 @@ def test_one_chassis_s_typo_costs_that_chassis_only(placement, placement_server,
     dump.write_text(json.dumps(sb_json(**good)))
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+        return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
     out = run("provider", "sync", "--ovn-chassis", str(dump), "--no-cache", "--json")
     assert out.returncode == 0, out.stderr

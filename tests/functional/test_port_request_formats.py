@@ -20,6 +20,7 @@ import pytest
 from minbw.placement.query import query_string
 from tests.conftest import MINBW
 from tests.support.oracle.nova_client import start
+from tests.support import cli_forks
 
 PORT = "99a97b12-6364-4d10-8d8e-c3dab4161691"
 OVS = """[DEFAULT]
@@ -40,7 +41,7 @@ def nova():
 
 
 def _minbw(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run(MINBW + list(args), env=env, capture_output=True, text=True, timeout=120)
+    return cli_forks.run(MINBW + list(args), env=env, capture_output=True, text=True, timeout=120)
 
 
 def _shown(env, *rules) -> dict:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 import types
@@ -22,6 +21,7 @@ from minbw.neutron.provider_tree import desired_state
 from tests.conftest import wipe
 from tests.support.compute_roots import compute_root
 from tests.support.oracle import neutron_sync as oracle
+from tests.support import cli_forks
 
 OVS_INI = """[ovs]
 resource_provider_bandwidths = br-test:1500:1500,br-ex::1
@@ -310,7 +310,7 @@ def test_cli_plan_sync_show_json(placement, placement_server, tmp_path):
             "--host", "devstack0", "--json"]
 
     def run(*a):
-        return subprocess.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
+        return cli_forks.run([sys.executable, "-m", "minbw.cli", *a], capture_output=True, text=True,
                               env=placement_server.env(), timeout=120)
     out = run("provider", "sync", "--dry-run", *args)
     assert out.returncode == 0, out.stderr
@@ -605,7 +605,7 @@ def test_cli_cache_option(placement, placement_server, tmp_path):
     args = ["provider", "sync", "--agent-config", str(tmp_path / "ovs.ini"), "--host", "devstack0",
             "--cache", str(tmp_path / "cache.json"), "--json"]
     for expected in (True, False):
-        out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
+        out = cli_forks.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
                              env=placement_server.env(), timeout=120)
         assert out.returncode == 0, out.stderr
         assert json.loads(out.stdout)["changed"] is expected
@@ -623,7 +623,7 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     env = {**placement_server.env(), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
 
     def sync(*extra, files=args):
-        out = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *files, *extra, "--json"],
+        out = cli_forks.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *files, *extra, "--json"],
                              capture_output=True, text=True, env=env, timeout=120)
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
@@ -641,10 +641,10 @@ def test_cli_cache_is_on_by_default_per_endpoint_and_says_so(placement, placemen
     checked = sync("--cache-check-interval", "0")["summary"]
     assert "cache: 9 of 9 cached providers trusted after " in checked and "no check due" not in checked
     assert sync("--no-cache")["summary"].endswith("; no cache")
-    bad = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--workers", "99"],
+    bad = cli_forks.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--workers", "99"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--workers: expected a whole number from 1 to 32" in bad.stderr  # usage
-    bad = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--cache-check-interval",
+    bad = cli_forks.run([sys.executable, "-m", "minbw.cli", "provider", "sync", *args, "--cache-check-interval",
                           "-5"], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--cache-check-interval: expected seconds >= 0, got '-5'" in bad.stderr
 
@@ -688,7 +688,7 @@ def test_a_host_without_its_compute_node_costs_that_host_only(placement, placeme
         (tmp_path / f"{h}.ini").write_text(f"[DEFAULT]\nhost = {h}\n" + OVS_INI)
     args = ["provider", "sync", "--agent-config", str(tmp_path / "hv1.ini"), "--agent-config",
             str(tmp_path / "hv2.ini"), "--no-cache", "--json"]
-    out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
+    out = cli_forks.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
                          env=placement_server.env(), timeout=120)
     assert out.returncode == 3, out.stdout + out.stderr
     (line,) = [x for x in out.stderr.splitlines() if x.startswith("minbw: skipped: ")]
@@ -698,7 +698,7 @@ def test_a_host_without_its_compute_node_costs_that_host_only(placement, placeme
     units = {u["host"]: u for u in json.loads(out.stdout)["units"]}
     assert units["hv1"]["changed"] and not units["hv1"]["skipped"] and units["hv2"]["skipped"] == line.removeprefix("minbw: skipped: ")
     wipe(placement)
-    out = subprocess.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
+    out = cli_forks.run([sys.executable, "-m", "minbw.cli", *args], capture_output=True, text=True,
                          env=placement_server.env(), timeout=120)
     assert out.returncode == 1 and "nothing to sync" in out.stderr and not placement.list_providers(), out.stderr
 

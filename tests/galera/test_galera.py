@@ -3,7 +3,7 @@ three-node MariaDB Galera cluster behind HAProxy (tests/support/galera/galera.sh
 single-writer mode (nodes 2 and 3 are HAProxy backups) and with writes spread over the three nodes.
 
 Opt-in: these tests start a cluster per mode (about a minute each on 2 loaded cores), so all of them run only with
-MINBW_GALERA=1, which ``make galera`` sets. MINBW_GALERA=reduced, which ``make test`` sets in its e2e-2 lane
+MINBW_GALERA=1, which ``make galera`` sets. MINBW_GALERA=reduced, which ``make test`` sets in its placement lane
 (tests/support/run_suites.py), runs the reduced form: the single-writer cluster only, one claim storm and one
 fault (the writer node killed mid-storm); without MINBW_GALERA they are skipped. The other faults (a node killed during a cold sync of 100 hosts, an
 API process killed mid-storm) are in test_galera_faults.py."""

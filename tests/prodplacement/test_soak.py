@@ -55,3 +55,29 @@ def test_the_soak_as_docs_soak_md_runs_it():
                  "exporter_equals_placement", "no_process_leaked", "faults_healed"):
         assert rep["invariants"][name]["checked"] > 0, name
     assert (out / "latency.png").stat().st_size > 10_000 and "| invariant |" in (out / "report.md").read_text()
+
+
+def test_a_database_outage_does_not_age_a_consumer_into_an_orphan():
+    """The seconds a consumer stays without allocations are the database's: samples that failed (MariaDB paused or
+    down) stop the clock, since the claim's second transaction waits for the database too. The same 8 s with the
+    database answering make an orphan."""
+    from types import SimpleNamespace
+
+    from tests.support.soak.judges import ORPHAN_AFTER, invariants, judge_sample
+
+    def soak():
+        return SimpleNamespace(inv=invariants(), over_since={}, over_seen=set(), transient_over=0, empty_since={},
+                               orphans_seen=set(), expected_providers=3)
+
+    def sample(t, ok=True):
+        return {"t": t, "ok": True, "over": [], "orphans": [1, 0], "providers": 3,
+                "empty_consumers": ["c1"]} if ok else {"t": t, "ok": False, "error": "OperationalError: timed out"}
+
+    paused = soak()
+    for s in [sample(0.0), sample(1.0), *(sample(t, ok=False) for t in (2.0, 5.0, 8.0)), sample(9.0)]:
+        judge_sample(paused, s)
+    assert paused.inv["no_orphans"].violations == 0 and paused.inv["no_orphans"].checked == 3
+    answering = soak()
+    for t in (0.0, 1.0, 2.0, 5.0, 8.0, 9.0):
+        judge_sample(answering, sample(t))
+    assert 9.0 >= ORPHAN_AFTER and answering.inv["no_orphans"].violations == 1

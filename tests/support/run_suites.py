@@ -2,9 +2,11 @@
 
 The suites are independent of each other (tests/README.md), so they run as separate processes side by side:
 
-    e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1); then pytest tests/unit
+    e2e         pytest tests/e2e but E2E_2   the mini-cloud (fixed ports of 127.0.0.1)
     e2e-2       pytest E2E_2                 a second mini-cloud in a network namespace of its own
-                tests/galera tests/prodplacement  (tests/support/netns.py) and state dir (.state/minicloud-2)
+                                             (tests/support/netns.py) and state dir (.state/minicloud-2)
+    placement   pytest tests/galera          the reduced Galera and production-style suites (free ports), in a
+                tests/prodplacement          network namespace of its own; then pytest tests/unit
     local-1     pytest tests/functional and some of tests/ansible (ANSIBLE_LOCAL_1)
     local-2     pytest the rest of tests/ansible
     collection  tests/support/ansible/sanity.sh, then tests/support/ansible/lint.sh, then pytest tests/faults
@@ -56,20 +58,24 @@ E2E_2 = ["tests/e2e/test_routed_scheduling.py", "tests/e2e/test_server_move.py",
          "tests/e2e/test_host_drain_three_hosts_cloud.py",
          # the drain's faults (about 520 s on the two-host cloud this lane has already): the e2e lane runs tempest's
          # variant instead
-         "tests/e2e/test_host_drain_faults_cloud.py"]
+         "tests/e2e/test_host_drain_faults_cloud.py",
+         # the default cloud's spare compute (about 120 s, mostly waiting on nova-compute): with the reduced Galera
+         # and production-style suites in a lane of their own, this evens the two e2e lanes
+         "tests/e2e/test_create_root_cloud.py"]
 NETNS = ["unshare", "--net", "--", sys.executable, "tests/support/netns.py"]
 # tests/galera: one claim storm and one fault; tests/prodplacement: the storm of 32 claimers, not those of 8 and 16
 REDUCED = ["env", "MINBW_GALERA=reduced", "MINBW_PRODPLACEMENT=reduced"]
 UNIT = ("unit", PYTEST + ["tests/unit"])
 LANES: dict[str, list[tuple[str, list[str]]]] = {
-    # the unit suite after the e2e half: that lane ends minutes before the local ones, and the unit suite is
-    # CPU alone (about 85 CPU s), which the local lanes' share of the two cores would otherwise have to give
-    "e2e": [("e2e", PYTEST + ["tests/e2e"] + [f"--ignore={f}" for f in E2E_2]), UNIT],
+    # the two e2e lanes set the run's wall (mostly waiting on their clouds): nothing else runs after them
+    "e2e": [("e2e", PYTEST + ["tests/e2e"] + [f"--ignore={f}" for f in E2E_2])],
+    "e2e-2": [("e2e", NETNS + PYTEST + E2E_2)],
     # the Galera Placement's reduced form (one claim storm, one fault: tests/galera, MINBW_GALERA=reduced) and the
-    # production-style Placement's suite (its storm of 32 claimers: MINBW_PRODPLACEMENT=reduced) after this
-    # lane's e2e half, which ends minutes before the local lanes (tests/README.md)
-    "e2e-2": [("e2e galera prodplacement", NETNS + REDUCED + PYTEST + E2E_2 + ["tests/galera",
-                                                                               "tests/prodplacement"])],
+    # production-style Placement's suite (its storm of 32 claimers: MINBW_PRODPLACEMENT=reduced), on free ports in
+    # a network namespace of their own (as when they ran after e2e-2's e2e half), then the unit suite (CPU alone,
+    # about 85 CPU s): about 450 s beside the e2e lanes' 1,000 (tests/README.md), at the e2e lanes' priority
+    "placement": [("galera prodplacement", NETNS + REDUCED + PYTEST + ["tests/galera", "tests/prodplacement"]),
+                  UNIT],
     "local-1": [("functional ansible", PYTEST + ["tests/functional"] + ANSIBLE_LOCAL_1)],
     "local-2": [("ansible", PYTEST + ["tests/ansible"] + [f"--ignore={f}" for f in ANSIBLE_LOCAL_1])],
     # tests/faults mostly waits (killed processes, retries' back-off, the exporter's collections: about 500 s and
@@ -93,7 +99,7 @@ def lanes_here() -> dict[str, list[tuple[str, list[str]]]]:
     if separate_namespaces():
         return LANES
     print("no network namespace can be made here (unshare --net): the e2e suite runs in one lane", flush=True)
-    lanes = {k: v for k, v in LANES.items() if k != "e2e-2"}
+    lanes = {k: v for k, v in LANES.items() if k not in ("e2e-2", "placement")}
     lanes["e2e"] = [("e2e galera prodplacement", REDUCED + PYTEST + ["tests/e2e", "tests/galera",
                                                                       "tests/prodplacement"]), UNIT]
     return lanes
@@ -171,7 +177,7 @@ def main(names: list[str]) -> int:
         print(f"unknown lane(s) {', '.join(unknown)}; lanes: {', '.join(LANES)}", file=sys.stderr)
         return 2
     here = lanes_here()
-    # a lane asked for that cannot run here (e2e-2 without a namespace): its tests are in the one e2e lane
+    # a lane asked for that cannot run here (e2e-2, placement without a namespace): its tests are in the one e2e lane
     names = list(dict.fromkeys(n if n in here else "e2e" for n in names)) or list(here)
     logs = REPO / ".state" / "test-logs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -315,6 +315,25 @@ def test_test_files_have_unique_names():
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
 
 
+def test_the_venvs_and_the_state_are_never_tracked_even_as_symlinks():
+    # a worktree's .venv is a symlink to the main checkout's venv: ".venv/" in .gitignore matched directories only,
+    # so a commit took the symlink, and merging it replaced the checkout's venv (git removes ignored files in the way)
+    import subprocess
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files", "-s"], capture_output=True, text=True, check=True)
+    entries = [line.split(None, 3) for line in listed.stdout.splitlines()]
+    local = (".venv", ".venv-cloud", ".state")
+    assert [e[3] for e in entries if e[3].split("/")[0] in local] == []
+    links = [e[3] for e in entries if e[0] == "120000"]
+    outside = [path for path in links if Path(subprocess.run(
+        ["git", "-C", str(REPO), "cat-file", "-p", f":{path}"], capture_output=True, text=True, check=True).stdout).is_absolute()]
+    assert outside == [], "symlinks to absolute paths are this machine's, not the repository's"
+    for name in local:  # ignored as a directory and as a symlink or file alike
+        ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "--no-index", name])
+        assert ignored.returncode == 0, f"{name} is not ignored when it is a file or a symlink"
+
+
 def test_unit_tests_are_in_the_folders_of_the_packages_they_test():
     # tests/README.md: tests/unit/<package>/test_<module>.py; no __init__.py there (it would make tests/unit/neutron
     # the package `neutron`, hiding Neutron itself from the oracles); tests/support/ holds no tests

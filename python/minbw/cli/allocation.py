@@ -12,7 +12,8 @@ CLAIM_COLUMNS = ("provider", "uuid", "resources")
 
 class CreateAllocation(Command):
     """Claim a server's resources atomically (alternates on capacity); explains a failure per request group
-    (exit 4). The consumer already holding exactly this claim is left unchanged."""
+    (exit 4). The consumer already holding exactly this claim is left unchanged. A claim written whose
+    verification could not read Placement: exit 5, the consumer named."""
 
     columns = CLAIM_COLUMNS
 
@@ -27,11 +28,15 @@ class CreateAllocation(Command):
         add_server_arguments(parser)
 
     def failure_document(self, error):
-        from minbw.errors import NoValidHost
+        """No valid host: ``claimed`` false and why; a claim written and not verified: ``claimed`` true,
+        ``written_unverified`` true and the claim ``written``; any other failure: ``error``."""
+        from minbw.errors import NoValidHost, WrittenUnverified
 
-        return (
-            {"claimed": False, **error.to_dict()} if isinstance(error, NoValidHost) else super().failure_document(error)
-        )
+        if isinstance(error, NoValidHost):
+            return {"claimed": False, **error.to_dict()}
+        if isinstance(error, WrittenUnverified):
+            return {"claimed": True, **error.to_dict()}
+        return super().failure_document(error)
 
     def view(self, parsed_args):
         from minbw.usecases.allocation import ClaimRequest, claim
@@ -50,9 +55,9 @@ class CreateAllocation(Command):
             ),
         )
         c = result.claim
-        names = cloud.placement.provider_names(in_tree=c.host)
+        names = provider_names(cloud, c.host)
         rows = tuple((names.get(rp, rp), rp, dict(alloc["resources"])) for rp, alloc in c.allocations.items())
-        where = f"on {c.host_name} ({c.host})"
+        where = f"on {c.host_name} ({c.host})" if c.host_name else f"on host {c.host}"
         said = (
             f"unchanged: consumer {c.consumer} already holds this claim {where}"
             if not result.changed
@@ -61,6 +66,18 @@ class CreateAllocation(Command):
             else f"claimed for consumer {c.consumer} {where}"
         )
         return View(result.to_dict(), CLAIM_COLUMNS, rows, head=(said,), sections=binding_sections(c.binding_profiles))
+
+
+def provider_names(cloud, host: str) -> dict[str, str]:
+    """The names of the providers in ``host``'s tree, for the claim's rows; none (the rows show UUIDs) when that read
+    fails, said on stderr: a claim just made is made and verified, the names only show it."""
+    from minbw.errors import PlacementError
+
+    try:
+        return cloud.placement.provider_names(in_tree=host)
+    except PlacementError as e:
+        cloud.say(f"the names of host {host}'s providers could not be read: {e}")
+        return {}
 
 
 def binding_sections(binding_profiles: dict) -> tuple[Section, ...]:

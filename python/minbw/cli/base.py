@@ -10,7 +10,8 @@ Exit codes: 0 done; 1 an error (bad input found once the cloud was read, a refus
 had nothing to compare - drift without ini files, agents reporting bandwidth or OVN chassis: one line
 ``minbw: error: ...``, no traceback unless ``--debug``); 2 usage (argparse, before anything is read or written);
 3 findings left (audit, drift, heal); 4 no valid host (claim, candidates, move, schedule; host drain: a server with
-no destination).
+no destination); 5 a claim written and not verified (claim, schedule: Placement accepted it, then the verification's
+read failed; the consumer holds it: ``written_unverified`` and ``written`` in ``-f json``/``yaml``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from cliff import command, lister
 from osc_lib.cli import format_columns
 from stevedore import extension
 
-from minbw.errors import MinbwError, NoValidHost
+from minbw.errors import MinbwError, NoValidHost, WrittenUnverified
 
 DISTRIBUTION = "minbw"  # the distribution holding these commands (python/pyproject.toml's name)
 
@@ -40,6 +41,7 @@ EXIT_ERROR = 1  # an error: bad input, a refusal, an unreachable cloud, bad cred
 EXIT_USAGE = 2  # argparse: an unknown option or a bad value, found before anything is read
 EXIT_FINDINGS = 3  # audit / drift / heal found something that is left (a CI gate); a sync skipped some units
 EXIT_NO_VALID_HOST = 4  # claim, candidates, move, schedule: Placement has no host for the request (not an error)
+EXIT_WRITTEN_UNVERIFIED = 5  # claim, schedule: the claim is written, its verification's read failed (WrittenUnverified)
 
 
 @dataclass(frozen=True)
@@ -296,7 +298,7 @@ class Command(lister.Lister):
         if parsed_args.formatter in ("json", "yaml"):
             self.formatter.emit_one(*_pairs(_jsonable(self.failure_document(error))), self.app.stdout, parsed_args)
         print(f"minbw: error: {error}", file=sys.stderr)
-        return EXIT_NO_VALID_HOST if isinstance(error, NoValidHost) else EXIT_ERROR
+        return exit_code_of(error)
 
     # ------------------------------------------------------------ output
     def produce_output(self, parsed_args: argparse.Namespace, column_names, data) -> int:
@@ -336,6 +338,15 @@ class Command(lister.Lister):
             for line in view.tail:
                 out.write(line + "\n")
         return 0
+
+
+def exit_code_of(error: MinbwError) -> int:
+    """A failure's exit code: 4 no valid host, 5 a claim written and not verified, else 1."""
+    if isinstance(error, NoValidHost):
+        return EXIT_NO_VALID_HOST
+    if isinstance(error, WrittenUnverified):
+        return EXIT_WRITTEN_UNVERIFIED
+    return EXIT_ERROR
 
 
 def http_log_as_shown() -> None:

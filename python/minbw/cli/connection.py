@@ -12,7 +12,6 @@ from openstack import exceptions as sdk_exceptions
 
 from minbw.errors import CloudError, InvalidInput
 from minbw.usecases.connection import OptionNames, explain_connection_failure, one_line
-from minbw.usecases.inputs import microversion
 
 NAMES = OptionNames(
     cacert="--os-cacert (cacert: in clouds.yaml)",
@@ -68,6 +67,8 @@ def placement_version(app) -> str | None:
     value = getattr(app.options, "os_placement_api_version", None)
     if not value or "." not in str(value):
         return None
+    from minbw.usecases.inputs import microversion  # here: a command that pins none starts without the input parsers
+
     try:
         return microversion(value)
     except ValueError:

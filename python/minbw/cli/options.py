@@ -11,21 +11,27 @@ import sys
 import uuid
 from pathlib import Path
 
-from minbw.errors import InvalidInput, RequestError
-from minbw.usecases.inputs import (
-    QOS_PORT_EXAMPLE,
-    QOS_PORT_GRAMMAR,
-    RESOURCE_EXAMPLE,
-    QosPort,
-    parse_resource,
-    parse_qos_port,
-    resources_of,
-)
+from typing import TYPE_CHECKING
 
-RESOURCE_HELP = f"a resource of the flavor, CLASS=AMOUNT, e.g. {RESOURCE_EXAMPLE}"
-QOS_PORT_HELP = (
-    f"a QoS port described by its minimum rules: {QOS_PORT_GRAMMAR}; e.g. {QOS_PORT_EXAMPLE}. Repeat per port"
-)
+from minbw.errors import InvalidInput, RequestError
+
+if TYPE_CHECKING:
+    from minbw.usecases.inputs import QosPort
+
+# The use cases' input parsers (with them the QoS port grammar's classes) are imported by the options that parse with
+# them: a command without such options (usage show) starts without them.
+
+
+def resource_help() -> str:
+    from minbw.usecases.inputs import RESOURCE_EXAMPLE
+
+    return f"a resource of the flavor, CLASS=AMOUNT, e.g. {RESOURCE_EXAMPLE}"
+
+
+def qos_port_help() -> str:
+    from minbw.usecases.inputs import QOS_PORT_EXAMPLE, QOS_PORT_GRAMMAR
+
+    return f"a QoS port described by its minimum rules: {QOS_PORT_GRAMMAR}; e.g. {QOS_PORT_EXAMPLE}. Repeat per port"
 
 
 def uuid_arg(text: str) -> str:
@@ -59,6 +65,8 @@ def count(text: str) -> int:
 
 
 def resource(text: str) -> tuple[str, int]:
+    from minbw.usecases.inputs import parse_resource
+
     try:
         return parse_resource(text, "--resource")
     except InvalidInput as e:
@@ -66,6 +74,8 @@ def resource(text: str) -> tuple[str, int]:
 
 
 def qos_port(text: str) -> QosPort:
+    from minbw.usecases.inputs import parse_qos_port
+
     try:
         return parse_qos_port(text, "--qos-port")
     except RequestError as e:
@@ -78,6 +88,8 @@ def names(values) -> list[str]:
 
 
 def resources(parsed_args) -> dict[str, int]:
+    from minbw.usecases.inputs import resources_of
+
     return resources_of(parsed_args.resource or (), "--resource")
 
 
@@ -99,7 +111,7 @@ def load_port_request(spec: str) -> dict:
 
 
 def add_resource_arguments(parser: argparse.ArgumentParser, required_help: str = "a trait the flavor requires") -> None:
-    parser.add_argument("--resource", action="append", type=resource, metavar="CLASS=AMOUNT", help=RESOURCE_HELP)
+    parser.add_argument("--resource", action="append", type=resource, metavar="CLASS=AMOUNT", help=resource_help())
     parser.add_argument(
         "--required", action="append", metavar="TRAIT", help=f"{required_help} (repeat, or comma-separate)"
     )
@@ -114,7 +126,7 @@ def add_port_arguments(parser: argparse.ArgumentParser, neutron_ports: bool = Tr
         "extended one names its groups itself) or the port as Neutron shows it (openstack port "
         "show -f json, or minbw request show's output); repeat per port",
     )
-    parser.add_argument("--qos-port", action="append", type=qos_port, metavar="RULES", help=QOS_PORT_HELP)
+    parser.add_argument("--qos-port", action="append", type=qos_port, metavar="RULES", help=qos_port_help())
     if neutron_ports:
         parser.add_argument(
             "--port",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from minbw.cli.base import EXIT_FINDINGS, Command, View
-from minbw.cli.options import QOS_PORT_HELP, qos_port, uuid_arg
+from minbw.cli.options import qos_port, qos_port_help, uuid_arg
 from minbw.errors import InvalidInput
 
 COLUMNS = ("group", "resources", "required")
@@ -26,7 +26,7 @@ class ShowRequest(Command):
             "--qos-port",
             type=qos_port,
             metavar="RULES",
-            help=QOS_PORT_HELP.removesuffix(". Repeat per port")
+            help=qos_port_help().removesuffix(". Repeat per port")
             + " (no physnet: vlan physnet0); rules in the policy's order",
         )
         which.add_argument(

@@ -5,15 +5,21 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import importlib
 import importlib.abc
 import importlib.metadata
 import importlib.util
+import os
 import sys
 import threading
 import types
 
-import autopage.argparse
-from cliff import commandmanager, help
+# registered before the imports below (logging's and others' handlers run before it: exit handlers run last first)
+atexit.register(lambda: _end_without_finalization())
+
+import autopage.argparse  # noqa: E402
+from cliff import commandmanager, help  # noqa: E402
 
 
 class _LazyFinder:
@@ -50,47 +56,39 @@ class _PackageFirst:
         return spec
 
 
-class _ProfilerWebFirst:
-    """Finds osprofiler's web module (keystoneauth's session imports it for a request's trace headers) with the finders
-    after it on ``sys.meta_path`` and loads it as a :class:`_TraceHeadersOnceProfiled` without running its code."""
+class _StandInFirst:
+    """Finds one module with the finders after it on ``sys.meta_path`` and loads it as a stand-in (a subclass of
+    :class:`_RunsOnFirstUse`) without running its code."""
 
-    NAME = "osprofiler.web"
+    def __init__(self, name: str, stand_in: type[_RunsOnFirstUse]) -> None:
+        self.name, self.stand_in = name, stand_in
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != self.NAME:
+        if fullname != self.name:
             return None
         spec = _spec_after(self, fullname, path, target)
         if spec is not None and hasattr(spec.loader, "exec_module"):  # else: loaded now, as without this finder
-            spec.loader = _ProfilerWebLoader(spec.loader)
+            spec.loader = _StandInLoader(spec.loader, self.stand_in)
         return spec
 
 
-class _ProfilerWebLoader(importlib.abc.Loader):
-    def __init__(self, loader) -> None:
-        self.loader = loader
+class _StandInLoader(importlib.abc.Loader):
+    def __init__(self, loader, stand_in: type[_RunsOnFirstUse]) -> None:
+        self.loader, self.stand_in = loader, stand_in
 
     def create_module(self, spec):
         return self.loader.create_module(spec)
 
     def exec_module(self, module) -> None:
-        module.__class__ = _TraceHeadersOnceProfiled
+        module.__class__ = self.stand_in
         module.__dict__["_minbw_loader"] = self.loader
 
 
-class _TraceHeadersOnceProfiled(types.ModuleType):
-    """osprofiler's web module before its code ran (with it osprofiler's notifier and its drivers, oslo.config and
-    webob): its ``get_trace_id_headers`` (keystoneauth's one use of it, for each request) is ``{}`` while osprofiler's
-    profiler module never ran, as no profiler can be started without it (osc-lib starts one for ``--os-profile``, and
-    osprofiler's own answer is ``{}`` without one); then, and for any other attribute, the module's code runs (:meth:`
-    run`) and answers. Its type is the module type once its code ran, as importlib's LazyLoader does."""
+class _RunsOnFirstUse(types.ModuleType):
+    """A module before its code ran: a subclass answers one use without it; any other attribute runs the module's code
+    (:meth:`run`) and answers from it. Its type is the module type once its code ran, as importlib's LazyLoader does."""
 
     _lock = threading.RLock()
-
-    def get_trace_id_headers(self) -> dict:
-        profiler = sys.modules.get("osprofiler.profiler")
-        if profiler is None or type(profiler) is not types.ModuleType:  # absent, or lazy and never ran
-            return {}
-        return self.run().get_trace_id_headers()
 
     def __getattr__(self, name: str):
         return getattr(self.run(), name)
@@ -98,12 +96,106 @@ class _TraceHeadersOnceProfiled(types.ModuleType):
     def run(self) -> types.ModuleType:
         """The module, its code run (once)."""
         with self._lock:
-            if type(self) is _TraceHeadersOnceProfiled:
+            if isinstance(self, _RunsOnFirstUse):
                 loader = self.__dict__.pop("_minbw_loader")
                 self.__class__ = types.ModuleType  # type: ignore[assignment]
                 self.__spec__.loader = self.__loader__ = loader  # type: ignore[union-attr]
                 loader.exec_module(self)
         return self
+
+
+class _TraceHeadersOnceProfiled(_RunsOnFirstUse):
+    """osprofiler's web module before its code ran (with it osprofiler's notifier and its drivers, oslo.config and
+    webob): its ``get_trace_id_headers`` (keystoneauth's one use of it, for each request) is ``{}`` while osprofiler's
+    profiler module never ran, as no profiler can be started without it (osc-lib starts one for ``--os-profile``, and
+    osprofiler's own answer is ``{}`` without one); then, and for any other attribute, the module's code runs."""
+
+    def get_trace_id_headers(self) -> dict:
+        profiler = sys.modules.get("osprofiler.profiler")
+        if profiler is None or type(profiler) is not types.ModuleType:  # absent, or lazy and never ran
+            return {}
+        return self.run().get_trace_id_headers()
+
+
+class _MaskedWhenFormatted(_RunsOnFirstUse):
+    """oslo.utils' strutils before its code ran (425 regular expressions compiled): its ``mask_password`` answers a
+    :class:`_Masked`, the text masked by strutils' own function when it is formatted. osc-lib's shell and cloud config
+    pass ``mask_password(...)`` to their log lines (``%s``) whether or not they are logged: a line that is logged (e.g.
+    ``--debug``) runs the module and masks, one that is not costs nothing. Any other attribute runs the module."""
+
+    def mask_password(self, message, secret: str = "***") -> _Masked:  # noqa: S107 - strutils' default mask
+        return _Masked(self, message, secret)
+
+
+class _Masked:
+    """``strutils.mask_password(message, secret)`` once formatted (``str``, ``%s``, ``format``), computed then."""
+
+    def __init__(self, strutils: types.ModuleType, message, secret: str) -> None:
+        self._args = (strutils, message, secret)
+
+    def __str__(self) -> str:
+        strutils, message, secret = self._args
+        if isinstance(strutils, _RunsOnFirstUse):  # its code never ran: runs now (its first use)
+            strutils = strutils.run()
+        return strutils.mask_password(message, secret)
+
+    def __repr__(self) -> str:
+        return repr(str(self))
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
+class _WidthsFromTheExtension(_RunsOnFirstUse):
+    """wcwidth's package before its ``__init__`` ran (it imports every Python table of wcwidth, its line breaking and
+    text wrapping, though its C extension answers): the four functions cliff's table formatter asks of it for each
+    cell, ``width``, ``ljust``, ``rjust`` and ``center``, are its C extension's, as wcwidth's ``__init__`` binds them
+    (:data:`WCWIDTH_C_NAMES`: the extension loads, has them all, and ``WCWIDTH_PYTHON`` is unset); else, and for any
+    other attribute (e.g. ``wrap``, a cell wider than the terminal), the package's code runs and answers."""
+
+    def width(self, *args, **kwargs):
+        return self._answer("width")(*args, **kwargs)
+
+    def ljust(self, *args, **kwargs):
+        return self._answer("ljust")(*args, **kwargs)
+
+    def rjust(self, *args, **kwargs):
+        return self._answer("rjust")(*args, **kwargs)
+
+    def center(self, *args, **kwargs):
+        return self._answer("center")(*args, **kwargs)
+
+    def _answer(self, name: str):
+        extension = _wcwidth_extension(self.__name__)
+        return getattr(extension if extension is not None else self.run(), name)
+
+
+# what wcwidth's __init__ (0.9) requires of its C extension to bind its functions to it (HAS_C_EXTENSION)
+WCWIDTH_C_NAMES = (
+    "ljust",
+    "rjust",
+    "width",
+    "center",
+    "wcwidth",
+    "wcswidth",
+    "wcstwidth",
+    "propagate_sgr",
+    "iter_graphemes",
+    "strip_sequences",
+    "iter_graphemes_reverse",
+    "grapheme_boundary_before",
+)
+
+
+def _wcwidth_extension(package: str) -> types.ModuleType | None:
+    """wcwidth's C extension when wcwidth's ``__init__`` would use it (None: its Python functions)."""
+    if os.environ.get("WCWIDTH_PYTHON", ""):
+        return None
+    try:
+        extension = importlib.import_module(f"{package}._wcwidth_c")
+    except ImportError:
+        return None
+    return extension if all(hasattr(extension, name) for name in WCWIDTH_C_NAMES) else None
 
 
 def _spec_after(finder, fullname, path, target):
@@ -157,20 +249,35 @@ def _run_init_on_first_use(module, loader) -> None:
 # - cliff's interactive mode (and with it cmd2, rich, pygments) imported for a type annotation: it runs only for
 #   `minbw` without a command, which then imports it.
 # - oslo.utils' strutils (425 regular expressions compiled at import) for the log lines of osc-lib's
-#   initialize_app, which `--help` does not reach.
+#   initialize_app and cloud config, which mask passwords in their arguments whether or not the line is logged: its
+#   mask_password masks when the line is formatted (_MaskedWhenFormatted), its other functions run its code.
 # - what osc-lib's shell, keystoneauth's session and openstacksdk's cloud region import when installed, for
 #   `--os-profile` and a request's trace headers (osprofiler: with it webob and oslo.config) and for metrics of API
 #   calls (prometheus_client): `--os-profile` or the first request loads them; `--help` sends none. A request asks
-#   osprofiler's web module for trace headers, which there are none of without --os-profile: _ProfilerWebFirst.
+#   osprofiler's web module for trace headers, which there are none of without --os-profile: _TraceHeadersOnceProfiled.
+# - wcwidth (cliff's table formatter imports it to render a table: its __init__ imports all its Python tables, 0.02
+#   CPU s), bound here: a table's widths come from its C extension, as its __init__ binds them
+#   (_WidthsFromTheExtension).
+# - what keystoneauth's session and openstacksdk's cloud region import when installed and use only for an object that
+#   is not JSON (netaddr's addresses, in the session's JSON encoder: minbw's bodies are JSON's own types) or when a
+#   statsd host is configured (statsd, when a Connection is made): loaded by that first use.
+# - what openstacksdk's resource and proxy modules import for a resource committed as a JSON patch (jsonpatch: Ironic's
+#   and Glance's, not Neutron's nor Nova's) and for a listing filtered by a JMESPath expression (jmespath, deprecated):
+#   minbw does neither.
 _deferred = (
     _PackageFirst("openstack"),
-    _ProfilerWebFirst(),
+    _StandInFirst("osprofiler.web", _TraceHeadersOnceProfiled),
+    _StandInFirst("oslo_utils.strutils", _MaskedWhenFormatted),
+    _StandInFirst("wcwidth", _WidthsFromTheExtension),
     _LazyFinder(
         "openstack.connection",
         "cliff.interactive",
-        "oslo_utils.strutils",
         "osprofiler.profiler",
         "prometheus_client",
+        "netaddr",
+        "statsd",
+        "jmespath",
+        "jsonpatch",
     ),
 )
 # What a command's threads may use first (a request's trace headers, when it is profiled): loaded in the main thread
@@ -181,6 +288,8 @@ LOADED_BEFORE_A_COMMAND = ("osprofiler.web",)
 sys.meta_path[:0] = _deferred
 try:
     from osc_lib import shell as osc_shell
+
+    import wcwidth  # noqa: F401 - bound now (cliff's table formatter imports it where it renders): its code not run
 finally:
     for _finder in _deferred:
         sys.meta_path.remove(_finder)
@@ -189,7 +298,6 @@ from openstack import exceptions as sdk_exceptions  # noqa: E402
 from osc_lib.api import auth  # noqa: E402
 
 from minbw import __version__  # noqa: E402
-from minbw.usecases.inputs import microversion  # noqa: E402
 
 # The commands: `openstack bandwidth X` (this entry-point group, python/pyproject.toml) is `minbw X`.
 COMMANDS = "openstack.bandwidth.v1"
@@ -200,6 +308,9 @@ ENDPOINT_OVERRIDES = ("placement", "compute", "network")
 
 
 def _microversion(text: str) -> str:
+    # imported here: the use cases' input parsers (with them the QoS port grammar's classes) are not needed to start
+    from minbw.usecases.inputs import microversion
+
     try:
         return microversion(text)
     except ValueError:
@@ -331,7 +442,7 @@ class MinbwShell(osc_shell.OpenStackShell):
             return
         for name in LOADED_BEFORE_A_COMMAND:
             module = sys.modules.get(name)
-            if isinstance(module, _TraceHeadersOnceProfiled):
+            if isinstance(module, _RunsOnFirstUse):
                 module.run()
             elif module is not None:
                 vars(module)  # any attribute of a lazy module runs its code
@@ -345,7 +456,37 @@ class MinbwShell(osc_shell.OpenStackShell):
 
 
 def main(argv: list[str] | None = None) -> int:
-    return MinbwShell().run(sys.argv[1:] if argv is None else argv)
+    """The shell on ``argv``, its exit code; without ``argv``, on the process's command line (``minbw``, ``python -m
+    minbw.cli``), after which the process ends without Python's finalization (:func:`_end_without_finalization`)."""
+    try:
+        code = MinbwShell().run(sys.argv[1:] if argv is None else argv)
+    except SystemExit as e:  # --help (cliff's help exit) and argparse's usage errors
+        if argv is None:  # Python's exit status for it: None 0, a number itself, a message (printed) 1
+            _ENDING.append(0 if e.code is None else e.code if isinstance(e.code, int) else 1)
+        raise
+    if argv is None:
+        _ENDING.append(code)
+    return code
+
+
+_ENDING: list[int] = []  # the exit code of the process's command, once it is done
+
+
+def _end_without_finalization() -> None:
+    """The last exit handler of a process whose command is done (:func:`main` without ``argv``): Python's exit has
+    waited for its other threads and run the exit handlers registered after this module's import (logging's flush,
+    weakref finalizers, the files they close; those of modules imported before it run after it: none, from the
+    console script); the output flushed, the process ends with the command's exit code, without Python's finalization
+    that frees each of the half a million objects of the 500 modules a command imports (0.06-0.12 CPU s, a fifth of
+    ``usage show``'s process). When the output cannot be flushed, Python's finalization says why, as without this."""
+    if not _ENDING:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream
+        return
+    os._exit(_ENDING[-1])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ uuid5 UUIDs, parents, traits, inventories) from :class:`AgentConfig` values.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ..errors import ConfigError
 from ..model.providers import (
@@ -23,7 +23,9 @@ from ..model.providers import (
     unit_subject,
 )
 from . import naming
-from .agentconf import AgentConfig
+
+if TYPE_CHECKING:  # annotations only: the Placement reports that import this module do not parse agents' configs
+    from .agentconf import AgentConfig
 
 # the agent kinds as users know them (in warnings)
 KIND_NAMES = {naming.OVN: "OVN", naming.OVS: "Open vSwitch", naming.SRIOV: "SR-IOV"}

@@ -33,6 +33,8 @@ from minbw.errors import (
     PartialApply,
     PlacementError,
     UndefinedCode,
+    WrittenUnverified,
+    written_claim,
 )
 from minbw.model import microversions
 from minbw.model.claims import CandidateSet, Claim, Tried
@@ -135,7 +137,8 @@ def claim(
     Claim made (its ``attempts``: every Tried). Raises MicroversionUnsupported for a consumer_type Placement cannot
     take, NoValidHost (OvercommitUndone when some attempts were accepted over capacity and undone) with the per-group
     diagnosis and the attempts when nothing could be claimed, ConsumerConflict when the consumer holds allocations,
-    PartialApply when a claim was written but could not be verified or undone."""
+    WrittenUnverified (a PartialApply) when a claim was written but could not be verified, PartialApply when one
+    written over capacity could not be undone."""
     if consumer_type:
         api.require(microversions.CONSUMER_TYPES, "consumer_type")
     claim_plan = planned_claim(
@@ -247,15 +250,8 @@ def put_claim_op(
             return outcome
         try:
             excess = verify.check(api, op.allocations, capacities=capacities)
-        except PlacementError as e:  # the claim is written; say so rather than look like nothing happened
-            raise PartialApply(
-                e,
-                [op],
-                1,
-                then=f"the claim of consumer {op.consumer} is written but could not be "
-                f"verified; check its providers' usage (minbw usage show) or free it "
-                f"(minbw allocation delete --consumer {op.consumer})",
-            ) from e
+        except PlacementError as e:  # the claim is written; say so first, then why it could not be verified
+            raise WrittenUnverified(e, op, consumer=op.consumer, host=op.host) from e
         if not excess:
             return "claimed"
         try:
@@ -265,9 +261,9 @@ def put_claim_op(
                 e,
                 [op],
                 1,
-                then=f"Placement accepted the claim of consumer {op.consumer} over "
-                f"capacity ({'; '.join(map(str, excess))}) and undoing it failed; "
-                f"free it (minbw allocation delete --consumer {op.consumer})",
+                lead=f"{written_claim(op.consumer, op.host)}, accepted by Placement over capacity "
+                f"({'; '.join(map(str, excess))})",
+                then=f"undoing it failed: free it (minbw allocation delete --consumer {op.consumer})",
             ) from e
         if log is not None:
             log.append(Tried(op.host, UNDONE, excess=tuple(e.to_dict() for e in excess)))

@@ -205,6 +205,19 @@ def heal_servers(
     for server in found:
         if progress and results:
             progress("servers healed" if not check else "servers planned", len(results), len(found))
+        if getattr(server, "task_state", None):
+            # Nova is moving the server's allocations (a boot, a move, a resize: allocations handed to the
+            # migration's consumer, the target claimed after): what is read now may be a step of it, and a write
+            # planned on it would race Nova's next one. Skipped, as nova-manage placement heal_allocations skips an
+            # instance undergoing a task state transition (the soak on the mini-cloud, docs/soak.md)
+            results.append(
+                ServerHeal(
+                    server.id,
+                    server.name,
+                    error=f"Nova has a task under way on it (task_state {server.task_state}): heal it once it ends",
+                )
+            )
+            continue
         try:
             plan, ports, current = server_plan(conn, api, server, trees)
         except MinbwError as e:

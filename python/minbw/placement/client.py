@@ -57,6 +57,26 @@ def _server_error(error: PlacementError, status: int) -> str:
     return f"answered {status}" + (f" ({error.code})" if error.code else "") + f": {detail}"
 
 
+def _reread(converged: Callable[[], Any], method: str, url: str, tries: int) -> tuple[Any] | None:
+    """``converged()`` for a write whose answer was lost, as ``(answer,)`` when the write is there, else None.
+    A re-read without a usable answer is the write's failure, which may have been applied (PlacementUnavailable
+    with ``maybe_applied``), not the read's own, whose "nothing was written by this call" is about the read; an
+    error answer to the re-read (its code) is raised as it is."""
+    try:
+        done = converged()
+    except PlacementUnavailable as e:
+        raise PlacementUnavailable(
+            f"its answer was lost, and re-reading Placement to find it got no usable answer either ({e.method} "
+            f"{e.url}: {e.why})",
+            status=e.status,
+            method=method.upper(),
+            url=url,
+            tries=tries,
+            maybe_applied=True,
+        ) from e
+    return None if done is None else (done,)
+
+
 def _failure(e: Exception, timeout: float | None) -> str:
     """One line for a try that got no answer. keystoneauth raises ConnectTimeout for every timeout, the read
     timeout too (Placement took the request and did not answer in time), so its name alone misleads."""
@@ -77,9 +97,9 @@ def _provider_or_link(obj: dict) -> Any:
     return obj
 
 
-def providers_of(content: bytes) -> dict[str, Any]:
-    """A ``GET /resource_providers`` answer (its bytes) with each provider made a :class:`Provider` as soon as its
-    JSON object is decoded, its links dropped: the listing of 70,000 providers (10,000 hosts, about 40 MB of JSON)
+def providers_of(content: str | bytes) -> dict[str, Any]:
+    """A ``GET /resource_providers`` answer (its text) with each provider made a :class:`Provider` as soon as its
+    JSON object is decoded, its links dropped: the listing of 70,000 providers (10,000 hosts, about 55 MiB of JSON)
     is never held as dicts. Raises ValueError (json.JSONDecodeError) for a body that is not JSON."""
     return json.loads(content, object_hook=_provider_or_link)
 
@@ -207,11 +227,12 @@ class Placement:
         ok=(200, 201, 204),
         params: Mapping[str, Any] | None = None,
         converged: Callable[[], Any] | None = None,
-        decode: Callable[[bytes], Any] | None = None,
+        decode: Callable[[str], Any] | None = None,
     ):
         """One call through the placement proxy at ``microversion``, tried again by :attr:`retry` when no
         usable answer came; an error answer raises the PlacementError subclass of its ``errors[0].code``.
-        Returns the JSON body (None when empty), or what ``decode`` makes of a successful answer's bytes.
+        Returns the JSON body (None when empty), or what ``decode`` makes of a successful answer's text (its
+        bytes freed first).
 
         ``converged`` (writes): re-reads Placement and returns what the write's answer would have been
         when what it writes is already there, else None. It is asked before trying again a write whose
@@ -245,9 +266,9 @@ class Placement:
             if attempt > 1:
                 self._bump("retried")
                 self.sleep(self.retry.pause(attempt - 1))
-                if uncertain and converged is not None and (done := converged()) is not None:
+                if uncertain and converged is not None and (done := _reread(converged, method, url, attempt - 1)):
                     self._bump("converged")
-                    return done
+                    return done[0]
             self._bump("calls")
             if method != "get":
                 self._bump("writes")
@@ -266,14 +287,18 @@ class Placement:
                 continue
             if resp.status_code not in ok:
                 error = _error_of(resp, method=method.upper(), url=url)
-                if uncertain and converged is not None and (done := converged()) is not None:
+                if uncertain and converged is not None and (done := _reread(converged, method, url, attempt)):
                     self._bump("converged")
-                    return done
+                    return done[0]
                 error.after_lost_answer = uncertain
                 raise error
             if resp.status_code == 204 or not resp.content:
                 return None
-            return decode(resp.content) if decode is not None else resp.json()
+            if decode is None:
+                return resp.json()
+            text = resp.content.decode("utf-8")  # JSON is UTF-8 (RFC 8259)
+            del resp  # the body's bytes are freed before ``decode`` makes its objects: a listing of 70,000
+            return decode(text)  # providers is 55 MiB of JSON, which was held twice (bytes and text) while decoded
         raise PlacementUnavailable(
             why, status=status, method=method.upper(), url=url, tries=self.retry.attempts, maybe_applied=uncertain
         ) from (last if status is None else None)

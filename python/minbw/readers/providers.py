@@ -4,15 +4,17 @@ usage) and what Neutron's agents report."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from minbw.errors import ObjectNotFound
 from minbw.model.providers import SHARING_TRAIT, DesiredState, ProviderDetail, ProviderReport, snapshot
 from minbw.neutron import naming
-from minbw.neutron.agentconf import AgentConfig, config_from_report
 from minbw.placement.client import Placement
 from minbw.neutron.provider_tree import swept_agents
 from minbw.readers.placement import Reader
+
+if TYPE_CHECKING:  # imported where the agents are read: the Placement reports (usage show) do not parse them
+    from minbw.neutron.agentconf import AgentConfig
 
 
 def provider_report(
@@ -83,6 +85,8 @@ def reported_configs(conn, hosts: Iterable[str] | None = None) -> list[AgentConf
 def agent_reports(conn, hosts: Iterable[str] | None = None) -> tuple[list[AgentConfig], list[str]]:
     """One listing of Neutron's agents: what the bandwidth-reporting agents' heartbeats stand for (OVS, SR-IOV), and
     the hosts of the OVN controller agents (an ML2/OVN cloud: its bandwidth is in the chassis options, not here)."""
+    from minbw.neutron.agentconf import config_from_report
+
     hosts = set(hosts or ())
     configs, ovn_hosts = [], []
     for a in conn.network.agents():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from minbw.errors import ClaimDiffers, InvalidInput, MappingError, NoValidHost
+from minbw.errors import ClaimDiffers, InvalidInput, MappingError, NoValidHost, PlacementError
 from minbw.model.claims import Claim
 from minbw.ops import claims
 from minbw.plan.allocations import ClaimPlan, holding_difference, plan_free
@@ -114,7 +114,19 @@ def claim(cloud: Cloud, request: ClaimRequest) -> ClaimResult:
         )
     except NoValidHost as e:
         raise no_valid_host(cloud, req, segments, e, nq) from None
-    return ClaimResult(True, claims.with_host_name(api, made))
+    return ClaimResult(True, named(cloud, made))
+
+
+def named(cloud: Cloud, made: Claim) -> Claim:
+    """The claim made, with its host's name; without it when that read fails, said through ``cloud.say``: the claim
+    is written and verified, and a failed read of a name must not report it as not made (its error's "nothing was
+    written by this call" is about the read alone)."""
+    try:
+        return claims.with_host_name(cloud.placement, made)
+    except PlacementError as e:
+        if cloud.say:
+            cloud.say(f"claimed for consumer {made.consumer} on host {made.host}; its name could not be read: {e}")
+        return made
 
 
 @dataclass(frozen=True)

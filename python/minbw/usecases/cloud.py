@@ -121,14 +121,17 @@ class Cloud:
     @property
     def placement(self):
         """The Placement client (:class:`minbw.placement.client.Placement`): over Placement's connection made from
-        ``region`` alone (:func:`minbw.placement.connection.placement_connection`) when the cloud was given one and
-        :attr:`conn` is not made yet, else over :attr:`conn`."""
+        ``region`` (:func:`minbw.placement.connection.placement_connection`) when the cloud was given one, whether
+        :attr:`conn` is made or not (the region is the one it was made from: one session), else over :attr:`conn`.
+        Never through openstacksdk's placement proxy, whose version discovery, when Placement does not answer, logs
+        keystoneauth's warnings and then fails with "no supported versions" instead of the retry policy's answer
+        (the soak on the mini-cloud: ``minbw server heal`` while Placement was killed, docs/soak.md)."""
         with self._making:
             if self._placement is None:
                 from minbw.placement.client import Placement
 
                 conn = None
-                if self._region is not None and self._conn is None:
+                if self._region is not None:
                     from minbw.placement.connection import placement_connection
 
                     conn = placement_connection(self._region())

@@ -11,6 +11,7 @@
 #   cloud.sh stop-compute HOST / start-compute HOST   stop / start one nova-compute (a host failure and its return)
 #   cloud.sh restart-neutron-api  a new neutron API process (Neutron 29 doubles its segments notifier in a process
 #                            once it deleted a network: tests that need Neutron's single count start from here)
+#   cloud.sh start-api NAME     start placement, nova-api or neutron-api again after a kill -9 (the soak's heal)
 #   cloud.sh stop-placement / start-placement   stop / start the Placement API alone (an outage, and its end)
 #   cloud.sh neutron-placement 0|1  OVN variant: restart neutron-server with its placement plugin off / on
 #   cloud.sh install         only install (apt + venv); idempotent
@@ -864,6 +865,28 @@ do_start_placement() {  # the outage ends: the same Placement (its database unto
     wait_for "placement API (started again)" 60 placement http_ok "http://$IP:$PLACEMENT_PORT/"
 }
 
+do_start_api() {  # start-api NAME: an API process (placement, nova-api, neutron-api) started again after it died
+    # (the soak's heal of a kill -9: tests/support/soak/cloud.py); what is left of its process group is killed first
+    { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
+    local name=${1:-} port
+    case $name in
+        placement) port=$PLACEMENT_PORT ;;
+        nova-api) port=$NOVA_PORT ;;
+        neutron-api) port=$NEUTRON_PORT ;;
+        *) die "start-api: placement, nova-api or neutron-api, not '$name'" ;;
+    esac
+    if [ -f "$RUN/$name.pid" ]; then
+        local pid i; pid=$(cat "$RUN/$name.pid")
+        # a killed master is a zombie until its parent (init, here) reaps it: not running
+        [ "$(ps -o stat= -p "$pid" 2>/dev/null | cut -c1)" = Z ] || ! kill -0 "$pid" 2>/dev/null \
+            || die "$name is already running"
+        kill -KILL -- "-$pid" 2>/dev/null || true
+        for ((i = 0; i < 50; i++)); do { kill -0 -- "-$pid" || kill -0 "$pid"; } 2>/dev/null || break; sleep 0.2; done
+    fi
+    start_api "$name"
+    wait_for "$name (started again)" 90 "$name" http_ok "http://$IP:$port/"
+}
+
 # running_compute HOST: the cloud runs (its mode loaded) and HOST is one of its computes
 running_compute() {
     { [ -d "$RUN" ] && alive neutron-rpc; } || die "minicloud is not running"
@@ -958,6 +981,7 @@ case $cmd in
     restart-neutron-api) do_restart_neutron_api ;;
     stop-placement) do_stop_placement ;;
     start-placement) do_start_placement ;;
+    start-api) do_start_api "$@" ;;
     neutron-placement) do_neutron_placement "$@" ;;
     install) do_install ;;
     install-packages) mkdir -p "$S"; apt_install ;;

@@ -254,7 +254,6 @@ def owner(case: dict) -> dict:
     """Nova's ``request_filter._should_filter_by_owner`` for the case's ``services`` (each: cell, host, version,
     deleted, forced_down; rows of the cells' ``services`` tables), through the real
     ``objects.service.get_minimum_version_all_cells`` over the real cell mappings."""
-    import sqlalchemy
     from nova.db.main import models as main_models
     _Cells.ensure()
     table = main_models.Service.__table__

@@ -25,6 +25,8 @@
 #   PRODPLACEMENT_PATCHED=0              1: Placement with patches/placement/*.patch applied (the fix of that
 #                                        overcommit), as an overlay of the venv's placement package in
 #                                        $PRODPLACEMENT_STATE/patched (uWSGI's pythonpath); the venv is untouched
+#   PRODPLACEMENT_HARAKIRI=0             uWSGI's harakiri, seconds: the master kills a worker whose request has run
+#                                        that long (0: never, uWSGI's default); harakiri_probe.py measures it
 #   PRODPLACEMENT_DB_PORT=13406          MariaDB's port (the mini-cloud's is 13306)
 #   PRODPLACEMENT_PORT=18778             Placement's port (the mini-cloud's is 8778)
 #   PRODPLACEMENT_KEYSTONE_PORT=15400    Keystone's port (the mini-cloud's is 5000)
@@ -44,6 +46,7 @@ AUTH=${PRODPLACEMENT_AUTH:-noauth2}
 EXPIRATION=${PRODPLACEMENT_TOKEN_EXPIRATION:-3600}
 CONFLICT_RETRIES=${PRODPLACEMENT_CONFLICT_RETRIES:-10}
 PATCHED=${PRODPLACEMENT_PATCHED:-0}
+HARAKIRI=${PRODPLACEMENT_HARAKIRI:-0}
 IP=127.0.0.1
 DB_PORT=${PRODPLACEMENT_DB_PORT:-13406}
 PORT=${PRODPLACEMENT_PORT:-18778}
@@ -66,6 +69,7 @@ T=$HERE/templates  # the configuration templates (render)
 case $AUTH in noauth2|keystone) ;; *) echo "PRODPLACEMENT_AUTH must be noauth2 or keystone, got '$AUTH'" >&2; exit 2;; esac
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_WORKERS must be a positive number, got '$WORKERS'" >&2; exit 2; }
 case $PATCHED in 0|1) ;; *) echo "PRODPLACEMENT_PATCHED must be 0 or 1, got '$PATCHED'" >&2; exit 2;; esac
+case $HARAKIRI in ''|*[!0-9]*) echo "PRODPLACEMENT_HARAKIRI must be whole seconds (0: none), got '$HARAKIRI'" >&2; exit 2;; esac
 [[ $CONFLICT_RETRIES =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_CONFLICT_RETRIES must be a positive number, got '$CONFLICT_RETRIES'" >&2; exit 2; }
 [[ $EXPIRATION =~ ^[1-9][0-9]*$ ]] || { echo "PRODPLACEMENT_TOKEN_EXPIRATION must be seconds (> 0), got '$EXPIRATION'" >&2; exit 2; }
 for p in "$DB_PORT" "$PORT" "$KS_PORT"; do
@@ -99,6 +103,9 @@ write_configs() {
     if [ "$PATCHED" = 1 ]; then
         patched_overlay
         echo "pythonpath = $S/patched" >>"$ETC/uwsgi-placement.ini"
+    fi
+    if [ "$HARAKIRI" != 0 ]; then
+        printf 'harakiri = %s\nharakiri-verbose = true\n' "$HARAKIRI" >>"$ETC/uwsgi-placement.ini"
     fi
 
     [ "$AUTH" = keystone ] || return 0

@@ -3,7 +3,7 @@
 ``count_orphans(db_url)`` is the Galera suite's (tests/support/galera/orphans.py: consumers without allocations,
 allocations whose consumer has no record), its SQL and connection arguments too.
 ``over_capacity(db_url)``: every (provider, class) whose allocations exceed (total - reserved) * allocation_ratio.
-``providers(db_url)``: how many resource providers there are.
+``providers(db_url)``: how many resource providers there are; ``consumers(db_url)``: those holding allocations.
 
 pymysql is Placement's own driver: it is in the cloud's venv (.venv-cloud), not in .venv; run as a script there,
 ``python orphans.py DB_URL INTERVAL``, it samples all three every INTERVAL seconds, one JSON line each, until its
@@ -59,6 +59,11 @@ def _one(db_url: str, sql: str):
 
 def over_capacity(db_url: str) -> list[tuple[str, int, int, float]]:
     return [(r[0], int(r[1]), int(r[2]), float(r[3])) for r in _one(db_url, OVER_SQL)]
+
+
+def consumers(db_url: str) -> list[str]:
+    """Every consumer that holds allocations (the cloud topology's owner check)."""
+    return sorted(r[0] for r in _one(db_url, "SELECT DISTINCT consumer_id FROM allocations"))
 
 
 def providers(db_url: str) -> int:

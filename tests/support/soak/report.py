@@ -41,7 +41,8 @@ def build(result: dict, ops: list[dict]) -> dict:
     quiet_until = min(result["quiet_until"], first_fault)
     by_kind: dict[str, dict] = {}
     for o in ops:
-        k = by_kind.setdefault(o["kind"], {"succeeded": 0, "refused": 0, "failed": 0, "causes": Counter(),
+        k = by_kind.setdefault(o["kind"], {"succeeded": 0, "refused": 0, "written-unverified": 0, "failed": 0,
+                                           "causes": Counter(),
                                            "latency": {"quiet": [], "faults": [], "between": []}})
         k[o["outcome"]] += 1
         if o["outcome"] != "succeeded":
@@ -49,7 +50,8 @@ def build(result: dict, ops: list[dict]) -> dict:
         k["latency"][phase(o, spans, quiet_until)].append(o["end"] - o["start"])
     operations = {}
     for kind, k in sorted(by_kind.items()):
-        operations[kind] = {"succeeded": k["succeeded"], "refused": k["refused"], "failed": k["failed"],
+        operations[kind] = {"succeeded": k["succeeded"], "refused": k["refused"],
+                            "written_unverified": k["written-unverified"], "failed": k["failed"],
                             "causes": dict(k["causes"].most_common(8)),
                             "latency": {ph: {"n": len(v), "p50": _r(percentile(v, 50)), "p99": _r(percentile(v, 99))}
                                         for ph, v in k["latency"].items()}}
@@ -77,11 +79,11 @@ def table(rep: dict) -> str:
              "| fault | injected | healed |", "| --- | --- | --- |"]
     for k, v in rep["faults_by_kind"].items():
         lines.append(f"| {k} | {v['injected']} | {v['healed']} |")
-    lines += ["", "| operation | succeeded | refused | failed | p50 / p99 ms quiet | p50 / p99 ms under faults |",
-              "| --- | --- | --- | --- | --- | --- |"]
+    lines += ["", "| operation | succeeded | refused | written, not verified | failed | p50 / p99 ms quiet "
+                  "| p50 / p99 ms under faults |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for k, v in rep["operations"].items():
         q, f = v["latency"]["quiet"], v["latency"]["faults"]
-        lines.append(f"| {k} | {v['succeeded']} | {v['refused']} | {v['failed']} | "
+        lines.append(f"| {k} | {v['succeeded']} | {v['refused']} | {v.get('written_unverified', 0)} | {v['failed']} | "
                      f"{_ms(q['p50'])} / {_ms(q['p99'])} (n {q['n']}) | {_ms(f['p50'])} / {_ms(f['p99'])} (n {f['n']}) |")
     lines += ["", "| invariant | checked | violations |", "| --- | --- | --- |"]
     for k, v in rep["invariants"].items():
@@ -123,7 +125,7 @@ def plot(rep: dict, ops: list[dict], path: Path) -> None:
         ax.axvspan(f["start"], f.get("end", f["start"]), alpha=0.18,
                    color=colours(3 + fault_kinds.index(f["kind"]) % 7), lw=0)
         ax.text(f["start"], 1.02, f["kind"], rotation=60, fontsize=6, transform=ax.get_xaxis_transform())
-    marks = {"succeeded": "o", "refused": "s", "failed": "x"}
+    marks = {"succeeded": "o", "refused": "s", "written-unverified": "d", "failed": "x"}
     for i, kind in enumerate(kinds):
         for outcome, m in marks.items():
             xs = [o["start"] for o in ops if o["kind"] == kind and o["outcome"] == outcome]

@@ -21,29 +21,30 @@ import sys
 import threading
 import time
 import traceback
-import urllib.request
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tests.support.soak import report as reportlib
+from tests.support.soak import samplers
+from tests.support.soak.cloud import CLOUD_HOLD
 from tests.support.soak.faults import FaultNotHealed, Injected
+from tests.support.soak.judges import (CLAIM_KBPS, cloud_invariants, exporter_end_check, exporter_values, invariants,
+                                       held_claims, judge_claims_and_frees, judge_cloud, judge_failures,
+                                       rss_check)
+from tests.support.soak.samplers import CLIENT_TIMEOUT, cpu_seconds
 from tests.support.soak.workload import (ROOT_INVENTORY, claim_host_ini, fleet_host, fleet_ini)
 
 ROOT = Path(__file__).resolve().parents[3]
-EGR, IGR = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
-BANDWIDTH = dict.fromkeys((EGR, IGR))  # the classes usages_of sums (as a provider's inventories name them)
-CLAIM_KBPS = 1000
 MINBW = str(Path(sys.executable).parent / "minbw")  # the command line as users run it
-OVER_AFTER = 15.0     # seconds a provider may stay over capacity while the claim that overfilled it undoes itself
-ORPHAN_AFTER = 5.0    # seconds a consumer may stay without allocations while its claim writes them
-CLIENT_TIMEOUT = 5.0   # every minbw process's Placement timeout (MINBW_PLACEMENT_TIMEOUT): pauses outlast it
+CLOUD_HOSTS = 200   # the cloud topology's fleet by default: what the mini-cloud's Placement (keystone auth) bears
 
 # hold: seconds a fault stays before heal (a pause outlasts the client's timeout; a kill: the time until the
 # supervisor starts the process again)
 HOLD = {"kill_placement_master": (1.0, 4.0), "kill_placement_worker": (0.5, 2.0), "pause_placement": (6.0, 10.0),
         "pause_placement_worker": (6.0, 10.0), "kill_mariadb": (1.0, 4.0), "pause_mariadb": (6.0, 10.0),
         "slow_placement": (6.0, 12.0), "fill_mariadb_disk": (4.0, 8.0)}
+HOLD.update(CLOUD_HOLD)
 DEFAULT_HOLD = (2.0, 8.0)
 
 
@@ -89,22 +90,7 @@ class Config:
     interval: float = 0.0     # the exporter's collection interval; 0: 3 s up to 100 hosts, else 15 s
     sync_pause: float = 2.0
     datadir_mb: int = 200
-
-
-@dataclass
-class Invariant:
-    name: str
-    what: str
-    checked: int = 0
-    violations: int = 0
-    examples: list[str] = field(default_factory=list)
-
-    def check(self, ok: bool, example: str = "") -> None:
-        self.checked += 1
-        if not ok:
-            self.violations += 1
-            if len(self.examples) < 5:
-                self.examples.append(example)
+    servers: int = 2            # cloud: servers at most at once
 
 
 class Soak:
@@ -134,23 +120,12 @@ class Soak:
         self.unjudged = 0
         self.orphans_seen: set[str] = set()
         self.t0 = 0.0
-        self.inv = {i.name: i for i in [
-            Invariant("no_overcapacity", "no provider over its capacity at the end, nor at any sample for "
-                      f"{OVER_AFTER:.0f} s (SQL over Placement's database; a moment over it: transient_overcapacity)"),
-            Invariant("claims_present", "every claim minbw reported as made (and not freed) is present, its bandwidth whole"),
-            Invariant("frees_gone", "every free minbw reported as done is gone"),
-            Invariant("failed_claims_left_nothing", "a claim reported as not made (refused or failed) left nothing"),
-            Invariant("no_orphans", "no consumer without allocations, no allocation without consumer (samples and end)"),
-            Invariant("no_duplicate_provider", "the provider count stays what the syncs made (no duplicate, none lost)"),
-            Invariant("sync_converges", "after the faults, the next sync succeeds and a check with no cache plans no write"),
-            Invariant("exporter_equals_placement", "each scrape's used bandwidth equals a direct read of Placement "
-                      "within one collection cycle (claim hosts' bridges, all along; every provider, at the end)"),
-            Invariant("one_line_failures", "every failure a tool printed is one line naming the cause, no traceback"),
-            Invariant("no_process_leaked", "after each heal and at the end, the topology's processes are exactly "
-                      "its own, and none of the soak's is left"),
-            Invariant("exporter_rss_bounded", "the exporter's RSS at the end within 1.25x + 16 MB of the quiet phase's"),
-            Invariant("faults_healed", "every fault injected was healed: its target serves again"),
-        ]}
+        self.inv = invariants()
+        # the claims' physnet: the cloud's computes have br-test on physnet0 (the servers' ports): the claim hosts
+        # there are on a physnet of their own, so the claimers and Nova do not take each other's bandwidth
+        self.claim_physnet = "physnet7" if cfg.topology == "cloud" else "physnet0"
+        # where Nova runs, the soak's hosts are none of its computes: their roots are the sync's (a demo's way)
+        self.not_nova = ("--ignore-nova-compute",) if cfg.topology == "cloud" else ()
 
     def log(self, msg: str) -> None:
         t = time.monotonic() - self.t0 if self.t0 else 0.0
@@ -166,7 +141,14 @@ class Soak:
         tests/support/galera/faults.py (the same interface: tests/support/soak/faults.py). Beyond the interface, an
         injector may offer supervise() (start again what died outside a fault), serving_processes() and
         expected_processes() (the leak check after each heal), close() and restarts; the runner uses those it has."""
-        if self.cfg.topology == "galera":
+        if self.cfg.topology == "cloud":
+            from tests.support.soak import cloud
+            self.server = cloud.MiniCloudTopology()
+            self.log(f"adopting {self.server.describe()} at {self.server.state_dir}")
+            self.server.start()
+            self.faults = cloud.CloudFaults(self.server, log=self.log)
+            self.inv.update(cloud_invariants())
+        elif self.cfg.topology == "galera":
             from tests.support.galera.server import GaleraPlacement
             try:
                 from tests.support.galera import faults as galera_faults
@@ -211,18 +193,22 @@ class Soak:
         claimdir.mkdir(exist_ok=True)
         self.claim_hosts = [f"soak-claim-{i}" for i in range(cfg.claim_hosts)]
         for h in self.claim_hosts:
-            (claimdir / f"{h}.ini").write_text(claim_host_ini(h, CLAIM_KBPS * cfg.claims_per_host))
+            (claimdir / f"{h}.ini").write_text(claim_host_ini(h, CLAIM_KBPS * cfg.claims_per_host,
+                                                               self.claim_physnet))
         self.cache = self.out / "sync-cache.json"
+        # the providers there before the soak's (the cloud's own: its computes, agents and bridges)
+        self.base_providers = len(self.api().list_providers())
         t = time.monotonic()
         for what, files, cache in (("claim hosts", sorted(claimdir.glob("*.ini")), ["--no-cache"]),
                                    ("fleet", sorted(self.fleet.glob("*.ini")), ["--cache", str(self.cache)])):
             r = self.minbw("provider", "sync", "--agent-config", *map(str, files), "--create-root", *ROOT_INVENTORY,
+                           *self.not_nova,
                            *cache, "--workers", "8", "-f", "value", "-c", "step")
             if r.returncode != 0:
                 raise RuntimeError(f"the first sync of the {what} failed ({r.returncode}): {r.stderr[-2000:]}")
         api = self.api()
         self.claim_bridges = {p.uuid: p.name for p in api.list_providers() if p.name.endswith(":br-phys0")}
-        self.expected_providers = 3 * (cfg.hosts + cfg.claim_hosts)
+        self.expected_providers = self.base_providers + 3 * (cfg.hosts + cfg.claim_hosts)
         self.log(f"{cfg.hosts} fleet hosts and {cfg.claim_hosts} claim hosts synced in {time.monotonic() - t:.1f} s "
                  f"({self.expected_providers} providers)")
 
@@ -242,7 +228,7 @@ class Soak:
 
     def start_workload(self) -> None:
         cfg = self.cfg
-        qos = f"min_bw:egress:{CLAIM_KBPS},min_bw:ingress:{CLAIM_KBPS},physnet=physnet0"
+        qos = f"min_bw:egress:{CLAIM_KBPS},min_bw:ingress:{CLAIM_KBPS},physnet={self.claim_physnet}"
         for i in range(cfg.claimers):
             ledger = self.out / f"ops-claimer-{i}.jsonl"
             self.ledgers.append(ledger)
@@ -256,9 +242,18 @@ class Soak:
         self.spawn("syncer", [sys.executable, "-m", "tests.support.soak.workload", "syncer", "--ledger", str(ledger),
                               "--stop", str(self.stopfile), "--seed", str(cfg.seed * 100 + 99),
                               "--cloud", self.server.cloud, "--fleet", str(self.fleet), "--cache", str(self.cache),
-                              "--pause", str(cfg.sync_pause), "--go", str(self.gofile)])
+                              "--pause", str(cfg.sync_pause), "--go", str(self.gofile), *self.not_nova])
         deadline = time.monotonic() + 180
-        while len(list(self.out.glob("go.*.ready"))) < cfg.claimers + 1:
+        if cfg.topology == "cloud":
+            for role in ("servers", "auditor"):
+                ledger = self.out / f"ops-{role}.jsonl"
+                self.ledgers.append(ledger)
+                self.spawn(role, [sys.executable, "-m", "tests.support.soak.cloudwork", role, "--ledger", str(ledger),
+                                  "--stop", str(self.stopfile), "--seed", str(cfg.seed), "--cloud", self.server.cloud,
+                                  "--max", str(cfg.servers), "--pause", "1" if role == "servers" else "4",
+                                  "--go", str(self.gofile)])
+        roles = cfg.claimers + 1 + (2 if cfg.topology == "cloud" else 0)
+        while len(list(self.out.glob("go.*.ready"))) < roles:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
                 raise RuntimeError("the workload's processes did not start (see claimer-*.err, syncer.err)")
             time.sleep(0.2)
@@ -289,129 +284,19 @@ class Soak:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def start_threads(self) -> None:
-        for target in (self._probe_reader, self._direct_reader, self._scraper, self._rss_sampler, self._supervisor):
-            threading.Thread(target=self._guard(target), daemon=True, name=target.__name__).start()
+        for target in samplers.SAMPLERS:
+            threading.Thread(target=self._guard(target, self), daemon=True, name=target.__name__).start()
 
-    def _guard(self, fn):
+    def _guard(self, fn, *args):
         def run():
             try:
-                fn()
+                fn(*args)
             except Exception:
                 self.log(f"{fn.__name__} died: {traceback.format_exc()}")
         return run
 
-    def _probe_reader(self) -> None:
-        assert self.probe.stdout is not None
-        for line in self.probe.stdout:
-            s = json.loads(line)
-            s["t"] -= self.t0
-            self.samples.append(s)
-            if not s["ok"]:
-                continue
-            # stock Placement accepts concurrent claims over capacity (docs/placement-overcommit.md); minbw's
-            # verified claim undoes its own write then. Over capacity for a moment is counted (transient); still over
-            # OVER_AFTER seconds later is a violation (each provider and class once)
-            now_over = {(name, rc): (used, cap) for name, rc, used, cap in s["over"]}
-            new, stuck = lasting(self.over_since, self.over_seen, now_over, s["t"], OVER_AFTER)
-            self.transient_over += new
-            self.inv["no_overcapacity"].check(not stuck, f"{s['t']:.1f}s over capacity for {OVER_AFTER} s: "
-                                                         + "; ".join(f"{n} class {rc}: used {now_over[(n, rc)][0]} > "
-                                                                     f"{now_over[(n, rc)][1]}" for n, rc in stuck))
-            # a consumer without allocations for a moment is a claim between its two transactions; one still
-            # without them ORPHAN_AFTER seconds later is an orphan (each counted once)
-            _, old = lasting(self.empty_since, self.orphans_seen, set(s["empty_consumers"]), s["t"], ORPHAN_AFTER)
-            a, b = s["orphans"]
-            self.inv["no_orphans"].check(not old and b == 0, f"{s['t']:.1f}s consumers without allocations for "
-                                                             f"{ORPHAN_AFTER} s: {old}; {b} allocations without consumer")
-            self.inv["no_duplicate_provider"].check(s["providers"] == self.expected_providers,
-                                                    f"{s['t']:.1f}s {s['providers']} providers, "
-                                                    f"{self.expected_providers} expected")
-
-    def _direct_reader(self) -> None:
-        """The claim hosts' bridges' usages read directly, every 0.5 s (what the scrapes are judged against), with
-        the provider's generation: their allocations (``GET .../allocations``, one read at one generation) summed."""
-        from minbw.model.providers import usages_of
-
-        api = self.api()
-        while not self.quit.is_set():
-            t = time.monotonic()
-            try:
-                got = {u: api.provider_allocations(u, with_generation=True) for u in self.claim_bridges}
-                used = {u: usages_of(BANDWIDTH, b["allocations"]) for u, b in got.items()}
-                self.direct.append((t, time.monotonic(), {u: (used[u][EGR], used[u][IGR],
-                                                              got[u]["resource_provider_generation"])
-                                                          for u in got}))
-            except Exception:
-                pass
-            self.quit.wait(0.25)
-
     def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.exporter_port}/metrics", timeout=CLIENT_TIMEOUT) as r:
-            return r.read().decode()
-
-    def _scraper(self) -> None:
-        """A Prometheus scraping every second; each scrape's used bandwidth of the claim hosts judged against the
-        direct reads of the collection's window (when Placement answered them)."""
-        ledger = open(self.out / "ops-scraper.jsonl", "w", buffering=1)
-        self.ledgers.append(self.out / "ops-scraper.jsonl")
-        while not self.quit.is_set():
-            t = time.monotonic()
-            try:
-                text = self.scrape()
-                entry = {"kind": "scrape", "start": t, "end": time.monotonic(), "outcome": "succeeded", "cause": ""}
-                self._judge(text, t)
-            except Exception as e:
-                entry = {"kind": "scrape", "start": t, "end": time.monotonic(), "outcome": "failed",
-                         "cause": f"{type(e).__name__}: {e}"}
-            ledger.write(json.dumps(entry) + "\n")
-            self.quit.wait(1.0)
-
-    def _judge(self, text: str, t: float) -> None:
-        values, age = exporter_values(text)
-        duration = exporter_values(text, "minbw_collection_duration_seconds", scalar=True)
-        if age is None or duration is None:
-            return   # no collection yet
-        mine = {n: v for n, v in values.items() if n[0] in self.claim_bridges.values()}
-        if not mine:
-            return
-        # the collection read each provider at a moment of [started, ended]. Judged where Placement held one value
-        # all through it: a direct read ended before it started, one started after it ended, and every direct read
-        # from the one to the other saw the same provider generation (equal values alone are not enough: a free
-        # and a claim between two reads leave the value as it was, and a collection between them read the other).
-        # Then the scrape must show that value. A collection during which the provider changed is not judged
-        # (counted in the report).
-        ended = t - age
-        started = ended - duration
-        reads = list(self.direct)
-        before = [d for d in reads if d[1] <= started]
-        after = [d for d in reads if d[0] >= ended]
-        if not before or not after:
-            self.unjudged += 1
-            return
-        window = [d for d in reads if before[-1][0] <= d[0] and d[1] <= after[0][1]]
-        for u, name in self.claim_bridges.items():
-            for i, d in enumerate(("egress", "ingress")):
-                seen = {r[2][u][i] * 1000 for r in window}
-                if len(seen) != 1 or len({r[2][u][2] for r in window}) != 1:
-                    self.unjudged += 1
-                    continue
-                (held,) = seen
-                got = mine.get((name, d))
-                self.inv["exporter_equals_placement"].check(
-                    got == held, f"{t - self.t0:.1f}s scrape (collection {started - self.t0:.1f}-{ended - self.t0:.1f}s):"
-                                 f" {name} {d} {got}, Placement held {held} all through it ({len(window)} reads)")
-
-    def _supervisor(self) -> None:
-        if not hasattr(self.faults, "supervise"):
-            return
-        while not self.quit.is_set():
-            self.faults.supervise()
-            self.quit.wait(1.0)
-
-    def _rss_sampler(self) -> None:
-        while not self.quit.is_set():
-            self.rss.append((self.now(), group_rss_kb(self.exporter.pid)))
-            self.quit.wait(1.0)
+        return samplers.scrape(self.exporter_port)
 
     # ------------------------------------------------------------ the faults
     def run_faults(self, plan: list[Planned]) -> None:
@@ -455,9 +340,9 @@ class Soak:
     def stop_workload(self) -> None:
         self.stopfile.touch()
         for p in self.procs:
-            if getattr(p, "soak_name", "").startswith(("claimer", "syncer")):
+            if getattr(p, "soak_name", "").startswith(("claimer", "syncer", "servers", "auditor")):
                 try:
-                    p.wait(120)
+                    p.wait(240 if p.soak_name == "servers" else 120)
                 except subprocess.TimeoutExpired:
                     self.log(f"{p.soak_name} did not stop in 120 s: killed")
                     os.killpg(p.pid, 9)
@@ -467,81 +352,62 @@ class Soak:
         end: dict = {}
         api = self.api()
         # each claim's and free's last outcome, per consumer
-        last: dict[str, dict] = {}
-        for o in sorted((o for o in ops if o["kind"] in ("claim", "free")), key=lambda o: o["start"]):
-            last[o["consumer"]] = o
-        for consumer, o in last.items():
-            allocs = api.get_allocations(consumer)["allocations"]
-            egr = sum(a["resources"].get(EGR, 0) for a in allocs.values())
-            if o["kind"] == "claim" and o["outcome"] == "succeeded":
-                self.inv["claims_present"].check(egr == CLAIM_KBPS, f"claim {consumer} reported made: {egr} kbps present")
-            elif o["kind"] == "claim":
-                self.inv["failed_claims_left_nothing"].check(not allocs, f"claim {consumer} {o['outcome']} "
-                                                                         f"({o['cause']}) left {allocs}")
-            elif o["outcome"] == "succeeded":
-                found = {True: "it freed allocations", False: "it found none to free"}.get(o.get("changed"), "")
-                self.inv["frees_gone"].check(not allocs, f"free {consumer} reported done ({found}): {allocs} left")
-            # a free that failed last: either state is right; it is freed below
+        judge_claims_and_frees(self, api, ops)
+        if self.cfg.topology == "cloud":
+            end["cloud"] = judge_cloud(self, api, ops, self.db("consumers"))
         # the sync converges on its next run, and a check that trusts no cache plans nothing
         files = sorted(map(str, self.fleet.glob("*.ini")))
         t = time.monotonic()
         r = self.minbw("provider", "sync", "--agent-config", *files, "--create-root", *ROOT_INVENTORY,
-                       "--cache", str(self.cache), "-f", "value", "-c", "step")
+                       *self.not_nova, "--cache", str(self.cache), "-f", "value", "-c", "step")
         end["convergence_sync"] = {"rc": r.returncode, "seconds": round(time.monotonic() - t, 1),
                                    "stderr": r.stderr.strip()[-500:]}
         self.inv["sync_converges"].check(r.returncode == 0, f"the sync after the faults: exit {r.returncode}: "
                                                             f"{r.stderr.strip()[-300:]}")
-        r = self.minbw("provider", "sync", "--agent-config", *files, "--create-root", *ROOT_INVENTORY, "--no-cache",
+        r = self.minbw("provider", "sync", "--agent-config", *files, "--create-root", *ROOT_INVENTORY,
+                       *self.not_nova, "--no-cache",
                        "--dry-run", "--json")
         writes = json.loads(r.stdout)["writes"] if r.returncode == 0 else None
         end["check_writes"] = writes
         self.inv["sync_converges"].check(writes == 0, f"a sync with no cache then plans {writes} writes "
                                                       f"(exit {r.returncode}: {r.stderr.strip()[-300:]})")
         # orphans and providers once more, quiet
-        sys.path.insert(0, str(ROOT / "tests/support/soak"))
-        final = json.loads(subprocess.run([str(ROOT / ".venv-cloud/bin/python"), "-c",
-                                           "import json,sys; sys.path.insert(0, sys.argv[2]); import orphans; "
-                                           "print(json.dumps(orphans.sample(sys.argv[1])))",
-                                           self.db_url, str(ROOT / "tests/support/soak")],
-                                          capture_output=True, text=True, check=True).stdout)
+        final = self.db("sample")
         end["final_sample"] = final
         self.inv["no_overcapacity"].check(final["ok"] and not final["over"], f"at the end: {final}")
         self.inv["no_orphans"].check(final["ok"] and final["orphans"] == [0, 0], f"at the end: {final}")
         self.inv["no_duplicate_provider"].check(final["ok"] and final["providers"] == self.expected_providers,
                                                 f"at the end: {final.get('providers')} of {self.expected_providers}")
-        end["exporter_end"] = self.exporter_end_check(api)
+        end["exporter_end"] = exporter_end_check(self, api)
         return end
 
-    def exporter_end_check(self, api) -> dict:
-        """Once writes stopped: within one collection cycle (plus its own duration), a scrape equals a direct read of
-        every bandwidth provider's inventory and usage."""
-        bridges = {p.uuid: p.name for p in api.list_providers() if ":br-" in p.name}
-        deadline = time.monotonic() + 2 * self.cfg.interval + 30
-        t = time.monotonic()
-        diff: list = []
-        while True:
-            usages = api.usages_of(list(bridges), readers=8)
-            invs = {u: api.get_inventories(u)[0] for u in bridges}
-            want = {}
-            for u, name in bridges.items():
-                for rc, d in ((EGR, "egress"), (IGR, "ingress")):
-                    want[(name, d)] = (invs[u][rc]["total"] * 1000, usages[u].get(rc, 0) * 1000)
-            try:
-                got_used, _ = exporter_values(self.scrape())
-                got_inv, _ = exporter_values(self.scrape(), "minbw_bandwidth_inventory_bits_per_second")
-            except OSError as e:
-                got_used, got_inv = {}, {}
-                diff = [f"scrape failed: {e}"]
-            have = {k: (got_inv.get(k), got_used.get(k)) for k in want}
-            diff = [f"{k}: exporter {have[k]}, Placement {want[k]}" for k in want if have[k] != want[k]]
-            diff += [f"{k}: exporter only" for k in got_used if k not in want]
-            if not diff or time.monotonic() > deadline:
-                break
-            time.sleep(1.0)
-        took = round(time.monotonic() - t, 1)
-        self.inv["exporter_equals_placement"].check(not diff, f"at the end, after {took} s: {len(diff)} differ: "
-                                                              f"{diff[:3]}")
-        return {"providers": len(bridges), "seconds_to_equal": took, "differences": len(diff)}
+    def db(self, what: str):
+        """tests/support/soak/orphans.py's ``what`` (sample, consumers) over Placement's database, in .venv-cloud
+        (its pymysql)."""
+        return json.loads(subprocess.run([str(ROOT / ".venv-cloud/bin/python"), "-c",
+                                          "import json,sys; sys.path.insert(0, sys.argv[2]); import orphans; "
+                                          f"print(json.dumps(orphans.{what}(sys.argv[1])))",
+                                          self.db_url, str(ROOT / "tests/support/soak")],
+                                         capture_output=True, text=True, check=True).stdout)
+
+    def cleanup_cloud(self) -> None:
+        """On a cloud the soak adopted: its servers, ports, network, policy, flavors and image, the claims' allocations
+        and the providers its syncs made (children first) gone."""
+        from tests.support.soak import cloudwork
+        try:
+            gone = cloudwork.cleanup(self.server.connect())
+            ops = reportlib.read_ledgers(self.ledgers, self.t0)
+            # the claims held, and those that failed (a write whose outcome the claim did not learn may have stayed)
+            failed = {o["consumer"] for o in ops if o["kind"] == "claim" and o["outcome"] == "failed"}
+            for c in sorted(held_claims(ops) | failed):
+                self.minbw("allocation", "delete", "--consumer", c)
+            api = self.api()
+            mine = [p for p in api.list_providers() if p.name.startswith(("soak-fleet-", "soak-claim-"))]
+            for p in sorted(mine, key=lambda p: -p.name.count(":")):
+                api.delete_provider(p.uuid)
+            self.log(f"the cloud cleaned: {gone}, {len(mine)} providers deleted")
+        except Exception as e:
+            self.log(f"cleaning the cloud failed: {type(e).__name__}: {e}")
 
     def teardown(self) -> list[str]:
         """Everything the soak started, stopped; returns what was still running after."""
@@ -572,12 +438,14 @@ class Soak:
             # the topology's CPU seconds (its processes alive at the end: those a fault killed are not counted)
             self.topology_cpu = round(sum(cpu_seconds(pid) for pid in self.faults.serving_processes()), 1)
         if hasattr(self, "server"):
+            if self.cfg.topology == "cloud":
+                self.cleanup_cloud()   # the cloud stays (its starter's): what the soak made goes
             self.server.stop()
             if hasattr(getattr(self, "faults", None), "close"):
                 self.faults.close()
         time.sleep(0.5)
         left = [f"{p.soak_name} {p.pid}" for p in self.procs if p.poll() is None]
-        if hasattr(getattr(self, "faults", None), "serving_processes"):
+        if hasattr(getattr(self, "faults", None), "serving_processes") and self.cfg.topology != "cloud":
             left += [f"topology process {pid}" for pid in self.faults.serving_processes()]
         return left
 
@@ -617,19 +485,14 @@ class Soak:
             ops = reportlib.read_ledgers(self.ledgers, self.t0)
             self.quit.set()
             time.sleep(1.2)
-            for o in ops:
-                if o["outcome"] != "succeeded" and o["kind"] != "scrape":
-                    self.inv["one_line_failures"].check(o["stderr_lines"] == 1 and not o["traceback"]
-                                                        and o["cause"].startswith("minbw: error: "),
-                                                        f"{o['kind']} exit {o['rc']}: {o['stderr_lines']} lines, "
-                                                        f"first: {o['cause']!r}")
+            judge_failures(self, ops)
             self.log("end checks")
             result["end"] = self.end_checks(ops)
             self.log("end checks done")
             exporter_err = (self.out / "exporter.err").read_text(errors="replace")
             self.inv["one_line_failures"].check("Traceback" not in exporter_err,
                                                 "the exporter printed a traceback (exporter.err)")
-            self._rss_check(quiet)
+            rss_check(self, quiet)
         finally:
             left = self.teardown()
         self.inv["no_process_leaked"].check(not left, f"still running after the teardown: {left}")
@@ -647,84 +510,18 @@ class Soak:
                       samples=len(self.samples), scrapes_unjudged=self.unjudged,
                       topology_cpu_s=getattr(self, "topology_cpu", None),
                       transient_overcapacity=self.transient_over,
-                      not_run={"audit": "needs Nova and Neutron: not on a Placement-only topology",
+                      not_run={} if cfg.topology == "cloud" else {
+                               "audit": "needs Nova and Neutron: not on a Placement-only topology",
                                "server heal": "needs Nova and Neutron: not on a Placement-only topology",
                                "server moves": "the mini-cloud only: not in this soak"})
         rep = reportlib.build(result, ops)
         reportlib.write(rep, ops, self.out)
         return rep
 
-    def _rss_check(self, quiet: float) -> None:
-        base = [kb for t, kb in self.rss if t <= quiet and kb]
-        last = [kb for t, kb in self.rss if t >= self.cfg.seconds * 0.8 and kb]
-        if base and last:
-            bound = max(base) * 1.25 + 16 * 1024
-            self.inv["exporter_rss_bounded"].check(max(last) <= bound, f"RSS {max(last) // 1024} MB at the end, "
-                                                                       f"bound {bound // 1024:.0f} MB")
-        else:
-            self.inv["exporter_rss_bounded"].check(False, f"too few RSS samples ({len(self.rss)})")
-
 
 def _jsonable(d: dict) -> dict:
     return {k: (str(v) if isinstance(v, Path) else v) for k, v in d.items()}
 
-
-def lasting(since: dict, seen: set, now, t: float, after: float) -> tuple[int, list]:
-    """A condition sampled at ``t`` (``now``: the keys it holds for), each key's first sample kept in ``since`` (a key
-    gone from a sample is forgotten): how many keys are new at this sample, and the keys held ``after`` seconds or
-    more that ``seen`` lacks (added to it: each is reported once)."""
-    new = 0
-    for k in now:
-        if k not in since:
-            since[k] = t
-            new += 1
-    for k in list(since):
-        if k not in now:
-            del since[k]
-    stuck = [k for k, first in since.items() if t - first >= after and k not in seen]
-    seen.update(stuck)
-    return new, stuck
-
-
-def exporter_values(text: str, family: str = "minbw_bandwidth_used_bits_per_second", scalar: bool = False):
-    """{(provider, direction): value} of one metric family of a scrape, and its collection's age (None: none yet);
-    ``scalar``: the one value of an unlabelled family (None: absent)."""
-    from prometheus_client.parser import text_string_to_metric_families
-    values, age = {}, None
-    for fam in text_string_to_metric_families(text):
-        for s in fam.samples:
-            if s.name == family:
-                if scalar:
-                    return s.value
-                values[(s.labels["provider"], s.labels["direction"])] = s.value
-            elif s.name == "minbw_collection_age_seconds":
-                age = s.value
-    return None if scalar else (values, age)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of a process (its waited-for children's included)."""
-    try:
-        f = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()
-    except (FileNotFoundError, IndexError):
-        return 0.0
-    return sum(int(x) for x in f[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def group_rss_kb(pgid: int) -> int:
-    total = 0
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = d.joinpath("stat").read_text().split(") ", 1)[1].split()
-            if int(stat[2]) == pgid:
-                for line in d.joinpath("status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1])
-        except (FileNotFoundError, IndexError, ProcessLookupError):
-            pass
-    return total
 
 
 def in_namespace(argv: list[str]) -> int:
@@ -739,25 +536,31 @@ def in_namespace(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(prog="soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--topology", choices=["prod", "galera"], default="prod")
+    p.add_argument("--topology", choices=["prod", "galera", "cloud"], default="prod",
+                   help="cloud: the running mini-cloud MINICLOUD_STATE names (default .state/minicloud; "
+                        "make soak SOAK_TOPOLOGY=cloud starts one)")
     p.add_argument("--seconds", type=float, default=float(os.environ.get("SOAK_S", 600)))
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--hosts", type=int, default=1000, help="the fleet the syncs keep (default 1000)")
+    p.add_argument("--hosts", type=int, default=None,
+                   help=f"the fleet the syncs keep (default 1000; the cloud's Placement: {CLOUD_HOSTS})")
+    p.add_argument("--servers", type=int, default=2, help="cloud: servers at most at once (default 2)")
     p.add_argument("--claimers", type=int, default=2)
     p.add_argument("--workers", type=int, default=4, help="Placement's uWSGI workers")
     p.add_argument("--netns", action="store_true", help="run in a network and mount namespace of its own (root)")
     args = p.parse_args(argv)
-    if args.seconds <= 0 or args.hosts < 1 or args.claimers < 1:
-        p.error("--seconds, --hosts and --claimers must be positive")
+    if args.hosts is None:
+        args.hosts = CLOUD_HOSTS if args.topology == "cloud" else 1000
+    if args.seconds <= 0 or args.hosts < 1 or args.claimers < 1 or args.servers < 1:
+        p.error("--seconds, --hosts, --claimers and --servers must be positive")
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
     out = args.out or ROOT / ".state" / "soak" / f"{args.topology}-{seed}"
     if args.netns and os.environ.get("SOAK_PRIVATE_MOUNTS") != "1":
         return in_namespace(["--topology", args.topology, "--seconds", str(args.seconds), "--seed", str(seed),
                              "--out", str(out), "--hosts", str(args.hosts), "--claimers", str(args.claimers),
-                             "--workers", str(args.workers)])
+                             "--workers", str(args.workers), "--servers", str(args.servers)])
     cfg = Config(args.topology, args.seconds, seed, out, hosts=args.hosts, claimers=args.claimers,
-                 workers=args.workers)
+                 workers=args.workers, servers=args.servers)
     rep = Soak(cfg).run()
     print(rep["table"], flush=True)
     print(f"soak: report in {out}/report.json, report.md, latency.png; seed {seed}", flush=True)

@@ -5,13 +5,14 @@ stderr captured per run, so a failure's message is checked as printed), until th
     python -m tests.support.soak.workload syncer  --name N --ledger FILE --stop FILE --seed S --fleet DIR --cache FILE
 
 Each run is one line of the ledger (JSON): kind, start and end (time.monotonic, the same clock in every process),
-outcome (succeeded, refused, failed), the cause (the first line of what it printed on stderr, for a refusal or a
+outcome (succeeded, refused, written-unverified, failed), the cause (the first line of what it printed on stderr, for a refusal or a
 failure), the number of lines it printed there and whether one was a traceback, and what it changed (the consumer of
 a claim or a free; a sync's writes).
 
 A claimer claims (``minbw allocation create``) with a new consumer, or frees (``minbw allocation delete``) one it
 holds: half of the time when it holds any, always when it holds ``--hold``. A claim refused (exit 4: no valid host)
-is a refusal; any other non-zero exit a failure. A free that failed leaves its consumer among those held (tried
+is a refusal; a claim written whose verification's read failed (exit 5) is "written-unverified": its consumer is
+held (freed later, and judged at the end as a claim made); any other non-zero exit a failure. A free that failed leaves its consumer among those held (tried
 again later); its state is unknown until then, and the ledger says so.
 
 A syncer changes the bandwidth of 1 to 5 random hosts of the fleet (their agent files in ``--fleet``), then runs
@@ -43,8 +44,8 @@ def fleet_ini(host: str, kbps: int) -> str:
             f"resource_provider_bandwidths = br-phys9:{kbps}:{kbps}\n")
 
 
-def claim_host_ini(host: str, kbps: int) -> str:
-    return (f"[DEFAULT]\nhost = {host}\n\n[ovs]\nbridge_mappings = physnet0:br-phys0\n"
+def claim_host_ini(host: str, kbps: int, physnet: str = "physnet0") -> str:
+    return (f"[DEFAULT]\nhost = {host}\n\n[ovs]\nbridge_mappings = {physnet}:br-phys0\n"
             f"resource_provider_bandwidths = br-phys0:{kbps}:{kbps}\n")
 
 
@@ -71,9 +72,10 @@ class Ledger:
     def __init__(self, path: Path):
         self.f = open(path, "a", buffering=1)
 
-    def record(self, kind: str, start: float, rc, err: str, *, refused: bool = False, **extra) -> str:
+    def record(self, kind: str, start: float, rc, err: str, *, refused: bool = False, written: bool = False,
+               **extra) -> str:
         lines = [line for line in err.splitlines() if line.strip()]
-        outcome = "succeeded" if rc == 0 else ("refused" if refused else "failed")
+        outcome = "succeeded" if rc == 0 else "refused" if refused else "written-unverified" if written else "failed"
         entry = {"kind": kind, "start": start, "end": time.monotonic(), "outcome": outcome, "rc": rc,
                  "cause": lines[0][:300] if lines and outcome != "succeeded" else "",
                  "stderr_lines": len(lines), "traceback": "Traceback" in err,
@@ -106,13 +108,14 @@ def claimer(args) -> None:
             rc, out, err = run_cli(["--os-cloud", args.cloud, "allocation", "create", "--consumer", consumer,
                                     *claim_args, "--json"])
             claimed = False
-            if rc == 0:
+            if rc in (0, 5):   # 5: written, not verified (its JSON says claimed, written_unverified)
                 try:
                     claimed = json.loads(out).get("claimed") is True
                 except ValueError:
                     pass
-            outcome = ledger.record("claim", t, rc, err, refused=rc == 4, consumer=consumer, claimed=claimed)
-            if outcome == "succeeded":
+            outcome = ledger.record("claim", t, rc, err, refused=rc == 4, written=rc == 5, consumer=consumer,
+                                    claimed=claimed)
+            if outcome in ("succeeded", "written-unverified"):
                 held.append(consumer)
         time.sleep(args.pause)
 
@@ -128,7 +131,8 @@ def syncer(args) -> None:
             f.write_text(fleet_ini(f.stem, rng.choice(FLEET_BANDWIDTHS)))
         t = time.monotonic()
         rc, out, err = run_cli(["--os-cloud", args.cloud, "provider", "sync", "--agent-config", *map(str, files),
-                                "--create-root", *ROOT_INVENTORY, "--cache", args.cache, "-f", "value", "-c", "step"])
+                                "--create-root", *ROOT_INVENTORY, "--cache", args.cache, "-f", "value", "-c", "step",
+                                *(["--ignore-nova-compute"] if args.ignore_nova_compute else [])])
         ledger.record("sync", t, rc, err, hosts_changed=len(changed))
         # a periodic job: the next run a moment later
         deadline = time.monotonic() + args.pause
@@ -149,6 +153,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--fleet")
     p.add_argument("--cache")
     p.add_argument("--pause", type=float, default=0.0)
+    p.add_argument("--ignore-nova-compute", action="store_true", help="syncer: the fleet is no Nova compute's")
     p.add_argument("--go", help="a file to wait for after the warm-up (the soak's start); FILE.ready says it waits")
     args = p.parse_args(argv)
     if args.go:

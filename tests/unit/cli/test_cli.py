@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from minbw.cli import base, progress
-from minbw.cli.base import EXIT_ERROR, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_USAGE, Section, View
+from minbw.cli.base import (
+    EXIT_ERROR, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_USAGE, EXIT_WRITTEN_UNVERIFIED, Section, View, exit_code_of)
 from minbw.cli.shell import MinbwShell
 
 CLI = Path(__file__).resolve().parents[3] / "python" / "minbw" / "cli"
@@ -150,7 +151,23 @@ def test_global_options_come_before_the_command_and_an_unknown_cloud_is_one_line
 
 
 def test_exit_codes_are_distinct():
-    assert len({0, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_NO_VALID_HOST}) == 5
+    assert len({0, EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_WRITTEN_UNVERIFIED}) == 6
+    assert 130 not in {EXIT_ERROR, EXIT_USAGE, EXIT_FINDINGS, EXIT_NO_VALID_HOST, EXIT_WRITTEN_UNVERIFIED}
+
+
+def test_a_claim_written_and_not_verified_has_its_own_exit_code_other_partial_writes_exit_1():
+    """Only a WrittenUnverified (the claim is written, its verification's read failed) exits 5; another PartialApply
+    (a sync stopped part-way) exits 1, as does the read's error alone (nothing written)."""
+    from minbw.errors import PartialApply, PlacementUnavailable, WrittenUnverified
+    from minbw.plan.allocations import ClaimOp
+
+    cause = PlacementUnavailable("answered 503", status=503, method="GET", url="/usages")
+    op = ClaimOp("put_allocations", consumer="c1", host="h1", allocations={"rp": {"resources": {"VCPU": 1}}})
+    written = WrittenUnverified(cause, op, consumer="c1", host="h1")
+    assert exit_code_of(written) == EXIT_WRITTEN_UNVERIFIED == 5
+    assert exit_code_of(PartialApply(cause, [op], 2)) == exit_code_of(cause) == EXIT_ERROR
+    assert str(written).startswith("the claim of consumer c1 is written in Placement (its allocations on host h1)")
+    assert str(PartialApply(cause, [op], 2, pending=[op])).startswith("1 of 2 planned writes succeeded (the last: ")
 
 
 def test_no_command_draws_a_table_itself():
@@ -241,7 +258,8 @@ NOT_FOR_HELP = ("minbw.ops", "minbw.readers", "minbw.reports", "minbw.plan", "mi
 # Bound by the imports of osc-lib's shell, run on first use (importlib's LazyLoader: executed, the module's type is
 # ModuleType again): what --help must not run.
 LAZY_FOR_HELP = ("openstack.connection", "oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web",
-                 "prometheus_client", "cliff.interactive")
+                 "prometheus_client", "cliff.interactive", "netaddr", "statsd", "wcwidth",
+                 "jmespath", "jsonpatch")
 
 
 def test_help_imports_no_command_s_work_reads_no_cloud_and_searches_no_distribution(tmp_path):
@@ -275,11 +293,11 @@ def test_a_command_runs_with_what_its_threads_may_use_loaded():
     """What the shell's import left lazy and a command's threads may use first (shell.LOADED_BEFORE_A_COMMAND:
     osprofiler's web module, a request's trace headers) runs before the command runs, in the main thread (LazyLoader
     is not thread-safe before Python 3.12.3), when the command is profiled (--os-profile); without it the module tells
-    keystoneauth there is no trace to send without running its code. Of the others, osc-lib's strutils runs (its
-    initialize_app's log lines) and openstack.connection does not (a command loads it when it makes a Connection,
-    which Cloud.conn makes under a lock)."""
-    for extra, ran in ((["--os-profile", "key"], ["oslo_utils.strutils", "osprofiler.profiler", "osprofiler.web"]),
-                       ([], ["oslo_utils.strutils"])):
+    keystoneauth there is no trace to send without running its code. Of the others, neither osc-lib's strutils (its
+    initialize_app's log lines mask when they are logged: test_the_logged_lines_are_masked_as_strutils_masks_them) nor
+    openstack.connection runs (a command loads it when it makes a Connection, which Cloud.conn makes under a lock)."""
+    # (--os-profile: osprofiler's web module, run before the command, imports netaddr's names through oslo.utils)
+    for extra, ran in ((["--os-profile", "key"], ["osprofiler.profiler", "osprofiler.web", "netaddr"]), ([], [])):
         probe = ("import sys, types; from minbw.cli import shell\n"
                  "assert [type(sys.modules[m]) for m in shell.LOADED_BEFORE_A_COMMAND] != [types.ModuleType]\n"
                  "shell.main(%r + ['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value',"
@@ -307,8 +325,116 @@ def test_a_placement_command_makes_no_openstacksdk_connection(tmp_path):
     env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": "closed", "MINBW_PLACEMENT_ATTEMPTS": "1"}
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env)
     lines = proc.stderr.splitlines()
-    assert lines[-1] == "RESULT 1 ['oslo_utils.strutils'] False", proc.stderr
+    assert lines[-1] == "RESULT 1 [] False", proc.stderr
     assert lines[0].startswith("minbw: error: cannot reach cloud 'closed'") and len(lines) == 2, proc.stderr
+
+
+def test_the_logged_lines_are_masked_as_strutils_masks_them(tmp_path):
+    """osc-lib's shell and cloud config log the options and the cloud's configuration through oslo.utils'
+    ``strutils.mask_password``, which the shell loads without running its code (python/minbw/cli/shell.py:
+    _MaskedWhenFormatted): a line that is logged (``--debug``) is masked when it is formatted, as with strutils run
+    first (the same lines: the password masked), and a command whose lines are not logged never runs strutils."""
+    clouds = tmp_path / "clouds.yaml"
+    url = "http://127.0.0.1:9"  # discard: nothing listens
+    clouds.write_text(yaml.safe_dump({"clouds": {"closed": {
+        "auth_type": "password", "auth": {"auth_url": url, "username": "u", "password": "cloud-secret",
+                                          "project_name": "p"}, "placement_endpoint_override": url}}}))
+    env = {**os.environ, "OS_CLIENT_CONFIG_FILE": str(clouds), "OS_CLOUD": "closed", "MINBW_PLACEMENT_ATTEMPTS": "1",
+           "PYTHONHASHSEED": "0"}
+    logged = {}
+    for first in ("", "import oslo_utils.strutils\n"):
+        probe = (first + "import sys, types; from minbw.cli import shell\n"
+                 "shell.main(sys.argv[1:])\n"
+                 "print('RAN', type(sys.modules['oslo_utils.strutils']) is types.ModuleType, file=sys.stderr)\n")
+        for argv in (["--debug", "--os-password", "option-secret", "usage", "show"], ["usage", "show"]):
+            proc = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
+                                  env=env)
+            logged[first, argv[0]] = [line for line in proc.stderr.splitlines()
+                                      if line.startswith(("options:", "cloud cfg:", "auth_config_hook():", "RAN"))]
+    masked, real = logged["", "--debug"], logged["import oslo_utils.strutils\n", "--debug"]
+    assert masked == real and len(masked) >= 4 and masked[-1] == "RAN True", masked
+    assert "password='***'" in masked[0] and not any("-secret" in line for line in masked), masked
+    assert logged["", "usage"] == ["RAN False"], logged["", "usage"]
+
+
+# cells of every width wcwidth tells apart: wide (CJK), emoji with a joiner, combining marks, zero width, an escape
+# sequence, a tab, a line break, and a cell wider than the terminal (wrapped: wcwidth's Python code)
+TABLE_PROBE = r"""
+import io, json, sys, types
+{first}
+from minbw.cli import shell
+from cliff.formatters.table import TableFormatter
+cells = ["host00", "計算ノード", "👩‍💻 dev", "e\u0301te\u0301", "a\u200bb", "\x1b[31mred\x1b[0m", "t\tab", "two\nlines"]
+rows = [(c, len(c), c.upper()) for c in cells]
+out = {{}}
+for width in (0, 30):
+    f = TableFormatter()
+    args = types.SimpleNamespace(max_width=width, fit_width=bool(width), print_empty=False, sort_columns=[],
+                                 sort_direction="asc")
+    buf = io.StringIO()
+    f.emit_list(("cell", "length", "upper"), list(rows), buf, args)
+    out[width] = buf.getvalue()
+print(json.dumps({{"out": out, "ran": type(sys.modules["wcwidth"]) is types.ModuleType}}))
+"""
+
+
+def test_a_table_is_the_same_text_without_wcwidth_s_init():
+    """The shell binds wcwidth without running its __init__ (python/minbw/cli/shell.py: _WidthsFromTheExtension):
+    cliff's table (prettytable) gets each cell's width and justification from wcwidth's C extension as wcwidth's own
+    __init__ binds them, and prints the same text as with wcwidth loaded first, for cells of every width wcwidth tells
+    apart; a table whose cells fit does not run wcwidth's code, one wrapped to the terminal (wcwidth's wrap) runs it.
+    With WCWIDTH_PYTHON set (wcwidth's Python functions) the same text again."""
+    printed = {}
+    for env_extra in ({}, {"WCWIDTH_PYTHON": "1"}):
+        for first in ("", "import wcwidth"):
+            probe = TABLE_PROBE.format(first=first)
+            proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
+                                  env={**os.environ, **env_extra})
+            assert proc.returncode == 0, proc.stderr
+            printed[tuple(env_extra), first] = json.loads(proc.stdout)
+    real = printed[(), "import wcwidth"]["out"]
+    assert "計算ノード" in real["0"] and real["0"] != real["30"], real
+    assert {json.dumps(p["out"]) for p in printed.values()} == {json.dumps(real)}
+    assert printed[(), ""]["ran"] is True  # the wrapped table ran wcwidth's code
+    fit = TABLE_PROBE.format(first="").replace("(0, 30)", "(0,)")
+    proc = subprocess.run([sys.executable, "-c", fit], capture_output=True, text=True, timeout=120)
+    assert json.loads(proc.stdout) == {"out": {"0": real["0"]}, "ran": False}, proc.stdout + proc.stderr
+
+
+def test_the_command_line_ends_after_its_exit_handlers_and_its_output_without_finalization():
+    """``main()`` on the process's command line: once the command is done and Python's exit has waited for its
+    threads and run its exit handlers (once), the process ends with the command's exit code and its whole output,
+    without Python's finalization (shell._end_without_finalization: an object's ``__del__`` at a module's teardown
+    does not run), also after ``--help`` (cliff's help exit); ``main(argv)`` (in a process that goes on) changes
+    nothing of Python's exit."""
+    probe = ("import atexit, sys, threading\n"
+             "mode = sys.argv[1]\n"
+             "from minbw.cli import shell\n"
+             "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+             "class Finalized:\n"
+             "    def __del__(self):\n"
+             "        print('finalized', file=sys.stderr)\n"
+             "kept = Finalized()\n"
+             "done = threading.Event()\n"
+             "threading.Thread(target=lambda: done.wait(60) and print('thread done', flush=True)).start()\n"
+             "argv = ['placement', 'show', '--state-dir', '/nonexistent', '--port', '1', '-f', 'value', '-c', 'running']\n"
+             "sys.argv = ['minbw', *argv]\n"
+             "if mode == 'help':  # cliff's help exit: the same end\n"
+             "    done.set()\n"
+             "    sys.argv = ['minbw', '--help']\n"
+             "code = shell.main() if mode in ('cli', 'help') else shell.main(argv)\n"
+             "print('main returned', code, flush=True)\n"
+             "done.set()\n"
+             "sys.exit(3 if code == 0 else 1)\n")
+    ended, argv = (subprocess.run([sys.executable, "-c", probe, mode], capture_output=True, text=True, timeout=120)
+                   for mode in ("cli", "argv"))
+    assert (ended.returncode, ended.stdout, ended.stderr) == (0, "False\nmain returned 0\nthread done\n",
+                                                              "handler ran\n"), ended
+    assert (argv.returncode, argv.stdout, argv.stderr) == (3, "False\nmain returned 0\nthread done\n",
+                                                           "handler ran\nfinalized\n"), argv
+    helped = subprocess.run([sys.executable, "-c", probe, "help"], capture_output=True, text=True, timeout=120)
+    assert (helped.returncode, helped.stderr) == (0, "handler ran\n"), helped
+    assert "usage: minbw" in helped.stdout and "thread done\n" in helped.stdout, helped.stdout
 
 
 def test_without_a_profiler_a_request_carries_no_trace_headers_and_with_one_osprofiler_s():

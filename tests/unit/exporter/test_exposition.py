@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from minbw.model.providers import Provider, ProviderDetail
 from minbw.reports import metrics
-from minbw.exporter.exposition import Exposition, _Families
+from minbw.exporter.exposition import Exposition, _Families, _age_rendered, age
 
 E, I = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 PPS = "NET_PACKET_RATE_KILOPACKET_PER_SEC"
@@ -106,3 +106,13 @@ def test_a_format_asked_for_gzipped_only_keeps_no_plain_body():
     body = gzip.decompress(served.gzipped(True)).decode()
     assert body.startswith(Exposition().render(families, kept.parts, openmetrics=True).removesuffix("# EOF\n"))
     assert body.endswith("minbw_collection_age_seconds 5.0\n# EOF\n") and body.count('provider="h1:br"') == 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(seconds=st.one_of(st.floats(allow_nan=False, allow_infinity=True),
+                         st.integers(min_value=-10, max_value=10**12).map(lambda n: n / 10)),
+       openmetrics=st.booleans())
+def test_the_age_is_prometheus_clients_rendering(seconds, openmetrics):
+    """The age a scrape adds (its head rendered once, its sample line made per scrape) is the family as
+    prometheus_client renders it, in both formats, for any age (a negative one served as 0)."""
+    assert age(seconds, openmetrics) == _age_rendered(seconds, openmetrics)
