@@ -21,7 +21,7 @@ description:
     fails, what was written is undone and the failure says so. A server that cannot be healed (no provider
     has the traits or the room) is left as it is and reported.
   - A server on which Nova has a task under way (a boot, a move, a resize) is left as it is and reported in
-    RV(unhealed), as C(nova-manage placement heal_allocations) skips it: Nova is moving its allocations.
+    RV(unhealed), as C(nova-manage placement heal_allocations) skips it (Nova is moving its allocations).
   - Needs admin credentials to read (C(binding:profile) is admin-only in Neutron) and the service role to write
     the bindings (O(service_cloud)).
 version_added: 0.1.0
