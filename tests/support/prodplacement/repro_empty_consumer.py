@@ -89,17 +89,23 @@ class Repro:
         return {"api": api, "consumer_generation_sql": generation, "allocation_rows": rows}
 
     def lock_wait(self, root, mine: int, like: str, timeout: float = 60.0):
-        """(thread id, query) of the first transaction waiting for a lock whose statement starts with ``like``."""
+        """(session id, statement) of Placement's first session running a statement that starts with ``like`` (it
+        can only be waiting for the rows the other session holds). The session list, not
+        ``information_schema.innodb_trx``: MariaDB showed a transaction waiting there only seconds (up to 50 s)
+        after its statement had started waiting."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             with root.cursor() as c:
-                c.execute("SELECT trx_mysql_thread_id, trx_query FROM information_schema.innodb_trx "
-                          "WHERE trx_state='LOCK WAIT' AND trx_mysql_thread_id<>%s", (mine,))
+                c.execute("SELECT id, info FROM information_schema.processlist WHERE user='placement' "
+                          "AND command='Query' AND id<>%s", (mine,))
                 for tid, query in c.fetchall():
                     if (query or "").upper().startswith(like):
                         return tid, " ".join(query.split())
             time.sleep(0.05)
-        raise SystemExit(f"no transaction waited on a lock with {like}... within {timeout:g} s")
+        with root.cursor() as c:
+            c.execute("SELECT id, user, command, time, state, info FROM information_schema.processlist")
+            procs = c.fetchall()
+        raise SystemExit(f"no statement {like}... of Placement's within {timeout:g} s; sessions: {procs}")
 
     def run(self, wait: float, leave: bool = False) -> dict:
         rp, consumer = str(uuid.uuid4()), str(uuid.uuid4())
