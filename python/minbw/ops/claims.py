@@ -305,10 +305,12 @@ def put_new_consumer(api: Placement, consumer: str, body: dict, retries: int, sl
 def _adopt_empty_consumer(api: Placement, consumer: str, body: dict) -> str:
     """Every new-consumer PUT was refused as a concurrent update while the consumer showed no allocations: either
     the providers' generations kept moving ("provider-conflict"), or Placement holds the consumer without
-    allocations — a row an interrupted write left (Placement creates it, at generation 0, before it writes the
-    allocations and deletes it when they fail; a process killed in between keeps it), which refuses a PUT at
-    consumer generation null for good. One PUT at generation 0 claims such a consumer; a conflict again leaves the
-    outcome a provider conflict."""
+    allocations — a row an interrupted write left (Placement creates it, at generation 0, in a transaction of its
+    own before it writes the allocations, and deletes it when they fail, in another whose failure it only logs: a
+    database lost for both, or a process killed in between, keeps it: tests/support/prodplacement/
+    repro_empty_consumer.py), which refuses a PUT at consumer generation null for good, and which no call of
+    Placement's removes short of writing allocations for it and freeing them. One PUT at generation 0 claims such a
+    consumer; a conflict again leaves the outcome a provider conflict."""
     try:
         api.put_allocations(consumer, {**body, "consumer_generation": 0})
     except ConcurrentUpdate:
