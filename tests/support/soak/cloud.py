@@ -31,7 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-from tests.support.soak.faults import FaultNotHealed, Injected, _group_alive, _group_pids, _http_ok, _wait
+from tests.support.soak.faults import (FaultNotHealed, Injected, SlowedGroupFaults, _group_alive, _group_pids,
+                                       _http_ok, _wait)
 
 ROOT = Path(__file__).resolve().parents[3]
 CLOUD_SH = ROOT / "tests" / "support" / "minicloud" / "cloud.sh"
@@ -96,12 +97,10 @@ class MiniCloudTopology:
         return int((self.state_dir / "run" / f"{service}.pid").read_text())
 
 
-class CloudFaults:
+class CloudFaults(SlowedGroupFaults):
     """Faults of a running mini-cloud (CLOUD_KINDS), the soak's injector interface."""
 
     HEAL_BOUND = 120.0
-    SLOW_PERIOD = 0.2
-    SLOW_STOPPED = 0.7
 
     def __init__(self, server: MiniCloudTopology, *, log=print):
         self.server = server
@@ -181,22 +180,6 @@ class CloudFaults:
             self._slow[id(got)] = (stop, t)
             return got
         raise ValueError(f"unknown fault kind {kind!r}; this topology's: {', '.join(self.kinds)}")
-
-    def _duty_cycle(self, group: int, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                os.killpg(group, signal.SIGSTOP)
-                stop.wait(self.SLOW_PERIOD * self.SLOW_STOPPED)
-            finally:
-                try:
-                    os.killpg(group, signal.SIGCONT)
-                except ProcessLookupError:
-                    return
-            stop.wait(self.SLOW_PERIOD * (1 - self.SLOW_STOPPED))
-
-    def heal(self, injected: Injected) -> None:
-        with self.lock:
-            self._heal(injected)
 
     def _heal(self, injected: Injected) -> None:
         kind = injected.kind

@@ -113,7 +113,34 @@ PROD_KINDS = ("kill_placement_master", "kill_placement_worker", "pause_placement
               "kill_mariadb", "pause_mariadb", "slow_placement", "fill_mariadb_disk")
 
 
-class ProdPlacementFaults:
+class SlowedGroupFaults:
+    """What the topologies' fault injectors share: a process group slowed by a SIGSTOP/SIGCONT duty cycle, and a heal
+    under the injector's lock (``self.lock``; ``self._heal`` undoes one fault)."""
+
+    SLOW_PERIOD = 0.2     # seconds of one SIGSTOP/SIGCONT cycle of a slowed process group
+    SLOW_STOPPED = 0.7    # the share of each cycle the group is stopped
+
+    def _heal(self, injected: Injected) -> None:
+        raise NotImplementedError
+
+    def _duty_cycle(self, group: int, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                os.killpg(group, signal.SIGSTOP)
+                stop.wait(self.SLOW_PERIOD * self.SLOW_STOPPED)
+            finally:
+                try:
+                    os.killpg(group, signal.SIGCONT)
+                except ProcessLookupError:
+                    return
+            stop.wait(self.SLOW_PERIOD * (1 - self.SLOW_STOPPED))
+
+    def heal(self, injected: Injected) -> None:
+        with self.lock:
+            self._heal(injected)
+
+
+class ProdPlacementFaults(SlowedGroupFaults):
     """Faults of a started :class:`tests.support.prodplacement.server.ProdPlacement`.
 
     ``small_datadir_mb``: when > 0 and the process may mount (root, in a mount namespace of its own: the runner's
@@ -122,8 +149,6 @@ class ProdPlacementFaults:
     """
 
     HEAL_BOUND = 90.0
-    SLOW_PERIOD = 0.2     # seconds of one SIGSTOP/SIGCONT cycle of slow_placement
-    SLOW_STOPPED = 0.7    # the share of each cycle Placement is stopped
 
     def __init__(self, server, *, small_datadir_mb: int = 0, log=print):
         self.server = server
@@ -336,22 +361,6 @@ class ProdPlacementFaults:
             raise ValueError(f"unknown fault kind {kind!r}; this topology's: {', '.join(self.kinds)}")
         self._active[id(got)] = got
         return got
-
-    def _duty_cycle(self, group: int, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                os.killpg(group, signal.SIGSTOP)
-                stop.wait(self.SLOW_PERIOD * self.SLOW_STOPPED)
-            finally:
-                try:
-                    os.killpg(group, signal.SIGCONT)
-                except ProcessLookupError:
-                    return
-            stop.wait(self.SLOW_PERIOD * (1 - self.SLOW_STOPPED))
-
-    def heal(self, injected: Injected) -> None:
-        with self.lock:
-            self._heal(injected)
 
     def _heal(self, injected: Injected) -> None:
         kind = injected.kind
