@@ -10,39 +10,19 @@ the runner adopts it, and leaves it as it found it). Not in ``make test`` (its c
 ``make soak-cloud-test`` runs it (``MINBW_SOAK_CLOUD=1``), in a network namespace of its own."""
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import doc_commands
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.soak.documented import run_as_documented
 
 pytestmark = pytest.mark.skipif(os.environ.get("MINBW_SOAK_CLOUD") != "1",
                                 reason="the cloud soak: make soak-cloud-test (MINBW_SOAK_CLOUD=1), not make test")
 
 
 def test_the_cloud_soak_as_docs_soak_md_runs_it(cloud_two_hosts):
-    commands = doc_commands(ROOT / "docs" / "soak.md", "### Run it on the mini-cloud")
-    assert len(commands) == 1 and commands[0].startswith("python -m tests.support.soak.runner --topology cloud ")
-    seed = commands[0].split("--seed ")[1].split()[0]
-    out = ROOT / ".state" / "soak" / f"cloud-{seed}"
-    env = {**cloud_two_hosts.env, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "PYTHONPATH": f"{ROOT / 'python'}:{ROOT}"}
-    t0 = time.time()
-    r = subprocess.run(["bash", "-c", commands[0]], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    print(f"\n{commands[0]} ({time.time() - t0:.0f} s):\n{r.stdout[-8000:]}{r.stderr[-3000:]}")
-    assert f"seed {seed}" in r.stdout.splitlines()[0]
-    rep = json.loads((out / "report.json").read_text())
-    bad = {k: v["examples"] for k, v in rep["invariants"].items() if v["violations"]}
-    assert rep["violations"] == 0 and not bad, bad
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert rep["faults"] and all(v["injected"] == v["healed"] for v in rep["faults_by_kind"].values()), rep["faults"]
+    rep, _ = run_as_documented("### Run it on the mini-cloud", "python -m tests.support.soak.runner --topology cloud ",
+                               "cloud", cloud_two_hosts.env, timeout=900, tail=8000)
     for kind in ("claim", "free", "sync", "scrape", "boot", "audit", "heal"):
         assert rep["operations"][kind]["succeeded"] > 0, (kind, rep["operations"].get(kind))
     for name in ("servers_allocations_match", "bindings_name_holders", "no_allocation_without_owner",

@@ -216,20 +216,3 @@ class CloudFaults(SlowedGroupFaults):
         _wait(f"the cloud after {kind} ({injected.target})", serving, self.HEAL_BOUND, lambda: last[0])
         _wait(f"the cloud's processes after {kind}", lambda: len(self.serving_processes()) == self._expected, 30,
               lambda: f"{len(self.serving_processes())} of {self._expected} processes")
-
-    def heal_all(self) -> None:
-        errors = []
-        for got in list(self._active.values()):
-            try:
-                self.heal(got)
-            except FaultNotHealed as e:
-                errors.append(str(e))
-        for pids in self._stopped.values():
-            for p in pids:
-                try:
-                    os.kill(p, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-        self._stopped.clear()
-        if errors:
-            raise FaultNotHealed("; ".join(errors))

@@ -26,7 +26,7 @@ import traceback
 import warnings
 from pathlib import Path
 
-from tests.support.soak.workload import Ledger, run_cli
+from tests.support.soak.workload import Ledger, rest, run_cli
 
 NETWORK, SUBNET, POLICY = "soak-net0", "soak-subnet0", "soak-qos"
 FLAVORS = {"soak-a": dict(ram=256, vcpus=1, disk=1), "soak-b": dict(ram=512, vcpus=2, disk=1)}
@@ -221,9 +221,7 @@ def auditor(args) -> None:
                 pass
             ledger.record("heal", t, 0 if rc == 3 else rc, err, acted=acted, exit=rc)
         turn += 1
-        deadline = time.monotonic() + args.pause
-        while time.monotonic() < deadline and not Path(args.stop).exists():
-            time.sleep(0.2)
+        rest(args.pause, args.stop)
 
 
 def main(argv: list[str]) -> int:

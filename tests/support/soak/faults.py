@@ -114,8 +114,9 @@ PROD_KINDS = ("kill_placement_master", "kill_placement_worker", "pause_placement
 
 
 class SlowedGroupFaults:
-    """What the topologies' fault injectors share: a process group slowed by a SIGSTOP/SIGCONT duty cycle, and a heal
-    under the injector's lock (``self.lock``; ``self._heal`` undoes one fault)."""
+    """What the topologies' fault injectors share: a process group slowed by a SIGSTOP/SIGCONT duty cycle, a heal
+    under the injector's lock (``self.lock``; ``self._heal`` undoes one fault), and the heal of every fault still
+    active (``self._active``) with nothing left stopped (``self._stopped``: pids by fault)."""
 
     SLOW_PERIOD = 0.2     # seconds of one SIGSTOP/SIGCONT cycle of a slowed process group
     SLOW_STOPPED = 0.7    # the share of each cycle the group is stopped
@@ -138,6 +139,24 @@ class SlowedGroupFaults:
     def heal(self, injected: Injected) -> None:
         with self.lock:
             self._heal(injected)
+
+    def heal_all(self) -> None:
+        errors = []
+        for got in list(self._active.values()):
+            try:
+                self.heal(got)
+            except FaultNotHealed as e:
+                errors.append(str(e))
+        # nothing left stopped, whatever happened
+        for pids in self._stopped.values():
+            for p in pids:
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        self._stopped.clear()
+        if errors:
+            raise FaultNotHealed("; ".join(errors))
 
 
 class ProdPlacementFaults(SlowedGroupFaults):
@@ -406,24 +425,6 @@ class ProdPlacementFaults(SlowedGroupFaults):
         procs = self.serving_processes()
         return (f"{len(procs)} of {self.expected_processes()} processes (master, {self.server.workers} workers, "
                 f"MariaDB) alive")
-
-    def heal_all(self) -> None:
-        errors = []
-        for got in list(self._active.values()):
-            try:
-                self.heal(got)
-            except FaultNotHealed as e:
-                errors.append(str(e))
-        # nothing left stopped, whatever happened
-        for pids in self._stopped.values():
-            for p in pids:
-                try:
-                    os.kill(p, signal.SIGCONT)
-                except ProcessLookupError:
-                    pass
-        self._stopped.clear()
-        if errors:
-            raise FaultNotHealed("; ".join(errors))
 
     def close(self) -> None:
         """After the server's stop: unmount the small datadir (a private mount namespace drops it anyway)."""

@@ -135,10 +135,14 @@ def syncer(args) -> None:
                                 *(["--ignore-nova-compute"] if args.ignore_nova_compute else [])])
         ledger.record("sync", t, rc, err, hosts_changed=len(changed))
         # a periodic job: the next run a moment later
-        deadline = time.monotonic() + args.pause
-        while time.monotonic() < deadline and not Path(args.stop).exists():
-            time.sleep(0.2)
+        rest(args.pause, args.stop)
 
+
+def rest(seconds: float, stop: str) -> None:
+    """A periodic job's pause before its next run: ``seconds``, or less once the runner's ``stop`` file exists."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not Path(stop).exists():
+        time.sleep(0.2)
 
 def main(argv: list[str]) -> int:
     warnings.filterwarnings("ignore")
