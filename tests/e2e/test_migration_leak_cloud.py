@@ -35,7 +35,7 @@ def test_a_cold_migration_failed_with_placement_down_leaves_the_source_allocatio
     assert facts["failed"]["server"]["status"] == "ERROR"
     # devstack1's prep_resize: its read of the migration's allocation failed, taken for "none", so no revert; then
     # the conductor's reschedule failed on Placement too
-    log = "\n".join(facts["target_log"])
+    log = "\n".join(facts["logs"]["devstack1"])
     assert f"Did not find resource allocations for migration {mig}" in log, log
     assert "Error trying to reschedule" in log and "ConnectFailure" in log, log
     assert facts["after_delete"]["server"] == {}

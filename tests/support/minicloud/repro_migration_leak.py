@@ -177,6 +177,7 @@ class Repro:
         server = self.boot(name, kbps)
         facts["server"] = server
         facts["booted"] = self.allocations(server)
+        self.marks = {host: self.log_size(host) for host in (SOURCE, TARGET)}
         self.say(f"server {server} ACTIVE on {SOURCE}"
                  f"{f' with a port guaranteeing {kbps} kbps each way' if kbps else ' (flavor only)'}; "
                  f"it holds {json.dumps(facts['booted'])}")
@@ -257,10 +258,16 @@ class Repro:
                  + (f"migration {mig_uuid} holds {json.dumps(facts['after_failure']['migration'])}; " if mig_uuid
                     else "no migration; ")
                  + f"the server holds {json.dumps(facts['after_failure']['server'])}")
-        lines = self.log_lines(TARGET, server) + self.log_lines(TARGET, mig_uuid or server)
-        facts["target_log"] = sorted({line for line in lines if " ERROR " in line or " WARNING " in line})[-8:]
-        for line in facts["target_log"]:
-            self.say(f"{TARGET} nova-compute: {line[:300]}")
+        # each nova-compute's warnings and errors on the server or the migration during the move (a boot's and the
+        # network's "Received unexpected event" aside)
+        facts["logs"] = {}
+        for host in (TARGET, SOURCE):
+            lines = self.log_lines(host, server, self.marks[host]) + self.log_lines(host, mig_uuid or server,
+                                                                                    self.marks[host])
+            facts["logs"][host] = sorted({line for line in lines if (" ERROR " in line or " WARNING " in line)
+                                          and "Received unexpected event" not in line})[-8:]
+            for line in facts["logs"][host]:
+                self.say(f"{host} nova-compute: {line[:300]}")
         mark = self.log_size(SOURCE)
         self.conn.compute.delete_server(server)
         self.conn.compute.wait_for_delete(self.conn.compute.get_server(server), interval=0.5, wait=120)
