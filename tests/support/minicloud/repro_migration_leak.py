@@ -19,9 +19,10 @@ sequence, deterministically, against a running mini-cloud with two computes in s
    the server's migrations (``GET /os-migrations``, compute 2.59);
 6. ``minbw audit`` (read-only) runs and names what it finds; with ``--log-wait S`` the script waits up to S seconds
    for devstack0's nova-compute to log ``has allocations against this compute host but is not found in the
-   database`` for the migration (its periodic task runs every 60 s); with ``--nova-manage``, ``nova-manage placement
-   audit --verbose --delete --resource_provider RP`` runs for each provider the migration holds (the source's root,
-   then its bridge) and the migration's allocations are read after each.
+   database`` for the migration (its periodic task runs every 60 s); with ``--remove nova-manage``, ``nova-manage
+   placement audit --verbose --delete --resource_provider RP`` runs for each provider the migration holds (the
+   source's root, then its bridge); with ``--remove minbw-fix``, ``minbw audit --fix`` (which trims the bandwidth),
+   then that nova-manage for the root; the migration's allocations are read after each.
 
 ``--stop-at before`` stops Placement before the migration is asked for instead (the conductor's first read fails);
 ``--stop-at confirm`` lets the migration reach VERIFY_RESIZE and stops Placement before the confirm: the other
@@ -169,7 +170,7 @@ class Repro:
         conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], interval=0.5, wait=180)
         return server.id
 
-    def run(self, stop_at: str, kbps: int, log_wait: float, nova_manage: bool) -> dict:
+    def run(self, stop_at: str, kbps: int, log_wait: float, remove: str | None) -> dict:
         self.names = {rp["uuid"]: rp["name"] for rp in self.conn.placement.get(
             "/resource_providers", microversion=PLACEMENT).json()["resource_providers"]}
         facts: dict = {"stop_at": stop_at, "kbps": kbps}
@@ -294,8 +295,12 @@ class Repro:
             except Failed:
                 facts["source_log"] = []
                 self.say(f"{SOURCE} nova-compute logged no line on {mig_uuid} within {log_wait:g} s")
-        if nova_manage and mig_uuid and facts["after_delete"].get("migration"):
-            facts["nova_manage"] = self.nova_manage(mig_uuid, facts["after_delete"]["migration"])
+        held = facts["after_delete"].get("migration")
+        if remove == "nova-manage" and held:
+            facts["nova_manage"] = self.nova_manage(mig_uuid, sorted(held, key=len))  # the root's name is the shortest
+        elif remove == "minbw-fix" and held:
+            facts["minbw_fix"] = self.minbw_fix(mig_uuid)
+            facts["nova_manage"] = self.nova_manage(mig_uuid, [SOURCE])
         return facts
 
     def minbw_audit(self) -> dict:
@@ -310,13 +315,25 @@ class Repro:
         self.say(f"minbw audit -f json -> exit {r.returncode}, findings: {json.dumps(found)}")
         return {"exit": r.returncode, "findings": found}
 
-    def nova_manage(self, mig_uuid: str, held: dict) -> list[dict]:
-        """``nova-manage placement audit --verbose --delete --resource_provider RP`` for each provider the migration
-        holds (the source's root first), and what the migration holds after each: the form that touches only the
-        source host's providers (without ``--resource_provider`` it goes through every provider of the cloud)."""
+    def minbw_fix(self, mig_uuid: str) -> dict:
+        """``minbw audit --fix`` (its ``trim_consumer``), and what the migration holds then."""
+        cmd = [sys.executable, "-m", "minbw.cli", "--os-cloud", "minicloud", "audit", "--fix", "--service-cloud",
+               "minicloud-nova"]
+        r = subprocess.run(cmd, env={**self.env, "PYTHONPATH": f"{ROOT / 'python'}:{ROOT}"}, capture_output=True,
+                           text=True, timeout=120, check=False)
+        lines = [line.strip() for line in (r.stdout + r.stderr).splitlines() if mig_uuid in line]
+        out = {"exit": r.returncode, "lines": lines, "migration_holds": self.allocations(mig_uuid)}
+        self.say(f"minbw audit --fix --service-cloud minicloud-nova -> exit {r.returncode}: {' | '.join(lines)}; the "
+                 f"migration then holds {json.dumps(out['migration_holds'])}")
+        return out
+
+    def nova_manage(self, mig_uuid: str, providers: list[str]) -> list[dict]:
+        """``nova-manage placement audit --verbose --delete --resource_provider RP`` for each of ``providers`` (names,
+        in order), and what the migration holds after each: the form that touches only the source host's providers
+        (without ``--resource_provider`` it goes through every provider of the cloud)."""
         by_name = {name: rp for rp, name in self.names.items()}
         out = []
-        for name in sorted(held, key=len):  # the root's name is the shortest
+        for name in providers:
             cmd = [f"{self.env['MINICLOUD_VENV']}/bin/nova-manage", "--config-file", self.env["MINICLOUD_NOVA_CONF"],
                    "placement", "audit", "--verbose", "--delete", "--resource_provider", by_name[name]]
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
@@ -362,6 +379,11 @@ def expected(facts: dict) -> list[str]:
         checks.append((facts["audit"]["exit"] == 3 and isinstance(findings, list)
                        and any(f.get("subject") == mig and f.get("kind") == "leaked-allocation" for f in findings),
                        "minbw audit reported the migration's consumer as a leaked allocation"))
+    if "minbw_fix" in facts:
+        bandwidth = {"NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"}
+        rest = {rp: res for rp, res in facts["booted"].items() if not set(res) & bandwidth}
+        checks.append((facts["minbw_fix"]["exit"] == 0 and facts["minbw_fix"]["migration_holds"] == rest,
+                       "minbw audit --fix took the bandwidth and left the rest"))
     if "nova_manage" in facts:
         runs = facts["nova_manage"]
         checks += [(all(r["exit"] == 4 for r in runs), "each nova-manage placement audit --delete deleted (exit 4)"),
@@ -376,13 +398,14 @@ def main() -> None:
     p.add_argument("--kbps", type=int, default=0, help="a QoS port guaranteeing this much each way (0: none)")
     p.add_argument("--log-wait", type=float, default=0.0,
                    help="seconds to wait for devstack0's nova-compute's line on the migration")
-    p.add_argument("--nova-manage", action="store_true",
-                   help="then nova-manage placement audit --verbose --delete --resource_provider RP for each "
-                   "provider the migration holds")
+    p.add_argument("--remove", choices=("nova-manage", "minbw-fix"),
+                   help="then remove what the migration holds: nova-manage placement audit --verbose --delete "
+                   "--resource_provider RP for each provider it holds on (the root first), or minbw audit --fix (the "
+                   "bandwidth), then that nova-manage for the root")
     args = p.parse_args()
     repro = Repro(args.state.resolve())
     try:
-        facts = repro.run(args.stop_at, args.kbps, args.log_wait, args.nova_manage)
+        facts = repro.run(args.stop_at, args.kbps, args.log_wait, args.remove)
     except Failed as e:
         print(f"not as described: {e}", file=sys.stderr)
         sys.exit(1)
