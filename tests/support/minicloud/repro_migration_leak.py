@@ -24,17 +24,18 @@ sequence, deterministically, against a running mini-cloud with two computes in s
    source's root, then its bridge); with ``--remove minbw-fix``, ``minbw audit --fix`` (which trims the bandwidth),
    then that nova-manage for the root; the migration's allocations are read after each.
 
-``--stop-at before`` stops Placement before the migration is asked for instead (the conductor's first read fails);
-``--stop-at confirm`` lets the migration reach VERIFY_RESIZE and stops Placement before the confirm: the other
-moments of the brief, each with what Placement held.
+``--stop-at before`` stops Placement before the migration is asked for instead (nova-api's own read of Placement
+fails: 500, nothing moves); ``--stop-at confirm`` lets the migration reach VERIFY_RESIZE and stops Placement before
+the confirm (``confirm_resize`` fails on the source, and its deletion of the migration's allocation with it): the
+other moments tried, each with what Placement held.
 
 Run with the project's venv (openstacksdk, minbw) against the running cloud::
 
     PYTHONPATH=python .venv/bin/python tests/support/minicloud/repro_migration_leak.py --state .state/minicloud
 
 One line per step; the last is JSON (what tests/e2e/test_migration_leak_cloud.py checks). Exit 0 when the sequence
-ran as described (for ``prep_resize``: the migration's consumer kept its allocation after the server was deleted),
-1 when a step did not happen as expected (said on stderr).
+ran as described (for ``prep_resize``: the migration's consumer kept its allocation after the server was deleted;
+the other moments are recorded, not judged), 1 when a step did not happen as expected (said on stderr).
 """
 from __future__ import annotations
 
