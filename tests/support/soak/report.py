@@ -135,7 +135,7 @@ def plot(rep: dict, ops: list[dict], path: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("seconds since the soak's start (shaded: a fault, injection to healed)")
     ax.set_ylabel("latency s")
-    ax.set_title(f"soak {rep['topology']} seed {rep['seed']}: {rep['violations']} invariant violations", pad=40)
+    ax.set_title(f"soak {rep['topology']} seed {rep['seed']}: {rep['violations']} invariant violations", pad=85)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=100)
