@@ -12,8 +12,10 @@ from tests.faults.test_faults import converged, desired, root
 from tests.faults.test_kill import Forker, agent_files
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def forker(placement_server):
+    """One forker for the module's tests (its start imports minbw and openstacksdk: about 1 CPU s); each run's
+    processes are forked afresh from it."""
     f = Forker({**placement_server.env(), "MINBW_PLACEMENT_BACKOFF": "0.05"})
     yield f
     f.close()

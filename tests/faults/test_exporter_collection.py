@@ -12,6 +12,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.conftest import MINBW, free_port
+from tests.support import cli_forks
 from tests.support.faults.proxy import Rule
 
 OVS = """[DEFAULT]
@@ -60,7 +61,7 @@ def test_scrapes_never_wait_and_a_deleted_claim_is_freed_at_the_next_collection(
     for host in hosts:
         ini = tmp_path / f"{host}.ini"
         ini.write_text(OVS.format(host=host))
-        sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+        sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                        "--root-inventory", "VCPU=8"], env=placement_server.env(),
                               capture_output=True, text=True)
         assert sync.returncode == 0, sync.stderr
@@ -148,7 +149,7 @@ def test_scrapes_are_answered_while_the_collecting_process_is_stopped_and_the_se
     ini = tmp_path / "es0.ini"
     ini.write_text(OVS.format(host="es0"))
     env = placement_server.env()
-    sync = subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
+    sync = cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--create-root",
                                    "--root-inventory", "VCPU=8"], env=env, capture_output=True, text=True)
     assert sync.returncode == 0, sync.stderr
     port = free_port()

@@ -16,6 +16,7 @@ from minbw.neutron.agentconf import load_agent_ini
 from minbw.neutron.provider_tree import desired_state
 from minbw.ops import claims, sync as s
 from tests.conftest import MINBW
+from tests.support import cli_forks
 from tests.faults.conftest import SLOW, UNHURRIED
 from tests.support.compute_roots import compute_root
 from tests.support.faults.proxy import Rule
@@ -321,7 +322,7 @@ def test_cli_claim_written_not_verified_exits_5_and_says_so(placement, proxied, 
     _claim_setup(placement)
     consumer = str(uuidlib.uuid4())
     proxied.proxy.add(Rule("GET", "/usages", "503", nth=None))
-    out = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
+    out = cli_forks.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 5, (out.returncode, out.stderr)
     assert "Traceback" not in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
@@ -332,10 +333,10 @@ def test_cli_claim_written_not_verified_exits_5_and_says_so(placement, proxied, 
     assert doc["written"]["allocations"] == {rp: {"resources": a["resources"]} for rp, a in held.items()} != {}
     assert doc["code"] is None and doc["status"] == 503 and doc["method"] == "GET"   # the cause's fields
     proxied.proxy.clear()
-    again = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer], env=proxied.env(), capture_output=True,
+    again = cli_forks.run(MINBW + [*CLAIM_CLI, "--consumer", consumer], env=proxied.env(), capture_output=True,
                            text=True, timeout=120)
     assert again.returncode == 0 and again.stdout.startswith(f"unchanged: consumer {consumer} already holds"), again
-    freed = subprocess.run(MINBW + ["allocation", "delete", "--consumer", consumer], env=proxied.env(),
+    freed = cli_forks.run(MINBW + ["allocation", "delete", "--consumer", consumer], env=proxied.env(),
                            capture_output=True, text=True, timeout=120)
     assert freed.returncode == 0 and placement.get_allocations(consumer)["allocations"] == {}, freed
 
@@ -348,7 +349,7 @@ def test_cli_claim_made_whose_names_cannot_be_read_is_made(placement, proxied, h
     consumer = str(uuidlib.uuid4())
     proxied.proxy.add(Rule("GET", r"^/resource_providers/[0-9a-f-]{36}$", "503", nth=None),
                       Rule("GET", r"^/resource_providers\?.*in_tree=", "503", nth=None))
-    out = subprocess.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
+    out = cli_forks.run(MINBW + [*CLAIM_CLI, "--consumer", consumer, "-f", "json"], env=proxied.env(),
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, (out.returncode, out.stderr)
     doc = json.loads(out.stdout)
@@ -390,7 +391,7 @@ def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts
             f.write_text(t.format(host=h))
             files += ["--agent-config", str(f)]
     proxied.proxy.add(Rule("PUT", INVENTORIES, "503", nth=None))
-    out = subprocess.run(MINBW + ["provider", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
+    out = cli_forks.run(MINBW + ["provider", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "minbw: error:" in out.stderr and "planned writes succeeded" in out.stderr and "not written" in out.stderr
@@ -398,7 +399,7 @@ def test_cli_sync_reports_what_was_and_was_not_written(placement, proxied, hosts
     assert error["writes_done"] == len(error["applied"]) > 0 and error["not_applied"]
     assert error["writes_done"] + len(error["not_applied"]) == error["writes_planned"]
     proxied.proxy.clear()
-    again = subprocess.run(MINBW + ["provider", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
+    again = cli_forks.run(MINBW + ["provider", "sync", *files, "--json"], env=proxied.env(), capture_output=True,
                            text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["result"]["writes"] == len(error["not_applied"])

@@ -109,8 +109,12 @@ write_configs() {
     fi
 
     [ "$AUTH" = keystone ] || return 0
-    keystone_conf False "$EXPIRATION" >"$ETC/keystone/keystone.conf"
-    uwsgi_ini keystone "$KS_PORT" keystone.wsgi.api:application 2 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
+    # Keystone's cache as the mini-cloud's (tests/support/minicloud/templates/keystone-cache.conf.in: in-process, so
+    # ONE Keystone process): with tokens that expire within keystoneauth's 120 s every Placement request makes a token
+    # issued and validated, which without the cache re-read the database (tests/README.md, "Where the time goes")
+    { keystone_conf False "$EXPIRATION"; render "$ROOT/tests/support/minicloud/templates/keystone-cache.conf.in"; } \
+        >"$ETC/keystone/keystone.conf"
+    uwsgi_ini keystone "$KS_PORT" keystone.wsgi.api:application 1 "OS_KEYSTONE_CONFIG_DIR=$ETC/keystone"
 }
 
 # The venv's placement package copied to $S/patched with patches/placement/*.patch applied (uWSGI puts the
