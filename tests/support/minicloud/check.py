@@ -9,6 +9,15 @@
 One process for the whole wait: importing openstacksdk and getting a token cost about a second of CPU, which
 a new process per poll paid every half second while the services it waits for were starting on the same cores.
 CHECK_HOST: the host of the agent/compute checks; CHECK_HOSTS: the computes (space separated).
+
+    check.py --serve DIR PARENT_PID              the same, for many waits, in one process: each request is a line
+                                                 written to the FIFO DIR/check.in (CHECK_HOST, CHECK_HOSTS and the
+                                                 arguments above, tab-separated), its answer a line written to
+                                                 DIR/check.out (the exit status, a tab, the output); it ends when
+                                                 PARENT_PID (cloud.sh) has exited
+
+cloud.sh's `up` waits for about a dozen checks: one process for all of them imports openstacksdk and gets a token
+once (each process cost 0.5-1 CPU s), and keeps its connection between waits.
 """
 from __future__ import annotations
 
@@ -144,7 +153,15 @@ def dead(pids: list[str]) -> str | None:
     return None
 
 
-def main(argv: list[str]) -> int:
+class Conn:
+    """The connection of a wait, kept for the next one (``--serve``); dropped when a request failed."""
+
+    def __init__(self):
+        self.conn = None
+
+
+def main(argv: list[str], keep: Conn | None = None) -> int:
+    keep = keep or Conn()
     wait, pids = None, []
     while argv and argv[0].startswith("--"):
         opt, value, argv = argv[0], argv[1], argv[2:]
@@ -154,16 +171,16 @@ def main(argv: list[str]) -> int:
             pids = [p for p in value.split(",") if p]
     what, args = argv[0], argv[1:]
     deadline = time.monotonic() + (wait or 0)
-    conn, last = None, "not checked"
+    last = "not checked"
     while True:
         try:
-            conn = conn or openstack.connect(cloud="minicloud")
-            check(conn, what, args)
+            keep.conn = keep.conn or openstack.connect(cloud="minicloud")
+            check(keep.conn, what, args)
             return 0
         except NotYet as e:
             last = str(e)
         except Exception as e:  # noqa: BLE001 - a service not answering yet: a new connection next time
-            last, conn = f"{type(e).__name__}: {str(e)[:300]}", None
+            last, keep.conn = f"{type(e).__name__}: {str(e)[:300]}", None
         if wait is None:
             print(last)
             return 1
@@ -177,5 +194,38 @@ def main(argv: list[str]) -> int:
         time.sleep(0.5)
 
 
+def serve(fifo_dir: str, parent: int) -> int:
+    """Answer the requests written to FIFO_DIR/check.in until PARENT has exited."""
+    import contextlib
+    import io
+    import select
+    keep = Conn()
+    fd = os.open(os.path.join(fifo_dir, "check.in"), os.O_RDWR)  # a writer of its own: no end of file between requests
+    buf = b""
+    while True:
+        ready, _, _ = select.select([fd], [], [], 1.0)
+        if not ready:
+            try:
+                os.kill(parent, 0)
+            except OSError:
+                return 0
+            continue
+        buf += os.read(fd, 65536)
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            host, hosts, *argv = line.decode().split("\t")
+            os.environ["CHECK_HOST"], os.environ["CHECK_HOSTS"] = host, hosts
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                try:
+                    rc = main(argv, keep)
+                except SystemExit as e:  # an unknown check: exit 2, as its own process would
+                    rc = e.code if isinstance(e.code, int) else 1
+            with open(os.path.join(fifo_dir, "check.out"), "w") as answer:
+                answer.write(f"{rc}\t{' '.join(out.getvalue().split())}\n")
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--serve"]:
+        sys.exit(serve(sys.argv[2], int(sys.argv[3])))
     sys.exit(main(sys.argv[1:]))

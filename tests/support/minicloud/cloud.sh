@@ -36,6 +36,7 @@
 #   MINICLOUD_DEBUG=1|0             debug logging of the OpenStack services but Keystone (default 1)
 #   MINICLOUD_KEYSTONE_DEBUG=0|1    debug logging of Keystone (default 0: it cost Keystone 15 % of its CPU, and no
 #                                   test or wait reads it)
+#   MINICLOUD_CHECK_SERVER=1|0      one check.py process answers a command's waits (default 1), or one per wait
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
 #   MINICLOUD_STATE=dir             the cloud's state (default .state/minicloud; another cloud beside it: its own dir,
@@ -436,8 +437,38 @@ register_catalog() {
 
 # ---------------------------------------------------------------- checks (python, openstacksdk)
 check() {  # check WHAT [args] -> exit 0 when satisfied (tests/support/minicloud/check.py); CHECK_HOST, CHECK_HOSTS
-    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml CHECK_HOST=${CHECK_HOST:-$HOSTNAME_NOVA} CHECK_HOSTS="${CHECK_HOSTS:-${HOSTS[*]}}" \
-        MINICLOUD_RUN=$RUN "$PY" "$HERE/check.py" "$@"
+    local host=${CHECK_HOST:-$HOSTNAME_NOVA} hosts="${CHECK_HOSTS:-${HOSTS[*]}}"
+    if [ -n "${CHECK_SERVER:-}" ] && kill -0 "$CHECK_SERVER" 2>/dev/null; then
+        check_served "$host" "$hosts" "$@"
+        return
+    fi
+    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml CHECK_HOST=$host CHECK_HOSTS=$hosts MINICLOUD_RUN=$RUN "$PY" "$HERE/check.py" "$@"
+}
+
+# The checks of one cloud.sh command answered by one process (check.py --serve: openstacksdk imported and a token
+# got once, not once per wait): requests and answers through two FIFOs in $RUN/check; it ends with this script.
+check_server_start() {
+    [ -n "${CHECK_SERVER:-}" ] || [ "${MINICLOUD_CHECK_SERVER:-1}" = 0 ] && return 0
+    local d=$RUN/check
+    rm -rf "$d" && mkdir -p "$d" && mkfifo "$d/check.in" "$d/check.out" || return 0  # no server: a process per wait
+    OS_CLIENT_CONFIG_FILE=$S/clouds.yaml MINICLOUD_RUN=$RUN setsid "$PY" "$HERE/check.py" --serve "$d" $$ \
+        </dev/null >"$LOG/check-server.out" 2>&1 &
+    CHECK_SERVER=$!
+}
+
+check_served() {  # check_served HOST HOSTS ARG...: the server's answer (its output, its exit status)
+    local host=$1 hosts=$2 fd line rc=4 t=0; shift 2
+    [ "${1:-}" = --wait ] && t=${2%.*}  # the answer comes at most the wait's own bound after the request
+    exec {fd}<>"$RUN/check/check.out"  # read and write: opening never blocks, and a silent server times out below
+    (IFS=$'\t'; printf '%s\n' "$host$IFS$hosts$IFS$*") >"$RUN/check/check.in"
+    if IFS= read -r -t $((t + 30)) -u "$fd" line; then
+        rc=${line%%$'\t'*}; line=${line#*$'\t'}
+    else
+        line="the checks' server (check.py --serve) did not answer: $LOG/check-server.out"
+    fi
+    exec {fd}<&-
+    [ -n "$line" ] && echo "$line"
+    return "$rc"
 }
 
 # wait_check DESC TIMEOUT SERVICES WHAT [args]: wait until `check WHAT args` is satisfied, polling every 0.5 s
@@ -731,6 +762,7 @@ do_up() {
         local rabbit_pid=$!
         write_configs
         write_agent_inis
+        check_server_start
         [ "$OVN" = 1 ] && ovn_start
         for h in $(real_ovs_hosts); do real_ovs_start "$h"; done
         restore_snapshot
@@ -748,6 +780,7 @@ do_up() {
         start_rabbit
         write_configs
         write_agent_inis
+        check_server_start
         [ "$OVN" = 1 ] && ovn_start
         for h in $(real_ovs_hosts); do real_ovs_start "$h"; done
         wait_mariadb
@@ -814,6 +847,7 @@ do_activate_spare() {
     [ "$COMPUTES" != 1 ] && [ "$SPARE" = 1 ] || die "no spare compute in this cloud (started without MINICLOUD_SPARE_COMPUTE=1)"
     if [ "$SPARE_ACTIVE" = 1 ]; then say "$HOST1 is already in service"; return 0; fi
     load_agents_env
+    check_server_start
     say "bringing the spare $HOST1 into service: its agents ($OVS_INI_1, $SRIOV_INI_1), then nova-compute enabled"
     SPARE_ACTIVE=1
     if [ "$START_AGENTS" = 1 ]; then
