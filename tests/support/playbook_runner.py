@@ -7,14 +7,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CALLBACKS = REPO / "tests" / "support" / "ansible" / "callback"
 RECAP = re.compile(r"^(\S+)\s+:\s+(ok=.*)$", re.M)
+# MINBW_PLAYBOOK_LOG=FILE: one JSON line per run appended to FILE (the test, the playbook, its CPU s with every
+# process it started, its wall s, its PLAY RECAP): how many runs a test makes and what each costs
+LOG = "MINBW_PLAYBOOK_LOG"
 
 
 class Run:
@@ -46,5 +51,14 @@ def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = Fa
     cmd += (["--check"] if check else []) + (["--diff"] if diff else []) + (["-i", str(inventory)] if inventory else [])
     env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="result_file")
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
-    return Run(proc, result_file)
+    run = Run(proc, result_file)
+    if os.environ.get(LOG):
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        with open(os.environ[LOG], "a") as log:
+            log.write(json.dumps({"test": os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" ", 1)[0],
+                                  "playbook": Path(path).name, "check": check, "cpu": round(cpu, 2),
+                                  "wall": round(time.monotonic() - started, 1), "recap": run.recap}) + "\n")
+    return run
