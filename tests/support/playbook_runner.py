@@ -1,7 +1,8 @@
 """ansible-playbook runs for the tests: the PLAY RECAP counts, the output, and the result file
 the playbook wrote (ansible-core 2.19 ships no JSON stdout callback, so results go to a file: the playbook's
 ``set_stats`` ``result``, written by the callback ``tests/support/ansible/callback/result_file.py`` to the path
-its extra var ``result_file`` names)."""
+its extra var ``result_file`` names). The modules of a run on the implicit localhost (no inventory) are forked from
+one warm process (``tests/support/module_forks.py``; ``MINBW_MODULE_FORKS=0``: spawned, as Ansible does)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from tests.support import module_forks
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -47,6 +50,10 @@ def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = Fa
     if result_file is not None:
         result_file.unlink(missing_ok=True)
         extra_vars = dict(extra_vars, result_file=str(result_file))
+    if inventory is None and "ansible_python_interpreter" not in extra_vars and module_forks.enabled():
+        # the implicit localhost's interpreter is a variable (ansible-playbook's own Python), which only another
+        # variable overrides: the same Python, its modules forked from the warm server
+        extra_vars = dict(extra_vars, ansible_python_interpreter=module_forks.server()[1])
     cmd = [str(BIN / "ansible-playbook"), str(path), "-e", json.dumps(extra_vars)]
     cmd += (["--check"] if check else []) + (["--diff"] if diff else []) + (["-i", str(inventory)] if inventory else [])
     env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
