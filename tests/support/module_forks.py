@@ -14,9 +14,10 @@ same virtualenv's Python).
 
 What a forked module does not share with a spawned one: its hash seed (the server's), and the modules loaded
 before its work: ``ansible.module_utils`` comes from the virtualenv's ansible-core (the controller's own, the
-version that built the payload) rather than from the payload, and openstacksdk's import-time paths (the clouds.yaml
-search path, which holds the working directory, and ``~/.config``) are computed again, by its own code, in the
-child's environment and directory. The module's own code and the collection's ``module_utils`` (its core) are the
+version that built the payload) rather than from the payload, and what those compute from the environment when
+imported (openstacksdk's clouds.yaml search path, which holds the working directory and ``~/.config``; stevedore's
+entry-point cache directory, XDG_CACHE_HOME) is computed again, by their own code, in the child's environment and
+directory (``IMPORT_TIME``). The module's own code and the collection's ``module_utils`` (its core) are the
 payload's, imported in the child. ``MINBW_MODULE_FORKS=0`` spawns every module as Ansible does.
 """
 
@@ -107,9 +108,11 @@ def _recv_int(sock: socket.socket) -> int:
 # that talks to a cloud, openstacksdk (its Connection), keystoneauth's exceptions and os-resource-classes.
 WARM = ("ansible.module_utils.basic", "ansible.module_utils._internal._ansiballz._loader", "openstack",
         "openstack.connection", "openstack.exceptions", "keystoneauth1.exceptions", "os_resource_classes")
-# openstacksdk's paths computed when it is imported (openstack/config/loader.py): from the environment (HOME, XDG_*)
-# and the working directory; run again, as its own code, in each child's
-LOADER_PATHS = ("PLATFORMDIRS = platformdirs.PlatformDirs(", "\nBOOL_KEYS = ")
+# What those imports compute from the environment (HOME, XDG_*) and the working directory: run again, as the
+# library's own code (from the first line to the last one's end), in each child's. openstacksdk's paths (the
+# clouds.yaml search path); stevedore's entry-point cache (its directory: XDG_CACHE_HOME), which keystoneauth1 reads
+IMPORT_TIME = (("openstack.config.loader", "PLATFORMDIRS = platformdirs.PlatformDirs(", "\nBOOL_KEYS = "),
+               ("stevedore._cache", "\n_c = Cache()\n", None))
 
 
 def _serve(path: str) -> None:
@@ -118,10 +121,17 @@ def _serve(path: str) -> None:
 
     for name in WARM:
         importlib.import_module(name)
-    loader = importlib.import_module("openstack.config.loader")
-    source = inspect.getsource(loader)
-    start, end = source.index(LOADER_PATHS[0]), source.index(LOADER_PATHS[1])  # fails on a loader of another shape
-    paths = compile(source[start:end], loader.__file__, "exec")
+    again = []
+    for name, first, after in IMPORT_TIME:
+        module = importlib.import_module(name)
+        source = inspect.getsource(module)
+        start = source.index(first)  # fails on a module of another shape: nothing is forked then
+        end = source.index(after, start) if after else len(source)
+        again.append((compile(source[start:end], module.__file__, "exec"), vars(module)))
+
+    def paths():
+        for code, namespace in again:
+            exec(code, namespace)  # noqa: S102 - the library's own lines, in the child's environment
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -134,7 +144,7 @@ def _serve(path: str) -> None:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                _handle(conn, lambda: exec(paths, vars(loader)))
+                _handle(conn, paths)
             finally:
                 os._exit(0)
         conn.close()
