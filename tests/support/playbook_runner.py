@@ -45,8 +45,10 @@ class Run:
 
 
 def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = False, env: dict | None = None,
-                 result_file: Path | None = None, inventory: Path | None = None) -> Run:
-    """Run ``path`` with the repository's ansible.cfg; ``result_file`` (if given) is passed as an extra var."""
+                 result_file: Path | None = None, inventory: Path | None = None, local_hosts: bool = False) -> Run:
+    """Run ``path`` with the repository's ansible.cfg; ``result_file`` (if given) is passed as an extra var.
+    ``local_hosts``: every host of ``inventory`` is this machine's (``ansible_connection=local``, in this network
+    namespace), so its modules may be forked too (a host's own ``ansible_python_interpreter`` still wins)."""
     if result_file is not None:
         result_file.unlink(missing_ok=True)
         extra_vars = dict(extra_vars, result_file=str(result_file))
@@ -58,6 +60,9 @@ def run_playbook(path, extra_vars: dict, *, check: bool = False, diff: bool = Fa
     cmd += (["--check"] if check else []) + (["--diff"] if diff else []) + (["-i", str(inventory)] if inventory else [])
     env = dict(env or os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="result_file")
+    if inventory is not None and local_hosts and module_forks.enabled():
+        # ansible.cfg's interpreter_python for the inventory's hosts that name none (the setting, not a variable)
+        env.setdefault("ANSIBLE_PYTHON_INTERPRETER", module_forks.server()[1])
     before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     run = Run(proc, result_file)
