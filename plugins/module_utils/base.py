@@ -15,27 +15,23 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 # module raises and reports.
 from ansible_collections.minbw.openstack.plugins.module_utils.core.errors import MinbwError, PartialApply
 
-# The libraries the shipped core imports (requirements.txt), checked before a module that talks to a cloud uses it.
-try:
+
+def _sdk():
+    """The libraries the shipped core imports (requirements.txt): (openstack, its exceptions, keystoneauth1's
+    exceptions), imported by a module that talks to a cloud when it starts (``MinbwModule(cloud=True)``), which
+    fails naming what is missing. A module that talks to no cloud never imports them: ``import openstack`` alone is
+    about 0.3 CPU s, half of such a module's run."""
     import openstack
     from openstack import exceptions as sdk_exceptions
     from keystoneauth1 import exceptions as ksa_exceptions
-except ImportError:
-    HAS_OPENSTACKSDK = False
-    OPENSTACKSDK_IMPORT_ERROR = traceback.format_exc()
-    sdk_exceptions = ksa_exceptions = None
-else:
-    HAS_OPENSTACKSDK = True
-    OPENSTACKSDK_IMPORT_ERROR = None
-
-try:
     import os_resource_classes  # noqa: F401 pylint: disable=unused-import
-except ImportError:
-    HAS_OS_RESOURCE_CLASSES = False
-    OS_RESOURCE_CLASSES_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_OS_RESOURCE_CLASSES = True
-    OS_RESOURCE_CLASSES_IMPORT_ERROR = None
+    return openstack, sdk_exceptions, ksa_exceptions
+
+
+def _missing_lib(exc):
+    """missing_required_lib's name for the library an ImportError of ``_sdk`` is about."""
+    return 'os-resource-classes' if (exc.name or '').split('.')[0] == 'os_resource_classes' else 'openstacksdk'
+
 
 # Named as openstack.cloud's OpenStackModule names them, with its defaults (doc fragment
 # minbw.openstack.auth), so one module_defaults serves both collections.
@@ -112,7 +108,7 @@ def connect(**kwargs):
     saved = sys.path[:]
     sys.path[:] = [entry for entry in saved if not _holds_this_file(entry)]
     try:
-        return openstack.connect(**kwargs)
+        return _sdk()[0].connect(**kwargs)
     finally:
         sys.path[:] = saved
 
@@ -156,14 +152,16 @@ class MinbwModule:
             self.ansible.no_log_values.update(secret_values(self.params.get(option)))
         self.check_mode = self.ansible.check_mode
         self._conn = None
-        needed = [(HAS_OPENSTACKSDK, 'openstacksdk', OPENSTACKSDK_IMPORT_ERROR),
-                  (HAS_OS_RESOURCE_CLASSES, 'os-resource-classes', OS_RESOURCE_CLASSES_IMPORT_ERROR)] if cloud else []
-        for found, lib, error in needed:
-            if not found:
-                self.ansible.fail_json(msg=missing_required_lib(lib), exception=error)
-        logging_kwargs = sdk_logging_kwargs(self.params) if cloud else None
+        self._sdk = None  # (openstack, its exceptions, keystoneauth1's exceptions): a module that talks to a cloud
+        if not cloud:
+            return
+        try:
+            self._sdk = _sdk()
+        except ImportError as e:
+            self.ansible.fail_json(msg=missing_required_lib(_missing_lib(e)), exception=traceback.format_exc())
+        logging_kwargs = sdk_logging_kwargs(self.params)
         if logging_kwargs:
-            openstack.enable_logging(**logging_kwargs)
+            self._sdk[0].enable_logging(**logging_kwargs)
 
     @property
     def conn(self):
@@ -226,8 +224,9 @@ class MinbwModule:
             details['changed'] = isinstance(e, PartialApply) and bool(e.applied)
             self.ansible.fail_json(**details)
         except Exception as e:  # pylint: disable=broad-except
-            if not HAS_OPENSTACKSDK:
+            if self._sdk is None:  # a module that talks to no cloud: no connection or SDK error to explain
                 raise
+            sdk_exceptions, ksa_exceptions = self._sdk[1:]
             from ansible_collections.minbw.openstack.plugins.module_utils.core.usecases.connection import (
                 OptionNames, explain_connection_failure)
             names = OptionNames(cacert='ca_cert (cacert: in clouds.yaml)',

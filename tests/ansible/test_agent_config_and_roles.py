@@ -205,7 +205,8 @@ def test_bandwidth_report_role_against_embedded_placement(tmp_path, playbook, pl
     files = seed_files(tmp_path / "etc")
     result_file = tmp_path / "result.json"
     base = dict(port=port, state_dir=str(state_dir), result_file=str(result_file),
-                bandwidth_report_agent_configs=[str(files["ovs"]), str(files["sriov"])])
+                bandwidth_report_agent_configs=[str(files["ovs"]), str(files["sriov"])],
+                start_placement=False)  # the first run starts it
 
     def step(check=False, diff=False, **variables):
         result_file.unlink(missing_ok=True)
@@ -215,7 +216,7 @@ def test_bandwidth_report_role_against_embedded_placement(tmp_path, playbook, pl
 
     # No compute node root provider and no create_root: a clear failure naming the hypervisor
     # (this first run also starts the embedded Placement).
-    run, result = step()
+    run, result = step(start_placement=True)
     assert run.recap["failed"] == 1 and result is None, run.output
     assert "No resource provider named 'devstack0' in Placement" in run.output
     assert "create_root" in run.output

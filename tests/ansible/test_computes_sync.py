@@ -60,8 +60,10 @@ def test_read_on_computes_sync_from_the_controller(tmp_path, bare_python, placem
     result_file = tmp_path / "result.json"
 
     def run(**kw):
+        # local_hosts: the controller's modules forked (tests/support/module_forks.py); the computes keep their bare
+        # Python (their ansible_python_interpreter)
         return run_playbook(PLAYBOOK, dict(clouds_yaml=str(placement_server.clouds_yaml)), env=placement_server.env(),
-                            result_file=result_file, inventory=inventory, **kw)
+                            result_file=result_file, inventory=inventory, local_hosts=True, **kw)
 
     first = run()
     assert not first.failed, first.output
@@ -93,7 +95,7 @@ def test_a_bad_value_fails_that_compute_only(tmp_path, bare_python, placement, p
     inventory = computes(tmp_path, bare_python, wanted)
     before = (tmp_path / "compute-b" / "openvswitch_agent.ini").read_text()
     run = run_playbook(PLAYBOOK, dict(clouds_yaml=str(placement_server.clouds_yaml)), env=placement_server.env(),
-                       result_file=tmp_path / "result.json", inventory=inventory)
+                       result_file=tmp_path / "result.json", inventory=inventory, local_hosts=True)
     assert run.recaps["compute-b"]["failed"] == 1 and run.recaps["compute-a"]["failed"] == 0, run.output
     assert "Device name br-nope is missing from device mappings" in run.output
     assert (tmp_path / "compute-b" / "openvswitch_agent.ini").read_text() == before

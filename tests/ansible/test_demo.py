@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support import module_forks
+
 REPO = Path(__file__).resolve().parents[2]
 RESULT = REPO / ".state" / "demo" / "result.json"  # demo_result_file's default
 
@@ -48,7 +50,9 @@ def assert_seed_003_tree(providers: list[dict]) -> None:
 def test_demo_playbook_reproduces_seed_003():
     RESULT.unlink(missing_ok=True)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "playbooks/demo.yml"],
+    # its modules forked from one warm process (tests/support/module_forks.py), as the other playbook tests' are
+    forks = ["-e", f"ansible_python_interpreter={module_forks.server()[1]}"] if module_forks.enabled() else []
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "playbooks/demo.yml", *forks],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-5000:]

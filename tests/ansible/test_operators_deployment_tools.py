@@ -75,7 +75,7 @@ def kolla(tmp_path: Path) -> Path:
     deployed = run_playbook(TOOLS / "kolla" / "deploy.yml",
                             {**yaml.safe_load(block("globals: kolla")), "out": str(out),
                              "node_custom_config": str(config)},
-                            inventory=inventory(tmp_path / "kolla-inventory.ini", KOLLA_HOSTS))
+                            inventory=inventory(tmp_path / "kolla-inventory.ini", KOLLA_HOSTS), local_hosts=True)
     assert not deployed.failed, deployed.output
     return out
 
@@ -126,7 +126,8 @@ def test_kolla_shared_override_puts_bandwidth_on_the_network_node_and_drift_name
     out = tmp_path / "kolla"
     run = run_playbook(TOOLS / "kolla" / "deploy.yml", {"out": str(out), "node_custom_config": str(config)},
                        inventory=inventory(tmp_path / "kolla-inventory.ini",
-                                           {"control": [], "network": ["network-1"], "compute": ["compute1"]}))
+                                           {"control": [], "network": ["network-1"], "compute": ["compute1"]}),
+                       local_hosts=True)
     assert not run.failed, run.output
     compute_root(placement, "compute1")
     files = {h: [str(out / h / "neutron-openvswitch-agent" / f) for f in ("neutron.conf", "openvswitch_agent.ini")]
@@ -174,7 +175,8 @@ def test_osa_host_vars_give_the_compute_its_bandwidth_and_the_network_node_none(
                                                  "compute_hosts": ["compute1", "compute2"],
                                                  "network_hosts": ["network1"]})
     out = tmp_path / "osa"
-    run = run_playbook(TOOLS / "osa_neutron.yml", {**user_variables, "out": str(out)}, inventory=hosts)
+    run = run_playbook(TOOLS / "osa_neutron.yml", {**user_variables, "out": str(out)}, inventory=hosts,
+                       local_hosts=True)
     assert not run.failed, run.output
     ini = {h: ac.read_ini((out / h / "plugins" / "ml2" / "openvswitch_agent.ini").read_text())
            for h in ("compute1", "compute2", "network1")}
@@ -203,7 +205,8 @@ def test_rhoso_sriov_node_variables_render_the_agents_bandwidth(tmp_path, placem
     out = tmp_path / "edpm"
     hosts = inventory(tmp_path / "edpm-inventory.ini", {"edpm": [f"{node} canonical_hostname={hypervisor}"]})
     run = run_playbook(TOOLS / "edpm_neutron_sriov.yml",
-                       {**spec["ansible"]["ansibleVars"], "out": str(out), "secrets": str(secrets)}, inventory=hosts)
+                       {**spec["ansible"]["ansibleVars"], "out": str(out), "secrets": str(secrets)}, inventory=hosts,
+                       local_hosts=True)
     assert not run.failed, run.output
     conf = ac.read_ini((out / node / "01-neutron-sriov-agent.conf").read_text())
     assert conf["sriov_nic"]["resource_provider_bandwidths"] == "ens5:10000000:10000000"
