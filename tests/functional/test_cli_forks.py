@@ -60,6 +60,19 @@ def test_a_write_answers_as_the_process(placement, placement_server, tmp_path, m
     assert made == {p.name for p in placement.list_providers()} and "devstack0" in made
 
 
+def test_clouds_yaml_is_found_where_the_caller_runs(placement_server, tmp_path, monkeypatch):
+    """openstacksdk computes its clouds.yaml search path (the working directory first, then ~/.config/openstack)
+    when it is imported, which the server did in its own directory and home: a forked command finds the caller's
+    files, as the process does (tests/support/forks.py, IMPORT_TIME)."""
+    (tmp_path / "clouds.yaml").write_text(placement_server.clouds_yaml.read_text())
+    monkeypatch.chdir(tmp_path)
+    env = {k: v for k, v in placement_server.env().items() if k not in ("OS_CLIENT_CONFIG_FILE", "OS_CLOUD")}
+    env.update(HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path / "home" / ".config"))
+    forked, alone = both(["--os-cloud", "minbw-local", "usage", "show", "-f", "value"], env)
+    assert alone.returncode == 0, alone.stderr
+    assert (forked.returncode, forked.stdout, forked.stderr) == (alone.returncode, alone.stdout, alone.stderr)
+
+
 def test_the_environment_is_the_callers(placement_server):
     env = {**placement_server.env(), "OS_PLACEMENT_API_VERSION": "one"}
     forked, alone = both(["usage", "show"], env)

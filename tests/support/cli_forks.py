@@ -18,21 +18,18 @@ which did nothing but read a request.
 
 from __future__ import annotations
 
-import array
-import atexit
 import importlib
 import importlib.util
-import json
 import os
 import runpy
-import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-from pathlib import Path
+
+from tests.support import forks
 
 ENTRY_MODULE = ["-m", "minbw.cli"]
 _lock = threading.Lock()
@@ -49,19 +46,7 @@ def server() -> str:
     global _server
     with _lock:
         if _server is None or _server[0].poll() is not None:
-            tmp = tempfile.mkdtemp(prefix="minbw-cli-forks-")
-            path = os.path.join(tmp, "s")
-            proc = subprocess.Popen([sys.executable, "-m", __name__, path], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2])
-            ready = proc.stdout.readline() if proc.stdout else b""
-            assert ready == b"ready\n", f"the minbw fork server did not start: {ready!r}, exit {proc.poll()}"
-
-            def stop(proc=proc, tmp=tmp):
-                proc.kill()
-                proc.wait()
-                shutil.rmtree(tmp, ignore_errors=True)
-
-            atexit.register(stop)
+            proc, path, _tmp = forks.start_server(__name__, [], "minbw-cli-forks-")
             _server = (proc, path)
         return _server[1]
 
@@ -77,17 +62,15 @@ def run(argv, *, env=None, capture_output=False, text=False, timeout=None, check
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, open(os.devnull, "rb") as null, \
             socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(server())
-        request = json.dumps({"argv": argv, "env": env, "cwd": os.getcwd()}).encode()
         fds = [null.fileno(), out.fileno() if capture_output else 1, err.fileno() if capture_output else 2]
-        socket.send_fds(sock, [len(request).to_bytes(8, "big") + request], fds)
-        pid = _recv_int(sock)
+        pid = forks.send_request(sock, argv, env, fds)
         sock.settimeout(timeout)
         try:
-            status = _recv_int(sock)
+            status = forks.recv_int(sock)
         except TimeoutError:
             os.kill(pid, signal.SIGKILL)  # as subprocess.run does: the command, then its output so far
             sock.settimeout(None)
-            _recv_int(sock)
+            forks.recv_int(sock)
             stdout, stderr = (_read(out, text), _read(err, text)) if capture_output else (None, None)
             raise subprocess.TimeoutExpired(argv, timeout, stdout, stderr) from None
         code = os.waitstatus_to_exitcode(status)
@@ -96,16 +79,6 @@ def run(argv, *, env=None, capture_output=False, text=False, timeout=None, check
     if check:
         done.check_returncode()
     return done
-
-
-def _recv_int(sock: socket.socket) -> int:
-    data = b""
-    while len(data) < 8:
-        chunk = sock.recv(8 - len(data))
-        if not chunk:
-            raise RuntimeError("the minbw fork server's handler ended without an answer")
-        data += chunk
-    return int.from_bytes(data, "big", signed=True)
 
 
 def _read(f, text: bool):
@@ -134,90 +107,13 @@ def _serve(path: str) -> None:
     for name in WARM:
         vars(importlib.import_module(name))  # any attribute of a lazy module runs its code
     importlib.import_module("openstack").connect  # noqa: B018 - its __init__ runs for an attribute not a submodule
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(64)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the handlers are reaped by the kernel
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    while True:
-        conn, _ = listener.accept()
-        if os.fork() == 0:
-            listener.close()
-            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-            try:
-                _handle(conn)
-            finally:
-                os._exit(0)
-        conn.close()
+    forks.serve(path, _command)
 
 
-def _recv_exactly(conn: socket.socket, n: int, fds: list[int]) -> bytes:
-    data = b""
-    while len(data) < n:
-        msg, anc, _flags, _addr = conn.recvmsg(n - len(data), socket.CMSG_SPACE(3 * array.array("i").itemsize))
-        for level, kind, payload in anc:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds.extend(array.array("i", payload[: len(payload) - len(payload) % 4]))
-        if not msg:
-            raise EOFError("the request ended early")
-        data += msg
-    return data
-
-
-def _handle(conn: socket.socket) -> None:
-    fds: list[int] = []
-    size = int.from_bytes(_recv_exactly(conn, 8, fds), "big")
-    request = json.loads(_recv_exactly(conn, size, fds))
-    pid = os.fork()
-    if pid == 0:
-        conn.close()
-        _command(request, fds)
-    for fd in fds:
-        os.close(fd)
-    conn.sendall(pid.to_bytes(8, "big", signed=True))
-    _, status = os.waitpid(pid, 0)
-    conn.sendall(status.to_bytes(8, "big", signed=True))
-
-
-def _command(request: dict, fds: list[int]) -> None:
-    """The child: the request's streams, environment, directory and arguments, then what ``python -m minbw.cli``
-    runs; exits with its code (never returns)."""
-    code = 1
-    try:
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        os.chdir(request["cwd"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        sys.argv = ["-m", *request["argv"][3:]]
-        try:
-            runpy._run_module_as_main("minbw.cli")  # type: ignore[attr-defined] - what `python -m minbw.cli` runs
-            code = 0
-        except SystemExit as stop:  # as the interpreter treats it
-            code = _exit_code(stop.code)
-        except BaseException:  # noqa: BLE001 - as the interpreter: its traceback, exit code 1
-            sys.excepthook(*sys.exc_info())
-            code = 1
-        threading._shutdown()  # type: ignore[attr-defined] - as the interpreter at exit: its threads joined,
-        atexit._run_exitfuncs()  # then its exit functions
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001, S110 - a closed stream: nothing more to write
-                pass
-        os._exit(code)
-
-
-def _exit_code(code) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    print(code, file=sys.stderr)
-    return 1
+def _command(request: dict) -> None:
+    """What ``python -m minbw.cli`` runs, with the request's arguments (in the child: tests/support/forks.py)."""
+    sys.argv = ["-m", *request["argv"][3:]]
+    runpy._run_module_as_main("minbw.cli")  # type: ignore[attr-defined] - what `python -m minbw.cli` runs
 
 
 if __name__ == "__main__":

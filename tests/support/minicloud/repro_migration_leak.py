@@ -54,6 +54,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(ROOT))
 from tests.support.minicloud.envfile import read_env  # noqa: E402
+from tests.support.repro import report  # noqa: E402
 
 SOURCE, TARGET = "devstack0", "devstack1"
 PLACEMENT = "1.28"
@@ -412,12 +413,7 @@ def main() -> None:
         sys.exit(1)
     finally:
         repro.cleanup()
-    missed = expected(facts)
-    facts["not_as_described"] = missed
-    print(json.dumps(facts), flush=True)
-    for what in missed:
-        print(f"not as described: {what}", file=sys.stderr)
-    sys.exit(1 if missed else 0)
+    report(facts, expected(facts))
 
 
 if __name__ == "__main__":
