@@ -61,3 +61,31 @@ def test_what_reads_and_writes_leave_in_the_cache(tmp_path):
     assert cache.entry("b")["used"] == {} and cache.entry("b")["checked"] == 3000.0
     cache.written("c", 5, "h:c", None, set(), INV, created=False)  # neither: usage unknown
     assert cache.entry("c")["used"] is None
+
+
+def test_a_loaded_cache_holds_each_distinct_value_once_and_saves_the_same_file(tmp_path):
+    """The entries read from the file share one object per distinct traits, inventories and usage (and a parent's
+    UUID is its own entry's key), with the file's values and types (1, 1.0 and True apart): saved again, the file is
+    the same."""
+    ratio_int = {rc: {**inv, "allocation_ratio": 1} for rc, inv in INV.items()}
+    path = tmp_path / "c.json"
+    cache = ProviderCache(path, "http://placement", clock=lambda: 1000.0)
+    cache.put("agent", 1, "h:agent", None, {"CUSTOM_X"}, {})
+    for u in ("a", "b"):
+        cache.put(u, 3, f"h:{u}", "agent", {"CUSTOM_X", "CUSTOM_Y"}, INV, used={})
+    cache.put("c", 3, "h:c", "agent", {"CUSTOM_Y", "CUSTOM_X"}, ratio_int, used={"NET_BW_EGR_KILOBIT_PER_SEC": 1})
+    cache.save()
+    written = path.read_bytes()
+    loaded = ProviderCache(path, "http://placement", clock=lambda: 1000.0)
+    a, b, c = (loaded.entry(u) for u in "abc")
+    assert a["inventories"] is b["inventories"] and a["inventories"] == INV
+    assert a["traits"] is b["traits"] is c["traits"] and a["traits"] == ["CUSTOM_X", "CUSTOM_Y"]
+    assert a["used"] is b["used"] and a["used"] == {} and c["used"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1}
+    assert c["inventories"] is not a["inventories"] and c["inventories"] == ratio_int
+    assert type(c["inventories"]["NET_BW_EGR_KILOBIT_PER_SEC"]["allocation_ratio"]) is int
+    assert type(a["inventories"]["NET_BW_EGR_KILOBIT_PER_SEC"]["allocation_ratio"]) is float
+    assert a["parent"] is b["parent"] is next(u for u in loaded.entries if u == "agent")
+    loaded.put("d", 1, "h:d", None, None, {})
+    loaded.drop("d")
+    loaded.save()
+    assert path.read_bytes() == written
