@@ -140,3 +140,28 @@ def test_a_listing_is_streamed_never_held_whole(placement, monkeypatch):
     names = {p.name for p in placement.list_providers()}
     assert {"host-20", "host-21", "host-22"} <= names
     assert asked == [True] and read == [100]
+
+
+def test_a_listing_cut_while_it_is_read_is_tried_again(placement, monkeypatch):
+    """A streamed answer whose connection breaks while it is read is no usable answer: tried again, as a reset
+    before the answer is (the retry policy, docs/reliability.md)."""
+    from requests.exceptions import ChunkedEncodingError
+
+    from minbw.placement.client import RetryPolicy
+    placement.create_provider("8d6c4bd0-2bdf-4b5e-9b0e-000000000031", "host-31", None)
+    monkeypatch.setattr(placement, "retry", RetryPolicy(attempts=2, backoff=0.0, max_backoff=0.0))
+    monkeypatch.setattr(placement, "sleep", lambda s: None)
+    get, tries = placement.proxy.get, []
+
+    def get_cut_once(*args, **kwargs):
+        resp = get(*args, **kwargs)
+        tries.append(resp)
+        if len(tries) == 1:
+            def cut(size, **kw):
+                yield b'{"resource_providers": ['
+                raise ChunkedEncodingError("connection broken: IncompleteRead")
+            resp.iter_content = cut
+        return resp
+    monkeypatch.setattr(placement.proxy, "get", get_cut_once)
+    assert "host-31" in {p.name for p in placement.list_providers()}
+    assert len(tries) == 2
