@@ -308,7 +308,7 @@ class Placement:
         answer was lost, and before raising an error answer to such a retry (a 409: our own lost write).
         """
         from keystoneauth1.exceptions import RetriableConnectionFailure
-        from requests.exceptions import ChunkedEncodingError, ConnectionError as ReadFailure  # noqa: A004
+        import requests.exceptions
 
         if self.pinned is not None and microversions.parse(microversion) > self.pinned:
             raise MicroversionUnsupported(
@@ -368,7 +368,8 @@ class Placement:
             if read is not None:
                 try:
                     return None if resp.status_code == 204 else read(resp.iter_content(READ_AT_ONCE))
-                except (ReadFailure, ChunkedEncodingError) as e:  # the answer cut (reset, timed out) while read
+                except (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError) as e:
+                    # the answer cut (reset, timed out) while it was read
                     why, status, last = _failure(e, self.timeout), None, e
                     uncertain = uncertain or method != "get"
                     continue
