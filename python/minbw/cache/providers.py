@@ -58,6 +58,7 @@ class ProviderCache:
         max_age: float = DEFAULT_CACHE_MAX_AGE,
         check_interval: float = 0,
         clock: Callable[[], float] = time.time,
+        twin_of: ProviderCache | None = None,
     ):
         self.path = Path(path)
         self.endpoint = endpoint
@@ -65,27 +66,58 @@ class ProviderCache:
         self.check_interval = check_interval
         self.clock = clock
         self._seen: tuple | None = None  # the file as last loaded or saved (inode, size, mtime)
-        self.entries: dict[str, dict] = self._load()
+        if twin_of is None:
+            self.entries: dict[str, dict] = self._load()
+        else:  # :meth:`twin`
+            self.entries, self._seen = dict(twin_of.entries), twin_of._seen
         self._changed: dict[str, dict | None] = {}
         # recent: trusted without a check, confirmed less than check_interval ago
         self.stats = {"candidates": 0, "checks": 0, "trusted": 0, "reread": 0, "recent": 0}
         self.trusted: set[str] = set()
 
     def _load(self) -> dict[str, dict]:
+        """The file's entries (none when it cannot be read, or is of another version or endpoint), each made compact
+        as it is decoded (:func:`_shrink`): at no time are the entries held as the file spells them (at 10,000 hosts,
+        60,000 entries: 1.25 KiB each so, about 0.6 KiB compact)."""
+        ints: dict[int, int] = {}
+        strings: dict[str, str] = {}
+
+        def entry(d: dict) -> dict:
+            return _shrink(d, ints, strings) if "generation" in d and "inventories" in d else d
+
         try:
             with open(self.path, "rb") as f:
                 self._seen = _identity(os.fstat(f.fileno()))
-                data = json.loads(f.read())
+                data = json.loads(f.read(), object_hook=entry)
         except (OSError, ValueError):
             return {}
         if not isinstance(data, dict) or data.get("version") != self.VERSION or data.get("endpoint") != self.endpoint:
             return {}
         entries = data.get("providers") or {}
-        ints: dict[int, int] = {}
-        for e in entries.values():  # one object per trait and per number (60,000 entries at 10,000 hosts)
-            if isinstance(e, dict):
-                _shrink(e, ints)
+        if isinstance(entries, dict):  # a parent's UUID the string of its own entry's key where it has one
+            # pylint: disable-next=unidiomatic-typecheck  # exact types, as json.loads makes them
+            keys = {u: u for u in entries if type(u) is str}
+            for e in entries.values():
+                if isinstance(e, dict) and type(parent := e.get("parent")) is str and parent in keys:
+                    e["parent"] = keys[parent]
         return entries
+
+    def twin(self) -> ProviderCache:
+        """Another cache of the same file, endpoint and options, for another thread (the exporter's slow reports
+        beside its collection), with its own counts, trust and changes, holding this cache's entry objects as they
+        are now instead of a copy of the file's (at 10,000 hosts, 60,000 entries: about 35 MiB). Sharing them is
+        safe because no entry is changed in place other than where the change is true for every holder: an entry
+        is replaced whole (:meth:`put`, :meth:`save`), and changed only in its confirmation time (:meth:`confirm`:
+        the safety check confirmed it against Placement) and in its name and parent made equal strings
+        (:meth:`trust`), each one item's assignment."""
+        return ProviderCache(
+            self.path,
+            self.endpoint,
+            max_age=self.max_age,
+            check_interval=self.check_interval,
+            clock=self.clock,
+            twin_of=self,
+        )
 
     def candidate(self, prov: Provider, *, traits: bool = True) -> dict | None:
         """The entry of ``prov`` if it may be trusted (``traits``: only one that holds its traits)."""
@@ -284,7 +316,10 @@ class ProviderCache:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            merged = self._merged(self._load())
+            if self._seen is not None and self._seen == _stat_identity(self.path):
+                merged = dict(self.entries)  # the file as this cache last loaded or saved it: not read again
+            else:
+                merged = self._merged(self._load())
             merged.update({u: e for u, e in self._changed.items() if e is not None})
             for u in [u for u, e in self._changed.items() if e is None]:
                 merged.pop(u, None)
@@ -316,20 +351,50 @@ def _stat_identity(path: Path) -> tuple | None:
 
 
 _INTS: dict[int, int] = {}  # :func:`_shrink`'s numbers for :meth:`ProviderCache.put` (bounded)
+# :func:`_shrink`'s traits, inventories and usages, one object per distinct value, shared by every entry of every
+# cache in the process that holds that value (bounded: cleared when it grows past :data:`_SHARED_MOST`). At 10,000
+# hosts the 60,000 entries hold 3 distinct inventories and 6 distinct trait sets: one dict of 2 classes' 6 fields
+# each per entry was about 0.6 KiB of an entry's 1.25 KiB (tracemalloc; docs/benchmarks.md).
+_SHARED: dict[tuple, Any] = {}
+_SHARED_MOST = 1 << 16
 
 
-def _shrink(entry: dict, ints: dict[int, int]) -> dict:
-    """``entry`` (a cache entry) with its traits and resource classes interned and its integers shared through
-    ``ints``: equal values, fewer objects. Returned."""
+def _shared(key: tuple, value):
+    """The object kept for ``key`` (a value equal to ``value``, of the same types), else ``value``, kept. Never to be
+    changed in place: an entry's traits, inventories and usage are replaced whole (:meth:`ProviderCache.put`)."""
+    try:
+        kept = _SHARED.get(key)
+    except TypeError:  # not hashable (a cache file written by hand): kept apart
+        return value
+    if kept is None:
+        if len(_SHARED) >= _SHARED_MOST:
+            _SHARED.clear()
+        kept = _SHARED[key] = value
+    return kept
+
+
+def _typed(value) -> tuple:
+    """A key for ``value`` (a number, or a mapping of names to numbers) that tells 1, 1.0 and True apart."""
+    if isinstance(value, dict):
+        return tuple((k, type(v), _typed(v) if isinstance(v, dict) else v) for k, v in value.items())
+    return (type(value), value)
+
+
+def _shrink(entry: dict, ints: dict[int, int], strings: dict[str, str] | None = None) -> dict:
+    """``entry`` (a cache entry) with its traits and resource classes interned, its integers shared through
+    ``ints``, its traits, inventories and usage each one object per distinct value (:func:`_shared`), and its parent
+    one string per distinct value through ``strings`` (when given): equal values, fewer objects. Returned."""
     # pylint: disable=unidiomatic-typecheck  # exact types, as json.load makes them: a bool is an int, not shared with 1
     if len(ints) > 1 << 16:
         ints.clear()
-    if entry.get("traits"):
-        entry["traits"] = [sys.intern(t) if type(t) is str else t for t in entry["traits"]]
+    traits = entry.get("traits")
+    if traits:
+        interned = [sys.intern(t) if type(t) is str else t for t in traits]
+        entry["traits"] = _shared(("traits", *map(_typed, interned)), interned)
     for field_ in ("inventories", "used"):
         value = entry.get(field_)
         if isinstance(value, dict):
-            entry[field_] = {
+            value = {
                 (sys.intern(rc) if type(rc) is str else rc): (
                     {
                         (sys.intern(k) if type(k) is str else k): ints.setdefault(v, v) if type(v) is int else v
@@ -342,6 +407,10 @@ def _shrink(entry: dict, ints: dict[int, int]) -> dict:
                 )
                 for rc, inv in value.items()
             }
+            entry[field_] = _shared((field_, _typed(value)), value)
+    parent = entry.get("parent")
+    if strings is not None and type(parent) is str:
+        entry["parent"] = strings.setdefault(parent, parent)
     return entry
 
 

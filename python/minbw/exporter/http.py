@@ -391,11 +391,14 @@ def app(held: _Held, clock=time.time, authenticate=None, tarpit=None):
         headers = [("Content-Type", content_type)]
         if zipped:
             headers.append(("Content-Encoding", "gzip"))
-            body = head + gzip.compress(tail.encode(), compresslevel=1)  # gzip members concatenate
+            end = gzip.compress(tail.encode(), compresslevel=1)  # gzip members concatenate
         else:
-            body = head + tail.encode()
+            end = tail.encode()
+        # the board's body and this scrape's end sent one after the other: a scrape copies nothing of the body (at
+        # 10,000 hosts 2.6 MiB gzipped, one copy per scrape in flight when they were joined)
+        headers.append(("Content-Length", str(len(head) + len(end))))
         start_response("200 OK", headers)
-        return [body]
+        return [head, end] if head else [end]
 
     return serve
 
@@ -409,6 +412,9 @@ def _serve(conn, address: str, port: int, web: Web = Web()) -> None:
 
     class Quiet(WSGIRequestHandler):
         timeout = IDLE_TIMEOUT  # socketserver sets it on the connection: every read and write, the handshake's too
+        # a scrape's answer is written in two pieces (the body, then its end: :func:`app`): the end is sent at once,
+        # not held back until the body's last segment is acknowledged (Nagle's algorithm)
+        disable_nagle_algorithm = True
 
         def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
             pass

@@ -3,7 +3,8 @@
 waiting for Placement, the audit, the drift or the cache check.
 
 Who owns what: the collection loop's thread owns the :class:`~minbw.exporter.collector.Collector` (its reader,
-provider cache and memos); the slow loop's thread owns the slow reports (a reader and cache of their own); the
+provider cache and memos); the slow loop's thread owns the slow reports (a reader and cache of their own: the
+collector's cache's twin, whose entries they share, :meth:`~minbw.cache.providers.ProviderCache.twin`); the
 two hand each other immutable objects only (:class:`SlowResults`, :class:`Collection`). :class:`Served` holds the
 last collection rendered, under a lock held only for the swap, never while anything is read or rendered.
 """

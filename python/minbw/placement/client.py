@@ -8,8 +8,10 @@ error answer becomes a :class:`minbw.errors.PlacementError` subclass chosen by
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
+import re
 import random
 import threading
 import time
@@ -102,6 +104,71 @@ def providers_of(content: str | bytes) -> dict[str, Any]:
     JSON object is decoded, its links dropped: the listing of 70,000 providers (10,000 hosts, about 55 MiB of JSON)
     is never held as dicts. Raises ValueError (json.JSONDecodeError) for a body that is not JSON."""
     return json.loads(content, object_hook=_provider_or_link)
+
+
+# Bytes of an answer read at once when it is decoded as it is read (:func:`providers_read`).
+READ_AT_ONCE = 1 << 20
+_LISTING_HEAD = re.compile(r'\s*\{\s*"resource_providers"\s*:\s*\[')
+_SPACE = re.compile(r"\s*")
+
+
+def providers_read(chunks: Iterable[bytes]) -> dict[str, Any] | None:
+    """:func:`providers_of` of the answer whose bytes ``chunks`` yields, decoded as they come: a listing that starts
+    as Placement's do (``{"resource_providers": [``) has its providers made one JSON object at a time from the text
+    read so far (about :data:`READ_AT_ONCE` bytes more each time), so the answer is never held whole, as bytes or as
+    text (at 10,000 hosts 55 MiB of each); any other answer is decoded whole. The same result as
+    :func:`providers_of` of the whole text; None for an empty answer. Raises ValueError (json.JSONDecodeError) for
+    a body that is not JSON."""
+    text = codecs.getincrementaldecoder("utf-8")()  # JSON is UTF-8 (RFC 8259)
+    chunks = iter(chunks)
+    buffer, done = "", False
+
+    def more() -> None:
+        nonlocal buffer, done
+        chunk = next(chunks, None)
+        buffer += text.decode(b"" if chunk is None else chunk, final=chunk is None)
+        done = chunk is None
+
+    while not (head := _LISTING_HEAD.match(buffer)) and len(buffer) < 256 and not done:
+        more()
+    if head is None:  # not a listing as Placement writes it: decoded whole
+        while not done:
+            more()
+        return providers_of(buffer) if buffer.strip() else None
+    decoder = json.JSONDecoder(object_hook=_provider_or_link)
+    providers: list[Any] = []
+    at, after_one = head.end(), False  # after_one: a provider decoded, its comma (or the array's end) next
+    while True:
+        at = _SPACE.match(buffer, at).end()  # type: ignore[union-attr]  # \s* always matches
+        if at < len(buffer):
+            if buffer[at] == "]" and (after_one or not providers):
+                break
+            if after_one:
+                if buffer[at] != ",":
+                    raise json.JSONDecodeError("Expecting ',' delimiter", buffer, at)
+                at, after_one = at + 1, False
+                continue
+            try:
+                provider, end = decoder.raw_decode(buffer, at)
+            except json.JSONDecodeError:
+                if done:
+                    raise
+            else:
+                if end < len(buffer) or done:  # a value at the text's end may go on in the next chunk
+                    providers.append(provider)
+                    at, after_one = end, True
+                    continue
+        if done:
+            raise json.JSONDecodeError("Unterminated provider listing", buffer, len(buffer))
+        buffer, at = buffer[at:], 0  # what was decoded let go
+        more()
+    rest, buffer = buffer[at + 1 :], ""
+    while not done:
+        more()
+    # what follows the providers' array, decoded with an empty array in its place
+    out = providers_of('{"resource_providers": []' + rest + buffer)
+    out["resource_providers"] = providers
+    return out
 
 
 def _error_of(resp, method: str | None = None, url: str | None = None):
@@ -228,17 +295,20 @@ class Placement:
         params: Mapping[str, Any] | None = None,
         converged: Callable[[], Any] | None = None,
         decode: Callable[[str], Any] | None = None,
+        read: Callable[[Iterator[bytes]], Any] | None = None,
     ):
         """One call through the placement proxy at ``microversion``, tried again by :attr:`retry` when no
         usable answer came; an error answer raises the PlacementError subclass of its ``errors[0].code``.
         Returns the JSON body (None when empty), or what ``decode`` makes of a successful answer's text (its
-        bytes freed first).
+        bytes freed first), or what ``read`` makes of a successful answer's bytes as they are read (the answer
+        streamed, :data:`READ_AT_ONCE` bytes at a time: never held whole).
 
         ``converged`` (writes): re-reads Placement and returns what the write's answer would have been
         when what it writes is already there, else None. It is asked before trying again a write whose
         answer was lost, and before raising an error answer to such a retry (a 409: our own lost write).
         """
         from keystoneauth1.exceptions import RetriableConnectionFailure
+        import requests.exceptions
 
         if self.pinned is not None and microversions.parse(microversion) > self.pinned:
             raise MicroversionUnsupported(
@@ -258,6 +328,8 @@ class Placement:
             kwargs["json"] = json
         if params:
             kwargs["params"] = params
+        if read is not None:
+            kwargs["stream"] = True
         uncertain = False  # an earlier try of this write may have been applied
         why = ""
         status = None
@@ -278,6 +350,7 @@ class Placement:
                 why, status, uncertain, last = _failure(e, self.timeout), None, uncertain or method != "get", e
                 continue
             if resp.status_code in TRANSIENT_STATUS:
+                resp.close()  # (a streamed answer's connection given back unread)
                 why, status = f"answered {resp.status_code} {resp.reason or ''}".rstrip(), resp.status_code
                 uncertain = uncertain or method != "get"
                 continue
@@ -292,6 +365,16 @@ class Placement:
                     return done[0]
                 error.after_lost_answer = uncertain
                 raise error
+            if read is not None:
+                try:
+                    return None if resp.status_code == 204 else read(resp.iter_content(READ_AT_ONCE))
+                except (requests.exceptions.ConnectionError, requests.exceptions.ChunkedEncodingError) as e:
+                    # the answer cut (reset, timed out) while it was read
+                    why, status, last = _failure(e, self.timeout), None, e
+                    uncertain = uncertain or method != "get"
+                    continue
+                finally:
+                    resp.close()
             if resp.status_code == 204 or not resp.content:
                 return None
             if decode is None:
@@ -357,7 +440,7 @@ class Placement:
             version = (
                 microversions.PROVIDERS_FORBIDDEN if "!" in filters["required"] else microversions.PROVIDERS_REQUIRED
             )
-        body = self.request("get", "/resource_providers" + query, version, decode=providers_of)
+        body = self.request("get", "/resource_providers" + query, version, read=providers_read)
         return list(body["resource_providers"])
 
     def provider_names(self, **filters: str) -> dict[str, str]:

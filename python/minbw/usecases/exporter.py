@@ -298,22 +298,26 @@ def _owner_nova(value) -> bool | None:
     return known[str(value).lower()]
 
 
-def _own_client(cloud: Cloud, request: ExporterRequest) -> tuple[Placement, ProviderCache | None]:
+def _own_client(
+    cloud: Cloud, request: ExporterRequest, twin_of: ProviderCache | None = None
+) -> tuple[Placement, ProviderCache | None]:
     """A Placement client of a thread's own (its call counts are that thread's), and its provider cache object
-    (``request.cache``'s; objects of one file merge when saved)."""
+    (``request.cache``'s, or a twin of ``twin_of`` (another thread's, of the same file): its entries shared, not
+    loaded again; objects of one file merge when saved)."""
     api = Placement(cloud.conn, max_microversion=cloud.placement_version)
-    return api, request.cache.open(api)
+    return api, (twin_of.twin() if twin_of is not None else request.cache.open(api))
 
 
 class SlowReports:
     """The audit and the drift (all of it on a cloud with Nova and Neutron; on a cloud of Placement alone what
     Placement tells: providers over capacity), with a Placement client, reader and provider cache of their own:
-    owned by the slow loop's thread."""
+    owned by the slow loop's thread (``cache``: the collector's, of which theirs is a twin,
+    :meth:`~minbw.cache.providers.ProviderCache.twin`: its entries not loaded twice)."""
 
-    def __init__(self, cloud: Cloud, request: ExporterRequest):
+    def __init__(self, cloud: Cloud, request: ExporterRequest, cache: ProviderCache | None = None):
         self.cloud = cloud
         self.request = request
-        self.reader = Reader(*_own_client(cloud, request), workers=request.workers)
+        self.reader = Reader(*_own_client(cloud, request, cache), workers=request.workers)
         self.status: dict[str, dict] = {}
         self.findings: tuple | None = None
         self.audit_kinds: tuple[str, ...] = metrics.AUDIT_KINDS
@@ -471,7 +475,7 @@ class Exporter:
             clock=clock,
             say=cloud.say,
         )
-        self.slow_reports = SlowReports(cloud, request)
+        self.slow_reports = SlowReports(cloud, request, cache)  # its cache the collector's twin
         self.loops = Loops(
             self.collector,
             self.slow_reports.run,

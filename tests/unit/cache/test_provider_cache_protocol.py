@@ -61,3 +61,79 @@ def test_what_reads_and_writes_leave_in_the_cache(tmp_path):
     assert cache.entry("b")["used"] == {} and cache.entry("b")["checked"] == 3000.0
     cache.written("c", 5, "h:c", None, set(), INV, created=False)  # neither: usage unknown
     assert cache.entry("c")["used"] is None
+
+
+def test_a_loaded_cache_holds_each_distinct_value_once_and_saves_the_same_file(tmp_path):
+    """The entries read from the file share one object per distinct traits, inventories and usage (and a parent's
+    UUID is its own entry's key), with the file's values and types (1, 1.0 and True apart): saved again, the file is
+    the same."""
+    ratio_int = {rc: {**inv, "allocation_ratio": 1} for rc, inv in INV.items()}
+    path = tmp_path / "c.json"
+    cache = ProviderCache(path, "http://placement", clock=lambda: 1000.0)
+    cache.put("agent", 1, "h:agent", None, {"CUSTOM_X"}, {})
+    for u in ("a", "b"):
+        cache.put(u, 3, f"h:{u}", "agent", {"CUSTOM_X", "CUSTOM_Y"}, INV, used={})
+    cache.put("c", 3, "h:c", "agent", {"CUSTOM_Y", "CUSTOM_X"}, ratio_int, used={"NET_BW_EGR_KILOBIT_PER_SEC": 1})
+    cache.save()
+    written = path.read_bytes()
+    loaded = ProviderCache(path, "http://placement", clock=lambda: 1000.0)
+    a, b, c = (loaded.entry(u) for u in "abc")
+    assert a["inventories"] is b["inventories"] and a["inventories"] == INV
+    assert a["traits"] is b["traits"] is c["traits"] and a["traits"] == ["CUSTOM_X", "CUSTOM_Y"]
+    assert a["used"] is b["used"] and a["used"] == {} and c["used"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 1}
+    assert c["inventories"] is not a["inventories"] and c["inventories"] == ratio_int
+    assert type(c["inventories"]["NET_BW_EGR_KILOBIT_PER_SEC"]["allocation_ratio"]) is int
+    assert type(a["inventories"]["NET_BW_EGR_KILOBIT_PER_SEC"]["allocation_ratio"]) is float
+    assert a["parent"] is b["parent"] is next(u for u in loaded.entries if u == "agent")
+    loaded.put("d", 1, "h:d", None, None, {})
+    loaded.drop("d")
+    loaded.save()
+    assert path.read_bytes() == written
+
+
+def test_a_twin_shares_the_entries_and_keeps_its_own_counts_and_changes(tmp_path):
+    """A twin (the exporter's slow reports beside its collection) holds the same entry objects, not a copy of the
+    file's; what either changes is its own to save, and both save into the one file."""
+    now = [1000.0]
+    path = tmp_path / "c.json"
+    cache = ProviderCache(path, "http://placement", check_interval=3600, clock=lambda: now[0])
+    for u in "ab":
+        cache.put(u, 3, f"h:{u}", None, {"CUSTOM_X"}, INV)
+    cache.save()
+    twin = cache.twin()
+    assert (twin.path, twin.endpoint, twin.check_interval, twin.max_age) == (path, "http://placement", 3600,
+                                                                            cache.max_age)
+    assert twin.entries is not cache.entries and all(twin.entry(u) is cache.entry(u) for u in "ab")
+    now[0] = 2000.0
+    cache.confirm(["a"])  # the safety check's confirmation is true for both
+    assert twin.entry("a")["verified"] == 2000.0 and not twin._changed
+    twin.put("c", 1, "h:c", None, set(), {})
+    assert "c" not in cache and twin.stats == cache.stats
+    twin.trust(NoPlacement(), [prov("a")])
+    assert twin.stats["trusted"] == 1 and cache.stats["trusted"] == 0
+    twin.save()
+    cache.save()
+    assert ProviderCache(path, "http://placement").entries == {**cache.entries, "c": twin.entry("c")}
+    assert ProviderCache(path, "http://placement").entry("a")["verified"] == 2000.0
+
+
+def test_saving_reads_the_file_only_when_another_saved_since(tmp_path, monkeypatch):
+    """A save merges what another sync saved since (the file read again under the lock), and does not read again a
+    file that is as this cache last loaded or saved it (at 10,000 hosts 35 MB of JSON)."""
+    path = tmp_path / "c.json"
+    cache = ProviderCache(path, "http://placement", clock=lambda: 1000.0)
+    cache.put("a", 3, "h:a", None, {"CUSTOM_X"}, INV)
+    cache.save()
+    other = ProviderCache(path, "http://placement", clock=lambda: 1000.0)
+    loads = []
+    load = ProviderCache._load
+    monkeypatch.setattr(ProviderCache, "_load", lambda self: loads.append(self) or load(self))
+    cache.put("b", 3, "h:b", None, set(), {})
+    cache.save()
+    assert loads == []  # the file as this cache saved it
+    other.put("c", 1, "h:c", None, set(), {})
+    other.save()
+    assert loads == [other]  # cache saved since other loaded it: read again, merged
+    cache.put("d", 1, "h:d", None, set(), {})
+    cache.save()
+    assert loads == [other, cache] and set(ProviderCache(path, "http://placement").entries) == set("abcd")

@@ -88,3 +88,80 @@ def test_a_decoded_answer_is_handed_over_as_text_its_bytes_freed(placement, monk
     assert seen == [(str, [True])]
     assert body["resource_providers"] == [Provider("8d6c4bd0-2bdf-4b5e-9b0e-000000000011", "host-11", body[
         "resource_providers"][0].generation, None, "8d6c4bd0-2bdf-4b5e-9b0e-000000000011")]
+
+
+def _chunked(data: bytes, size: int) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+def test_a_listing_read_as_it_comes_is_the_listing_decoded_whole():
+    """``providers_read`` makes the providers of a listing from its bytes as they come, however they are cut (a
+    character of two bytes, a string with ``]`` and ``"`` in it, a number at a chunk's end), to what
+    ``providers_of`` makes of the whole text; not JSON raises ValueError wherever it is cut."""
+    import json
+
+    from minbw.placement.client import providers_of, providers_read
+    listed = [{"uuid": f"u{i}", "name": f"h\u00e9-{i} \\\" ] ,", "generation": 10 ** i, "parent_provider_uuid": None,
+               "root_provider_uuid": "r", "links": [{"rel": "self", "href": "/x"}]} for i in range(12)]
+    for body in ({"resource_providers": listed}, {"resource_providers": []},
+                 {"resource_providers": listed[:2], "links": [1, 22]}, {"other": 1}):
+        for indent in (None, 1):
+            data = json.dumps(body, indent=indent, ensure_ascii=False).encode()
+            for size in (1, 2, 3, 7, 64, len(data)):
+                assert providers_read(_chunked(data, size)) == providers_of(data.decode()), (body, size)
+    assert providers_read([]) is None
+    for bad in (b'{"resource_providers": [{"uuid": 1}', b'{"resource_providers": [{"a": 1}, ]}',
+                b'{"resource_providers": [1 2]}', b'{"resource_providers": [{}] x'):
+        for size in (1, 5, 100):
+            with pytest.raises(ValueError):
+                providers_read(_chunked(bad, size))
+
+
+def test_a_listing_is_streamed_never_held_whole(placement, monkeypatch):
+    """``list_providers`` asks for the answer streamed and reads it :data:`READ_AT_ONCE` bytes at a time."""
+    from minbw.placement import client
+    for i in range(3):
+        placement.create_provider(f"8d6c4bd0-2bdf-4b5e-9b0e-00000000002{i}", f"host-2{i}", None)
+    monkeypatch.setattr(client, "READ_AT_ONCE", 100)
+    asked, read = [], []
+    get = placement.proxy.get
+
+    def get_seen(*args, **kwargs):
+        resp = get(*args, **kwargs)
+        asked.append(kwargs.get("stream"))
+        chunks = resp.iter_content
+
+        def iter_content(size, **kw):
+            read.append(size)
+            return chunks(size, **kw)
+        resp.iter_content = iter_content
+        return resp
+    monkeypatch.setattr(placement.proxy, "get", get_seen)
+    names = {p.name for p in placement.list_providers()}
+    assert {"host-20", "host-21", "host-22"} <= names
+    assert asked == [True] and read == [100]
+
+
+def test_a_listing_cut_while_it_is_read_is_tried_again(placement, monkeypatch):
+    """A streamed answer whose connection breaks while it is read is no usable answer: tried again, as a reset
+    before the answer is (the retry policy, docs/reliability.md)."""
+    from requests.exceptions import ChunkedEncodingError
+
+    from minbw.placement.client import RetryPolicy
+    placement.create_provider("8d6c4bd0-2bdf-4b5e-9b0e-000000000031", "host-31", None)
+    monkeypatch.setattr(placement, "retry", RetryPolicy(attempts=2, backoff=0.0, max_backoff=0.0))
+    monkeypatch.setattr(placement, "sleep", lambda s: None)
+    get, tries = placement.proxy.get, []
+
+    def get_cut_once(*args, **kwargs):
+        resp = get(*args, **kwargs)
+        tries.append(resp)
+        if len(tries) == 1:
+            def cut(size, **kw):
+                yield b'{"resource_providers": ['
+                raise ChunkedEncodingError("connection broken: IncompleteRead")
+            resp.iter_content = cut
+        return resp
+    monkeypatch.setattr(placement.proxy, "get", get_cut_once)
+    assert "host-31" in {p.name for p in placement.list_providers()}
+    assert len(tries) == 2
