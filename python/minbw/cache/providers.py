@@ -95,10 +95,9 @@ class ProviderCache:
             return {}
         entries = data.get("providers") or {}
         if isinstance(entries, dict):  # a parent's UUID the string of its own entry's key where it has one
-            # pylint: disable-next=unidiomatic-typecheck  # exact types, as json.loads makes them
-            keys = {u: u for u in entries if type(u) is str}
+            keys = {u: u for u in entries if isinstance(u, str)}
             for e in entries.values():
-                if isinstance(e, dict) and type(parent := e.get("parent")) is str and parent in keys:
+                if isinstance(e, dict) and isinstance(parent := e.get("parent"), str) and parent in keys:
                     e["parent"] = keys[parent]
         return entries
 
