@@ -73,10 +73,11 @@ def test_2_5_0_fails_with_openstacksdk_4_15_and_later(placement_server, tmp_path
 def test_2_5_0_runs_with_openstacksdk_4_14(placement_server, tmp_path):
     """What README.collection.md tells users who keep openstack.cloud 2.5.0: openstacksdk below 4.15."""
     old = install_2_5_0(tmp_path / "collections")
-    subprocess.run([sys.executable, "-m", "venv", str(tmp_path / "venv")], check=True)
+    # no pip in it: uv installs (tests/support/lib/pip_install.sh, as the set-up's virtualenvs: the same registry)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv/bin/python"
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "openstacksdk>=4.0,<4.15"], check=True,
-                   capture_output=True)
+    subprocess.run(["bash", str(REPO / "tests/support/lib/pip_install.sh"), str(tmp_path / "venv"), "-q",
+                    "openstacksdk>=4.0,<4.15"], check=True, capture_output=True)
     sdk = subprocess.run([str(python), "-c", "import openstack.version; print(openstack.version.__version__)"],
                          check=True, capture_output=True, text=True).stdout.strip()
     assert sdk.startswith("4.14."), sdk
