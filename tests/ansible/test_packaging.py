@@ -149,17 +149,22 @@ def fresh_venv(tmp_path_factory):
     from importlib.metadata import version
     venv = tmp_path_factory.mktemp("user") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", f"ansible-core=={version('ansible-core')}"],
-                   check=True, capture_output=True)
+    # by uv, as the set-up's virtualenvs (tests/support/lib/pip_install.sh): the README's own pip installs come later
+    subprocess.run(["bash", str(REPO / "tests/support/lib/pip_install.sh"), str(venv), "-q",
+                    f"ansible-core=={version('ansible-core')}"], check=True, capture_output=True)
     return venv
 
 
 def user_env(home: Path, venv: Path, **extra) -> dict:
     """A user's shell: their own home (~/.ansible/collections), the fresh virtualenv first on PATH, no setting of
-    this repository (ansible.cfg, OS_*, a PYTHONPATH that reaches its core)."""
+    this repository (ansible.cfg, OS_*, a PYTHONPATH that reaches its core). Their pip compiles no bytecode at
+    install (PIP_COMPILE=0, pip's --no-compile; the README's commands do not ask for it): compiling every file
+    installed costs more than the few processes run from those virtualenvs afterwards compile of it in memory
+    (shells that set PYTHONDONTWRITEBYTECODE, as this machine's: ansible-core and requirements.txt installed 8.5 ->
+    4.1 CPU s; then `import openstack` 0.3 -> 0.7, `ansible-playbook --version` 0.3 -> 0.6)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "OS_", "VIRTUAL_ENV", "PYTHONPATH"))}
     return dict(env, HOME=str(home), PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
-                PIP_CACHE_DIR=str(Path.home() / ".cache/pip"), **extra)
+                PIP_CACHE_DIR=str(Path.home() / ".cache/pip"), PIP_COMPILE="0", **extra)
 
 
 def run_lines(lines: list[str], env: dict, cwd: Path = REPO) -> list[tuple[str, int, str]]:
