@@ -75,8 +75,11 @@ def recv_int(sock: socket.socket) -> int:
 # The server's side.
 
 
-def serve(path: str, work) -> None:
-    """Listens on ``path`` (after the caller's warm imports) and runs ``work(request)`` in a child per request."""
+def serve(path: str, work, detach: bool = False) -> None:
+    """Listens on ``path`` (after the caller's warm imports) and runs ``work(request)`` in a child per request.
+    ``detach``: the handler ends once it sent the child's pid (no wait status; the child, a daemon such as the
+    mini-cloud's Nova services, tests/support/minicloud/nova_service.py, goes on as its client ends, its parent init
+    as with ``setsid CMD &``)."""
     again = _import_time_again()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -90,7 +93,7 @@ def serve(path: str, work) -> None:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                _handle(conn, lambda request, fds: _child(request, fds, again, work))
+                _handle(conn, lambda request, fds: _child(request, fds, again, work), detach)
             finally:
                 os._exit(0)
         conn.close()
@@ -123,7 +126,7 @@ def _recv_exactly(conn: socket.socket, n: int, fds: list[int]) -> bytes:
     return data
 
 
-def _handle(conn: socket.socket, child) -> None:
+def _handle(conn: socket.socket, child, detach: bool = False) -> None:
     fds: list[int] = []
     size = int.from_bytes(_recv_exactly(conn, 8, fds), "big")
     request = json.loads(_recv_exactly(conn, size, fds))
@@ -134,6 +137,8 @@ def _handle(conn: socket.socket, child) -> None:
     for fd in fds:
         os.close(fd)
     conn.sendall(pid.to_bytes(8, "big", signed=True))
+    if detach:
+        return
     pidfd = os.pidfd_open(pid)
     while True:  # the child's end, or the client's (gone: killed, a task's timeout), whichever comes first
         ready, _, _ = select.select([pidfd, conn], [], [])

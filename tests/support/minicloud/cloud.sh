@@ -345,7 +345,7 @@ write_agent_inis() {
     done
 }
 
-# nova-compute, started through a short wrapper that
+# nova-compute, through nova_service.py's wrapper (`compute`) that
 # (1) gives the fake driver a stable node identity, as nova's own FakeDriverWithoutFakeNodes does:
 #     FakeDriver names its node with a per-process uuidsentinel and writes no compute_id, so a
 #     second start of the same host is refused ("No local node identity found, but this is not
@@ -361,46 +361,31 @@ start_nova_compute() {  # start_nova_compute [HOST] (default devstack0)
     local os_vif=0
     # a host with the real OVS agent: the fake driver's os-vif variant (os_vif_driver.py), its own settings
     is_real_ovs "$h" && { os_vif=1; conf+=(--config-file "$ETC/nova/nova-compute-os-vif-$h.conf"); }
-    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE MINICLOUD_OS_VIF=$os_vif MINICLOUD_SUPPORT=$HERE start "$name" "$PY" -c '
-import os
-import sys
-from nova.cmd import compute
-import nova.virt.node
-from nova.virt import fake
-sriov = os.environ.get("MINICLOUD_SRIOV_COMPUTE") == "1"
-if sriov:
-    import nova.pci.utils as pu
-    pu.get_mac_by_pci_address = lambda *a, **k: "52:54:00:1e:59:c6"
-    pu.get_vf_num_by_pci_address = lambda *a, **k: 1
-    # The fake driver reports vendor_id/product_id "fake-vendor_id"/"fake-product_id"; nova s
-    # pci_devices columns are VARCHAR(4): fine on sqlite (nova s functional tests), rejected by
-    # MariaDB in strict mode. Report Intel 82599 ids instead (PF 10fb, VF 10ed).
-    from oslo_serialization import jsonutils
-    _orig = fake.FakeDriverWithPciResources.get_available_resource
-    def _gar(self, nodename):
-        r = _orig(self, nodename)
-        devs = jsonutils.loads(r["pci_passthrough_devices"])
-        for d in devs:
-            d["vendor_id"] = "8086"
-            d["product_id"] = "10fb" if d["dev_type"] == "type-PF" else "10ed"
-        r["pci_passthrough_devices"] = jsonutils.dumps(devs)
-        return r
-    fake.FakeDriverWithPciResources.get_available_resource = _gar
-cls = fake.FakeLiveMigrateDriverWithPciResources if sriov else fake.FakeLiveMigrateDriver
-_resources = cls.get_available_resource
-def _stable_resources(self, nodename):
-    r = _resources(self, nodename)
-    if r:
-        r["uuid"] = nova.virt.node.get_local_node_uuid()
-    return r
-cls.get_available_resource = _stable_resources
-cls.get_nodenames_by_uuid = fake.FakeDriverWithoutFakeNodes.get_nodenames_by_uuid
-if os.environ.get("MINICLOUD_OS_VIF") == "1":  # compute_driver = fake.<cls>OsVif
-    sys.path.insert(0, os.environ["MINICLOUD_SUPPORT"])
-    import os_vif_driver
-    setattr(fake, cls.__name__ + "OsVif", os_vif_driver.with_os_vif(cls))
-sys.argv[0] = "nova-compute"
-sys.exit(compute.main())' "${conf[@]}" --log-file "$LOG/$name.log"
+    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE MINICLOUD_OS_VIF=$os_vif MINICLOUD_SUPPORT=$HERE \
+        start_nova "$name" nova-compute "${conf[@]}" --log-file "$LOG/$name.log"
+}
+
+# The Nova services forked from one process that imported Nova once (nova_service.py; the `nova-forks` service,
+# started by `up` once nova.conf is written): a fresh Python importing Nova and oslo costs each start seconds of
+# CPU. MINICLOUD_FORKS=0: each service a Python of its own (nova_service.py run), as before.
+nova_forks_start() {
+    [ "${MINICLOUD_FORKS:-1}" = 1 ] || return 0
+    start nova-forks "$PY" "$HERE/nova_service.py" serve "$RUN/nova-forks.sock" --config-file "$ETC/nova/nova.conf"
+}
+
+# start_nova NAME SERVICE ARGS...: as `start NAME`, SERVICE (nova-conductor, nova-scheduler, nova-compute) forked
+# by nova-forks when it runs (its log NAME.out, its pid file NAME.pid, its own session), else a Python of its own
+start_nova() {
+    local name=$1; shift
+    if alive nova-forks; then
+        wait_for "the Nova fork server" 120 nova-forks grep -qx ready "$LOG/nova-forks.out"
+        if "$PY" -I -S "$HERE/nova_service.py" start "$RUN/nova-forks.sock" "$RUN/$name.pid" "$@" \
+                </dev/null >"$LOG/$name.out" 2>&1; then
+            return 0
+        fi
+        say "the Nova fork server did not start $name ($LOG/$name.out): a process of its own"
+    fi
+    start "$name" "$PY" "$HERE/nova_service.py" run "$@"
 }
 
 # ---------------------------------------------------------------- db setup (parallel)
@@ -560,7 +545,7 @@ wait_agents() {
 
 SERVICES=(agent-ovs agent-sriov nova-compute "agent-ovs-$HOST1" "agent-sriov-$HOST1" "nova-compute-$HOST1"
           agent-ovs-devstack2 agent-sriov-devstack2 nova-compute-devstack2
-          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
+          nova-scheduler nova-conductor nova-forks nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
           "ovn-controller-$HOSTNAME_NOVA" "ovs-vswitchd-$HOSTNAME_NOVA" "ovs-db-$HOSTNAME_NOVA"
           "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb
           "ovs-of-$HOSTNAME_NOVA" "ovs-of-$HOST1")
@@ -761,6 +746,7 @@ do_up() {
         reset_rabbit &
         local rabbit_pid=$!
         write_configs
+        nova_forks_start
         write_agent_inis
         check_server_start
         [ "$OVN" = 1 ] && ovn_start
@@ -779,6 +765,7 @@ do_up() {
         start_mariadb
         start_rabbit
         write_configs
+        nova_forks_start
         write_agent_inis
         check_server_start
         [ "$OVN" = 1 ] && ovn_start
@@ -800,8 +787,8 @@ do_up() {
     start_api glance
     start_neutron
     start_api nova-api
-    start nova-conductor "$VENV/bin/nova-conductor" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
-    start nova-scheduler "$VENV/bin/nova-scheduler" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
+    start_nova nova-conductor nova-conductor --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
+    start_nova nova-scheduler nova-scheduler --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
     local h computes=""
     for h in "${HOSTS[@]}"; do
         start_nova_compute "$h"
