@@ -62,6 +62,21 @@ def send_request(sock: socket.socket, argv: list[str], env: dict, fds: list[int]
     return recv_int(sock)
 
 
+def start_detached(path: str, pidfile: str, argv: list[str]) -> int:
+    """A daemon's start through the server at ``path`` (``detach``): ARGV forked with this process's streams,
+    directory and environment; its pid written to PIDFILE (as cloud.sh's ``start`` does); 0 once it runs."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        pid = send_request(sock, argv, dict(os.environ), [0, 1, 2])
+    if pid <= 0:
+        print(f"forks.py: the fork server at {path} could not fork {argv[0]}", file=sys.stderr)
+        return 1
+    with open(pidfile + ".new", "w") as f:
+        f.write(f"{pid}\n")
+    os.replace(pidfile + ".new", pidfile)
+    return 0
+
+
 def recv_int(sock: socket.socket) -> int:
     data = b""
     while len(data) < 8:
@@ -196,3 +211,9 @@ def _exit_code(code) -> int:
         return code
     print(code, file=sys.stderr)
     return 1
+
+
+if __name__ == "__main__":  # python -I -S forks.py start SOCKET PIDFILE ARGV... (the mini-cloud's cloud.sh)
+    if len(sys.argv) < 5 or sys.argv[1] != "start":
+        sys.exit("usage: forks.py start SOCKET PIDFILE ARGV...")
+    sys.exit(start_detached(sys.argv[2], sys.argv[3], sys.argv[4:]))

@@ -362,30 +362,34 @@ start_nova_compute() {  # start_nova_compute [HOST] (default devstack0)
     # a host with the real OVS agent: the fake driver's os-vif variant (os_vif_driver.py), its own settings
     is_real_ovs "$h" && { os_vif=1; conf+=(--config-file "$ETC/nova/nova-compute-os-vif-$h.conf"); }
     MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE MINICLOUD_OS_VIF=$os_vif MINICLOUD_SUPPORT=$HERE \
-        start_nova "$name" nova-compute "${conf[@]}" --log-file "$LOG/$name.log"
+        start_forked nova-forks "$name" "$HERE/nova_service.py" run nova-compute "${conf[@]}" --log-file "$LOG/$name.log"
 }
 
-# The Nova services forked from one process that imported Nova once (nova_service.py; the `nova-forks` service,
-# started by `up` once nova.conf is written): a fresh Python importing Nova and oslo costs each start seconds of
-# CPU. MINICLOUD_FORKS=0: each service a Python of its own (nova_service.py run), as before.
-nova_forks_start() {
+# The Nova services and the L2 agent emulators forked from a process that imported them once (a fresh Python
+# importing Nova or Neutron and oslo costs each start seconds of CPU): nova_service.py's server (`nova-forks`,
+# started by `up` once nova.conf is written: nova/cmd's monkey patching reads it) and agent_emulator.py's
+# (`agent-forks`); each lives as long as the cloud, so stop-compute/start-compute, restart-agents and activate-spare
+# fork from it too. MINICLOUD_FORKS=0: each service a Python of its own, as before.
+forks_start() {
     [ "${MINICLOUD_FORKS:-1}" = 1 ] || return 0
     start nova-forks "$PY" "$HERE/nova_service.py" serve "$RUN/nova-forks.sock" --config-file "$ETC/nova/nova.conf"
+    [ "$START_AGENTS" = 1 ] && start agent-forks "$PY" "$HERE/agent_emulator.py" serve "$RUN/agent-forks.sock"
+    return 0
 }
 
-# start_nova NAME SERVICE ARGS...: as `start NAME`, SERVICE (nova-conductor, nova-scheduler, nova-compute) forked
-# by nova-forks when it runs (its log NAME.out, its pid file NAME.pid, its own session), else a Python of its own
-start_nova() {
-    local name=$1; shift
-    if alive nova-forks; then
-        wait_for "the Nova fork server" 120 nova-forks grep -qx ready "$LOG/nova-forks.out"
-        if "$PY" -I -S "$HERE/nova_service.py" start "$RUN/nova-forks.sock" "$RUN/$name.pid" "$@" \
+# start_forked SERVER NAME SCRIPT ARGS...: as `start NAME $PY SCRIPT ARGS...` (its log NAME.out, its pid file
+# NAME.pid, a session of its own), forked by the fork server SERVER (nova-forks, agent-forks) when that runs
+start_forked() {
+    local server=$1 name=$2; shift 2
+    if alive "$server"; then
+        wait_for "the fork server $server" 120 "$server" grep -qx ready "$LOG/$server.out"
+        if "$PY" -I -S "$HERE/../forks.py" start "$RUN/$server.sock" "$RUN/$name.pid" "$@" \
                 </dev/null >"$LOG/$name.out" 2>&1; then
             return 0
         fi
-        say "the Nova fork server did not start $name ($LOG/$name.out): a process of its own"
+        say "the fork server $server did not start $name ($LOG/$name.out): a process of its own"
     fi
-    start "$name" "$PY" "$HERE/nova_service.py" run "$@"
+    start "$name" "$PY" "$@"
 }
 
 # ---------------------------------------------------------------- db setup (parallel)
@@ -487,11 +491,11 @@ start_agents() {
     if is_real_ovs "$h"; then
         start_real_ovs_agent "$h"
     else
-        start "agent-ovs$x" "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
+        start_forked agent-forks "agent-ovs$x" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
             --config-file "$ETC/neutron/neutron.conf" --config-file "$ovs" --log-file "$LOG/agent-ovs$x.log" \
             --status-file "$RUN/agent-ovs$x.json"
     fi
-    start "agent-sriov$x" "$PY" "$HERE/agent_emulator.py" --kind sriov --host "$h" \
+    start_forked agent-forks "agent-sriov$x" "$HERE/agent_emulator.py" --kind sriov --host "$h" \
         --config-file "$ETC/neutron/neutron.conf" --config-file "$sriov" --log-file "$LOG/agent-sriov$x.log" \
         --status-file "$RUN/agent-sriov$x.json"
 }
@@ -545,7 +549,8 @@ wait_agents() {
 
 SERVICES=(agent-ovs agent-sriov nova-compute "agent-ovs-$HOST1" "agent-sriov-$HOST1" "nova-compute-$HOST1"
           agent-ovs-devstack2 agent-sriov-devstack2 nova-compute-devstack2
-          nova-scheduler nova-conductor nova-forks nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
+          nova-scheduler nova-conductor nova-forks agent-forks nova-api neutron-periodic neutron-rpc neutron-api glance
+          placement keystone
           "ovn-controller-$HOSTNAME_NOVA" "ovs-vswitchd-$HOSTNAME_NOVA" "ovs-db-$HOSTNAME_NOVA"
           "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb
           "ovs-of-$HOSTNAME_NOVA" "ovs-of-$HOST1")
@@ -746,7 +751,7 @@ do_up() {
         reset_rabbit &
         local rabbit_pid=$!
         write_configs
-        nova_forks_start
+        forks_start
         write_agent_inis
         check_server_start
         [ "$OVN" = 1 ] && ovn_start
@@ -765,7 +770,7 @@ do_up() {
         start_mariadb
         start_rabbit
         write_configs
-        nova_forks_start
+        forks_start
         write_agent_inis
         check_server_start
         [ "$OVN" = 1 ] && ovn_start
@@ -787,8 +792,10 @@ do_up() {
     start_api glance
     start_neutron
     start_api nova-api
-    start_nova nova-conductor nova-conductor --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
-    start_nova nova-scheduler nova-scheduler --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
+    start_forked nova-forks nova-conductor "$HERE/nova_service.py" run nova-conductor --config-file "$ETC/nova/nova.conf" \
+        --log-file "$LOG/nova-conductor.log"
+    start_forked nova-forks nova-scheduler "$HERE/nova_service.py" run nova-scheduler --config-file "$ETC/nova/nova.conf" \
+        --log-file "$LOG/nova-scheduler.log"
     local h computes=""
     for h in "${HOSTS[@]}"; do
         start_nova_compute "$h"

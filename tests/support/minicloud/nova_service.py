@@ -3,10 +3,9 @@
 that imported Nova once (runs in .venv-cloud), instead of a fresh Python importing Nova and oslo for each start.
 
     nova_service.py serve SOCKET --config-file nova.conf   the fork server (cloud.sh starts it as `nova-forks`);
-                                                           says "ready" on its standard output once it listens
-    nova_service.py start SOCKET PIDFILE SERVICE ARGS...   the client (run as `python -I -S`: the standard library
-                                                           only): SERVICE forked with ARGS, this process's standard
-                                                           streams, directory and environment; its pid in PIDFILE
+                                                           says "ready" on its standard output once it listens;
+                                                           its client: ../forks.py start SOCKET PIDFILE
+                                                           nova_service.py run SERVICE ARGS...
     nova_service.py run SERVICE ARGS...                    SERVICE in this process (MINICLOUD_FORKS=0, or no server)
 
 SERVICE is nova-conductor, nova-scheduler or nova-compute (the latter through this file's wrapper of the fake
@@ -21,7 +20,6 @@ and runs the console script's ``main`` with its own argv; its parent is then ini
 from __future__ import annotations
 
 import os
-import socket
 import sys
 
 SERVICES = ("nova-conductor", "nova-scheduler", "nova-compute")
@@ -124,12 +122,15 @@ def serve(path: str, args: list[str]) -> None:
     import nova.virt.node  # noqa: F401
 
     assert threading.active_count() == 1, f"threads before forking: {threading.enumerate()}"
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    support = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, support)  # forks.py, then out of the path again: what the children import lazily is as before
     import forks
+
+    sys.path.remove(support)
 
     def work(request: dict) -> None:
         os.setsid()
-        service, *rest = request["argv"]
+        _script, _run, service, *rest = request["argv"]  # this file's `run SERVICE ARGS`, as without the server
         sys.argv = [service, *rest]
         if patching() != decided:
             raise SystemExit(f"{service}: its arguments or environment patch Nova otherwise than the fork server's "
@@ -139,29 +140,10 @@ def serve(path: str, args: list[str]) -> None:
     forks.serve(path, work, detach=True)
 
 
-def start(path: str, pidfile: str, argv: list[str]) -> int:
-    """The client: asks the server for ARGV with this process's streams; writes the child's pid to PIDFILE."""
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    import forks
-
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.connect(path)
-        pid = forks.send_request(sock, argv, dict(os.environ), [0, 1, 2])
-    if pid <= 0:
-        print(f"nova_service.py: the fork server could not fork {argv[0]}", file=sys.stderr)
-        return 1
-    with open(pidfile + ".new", "w") as f:
-        f.write(f"{pid}\n")
-    os.replace(pidfile + ".new", pidfile)
-    return 0
-
-
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "serve":
         serve(argv[1], argv[2:])
         return 0
-    if len(argv) >= 4 and argv[0] == "start":
-        return start(argv[1], argv[2], argv[3:])
     if len(argv) >= 2 and argv[0] == "run":
         run(argv[1], argv[2:])
         return 0
@@ -170,4 +152,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # as the console scripts: this file's directory is not on the services' path (os_vif_driver.py: MINICLOUD_SUPPORT)
+    del sys.path[0]
     sys.exit(main(sys.argv[1:]))
