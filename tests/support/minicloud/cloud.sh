@@ -37,6 +37,8 @@
 #   MINICLOUD_KEYSTONE_DEBUG=0|1    debug logging of Keystone (default 0: it cost Keystone 15 % of its CPU, and no
 #                                   test or wait reads it)
 #   MINICLOUD_CHECK_SERVER=1|0      one check.py process answers a command's waits (default 1), or one per wait
+#   MINICLOUD_FORKS=1|0             the Nova services and agent emulators forked from the fork servers nova-forks and
+#                                   agent-forks, which imported them once (default 1), or a Python each
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
 #   MINICLOUD_STATE=dir             the cloud's state (default .state/minicloud; another cloud beside it: its own dir,
