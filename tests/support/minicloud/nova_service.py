@@ -15,7 +15,8 @@ first line: ``monkey_patch.patch(backend='threading')``, which reads ``concurren
 Each child starts its own session (as cloud.sh's ``start`` does with setsid, so that ``stop`` kills its process
 group), checks that its own arguments and environment make the same patching decision, takes its request's
 streams, directory and environment (tests/support/forks.py: the same request and child as the tests' fork servers),
-and runs the console script's ``main`` with its own argv; its parent is then init, as with ``setsid CMD &``.
+and runs the console script's ``main`` with its own argv; its parent is then init, as with ``setsid CMD &``, and
+its command line (setproctitle) the one it would have had without the server.
 """
 from __future__ import annotations
 
@@ -128,8 +129,13 @@ def serve(path: str, args: list[str]) -> None:
 
     sys.path.remove(support)
 
+    import setproctitle
+
+    setproctitle.getproctitle()  # set up here: once a child's environment is replaced, setproctitle cannot
+
     def work(request: dict) -> None:
         os.setsid()
+        setproctitle.setproctitle(" ".join([sys.executable, *request["argv"]]))  # ps: the command it stands for
         _script, _run, service, *rest = request["argv"]  # this file's `run SERVICE ARGS`, as without the server
         sys.argv = [service, *rest]
         if patching() != decided:
