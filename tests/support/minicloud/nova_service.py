@@ -34,8 +34,8 @@ def compute() -> int | None:
     (2) with the PCI fake driver (MINICLOUD_SRIOV_COMPUTE=1), answers the two sysfs look-ups that nova's own
         FakeDriverWithPciResourcesConfigFixture mocks and reports real vendor/product ids;
     (3) MINICLOUD_OS_VIF=1: the fake driver's os-vif variant (os_vif_driver.py in MINICLOUD_SUPPORT)."""
+    from nova.cmd import compute as compute_cmd  # noqa: I001 - first: its first line is nova's monkey patching
     import nova.virt.node
-    from nova.cmd import compute as compute_cmd
     from nova.virt import fake
 
     sriov = os.environ.get("MINICLOUD_SRIOV_COMPUTE") == "1"
@@ -115,12 +115,11 @@ def serve(path: str, args: list[str]) -> None:
 
     monkey_patch.patch(backend="threading")
     decided = patching()
-    for service in SERVICES:
-        main_of(service)
     import threading
 
     import nova.virt.fake  # nova-compute's driver and what it imports
     import nova.virt.node  # noqa: F401
+    from nova.cmd import compute, conductor, scheduler  # noqa: F401 - the three entry points
 
     assert threading.active_count() == 1, f"threads before forking: {threading.enumerate()}"
     support = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
