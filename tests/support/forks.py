@@ -62,6 +62,21 @@ def send_request(sock: socket.socket, argv: list[str], env: dict, fds: list[int]
     return recv_int(sock)
 
 
+def start_detached(path: str, pidfile: str, argv: list[str]) -> int:
+    """A daemon's start through the server at ``path`` (``detach``): ARGV forked with this process's streams,
+    directory and environment; its pid written to PIDFILE (as cloud.sh's ``start`` does); 0 once it runs."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(path)
+        pid = send_request(sock, argv, dict(os.environ), [0, 1, 2])
+    if pid <= 0:
+        print(f"forks.py: the fork server at {path} could not fork {argv[0]}", file=sys.stderr)
+        return 1
+    with open(pidfile + ".new", "w") as f:
+        f.write(f"{pid}\n")
+    os.replace(pidfile + ".new", pidfile)
+    return 0
+
+
 def recv_int(sock: socket.socket) -> int:
     data = b""
     while len(data) < 8:
@@ -75,8 +90,11 @@ def recv_int(sock: socket.socket) -> int:
 # The server's side.
 
 
-def serve(path: str, work) -> None:
-    """Listens on ``path`` (after the caller's warm imports) and runs ``work(request)`` in a child per request."""
+def serve(path: str, work, detach: bool = False) -> None:
+    """Listens on ``path`` (after the caller's warm imports) and runs ``work(request)`` in a child per request.
+    ``detach``: the handler ends once it sent the child's pid (no wait status; the child, a daemon such as the
+    mini-cloud's Nova services, tests/support/minicloud/nova_service.py, goes on as its client ends, its parent init
+    as with ``setsid CMD &``)."""
     again = _import_time_again()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -90,7 +108,7 @@ def serve(path: str, work) -> None:
             listener.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                _handle(conn, lambda request, fds: _child(request, fds, again, work))
+                _handle(conn, lambda request, fds: _child(request, fds, again, work), detach)
             finally:
                 os._exit(0)
         conn.close()
@@ -123,7 +141,7 @@ def _recv_exactly(conn: socket.socket, n: int, fds: list[int]) -> bytes:
     return data
 
 
-def _handle(conn: socket.socket, child) -> None:
+def _handle(conn: socket.socket, child, detach: bool = False) -> None:
     fds: list[int] = []
     size = int.from_bytes(_recv_exactly(conn, 8, fds), "big")
     request = json.loads(_recv_exactly(conn, size, fds))
@@ -134,6 +152,8 @@ def _handle(conn: socket.socket, child) -> None:
     for fd in fds:
         os.close(fd)
     conn.sendall(pid.to_bytes(8, "big", signed=True))
+    if detach:
+        return
     pidfd = os.pidfd_open(pid)
     while True:  # the child's end, or the client's (gone: killed, a task's timeout), whichever comes first
         ready, _, _ = select.select([pidfd, conn], [], [])
@@ -191,3 +211,9 @@ def _exit_code(code) -> int:
         return code
     print(code, file=sys.stderr)
     return 1
+
+
+if __name__ == "__main__":  # python -I -S forks.py start SOCKET PIDFILE ARGV... (the mini-cloud's cloud.sh)
+    if len(sys.argv) < 5 or sys.argv[1] != "start":
+        sys.exit("usage: forks.py start SOCKET PIDFILE ARGV...")
+    sys.exit(start_detached(sys.argv[2], sys.argv[3], sys.argv[4:]))

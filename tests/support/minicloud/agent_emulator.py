@@ -21,6 +21,9 @@ Usage:
   agent_emulator.py --kind openvswitch|sriov --host devstack0 \
       --config-file neutron.conf --config-file openvswitch_agent.ini [--log-file F] [--interval 10]
   agent_emulator.py ... --print-config   # parse, print the heartbeat payload as JSON, exit
+  agent_emulator.py serve SOCKET          # the fork server (cloud.sh's `agent-forks`): this file's imports
+                                          # once, an emulator forked per request (../forks.py start SOCKET
+                                          # PIDFILE agent_emulator.py ARGS...), each in a session of its own
 """
 import argparse
 import json
@@ -371,5 +374,34 @@ def main(argv=None):
     return 0
 
 
+def serve(path):
+    """The emulators forked from this process, which imported what every emulator imports at its start (this
+    file's imports; not the kind's own option modules, which register options as they are imported: each child
+    imports its kind's as a fresh emulator does). A child starts its own session (as cloud.sh's ``start`` does
+    with setsid, so that ``stop`` kills its process group) and runs ``main`` with its request's argv, streams,
+    directory and environment (tests/support/forks.py); its parent is then init, as with ``setsid CMD &``, and its
+    command line (setproctitle) the one it would have had without the server."""
+    assert threading.active_count() == 1, f'threads before forking: {threading.enumerate()}'
+    support = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, support)  # forks.py, then out of the path again: what the children import lazily is as before
+    import forks
+
+    sys.path.remove(support)
+
+    import setproctitle
+
+    setproctitle.getproctitle()  # set up here: once a child's environment is replaced, setproctitle cannot
+
+    def work(request):
+        os.setsid()
+        setproctitle.setproctitle(' '.join([sys.executable, *request['argv']]))  # ps: the command it stands for
+        sys.argv = list(request['argv'])
+        sys.exit(main(sys.argv[1:]))
+
+    forks.serve(path, work, detach=True)
+
+
 if __name__ == '__main__':
+    if sys.argv[1:2] == ['serve'] and len(sys.argv) == 3:
+        serve(sys.argv[2])
     sys.exit(main())

@@ -37,6 +37,8 @@
 #   MINICLOUD_KEYSTONE_DEBUG=0|1    debug logging of Keystone (default 0: it cost Keystone 15 % of its CPU, and no
 #                                   test or wait reads it)
 #   MINICLOUD_CHECK_SERVER=1|0      one check.py process answers a command's waits (default 1), or one per wait
+#   MINICLOUD_FORKS=1|0             the Nova services and agent emulators forked from the fork servers nova-forks and
+#                                   agent-forks, which imported them once (default 1), or a Python each
 #   MINICLOUD_STOP_GRACE=seconds    SIGTERM->SIGKILL grace for `down` (default 5)
 #   MINICLOUD_SKIP_INSTALL=1        never run apt/pip (fail if something is missing)
 #   MINICLOUD_STATE=dir             the cloud's state (default .state/minicloud; another cloud beside it: its own dir,
@@ -345,7 +347,7 @@ write_agent_inis() {
     done
 }
 
-# nova-compute, started through a short wrapper that
+# nova-compute, through nova_service.py's wrapper (`compute`) that
 # (1) gives the fake driver a stable node identity, as nova's own FakeDriverWithoutFakeNodes does:
 #     FakeDriver names its node with a per-process uuidsentinel and writes no compute_id, so a
 #     second start of the same host is refused ("No local node identity found, but this is not
@@ -361,46 +363,35 @@ start_nova_compute() {  # start_nova_compute [HOST] (default devstack0)
     local os_vif=0
     # a host with the real OVS agent: the fake driver's os-vif variant (os_vif_driver.py), its own settings
     is_real_ovs "$h" && { os_vif=1; conf+=(--config-file "$ETC/nova/nova-compute-os-vif-$h.conf"); }
-    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE MINICLOUD_OS_VIF=$os_vif MINICLOUD_SUPPORT=$HERE start "$name" "$PY" -c '
-import os
-import sys
-from nova.cmd import compute
-import nova.virt.node
-from nova.virt import fake
-sriov = os.environ.get("MINICLOUD_SRIOV_COMPUTE") == "1"
-if sriov:
-    import nova.pci.utils as pu
-    pu.get_mac_by_pci_address = lambda *a, **k: "52:54:00:1e:59:c6"
-    pu.get_vf_num_by_pci_address = lambda *a, **k: 1
-    # The fake driver reports vendor_id/product_id "fake-vendor_id"/"fake-product_id"; nova s
-    # pci_devices columns are VARCHAR(4): fine on sqlite (nova s functional tests), rejected by
-    # MariaDB in strict mode. Report Intel 82599 ids instead (PF 10fb, VF 10ed).
-    from oslo_serialization import jsonutils
-    _orig = fake.FakeDriverWithPciResources.get_available_resource
-    def _gar(self, nodename):
-        r = _orig(self, nodename)
-        devs = jsonutils.loads(r["pci_passthrough_devices"])
-        for d in devs:
-            d["vendor_id"] = "8086"
-            d["product_id"] = "10fb" if d["dev_type"] == "type-PF" else "10ed"
-        r["pci_passthrough_devices"] = jsonutils.dumps(devs)
-        return r
-    fake.FakeDriverWithPciResources.get_available_resource = _gar
-cls = fake.FakeLiveMigrateDriverWithPciResources if sriov else fake.FakeLiveMigrateDriver
-_resources = cls.get_available_resource
-def _stable_resources(self, nodename):
-    r = _resources(self, nodename)
-    if r:
-        r["uuid"] = nova.virt.node.get_local_node_uuid()
-    return r
-cls.get_available_resource = _stable_resources
-cls.get_nodenames_by_uuid = fake.FakeDriverWithoutFakeNodes.get_nodenames_by_uuid
-if os.environ.get("MINICLOUD_OS_VIF") == "1":  # compute_driver = fake.<cls>OsVif
-    sys.path.insert(0, os.environ["MINICLOUD_SUPPORT"])
-    import os_vif_driver
-    setattr(fake, cls.__name__ + "OsVif", os_vif_driver.with_os_vif(cls))
-sys.argv[0] = "nova-compute"
-sys.exit(compute.main())' "${conf[@]}" --log-file "$LOG/$name.log"
+    MINICLOUD_SRIOV_COMPUTE=$SRIOV_COMPUTE MINICLOUD_OS_VIF=$os_vif MINICLOUD_SUPPORT=$HERE \
+        start_forked nova-forks "$name" "$HERE/nova_service.py" run nova-compute "${conf[@]}" --log-file "$LOG/$name.log"
+}
+
+# The Nova services and the L2 agent emulators forked from a process that imported them once (a fresh Python
+# importing Nova or Neutron and oslo costs each start seconds of CPU): nova_service.py's server (`nova-forks`,
+# started by `up` once nova.conf is written: nova/cmd's monkey patching reads it) and agent_emulator.py's
+# (`agent-forks`); each lives as long as the cloud, so stop-compute/start-compute, restart-agents and activate-spare
+# fork from it too. MINICLOUD_FORKS=0: each service a Python of its own, as before.
+forks_start() {
+    [ "${MINICLOUD_FORKS:-1}" = 1 ] || return 0
+    start nova-forks "$PY" "$HERE/nova_service.py" serve "$RUN/nova-forks.sock" --config-file "$ETC/nova/nova.conf"
+    [ "$START_AGENTS" = 1 ] && start agent-forks "$PY" "$HERE/agent_emulator.py" serve "$RUN/agent-forks.sock"
+    return 0
+}
+
+# start_forked SERVER NAME SCRIPT ARGS...: as `start NAME $PY SCRIPT ARGS...` (its log NAME.out, its pid file
+# NAME.pid, a session of its own), forked by the fork server SERVER (nova-forks, agent-forks) when that runs
+start_forked() {
+    local server=$1 name=$2; shift 2
+    if alive "$server"; then
+        wait_for "the fork server $server" 120 "$server" grep -qx ready "$LOG/$server.out"
+        if "$PY" -I -S "$HERE/../forks.py" start "$RUN/$server.sock" "$RUN/$name.pid" "$@" \
+                </dev/null >"$LOG/$name.out" 2>&1; then
+            return 0
+        fi
+        say "the fork server $server did not start $name ($LOG/$name.out): a process of its own"
+    fi
+    start "$name" "$PY" "$@"
 }
 
 # ---------------------------------------------------------------- db setup (parallel)
@@ -502,11 +493,11 @@ start_agents() {
     if is_real_ovs "$h"; then
         start_real_ovs_agent "$h"
     else
-        start "agent-ovs$x" "$PY" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
+        start_forked agent-forks "agent-ovs$x" "$HERE/agent_emulator.py" --kind openvswitch --host "$h" \
             --config-file "$ETC/neutron/neutron.conf" --config-file "$ovs" --log-file "$LOG/agent-ovs$x.log" \
             --status-file "$RUN/agent-ovs$x.json"
     fi
-    start "agent-sriov$x" "$PY" "$HERE/agent_emulator.py" --kind sriov --host "$h" \
+    start_forked agent-forks "agent-sriov$x" "$HERE/agent_emulator.py" --kind sriov --host "$h" \
         --config-file "$ETC/neutron/neutron.conf" --config-file "$sriov" --log-file "$LOG/agent-sriov$x.log" \
         --status-file "$RUN/agent-sriov$x.json"
 }
@@ -560,7 +551,8 @@ wait_agents() {
 
 SERVICES=(agent-ovs agent-sriov nova-compute "agent-ovs-$HOST1" "agent-sriov-$HOST1" "nova-compute-$HOST1"
           agent-ovs-devstack2 agent-sriov-devstack2 nova-compute-devstack2
-          nova-scheduler nova-conductor nova-api neutron-periodic neutron-rpc neutron-api glance placement keystone
+          nova-scheduler nova-conductor nova-forks agent-forks nova-api neutron-periodic neutron-rpc neutron-api glance
+          placement keystone
           "ovn-controller-$HOSTNAME_NOVA" "ovs-vswitchd-$HOSTNAME_NOVA" "ovs-db-$HOSTNAME_NOVA"
           "ovn-controller-$HOST1" "ovs-vswitchd-$HOST1" "ovs-db-$HOST1" ovn-northd ovn-sb ovn-nb
           "ovs-of-$HOSTNAME_NOVA" "ovs-of-$HOST1")
@@ -761,6 +753,7 @@ do_up() {
         reset_rabbit &
         local rabbit_pid=$!
         write_configs
+        forks_start
         write_agent_inis
         check_server_start
         [ "$OVN" = 1 ] && ovn_start
@@ -779,6 +772,7 @@ do_up() {
         start_mariadb
         start_rabbit
         write_configs
+        forks_start
         write_agent_inis
         check_server_start
         [ "$OVN" = 1 ] && ovn_start
@@ -800,8 +794,10 @@ do_up() {
     start_api glance
     start_neutron
     start_api nova-api
-    start nova-conductor "$VENV/bin/nova-conductor" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-conductor.log"
-    start nova-scheduler "$VENV/bin/nova-scheduler" --config-file "$ETC/nova/nova.conf" --log-file "$LOG/nova-scheduler.log"
+    start_forked nova-forks nova-conductor "$HERE/nova_service.py" run nova-conductor --config-file "$ETC/nova/nova.conf" \
+        --log-file "$LOG/nova-conductor.log"
+    start_forked nova-forks nova-scheduler "$HERE/nova_service.py" run nova-scheduler --config-file "$ETC/nova/nova.conf" \
+        --log-file "$LOG/nova-scheduler.log"
     local h computes=""
     for h in "${HOSTS[@]}"; do
         start_nova_compute "$h"
