@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import sys
 
 # What the venv's ansible-playbook script imports before its work (ansible.cli.playbook: the CLI, the executor, the
@@ -72,19 +70,7 @@ def _client(directory: str, args: list[str]) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # forks.py beside this file (python -I: no path)
     import forks
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(sock_path)
-        forks.send_request(sock, [real, *args], dict(os.environ), [0, 1, 2])  # the child runs
-    except OSError:  # the server is gone
-        sock.close()
-        os.execv(real, [real, *args])
-    status = forks.recv_int(sock)
-    if os.WIFSIGNALED(status):  # as the spawned command would have ended
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    sys.stdout.flush()
-    os._exit(os.waitstatus_to_exitcode(status))
+    forks.client(sock_path, [real, *args], [real, *args])  # the server gone: the venv's ansible-playbook itself
 
 
 # The server's side.
@@ -106,18 +92,8 @@ def _serve(directory: str) -> None:
     for name in WARM:
         importlib.import_module(name)
     threading.Thread(target=ends_with_its_directory, daemon=True).start()
-    forks.serve(os.path.join(directory, "s"), _playbook)
-
-
-def _playbook(request: dict) -> None:
-    """The virtualenv's ansible-playbook script as the interpreter runs it, with the request's arguments (in the
-    child: tests/support/forks.py)."""
-    import runpy
-
-    script = request["argv"][0]
-    sys.argv = list(request["argv"])
-    sys.path[0] = os.path.dirname(os.path.abspath(script))  # as `ansible-playbook` (its shebang) has it
-    runpy.run_path(script, run_name="__main__")
+    # each child: the venv's ansible-playbook script as the interpreter runs it, with the request's arguments
+    forks.serve(os.path.join(directory, "s"), lambda request: forks.run_script(request["argv"]))
 
 
 if __name__ == "__main__":
