@@ -87,6 +87,35 @@ def recv_int(sock: socket.socket) -> int:
     return int.from_bytes(data, "big", signed=True)
 
 
+def client(path: str, argv: list[str], fallback: list[str]) -> None:
+    """The client's side: ``argv`` sent with this process's environment, directory and three descriptors to the
+    server listening on ``path``, then this process ends as the child did (its code, or the same signal); where the
+    server cannot be reached, ``fallback`` runs in its place (``os.execv``). Never returns."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        send_request(sock, argv, dict(os.environ), [0, 1, 2])  # the child runs
+    except OSError:  # no server (it stopped, or this runs elsewhere)
+        sock.close()
+        os.execv(fallback[0], fallback)
+    status = recv_int(sock)
+    if os.WIFSIGNALED(status):  # as the spawned process would have ended
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    sys.stdout.flush()
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def run_script(argv: list[str]) -> None:
+    """``argv[0]`` as ``python FILE ARG...`` runs it (``__main__``, ``sys.argv``, ``sys.path[0]`` its directory): a
+    child's work."""
+    import runpy
+
+    sys.argv = list(argv)
+    sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+    runpy.run_path(argv[0], run_name="__main__")
+
+
 # The server's side.
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 
 ENABLED = "MINBW_MODULE_FORKS"
@@ -58,19 +57,7 @@ def _client(path: str, args: list[str]) -> None:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # forks.py beside this file (python -I: no path)
     import forks
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-        forks.send_request(sock, args, dict(os.environ), [0, 1, 2])  # the child runs
-    except OSError:  # no server (it stopped, or this runs elsewhere): the module with this interpreter
-        sock.close()
-        os.execv(sys.executable, [sys.executable, *args])
-    status = forks.recv_int(sock)
-    if os.WIFSIGNALED(status):  # as the spawned module would have ended
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    sys.stdout.flush()
-    os._exit(os.waitstatus_to_exitcode(status))
+    forks.client(path, args, [sys.executable, *args])  # no server: the module with this interpreter
 
 
 # The server's side.
@@ -96,12 +83,9 @@ def _serve(path: str) -> None:
 def _module(request: dict) -> None:
     """The AnsiballZ file as ``python FILE`` runs it, with the request's arguments (in the child:
     tests/support/forks.py)."""
-    import runpy
+    from tests.support import forks
 
-    script = request["argv"][0]
-    sys.argv = list(request["argv"])
-    sys.path[0] = os.path.dirname(os.path.abspath(script))  # as `python FILE` has it
-    runpy.run_path(script, run_name="__main__")
+    forks.run_script(request["argv"])
 
 
 if __name__ == "__main__":

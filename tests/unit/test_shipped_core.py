@@ -7,6 +7,7 @@ the modules that import it."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import re
 import shutil
@@ -24,6 +25,10 @@ spec.loader.exec_module(build_collection)
 
 # what runs on computes and in the filter plugins (relative to the shipped core)
 AGENT_FILES = build_collection.closure(build_collection.AGENT_ROOTS)
+# the closure and each file's shipped text, made once for the tests that compare against them (each parses the core's
+# files: the closure about 120, each text one; both read python/minbw, which no test here changes)
+CLOSURE = build_collection.closure()
+shipped_text = functools.cache(build_collection.shipped_text)
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +45,9 @@ def files(shipped: Path) -> list[Path]:
 
 def test_the_shipped_copies_are_the_core(shipped):
     """What is generated is the closure, each file as shipped_text makes it of its source, nothing more."""
-    assert sorted(str(p.relative_to(shipped)) for p in files(shipped)) == build_collection.closure()
-    for rel in build_collection.closure():
-        assert (shipped / rel).read_text() == build_collection.shipped_text(rel), rel
+    assert sorted(str(p.relative_to(shipped)) for p in files(shipped)) == CLOSURE
+    for rel in CLOSURE:
+        assert (shipped / rel).read_text() == shipped_text(rel), rel
 
 
 def test_git_holds_no_copy_of_the_core():
@@ -71,10 +76,10 @@ def test_the_tarball_carries_the_core_the_modules_import(tarball):
         names = set(tar.getnames())
         core = {n[len("plugins/module_utils/core/"):] for n in names
                 if n.startswith("plugins/module_utils/core/") and n.endswith(".py")}
-        assert sorted(core) == build_collection.closure()
+        assert sorted(core) == CLOSURE
         for rel in ("__init__.py", "usecases/providers.py", "plan/agent_file.py"):
             text = tar.extractfile(f"plugins/module_utils/core/{rel}").read().decode()
-            assert text == build_collection.shipped_text(rel), rel
+            assert text == shipped_text(rel), rel
         importing = 0
         for name in sorted(n for n in names if n.startswith(build_collection.PLUGINS) and n.endswith(".py")
                            and not n.startswith("plugins/module_utils/core/")):
@@ -116,7 +121,7 @@ def test_the_closure_is_what_the_modules_need():
             "neutron/provider_tree.py", "model/providers.py", "errors.py"} <= agent
     assert "ops/agent_files.py" not in agent  # the computes' part does no I/O of its own
     # every use case a module calls, and what it reaches: the operations, the client, the analyses
-    every = set(build_collection.closure())
+    every = set(CLOSURE)
     for module in sorted((REPO / "plugins" / "modules").glob("*.py")):
         for used in re.findall(r"module_utils\.core\.usecases\.(\w+) import", module.read_text()):
             assert f"usecases/{used}.py" in every, (module.name, used)
@@ -140,8 +145,8 @@ def test_the_plugins_import_the_shipped_core_only():
 def test_only_imports_change():
     """The core's imports of itself become relative; the names an import continues onto further lines keep their
     alignment with its parenthesis (only their leading spaces change); nothing else changes."""
-    for rel in build_collection.closure():
-        source, shipped = (build_collection.CORE / rel).read_text(), build_collection.shipped_text(rel)
+    for rel in CLOSURE:
+        source, shipped = (build_collection.CORE / rel).read_text(), shipped_text(rel)
         imports = {line for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)
                    for line in range(n.lineno, n.end_lineno + 1)}
         changed = [(i, a, b) for i, (a, b) in enumerate(zip(source.splitlines(), shipped.splitlines()), 1) if a != b]
@@ -158,8 +163,8 @@ def test_continued_imports_stay_aligned():
     """An import continued onto further lines keeps pycodestyle's indent in the copy: a hanging indent (the
     core's style, python/README.md), or one aligned with the parenthesis, which the copy moves with it."""
     seen = 0
-    for rel in build_collection.closure():
-        shipped = build_collection.shipped_text(rel).splitlines()
+    for rel in CLOSURE:
+        shipped = shipped_text(rel).splitlines()
         for i, line in enumerate(shipped[:-1]):
             if line.startswith("from .") and "(" in line and ")" not in line:
                 seen += 1
@@ -176,7 +181,7 @@ def test_continued_imports_stay_aligned():
     ("usecases/__init__.py", None, None),
 ])
 def test_imports_become_relative_to_the_files_package(depth, line, want):
-    shipped = build_collection.shipped_text(depth)
+    shipped = shipped_text(depth)
     if line is None:
         assert shipped == (build_collection.CORE / depth).read_text()
     else:
