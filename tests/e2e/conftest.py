@@ -253,10 +253,6 @@ def cloud_ovn(cloud_manager) -> MiniCloud:
     return cloud_manager.ensure(MINICLOUD_PLACEMENT_PLUGIN="1", **OVN_MODE)
 
 
-# a boot on the mini-cloud takes 3-7 s: Demo.wait_active's first look at a server it booted, after it was asked for
-FIRST_LOOK_S = 2.0
-
-
 class Demo:
     """Seed 003's fixtures in a cloud (network, subnet, flavor, image), and clean-up of what tests make."""
 
@@ -266,7 +262,6 @@ class Demo:
         self.ports: list = []
         self.policies: list = []
         self.networks: list = []
-        self.booted: dict[str, float] = {}  # server id -> when boot() asked Nova for it (time.monotonic())
         net = conn.network.find_network("e2e-net0")
         if net is None:
             net = conn.network.create_network(name="e2e-net0", provider_network_type="vlan",
@@ -302,20 +297,15 @@ class Demo:
         server = self.conn.compute.create_server(name=name, flavor_id=self.flavor.id, image_id=self.image.id,
                                                  networks=[{"port": p.id} for p in ports], **extra)
         self.servers.append(server)
-        self.booted[server.id] = time.monotonic()
         if wait:
             return self.wait_active(server)  # the server as its last poll read it (GET /servers/ID): in full
         return self.conn.compute.get_server(server.id)
 
     def wait_active(self, server):
-        """The server once ACTIVE (polled every 0.5 s, openstacksdk's 2 s: a boot takes 3-7 s; a server boot()
-        made is first looked at FIRST_LOOK_S after it was asked for, not at once); a server that goes
+        """The server once ACTIVE (polled every 0.5 s, openstacksdk's 2 s: a boot takes 3-7 s); a server that goes
         to ERROR fails the test with Nova's fault and the Nova log lines that name the instance, which say why
         (a reschedule, a binding that failed, no valid host), as the test's output would not otherwise."""
         from openstack import exceptions
-        asked = self.booted.get(server.id)
-        if asked is not None:
-            time.sleep(max(0.0, asked + FIRST_LOOK_S - time.monotonic()))
         try:
             return self.conn.compute.wait_for_server(server, status="ACTIVE", failures=["ERROR"], interval=0.5,
                                                      wait=180)
@@ -328,7 +318,7 @@ class Demo:
         for s in self.servers:
             self.conn.compute.delete_server(s, ignore_missing=True)
         for s in self.servers:
-            self.conn.compute.wait_for_delete(s, interval=1, wait=120)
+            self.conn.compute.wait_for_delete(s, interval=0.5, wait=120)
         for p in self.ports:
             self.conn.network.delete_port(p, ignore_missing=True)
         for p in self.policies:
