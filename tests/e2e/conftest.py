@@ -298,7 +298,7 @@ class Demo:
                                                  networks=[{"port": p.id} for p in ports], **extra)
         self.servers.append(server)
         if wait:
-            server = self.wait_active(server)
+            return self.wait_active(server)  # the server as its last poll read it (GET /servers/ID): in full
         return self.conn.compute.get_server(server.id)
 
     def wait_active(self, server):

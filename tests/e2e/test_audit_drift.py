@@ -5,7 +5,6 @@ test_heal_beside_nova_manage.py.)"""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import uuid
 from datetime import datetime
@@ -15,6 +14,7 @@ from minbw.ops.audit import apply_fixes, run_audit
 from minbw.placement.client import Placement
 from minbw.plan.audit import LEAK, OVER_CAPACITY, STALE_BINDING
 from tests.conftest import run_drift
+from tests.support import cli_forks
 
 
 BR_TEST = "f9c9ce07-679d-5d72-ac5f-31720811629a"
@@ -88,8 +88,8 @@ def test_audit_finds_a_provider_over_capacity_youngest_server_first(demo, cloud,
         assert over["move"] == [newer.id], over  # 500 freed each way covers the 100 over
         assert f"move (migrate) or delete server e2e-audit-cap-new {newer.id}" in over["detail"]
 
-        cli = subprocess.run([sys.executable, "-m", "minbw.cli", "audit", "--json"], env=cloud.env,
-                             capture_output=True, text=True, timeout=300)
+        cli = cli_forks.run([sys.executable, "-m", "minbw.cli", "audit", "--json"], env=cloud.env,
+                            capture_output=True, text=True, timeout=300)
         assert cli.returncode == 3, cli.stderr
         assert [f["move"] for f in json.loads(cli.stdout)["findings"] if f["subject"] == BR_TEST] == [[newer.id]]
         run = playbook(HERE / "playbooks" / "audit.yml", {})
@@ -116,7 +116,7 @@ def test_drift_between_ini_agent_report_and_placement(cloud, tmp_path):
     rows = {r.uuid: r for r in run_drift(conn, api, agent_configs=[str(edited), str(cloud.sriov_ini)], host=HOST)}
     assert [u for u, r in rows.items() if not r.agree] == [BR_TEST]
     assert rows[BR_TEST].differences[0] == "NET_BW_EGR_KILOBIT_PER_SEC total: ini 1800, agent 1500, Placement 1500"
-    out = subprocess.run([sys.executable, "-m", "minbw.cli", "drift", "show", "--agent-config", str(edited), "--host", HOST,
-                          "--json"],
-                         env=cloud.env, capture_output=True, text=True, timeout=120)
+    out = cli_forks.run([sys.executable, "-m", "minbw.cli", "drift", "show", "--agent-config", str(edited), "--host", HOST,
+                         "--json"],
+                        env=cloud.env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 3 and json.loads(out.stdout)["ok"] is False

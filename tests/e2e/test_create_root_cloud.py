@@ -35,6 +35,7 @@ import uuid
 from pathlib import Path
 
 from tests.conftest import MINBW
+from tests.support import cli_forks
 
 HERE = Path(__file__).resolve().parent
 HOST = "devstack1"
@@ -50,8 +51,8 @@ UPDATED = f"Final resource view: name={HOST} "
 
 
 def _sync(cloud, ini: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--no-cache", *args],
-                          env=cloud.env, capture_output=True, text=True, timeout=300)
+    return cli_forks.run(MINBW + ["provider", "sync", "--agent-config", str(ini), "--no-cache", *args],
+                         env=cloud.env, capture_output=True, text=True, timeout=300)
 
 
 @contextlib.contextmanager

@@ -7,13 +7,14 @@ writes them."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
+
+from tests.support import cli_forks
 
 
 def _doctor(env) -> tuple[int, dict]:
-    out = subprocess.run([sys.executable, "-m", "minbw.cli", "doctor", "--json"], env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = cli_forks.run([sys.executable, "-m", "minbw.cli", "doctor", "--json"], env=env, capture_output=True,
+                        text=True, timeout=300)
     assert out.returncode in (0, 3), out.stdout + out.stderr
     shown = json.loads(out.stdout)
     assert (out.returncode == 3) == (shown["status"] in ("warn", "fail")), shown

@@ -32,6 +32,7 @@ from minbw.neutron.provider_tree import desired_state
 from minbw.ops.sync import sync_providers
 from minbw.placement.client import Placement
 from tests.e2e.test_operators_checks import checks, run_checks
+from tests.support import cli_forks
 from tests.support.dataplane.reproduce import agent_run
 from tests.support.dataplane.switch import Switch, unavailable
 
@@ -44,10 +45,10 @@ PAGE = REPO / "docs" / "enforcement.md"
 def show(cloud, switch: Switch, *options: str) -> tuple[int, dict | None, str]:
     """``minbw enforcement show --host devstack0 --backend openvswitch`` on the switch (devstack0 has the SR-IOV
     agent's emulator too), as JSON: exit code, document, stderr."""
-    r = subprocess.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST, "--backend",
-                        "openvswitch", "--ovs-db", switch.remote, "--netns", switch.netns, "--json", *options],
-                       env=cloud.env,
-                       capture_output=True, text=True, timeout=300)
+    r = cli_forks.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST, "--backend",
+                       "openvswitch", "--ovs-db", switch.remote, "--netns", switch.netns, "--json", *options],
+                      env=cloud.env,
+                      capture_output=True, text=True, timeout=300)
     return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None, r.stderr
 
 
@@ -159,8 +160,8 @@ def test_a_ports_guarantee_enforced_then_each_fault_found(demo, cloud, tmp_path)
             "minbw: error: host nosuchhost: no Open vSwitch agent in Neutron's agent list (agents there: none); backend "
             "openvswitch checks the Open vSwitch agent"]), err
         # devstack0 has the SR-IOV agent's emulator beside the OVS agent: without --backend, the choice is asked for
-        r = subprocess.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST], env=cloud.env,
-                           capture_output=True, text=True, timeout=300)
+        r = cli_forks.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST], env=cloud.env,
+                          capture_output=True, text=True, timeout=300)
         assert (r.returncode, r.stderr.splitlines()[-1:]) == (1, [
             f"minbw: error: host {HOST} has Open vSwitch agent and NIC Switch agent: choose the data plane to check "
             f"with --backend openvswitch or sriov"]), r.stderr

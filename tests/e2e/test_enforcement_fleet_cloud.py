@@ -16,7 +16,6 @@ as tests/e2e/test_enforcement_cloud.py sets it up. Then:
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tests.conftest import free_port
 from tests.e2e.test_enforcement_cloud import HOST, PAGE, agent_switch
 from tests.e2e.test_operators_checks import checks, run_checks
 from tests.functional.test_bad_input_cli import Sent
+from tests.support import cli_forks
 from tests.support.dataplane.reproduce import agent_run
 from tests.support.dataplane.switch import Switch
 from tests.support.playbook_runner import run_playbook
@@ -153,8 +153,8 @@ def test_the_fleet_checked_host_by_host_compared_in_one_place_and_exported(demo,
         run_checks(checks(PAGE.read_text(), "enforcement exporter"), dict(cloud.env, HOST=HOST, CONFIG=str(config)))
         config.write_text(json.dumps({"enforcement": {"ovs_db": f"unix:{tmp_path}/none.sock",
                                                       "backend": "openvswitch"}}))
-        once = subprocess.run([sys.executable, "-m", "minbw.cli", "exporter", "--enforcement-host", HOST, "--config",
-                               str(config), "--once"], env=cloud.env, capture_output=True, text=True, timeout=120)
+        once = cli_forks.run([sys.executable, "-m", "minbw.cli", "exporter", "--enforcement-host", HOST, "--config",
+                              str(config), "--once"], env=cloud.env, capture_output=True, text=True, timeout=120)
         assert once.returncode == 0, once.stderr
         assert 'minbw_report_success{report="enforcement"} 0.0' in once.stdout, once.stdout
         assert "minbw_enforcement_checks{" not in once.stdout, once.stdout

@@ -31,6 +31,7 @@ from minbw.neutron import naming
 from minbw.reports.enforcement import OVN_KBPS_BUG, OVN_RECOMPUTE_BUG, htb_rate
 from tests.e2e.test_operators_checks import checks, run_checks
 from tests.e2e.test_ovn_cloud import wait
+from tests.support import cli_forks
 
 HOST = "devstack0"
 NIC = "eth-enf"
@@ -41,9 +42,9 @@ BR_TEST = naming.device_rp_uuid(naming.AGENT_KINDS[naming.OVN], HOST, "br-test")
 def show(cloud, *options: str) -> tuple[int, dict | None, str]:
     """``minbw enforcement show --host devstack0`` against the cloud's northbound and devstack0's Open vSwitch
     database, as JSON: exit code, document, stderr."""
-    r = subprocess.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST, "--ovs-db",
-                        cloud.env["MINICLOUD_OVS_DB"], "--ovn-nb", cloud.env["MINICLOUD_OVN_NB_DB"], "--json",
-                        *options], env=cloud.env, capture_output=True, text=True, timeout=300)
+    r = cli_forks.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST, "--ovs-db",
+                       cloud.env["MINICLOUD_OVS_DB"], "--ovn-nb", cloud.env["MINICLOUD_OVN_NB_DB"], "--json",
+                       *options], env=cloud.env, capture_output=True, text=True, timeout=300)
     return r.returncode, json.loads(r.stdout) if r.stdout.strip() else None, r.stderr
 
 
@@ -197,8 +198,8 @@ def test_an_ovn_ports_guarantee_enforced_then_the_kbps_of_neutron_before_26_foun
         assert [(n["nic"], n["enforced_kbps"]) for n in document["nics"]] == [(NIC, 1400)]
 
         # an ML2/OVN host without its northbound database, and one that does not answer: one line, exit 1
-        r = subprocess.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST],
-                           env=cloud_ovn.env, capture_output=True, text=True, timeout=300)
+        r = cli_forks.run([sys.executable, "-m", "minbw.cli", "enforcement", "show", "--host", HOST],
+                          env=cloud_ovn.env, capture_output=True, text=True, timeout=300)
         assert (r.returncode, r.stderr.splitlines()[-1:]) == (1, [
             f"minbw: error: host {HOST} runs ML2/OVN (OVN Controller Gateway agent in Neutron's agent list): give its "
             f"northbound database with --ovn-nb (tcp:HOST:6641, ssl:HOST:6641 with the client's key and certificates, "

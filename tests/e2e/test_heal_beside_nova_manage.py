@@ -22,6 +22,7 @@ from minbw.ops.audit import run_audit
 from minbw.ops.heal import heal_servers
 from minbw.placement.client import Placement
 from minbw.plan.audit import DOUBLE
+from tests.support import cli_forks
 
 OUT = Path(__file__).resolve().parents[2] / "tests" / "output"
 
@@ -149,8 +150,8 @@ def test_heal_each_case_and_compare_with_nova_manage(demo, cloud, case):
         assert double["extra"] == double["keep"] == healthy_bw[BR_TEST], double
         assert double["bound"] == [{"port": port.id, "group": group, "resources": healthy_bw[BR_TEST]}], double
         assert "twice the request" in double["detail"], double
-        cli = subprocess.run([sys.executable, "-m", "minbw.cli", "audit", "--json"], env=cloud.env,
-                             capture_output=True, text=True, timeout=300)
+        cli = cli_forks.run([sys.executable, "-m", "minbw.cli", "audit", "--json"], env=cloud.env,
+                            capture_output=True, text=True, timeout=300)
         assert cli.returncode == 3, cli.stderr
         assert [(f["kind"], f["provider"], f["extra"]) for f in json.loads(cli.stdout)["findings"]
                 if f["subject"] == vm.id] == [(DOUBLE, BR_TEST, healthy_bw[BR_TEST])], cli.stdout

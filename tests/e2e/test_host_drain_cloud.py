@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from minbw.ops import server_move
 from minbw.placement.client import Placement
+from tests.conftest import MINBW
 from tests.e2e.test_operators_checks import checks, run_checks
+from tests.support import cli_forks
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -30,9 +31,9 @@ EGRESS, INGRESS = "NET_BW_EGR_KILOBIT_PER_SEC", "NET_BW_IGR_KILOBIT_PER_SEC"
 
 
 def minbw(env: dict, *args: str) -> subprocess.CompletedProcess:
-    """``minbw ARGS`` as a user runs it (this virtualenv's command), against the mini-cloud."""
-    command = Path(sys.executable).parent / "minbw"
-    return subprocess.run([str(command), *args], env=env, capture_output=True, text=True, timeout=300, check=False)
+    """``minbw ARGS`` against the mini-cloud: what ``python -m minbw.cli`` runs, forked from the warm server
+    (``tests/support/cli_forks.py``; the guide's commands below run as written, the venv's ``minbw`` in bash)."""
+    return cli_forks.run(MINBW + list(args), env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
 def plan(env: dict, host: str = "devstack0") -> tuple[int, dict]:

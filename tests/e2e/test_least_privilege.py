@@ -5,11 +5,12 @@ refused); it may read its own project's usages (``placement:usages``). A user
 with the ``service`` role may read Placement; minbw, run as the reader, says the refusal in one line."""
 from __future__ import annotations
 
-import subprocess
 import sys
 import uuid
 
 import pytest
+
+from tests.support import cli_forks
 
 NAME = f"minbw-lp-{uuid.uuid4().hex[:8]}"
 PASSWORD = uuid.uuid4().hex
@@ -60,7 +61,7 @@ def test_a_reader_is_refused_what_minbw_reads_and_a_service_user_is_not(cloud, u
     env.update(OS_AUTH_URL=cloud.env["MINICLOUD_KEYSTONE_URL"], OS_USERNAME=f"{NAME}-reader",
                OS_PASSWORD=PASSWORD, OS_PROJECT_NAME=NAME, OS_USER_DOMAIN_NAME="Default",
                OS_PROJECT_DOMAIN_NAME="Default", OS_REGION_NAME="RegionOne", OS_CLIENT_CONFIG_FILE="/dev/null")
-    out = subprocess.run([sys.executable, "-m", "minbw.cli", "provider", "list"], env=env,
-                         capture_output=True, text=True, timeout=180)
+    out = cli_forks.run([sys.executable, "-m", "minbw.cli", "provider", "list"], env=env,
+                        capture_output=True, text=True, timeout=180)
     assert out.returncode == 1 and out.stderr.startswith("minbw: error:"), out.stdout + out.stderr
     assert "403" in out.stderr or "orbidden" in out.stderr or "policy" in out.stderr.lower(), out.stderr

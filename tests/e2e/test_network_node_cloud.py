@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.support import cli_forks
+
 REPO = Path(__file__).resolve().parents[2]
 EMULATOR = REPO / "tests" / "support" / "minicloud" / "agent_emulator.py"
 FAILED = "Synchronization of resources of agent type Open vSwitch agent at host {host} to placement failed."
@@ -67,8 +69,8 @@ def test_an_ovs_agent_without_a_compute_node_fails_neutrons_sync_on_every_heartb
         assert agents[cloud.env["MINICLOUD_HYPERVISOR"]].resources_synced is True
         # minbw's drift (and the exporter's, which runs it) from what the agents report: network-1 has nothing to
         # compare; network-2's bandwidth is named as on a host without a compute node
-        out = subprocess.run([sys.executable, "-m", "minbw.cli", "drift", "show", "-f", "json"], env=cloud.env,
-                             capture_output=True, text=True, timeout=300)
+        out = cli_forks.run([sys.executable, "-m", "minbw.cli", "drift", "show", "-f", "json"], env=cloud.env,
+                            capture_output=True, text=True, timeout=300)
         assert out.returncode == 3, out.stdout + out.stderr
         rows = {r["name"]: r for r in json.loads(out.stdout)["providers"]}
         assert not [n for n in rows if n.startswith("network-1")], rows

@@ -13,14 +13,15 @@ import sys
 import time
 
 from minbw.placement.client import Placement
+from tests.support import cli_forks
 
 EGR = "NET_BW_EGR_KILOBIT_PER_SEC"
 DISABLED = "COMPUTE_STATUS_DISABLED"
 
 
 def _minbw(env, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minbw.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+    return cli_forks.run([sys.executable, "-m", "minbw.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=300)
 
 
 def _wait_for_trait(api: Placement, root: str, present: bool, timeout: float = 90) -> None:

@@ -27,13 +27,14 @@ from minbw.plan.audit import LEAK, STALE_BINDING
 from tests.conftest import MINBW
 from tests.e2e.test_heal_beside_nova_manage import BR_TEST, break_allocation, break_binding, state
 from tests.e2e.test_routed_scheduling import _vlan, wait_reported, wait_segments_gone
+from tests.support import cli_forks
 
 SERVICE = dict(username="nova", password="minicloud-secret", project_name="service")
 EGR = "NET_BW_EGR_KILOBIT_PER_SEC"
 
 
 def minbw(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(MINBW + [*args, "--json"], env=env, capture_output=True, text=True, timeout=600)
+    return cli_forks.run(MINBW + [*args, "--json"], env=env, capture_output=True, text=True, timeout=600)
 
 
 def skipped(stderr: str) -> list[str]:

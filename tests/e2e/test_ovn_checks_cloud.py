@@ -10,12 +10,14 @@ import re
 import subprocess
 import sys
 
+from tests.support import cli_forks
+
 SIZE = "small=min_bw:egress:1000,min_bw:ingress:1000"
 
 
 def minbw(cloud, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minbw.cli", *args], env=cloud.env, capture_output=True, text=True,
-                          timeout=300)
+    return cli_forks.run([sys.executable, "-m", "minbw.cli", *args], env=cloud.env, capture_output=True, text=True,
+                         timeout=300)
 
 
 def sample(text: str, series: str) -> float:

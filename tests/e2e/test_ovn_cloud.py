@@ -18,6 +18,7 @@ from minbw.neutron import naming
 from minbw.ops import ovn_chassis, server_move, servers
 from minbw.ops.audit import apply_fixes, run_audit
 from tests.conftest import run_drift
+from tests.support import cli_forks
 from minbw.ops.heal import heal_servers
 from minbw.ops.sync import sync_providers
 from minbw.placement.client import Placement
@@ -47,8 +48,8 @@ def vsctl(cloud, host: str, *args: str) -> str:
 
 
 def minbw(cloud, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "minbw.cli", *args], env=cloud.env, capture_output=True, text=True,
-                          timeout=300)
+    return cli_forks.run([sys.executable, "-m", "minbw.cli", *args], env=cloud.env, capture_output=True, text=True,
+                         timeout=300)
 
 
 def wait(what: str, check, timeout: float = 120):

@@ -19,12 +19,15 @@ GUIDE = REPO / "docs" / "maintenance.md"
 
 
 def rolling(cloud_manager, collection, tmp_path):
+    """The playbook for real; its tasks delegated to localhost (localhost named in the inventory: its modules
+    forked from the warm server, ``local_hosts``; the computes' hosts are this machine too)."""
     inventory = tmp_path / "inventory"
-    inventory.write_text("[computes]\ndevstack0 ansible_connection=local\ndevstack1 ansible_connection=local\n")
+    inventory.write_text("localhost ansible_connection=local\n"
+                         "[computes]\ndevstack0 ansible_connection=local\ndevstack1 ansible_connection=local\n")
     log = tmp_path / "maintenance.log"
     env = dict(cloud_manager.current.env, ANSIBLE_COLLECTIONS_PATH=str(collection), OS_CLOUD="minicloud")
     run = run_playbook(BOOK, {"maintenance_tasks": str(TASKS), "maintenance_log": str(log),
-                              "maintenance_reason": "e2e rolling"}, env=env, inventory=inventory)
+                              "maintenance_reason": "e2e rolling"}, env=env, inventory=inventory, local_hosts=True)
     return run, (log.read_text().splitlines() if log.exists() else [])
 
 

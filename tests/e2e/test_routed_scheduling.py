@@ -22,7 +22,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
 import sys
 import time
 import warnings
@@ -34,6 +33,7 @@ from minbw.errors import NoValidHost, PlacementError
 from minbw.ops import claims, segments
 from minbw.ops.schedule import schedule_ports
 from minbw.placement.client import Placement
+from tests.support import cli_forks
 
 FLAVOR = {"VCPU": 1, "MEMORY_MB": 128, "DISK_GB": 1}
 _vlan = itertools.count(301)
@@ -260,8 +260,8 @@ def cloud_env(routed):
 
 
 def minbw(env, *args, exit_code=0):
-    proc = subprocess.run([sys.executable, "-m", "minbw.cli", *args, "--json"], env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = cli_forks.run([sys.executable, "-m", "minbw.cli", *args, "--json"], env=env, capture_output=True,
+                         text=True, timeout=300)
     assert proc.returncode == exit_code, proc.stdout + proc.stderr
     return json.loads(proc.stdout)
 
@@ -333,8 +333,8 @@ def settled(api, seg_id, quiet=8, timeout=120):
 
 
 def minbw_text(env, *args):
-    proc = subprocess.run([sys.executable, "-m", "minbw.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = cli_forks.run([sys.executable, "-m", "minbw.cli", *args], env=env, capture_output=True, text=True,
+                         timeout=300)
     return proc.returncode, proc.stdout + proc.stderr
 
 

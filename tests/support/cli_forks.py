@@ -1,4 +1,4 @@
-"""The `minbw` command line of the functional tests, forked from one warm process instead of started afresh.
+"""The `minbw` command line of the functional and e2e tests, forked from one warm process instead of started afresh.
 
 A `minbw` process imports the command line (osc-lib, cliff, openstacksdk, keystoneauth: about 0.65 CPU s) before its
 command runs. :func:`run` is ``subprocess.run`` for a `minbw` command line (``tests.conftest.MINBW`` + arguments):

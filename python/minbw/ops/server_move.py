@@ -158,6 +158,10 @@ def read_move_state(
 
 
 # ---------------------------------------------------------------- waiting
+# how often a wait for a migration reads the server while its migration record is on its way (seconds)
+SERVER_EVERY = 5.0
+
+
 def wait_for(
     conn,
     server_id: str,
@@ -168,21 +172,33 @@ def wait_for(
     since: str | None = None,
     timeout: float = 180,
     poll: float = 1.0,
+    server_every: float = SERVER_EVERY,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> MoveWait:
     """Wait until the server is in one of ``statuses`` with no task and, when ``migration_statuses``
     is given, its newest migration (other than ``since``, the one before the call) is in one of them.
     Returns what it saw then (a MoveWait: the server's view, the migration or None). Raises NovaMoveFailed when the
-    server goes to ERROR, the migration fails (error, failed, or cancelled: aborted) or the wait runs out."""
+    server goes to ERROR, the migration fails (error, failed, or cancelled: aborted) or the wait runs out.
+    With ``migration_statuses``, the migration record is read every ``poll`` and the server (a heavier read for
+    Nova) at the first poll, once the migration has reached one of them or failed, at the deadline, and otherwise
+    every ``server_every`` seconds (a server that goes to ERROR without its migration failing is seen then)."""
     statuses, want_mig = set(statuses), set(migration_statuses)
     deadline = clock() + timeout
-    server, mig = None, None
+    server, mig, server_read = None, None, 0.0
     while True:
-        server = conn.compute.get_server(server_id)
         mig = latest_migration(conn, server_id) if want_mig else None
         if mig is not None and since is not None and mig.uuid == since:
             mig = None  # the call has not made its migration record yet
+        now = clock()
+        if (
+            server is None
+            or not want_mig
+            or (mig is not None and (mig.status in want_mig or mig.status in BROKEN))
+            or now - server_read >= server_every
+            or now >= deadline
+        ):
+            server, server_read = conn.compute.get_server(server_id), now
         fault = (server.fault or {}).get("message")
         if server.status == "ERROR":
             raise NovaMoveFailed(
@@ -216,7 +232,7 @@ def wait_for(
             done = mig is not None and mig.status in want_mig
         if done:
             return MoveWait(_server_view(server), mig)
-        if clock() >= deadline:
+        if now >= deadline:
             seen = f"migration {mig.uuid} is {mig.status}" if mig else "no new migration record"
             raise NovaMoveFailed(
                 f"{action}: server {server.name} ({server.id}) did not reach status "

@@ -53,7 +53,9 @@ def find_server(conn, name_or_id: str):
     server = conn.compute.find_server(name_or_id, ignore_missing=True)
     if server is None:
         raise ObjectNotFound(f"no server {name_or_id!r} in Nova")
-    return conn.compute.get_server(server.id)  # the full body: embedded flavor, host, fault
+    if server.id == name_or_id:
+        return server  # found by its id: openstacksdk read it with GET /servers/ID, the full body already
+    return conn.compute.get_server(server.id)  # found by name in a listing: the full body (flavor, host, fault)
 
 
 def request_of_server(server, ports) -> ServerRequest:
