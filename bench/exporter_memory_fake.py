@@ -7,6 +7,7 @@ present code for issue 46.
 
     TM=0 [SRC=<a tree's python dir>] .venv/bin/python bench/exporter_memory_fake.py HOSTS   # RSS, peak RSS
     BY=lineno TOP=12 .venv/bin/python bench/exporter_memory_fake.py HOSTS                 # tracemalloc, per phase
+    TM=0 BODY=FILE .venv/bin/python bench/exporter_memory_fake.py HOSTS   # ... the last publication saved to FILE
 
 RSS is read from /proc/self/status; 'with the fake built' is the fake's own data (subtract it). With TM=1
 (default) each phase of every cycle reports the traced memory before it, its peak above that and what it left."""
@@ -127,6 +128,9 @@ for i in range(4):
     if i == 1:
         col._checked = None  # a second safety check (and the cache saved and read back)
 del c
+if os.environ.get("BODY"):  # the last publication as the HTTP server process holds it (OpenMetrics gzipped, without
+    with open(os.environ["BODY"], "wb") as f:  # the age and # EOF a scrape adds), for bench/exporter_paced_body.py
+        f.write(served.board(True, True).gzipped[True])
 gc.collect()
 if not TM:
     now = rss()

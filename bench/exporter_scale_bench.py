@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import random
 import re
 import resource
 import statistics
@@ -282,38 +283,73 @@ CONCURRENT = 100          # scrapers at once during a collection (the issue's go
 SCRAPER_PROCESSES = 4     # ... in this many client processes (threads in each), so that one client's
                           # interpreter lock does not serialize all of them
 CONCURRENT_WINDOW_S = 5.0  # the exporter and its control take turns of (at most) this many seconds each
+PACED_PERIOD_S = 1.0       # a paced scraper's period (as Prometheus scrapes: once per interval, its own phase); far
+                           # more often than Prometheus' 15-60 s: 100 such scrapers make 100 scrapes a second
 
 
-def _scrapers_process(pipe, url: str, threads: int) -> None:
-    """``threads`` scrapers of ``url`` at once (OpenMetrics, gzip), each scraping again as soon as its answer is
-    read, for the seconds each ("go", seconds) says; answers the seconds of every scrape (at the client)."""
+def _scrapers_process(pipe, url: str, threads: int, period: float | None = None) -> None:
+    """``threads`` scrapers of ``url`` at once (OpenMetrics, gzip), for the seconds each ("go", seconds) says;
+    answers the seconds of every scrape (at the client), the errors, and the late slots. ``period`` None: a closed
+    loop (each scraper scrapes again as soon as its answer is read: a stress test). ``period`` given: paced, as
+    Prometheus scrapes (an open loop): each scraper scrapes at slots ``period`` apart from a random phase of its
+    own (drawn again every turn), whenever its last answer came; a slot that comes while the scraper still waits
+    for its last answer is late (counted): the scrape of the last late slot starts when that answer is read, the
+    slots after it stay where they were."""
     pipe.send(("ready",))
     while True:
         op, *args = pipe.recv()
         if op == "stop":
             return
-        deadline = time.perf_counter() + args[0]
-        times, errors = [], []
-
-        def scrape():
-            while time.perf_counter() < deadline:
-                try:
-                    times.append(scrape_once(url)[0])
-                except Exception as e:  # noqa: BLE001 - told to the parent
-                    errors.append(repr(e))
-                    return
-        workers = [threading.Thread(target=scrape, daemon=True) for _ in range(threads)]
-        for t in workers:
-            t.start()
-        for t in workers:
-            t.join()
-        pipe.send((times, errors))
+        pipe.send(_scrape_turn(url, threads, args[0], period))
 
 
-def concurrent_window(seconds: float) -> float:
+def _scrape_turn(url: str, threads: int, seconds: float, period: float | None) -> tuple[list, list, int]:
+    """One turn of :func:`_scrapers_process`: the seconds of every scrape, the errors, the late slots."""
+    start = time.perf_counter()
+    deadline = start + seconds
+    times, errors, late = [], [], []
+
+    def once() -> bool:
+        try:
+            times.append(scrape_once(url)[0])
+            return True
+        except Exception as e:  # noqa: BLE001 - told to the parent
+            errors.append(repr(e))
+            return False
+
+    def closed_loop():
+        while time.perf_counter() < deadline and once():
+            pass
+
+    def paced():
+        slot = start + random.uniform(0, period)
+        while slot < deadline:
+            wait = slot - time.perf_counter()
+            if wait > 0:
+                time.sleep(wait)
+            if not once():
+                return
+            slot += period
+            now = time.perf_counter()
+            while slot + period <= now and slot < deadline:  # slots passed while the answer was awaited
+                late.append(slot)
+                slot += period
+            if slot <= now < deadline:  # this one too: scraped now, late
+                late.append(slot)
+    scrape = closed_loop if period is None else paced
+    workers = [threading.Thread(target=scrape, daemon=True) for _ in range(threads)]
+    for t in workers:
+        t.start()
+    for t in workers:
+        t.join()
+    return times, errors, len(late)
+
+
+def concurrent_window(seconds: float, period: float | None = None) -> float:
     """The seconds of each url's turn in :func:`time_concurrent`: :data:`CONCURRENT_WINDOW_S`, shorter when the
-    whole is short (a small fleet's cycle), so that each of two urls gets at least two turns (at least 0.5 s)."""
-    return max(0.5, min(CONCURRENT_WINDOW_S, seconds / 4))
+    whole is short (a small fleet's cycle), so that each of two urls gets at least two turns (at least 0.5 s, and
+    at least two of ``period`` when paced)."""
+    return max(0.5, 2 * (period or 0), min(CONCURRENT_WINDOW_S, seconds / 4))
 
 
 def _cpu_s(pid: int) -> float:
@@ -323,24 +359,27 @@ def _cpu_s(pid: int) -> float:
 
 
 def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=None,
-                    window: float | None = None, server_pids: dict[str, int] | None = None) -> list[dict]:
+                    window: float | None = None, server_pids: dict[str, int] | None = None,
+                    period: float | None = None) -> list[dict]:
     """:data:`CONCURRENT` scrapers at once (:data:`SCRAPER_PROCESSES` processes per url), for about ``seconds`` in
-    all, while ``busy`` runs: turns of ``window`` seconds (:func:`concurrent_window` by default) given to each of
+    all, while ``busy`` runs, each in a closed loop (``period`` None) or paced (every ``period`` seconds, an open
+    loop: :func:`_scrapers_process`; the rows count the late slots): turns of ``window`` seconds (:func:`concurrent_window` by default) given to each of
     ``urls`` (name → url) in turn, so that each url meets every phase of what runs meanwhile (the first url the
     exporter, the others its controls). One row per url of every scrape's seconds at the client, and, for a url
     whose server's process ``server_pids`` names, that process's CPU milliseconds per scrape in its own turns (what
     a scrape costs the server, the clients' CPU and the machine's wait apart)."""
     from bench.common import percentile
-    window = concurrent_window(seconds) if window is None else window
+    window = concurrent_window(seconds, period) if window is None else window
     per = CONCURRENT // SCRAPER_PROCESSES
     sets = {}
     try:
         for name, url in urls.items():
-            sets[name] = spawn_workers(_scrapers_process, [(url, per)] * SCRAPER_PROCESSES, 120,
+            sets[name] = spawn_workers(_scrapers_process, [(url, per, period)] * SCRAPER_PROCESSES, 120,
                                        "a scraper process")[:2]
         alive = busy is not None and busy.is_alive()
         times = {name: [] for name in urls}
         cpu = {name: 0.0 for name in urls}
+        late = {name: 0 for name in urls}
         pids = server_pids or {}
         errors = []
         deadline = time.perf_counter() + seconds
@@ -350,9 +389,10 @@ def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=N
                 for pipe in pipes:
                     pipe.send(("go", window))
                 for pipe in pipes:
-                    ts, errs = pipe.recv()
+                    ts, errs, lates = pipe.recv()
                     times[name] += ts
                     errors += errs
+                    late[name] += lates
                 if name in pids:
                     cpu[name] += _cpu_s(pids[name]) - before
         still = busy is not None and busy.is_alive()
@@ -367,9 +407,10 @@ def time_concurrent(urls: dict[str, str], situation: str, seconds: float, busy=N
         row = {"situation": f"{situation}: {name}", "scrapes": len(ts), "during": (len(ts) if alive and still else None),
                "median_s": percentile(ts, 50), "p90_s": percentile(ts, 90), "p99_s": percentile(ts, 99),
                "max_s": ts[-1], "kib": scrape_once(url)[1] / 1024, "load": loadavg(), "concurrent": CONCURRENT,
-               "control": name != next(iter(urls)),
+               "control": name != next(iter(urls)), "paced_s": period,
+               "late": late[name] if period is not None else None,
                "server_cpu_ms_per_scrape": cpu[name] * 1000 / len(ts) if name in (server_pids or {}) else None}
-        progress(f"exporter: scrapes {row['situation']}: {len(ts)} scrapes, median {row['median_s'] * 1000:.1f} ms, "
+        progress(f"exporter: scrapes {row['situation']}: {len(ts)} scrapes ({row['late']} late slots), median {row['median_s'] * 1000:.1f} ms, "
                  f"p99 {row['p99_s'] * 1000:.1f} ms, max {row['max_s'] * 1000:.1f} ms, the server's CPU "
                  f"{row['server_cpu_ms_per_scrape'] or 0:.2f} ms per scrape (collection running at start "
                  f"and end: {alive and still})")
@@ -472,11 +513,20 @@ def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placeme
         cycle("warm, scraped meanwhile (client: another process)", exp.answer())
         # 100 scrapers at once during a collection: started after it, ended well before a warm cycle would end
         exp.send("collect", None, True)
-        scrapes += time_concurrent(urls, f"during a collection, {CONCURRENT} concurrent scrapers "
-                                   f"({SCRAPER_PROCESSES} client processes; the exporter and the control in turns "
-                                   f"of {concurrent_window(0.6 * warm):.1f} s)", 0.6 * warm, busy=exp.busy,
+        scrapes += time_concurrent(urls, f"during a collection, {CONCURRENT} concurrent scrapers in a closed loop "
+                                   f"(a stress test: each scrapes again at its answer; {SCRAPER_PROCESSES} client "
+                                   f"processes; the exporter and the control in turns of "
+                                   f"{concurrent_window(0.6 * warm):.1f} s)", 0.6 * warm, busy=exp.busy,
                                    server_pids=server_pids)
-        cycle(f"warm, {CONCURRENT} concurrent scrapers meanwhile", exp.answer())
+        cycle(f"warm, {CONCURRENT} concurrent scrapers meanwhile (closed loop)", exp.answer())
+        # 100 paced scrapers (as Prometheus scrapes: each once per period, its own phase) during a collection
+        exp.send("collect", None, True)
+        scrapes += time_concurrent(urls, f"during a collection, {CONCURRENT} paced scrapers (each every "
+                                   f"{PACED_PERIOD_S:g} s from a random phase, an open loop: {CONCURRENT / PACED_PERIOD_S:.0f} "
+                                   f"scrapes/s; {SCRAPER_PROCESSES} client processes; the exporter and the control "
+                                   f"in turns of {concurrent_window(0.7 * warm, PACED_PERIOD_S):.1f} s)", 0.7 * warm,
+                                   busy=exp.busy, server_pids=server_pids, period=PACED_PERIOD_S)
+        cycle(f"warm, {CONCURRENT} paced scrapers meanwhile (every {PACED_PERIOD_S:g} s each)", exp.answer())
         if full:
             row, inproc = exp.call("collect_scraped_here", SCRAPES, spacing)
             scrapes.append(inproc)
@@ -536,7 +586,8 @@ def run(ctx: Context) -> Section:
              Column("median_s", "median s", "{:.4f}"), Column("p90_s", "p90 s", "{:.4f}"),
              Column("p99_s", "p99 s", "{:.4f}"), Column("max_s", "max s", "{:.4f}"),
              Column("kib", "body KiB (gzip)", "{:.0f}"),
-             Column("server_cpu_ms_per_scrape", "server CPU ms per scrape", "{:.2f}"), Column("load", "load")],
+             Column("server_cpu_ms_per_scrape", "server CPU ms per scrape", "{:.2f}"),
+             Column("late", "late slots (paced)"), Column("load", "load")],
             m["scrapes"]))
         scope = f"N={n}"
         warm = [r for r in m["cycles"] if not r["run"].startswith("first")]
