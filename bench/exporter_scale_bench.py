@@ -285,6 +285,7 @@ SCRAPER_PROCESSES = 4     # ... in this many client processes (threads in each),
 CONCURRENT_WINDOW_S = 5.0  # the exporter and its control take turns of (at most) this many seconds each
 PACED_PERIOD_S = 1.0       # a paced scraper's period (as Prometheus scrapes: once per interval, its own phase); far
                            # more often than Prometheus' 15-60 s: 100 such scrapers make 100 scrapes a second
+PACED_AT_LEAST_S = 60.0    # the paced scrapers' seconds at least (collections back to back meanwhile)
 
 
 def _scrapers_process(pipe, url: str, threads: int, period: float | None = None) -> None:
@@ -472,6 +473,35 @@ def measure(ctx: Context, n: int) -> dict:
             "exporter_started": exp.started, **out}
 
 
+class _BackToBack:
+    """Collections in the exporter process one after the other (as its loop runs them when a cycle outlasts the
+    interval), the next started when the last one ends, until :meth:`join` (which waits for the one running and
+    answers their rows); ``is_alive`` while they run."""
+
+    def __init__(self, exp: ExporterProcess):
+        self.rows, self.errors = [], []
+        self.stopping = threading.Event()
+
+        def run():
+            try:
+                while not self.stopping.is_set():
+                    self.rows.append(exp.call("collect", None, True))
+            except Exception as e:  # noqa: BLE001 - raised by join
+                self.errors.append(e)
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def is_alive(self) -> bool:
+        return self.thread.is_alive()
+
+    def join(self) -> list[dict]:
+        self.stopping.set()
+        self.thread.join()
+        if self.errors:
+            raise self.errors[0]
+        return self.rows
+
+
 def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placement) -> dict:
     cycles = []
 
@@ -519,14 +549,20 @@ def _exporter_runs(exp: ExporterProcess, server, n, hosts, full, naming, Placeme
                                    f"{concurrent_window(0.6 * warm):.1f} s)", 0.6 * warm, busy=exp.busy,
                                    server_pids=server_pids)
         cycle(f"warm, {CONCURRENT} concurrent scrapers meanwhile (closed loop)", exp.answer())
-        # 100 paced scrapers (as Prometheus scrapes: each once per period, its own phase) during a collection
-        exp.send("collect", None, True)
+        # 100 paced scrapers (as Prometheus scrapes: each once per period, its own phase) during collections one after
+        # the other (as many as PACED_AT_LEAST_S takes: a small fleet's cycle is too short for a p99 of its own)
+        paced_s = max(0.7 * warm, PACED_AT_LEAST_S)
+        chain = _BackToBack(exp)
         scrapes += time_concurrent(urls, f"during a collection, {CONCURRENT} paced scrapers (each every "
-                                   f"{PACED_PERIOD_S:g} s from a random phase, an open loop: {CONCURRENT / PACED_PERIOD_S:.0f} "
-                                   f"scrapes/s; {SCRAPER_PROCESSES} client processes; the exporter and the control "
-                                   f"in turns of {concurrent_window(0.7 * warm, PACED_PERIOD_S):.1f} s)", 0.7 * warm,
-                                   busy=exp.busy, server_pids=server_pids, period=PACED_PERIOD_S)
-        cycle(f"warm, {CONCURRENT} paced scrapers meanwhile (every {PACED_PERIOD_S:g} s each)", exp.answer())
+                                   f"{PACED_PERIOD_S:g} s from a random phase, an open loop: "
+                                   f"{CONCURRENT / PACED_PERIOD_S:.0f} scrapes/s; {SCRAPER_PROCESSES} client "
+                                   f"processes; the exporter and the control in turns of "
+                                   f"{concurrent_window(paced_s, PACED_PERIOD_S):.1f} s)", paced_s, busy=chain,
+                                   server_pids=server_pids, period=PACED_PERIOD_S)
+        rows = chain.join()
+        for i, row in enumerate(rows, 1):
+            cycle(f"warm, {CONCURRENT} paced scrapers meanwhile (every {PACED_PERIOD_S:g} s each; {i} of "
+                  f"{len(rows)} back to back)", row)
         if full:
             row, inproc = exp.call("collect_scraped_here", SCRAPES, spacing)
             scrapes.append(inproc)
