@@ -25,7 +25,9 @@ there (an HTTP hook on its collector's own client) and its memory read from ``/p
 and ``getrusage`` (ru_maxrss) after every step. The scrapes alternate with scrapes of a control: the same HTTP
 stack serving the same gzipped body from a process of its own (what a scrape costs on the machine at that moment,
 the exporter's work apart); the 100 concurrent scrapers during a collection take turns of a few seconds with
-the same scrapers against that control. Up to ``FULL_UP_TO`` hosts: the first cycle from an **empty** cache (a
+the same scrapers against that control: in a closed loop (each scrapes again at its answer: a stress test), then
+paced as Prometheus scrapes (each every ``PACED_PERIOD_S`` from a random phase, an open loop, late slots counted;
+at least ``PACED_AT_LEAST_S``, collections back to back meanwhile). Up to ``FULL_UP_TO`` hosts: the first cycle from an **empty** cache (a
 cold start), three warm cycles, one after a claim moved a host, scrapes during the slow reports too, and a
 collection scraped by a client inside the exporter's own process (as reports_bench measured it before, for
 comparison). Above: the first cycle with the cache the sync left (what an exporter beside the sync meets), two
