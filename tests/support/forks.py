@@ -123,7 +123,23 @@ def serve(path: str, work, detach: bool = False) -> None:
     """Listens on ``path`` (after the caller's warm imports) and runs ``work(request)`` in a child per request.
     ``detach``: the handler ends once it sent the child's pid (no wait status; the child, a daemon such as the
     mini-cloud's Nova services, tests/support/minicloud/nova_service.py, goes on as its client ends, its parent init
-    as with ``setsid CMD &``)."""
+    as with ``setsid CMD &``): the child starts a session of its own (as cloud.sh's ``start`` does with setsid, so
+    that ``stop`` kills its process group) and shows the command line it stands for (setproctitle, imported then:
+    the daemons' virtualenv has it), and the server must not run threads (a fork copies only the forking one)."""
+    if detach:
+        import threading
+
+        import setproctitle
+
+        assert threading.active_count() == 1, f"threads before forking: {threading.enumerate()}"
+        setproctitle.getproctitle()  # set up here: once a child's environment is replaced, setproctitle cannot
+        daemon_work = work
+
+        def work(request):
+            os.setsid()
+            setproctitle.setproctitle(" ".join([sys.executable, *request["argv"]]))  # ps: the command it stands for
+            daemon_work(request)
+
     again = _import_time_again()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

@@ -381,20 +381,13 @@ def serve(path):
     with setsid, so that ``stop`` kills its process group) and runs ``main`` with its request's argv, streams,
     directory and environment (tests/support/forks.py); its parent is then init, as with ``setsid CMD &``, and its
     command line (setproctitle) the one it would have had without the server."""
-    assert threading.active_count() == 1, f'threads before forking: {threading.enumerate()}'
     support = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, support)  # forks.py, then out of the path again: what the children import lazily is as before
     import forks
 
     sys.path.remove(support)
 
-    import setproctitle
-
-    setproctitle.getproctitle()  # set up here: once a child's environment is replaced, setproctitle cannot
-
-    def work(request):
-        os.setsid()
-        setproctitle.setproctitle(' '.join([sys.executable, *request['argv']]))  # ps: the command it stands for
+    def work(request):  # in a session of its own, titled as its command (forks.serve's detach)
         sys.argv = list(request['argv'])
         sys.exit(main(sys.argv[1:]))
 

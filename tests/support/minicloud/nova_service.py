@@ -115,26 +115,17 @@ def serve(path: str, args: list[str]) -> None:
 
     monkey_patch.patch(backend="threading")
     decided = patching()
-    import threading
-
     import nova.virt.fake  # nova-compute's driver and what it imports
     import nova.virt.node  # noqa: F401
     from nova.cmd import compute, conductor, scheduler  # noqa: F401 - the three entry points
 
-    assert threading.active_count() == 1, f"threads before forking: {threading.enumerate()}"
     support = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, support)  # forks.py, then out of the path again: what the children import lazily is as before
     import forks
 
     sys.path.remove(support)
 
-    import setproctitle
-
-    setproctitle.getproctitle()  # set up here: once a child's environment is replaced, setproctitle cannot
-
-    def work(request: dict) -> None:
-        os.setsid()
-        setproctitle.setproctitle(" ".join([sys.executable, *request["argv"]]))  # ps: the command it stands for
+    def work(request: dict) -> None:  # in a session of its own, titled as its command (forks.serve's detach)
         _script, _run, service, *rest = request["argv"]  # this file's `run SERVICE ARGS`, as without the server
         sys.argv = [service, *rest]
         if patching() != decided:
